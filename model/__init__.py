@@ -1,0 +1,30 @@
+"""The encoder-decoder Transformer, its recording hooks, greedy decoding and checkpoints (PyTorch only)."""
+
+from .capture import Capture, capture
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .config import PRESETS, TransformerConfig
+from .decoding import Step, Trace, greedy_decode
+from .positional import sinusoidal_encoding
+from .recording import record
+from .tokenizer import Tokenizer, Vocab
+from .transformer import Transformer, build_model
+
+__all__ = [
+    "TransformerConfig",
+    "build_model",
+    "sinusoidal_encoding",
+    "capture",
+    "greedy_decode",
+    "Capture",
+    "Trace",
+    "save_checkpoint",
+    "load_checkpoint",
+    # also useful
+    "CheckpointError",
+    "PRESETS",
+    "Step",
+    "Tokenizer",
+    "Transformer",
+    "Vocab",
+    "record",
+]

@@ -1,0 +1,107 @@
+"""Scaled dot-product and multi-head attention (section 3.2 of the paper).
+
+Masks are boolean and broadcast to (B, H, Tq, Tk): True means "this query may attend to this key".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .recording import is_recording
+
+
+def subsequent_mask(size: int, device: torch.device | None = None) -> torch.Tensor:
+    """(size, size) boolean mask, True on and below the diagonal: position i sees positions <= i."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, dropout: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(d_k)) v, returning (output, weights).
+
+    q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk).
+    Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    dropped = F.dropout(weights, p=dropout) if dropout > 0 else weights
+    return dropped @ v, weights
+
+
+class AttentionProbe(nn.Module):
+    """Identity on the (B, H, Tq, Tk) attention weights: the place recording hooks attach to.
+
+    It only runs on the explicit path, i.e. while somebody records.
+    """
+
+    def forward(self, weights: torch.Tensor) -> torch.Tensor:
+        return weights
+
+
+@dataclass
+class KVCache:
+    """Keys and values of one attention module across decoding steps, each (B, H, T, dk)."""
+
+    k: torch.Tensor | None = None
+    v: torch.Tensor | None = None
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with separate Q, K, V and output projections (W^Q, W^K, W^V, W^O)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+        self.probe = AttentionProbe()
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dk)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor | None,
+        mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        static_kv: bool = False,
+    ) -> torch.Tensor:
+        """query: (B, Tq, D); key_value: (B, Tk, D), ignored when a static cache already holds K and V.
+
+        cache with static_kv=False (decoder self-attention): the new keys and values are appended.
+        cache with static_kv=True (cross-attention): K and V are computed from key_value once, then reused.
+        """
+        q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dk)
+        if static_kv and cache is not None and cache.k is not None:
+            k, v = cache.k, cache.v
+        else:
+            k = self.split_heads(self.k_proj(key_value))  # (B, H, Tk, dk)
+            v = self.split_heads(self.v_proj(key_value))
+            if cache is not None:
+                if not static_kv and cache.k is not None:
+                    k = torch.cat([cache.k, k], dim=2)
+                    v = torch.cat([cache.v, v], dim=2)
+                cache.k, cache.v = k, v
+        p = self.dropout if self.training else 0.0
+        if is_recording():
+            out, weights = attention(q, k, v, mask, dropout=p)
+            self.probe(weights)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        B, H, Tq, dk = out.shape
+        out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)
+        return self.out_proj(out)

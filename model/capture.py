@@ -1,0 +1,91 @@
+"""One teacher-forced pass with everything recorded: the record that crosses from model/ to viz/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .decoding import default_max_steps, generate_ids
+from .inputs import as_batch, prepare_source, prepare_target, require_eval
+from .recording import Recorder, record
+from .tokenizer import Tokenizer
+
+
+@dataclass
+class Capture:
+    """Attention and positional encodings of one source (and target) through the whole model.
+
+    S = source tokens (ending with </s>), T = decoder input tokens (starting with <s>),
+    L = layers of that stack, H = heads, D = d_model. All arrays are float32 numpy.
+    """
+
+    source_tokens: list[str]  # S
+    target_tokens: list[str]  # T: the decoder's inputs, <s> y_1 .. y_{T-1}
+    predicted_tokens: list[str]  # T: the argmax prediction at each decoder position
+    source_ids: np.ndarray  # (S,)
+    target_ids: np.ndarray  # (T,)
+    encoder_self: np.ndarray  # (L_enc, H, S, S) row = query position, column = key position
+    decoder_self: np.ndarray  # (L_dec, H, T, T) zero above the diagonal (causal mask)
+    cross: np.ndarray  # (L_dec, H, T, S) decoder queries over source keys
+    source_pe: np.ndarray  # (S, D) the positional rows added to the source embeddings
+    target_pe: np.ndarray  # (T, D)
+    source_embeddings: np.ndarray  # (S, D) token embeddings after the sqrt(d_model) scale, before PE
+    target_embeddings: np.ndarray  # (T, D)
+    generated: bool  # True when the target is the model's own greedy output
+    source_truncated: int = 0  # typed source tokens cut to fit max_len
+    target_truncated: int = 0
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array field by name (for .npz export)."""
+        return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
+
+
+def _stack(recorder: Recorder, kind: str) -> np.ndarray:
+    """(L, H, Tq, Tk) from the one map each layer recorded, batch item 0."""
+    maps = [recorder.attention[(kind, i)][-1][0] for i in recorder.layers(kind)]
+    return torch.stack(maps).float().cpu().numpy()
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+@torch.no_grad()
+def capture(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None) -> Capture:
+    """Run source (and target) through the model once, recording every attention map and PE row.
+
+    With target=None the decoder input is the model's own greedy output for the source.
+    Safe to call from many threads on one shared model: each call records only its own pass.
+    """
+    require_eval(model)
+    vocab = tokenizer.target
+    src = prepare_source(model, tokenizer, source)
+    if target is None:
+        out = generate_ids(model, src.ids, default_max_steps(model, len(src.ids)) - 1, vocab.bos_id, vocab.eos_id)
+        tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
+    else:
+        tgt_ids, tgt_cut = prepare_target(model, vocab, target)
+    with record(model) as rec:
+        memory, mask = model.encode(as_batch(model, src.ids))
+        logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
+    src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
+    return Capture(
+        source_tokens=src.tokens,
+        target_tokens=vocab.decode(tgt_ids),
+        predicted_tokens=vocab.decode(logits[0].argmax(-1).tolist()),
+        source_ids=np.asarray(src.ids),
+        target_ids=np.asarray(tgt_ids),
+        encoder_self=_stack(rec, "encoder_self"),
+        decoder_self=_stack(rec, "decoder_self"),
+        cross=_stack(rec, "cross"),
+        source_pe=_numpy(src_pe.rows),
+        target_pe=_numpy(tgt_pe.rows),
+        source_embeddings=_numpy(src_pe.embeddings[0]),
+        target_embeddings=_numpy(tgt_pe.embeddings[0]),
+        generated=target is None,
+        source_truncated=src.truncated,
+        target_truncated=tgt_cut,
+    )

@@ -1,0 +1,99 @@
+"""Recording attention weights and positional rows through forward hooks.
+
+`with record(model) as rec:` registers forward hooks on every attention probe and on both positional
+encodings, runs whatever forward passes the block makes, and removes the hooks on exit. Each hook is
+bound to its own `Recorder` and only writes when that recorder is the one active in the current
+context (a ContextVar), so many threads can record on one shared model at once and each gets exactly
+its own weights. Attention modules ask `is_recording()` to decide between the fused
+scaled_dot_product_attention path (nobody records) and the explicit softmax path whose weights the
+probe exposes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+_ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("transformer_recorder", default=None)
+
+ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
+PE_SIDES = ("source", "target")
+
+
+def is_recording() -> bool:
+    """True inside a `record(...)` block of the current thread or task."""
+    return _ACTIVE.get() is not None
+
+
+@dataclass
+class PositionalRecord:
+    embeddings: torch.Tensor  # (B, T, D) scaled token embeddings before PE
+    rows: torch.Tensor  # (T, D) the PE rows that were added
+    offset: int  # position of the first row
+
+
+@dataclass
+class Recorder:
+    """What one `record` block saw, in call order.
+
+    attention[(kind, layer)] is a list with one (B, H, Tq, Tk) tensor per forward call;
+    positional[side] is a list with one PositionalRecord per call.
+    """
+
+    attention: dict[tuple[str, int], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
+    positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
+
+    def layers(self, kind: str) -> list[int]:
+        return sorted(layer for k, layer in self.attention if k == kind)
+
+    def clear(self) -> None:
+        self.attention.clear()
+        self.positional.clear()
+
+
+def _attention_hook(recorder: Recorder, key: tuple[str, int]):
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+        if _ACTIVE.get() is recorder:
+            recorder.attention[key].append(output.detach().clone())
+
+    return hook
+
+
+def _positional_hook(recorder: Recorder, side: str):
+    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
+        if _ACTIVE.get() is recorder:
+            x = args[0]
+            offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
+            rows = module.rows(offset, x.size(1)).detach().clone()
+            recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows, offset))
+
+    return hook
+
+
+@contextlib.contextmanager
+def record(model: nn.Module) -> Iterator[Recorder]:
+    """Record every attention map and positional row the model computes inside the block.
+
+    The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
+    `positional_encodings()` -> iterable of (side, module). Nested blocks are allowed; only the
+    innermost one receives records.
+    """
+    recorder = Recorder()
+    handles = []
+    token = _ACTIVE.set(recorder)
+    try:
+        for kind, layer, probe in model.attention_probes():
+            handles.append(probe.register_forward_hook(_attention_hook(recorder, (kind, layer))))
+        for side, module in model.positional_encodings():
+            handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
+        yield recorder
+    finally:
+        for handle in handles:
+            handle.remove()
+        _ACTIVE.reset(token)

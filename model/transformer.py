@@ -1,0 +1,263 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", written to be read.
+
+    src ids -> embed * sqrt(d) + PE -> N x EncoderLayer -> memory
+    tgt ids -> embed * sqrt(d) + PE -> N x DecoderLayer(memory) -> generator -> logits
+
+Post-LN (the paper) and pre-LN blocks are one code path selected by `config.norm_first`.
+`encode()` and `decode()` are usable separately; `decode()` takes an optional `DecoderCache` so greedy
+decoding processes only the newest token per step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import KVCache, MultiHeadAttention
+from .config import TransformerConfig
+from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+
+ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
+
+class StdNorm(nn.Module):
+    """The Annotated Transformer's LayerNorm: weight * (x - mean) / (std + eps) + bias, unbiased std."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+
+def make_norm(config: TransformerConfig) -> nn.Module:
+    if config.norm == "std":
+        return StdNorm(config.d_model, config.layer_norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = W2 act(W1 x + b1) + b2, applied to each position separately."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.linear1 = nn.Linear(config.d_model, config.d_ff)
+        self.linear2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = ACTIVATION_FNS[config.activation]
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+def residual(x: torch.Tensor, norm: nn.Module, sublayer: Callable, dropout: nn.Module, norm_first: bool) -> torch.Tensor:
+    """Post-LN: LayerNorm(x + Sublayer(x)) as in the paper. Pre-LN: x + Sublayer(LayerNorm(x))."""
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.ff = FeedForward(config)
+        self.norm1 = make_norm(config)
+        self.norm2 = make_norm(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.norm_first = config.norm_first
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        x = residual(x, self.norm1, lambda h: self.self_attn(h, h, mask), self.dropout, self.norm_first)
+        return residual(x, self.norm2, self.ff, self.dropout, self.norm_first)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.ff = FeedForward(config)
+        self.norm1 = make_norm(config)
+        self.norm2 = make_norm(config)
+        self.norm3 = make_norm(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.norm_first = config.norm_first
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None,
+        memory_mask: torch.Tensor | None,
+        cache: "LayerCache | None" = None,
+    ) -> torch.Tensor:
+        self_cache = cache.self_attn if cache else None
+        cross_cache = cache.cross_attn if cache else None
+        x = residual(x, self.norm1, lambda h: self.self_attn(h, h, self_mask, self_cache), self.dropout, self.norm_first)
+        x = residual(
+            x,
+            self.norm2,
+            lambda h: self.cross_attn(h, memory, memory_mask, cross_cache, static_kv=True),
+            self.dropout,
+            self.norm_first,
+        )
+        return residual(x, self.norm3, self.ff, self.dropout, self.norm_first)
+
+
+@dataclass
+class LayerCache:
+    self_attn: KVCache = field(default_factory=KVCache)
+    cross_attn: KVCache = field(default_factory=KVCache)
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer keys and values of everything decoded so far (one per greedy-decoding call)."""
+
+    layers: list[LayerCache]
+
+    @property
+    def length(self) -> int:
+        k = self.layers[0].self_attn.k if self.layers else None
+        return 0 if k is None else k.size(2)
+
+
+class Stack(nn.Module):
+    """N identical layers, then an optional final norm (pre-LN models need it)."""
+
+    def __init__(self, layers: list[nn.Module], norm: nn.Module | None):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.norm = norm
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.src_embed = nn.Embedding(config.src_vocab_size, d)
+        self.tgt_embed = self.src_embed if config.share_embeddings else nn.Embedding(config.tgt_vocab_size, d)
+        self.src_pe = self._positional(config)
+        self.tgt_pe = self._positional(config)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        final = config.has_final_norm
+        self.encoder = Stack(
+            [EncoderLayer(config) for _ in range(config.n_encoder_layers)], make_norm(config) if final else None
+        )
+        self.decoder = Stack(
+            [DecoderLayer(config) for _ in range(config.n_decoder_layers)], make_norm(config) if final else None
+        )
+        self.generator = nn.Linear(d, config.tgt_vocab_size, bias=config.generator_bias)
+        self.reset_parameters()
+        if config.tie_generator:
+            self.generator.weight = self.tgt_embed.weight
+
+    @staticmethod
+    def _positional(config: TransformerConfig) -> nn.Module:
+        if config.positional == "learned":
+            return LearnedPositionalEncoding(config.d_model, config.max_len)
+        return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.pe_base, config.pe_layout)
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform matrices (as the Annotated Transformer), N(0, 1/d) embeddings so that
+        sqrt(d)-scaled embeddings have unit variance, zero biases."""
+        for name, p in self.named_parameters():
+            if "embed" in name:
+                nn.init.normal_(p, std=self.config.d_model**-0.5)
+            elif name.endswith("_pe.weight"):
+                nn.init.normal_(p, std=0.02)
+            elif p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias") and "norm" not in name:
+                nn.init.zeros_(p)
+
+    # -- the two halves -------------------------------------------------------------------------
+
+    def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        """Token embeddings (B, T, D), multiplied by sqrt(d_model) unless the config says not to."""
+        x = table(ids)
+        return x * math.sqrt(self.config.d_model) if self.config.scale_embeddings else x
+
+    def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
+        """(B, 1, 1, S) True on real source tokens, or None when nothing is padded."""
+        keep = src != self.config.pad_id
+        return None if bool(keep.all()) else keep[:, None, None, :]
+
+    def target_mask(self, tgt: torch.Tensor, offset: int = 0) -> torch.Tensor | None:
+        """(B, 1, T, offset+T): causal (query i sees keys <= offset+i) and, without a cache, no padded keys."""
+        T = tgt.size(1)
+        causal = torch.ones(T, offset + T, dtype=torch.bool, device=tgt.device).tril(diagonal=offset)
+        if offset == 0:
+            keep = tgt != self.config.pad_id
+            if not bool(keep.all()):
+                return causal[None, None] & keep[:, None, None, :]
+        return None if bool(causal.all()) else causal[None, None]
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """src (B, S) ids -> memory (B, S, D) and the source padding mask (B, 1, 1, S) or None."""
+        mask = self.source_mask(src)
+        x = self.embed_dropout(self.src_pe(self.embed(self.src_embed, src)))
+        for layer in self.encoder.layers:
+            x = layer(x, mask)
+        return (self.encoder.norm(x) if self.encoder.norm is not None else x), mask
+
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor | None,
+        cache: DecoderCache | None = None,
+        last_only: bool = False,
+    ) -> torch.Tensor:
+        """tgt (B, T) ids -> logits (B, T, V), or (B, 1, V) for the last position only when last_only.
+
+        With a cache, tgt holds only the new tokens, placed after the cache.length already decoded.
+        """
+        offset = cache.length if cache is not None else 0
+        x = self.embed_dropout(self.tgt_pe(self.embed(self.tgt_embed, tgt), offset=offset))
+        self_mask = self.target_mask(tgt, offset)
+        for i, layer in enumerate(self.decoder.layers):
+            x = layer(x, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None)
+        if self.decoder.norm is not None:
+            x = self.decoder.norm(x)
+        return self.generator(x[:, -1:] if last_only else x)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V) for decoder inputs tgt given sources src."""
+        memory, mask = self.encode(src)
+        return self.decode(tgt, memory, mask)
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache([LayerCache() for _ in self.decoder.layers])
+
+    # -- what recording hooks attach to ------------------------------------------------------------
+
+    def attention_probes(self) -> Iterator[tuple[str, int, nn.Module]]:
+        for i, layer in enumerate(self.encoder.layers):
+            yield "encoder_self", i, layer.self_attn.probe
+        for i, layer in enumerate(self.decoder.layers):
+            yield "decoder_self", i, layer.self_attn.probe
+            yield "cross", i, layer.cross_attn.probe
+
+    def positional_encodings(self) -> Iterator[tuple[str, nn.Module]]:
+        yield "source", self.src_pe
+        yield "target", self.tgt_pe
+
+
+def build_model(config: TransformerConfig, seed: int | None = None) -> Transformer:
+    """A freshly initialised Transformer in eval mode (call .train() to train it)."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    return Transformer(config).eval()

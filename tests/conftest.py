@@ -1,0 +1,35 @@
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from model import Tokenizer, TransformerConfig, Vocab, build_model  # noqa: E402
+
+LETTERS = list("abcdefghijklmnopqrstuvwxyz ")
+
+
+@pytest.fixture
+def char_tokenizer() -> Tokenizer:
+    vocab = Vocab.build(LETTERS, level="char")
+    return Tokenizer(vocab, vocab)
+
+
+def make_tiny(tokenizer: Tokenizer, seed: int = 0, **overrides) -> torch.nn.Module:
+    """A small random model; three heads and asymmetric layer counts catch axis mix-ups."""
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(tokenizer.source),
+        tgt_vocab_size=len(tokenizer.target),
+        **{"d_model": 24, "n_heads": 3, "n_encoder_layers": 3, "n_decoder_layers": 2, **overrides},
+    )
+    return build_model(config, seed=seed)
+
+
+@pytest.fixture
+def tiny(char_tokenizer):
+    return make_tiny(char_tokenizer)

@@ -1,0 +1,119 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from model import CheckpointError, Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
+from model.checkpoint import load_card
+from tests.conftest import make_tiny
+
+
+def outputs(model):
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, model.config.src_vocab_size, (2, 7), generator=g)
+    tgt = torch.randint(4, model.config.tgt_vocab_size, (2, 5), generator=g)
+    with torch.no_grad():
+        return model(src, tgt)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"positional": "learned", "norm_first": True}, {"share_embeddings": True, "tie_generator": True}],
+)
+def test_round_trip_gives_identical_outputs(tmp_path, char_tokenizer, overrides):
+    model = make_tiny(char_tokenizer, seed=7, **overrides)
+    save_checkpoint(model, char_tokenizer, tmp_path / "ckpt", card={"task": "test"})
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["card.json", "config.json", "model.safetensors", "tokenizer.json"]
+    loaded, tok = load_checkpoint(tmp_path / "ckpt")
+    assert not loaded.training
+    assert loaded.config == model.config
+    assert tok.to_dict() == char_tokenizer.to_dict()
+    assert torch.equal(outputs(loaded), outputs(model))
+    assert load_card(tmp_path / "ckpt") == {"task": "test"}
+    if overrides.get("tie_generator"):
+        assert loaded.generator.weight is loaded.tgt_embed.weight
+        assert "generator.weight" not in load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+
+
+def test_separate_vocabularies_round_trip(tmp_path):
+    tok = Tokenizer(Vocab.build("abc", level="char"), Vocab.build(["x", "y", "z", "w"], level="word"))
+    model = build_model(TransformerConfig.preset("tiny", src_vocab_size=7, tgt_vocab_size=8), seed=2)
+    save_checkpoint(model, tok, tmp_path / "c")
+    loaded, back = load_checkpoint(tmp_path / "c")
+    assert (back.source.level, back.target.level) == ("char", "word")
+    assert torch.equal(outputs(loaded), outputs(model))
+
+
+@pytest.fixture
+def saved(tmp_path, char_tokenizer):
+    model = make_tiny(char_tokenizer)
+    return save_checkpoint(model, char_tokenizer, tmp_path / "ckpt")
+
+
+def test_missing_key_is_named(saved):
+    weights = load_file(str(saved / "model.safetensors"))
+    del weights["decoder.layers.1.cross_attn.k_proj.weight"]
+    save_file(weights, str(saved / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"missing keys: decoder\.layers\.1\.cross_attn\.k_proj\.weight"):
+        load_checkpoint(saved)
+
+
+def test_unexpected_key_is_named(saved):
+    weights = load_file(str(saved / "model.safetensors"))
+    weights["encoder.layers.9.extra"] = torch.zeros(3)
+    save_file(weights, str(saved / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"unexpected keys: encoder\.layers\.9\.extra"):
+        load_checkpoint(saved)
+
+
+def test_wrong_shape_names_key_and_both_shapes(saved):
+    weights = load_file(str(saved / "model.safetensors"))
+    weights["encoder.layers.0.ff.linear1.weight"] = torch.zeros(40, 24)
+    save_file(weights, str(saved / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"encoder\.layers\.0\.ff\.linear1\.weight: file has \(40, 24\), the config needs \(32, 24\)"):
+        load_checkpoint(saved)
+
+
+def test_config_that_disagrees_with_weights(saved):
+    config = json.loads((saved / "config.json").read_text())
+    config["n_decoder_layers"] = 3
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"missing keys: decoder\.layers\.2\."):
+        load_checkpoint(saved)
+
+
+@pytest.mark.parametrize("damage", [b"", b"not a safetensors file at all", None])
+def test_corrupt_weights_file_is_named(saved, damage):
+    path = saved / "model.safetensors"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage is None else damage)
+    with pytest.raises(CheckpointError, match="model.safetensors is not a readable safetensors file"):
+        load_checkpoint(saved)
+
+
+def test_broken_json_files_are_named(saved):
+    (saved / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json is not valid JSON"):
+        load_checkpoint(saved)
+    (saved / "config.json").write_text(json.dumps({"src_vocab_size": 31, "tgt_vocab_size": 31, "colour": "red"}))
+    with pytest.raises(CheckpointError, match="config.json: unknown TransformerConfig fields: colour"):
+        load_checkpoint(saved)
+
+
+def test_vocabulary_size_mismatch_is_named(saved):
+    tok = json.loads((saved / "tokenizer.json").read_text())
+    tok["shared"]["tokens"].append("!")
+    (saved / "tokenizer.json").write_text(json.dumps(tok))
+    with pytest.raises(CheckpointError, match="tokenizer.json has 32 source tokens but config.json says source vocabulary 31"):
+        load_checkpoint(saved)
+
+
+def test_missing_files_and_paths(saved, tmp_path):
+    with pytest.raises(CheckpointError, match="no checkpoint at"):
+        load_checkpoint(tmp_path / "nowhere")
+    (saved / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match="tokenizer.json is missing"):
+        load_checkpoint(saved)
+    with pytest.raises(CheckpointError, match="is a file"):
+        load_checkpoint(saved / "config.json")
