@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .tokenizer import Tokenizer, Vocab
+from .tokenizer import SPECIALS, Tokenizer, Vocab, clean_text
 
 
 @dataclass
@@ -46,3 +46,48 @@ def as_batch(model: nn.Module, ids: list[int]) -> torch.Tensor:
 def require_eval(model: nn.Module) -> None:
     if model.training:
         raise ValueError("the model is in training mode (dropout on); call model.eval() before capturing or decoding")
+
+
+@dataclass
+class InputCheck:
+    """What the app should say about a typed text before running the model."""
+
+    text: str  # the text the model will read (control characters removed)
+    errors: list[str]  # reasons not to run at all
+    warnings: list[str]  # things the user should know, the model still runs
+    unknown: list[str]  # distinct symbols the vocabulary does not know
+
+
+def check_text(text: str, vocab: Vocab, max_tokens: int, what: str = "input") -> InputCheck:
+    """Clean pasted text and say what is wrong with it, in words meant for the person who typed it.
+
+    max_tokens: how many of the text's tokens the model reads (max_len minus the special token).
+    """
+    cleaned = clean_text(text)
+    errors, warnings = [], []
+    dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
+    if dropped:
+        warnings.append(f"Removed {dropped} control or invisible character{'s' * (dropped != 1)} from the {what}.")
+    symbols = vocab.split(cleaned)
+    if not symbols:
+        errors.append(f"The {what} is empty: type some text, or pick an example.")
+        return InputCheck(cleaned, errors, warnings, [])
+    known = set(getattr(vocab, "tokens", ())) - set(SPECIALS)
+    unknown = list(dict.fromkeys(s for s in symbols if all(i == vocab.unk_id for i in vocab.encode(s))))
+    if unknown and len(unknown) == len(set(symbols)):
+        hint = f" It knows {len(known)} symbols, e.g. {' '.join(sorted(known)[:20])}." if known else ""
+        errors.append(f"None of the {what}'s symbols are in this model's vocabulary ({_quote(unknown)}).{hint}")
+    elif unknown:
+        warnings.append(f"Not in the vocabulary, read as <unk>: {_quote(unknown)}.")
+    if len(symbols) > max_tokens:
+        kept = vocab.detokenize(symbols[:max_tokens])
+        warnings.append(
+            f"The {what} has {len(symbols)} tokens but this model reads at most {max_tokens}: "
+            f"cut after “{kept[-40:]}” ({len(symbols) - max_tokens} tokens dropped)."
+        )
+    return InputCheck(cleaned, errors, warnings, unknown)
+
+
+def _quote(symbols: list[str], limit: int = 12) -> str:
+    shown = ", ".join(f"“{s}”" if s.strip() else "“␣”" for s in symbols[:limit])
+    return shown + (f" and {len(symbols) - limit} more" if len(symbols) > limit else "")

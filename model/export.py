@@ -1,0 +1,63 @@
+"""Captured attention and decoding traces as downloadable files (.npz and JSON)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+
+from .capture import Capture
+from .decoding import Trace
+
+
+def capture_npz(capture: Capture) -> bytes:
+    """Every array of the capture plus the token lists (as string arrays), in one compressed .npz."""
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf, **capture.arrays(),
+        source_tokens=np.array(capture.source_tokens, dtype=str),
+        target_tokens=np.array(capture.target_tokens, dtype=str),
+        predicted_tokens=np.array(capture.predicted_tokens, dtype=str),
+    )
+    return buf.getvalue()
+
+
+def _rounded(a: np.ndarray, decimals: int) -> list:
+    return np.round(a.astype(np.float64), decimals).tolist()
+
+
+def capture_json(capture: Capture, decimals: int = 5) -> str:
+    """The capture as JSON: tokens, shapes and nested lists of weights rounded to `decimals`."""
+    data = {
+        "source_tokens": capture.source_tokens,
+        "target_tokens": capture.target_tokens,
+        "predicted_tokens": capture.predicted_tokens,
+        "generated": capture.generated,
+        "source_truncated": capture.source_truncated,
+        "shapes": {k: list(v.shape) for k, v in capture.arrays().items()},
+    }
+    for name, arr in capture.arrays().items():
+        data[name] = arr.tolist() if arr.dtype.kind == "i" else _rounded(arr, decimals)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def trace_json(trace: Trace, decimals: int = 5) -> str:
+    """A greedy decoding as JSON: one entry per step with candidates and attention rows."""
+    steps = [
+        {
+            "index": s.index, "token": s.token, "token_id": s.token_id, "prob": round(s.prob, decimals),
+            "forced": s.forced, "top_tokens": s.top_tokens, "top_ids": s.top_ids.tolist(),
+            "top_probs": _rounded(s.top_probs, decimals),
+            "decoder_self": _rounded(s.decoder_self, decimals), "cross": _rounded(s.cross, decimals),
+        }
+        for s in trace.steps
+    ]
+    return json.dumps({"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason,
+                       "steps": steps}, ensure_ascii=False, separators=(",", ":"))
+
+
+def pe_npz(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()

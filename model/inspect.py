@@ -1,0 +1,67 @@
+"""What the model page shows: parameter counts, weight statistics, and the shapes inside attention."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from torch import nn
+
+
+def parameter_counts(model: nn.Module) -> dict[str, int]:
+    """Parameters per top-level part (embeddings, each encoder/decoder layer, norms, generator); shared tensors once."""
+    counts: dict[str, int] = {}
+    for name, p in model.named_parameters():  # named_parameters yields each shared tensor once
+        parts = name.split(".")
+        key = ".".join(parts[:3]) if parts[0] in ("encoder", "decoder") and parts[1] == "layers" else parts[0]
+        counts[key] = counts.get(key, 0) + p.numel()
+    return counts
+
+
+@dataclass
+class WeightStats:
+    name: str
+    shape: tuple[int, ...]
+    mean: float
+    std: float
+    max_abs: float
+
+
+def weight_stats(model: nn.Module) -> list[WeightStats]:
+    """Mean, standard deviation and largest magnitude of every weight matrix and vector."""
+    out = []
+    for name, p in model.named_parameters():
+        a = p.detach().float().cpu().numpy()
+        out.append(WeightStats(name, tuple(a.shape), float(a.mean()), float(a.std()), float(np.abs(a).max())))
+    return out
+
+
+@dataclass
+class ShapeStep:
+    what: str  # the operation, in words
+    formula: str  # as in the paper
+    shape: tuple[int, ...]  # the real shape for the current input
+
+
+def attention_shape_walk(d_model: int, n_heads: int, n_queries: int, n_keys: int, batch: int = 1) -> list[ShapeStep]:
+    """The tensor shapes of one multi-head attention call, with the current input's numbers."""
+    dk = d_model // n_heads
+    B, Tq, Tk, H = batch, n_queries, n_keys, n_heads
+    return [
+        ShapeStep("query input", "X", (B, Tq, d_model)),
+        ShapeStep("key/value input", "Y (= X for self-attention)", (B, Tk, d_model)),
+        ShapeStep("project queries", "Q = X W^Q", (B, Tq, d_model)),
+        ShapeStep("project keys and values", "K = Y W^K, V = Y W^V", (B, Tk, d_model)),
+        ShapeStep("split into heads", "Q_h (view + transpose)", (B, H, Tq, dk)),
+        ShapeStep("split keys/values into heads", "K_h, V_h", (B, H, Tk, dk)),
+        ShapeStep("scores", "Q_h K_h^T / sqrt(d_k)", (B, H, Tq, Tk)),
+        ShapeStep("attention weights (what the heatmaps show)", "softmax(scores + mask)", (B, H, Tq, Tk)),
+        ShapeStep("weighted values", "weights V_h", (B, H, Tq, dk)),
+        ShapeStep("concatenate heads", "Concat(head_1..head_h)", (B, Tq, d_model)),
+        ShapeStep("output projection", "Concat(...) W^O", (B, Tq, d_model)),
+    ]
+
+
+def positional_tables(model: nn.Module) -> dict[str, np.ndarray]:
+    """The (max_len, d_model) positional table of each side, as numpy."""
+    return {side: module.table.detach().float().cpu().numpy() for side, module in model.positional_encodings()}

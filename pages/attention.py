@@ -1,0 +1,68 @@
+"""Attention page: every layer and head of encoder self, decoder self and cross attention."""
+
+import streamlit as st
+
+from pages import common
+from viz import attention_figs as figs
+
+st.title("Attention")
+session = common.current()
+if session is None:
+    st.info("Choose a model in the sidebar to begin.")
+    st.stop()
+if not common.show_input_messages(session):
+    st.stop()
+
+cap = common.session_capture(session)
+KINDS = {
+    "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, "source", "source"),
+    "decoder_self": (cap.decoder_self, cap.target_tokens, cap.target_tokens, "decoder input", "decoder input"),
+    "cross": (cap.cross, cap.target_tokens, cap.source_tokens, "decoder input", "source"),
+}
+kind = common.url_state("att_kind", "cross", list(KINDS))
+weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
+n_layers, n_heads = weights.shape[:2]
+HEAD_CHOICES = ["average", *range(n_heads)]
+
+left, mid, right = st.columns([2, 1, 1])
+left.radio("Attention", list(KINDS), key="att_kind", horizontal=True, format_func=lambda k: figs.KIND_TITLES[k])
+layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
+mid.selectbox("Layer", list(range(n_layers)), key="att_layer")
+head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
+right.selectbox("Head", HEAD_CHOICES, key="att_head", format_func=lambda h: "average of heads" if h == "average" else f"head {h}")
+common.write_url(att_kind=kind, att_layer=layer, att_head=head)
+
+output = " ".join(t for t in cap.predicted_tokens)
+st.caption(
+    f"Source: {len(cap.source_tokens)} tokens · decoder input: {len(cap.target_tokens)} tokens "
+    f"({'the model’s own greedy output' if cap.generated else 'the target you typed'}) · "
+    f"model predicts: {session.tokenizer.target.detokenize(cap.predicted_tokens) or '∅'}"
+)
+mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
+one, grid, overview, bert = st.tabs(["One head", "All heads of the layer", "All layers × heads", "bertviz"])
+with one:
+    shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
+    which = "average of heads" if head == "average" else f"head {head}"
+    st.plotly_chart(figs.attention_heatmap(shown, q_tokens, k_tokens, f"{figs.KIND_TITLES[kind]}, layer {layer}, {which}",
+                                           mask=mask, query_label=q_label, key_label=k_label), key="att_one")
+with grid:
+    st.plotly_chart(figs.head_grid(weights[layer], q_tokens, k_tokens, f"{figs.KIND_TITLES[kind]}, layer {layer}", mask=mask),
+                    key="att_grid")
+with overview:
+    st.plotly_chart(figs.layer_head_overview(weights, f"{figs.KIND_TITLES[kind]}: rows are layers, columns heads", mask=mask),
+                    key="att_overview")
+with bert:
+    from viz.bertviz_view import head_view_html, model_view_html
+
+    view = st.radio("bertviz view", ["head view", "model view"], horizontal=True, key="att_bertviz")
+    make = head_view_html if view == "head view" else model_view_html
+    html = make(cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
+    st.iframe(html, height=640 if view == "head view" else 900)
+    st.download_button("Download this view (.html, works offline)", html, file_name=f"bertviz-{view.split()[0]}.html",
+                       mime="text/html", key="att_dl_html")
+
+c1, c2 = st.columns(2)
+c1.download_button("Download attention and PE (.npz)", common.npz_bytes(session, cap), file_name="capture.npz",
+                   mime="application/octet-stream", key="att_dl_npz")
+c2.download_button("Download attention and PE (.json)", common.json_text(session, cap), file_name="capture.json",
+                   mime="application/json", key="att_dl_json")

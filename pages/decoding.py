@@ -1,0 +1,104 @@
+"""Step-by-step greedy decoding: what the decoder sees and looks at for every token it writes."""
+
+import time
+
+import streamlit as st
+
+from model.export import trace_json
+from pages import common
+from viz import attention_figs, decoding_figs as figs
+from viz.tokens import display_token
+
+st.title("Step-by-step decoding")
+session = common.current()
+if session is None:
+    st.info("Choose a model in the sidebar to begin.")
+    st.stop()
+if not common.show_input_messages(session):
+    st.stop()
+
+
+def parse_prefix(raw: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in raw.split(",") if x.strip()) if raw else ()
+
+
+# Forced choices (the user picked another candidate) belong to one model and input; reset when they change.
+context = (session.key, session.check.text)
+if st.session_state.get("dec_context") != context:
+    if "dec_context" in st.session_state:  # a real change, not the first run (which may come from a link)
+        st.session_state["dec_prefix"], st.session_state["dec_step"] = (), 0
+    st.session_state["dec_context"] = context
+vocab_size = session.model.config.tgt_vocab_size
+prefix = common.url_state("dec_prefix", (), None, parse_prefix)
+if any(not 0 <= i < vocab_size for i in prefix):
+    st.session_state["dec_prefix"] = prefix = ()
+top_k = common.url_state("dec_topk", 5, [3, 5, 10], int)
+
+trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer)
+last = len(trace.steps) - 1
+if st.session_state.pop("dec_advance", False) and st.session_state.get("dec_step", 0) < last:
+    st.session_state["dec_step"] += 1  # the Play loop's next frame
+step_index = common.url_state("dec_step", 0, list(range(last + 1)), int)
+
+
+def go_to(index: int) -> None:
+    st.session_state["dec_step"] = max(0, min(last, index))
+
+
+cols = st.columns([1, 1, 1, 1, 1, 2])
+cols[0].button("⏮ Start", on_click=go_to, args=(0,), key="dec_first", width="stretch")
+cols[1].button("◀ Previous", on_click=go_to, args=(step_index - 1,), key="dec_prev", disabled=step_index == 0, width="stretch")
+cols[2].button("Next ▶", on_click=go_to, args=(step_index + 1,), key="dec_next", disabled=step_index >= last, width="stretch")
+cols[3].button("End ⏭", on_click=go_to, args=(last,), key="dec_last", width="stretch")
+playing = st.session_state.setdefault("dec_playing", False) and step_index < last
+cols[4].button("⏸ Pause" if playing else "▶ Play", key="dec_play_button", width="stretch", disabled=step_index >= last,
+               on_click=lambda: st.session_state.update(dec_playing=not playing))
+cols[5].selectbox("Candidates shown", [3, 5, 10], key="dec_topk")
+st.slider("Step", 0, max(last, 1), key="dec_step", disabled=last < 1)
+step = trace.steps[step_index]
+common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
+
+inputs = trace.decoder_inputs(step_index)
+st.markdown(
+    f"**Step {step_index + 1} of {len(trace.steps)}** · decoder input so far: "
+    + " ".join(f"`{display_token(t)}`" for t in inputs)
+    + f" → writes **`{display_token(step.token)}`** (p = {step.prob:.1%}{', your choice' if step.forced else ''})"
+)
+left, right = st.columns([1, 2])
+with left:
+    chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
+    st.plotly_chart(figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
+                    key="dec_topk_chart")
+    options = list(range(len(step.top_ids)))
+    pick = st.selectbox("Continue with another candidate", options, key="dec_pick",
+                        format_func=lambda i: f"{display_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})")
+    if st.button("Decode from this choice", key="dec_apply"):
+        st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
+        st.rerun()
+    if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
+        st.session_state["dec_prefix"] = ()
+        st.rerun()
+with right:
+    st.plotly_chart(figs.step_rows(step.cross, trace.source_tokens, "Cross-attention of the new position over the source"),
+                    key="dec_cross")
+    st.plotly_chart(figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position"), key="dec_self")
+
+st.subheader("Alignment of all steps")
+alignment = trace.cross_alignment()
+n_layers = alignment.shape[0]
+layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
+st.selectbox("Layer", list(range(n_layers)), key="dec_layer", format_func=lambda i: f"layer {i} (average of heads)")
+st.plotly_chart(attention_figs.attention_heatmap(
+    attention_figs.head_average(alignment[layer]), trace.output_tokens, trace.source_tokens,
+    f"Output tokens (rows) against source tokens (columns), layer {layer}", query_label="output", key_label="source",
+), key="dec_alignment")
+st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}.")
+st.download_button("Download this decoding (.json)", trace_json(trace), file_name="decoding.json", mime="application/json",
+                   key="dec_dl")
+
+if playing:
+    time.sleep(0.8)
+    st.session_state["dec_advance"] = True
+    st.rerun()
+else:
+    st.session_state["dec_playing"] = False

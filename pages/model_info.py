@@ -1,0 +1,51 @@
+"""Model page: configuration, where the parameters are, weight statistics, and attention's tensor shapes."""
+
+import streamlit as st
+
+from model.inspect import attention_shape_walk, parameter_counts, weight_stats
+from pages import common
+from viz import model_figs as figs
+
+st.title("Model")
+session = common.current()
+if session is None:
+    st.info("Choose a model in the sidebar to begin.")
+    st.stop()
+
+cfg = session.model.config
+counts = parameter_counts(session.model)
+st.markdown(f"**{session.label}** · {sum(counts.values()):,} parameters · "
+            f"{'pre-LN' if cfg.norm_first else 'post-LN (as in the paper)'} · {cfg.positional} positions")
+card = session.card
+if card:
+    facts = {k: card[k] for k in ("task", "description", "command", "held_out_exact_match", "training_seconds", "trained_on")
+             if k in card}
+    if facts:
+        st.json(facts, expanded=True)
+
+config_tab, params_tab, weights_tab, shapes_tab = st.tabs(["Configuration", "Parameters", "Weights", "Shapes in attention"])
+with config_tab:
+    rows = [{"field": k, "value": str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
+    st.dataframe(rows, hide_index=True, width="stretch")
+with params_tab:
+    st.plotly_chart(figs.parameter_bars(counts), key="model_params")
+with weights_tab:
+    stats = weight_stats(session.model)
+    part = st.selectbox("Part", ["all", "encoder", "decoder", "embeddings and generator"], key="model_part")
+    keep = [s for s in stats if part == "all" or s.name.startswith(part)
+            or (part == "embeddings and generator" and not s.name.startswith(("encoder", "decoder")))]
+    st.plotly_chart(figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
+                    key="model_weights")
+    st.dataframe([{"tensor": s.name, "shape": str(s.shape), "mean": s.mean, "std": s.std, "max |w|": s.max_abs} for s in keep],
+                 hide_index=True, width="stretch")
+with shapes_tab:
+    if common.show_input_messages(session):
+        cap = common.session_capture(session)
+        S, T = len(cap.source_tokens), len(cap.target_tokens)
+        which = st.radio("Attention", ["encoder self", "decoder self", "cross"], horizontal=True, key="model_shape_kind")
+        n_q, n_k = {"encoder self": (S, S), "decoder self": (T, T), "cross": (T, S)}[which]
+        st.markdown(f"For the current input: S = {S} source tokens, T = {T} decoder tokens, d_model = {cfg.d_model}, "
+                    f"h = {cfg.n_heads} heads, d_k = d_model / h = {cfg.d_head}.")
+        walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
+        st.dataframe([{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in walk],
+                     hide_index=True, width="stretch")

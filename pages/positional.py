@@ -1,0 +1,90 @@
+"""Positional encoding page: the sinusoidal table, why it encodes relative position, and the loaded model's PE."""
+
+import numpy as np
+import streamlit as st
+
+from model import pe_analysis as pea
+from model.inspect import positional_tables
+from model.export import pe_npz
+from pages import common
+from viz import positional_figs as figs
+
+st.title("Positional encoding")
+st.markdown(
+    "The Transformer has no recurrence, so it adds a position signal to every token embedding: "
+    "`PE[pos, 2i] = sin(pos / base^(2i/d))`, `PE[pos, 2i+1] = cos(pos / base^(2i/d))`."
+)
+session = common.current()
+model_d = session.model.config.d_model if session else 64
+
+D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
+c1, c2, c3 = st.columns(3)
+d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
+c1.select_slider("d_model (dimensions)", D_CHOICES, key="pe_d")
+length = common.url_state("pe_len", 100, None, int)
+st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
+c2.slider("Length (positions)", 2, 1024, key="pe_len")
+base = common.url_state("pe_base", 10000.0, None, float)
+if not np.isfinite(base) or not 2.0 <= base <= 1e9:
+    st.session_state["pe_base"] = base = 10000.0
+c3.number_input("Base", min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
+d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
+common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
+
+pe = pea.pe_table(length, d_model, base)
+lam = pea.pe_wavelengths(d_model, base)
+matrix, curves, offsets, similar, shift, mine = st.tabs(
+    ["PE matrix", "Sinusoids", "Dot product vs offset", "Similarity", "Shift is a rotation", "This model & input"]
+)
+with matrix:
+    st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}"), key="pe_matrix")
+    st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
+with curves:
+    default_dims = [d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model]
+    dims = st.multiselect("Dimensions", list(range(d_model)), default=sorted(set(default_dims)), key="pe_dims")
+    if dims:
+        st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
+    else:
+        st.info("Pick at least one dimension.")
+with offsets:
+    max_offset = min(length - 1, 60)
+    starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
+    positions = st.multiselect("Starting positions p", list(range(max(1, length - max_offset))), default=starts, key="pe_starts")
+    if positions:
+        dots = pea.offset_dot_products(pe, positions, max_offset)
+        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
+        spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
+        st.caption(f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
+                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")
+    else:
+        st.info("Pick at least one starting position.")
+with similar:
+    shown = min(length, 200)
+    st.plotly_chart(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
+    if shown < length:
+        st.caption(f"First {shown} positions shown.")
+with shift:
+    k = st.slider("Offset k", 1, max(1, min(length - 1, 100)), min(5, max(1, length - 1)), key="pe_k")
+    check = pea.shift_check(length, d_model, base, k)
+    st.metric(f"max |M_k·PE(p) − PE(p+k)| over {check.positions_checked} positions", f"{check.max_error:.1e}")
+    st.markdown("One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
+                "steps later, so a linear layer can read relative position.")
+    st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
+with mine:
+    if session is None or not session.ok:
+        st.info("Load a model and type a valid input in the sidebar to compare its embeddings with the PE.")
+    else:
+        cap = common.session_capture(session)
+        for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
+                                        ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe)):
+            st.plotly_chart(figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}")
+        cfg = session.model.config
+        if cfg.positional == "learned":
+            table = positional_tables(session.model)["source"][:length]
+            st.plotly_chart(figs.pe_matrix(table, "This model's learned positional table (source side)"), key="pe_learned")
+        else:
+            st.caption(f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
+                       f"{cfg.pe_layout} layout).")
+
+st.download_button("Download this PE table (.npz)", pe_npz(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.npz",
+                   mime="application/octet-stream", key="pe_dl")

@@ -1,0 +1,44 @@
+"""Running app pages headless with streamlit.testing.v1.AppTest, against a small checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["attention", "positional", "decoding", "model"]
+TITLES = {"attention": "Attention", "positional": "Positional encoding", "decoding": "Step-by-step decoding",
+          "model": "Model"}
+
+
+def app_script(page: str) -> str:
+    """app.py with another default page: AppTest's switch_page drops the entry point's sidebar."""
+    source = (ROOT / "app.py").read_text()
+    assert "run_app()" in source and "import streamlit as st\n" in source
+    source = source.replace("import streamlit as st\n", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport streamlit as st\n", 1)
+    return source.replace("run_app()", f"run_app(default={page!r})")
+
+
+def open_page(page: str, model: str | None = None, timeout: float = 60, **params: str) -> AppTest:
+    """Open the app on `page` (a key of PAGES) with URL parameters; returns the AppTest after the first run."""
+    at = AppTest.from_string(app_script(page), default_timeout=timeout)
+    if model is not None:
+        at.query_params["model"] = model
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def charts(at: AppTest) -> list[dict]:
+    """Every plotly chart on the page as its figure JSON."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def chart_titles(at: AppTest) -> list[str]:
+    return [c["layout"].get("title", {}).get("text", "") for c in charts(at)]
+
+
+def messages(at: AppTest) -> str:
+    return " ".join([e.value for e in at.error] + [w.value for w in at.warning] + [i.value for i in at.info])

@@ -1,0 +1,160 @@
+"""Every page through AppTest: default input, bad inputs, links that reproduce a view."""
+
+import pytest
+
+from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+from model.demos import list_demos
+from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, messages, open_page
+from viz.tokens import display_tokens
+
+EXAMPLES = ["hello", "abcab", "ceded"]
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    """A small random char-level model (letters a-h), max_len 12, with examples in its card."""
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
+                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    path = tmp_path_factory.mktemp("ckpt") / "letters"
+    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
+                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
+    return f"path:{path}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_page_renders_its_figures_for_the_default_input(page, ckpt):
+    at = open_page(page, ckpt)
+    assert not at.exception, at.exception
+    assert at.title[0].value == TITLES[page]
+    assert at.sidebar.text_area(key="text").value == "abcdefgh"  # the first example of the card
+    assert not at.error
+    n = len(charts(at))
+    assert n >= {"attention": 3, "positional": 7, "decoding": 4, "model": 2}[page]
+
+
+def test_attention_axes_are_the_tokens(ckpt):
+    at = open_page("attention", ckpt, text="cafe", target="bead")
+    one = charts(at)[0]
+    assert one["layout"]["xaxis"]["ticktext"] == display_tokens(list("cafe") + ["</s>"])
+    assert one["layout"]["yaxis"]["ticktext"] == ["<s>", "b", "e", "a", "d"]
+    assert one["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2, average of heads"
+    grid, overview = charts(at)[1], charts(at)[2]
+    assert len(grid["data"]) == 2 and len(overview["data"]) == 3 * 2
+
+
+def test_a_link_reproduces_the_attention_view(ckpt):
+    at = open_page("attention", ckpt, text="head", att_kind="decoder_self", att_layer="1", att_head="0")
+    assert chart_titles(at)[0] == "Decoder self-attention (causal), layer 1, head 0"
+    assert at.query_params["att_kind"] == "decoder_self" and at.query_params["text"] == "head"
+    at.radio(key="att_kind").set_value("encoder_self").run()
+    assert chart_titles(at)[0].startswith("Encoder self-attention, layer 1")
+    assert at.query_params["att_kind"] == "encoder_self"
+
+
+def test_nonsense_in_the_url_falls_back_to_defaults(ckpt):
+    at = open_page("attention", ckpt, att_kind="bogus", att_layer="99", att_head="-3")
+    assert not at.exception
+    assert chart_titles(at)[0] == "Cross-attention (decoder → encoder), layer 2, average of heads"
+
+
+BAD_INPUTS = {
+    "empty": ("", "is empty"),
+    "whitespace": ("  \n\t ", "is empty"),
+    "only unknown": ("XYZ 123", "None of the input's symbols"),
+    "too long": ("abcdefgh" * 4, "reads at most 11"),
+    "control characters": ("ca\x00fe\u200b\x1b", "Removed 3 control"),
+}
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_named_and_kept(page, case, ckpt):
+    text, expected = BAD_INPUTS[case]
+    at = open_page(page, ckpt)
+    at.sidebar.text_area(key="text").set_value(text).run()
+    assert not at.exception, at.exception
+    assert at.sidebar.text_area(key="text").value == text  # nothing the user typed is lost
+    if page == "model":  # the configuration and weights still show; the shapes tab names the problem
+        assert expected in messages(at) and len(charts(at)) == 2
+        return
+    if page == "positional":
+        # the PE page works without input; only the model-and-input tab depends on it
+        assert len(charts(at)) >= 5
+        return
+    assert expected in messages(at)
+    if case in ("empty", "whitespace", "only unknown"):
+        assert not charts(at)
+    else:
+        assert charts(at)
+
+
+def test_bad_target_is_named(ckpt):
+    at = open_page("attention", ckpt, text="cafe")
+    at.sidebar.text_input(key="target").set_value("ZZZ").run()
+    assert "None of the target's symbols" in messages(at) and not charts(at)
+    assert at.sidebar.text_input(key="target").value == "ZZZ"
+
+
+def test_examples_fill_the_input_box(ckpt):
+    at = open_page("attention", ckpt)
+    at.sidebar.selectbox(key="example_pick").set_value("cafe").run()
+    assert at.sidebar.text_area(key="text").value == "cafe"
+    assert charts(at)[0]["layout"]["xaxis"]["ticktext"][:4] == list("cafe")
+
+
+def test_decoding_steps_forward_and_back(ckpt):
+    at = open_page("decoding", ckpt, text="cafe")
+    first = at.markdown[0].value
+    assert first.startswith("**Step 1 of")
+    at.button(key="dec_next").click().run()
+    assert at.markdown[0].value.startswith("**Step 2 of")
+    assert at.query_params["dec_step"] == "1"
+    at.button(key="dec_prev").click().run()
+    assert at.markdown[0].value == first
+
+
+def test_decoding_continues_from_a_chosen_candidate(ckpt):
+    at = open_page("decoding", ckpt, text="cafe")
+    top = charts(at)[0]["data"][0]["y"]  # "1. x", "2. y", ...
+    second = top[1].split(". ", 1)[1]
+    at.selectbox(key="dec_pick").set_value(1).run()
+    at.button(key="dec_apply").click().run()
+    assert not at.exception
+    assert f"writes **`{second}`**" in at.markdown[0].value and "your choice" in at.markdown[0].value
+    assert at.query_params["dec_prefix"]  # the choice is in the link
+    at.button(key="dec_reset").click().run()
+    assert "your choice" not in at.markdown[0].value
+
+
+def test_model_page_walks_through_attention_shapes(ckpt):
+    at = open_page("model", ckpt, text="cafe", target="be")
+    table = at.dataframe[-1].value
+    shapes = dict(zip(table["formula"], table["shape"]))
+    assert shapes["Q_h K_h^T / sqrt(d_k)"] == "1 × 2 × 5 × 5"  # encoder self by default: S = 5
+    at.radio(key="model_shape_kind").set_value("cross").run()
+    table = at.dataframe[-1].value
+    assert dict(zip(table["formula"], table["shape"]))["Q_h K_h^T / sqrt(d_k)"] == "1 × 2 × 3 × 5"
+
+
+def test_positional_controls_and_link(ckpt):
+    at = open_page("positional", ckpt, pe_d="32", pe_len="40", pe_base="100")
+    assert chart_titles(at)[0] == "PE matrix: 40 positions × 32 dimensions, base 100"
+    at.slider(key="pe_len").set_value(60).run()
+    assert chart_titles(at)[0] == "PE matrix: 60 positions × 32 dimensions, base 100"
+    assert at.query_params["pe_len"] == "60"
+
+
+def test_a_broken_checkpoint_path_is_explained(tmp_path):
+    (tmp_path / "config.json").write_text("{broken")
+    at = open_page("attention", f"path:{tmp_path}")
+    assert not at.exception
+    assert "config.json is not valid JSON" in " ".join(e.value for e in at.sidebar.error)
+
+
+@pytest.mark.skipif(not list_demos(), reason="no shipped demo models yet")
+def test_the_app_starts_with_a_shipped_demo_model():
+    at = open_page("attention")
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox(key="model_choice").value == list_demos()[0].name
+    assert len(charts(at)) >= 3

@@ -1,0 +1,59 @@
+import io
+import json
+
+import numpy as np
+
+from model import capture, greedy_decode
+from model.export import capture_json, capture_npz, trace_json
+from model.inputs import check_text
+from model.inspect import attention_shape_walk, parameter_counts, positional_tables, weight_stats
+from model.tokenizer import Vocab
+
+
+def test_parameter_counts_cover_every_parameter_once(tiny):
+    counts = parameter_counts(tiny)
+    assert sum(counts.values()) == sum(p.numel() for p in tiny.parameters())
+    assert {"src_embed", "encoder.layers.0", "decoder.layers.1", "generator"} <= set(counts)
+    assert len(weight_stats(tiny)) == len(list(tiny.parameters()))
+
+
+def test_shape_walk_uses_the_real_numbers():
+    walk = attention_shape_walk(d_model=64, n_heads=4, n_queries=7, n_keys=9)
+    shapes = {s.formula: s.shape for s in walk}
+    assert shapes["Q_h K_h^T / sqrt(d_k)"] == (1, 4, 7, 9)
+    assert shapes["Q_h (view + transpose)"] == (1, 4, 7, 16)
+    assert walk[-1].shape == (1, 7, 64)
+
+
+def test_positional_tables(tiny):
+    tables = positional_tables(tiny)
+    assert tables["source"].shape == (64, 24)
+    np.testing.assert_allclose(tables["target"], tiny.tgt_pe.table.numpy())
+
+
+def test_exports_round_trip(tiny, char_tokenizer):
+    cap = capture(tiny, char_tokenizer, "abc", target="de")
+    data = np.load(io.BytesIO(capture_npz(cap)))
+    np.testing.assert_allclose(data["cross"], cap.cross)
+    assert list(data["source_tokens"]) == cap.source_tokens
+    js = json.loads(capture_json(cap))
+    assert js["shapes"]["cross"] == list(cap.cross.shape)
+    np.testing.assert_allclose(np.array(js["encoder_self"]), cap.encoder_self, atol=1e-5)
+    trace = greedy_decode(tiny, char_tokenizer, "abc", max_len=3, stop_at_eos=False)
+    tj = json.loads(trace_json(trace))
+    assert [s["token"] for s in tj["steps"]] == trace.output_tokens
+    np.testing.assert_allclose(np.array(tj["steps"][2]["decoder_self"]), trace.steps[2].decoder_self, atol=1e-5)
+
+
+def test_check_text_names_each_problem():
+    v = Vocab.build("abc", level="char")
+    assert check_text("   ", v, 5).errors == ["The input is empty: type some text, or pick an example."]
+    only_unknown = check_text("xyz", v, 5)
+    assert "None of the input's symbols" in only_unknown.errors[0] and "“x”" in only_unknown.errors[0]
+    some = check_text("abz", v, 5)
+    assert not some.errors and "“z”" in some.warnings[0] and some.unknown == ["z"]
+    long = check_text("abcabcab", v, 5)
+    assert not long.errors and "8 tokens but this model reads at most 5" in long.warnings[0] and "3 tokens dropped" in long.warnings[0]
+    pasted = check_text("a\x07b\u200bc", v, 5)
+    assert pasted.text == "abc" and "Removed 2 control" in pasted.warnings[0]
+    assert check_text("abc", v, 5) == check_text("abc", v, 5) and not check_text("abc", v, 5).warnings

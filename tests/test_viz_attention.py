@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from viz import attention_figs as figs
+from viz.tokens import display_token, indexed
+
+
+def softmax_rows(shape, seed=0):
+    x = np.random.default_rng(seed).normal(size=shape)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_heatmap_labels_axes_with_the_tokens_and_keeps_repeats_apart():
+    q, k = ["<s>", "la", "la", "rouge"], ["the", "red", "red", "car", "</s>"]
+    w = softmax_rows((4, 5))
+    fig = figs.attention_heatmap(w, q, k, "title", query_label="decoder input", key_label="source")
+    assert list(fig.layout.xaxis.ticktext) == k and list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.yaxis.ticktext) == q
+    assert fig.layout.yaxis.autorange == "reversed"  # first query on top
+    assert "source" in fig.layout.xaxis.title.text and "decoder input" in fig.layout.yaxis.title.text
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), w)
+    assert "query 2: la" in fig.data[0].customdata[2][1] and "key 1: red" in fig.data[0].customdata[2][1]
+    assert f"weight {w[2, 1]:.3f}" in fig.data[0].customdata[2][1]
+
+
+def test_masked_cells_are_drawn_as_masked_not_as_zero():
+    toks = ["<s>", "a", "b"]
+    w = np.tril(softmax_rows((3, 3)))
+    fig = figs.attention_heatmap(w, toks, toks, mask=figs.causal_mask(3, 3))
+    z = np.array(fig.data[0].z, dtype=float)
+    assert np.isnan(z[0, 1]) and np.isnan(z[0, 2]) and np.isnan(z[1, 2])
+    assert not np.isnan(z[2, 0])
+    assert "masked" in fig.data[0].customdata[0][2] and "masked" not in fig.data[0].customdata[1][0]
+    assert fig.layout.plot_bgcolor == figs.MASKED_COLOR
+
+
+def test_mismatches_are_named():
+    w = softmax_rows((3, 4))
+    with pytest.raises(ValueError, match="3 query rows but there are 2 query tokens"):
+        figs.attention_heatmap(w, ["a", "b"], list("abcd"))
+    with pytest.raises(ValueError, match="4 key columns but there are 5 key tokens"):
+        figs.attention_heatmap(w, list("abc"), list("abcde"))
+    with pytest.raises(ValueError, match="mask shape"):
+        figs.attention_heatmap(w, list("abc"), list("abcd"), mask=np.zeros((3, 3), bool))
+
+
+def test_head_grid_has_one_panel_per_head():
+    w = softmax_rows((6, 3, 4))
+    fig = figs.head_grid(w, list("abc"), list("wxyz"), columns=4)
+    assert len(fig.data) == 6
+    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+    np.testing.assert_allclose(np.array(fig.data[5].z, dtype=float), w[5])
+    assert sum(1 for t in fig.data if t.showscale) == 1  # one shared colour bar
+
+
+def test_overview_is_layers_by_heads():
+    w = softmax_rows((3, 4, 5, 5))
+    fig = figs.layer_head_overview(w)
+    assert len(fig.data) == 12
+    texts = {a.text for a in fig.layout.annotations}
+    assert {"layer 0", "layer 2", "head 0", "head 3"} <= texts
+    np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1])
+
+
+def test_head_average():
+    w = softmax_rows((4, 3, 3))
+    np.testing.assert_allclose(figs.head_average(w), w.mean(0))
+    np.testing.assert_allclose(figs.head_average(w).sum(-1), 1)
+
+
+def test_long_inputs_get_taller_figures_and_smaller_ticks():
+    short = figs.attention_heatmap(softmax_rows((5, 5)), list("abcde"), list("abcde"))
+    n = 120
+    toks = [f"t{i}" for i in range(n)]
+    long = figs.attention_heatmap(softmax_rows((n, n)), toks, toks)
+    assert long.layout.height > short.layout.height
+    assert long.layout.xaxis.tickfont.size < short.layout.xaxis.tickfont.size
+
+
+def test_token_display():
+    assert display_token(" ") == "␣" and display_token("") == "∅"
+    assert display_token("x" * 30).endswith("…") and len(display_token("x" * 30)) == 16
+    assert indexed(["a", "a"]) == ["0: a", "1: a"]

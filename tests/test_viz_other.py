@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from model import pe_analysis as pea
+from viz import decoding_figs, model_figs, positional_figs
+
+
+def test_pe_matrix_shows_the_table():
+    pe = pea.pe_table(30, 16)
+    fig = positional_figs.pe_matrix(pe)
+    np.testing.assert_allclose(np.array(fig.data[0].z), pe)
+    assert fig.layout.xaxis.title.text == "dimension i" and fig.layout.yaxis.title.text == "position"
+
+
+def test_sinusoid_curves_name_their_wavelengths():
+    pe, lam = pea.pe_table(50, 16), pea.pe_wavelengths(16)
+    fig = positional_figs.sinusoid_curves(pe, [0, 3], lam)
+    assert [t.name for t in fig.data] == [f"dim 0 (sin), wavelength {lam[0]:,.1f}", f"dim 3 (cos), wavelength {lam[3]:,.1f}"]
+    np.testing.assert_allclose(fig.data[1].y, pe[:, 3])
+    with pytest.raises(ValueError, match="dimension 16"):
+        positional_figs.sinusoid_curves(pe, [16], lam)
+
+
+def test_offset_dot_products_do_not_depend_on_the_start():
+    pe = pea.pe_table(200, 64)
+    dots = pea.offset_dot_products(pe, [0, 20, 100], 50)
+    assert dots.shape == (3, 51)
+    np.testing.assert_allclose(dots[0], dots[1], atol=1e-9)
+    np.testing.assert_allclose(dots[0], dots[2], atol=1e-9)
+    assert dots[0, 0] == pytest.approx(32.0)  # d/2 pairs of sin^2 + cos^2
+    near_end = pea.offset_dot_products(pe, [190], 50)
+    assert np.isnan(near_end[0, 10]) and not np.isnan(near_end[0, 9])
+    fig = positional_figs.offset_curves(dots, [0, 20, 100])
+    assert [t.name for t in fig.data] == ["p = 0", "p = 20", "p = 100"]
+
+
+def test_shift_check_is_exact_for_the_sinusoidal_table():
+    check = pea.shift_check(100, 32, 10000.0, 7)
+    assert check.max_error < 1e-5 and check.matrix.shape == (32, 32)
+    # a wrong offset would not map rows onto each other
+    wrong = pea.pe_table(120, 32)[:100] @ check.matrix.T
+    assert np.abs(wrong - pea.pe_table(120, 32)[8:108]).max() > 0.1
+
+
+def test_similarity_and_norms():
+    pe = pea.pe_table(40, 16)
+    sim = pea.similarity(pe)
+    assert sim.shape == (40, 40) and np.allclose(np.diag(sim), 8.0)
+    np.testing.assert_allclose(pea.row_norms(pe), np.sqrt(8.0))
+    fig = positional_figs.embedding_vs_pe(["a", "b"], np.array([3.0, 4.0]), np.array([1.0, 1.0]), "source")
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b"] and len(fig.data) == 2
+    with pytest.raises(ValueError, match="2 tokens, 3 embedding norms"):
+        positional_figs.embedding_vs_pe(["a", "b"], np.ones(3), np.ones(2), "source")
+
+
+def test_top_k_bars_highlight_the_choice():
+    fig = decoding_figs.top_k_bars(["la", " ", "le"], np.array([0.7, 0.2, 0.1]), chosen=1)
+    assert list(fig.data[0].y) == ["1. la", "2. ␣", "3. le"]
+    assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+    with pytest.raises(ValueError, match="2 candidate tokens but 3"):
+        decoding_figs.top_k_bars(["a", "b"], np.ones(3))
+
+
+def test_step_rows_list_every_layer_and_head():
+    rows = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3))
+    fig = decoding_figs.step_rows(rows, list("abcde"), "t")
+    assert list(fig.layout.yaxis.ticktext) == ["L0 H0", "L0 H1", "L0 H2", "L1 H0", "L1 H1", "L1 H2"]
+    assert list(fig.layout.xaxis.ticktext) == list("abcde")
+    np.testing.assert_allclose(np.array(fig.data[0].z)[4], rows[1, 1])
+
+
+def test_model_figures():
+    fig = model_figs.parameter_bars({"src_embed": 300, "encoder.layers.0": 700})
+    assert list(fig.data[0].y) == ["src_embed", "encoder.layers.0"] and "1,000 in all" in fig.layout.title.text
+    fig = model_figs.weight_spread(["a", "b"], [0.1, 0.2], [1.0, 2.0])
+    assert len(fig.data) == 2

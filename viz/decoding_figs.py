@@ -1,0 +1,49 @@
+"""Figures for one step of greedy decoding: candidates, and where the new token looked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .attention_figs import COLORSCALE
+from .tokens import display_token, display_tokens, tick_font_size
+
+
+def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "") -> go.Figure:
+    """Horizontal bars of the k most probable next tokens, most probable on top; the chosen one highlighted."""
+    if len(tokens) != len(probs):
+        raise ValueError(f"{len(tokens)} candidate tokens but {len(probs)} probabilities")
+    labels = [f"{i + 1}. {display_token(t)}" for i, t in enumerate(tokens)]
+    colors = ["#d62728" if i == chosen else "#1f77b4" for i in range(len(tokens))]
+    fig = go.Figure(go.Bar(
+        x=probs, y=labels, orientation="h", marker_color=colors, text=[f"{p:.1%}" for p in probs],
+        textposition="auto", hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="probability", range=[0, 1])
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=14))
+    fig.update_layout(title=title or "Next-token candidates", height=80 + 36 * len(tokens),
+                      margin=dict(t=50, l=10, r=10, b=10))
+    return fig
+
+
+def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str) -> go.Figure:
+    """(L, H, Tk) attention rows of the newest position: one line per layer x head, keys across."""
+    if rows.ndim != 3 or rows.shape[-1] != len(key_tokens):
+        raise ValueError(f"rows must be (layers, heads, {len(key_tokens)}), got shape {rows.shape}")
+    L, H, Tk = rows.shape
+    names = [f"L{layer} H{h}" for layer in range(L) for h in range(H)]
+    z = rows.reshape(L * H, Tk)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=np.arange(Tk), y=np.arange(L * H), zmin=0, zmax=1, colorscale=COLORSCALE,
+        colorbar=dict(title="weight", thickness=14),
+        customdata=np.array([[names[r]] * Tk for r in range(L * H)], dtype=object),
+        text=np.array([display_tokens(key_tokens, 40)] * (L * H), dtype=object),
+        hovertemplate="%{customdata}<br>key %{x}: %{text}<br>weight %{z:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(Tk)), ticktext=display_tokens(key_tokens),
+                     tickangle=-60 if Tk > 12 else 0, tickfont=dict(size=tick_font_size(Tk)))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(L * H)), ticktext=names, autorange="reversed")
+    fig.update_layout(title=title, height=max(220, 26 * L * H + 120), margin=dict(t=50, l=10, r=10, b=10))
+    return fig

@@ -1,0 +1,108 @@
+"""Positional-encoding figures: the table, its sinusoids, offset dot products, similarity, norms."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .tokens import display_tokens, tick_font_size
+
+DIVERGING = "RdBu"
+
+
+def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix") -> go.Figure:
+    """(P, D) table: positions down, dimensions across, values in [-1, 1] on a diverging scale."""
+    if pe.ndim != 2:
+        raise ValueError(f"pe must be (positions, dimensions), got shape {pe.shape}")
+    bound = float(max(1.0, np.abs(pe).max()))
+    fig = go.Figure(go.Heatmap(
+        z=pe, zmin=-bound, zmax=bound, colorscale=DIVERGING, colorbar=dict(title="value", thickness=14),
+        hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="dimension i")
+    fig.update_yaxes(title_text="position", autorange="reversed")
+    fig.update_layout(title=title, height=min(900, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10))
+    return fig
+
+
+def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray) -> go.Figure:
+    """Value of chosen dimensions against position, each labelled with its wavelength."""
+    fig = go.Figure()
+    for d in dims:
+        if not 0 <= d < pe.shape[1]:
+            raise ValueError(f"dimension {d} is outside 0..{pe.shape[1] - 1}")
+        kind = "sin" if d % 2 == 0 else "cos"
+        fig.add_trace(go.Scatter(
+            x=np.arange(pe.shape[0]), y=pe[:, d], mode="lines",
+            name=f"dim {d} ({kind}), wavelength {wavelengths[d]:,.1f}",
+            hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.3f}}<extra></extra>",
+        ))
+    fig.update_xaxes(title_text="position")
+    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
+    fig.update_layout(title="Sinusoids of chosen dimensions", height=420, legend=dict(orientation="h", y=-0.25),
+                      margin=dict(t=60, l=10, r=10, b=10))
+    return fig
+
+
+def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
+    """PE(p) . PE(p+k) against k, one line per p: the lines lie on top of each other."""
+    if dots.shape[0] != len(positions):
+        raise ValueError(f"{dots.shape[0]} rows of dot products for {len(positions)} positions")
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+    for row, p in enumerate(positions):
+        fig.add_trace(go.Scatter(
+            x=np.arange(dots.shape[1]), y=dots[row], mode="lines", name=f"p = {p}",
+            line=dict(dash=dashes[row % len(dashes)], width=2 + (len(positions) - row) * 0.6),
+            hovertemplate=f"p = {p}<br>offset k %{{x}}<br>PE(p)·PE(p+k) %{{y:.3f}}<extra></extra>",
+        ))
+    fig.update_xaxes(title_text="offset k")
+    fig.update_yaxes(title_text="PE(p) · PE(p+k)")
+    fig.update_layout(title="Dot product against offset, for several starting positions p", height=420,
+                      margin=dict(t=60, l=10, r=10, b=10))
+    return fig
+
+
+def similarity_matrix(sim: np.ndarray) -> go.Figure:
+    """(P, P) PE(i) . PE(j) for all pairs: bands parallel to the diagonal show it depends on i - j."""
+    if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
+        raise ValueError(f"similarity must be square, got shape {sim.shape}")
+    fig = go.Figure(go.Heatmap(
+        z=sim, colorscale="Viridis", colorbar=dict(title="dot", thickness=14),
+        hovertemplate="position %{y} · position %{x}<br>%{z:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="position j", constrain="domain")
+    fig.update_yaxes(title_text="position i", autorange="reversed", scaleanchor="x")
+    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=520, margin=dict(t=60, l=10, r=10, b=10))
+    return fig
+
+
+def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
+    """The top-left show x show corner of M_k: 2x2 rotation blocks on the diagonal, zeros elsewhere."""
+    corner = m[:show, :show]
+    fig = go.Figure(go.Heatmap(z=corner, zmin=-1, zmax=1, colorscale=DIVERGING, colorbar=dict(thickness=14),
+                               hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="dimension of PE(p)", constrain="domain")
+    fig.update_yaxes(title_text="dimension of PE(p+k)", autorange="reversed", scaleanchor="x")
+    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=420,
+                      margin=dict(t=60, l=10, r=10, b=10))
+    return fig
+
+
+def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str) -> go.Figure:
+    """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it."""
+    if not len(tokens) == len(embedding_norms) == len(pe_norms):
+        raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
+    x = np.arange(len(tokens))
+    fig = go.Figure([
+        go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
+        go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
+    ])
+    fig.update_xaxes(tickmode="array", tickvals=list(x), ticktext=display_tokens(tokens),
+                     tickfont=dict(size=tick_font_size(len(tokens))), title_text=f"{side} tokens")
+    fig.update_yaxes(title_text="L2 norm")
+    fig.update_layout(barmode="group", title=f"{side.capitalize()}: embedding size against positional signal",
+                      height=380, legend=dict(orientation="h", y=-0.3), margin=dict(t=60, l=10, r=10, b=10))
+    return fig
