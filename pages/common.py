@@ -26,10 +26,10 @@ from model.inputs import InputCheck, check_text
 PAGES_DIR = Path(__file__).resolve().parent
 # url_path -> (file, title, icon); the first is the default page
 PAGES = {
-    "attention": ("attention.py", "Attention", "🔦"),
-    "positional": ("positional.py", "Positional encoding", "〰️"),
-    "decoding": ("decoding.py", "Step-by-step decoding", "⏭️"),
-    "model": ("model_info.py", "Model", "🧮"),
+    "attention": ("attention.py", "Attention", ":material/grid_on:"),
+    "positional": ("positional.py", "Positional encoding", ":material/waves:"),
+    "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
+    "model": ("model_info.py", "Model", ":material/account_tree:"),
 }
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 MAX_UPLOAD_MB = 200

@@ -7,7 +7,7 @@ import streamlit as st
 from model.export import trace_json
 from pages import common
 from viz import attention_figs, decoding_figs as figs
-from viz.tokens import display_token
+from viz.tokens import plain_token
 
 st.title("Step-by-step decoding")
 session = common.current()
@@ -46,12 +46,12 @@ def go_to(index: int) -> None:
 
 
 cols = st.columns([1, 1, 1, 1, 1, 2])
-cols[0].button("⏮ Start", on_click=go_to, args=(0,), key="dec_first", width="stretch")
-cols[1].button("◀ Previous", on_click=go_to, args=(step_index - 1,), key="dec_prev", disabled=step_index == 0, width="stretch")
-cols[2].button("Next ▶", on_click=go_to, args=(step_index + 1,), key="dec_next", disabled=step_index >= last, width="stretch")
-cols[3].button("End ⏭", on_click=go_to, args=(last,), key="dec_last", width="stretch")
+cols[0].button("Start", icon=":material/first_page:", on_click=go_to, args=(0,), key="dec_first", width="stretch")
+cols[1].button("Previous", icon=":material/chevron_left:", on_click=go_to, args=(step_index - 1,), key="dec_prev", disabled=step_index == 0, width="stretch")
+cols[2].button("Next", icon=":material/chevron_right:", on_click=go_to, args=(step_index + 1,), key="dec_next", disabled=step_index >= last, width="stretch")
+cols[3].button("End", icon=":material/last_page:", on_click=go_to, args=(last,), key="dec_last", width="stretch")
 playing = st.session_state.setdefault("dec_playing", False) and step_index < last
-cols[4].button("⏸ Pause" if playing else "▶ Play", key="dec_play_button", width="stretch", disabled=step_index >= last,
+cols[4].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:", key="dec_play_button", width="stretch", disabled=step_index >= last,
                on_click=lambda: st.session_state.update(dec_playing=not playing))
 cols[5].selectbox("Candidates shown", [3, 5, 10], key="dec_topk")
 st.slider("Step", 0, max(last, 1), key="dec_step", disabled=last < 1)
@@ -61,8 +61,8 @@ common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or N
 inputs = trace.decoder_inputs(step_index)
 st.markdown(
     f"**Step {step_index + 1} of {len(trace.steps)}** · decoder input so far: "
-    + " ".join(f"`{display_token(t)}`" for t in inputs)
-    + f" → writes **`{display_token(step.token)}`** (p = {step.prob:.1%}{', your choice' if step.forced else ''})"
+    + " ".join(f"`{plain_token(t)}`" for t in inputs)
+    + f" → writes **`{plain_token(step.token)}`** (p = {step.prob:.1%}{', your choice' if step.forced else ''})"
 )
 left, right = st.columns([1, 2])
 with left:
@@ -71,7 +71,7 @@ with left:
                     key="dec_topk_chart")
     options = list(range(len(step.top_ids)))
     pick = st.selectbox("Continue with another candidate", options, key="dec_pick",
-                        format_func=lambda i: f"{display_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})")
+                        format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})")
     if st.button("Decode from this choice", key="dec_apply"):
         st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
         st.rerun()

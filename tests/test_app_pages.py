@@ -1,5 +1,7 @@
 """Every page through AppTest: default input, bad inputs, links that reproduce a view."""
 
+import html
+
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
@@ -37,7 +39,7 @@ def test_attention_axes_are_the_tokens(ckpt):
     at = open_page("attention", ckpt, text="cafe", target="bead")
     one = charts(at)[0]
     assert one["layout"]["xaxis"]["ticktext"] == display_tokens(list("cafe") + ["</s>"])
-    assert one["layout"]["yaxis"]["ticktext"] == ["<s>", "b", "e", "a", "d"]
+    assert one["layout"]["yaxis"]["ticktext"] == ["&lt;s&gt;", "b", "e", "a", "d"]
     assert one["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2, average of heads"
     grid, overview = charts(at)[1], charts(at)[2]
     assert len(grid["data"]) == 2 and len(overview["data"]) == 3 * 2
@@ -117,7 +119,7 @@ def test_decoding_steps_forward_and_back(ckpt):
 def test_decoding_continues_from_a_chosen_candidate(ckpt):
     at = open_page("decoding", ckpt, text="cafe")
     top = charts(at)[0]["data"][0]["y"]  # "1. x", "2. y", ...
-    second = top[1].split(". ", 1)[1]
+    second = html.unescape(top[1].split(". ", 1)[1])
     at.selectbox(key="dec_pick").set_value(1).run()
     at.button(key="dec_apply").click().run()
     assert not at.exception

@@ -15,8 +15,9 @@ def test_heatmap_labels_axes_with_the_tokens_and_keeps_repeats_apart():
     q, k = ["<s>", "la", "la", "rouge"], ["the", "red", "red", "car", "</s>"]
     w = softmax_rows((4, 5))
     fig = figs.attention_heatmap(w, q, k, "title", query_label="decoder input", key_label="source")
-    assert list(fig.layout.xaxis.ticktext) == k and list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
-    assert list(fig.layout.yaxis.ticktext) == q
+    assert list(fig.layout.xaxis.ticktext) == ["the", "red", "red", "car", "&lt;/s&gt;"]
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "la", "la", "rouge"]
     assert fig.layout.yaxis.autorange == "reversed"  # first query on top
     assert "source" in fig.layout.xaxis.title.text and "decoder input" in fig.layout.yaxis.title.text
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), w)
@@ -80,5 +81,6 @@ def test_long_inputs_get_taller_figures_and_smaller_ticks():
 
 def test_token_display():
     assert display_token(" ") == "␣" and display_token("") == "∅"
+    assert display_token("</s>") == "&lt;/s&gt;" and display_token("a&b") == "a&amp;b"
     assert display_token("x" * 30).endswith("…") and len(display_token("x" * 30)) == 16
     assert indexed(["a", "a"]) == ["0: a", "1: a"]

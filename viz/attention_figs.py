@@ -60,7 +60,7 @@ def _token_axes(fig: go.Figure, query_tokens, key_tokens, row=None, col=None, la
     nq, nk = len(query_tokens), len(key_tokens)
     xaxis = dict(tickmode="array", tickvals=list(range(nk)), ticktext=display_tokens(key_tokens) if labels else None,
                  showticklabels=labels, tickangle=-60 if nk > 12 else 0, tickfont=dict(size=tick_font_size(nk)),
-                 side="bottom", showgrid=False, zeroline=False, constrain="domain")
+                 side="bottom", showgrid=False, zeroline=False)
     yaxis = dict(tickmode="array", tickvals=list(range(nq)), ticktext=display_tokens(query_tokens) if labels else None,
                  showticklabels=labels, autorange="reversed", tickfont=dict(size=tick_font_size(nq)),
                  showgrid=False, zeroline=False)

@@ -1,16 +1,26 @@
-"""Token strings as people should see them on axes and in hover text."""
+"""Token strings as people should see them on axes and in hover text.
+
+Plotly reads <...> in labels as markup (so "</s>" would vanish): every shown token is HTML-escaped.
+"""
 
 from __future__ import annotations
+
+import html
 
 from collections.abc import Sequence
 
 _VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
 
 
-def display_token(token: str, max_chars: int = 16) -> str:
-    """Make whitespace visible and shorten very long tokens (the hover text keeps the full one)."""
+def plain_token(token: str, max_chars: int = 16) -> str:
+    """Whitespace made visible and very long tokens shortened: for text widgets and markdown code spans."""
     shown = _VISIBLE.get(token, token)
     return shown if len(shown) <= max_chars else shown[: max_chars - 1] + "…"
+
+
+def display_token(token: str, max_chars: int = 16) -> str:
+    """plain_token, HTML-escaped: for plotly labels and hover text."""
+    return html.escape(plain_token(token, max_chars), quote=False)
 
 
 def display_tokens(tokens: Sequence[str], max_chars: int = 16) -> list[str]:

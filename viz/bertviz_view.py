@@ -1,0 +1,399 @@
+"""bertviz's head view and model view of an encoder-decoder, as one self-contained HTML page.
+
+Arrays in (as in `model.capture.Capture`), an HTML string out; the page runs in an iframe
+(Streamlit's `components.html`) and as a downloaded .html file.
+
+Stock bertviz's Python functions want torch tensors, and importing the `bertviz` package imports
+torch, which viz/ never does. So this module uses only bertviz's front end: it reads the installed
+`head_view.js` / `model_view.js` as text (locating the package without importing it) and fills their
+`PYTHON_PARAMS` marker with the params bertviz's `head_view.py` / `model_view.py` build for an
+encoder-decoder model (attention kinds "Encoder", "Decoder", "Cross"). Two things differ from stock:
+
+- compact: weights are rounded to `decimals` and written as whole units of 10^-decimals ("123" for
+  0.123, "0", "1000") with no spaces, then divided back in the page before bertviz's script reads
+  them; stock writes every float32 digit, twice. A 128-token page is about a tenth of stock's;
+- offline (the default): stock pages load require.js, d3 5.7.0 and jQuery 2.0.0 from a public CDN
+  and stay blank without internet. Here d3 v5 (shipped by the mpld3 package) and jQuery (shipped by
+  xstatic-jquery) are inlined, and a few lines of JavaScript answer the views' `require.config(...)`
+  and `requirejs([...], callback)` calls with those inlined globals. With offline=False the page
+  loads require.js from the CDN, as stock does.
+
+Token strings go into the page only as JSON inside a script (with <, > and & escaped), so a token
+such as "</script>" stays a token.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import operator
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["BertvizAssetError", "head_view_html", "model_view_html", "prettify", "weights_json"]
+
+KINDS = ("Encoder", "Decoder", "Cross")  # attention kinds, in bertviz's order; the filter select's values are 0, 1, 2
+REQUIRE_JS_URL = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"  # what stock bertviz loads
+FONT = "'Helvetica Neue', Helvetica, Arial, sans-serif"  # bertviz's font stack
+MAX_DECIMALS = 10
+
+# Answers the views' require.config(...) / requirejs(['jquery', 'd3'], callback) with the inlined globals.
+# Runs after d3 and jQuery are inlined: defining `define` before them would make them register as AMD modules.
+_REQUIRE_SHIM = """(function () {
+  var modules = {jquery: window.jQuery, d3: window.d3};
+  function requirejs(names, callback) {
+    callback.apply(null, names.map(function (name) {
+      if (!modules[name]) { throw new Error("bertviz offline page: no inlined library named '" + name + "'"); }
+      return modules[name];
+    }));
+  }
+  requirejs.config = function () {};  /* library paths are moot: everything is inlined */
+  window.requirejs = window.require = requirejs;
+})();"""
+
+# Turns the integer weights back into fractions before bertviz's script sees them.
+_DECODE_JS = """function bertvizDecode(params, scale) {
+  function divide(x) { return Array.isArray(x) ? x.map(divide) : x / scale; }
+  params.attention.forEach(function (entry) { entry.attn = divide(entry.attn); });
+  return params;
+}"""
+
+_HINTS = {
+    "head": "Hover over a token to see where it attends. Click a coloured square to show or hide a head; "
+    "double-click to show that head alone.",
+    "model": "Rows are layers, columns heads. Click a thumbnail to enlarge it; hover over a token on its left.",
+}
+
+
+class BertvizAssetError(RuntimeError):
+    """A JavaScript file the page needs is not installed (bertviz, mpld3 or xstatic-jquery)."""
+
+
+# ---------------------------------------------------------------------------------------------- public API
+
+
+def head_view_html(
+    encoder_self: np.ndarray,
+    decoder_self: np.ndarray,
+    cross: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    decimals: int = 3,
+    offline: bool = True,
+    layer: int | None = None,
+    heads: Sequence[int] | None = None,
+) -> str:
+    """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
+
+    encoder_self (L_enc, H, S, S), decoder_self (L_dec, H, T, T), cross (L_dec, H, T, S): rows are
+    query positions, columns key positions; S = len(source_tokens), T = len(target_tokens).
+    layer: the layer shown first (default 0); heads: the heads shown first (default all).
+    The layer menu lists max(L_enc, L_dec) layers; a stack with fewer layers shows no lines there
+    (its missing layers are sent as zeros), where stock bertviz would fail.
+    decimals: weights are rounded to this many decimals. offline: inline d3 and jQuery (no network).
+    Raises ValueError naming the mismatch when shapes and token counts disagree.
+    """
+    arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
+    decimals = _decimals(decimals)
+    n_layers, n_heads = max(a.shape[0] for a in arrays), arrays[0].shape[1]
+    if layer is not None:
+        layer = _index(layer, n_layers, "layer")
+    shown = None if heads is None else _heads(heads, n_heads)
+    padded = [_pad_layers(a, n_layers) for a in arrays]  # the head view's one layer menu serves all three kinds
+    vis_id = _vis_id()
+    params = _params_json(
+        _attention_entries(padded, source, target, decimals),
+        default_filter="0",
+        root_div_id=vis_id,
+        layer=layer,
+        heads=shown,
+        include_layers=list(range(n_layers)),
+    )
+    controls = f'Layer: <select id="layer"></select> {_filter_select()}'
+    return _page("head", vis_id, controls, params, decimals, offline, "Attention: head view")
+
+
+def model_view_html(
+    encoder_self: np.ndarray,
+    decoder_self: np.ndarray,
+    cross: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    decimals: int = 3,
+    offline: bool = True,
+    layer: int | None = None,
+    heads: Sequence[int] | None = None,
+) -> str:
+    """bertviz's model view (a thumbnail per layer and head, light theme) as a full HTML document.
+
+    Arrays and tokens as in `head_view_html`. The model view has no "current" layer or heads, so
+    layer=k shows only layer k (every stack must have it) and heads=[...] only those heads
+    (bertviz's include_layers / include_heads); both also make the page smaller.
+    """
+    arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
+    decimals = _decimals(decimals)
+    n_layers, n_heads = max(a.shape[0] for a in arrays), arrays[0].shape[1]
+    if layer is None:
+        layers = list(range(n_layers))
+    else:
+        layer = _index(layer, n_layers, "layer")
+        for name, a in zip(("encoder_self", "decoder_self"), arrays):
+            if layer >= a.shape[0]:
+                raise ValueError(f"layer {layer} does not exist in {name}, which has {a.shape[0]} layers")
+        layers = [layer]
+    include_heads = list(range(n_heads)) if heads is None else _heads(heads, n_heads)
+    chosen = [a if layer is None else a[layer : layer + 1] for a in arrays]
+    chosen = [a[:, include_heads] for a in chosen]  # (layers shown, heads shown, Q, K)
+    vis_id = _vis_id()
+    params = _params_json(
+        _attention_entries(chosen, source, target, decimals),
+        default_filter="0",
+        display_mode="light",
+        root_div_id=vis_id,
+        include_layers=layers,
+        include_heads=include_heads,
+        total_heads=n_heads,
+    )
+    return _page("model", vis_id, _filter_select(), params, decimals, offline, "Attention: model view")
+
+
+# ---------------------------------------------------------------------------------------------- checks
+
+
+def _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens):
+    """(encoder_self, decoder_self, cross) as float64 arrays, and the two token lists as str lists."""
+    source = _tokens(source_tokens, "source_tokens")
+    target = _tokens(target_tokens, "target_tokens")
+    names = ("encoder_self", "decoder_self", "cross")
+    axes = {  # what the query and key axes hold: (side name, its tokens)
+        "encoder_self": (("source", source), ("source", source)),
+        "decoder_self": (("target", target), ("target", target)),
+        "cross": (("target", target), ("source", source)),
+    }
+    arrays = []
+    for name, value in zip(names, (encoder_self, decoder_self, cross)):
+        a = np.asarray(value)
+        if a.ndim != 4:
+            raise ValueError(f"{name} must be 4-D (layers, heads, query positions, key positions), got shape {a.shape}")
+        if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+            raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+        layout = f"(layers, heads, {axes[name][0][0]}, {axes[name][1][0]})"
+        for axis, (side, tokens) in zip((2, 3), axes[name]):
+            if a.shape[axis] != len(tokens):
+                raise ValueError(
+                    f"{name} has {a.shape[axis]} {side} positions but {len(tokens)} {side} tokens "
+                    f"(shape {a.shape} is {layout})"
+                )
+        if a.shape[0] == 0 or a.shape[1] == 0:
+            raise ValueError(f"{name} needs at least one layer and one head, got shape {a.shape} {layout}")
+        a = a.astype(np.float64)
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} holds NaN or infinite weights")
+        arrays.append(a)
+    enc, dec, crs = arrays
+    for name, a in (("decoder_self", dec), ("cross", crs)):
+        if a.shape[1] != enc.shape[1]:
+            raise ValueError(f"{name} has {a.shape[1]} heads but encoder_self has {enc.shape[1]}")
+    if crs.shape[0] != dec.shape[0]:
+        raise ValueError(f"cross has {crs.shape[0]} layers but decoder_self has {dec.shape[0]} (both come from the decoder)")
+    return arrays, source, target
+
+
+def _tokens(tokens, name: str) -> list[str]:
+    if isinstance(tokens, (str, bytes)):
+        raise ValueError(f"{name} must be a list of token strings, not one string")
+    out = [str(t) for t in tokens]
+    if not out:
+        raise ValueError(f"{name} is empty: the view needs at least one token on each side")
+    return out
+
+
+def _index(value, size: int, name: str) -> int:
+    i = operator.index(value)
+    if not 0 <= i < size:
+        raise ValueError(f"{name} {i} is out of range: there are {size} {name}s (0 to {size - 1})")
+    return i
+
+
+def _heads(heads: Sequence[int], n_heads: int) -> list[int]:
+    """Sorted distinct head indices, each checked against n_heads."""
+    if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
+        raise ValueError(f"heads must be a list of head indices, got {heads!r}")
+    chosen = sorted({_index(h, n_heads, "head") for h in heads})
+    if not chosen:
+        raise ValueError("heads is empty: name at least one head (or pass None for all)")
+    return chosen
+
+
+def _decimals(decimals) -> int:
+    d = operator.index(decimals)
+    if not 0 <= d <= MAX_DECIMALS:
+        raise ValueError(f"decimals must be between 0 and {MAX_DECIMALS}, got {d}")
+    return d
+
+
+def _pad_layers(a: np.ndarray, n_layers: int) -> np.ndarray:
+    """(L, H, Q, K) -> (n_layers, H, Q, K), zeros for the missing layers."""
+    if a.shape[0] == n_layers:
+        return a
+    return np.concatenate([a, np.zeros((n_layers - a.shape[0], *a.shape[1:]))])
+
+
+# ---------------------------------------------------------------------------------------------- params
+
+
+def prettify(tokens: Sequence[str]) -> list[str]:
+    """Word-piece markers made readable, as bertviz does: 'Ġ' and '▁' become a space, '</w>' goes."""
+    return [t.replace("</w>", "").translate(_PRETTY) for t in tokens]
+
+
+_PRETTY = str.maketrans({"Ġ": " ", "▁": " "})
+
+
+def _attention_entries(arrays, source: list[str], target: list[str], decimals: int) -> str:
+    """The JSON list bertviz's encoder-decoder views take: Encoder, Decoder, Cross (left = queries)."""
+    src, tgt = prettify(source), prettify(target)
+    sides = ((src, src), (tgt, tgt), (tgt, src))
+    entries = [
+        "{"
+        f'"name":{_json(name)},"attn":{weights_json(a, decimals)},'
+        f'"left_text":{_json(left)},"right_text":{_json(right)}'
+        "}"
+        for name, a, (left, right) in zip(KINDS, arrays, sides)
+    ]
+    return "[" + ",".join(entries) + "]"
+
+
+def _params_json(attention: str, **rest) -> str:
+    """bertviz's params object, key order as in bertviz, with the attention list already in JSON."""
+    return '{"attention":' + attention + "".join(f",{_json(k)}:{_json(v)}" for k, v in rest.items()) + "}"
+
+
+def weights_json(weights: np.ndarray, decimals: int) -> str:
+    """A nested JSON list of the weights rounded to `decimals`, as whole units of 10^-decimals.
+
+    Dividing the printed integers by 10**decimals gives exactly np.round(weights.astype(float64), decimals)
+    (0.1234 -> "123" at 3 decimals); the page does that division before bertviz reads them.
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    units = np.rint(a.ravel() * 10.0**decimals).astype(np.int64)  # the rounded weights in whole units
+    values, where = np.unique(units, return_inverse=True)
+    items: list[str] = np.array([str(v) for v in values.tolist()], dtype=object)[where.ravel()].tolist()
+    for size in reversed(a.shape):  # innermost axis first: join runs of `size` items into one list
+        items = ["[" + ",".join(items[i : i + size]) + "]" for i in range(0, len(items), size)]
+    return items[0]
+
+
+def _json(value) -> str:
+    """Compact JSON that is safe inside a <script>: '<', '>' and '&' only ever appear escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _vis_id() -> str:
+    return f"bertviz-{uuid.uuid4().hex}"
+
+
+# ---------------------------------------------------------------------------------------------- page
+
+
+def _filter_select() -> str:
+    options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(KINDS))
+    return f'Attention: <select id="filter">{options}</select>'
+
+
+_STYLE = f"""html,body{{margin:0;background:#fff;color:#222}}
+body{{padding:10px 12px;font-family:{FONT};font-size:15px;line-height:1.4}}
+select{{font:inherit;font-size:14px;padding:1px 4px;margin-right:14px;color:#222;background:#fff;
+  border:1px solid #bbb;border-radius:4px}}
+.hint{{margin:6px 0 4px;color:#666;font-size:13px}}
+svg text{{font-family:{FONT}}}"""
+
+
+def _page(view: str, vis_id: str, controls: str, params: str, decimals: int, offline: bool, title: str) -> str:
+    """The full document: controls and the drawing area inside the root div, then the scripts."""
+    script = _view_js(view, offline).replace(_PARAMS_MARKER, f"bertvizDecode({params}, {10**decimals})", 1)
+    if offline:
+        libraries = "".join(f"<script>{js}</script>\n" for js in _offline_libraries())
+    else:
+        libraries = f'<script src="{REQUIRE_JS_URL}"></script>\n'
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{title}</title>\n<style>\n{_STYLE}\n</style>\n"
+        f"{libraries}</head>\n<body>\n"
+        f'<div id="{vis_id}" style="font-family:{FONT};">\n'
+        f'<span style="user-select:none">{controls}</span>\n'
+        f'<div class="hint">{_HINTS[view]}</div>\n'
+        "<div id='vis'></div>\n</div>\n"
+        f"<script>\n{_DECODE_JS}\n</script>\n"
+        f'<script type="text/javascript">\n{script}\n</script>\n'
+        "</body>\n</html>\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------------- assets
+
+_REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{.*?\}\s*\);", re.DOTALL)  # stock: paths to the CDN copies
+_PARAMS_MARKER = "__BERTVIZ_VIEW_PARAMS__"
+
+
+@functools.lru_cache(maxsize=None)
+def _view_js(view: str, offline: bool) -> str:
+    """bertviz's head_view.js / model_view.js; offline, without its require.config naming CDN paths."""
+    js = _read(_package_dir("bertviz", "bertviz") / f"{view}_view.js", "bertviz")
+    # Only the assignment's marker is filled: stock bertviz also fills the one in the comment after it,
+    # which writes every weight into the page twice.
+    js, found = re.subn(r"(=\s*)PYTHON_PARAMS\b", rf"\g<1>{_PARAMS_MARKER}", js, count=1)
+    if not found:
+        raise BertvizAssetError(f"bertviz's {view}_view.js has no '= PYTHON_PARAMS' marker: unsupported bertviz")
+    if offline:  # the shim's requirejs.config ignores it anyway; dropping it keeps CDN addresses out of the page
+        js = _REQUIRE_CONFIG.sub("/* require.config: d3 and jQuery are inlined in this page */", js, count=1)
+    return _script_safe(js)
+
+
+@functools.lru_cache(maxsize=None)
+def _offline_libraries() -> tuple[str, str, str]:
+    """The text of d3 v5 (mpld3's copy), jQuery (xstatic-jquery's copy) and the require shim."""
+    d3 = _read(_package_dir("mpld3", "mpld3") / "js" / "d3.v5.min.js", "mpld3")
+    try:
+        import xstatic.pkg.jquery as xjquery  # a tiny module: a version string and BASE_DIR
+    except ImportError:
+        raise BertvizAssetError(_missing("xstatic-jquery", "jQuery")) from None
+    jquery = _read(Path(xjquery.BASE_DIR) / "jquery.min.js", "xstatic-jquery")
+    return _script_safe(d3), _script_safe(jquery), _REQUIRE_SHIM
+
+
+def _package_dir(module: str, distribution: str) -> Path:
+    """Where an installed package lives, found without importing it (bertviz imports torch, mpld3 matplotlib)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise BertvizAssetError(_missing(distribution, module))
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _read(path: Path, distribution: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        message = f"{path} is missing: reinstall {distribution} (pip install --force-reinstall {distribution})"
+        raise BertvizAssetError(message) from None
+
+
+def _missing(distribution: str, what: str) -> str:
+    return (
+        f"The bertviz view needs {what} from the {distribution} package, which is not installed: "
+        f"pip install {distribution} (see requirements.txt)"
+    )
+
+
+def _script_safe(js: str) -> str:
+    """Script text that cannot end its <script> element early ('</script' becomes '<\\/script')."""
+    return re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
