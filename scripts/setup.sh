@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Set up a virtual environment in .venv with everything the app needs.
 #   scripts/setup.sh         runtime only (to run the app)
-#   scripts/setup.sh --dev   plus the test tools
+#   scripts/setup.sh --dev   plus the test tools, and Debian's chromium for the browser tests
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+req=requirements.txt
+if [ "${1:-}" = "--dev" ]; then
+  req=requirements-dev.txt
+  if [ ! -x /usr/bin/chromium ]; then
+    # The browser tests drive Debian's chromium with playwright (never playwright's own browser download).
+    sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+    $sudo_ apt-get update -q && $sudo_ apt-get install -y -q chromium
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-req=requirements.txt
-[ "${1:-}" = "--dev" ] && req=requirements-dev.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req" -c constraints.txt
