@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors import SafetensorError
@@ -22,6 +22,9 @@ from torch import nn
 from .config import TransformerConfig
 from .tokenizer import Tokenizer
 from .transformer import Transformer, build_model
+
+if TYPE_CHECKING:
+    from .importers.vocab_files import VocabSpec
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 
@@ -119,18 +122,45 @@ def load_card(path: str | Path) -> dict[str, Any]:
     return _read_json(card) if card.is_file() else {}
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, Tokenizer]:
-    """Load a checkpoint folder written by save_checkpoint: (model in eval mode, tokenizer)."""
+def load_checkpoint(
+    path: str | Path,
+    device: str | torch.device = "cpu",
+    *,
+    n_heads: int | None = None,
+    vocab: VocabSpec | None = None,
+    source_vocab: VocabSpec | None = None,
+    target_vocab: VocabSpec | None = None,
+    format: str | None = None,
+) -> tuple[Transformer, Tokenizer]:
+    """Load a checkpoint: (model in eval mode, tokenizer).
+
+    A folder written by save_checkpoint, or any format model.importers knows (detected from the
+    contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and the
+    PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
+    model.importers.import_checkpoint), or a Hugging Face MarianMT folder.
+    """
     folder = Path(path)
     if not folder.exists():
         raise CheckpointError(f"no checkpoint at {folder}")
+    from .importers import NATIVE, detect_format, import_checkpoint  # here: the importers build on this module
+
+    fmt = format or detect_format(folder)
+    if fmt != NATIVE:
+        model, tokenizer = import_checkpoint(
+            folder, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab, format=fmt
+        )
+        return model.to(device).eval(), tokenizer
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is a file; a checkpoint is a folder holding {WEIGHTS}, {CONFIG} and {TOKENIZER}")
+    if any(v is not None for v in (vocab, source_vocab, target_vocab)):
+        raise CheckpointError(f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts")
     config = load_config(folder)
+    if n_heads is not None and n_heads != config.n_heads:
+        raise CheckpointError(f"{CONFIG} says {config.n_heads} heads, but n_heads={n_heads} was asked for")
     tokenizer = load_tokenizer(folder)
-    for side, vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
-        if len(vocab) != size:
-            raise CheckpointError(f"{TOKENIZER} has {len(vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
+    for side, side_vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
+        if len(side_vocab) != size:
+            raise CheckpointError(f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
     model = build_model(config)
     load_weights(model, folder / WEIGHTS)
     return model.to(device).eval(), tokenizer

@@ -201,6 +201,8 @@ class Transformer(nn.Module):
         causal = torch.ones(T, offset + T, dtype=torch.bool, device=tgt.device).tril(diagonal=offset)
         if offset == 0:
             keep = tgt != self.config.pad_id
+            if self.config.bos_id == self.config.pad_id:
+                keep[:, 0] = True  # the first input is the start token, even where it is spelled <pad> (Marian)
             if not bool(keep.all()):
                 return causal[None, None] & keep[:, None, None, :]
         return None if bool(causal.all()) else causal[None, None]

@@ -1,0 +1,183 @@
+"""What every importer shares: renaming foreign tensors onto this project's names, checking what cannot
+be mapped (missing, unknown and misshapen keys; positional tables that are not the sinusoid), and
+building the model.
+
+An importer reads the foreign state with a `Mapper`: `put(ours, theirs)` moves one tensor (optionally
+transformed, e.g. one third of a fused in_proj), `finish()` refuses the state if any key the format
+needs is missing or any key is left over, naming them. `assemble` then builds the Transformer and
+copies every tensor in, naming the foreign key of any shape that does not fit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from ..checkpoint import CheckpointError
+from ..config import TransformerConfig
+from ..positional import sinusoidal_encoding
+from ..transformer import Transformer, build_model
+
+DEFAULT_HEADS = 8  # what the Annotated Transformer, pytorch-original-transformer and the tutorial all use
+
+
+def listing(names: Iterable[str], limit: int = 8) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def layer_count(keys: Iterable[str], prefix: str) -> int:
+    """1 + the largest i in keys "prefix.i....", 0 when there are none (gaps show up later as missing keys)."""
+    pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
+    found = [int(m.group(1)) for k in keys if (m := pattern.match(k))]
+    return max(found) + 1 if found else 0
+
+
+def chunk(index: int, parts: int = 3) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Rows index/parts of a fused tensor along dim 0 (nn.MultiheadAttention's in_proj holds W_q; W_k; W_v)."""
+
+    def take(t: torch.Tensor) -> torch.Tensor:
+        if t.size(0) % parts:
+            raise CheckpointError(f"a fused tensor of shape {tuple(t.shape)} cannot be split into {parts} equal parts")
+        return t.chunk(parts, dim=0)[index]
+
+    return take
+
+
+class Mapper:
+    """Moves tensors from a foreign state_dict to this project's names, remembering where each came from."""
+
+    def __init__(self, state: Mapping[str, torch.Tensor], where: str):
+        self.state = state
+        self.where = where  # e.g. "model.pt (Annotated Transformer)"
+        self.used: set[str] = set()
+        self.missing: list[str] = []
+        self.out: dict[str, torch.Tensor] = {}
+        self.origin: dict[str, str] = {}
+
+    def require(self, *keys: str) -> None:
+        """Refuse now, naming them, if keys the shape inference depends on are absent."""
+        absent = [k for k in keys if k not in self.state]
+        if absent:
+            raise CheckpointError(f"{self.where}: missing keys: {listing(absent)}")
+
+    def take(self, theirs: str) -> torch.Tensor | None:
+        """The foreign tensor (marked as used), or None after recording it as missing."""
+        if theirs not in self.state:
+            if theirs not in self.missing:
+                self.missing.append(theirs)
+            return None
+        self.used.add(theirs)
+        return self.state[theirs]
+
+    def put(self, ours: str, theirs: str, transform: Callable[[torch.Tensor], torch.Tensor] | None = None, note: str = "") -> None:
+        tensor = self.take(theirs)
+        if tensor is None:
+            return
+        try:
+            self.out[ours] = transform(tensor) if transform else tensor
+        except CheckpointError as err:
+            raise CheckpointError(f"{self.where}: {theirs}: {err}") from None
+        self.origin[ours] = theirs + note
+
+    def put_linear(self, ours: str, theirs: str, bias: bool = True) -> None:
+        self.put(f"{ours}.weight", f"{theirs}.weight")
+        if bias:
+            self.put(f"{ours}.bias", f"{theirs}.bias")
+
+    def finish(self) -> None:
+        """Refuse the state if a needed key is missing or a key was not used, naming them."""
+        unexpected = [k for k in self.state if k not in self.used]
+        problems = []
+        if self.missing:
+            problems.append(f"missing keys: {listing(self.missing)}")
+        if unexpected:
+            problems.append(f"unexpected keys (this format's model has no place for them): {listing(unexpected)}")
+        if problems:
+            raise CheckpointError(f"{self.where}: " + " | ".join(problems))
+
+
+def pe_tolerance(length: int) -> torch.Tensor:
+    """(length, 1) allowed |stored - exact| per position: float32 sinusoids lose ~8e-8 * position."""
+    return 1e-5 + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
+
+
+def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
+    """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
+
+    The file's own table is what the original code adds, so it is the one used; the check only makes
+    sure that calling it "sinusoidal" (and drawing it so) is true. Refused with the largest difference.
+    """
+    table = stored.detach().float()
+    if table.dim() != 2 or table.size(1) != d_model:
+        raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
+    exact = sinusoidal_encoding(table.size(0), d_model, layout=layout)
+    excess = (table - exact).abs() - pe_tolerance(table.size(0))
+    if bool((excess > 0).any()):
+        pos, dim = divmod(int(excess.argmax()), d_model)
+        diff = float((table - exact).abs()[pos, dim])
+        other = "half" if layout == "interleaved" else "interleaved"
+        hint = ""
+        if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= pe_tolerance(table.size(0))).all()):
+            hint = f"; it is the {other} layout, which this format's code does not use"
+        raise CheckpointError(
+            f"{where}: {key} is not the sinusoidal positional encoding this format defines ({layout} sin/cos, "
+            f"base 10000): it differs by {diff:.3g} at position {pos}, dimension {dim}{hint}"
+        )
+    return table
+
+
+@dataclass
+class Converted:
+    """A foreign model mapped onto this project's names, not yet loaded."""
+
+    config: TransformerConfig
+    state: dict[str, torch.Tensor]  # this project's parameter names (tied names may be absent)
+    origin: dict[str, str]  # our name -> the foreign key it came from (for messages)
+    pe_tables: dict[str, torch.Tensor] = field(default_factory=dict)  # "source"/"target" -> (max_len, D) table
+
+
+def make_config(where: str, **fields) -> TransformerConfig:
+    """TransformerConfig, with n_heads that do not divide d_model (and any other bad value) as CheckpointError."""
+    d, h = fields["d_model"], fields["n_heads"]
+    if h < 1 or d % h:
+        divisors = [n for n in range(1, min(d, 64) + 1) if d % n == 0]
+        raise CheckpointError(f"{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}")
+    try:
+        return TransformerConfig(**fields)
+    except ValueError as err:
+        raise CheckpointError(f"{where}: {err}") from None
+
+
+def assemble(converted: Converted, where: str) -> Transformer:
+    """Build the model from the config and copy every mapped tensor in (shapes checked, foreign keys named)."""
+    model = build_model(converted.config)
+    params = model.state_dict(keep_vars=True)
+    state = dict(converted.state)
+    if converted.config.share_embeddings:
+        state.setdefault("tgt_embed.weight", state.get("src_embed.weight"))
+    if converted.config.tie_generator:
+        state.setdefault("generator.weight", state.get("tgt_embed.weight"))
+    absent = [k for k in params if state.get(k) is None]
+    if absent:  # a mapping bug rather than a bad file, but still never a half-loaded model
+        raise CheckpointError(f"{where}: nothing maps onto {listing(absent)}")
+    c = converted.config
+    wrong = [
+        f"{converted.origin.get(k, k)} has shape {tuple(state[k].shape)}, but d_model={c.d_model}, d_ff={c.d_ff} "
+        f"needs {tuple(p.shape)}"
+        for k, p in params.items()
+        if tuple(state[k].shape) != tuple(p.shape)
+    ]
+    if wrong:
+        raise CheckpointError(f"{where}: inconsistent shapes: " + "; ".join(wrong[:6]))
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(state[name].to(p.dtype))
+        for side, module in model.positional_encodings():
+            if side in converted.pe_tables and hasattr(module, "table") and not isinstance(module.table, torch.nn.Parameter):
+                module.table.copy_(converted.pe_tables[side][: module.max_len])
+    return model.eval()
