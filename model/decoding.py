@@ -46,6 +46,7 @@ class Trace:
     stop_reason: str = "max_len"  # "eos" or "max_len"
     truncated: int = 0  # source tokens cut to fit the model's max_len
     text: str = ""  # the generated text, specials left out
+    start_token: str = "<s>"  # the decoder's first input (Marian starts from <pad>)
 
     @property
     def output_ids(self) -> list[int]:
@@ -57,7 +58,7 @@ class Trace:
 
     def decoder_inputs(self, t: int) -> list[str]:
         """The decoder's input tokens at step t: <s> y_1 .. y_t."""
-        return ["<s>"] + self.output_tokens[:t]
+        return [self.start_token] + self.output_tokens[:t]
 
     def cross_alignment(self) -> np.ndarray:
         """(L, H, T, S): row t is the cross-attention of step t; T = number of steps."""
@@ -111,7 +112,7 @@ def greedy_decode(
         raise ValueError(f"prefix ids {bad} are outside the target vocabulary (0..{model.config.tgt_vocab_size - 1})")
     src_in = prepare_source(model, tokenizer, source)
     steps_limit = default_max_steps(model, len(src_in.ids)) if max_len is None else min(max_len, model.config.max_len)
-    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated)
+    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id))
     memory, mask = model.encode(as_batch(model, src_in.ids))
     cache = model.new_cache() if use_cache else None
     ys = [vocab.bos_id]

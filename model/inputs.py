@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .tokenizer import SPECIALS, Tokenizer, Vocab, clean_text
+from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
 
 
 @dataclass
@@ -58,32 +58,44 @@ class InputCheck:
     unknown: list[str]  # distinct symbols the vocabulary does not know
 
 
-def check_text(text: str, vocab: Vocab, max_tokens: int, what: str = "input") -> InputCheck:
+def _content_ids(vocab, text: str) -> list[int]:
+    """The ids of the text itself, without a <s> that some vocabularies put in front."""
+    ids = vocab.encode(text)
+    return ids[1:] if getattr(vocab, "prepend_bos", False) else ids
+
+
+def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
     """Clean pasted text and say what is wrong with it, in words meant for the person who typed it.
 
-    max_tokens: how many of the text's tokens the model reads (max_len minus the special token).
+    vocab: any side vocabulary (Vocab, ListVocab, IdVocab, a sentencepiece vocabulary);
+    max_tokens: how many tokens the model reads (max_len minus the special token).
     """
     cleaned = clean_text(text)
     errors, warnings = [], []
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
     if dropped:
         warnings.append(f"Removed {dropped} control or invisible character{'s' * (dropped != 1)} from the {what}.")
-    symbols = vocab.split(cleaned)
+    symbols = vocab.split(cleaned) if hasattr(vocab, "split") else cleaned.split()
     if not symbols:
         errors.append(f"The {what} is empty: type some text, or pick an example.")
         return InputCheck(cleaned, errors, warnings, [])
-    known = set(getattr(vocab, "tokens", ())) - set(SPECIALS)
-    unknown = list(dict.fromkeys(s for s in symbols if all(i == vocab.unk_id for i in vocab.encode(s))))
+    unknown = list(dict.fromkeys(s for s in symbols if all(i == vocab.unk_id for i in _content_ids(vocab, s))))
     if unknown and len(unknown) == len(set(symbols)):
-        hint = f" It knows {len(known)} symbols, e.g. {' '.join(sorted(known)[:20])}." if known else ""
+        if isinstance(vocab, IdVocab):
+            hint = f" This model has no vocabulary file: type token ids from 0 to {len(vocab) - 1}, e.g. 12 7 431."
+        else:
+            known = sorted(set(getattr(vocab, "tokens", ())) - set(SPECIALS))
+            hint = f" It knows {len(known)} symbols, e.g. {' '.join(known[:20])}." if known else ""
         errors.append(f"None of the {what}'s symbols are in this model's vocabulary ({_quote(unknown)}).{hint}")
     elif unknown:
         warnings.append(f"Not in the vocabulary, read as <unk>: {_quote(unknown)}.")
-    if len(symbols) > max_tokens:
-        kept = vocab.detokenize(symbols[:max_tokens])
+    ids = _content_ids(vocab, cleaned)
+    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0)
+    if len(ids) > room:
+        kept = vocab.detokenize(vocab.decode(ids[:room]))
         warnings.append(
-            f"The {what} has {len(symbols)} tokens but this model reads at most {max_tokens}: "
-            f"cut after “{kept[-40:]}” ({len(symbols) - max_tokens} tokens dropped)."
+            f"The {what} has {len(ids)} tokens but this model reads at most {room}: "
+            f"cut after “{kept[-40:]}” ({len(ids) - room} tokens dropped)."
         )
     return InputCheck(cleaned, errors, warnings, unknown)
 

@@ -20,6 +20,7 @@ import streamlit as st
 
 from model import Capture, CheckpointError, Trace, capture, greedy_decode, load_checkpoint
 from model.checkpoint import load_card
+from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
 from model.inputs import InputCheck, check_text
 
@@ -86,34 +87,77 @@ def write_url(**values: Any) -> None:
 # -- loading models ------------------------------------------------------------------------------
 
 
+def _stamp(path: Path) -> float:
+    """Changes when the checkpoint's files change, so an edited checkpoint is loaded again."""
+    if path.is_dir():
+        return max((p.stat().st_mtime for p in path.iterdir()), default=0.0)
+    return path.stat().st_mtime if path.exists() else 0.0
+
+
 @st.cache_resource(show_spinner="Loading model…", max_entries=8)
-def _load_folder(path: str, stamp: float):
-    return load_checkpoint(path)
+def _load(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+    return load_checkpoint(path, n_heads=n_heads, **dict(vocab))
 
 
-def load_folder(path: str):
-    folder = Path(path).expanduser()
-    stamp = max((p.stat().st_mtime for p in folder.iterdir()), default=0.0) if folder.is_dir() else 0.0
-    return _load_folder(str(folder), stamp)
+@st.cache_data(max_entries=32, show_spinner=False)
+def _inspect(path: str, stamp: float) -> CheckpointInfo:
+    return inspect_checkpoint(path)
 
 
-@st.cache_resource(show_spinner="Reading the uploaded checkpoint…", max_entries=4)
-def _load_upload(digest: str, name: str, _data: bytes):
-    """A .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json)."""
+@st.cache_resource(show_spinner="Reading the upload…", max_entries=8)
+def _saved_upload(digest: str, name: str, _data: bytes) -> str:
+    """Write an upload to a private temporary place once; a .zip is unpacked into a folder (flattened)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"upload-{digest}-"))
     if not name.lower().endswith(".zip"):
-        raise CheckpointError(f"{name}: upload a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json)")
+        target = folder / (Path(name).name or "upload.bin")
+        target.write_bytes(_data)
+        return str(target)
     try:
         archive = zipfile.ZipFile(io.BytesIO(_data))
     except zipfile.BadZipFile as err:
         raise CheckpointError(f"{name} is not a readable .zip file ({err})") from err
-    folder = Path(tempfile.mkdtemp(prefix="upload-"))
     for member in archive.infolist():
-        target = Path(member.filename).name  # flatten: never write outside the folder
-        if target and not member.is_dir():
+        leaf = Path(member.filename).name  # flatten: nothing is written outside the folder
+        if leaf and not member.is_dir():
             if member.file_size > MAX_UPLOAD_MB * 2**20:
                 raise CheckpointError(f"{member.filename} in {name} is larger than {MAX_UPLOAD_MB} MB")
-            (folder / target).write_bytes(archive.read(member))
-    return load_checkpoint(folder)
+            (folder / leaf).write_bytes(archive.read(member))
+    return str(folder)
+
+
+def _upload_path(upload) -> tuple[str, str]:
+    """(digest, local path) of a Streamlit UploadedFile."""
+    data = upload.getvalue()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    return digest, _saved_upload(digest, upload.name, data)
+
+
+def _load_options(path: Path) -> tuple[dict, str]:
+    """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
+    info = _inspect(str(path), _stamp(path))
+    st.sidebar.caption(f"Format: {info.title}. {info.notes}".strip())
+    options: dict[str, Any] = {"n_heads": None, "vocab": ()}
+    suffix = ""
+    if info.needs_n_heads:
+        url_state("model_heads", info.default_n_heads, info.head_choices, int)
+        options["n_heads"] = st.sidebar.selectbox("Attention heads (this file does not record them)", info.head_choices,
+                                                  key="model_heads")
+        suffix += f"|heads={options['n_heads']}"
+    if info.takes_vocabulary:
+        vocab = []
+        both = st.sidebar.file_uploader("Vocabulary: JSON, one token per line, or vocab.pt (optional)", key="model_vocab")
+        with st.sidebar.expander("Separate source and target vocabularies"):
+            source = st.file_uploader("Source vocabulary", key="model_vocab_src")
+            target = st.file_uploader("Target vocabulary", key="model_vocab_tgt")
+        for name, upload in (("vocab", both), ("source_vocab", source), ("target_vocab", target)):
+            if upload is not None:
+                digest, local = _upload_path(upload)
+                vocab.append((name, local))
+                suffix += f"|{name}={digest}"
+        if not vocab:
+            st.sidebar.info("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>.")
+        options["vocab"] = tuple(vocab)
+    return options, suffix
 
 
 def model_choices() -> list[str]:
@@ -133,27 +177,35 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             st.session_state["model_choice"] = url_key[5:]
     choice = url_state("model_choice", choices[0], choices)
     st.sidebar.selectbox("Model", choices, key="model_choice", help="Trained demo models ship with the app; "
-                         "you can also open your own checkpoint.")
+                         "you can also open your own checkpoint or one from a well-known PyTorch implementation.")
     try:
         if choice in demos:
             demo = demos[choice]
-            model, tok = load_folder(str(demo.path))
+            model, tok = _load(str(demo.path), _stamp(demo.path), None, ())
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
-            path = st.sidebar.text_input("Checkpoint folder", key="model_path", placeholder="/path/to/checkpoint")
-            if not path.strip():
-                st.sidebar.info("Type the path of a checkpoint folder.")
+            raw = st.sidebar.text_input("Checkpoint folder or file", key="model_path", placeholder="/path/to/checkpoint")
+            if not raw.strip():
+                st.sidebar.info("Type the path of a checkpoint folder or .pt file.")
                 return None
-            model, tok = load_folder(path.strip())
-            return f"path:{path.strip()}", Path(path).name, model, tok, load_card(Path(path).expanduser())
-        upload = st.sidebar.file_uploader("Checkpoint (.zip of a checkpoint folder)", key="model_upload")
-        if upload is None:
-            st.sidebar.info("Choose a .zip holding model.safetensors, config.json and tokenizer.json.")
-            return None
-        data = upload.getvalue()
-        digest = hashlib.sha256(data).hexdigest()[:16]
-        model, tok = _load_upload(digest, upload.name, data)
-        return f"upload:{digest}", upload.name, model, tok, {}
+            path = Path(raw.strip()).expanduser()
+            key, label = f"path:{path}", path.name
+        else:
+            upload = st.sidebar.file_uploader("Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict",
+                                              key="model_upload")
+            if upload is None:
+                st.sidebar.info("Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
+                                "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
+                                "or the PyTorch translation tutorial.")
+                return None
+            digest, local = _upload_path(upload)
+            path, key, label = Path(local), f"upload:{digest}", upload.name
+        if not path.exists():
+            raise CheckpointError(f"no checkpoint at {path}")
+        options, suffix = _load_options(path)
+        model, tok = _load(str(path), _stamp(path), options["n_heads"], options["vocab"])
+        card = load_card(path) if path.is_dir() else {}
+        return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:
         st.sidebar.error(f"Could not load this model: {err}")
         return None
@@ -195,7 +247,9 @@ def sidebar() -> Session | None:
     room = model.config.max_len - 1
     check = check_text(text, tok.source, room)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
-    write_url(model=key if not key.startswith("upload:") else None, text=text, target=target or None)
+    base_key = key.split("|", 1)[0]
+    write_url(model=None if base_key.startswith("upload:") else base_key, text=text, target=target or None,
+              model_heads=st.session_state.get("model_heads") if "|heads=" in key else None)
     return Session(key, label, model, tok, card, text, check, target.strip() or None, target_check, examples)
 
 

@@ -18,10 +18,16 @@ st.markdown(f"**{session.label}** · {sum(counts.values()):,} parameters · "
             f"{'pre-LN' if cfg.norm_first else 'post-LN (as in the paper)'} · {cfg.positional} positions")
 card = session.card
 if card:
-    facts = {k: card[k] for k in ("task", "description", "command", "held_out_exact_match", "training_seconds", "trained_on")
-             if k in card}
-    if facts:
-        st.json(facts, expanded=True)
+    lines = [card.get("description", "")]
+    if "held_out_exact_match" in card:
+        lines.append(f"Exact match on {card.get('held_out_examples', 'held-out')} fresh examples: "
+                     f"**{card['held_out_exact_match']:.1%}**")
+    if "training_seconds" in card:
+        lines.append(f"Trained in {card['training_seconds'] / 60:.1f} min ({card.get('steps', '?')} steps) on "
+                     f"{card.get('trained_on', 'a CPU')}")
+    st.markdown("  \n".join(line for line in lines if line))
+    if "command" in card:
+        st.code(card["command"], language="bash")
 
 config_tab, params_tab, weights_tab, shapes_tab = st.tabs(["Configuration", "Parameters", "Weights", "Shapes in attention"])
 with config_tab:

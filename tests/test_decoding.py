@@ -64,3 +64,13 @@ def test_forced_prefix_then_greedy_continues(tiny, char_tokenizer):
     assert forced.steps[1].token_id == int(logits[0, -1].argmax())
     with pytest.raises(ValueError, match="outside the target vocabulary"):
         greedy_decode(tiny, char_tokenizer, "hello", prefix=[999])
+
+
+def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
+    from model import Tokenizer
+    from model.tokenizer import IdVocab
+
+    ids = IdVocab(size=31, pad_id=0, bos_id=1, eos_id=2, unk_id=3)
+    trace = greedy_decode(tiny, Tokenizer(ids, ids), "5 6 7", max_len=3, stop_at_eos=False)
+    assert trace.source_tokens == ["<id 5>", "<id 6>", "<id 7>", "<id 2>"]
+    assert trace.decoder_inputs(2) == ["<id 1>"] + trace.output_tokens[:2]
