@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 
 
-def best_of(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
-    """Seconds of the fastest of `repeats` calls, after `warmup` untimed calls."""
+def timings(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> list[float]:
+    """Seconds of each of `repeats` calls, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     times = []
@@ -16,18 +16,15 @@ def best_of(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> floa
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return min(times)
+    return times
+
+
+def best_of(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
+    return min(timings(fn, repeats, warmup))
 
 
 def median_of(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(timings(fn, repeats, warmup))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

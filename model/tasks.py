@@ -17,7 +17,8 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model.task_lexicon import (
+from .tokenizer import split
+from .task_lexicon import (
     ADJECTIVES, CONJUNCTION, DETERMINERS, NOUNS, PREPOSITIONS, VERBS,
 )
 
@@ -33,13 +34,7 @@ class Example:
     alignment: Alignment  # (source_token_index, target_token_index) pairs, 0-based
 
 
-def tokens(text: str, level: str) -> list[str]:
-    """Split text into tokens: "char" -> list(text), "word" -> text.split()."""
-    if level == "char":
-        return list(text)
-    if level == "word":
-        return text.split()
-    raise ValueError(f"unknown token level {level!r}; expected 'char' or 'word'")
+tokens = split  # text -> tokens at a level ("char": one per character, "word": whitespace-separated)
 
 
 class Task:

@@ -6,12 +6,7 @@ from pages import common
 from viz import attention_figs as figs
 
 st.title("Attention")
-session = common.current()
-if session is None:
-    st.info("Choose a model in the sidebar to begin.")
-    st.stop()
-if not common.show_input_messages(session):
-    st.stop()
+session = common.require_session()
 
 cap = common.session_capture(session)
 KINDS = {

@@ -280,6 +280,17 @@ def current() -> Session | None:
     return st.session_state.get("_session")
 
 
+def require_session(valid_input: bool = True) -> Session:
+    """The sidebar's session; stops the page with a message when there is no model (or, if asked, no valid input)."""
+    session = current()
+    if session is None:
+        st.info("Choose a model in the sidebar to begin.")
+        st.stop()
+    if valid_input and not show_input_messages(session):
+        st.stop()
+    return session
+
+
 # -- cached model calls --------------------------------------------------------------------------
 
 

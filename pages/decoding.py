@@ -10,12 +10,7 @@ from viz import attention_figs, decoding_figs as figs
 from viz.tokens import plain_token
 
 st.title("Step-by-step decoding")
-session = common.current()
-if session is None:
-    st.info("Choose a model in the sidebar to begin.")
-    st.stop()
-if not common.show_input_messages(session):
-    st.stop()
+session = common.require_session()
 
 
 def parse_prefix(raw: str) -> tuple[int, ...]:

@@ -7,10 +7,7 @@ from pages import common
 from viz import model_figs as figs
 
 st.title("Model")
-session = common.current()
-if session is None:
-    st.info("Choose a model in the sidebar to begin.")
-    st.stop()
+session = common.require_session(valid_input=False)
 
 cfg = session.model.config
 counts = parameter_counts(session.model)
