@@ -61,3 +61,9 @@ def pe_npz(**arrays: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     return buf.getvalue()
+
+
+def pe_json(decimals: int = 6, **arrays: np.ndarray) -> str:
+    """Named arrays as JSON: {"name": {"shape": [...], "values": nested lists rounded to `decimals`}}."""
+    return json.dumps({k: {"shape": list(v.shape), "values": _rounded(v, decimals)} for k, v in arrays.items()},
+                      separators=(",", ":"))

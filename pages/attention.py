@@ -56,8 +56,4 @@ with bert:
     st.download_button("Download this view (.html, works offline)", html, file_name=f"bertviz-{view.split()[0]}.html",
                        mime="text/html", key="att_dl_html")
 
-c1, c2 = st.columns(2)
-c1.download_button("Download attention and PE (.npz)", common.npz_bytes(session, cap), file_name="capture.npz",
-                   mime="application/octet-stream", key="att_dl_npz")
-c2.download_button("Download attention and PE (.json)", common.json_text(session, cap), file_name="capture.json",
-                   mime="application/json", key="att_dl_json")
+common.capture_downloads(session, cap, "att")

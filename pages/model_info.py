@@ -52,3 +52,4 @@ with shapes_tab:
         walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
         st.dataframe([{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in walk],
                      hide_index=True, width="stretch")
+        common.capture_downloads(session, cap, "model")

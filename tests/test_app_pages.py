@@ -31,6 +31,8 @@ def test_each_page_renders_its_figures_for_the_default_input(page, ckpt):
     assert at.title[0].value == TITLES[page]
     assert at.sidebar.text_area(key="text").value == "abcdefgh"  # the first example of the card
     assert not at.error
+    downloads = [b.proto.label for b in at.get("download_button")]
+    assert "Download attention and PE (.npz)" in downloads and "Download attention and PE (.json)" in downloads
     n = len(charts(at))
     assert n >= {"attention": 3, "positional": 7, "decoding": 4, "model": 2}[page]
 

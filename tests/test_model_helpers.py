@@ -57,3 +57,13 @@ def test_check_text_names_each_problem():
     pasted = check_text("a\x07b\u200bc", v, 5)
     assert pasted.text == "abc" and "Removed 2 control" in pasted.warnings[0]
     assert check_text("abc", v, 5) == check_text("abc", v, 5) and not check_text("abc", v, 5).warnings
+
+
+def test_pe_json_round_trips():
+    from model import pe_analysis as pea
+    from model.export import pe_json
+
+    pe = pea.pe_table(5, 4)
+    data = json.loads(pe_json(pe=pe))
+    assert data["pe"]["shape"] == [5, 4]
+    np.testing.assert_allclose(np.array(data["pe"]["values"]), pe, atol=1e-6)
