@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Imported here, once, before any session draws a chart: plotly asks sys.modules for pandas without importing
+# it, so while one session's thread was still importing pandas (st.dataframe does, lazily) another session's
+# chart failed with "partially initialized module 'pandas' has no attribute 'Series'".
+import pandas  # noqa: F401
 import streamlit as st
 
 from model import Capture, CheckpointError, Trace, capture, greedy_decode, load_checkpoint
@@ -178,6 +182,7 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
     choice = url_state("model_choice", choices[0], choices)
     st.sidebar.selectbox("Model", choices, key="model_choice", help="Trained demo models ship with the app; "
                          "you can also open your own checkpoint or one from a well-known PyTorch implementation.")
+    private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
             demo = demos[choice]
@@ -200,6 +205,7 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
                 return None
             digest, local = _upload_path(upload)
             path, key, label = Path(local), f"upload:{digest}", upload.name
+            private = (local, upload.name)
         if not path.exists():
             raise CheckpointError(f"no checkpoint at {path}")
         options, suffix = _load_options(path)
@@ -207,7 +213,8 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:
-        st.sidebar.error(f"Could not load this model: {err}")
+        message = str(err) if private is None else str(err).replace(*private)  # the upload's name, not a temp path
+        st.sidebar.error(f"Could not load this model: {message}")
         return None
 
 
@@ -323,9 +330,10 @@ def _json(model_key: str, text: str, target: str | None, _capture: Capture) -> s
     return capture_json(_capture)
 
 
-def npz_bytes(session: Session, cap: Capture) -> bytes:
-    return _npz(session.key, session.check.text, session.target, cap)
-
-
-def json_text(session: Session, cap: Capture) -> str:
-    return _json(session.key, session.check.text, session.target, cap)
+def capture_downloads(session: Session, cap: Capture, page: str) -> None:
+    """Two buttons that every page shows: the captured attention and PE as .npz and as JSON."""
+    left, right = st.columns(2)
+    left.download_button("Download attention and PE (.npz)", _npz(session.key, session.check.text, session.target, cap),
+                         file_name="capture.npz", mime="application/octet-stream", key=f"{page}_dl_npz")
+    right.download_button("Download attention and PE (.json)", _json(session.key, session.check.text, session.target, cap),
+                          file_name="capture.json", mime="application/json", key=f"{page}_dl_json")

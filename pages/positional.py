@@ -5,7 +5,7 @@ import streamlit as st
 
 from model import pe_analysis as pea
 from model.inspect import positional_tables
-from model.export import pe_npz
+from model.export import pe_json, pe_npz
 from pages import common
 from viz import positional_figs as figs
 
@@ -64,20 +64,26 @@ with similar:
     if shown < length:
         st.caption(f"First {shown} positions shown.")
 with shift:
-    k = st.slider("Offset k", 1, max(1, min(length - 1, 100)), min(5, max(1, length - 1)), key="pe_k")
+    k_max = min(length - 1, 100)
+    if k_max > 1:
+        k = st.slider("Offset k", 1, k_max, min(5, k_max), key="pe_k")
+    else:  # a slider needs two values to choose from
+        k = 1
+        st.caption("With 2 positions the only offset is k = 1.")
     check = pea.shift_check(length, d_model, base, k)
     st.metric(f"max |M_k·PE(p) − PE(p+k)| over {check.positions_checked} positions", f"{check.max_error:.1e}")
     st.markdown("One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
                 "steps later, so a linear layer can read relative position.")
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
 with mine:
-    if session is None or not session.ok:
-        st.info("Load a model and type a valid input in the sidebar to compare its embeddings with the PE.")
-    else:
+    if session is None:
+        st.info("Load a model in the sidebar to compare its embeddings with the PE.")
+    elif common.show_input_messages(session):  # names what is wrong with the input, if anything
         cap = common.session_capture(session)
         for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
                                         ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe)):
             st.plotly_chart(figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}")
+        common.capture_downloads(session, cap, "pe")
         cfg = session.model.config
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
@@ -86,5 +92,8 @@ with mine:
             st.caption(f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
                        f"{cfg.pe_layout} layout).")
 
-st.download_button("Download this PE table (.npz)", pe_npz(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.npz",
-                   mime="application/octet-stream", key="pe_dl")
+left, right = st.columns(2)
+left.download_button("Download this PE table (.npz)", pe_npz(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.npz",
+                     mime="application/octet-stream", key="pe_table_npz")
+right.download_button("Download this PE table (.json)", pe_json(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.json",
+                      mime="application/json", key="pe_table_json")
