@@ -7,6 +7,7 @@ value also lives in the URL (st.query_params), so a link reproduces the view.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import tempfile
@@ -34,7 +35,7 @@ PAGES = {
     "attention": ("attention.py", "Attention", ":material/grid_on:"),
     "positional": ("positional.py", "Positional encoding", ":material/waves:"),
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
-    "model": ("model_info.py", "Model", ":material/account_tree:"),
+    "model": ("model.py", "Model", ":material/account_tree:"),
 }
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 MAX_UPLOAD_MB = 200
@@ -272,18 +273,44 @@ def show_input_messages(session: Session) -> bool:
     return session.ok
 
 
+_THROUGH_APP = contextvars.ContextVar("page_runs_through_app", default=False)
+
+
+def _pages(default: str = "attention", icons: bool = True) -> list:
+    return [st.Page(PAGES_DIR / file, title=title, icon=icon if icons else None, url_path=name, default=name == default)
+            for name, (file, title, icon) in PAGES.items()]
+
+
 def run_app(default: str = "attention") -> None:
     """Navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
-    pages = [
-        st.Page(PAGES_DIR / file, title=title, icon=icon, url_path=name, default=name == default)
-        for name, (file, title, icon) in PAGES.items()
-    ]
-    page = st.navigation(pages)
+    page = st.navigation(_pages(default))
     st.session_state["_session"] = sidebar()
-    page.run()
+    token = _THROUGH_APP.set(True)
+    try:
+        page.run()
+    finally:
+        _THROUGH_APP.reset(token)
+
+
+def _rerun_through_app() -> None:
+    """A page file ran on its own, without app.py (so without sidebar and model): run it again through app.py.
+
+    To Streamlit, a pages/ folder beside app.py is an old-style multipage app until st.navigation is first
+    called in the process. Until then a link straight to a page (/positional) runs that file alone: as the
+    first visit after a start, and for every later visit to a page until someone opens the app's root.
+    Calling st.navigation switches Streamlit to app.py's pages for good; the rerun then goes through app.py
+    to the same page. Tried once per session, so a page file run alone on purpose still runs.
+    """
+    if st.session_state.get("_rerun_through_app"):
+        return
+    st.session_state["_rerun_through_app"] = True
+    st.navigation(_pages(icons=False), position="hidden")  # no icons: a page's icon became a favicon fetched online
+    st.rerun()
 
 
 def current() -> Session | None:
+    if not _THROUGH_APP.get():
+        _rerun_through_app()
     return st.session_state.get("_session")
 
 

@@ -1,7 +1,7 @@
 """The offline bertviz pages in a real headless Chromium, with every non-local request blocked.
 
-Needs Debian's chromium (/usr/bin/chromium) and python playwright. Without them the tests skip,
-except under CI (the CI variable set), where they fail: CI installs chromium.
+Needs Debian's chromium (/usr/bin/chromium) and python playwright (see tests/browser_helpers.py).
+Without them the tests skip, except under CI (the CI variable set), where they fail: CI installs chromium.
 Screenshots land in test-artifacts/ (gitignored).
 """
 
@@ -9,40 +9,19 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.browser_helpers import ARTIFACTS, chromium
 from tests.test_bertviz_view import HOSTILE, attention
 from viz.bertviz_view import head_view_html, model_view_html
-
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 # Three encoder layers, two decoder layers (the head view pads the decoder's menu), three heads.
 SRC = ["the", "cat", HOSTILE, "a & b", "</s>"]
 TGT = ["<s>", "le", "chat", "<b>x</b>"]
 L_ENC, L_DEC, H, S, T = 3, 2, 3, len(SRC), len(TGT)
-
-
-def _need_browser() -> None:
-    reason = None
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (apt-get install -y chromium)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            reason = "python playwright is not installed (pip install -r requirements-dev.txt)"
-    if reason and os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must provide it")
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +43,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 class Visit:

@@ -1,0 +1,388 @@
+"""Driving the app in a real headless Chromium: the browser, a `streamlit run` server, and a watch on every page.
+
+Needs Debian's chromium (/usr/bin/chromium) and python playwright (never playwright's own browser
+download). Without them the browser tests skip, except under CI (the CI variable set), where they fail.
+
+Offline is part of what is tested: `Watch` blocks every request that does not go to the local
+server and records it, with page errors, console errors and failed responses; `assert_clean()`
+fails the test on any of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run", "--disable-dev-shm-usage"]
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# Streamlit's front end, opened on a page's own URL (/decoding), first asks /decoding/_stcore/health and
+# /decoding/_stcore/host-config (a possible base path, answered 404), then the root's: streamlit issue 7074.
+# These two local 404s, and only they, are not failures.
+_BASE_PATH_PROBE = re.compile(r"^/[\w-]+/_stcore/(health|host-config)$")
+
+
+def need_browser() -> None:
+    """Skip (fail under CI) when Chromium or playwright is missing."""
+    reason = None
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "python playwright is not installed (pip install -r requirements-dev.txt)"
+    if reason and os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must provide it")
+    if reason:
+        pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """One headless Debian Chromium for a module's tests."""
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str, max_height: int = 5000) -> Path:
+    """Save a screenshot of the whole page under test-artifacts/ (gitignored) and return its path.
+
+    Streamlit scrolls its main area inside the window, so a "full page" shot would stop at the
+    window's edge: the window is made as tall as the content for the shot.
+    """
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(document.documentElement.scrollHeight,
+        ...['stMain', 'stSidebarContent'].map(id => (document.querySelector(`[data-testid="${id}"]`) || {}).scrollHeight || 0))""")
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), max_height))})
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`streamlit run app.py` headless on a free local port, in its own process group.
+
+    Usage statistics are not switched off here: the app's .streamlit/config.toml must do that, so the
+    suite also proves that a plain `streamlit run app.py` stays offline. Uploads land in `tmp`.
+    """
+
+    def __init__(self, tmp: Path, startup_s: float = 90):
+        self.port = free_port()
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / "streamlit.log"
+        env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+        command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                   "--server.port", str(self.port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        deadline = time.monotonic() + startup_s
+        while not self.healthy():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"streamlit did not start (exit {self.process.returncode}):\n{self.log()}")
+            time.sleep(0.2)
+
+    def first_visit(self, browser) -> None:
+        """Open the app's root once, as the first person after a start does.
+
+        Until app.py has run once, Streamlit reads pages/ as an old-style page folder (pages/common.py
+        reruns such a visit through app.py). The tests start from a server someone has opened;
+        test_e2e_browser checks links as the first visit on a fresh server.
+        """
+        context = browser.new_context()
+        try:
+            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(self.origin + "/") else r.abort())
+            page = context.new_page()
+            page.goto(self.url(), wait_until="load", timeout=60_000)
+            page.locator('[data-testid="stSidebarNav"]').wait_for(timeout=120_000)  # st.navigation has run
+        finally:
+            context.close()
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.origin + "/_stcore/health", timeout=5) as r:
+                return r.status == 200 and r.read().strip() == b"ok"
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def url(self, page: str = "", **params: str) -> str:
+        """The address of a page (attention, positional, decoding, model; "" for the default) with URL parameters."""
+        query = urllib.parse.urlencode(params)
+        return f"{self.origin}/{page}" + (f"?{query}" if query else "")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log.close()
+
+
+# ---------------------------------------------------------------------------------------------- one page under watch
+
+
+class Watch:
+    """A page in its own browser context, offline but for `origin`: what it tried, what broke.
+
+    blocked: requests to anywhere but origin (aborted), and websockets opened to anywhere else;
+    errors: uncaught page errors; console: console errors; failed: local responses with status >= 400;
+    dialogs: alert/confirm texts.
+    """
+
+    def __init__(self, browser, origin: str):
+        self.origin = origin
+        self.context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+        self.page = self.context.new_page()
+        self.blocked: list[str] = []
+        self.errors: list[str] = []
+        self.console: list[str] = []
+        self.failed: list[str] = []
+        self.dialogs: list[str] = []
+        self.context.route("**/*", self._route)  # every page and frame of this context, bertviz's iframe included
+        self.page.on("websocket", self._on_websocket)  # websockets pass no route: record any that leave the server
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", self._on_console)
+        self.page.on("response", self._on_response)
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url == self.origin or url.startswith(self.origin + "/"):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def _on_websocket(self, socket) -> None:
+        if urllib.parse.urlsplit(socket.url).netloc != urllib.parse.urlsplit(self.origin).netloc:
+            self.blocked.append(socket.url)
+
+    def _expected_404(self, url: str) -> bool:
+        return url.startswith(self.origin + "/") and bool(_BASE_PATH_PROBE.match(urllib.parse.urlsplit(url).path))
+
+    def _on_console(self, message) -> None:
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        if "status of 404" in message.text and self._expected_404(url):
+            return
+        self.console.append(f"{message.text} ({url})")
+
+    def _on_response(self, response) -> None:
+        if response.status >= 400 and not (response.status == 404 and self._expected_404(response.url)):
+            self.failed.append(f"{response.status} {response.url}")
+
+    def goto(self, url: str, wait_until: str = "load") -> None:
+        self.page.goto(url, wait_until=wait_until, timeout=60_000)
+
+    def problems(self) -> str:
+        return (f"blocked {self.blocked}, page errors {self.errors}, console errors {self.console}, "
+                f"failed responses {self.failed}, dialogs {self.dialogs}")
+
+    def tracebacks(self) -> list[str]:
+        """Uncaught Python exceptions Streamlit shows on the page."""
+        return self.page.locator('[data-testid="stException"]').all_inner_texts()
+
+    def assert_clean(self) -> None:
+        assert self.blocked == [], f"the page tried to go online: {self.blocked}"
+        assert self.errors == [] and self.console == [] and self.failed == [] and self.dialogs == [], self.problems()
+        assert self.tracebacks() == [], self.tracebacks()
+
+    def close(self) -> None:
+        self.context.close()
+
+
+# ---------------------------------------------------------------------------------------------- Streamlit widgets
+
+
+def _failure(watch: Watch, what: str) -> str:
+    """On a failed wait: save what the page showed under test-artifacts/ and describe the page's problems."""
+    name = "failure-" + re.sub(r"[^\w-]+", "_", what)[:60] + f"-{int(time.time() * 1000) % 10**8}"
+    try:
+        where = f"screenshot {screenshot(watch.page, name).name}; "
+    except Exception as e:  # the page may be gone
+        where = f"no screenshot ({e}); "
+    return where + watch.problems() + f"; tracebacks {watch.tracebacks()}"
+
+
+# JavaScript: the n-th plotly chart on the page, or the first whose title starts with n (a string).
+_FIND_PLOT = """const findPlot = n => {
+    const plots = [...document.querySelectorAll('.js-plotly-plot')];
+    if (typeof n === 'number') return plots[n] || null;
+    return plots.find(p => (p.querySelector('.gtitle') || {}).textContent?.startsWith(n)) || null;
+};"""
+
+
+def ticks(page, axis: str, plot: int | str = 0) -> list[str] | None:
+    """Tick label texts of one axis ('x' or 'y') of a chart (index or title prefix), as drawn in its SVG."""
+    return page.evaluate(f"""([n, axis]) => {{ {_FIND_PLOT}
+        const plot = findPlot(n);
+        return plot ? [...plot.querySelectorAll('.' + axis + 'tick text')].map(t => t.textContent) : null;
+    }}""", [plot, axis])
+
+
+def wait_ticks(watch: Watch, x: Sequence[str] | int | None, y: Sequence[str] | int | None = None,
+               plot: int | str = 0, timeout_s: float = 60) -> None:
+    """Wait until a chart shows exactly these x and y tick labels (a number: that many; None: any).
+
+    On a timeout, say what it showed (and save a screenshot)."""
+    page = watch.page
+    try:
+        page.wait_for_function(
+            f"""([n, x, y]) => {{ {_FIND_PLOT}
+                const plot = findPlot(n);
+                if (!plot) return false;
+                const texts = a => [...plot.querySelectorAll('.' + a + 'tick text')].map(t => t.textContent);
+                const same = (a, b) => b === null || (typeof b === 'number' ? a.length === b
+                                                      : a.length === b.length && a.every((v, i) => v === b[i]));
+                return same(texts('x'), x) && same(texts('y'), y);
+            }}""",
+            arg=[plot, *(v if v is None or isinstance(v, int) else list(v) for v in (x, y))], timeout=timeout_s * 1000,
+        )
+    except Exception as e:  # playwright's TimeoutError
+        raise AssertionError(f"chart {plot!r} never showed x ticks {x} / y ticks {y}: it shows x "
+                             f"{ticks(page, 'x', plot)}, y {ticks(page, 'y', plot)}; {_failure(watch, f'ticks {plot}')}") from e
+
+
+def plot_title(page, plot: int = 0) -> str | None:
+    return page.evaluate(f"n => {{ {_FIND_PLOT} const p = findPlot(n); "
+                         "return p ? (p.querySelector('.gtitle') || {}).textContent || '' : null; }", plot)
+
+
+def wait_title(watch: Watch, title: str, plot: int = 0, timeout_s: float = 60) -> None:
+    """Wait until chart `plot` has exactly this title."""
+    try:
+        watch.page.wait_for_function(f"([n, t]) => {{ {_FIND_PLOT} const p = findPlot(n); "
+                                     "return !!p && (p.querySelector('.gtitle') || {}).textContent === t; }",
+                                     arg=[plot, title], timeout=timeout_s * 1000)
+    except Exception as e:
+        raise AssertionError(f"chart {plot} never got the title {title!r}: it has {plot_title(watch.page, plot)!r}; "
+                             f"{_failure(watch, f'title {title}')}") from e
+
+
+def plot_data(page, plot: int | str = 0, trace: int = 0, field: str = "z") -> np.ndarray:
+    """A field of a trace of a chart (index or title prefix), as the browser holds it to draw, as an array.
+
+    Plotly sends numpy arrays as {dtype, bdata (base64), shape}; plain lists come as they are.
+    """
+    value = page.evaluate(f"([n, t, f]) => {{ {_FIND_PLOT} return findPlot(n).data[t][f]; }}", [plot, trace, field])
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
+    return np.asarray(value, dtype=float)
+
+
+def wait_text(watch: Watch, text: str | re.Pattern, timeout_s: float = 60):
+    """Wait until some element shows `text` (a substring, or a pattern); returns its locator."""
+    locator = watch.page.get_by_text(text).first
+    try:
+        locator.wait_for(state="visible", timeout=timeout_s * 1000)
+    except Exception as e:
+        raise AssertionError(f"the page never showed {text!r}; {_failure(watch, f'text {text}')}") from e
+    return locator
+
+
+def wait_idle(page, timeout_s: float = 60) -> None:
+    """Wait until the script is not running and the connection is up (after a load)."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]'
+                 '[data-test-connection-state="CONNECTED"]').wait_for(state="attached", timeout=timeout_s * 1000)
+
+
+def input_box(page):
+    return page.get_by_role("textbox", name="Input text (source)", exact=True)
+
+
+def type_input(page, text: str) -> None:
+    """Replace the sidebar's input text and submit it (Ctrl+Enter), as a person would."""
+    box = input_box(page)
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label`."""
+    page.get_by_role("combobox", name=label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def download(page, button: str | re.Pattern) -> bytes:
+    """Click a download button once the script run is over, and return the bytes the browser received.
+
+    Call it after something on the page showed that the last change was taken up: the button comes
+    late in the page, and until the run ends it may still serve the previous run's data.
+    """
+    wait_idle(page)
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name=button, exact=isinstance(button, str)).click()
+    path = info.value.path()
+    return Path(path).read_bytes()
+
+
+def sidebar_errors(page) -> list[str]:
+    return page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').all_inner_texts()
+
+
+# ---------------------------------------------------------------------------------------------- a model to look at
+
+
+def letters_checkpoint(folder: Path) -> Path:
+    """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>), with examples in its card."""
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
+                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    path = folder / "letters"
+    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
+                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
+    return path

@@ -1,0 +1,278 @@
+"""Every page of the running app (`streamlit run app.py`) in headless Chromium, with the internet blocked.
+
+For each page: load it, type an input, change a selection, and check what a person sees: the tick
+labels of the charts' SVG, bertviz's drawing inside its iframe, the decoding step, downloads that
+numpy and json can read. Every request that leaves the local server is blocked and fails the test,
+as do page errors, console errors, failed responses and Python tracebacks on the page.
+One screenshot per page goes to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tests.browser_helpers import (ROOT, AppServer, Watch, chromium, choose, download, input_box, letters_checkpoint,
+                                   plot_data, screenshot, ticks, type_input, wait_idle, wait_text, wait_ticks,
+                                   wait_title)
+
+EOS, BOS = "</s>", "<s>"
+
+
+def source_ticks(text: str) -> list[str]:
+    """What the letters model reads: one token per letter, then </s>."""
+    return [*text, EOS]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, browser):  # browser first: without Chromium the test skips before starting a server
+    tmp = tmp_path_factory.mktemp("e2e_server")
+    srv = AppServer(tmp)
+    try:
+        srv.first_visit(browser)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def letters(tmp_path_factory):
+    return letters_checkpoint(tmp_path_factory.mktemp("e2e_model"))
+
+
+@pytest.fixture
+def watch(browser, server):
+    w = Watch(browser, server.origin)
+    yield w
+    w.close()
+
+
+def test_attention_page(watch, server, letters):
+    page = watch.page
+    watch.goto(server.url(model=f"path:{letters}", text="cafe"))
+    wait_ticks(watch, source_ticks("cafe"), plot=0)  # cross-attention: source tokens across
+    assert ticks(page, "y")[0] == BOS
+
+    type_input(page, "bead")
+    wait_ticks(watch, source_ticks("bead"))
+    assert input_box(page).input_value() == "bead"
+    target = ticks(page, "y")  # the model's own greedy output, <s> first
+    assert target[0] == BOS and 2 <= len(target) <= 12
+    assert "text=bead" in page.url
+
+    page.get_by_text("Encoder self-attention", exact=True).click()
+    wait_ticks(watch, source_ticks("bead"), source_ticks("bead"))
+    wait_title(watch, "Encoder self-attention, layer 1, average of heads")
+    arrays = np.load(io.BytesIO(download(page, "Download attention and PE (.npz)")))
+    S, T = 5, len(target)
+    assert list(arrays["source_tokens"]) == source_ticks("bead") and list(arrays["target_tokens"]) == target
+    assert arrays["encoder_self"].shape == (2, 2, S, S)  # (layers, heads, S, S) of the letters model
+    assert arrays["decoder_self"].shape == (3, 2, T, T) and arrays["cross"].shape == (3, 2, T, S)
+    # the heatmap draws what the download holds: the head average of the last encoder layer
+    np.testing.assert_allclose(plot_data(page), arrays["encoder_self"][1].mean(axis=0), atol=1e-6)
+
+    choose(page, "Head", "head 1")
+    wait_title(watch, "Encoder self-attention, layer 1, head 1")
+    np.testing.assert_allclose(plot_data(page), arrays["encoder_self"][1, 1], atol=1e-6)
+    assert "att_head=1" in page.url
+    screenshot(page, "e2e_attention")
+
+    page.get_by_role("tab", name="bertviz").click()
+    frame = page.frame_locator('[data-testid="stIFrame"]')
+    frame.locator("#attention line").first.wait_for(state="attached", timeout=30_000)
+    assert frame.locator("g#left text").all_text_contents() == source_ticks("bead")
+    assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
+    assert frame.locator("#attention line").count() == 2 * S * S  # one line per head and token pair
+    assert frame.locator(".attentionBoxes rect").count() == 2 * 2 * S  # a box per head and token, both sides
+    frame.locator("#filter").select_option("2")  # cross: decoder tokens left, source right
+    assert frame.locator("g#left text").all_text_contents() == target
+    assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
+    page.get_by_text("model view", exact=True).click()
+    frame = page.frame_locator('[data-testid="stIFrame"]')
+    try:
+        page.wait_for_function("""n => {
+            const f = document.querySelector('[data-testid="stIFrame"]');
+            const d = f && f.contentDocument;
+            return !!d && d.querySelectorAll('svg line').length === n && !d.querySelector('#attention');
+        }""", arg=2 * 2 * S * S, timeout=30_000)  # encoder layers x heads x S x S thumbnail lines
+    except Exception as e:
+        raise AssertionError(f"bertviz's model view was not drawn; {watch.problems()}") from e
+    assert frame.locator("svg text").all_text_contents() == ["Heads", "0", "1", "Layers", "0", "1"]
+    screenshot(page, "e2e_attention_bertviz")
+    watch.assert_clean()
+
+
+def test_positional_page(watch, server, letters):
+    page = watch.page
+    watch.goto(server.url("positional", model=f"path:{letters}", text="cafe"))
+    wait_title(watch, "PE matrix: 100 positions × 16 dimensions, base 10000")  # the model's d_model is the default
+    page.get_by_role("slider", name="d_model (dimensions)").focus()
+    page.keyboard.press("ArrowRight")
+    wait_title(watch, "PE matrix: 100 positions × 32 dimensions, base 10000")
+    assert "pe_d=32" in page.url
+    assert np.shape(plot_data(page, 0)) == (100, 32)
+    screenshot(page, "e2e_positional")
+
+    type_input(page, "bead")
+    page.get_by_role("tab", name="This model & input").click()
+    wait_ticks(watch, source_ticks("bead"), plot="Source: embedding size")
+
+    arrays = np.load(io.BytesIO(download(page, "Download this PE table (.npz)")))
+    pos, i = np.arange(100)[:, None], np.arange(16)[None, :]
+    angle = pos / 10000.0 ** (2 * i / 32)  # PE[pos, 2i] = sin, PE[pos, 2i + 1] = cos
+    expected = np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(100, 32)
+    np.testing.assert_allclose(arrays["pe"], expected, atol=1e-5)
+    screenshot(page, "e2e_positional_model_input")
+    watch.assert_clean()
+
+
+def test_decoding_page(watch, server, letters):
+    page = watch.page
+    watch.goto(server.url(model=f"path:{letters}", text="cafe"))  # starts on the attention page
+    wait_ticks(watch, source_ticks("cafe"))
+    type_input(page, "bead")
+    wait_ticks(watch, source_ticks("bead"))
+    page.get_by_role("link", name="Step-by-step decoding").click()  # the sidebar's input goes along
+    step = wait_text(watch, re.compile(r"^Step 1 of \d+"))
+    n_steps = int(re.match(r"Step 1 of (\d+)", step.inner_text()).group(1))
+    assert 2 <= n_steps <= 12
+    wait_ticks(watch, source_ticks("bead"), plot="Cross-attention of the new position")
+    wait_ticks(watch, [BOS], plot="Decoder self-attention of the new position")
+
+    page.get_by_role("button", name="Next").click()
+    wait_text(watch, f"Step 2 of {n_steps}")
+    wait_ticks(watch, 2, plot="Decoder self-attention of the new position")  # <s> and the first output
+    assert ticks(page, "x", "Decoder self-attention of the new position")[0] == BOS
+    assert "dec_step=1" in page.url
+
+    choose(page, "Candidates shown", "3")
+    wait_ticks(watch, None, plot="Top 3 next tokens")
+    assert len(ticks(page, "y", "Top 3 next tokens")) == 3
+    wait_text(watch, f"Step 2 of {n_steps}")  # the step survives the change
+
+    trace = json.loads(download(page, re.compile(r"^Download this decoding.*\(\.json\)$")))
+    assert trace["source_tokens"] == source_ticks("bead") and len(trace["steps"]) == n_steps
+    assert all(len(s["top_tokens"]) == 3 for s in trace["steps"])
+    assert np.shape(trace["steps"][1]["cross"])[-1] == 5  # each step's cross rows span the source
+    screenshot(page, "e2e_decoding")
+    watch.assert_clean()
+
+
+def test_model_page(watch, server, letters):
+    from model import load_checkpoint
+
+    page = watch.page
+    watch.goto(server.url("model", model=f"path:{letters}", text="cafe"))
+    model, _ = load_checkpoint(letters)
+    wait_text(watch, f"{sum(p.numel() for p in model.parameters()):,} parameters")
+    type_input(page, "abcdefg")
+    page.get_by_role("tab", name="Shapes in attention").click()
+    wait_text(watch, "S = 8 source tokens")
+
+    page.get_by_role("tab", name="Weights").click()
+    everything = ticks(page, "y", "Weight statistics per tensor")
+    assert any(t.startswith("decoder.") for t in everything)
+    choose(page, "Part", "encoder")
+    page.wait_for_function("""() => {
+        const p = [...document.querySelectorAll('.js-plotly-plot')].find(
+            p => (p.querySelector('.gtitle') || {}).textContent === 'Weight statistics per tensor');
+        const t = p ? [...p.querySelectorAll('.ytick text')].map(e => e.textContent) : [];
+        return t.length > 0 && t.every(s => s.startsWith('encoder.'));
+    }""", timeout=30_000)
+    encoder = [n for n, _ in model.named_parameters() if n.startswith("encoder.")]
+    assert sorted(ticks(page, "y", "Weight statistics per tensor")) == sorted(encoder)
+    screenshot(page, "e2e_model")
+    watch.assert_clean()
+
+
+def test_bad_input_is_named_and_kept_in_the_browser(watch, server, letters):
+    page = watch.page
+    watch.goto(server.url(model=f"path:{letters}", text="cafe"))
+    wait_ticks(watch, source_ticks("cafe"))
+    typed = "ca\u200bfe 🙂"  # a zero-width space and an emoji the model does not know
+    type_input(page, typed)
+    wait_text(watch, "Removed 1 control or invisible character from the input.")
+    wait_text(watch, "Not in the vocabulary, read as <unk>")
+    wait_ticks(watch, ["c", "a", "f", "e", "<unk>", "<unk>", EOS])
+    assert input_box(page).input_value() == typed
+
+    type_input(page, "   ")
+    wait_text(watch, "The input is empty")
+    wait_idle(page)  # the last run's charts go when this run ends
+    assert page.locator(".js-plotly-plot").count() == 0
+    assert input_box(page).input_value() == "   "
+    screenshot(page, "e2e_bad_input")
+    watch.assert_clean()
+
+    # The watch itself: a request or a websocket that leaves the server is caught (and would fail a test).
+    with page.expect_event("websocket"):
+        page.evaluate("""() => { new WebSocket('wss://stream.example.org/s');
+                                 return fetch('https://cdn.example.org/lib.js').catch(() => 'blocked'); }""")
+    assert "https://cdn.example.org/lib.js" in watch.blocked and "wss://stream.example.org/s" in watch.blocked
+    with pytest.raises(AssertionError, match="tried to go online"):
+        watch.assert_clean()
+
+
+def test_a_link_to_a_page_as_the_first_visit_after_a_start(browser, letters, tmp_path):
+    """A lecturer starts the app and shares links to pages: the first visitors get those pages whole.
+
+    (Streamlit took the pages/ folder for an old-style multipage app until app.py had run once: a page
+    opened by link ran alone, without sidebar or model, for everyone, until someone opened the root.)
+    """
+    server = AppServer(tmp_path)  # a fresh one: nobody has opened the app yet
+    watches = []
+    try:
+        for page, text in (("model", "cafe"), ("decoding", "cafe"), ("positional", "bead")):
+            w = Watch(browser, server.origin)
+            watches.append(w)
+            w.goto(server.url(page, model=f"path:{letters}", text=text))
+            if page == "model":
+                wait_text(w, "parameters")
+                assert w.page.get_by_text("Page not found").count() == 0
+            elif page == "decoding":
+                wait_ticks(w, source_ticks(text), plot="Cross-attention of the new position")
+            else:
+                wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000")  # the model's d_model
+                page_tab = w.page.get_by_role("tab", name="This model & input")
+                page_tab.click()
+                wait_ticks(w, source_ticks(text), plot="Source: embedding size")
+            assert input_box(w.page).input_value() == text
+            nav = w.page.locator('[data-testid="stSidebarNav"]').inner_text().split("\n")
+            assert {"Attention", "Positional encoding", "Step-by-step decoding", "Model"} <= set(nav), nav
+            assert not {"app", "common", "model info"} & set(nav), nav  # not the folder's files
+            w.assert_clean()
+    finally:
+        for w in watches:
+            w.close()
+        server.stop()
+
+
+def test_the_default_start_shows_a_shipped_demo(watch, server):
+    if not (ROOT / "checkpoints" / "reverse").is_dir():
+        pytest.skip("checkpoints/reverse is not there yet (python -m model.train --task reverse --out checkpoints/reverse)")
+    from model import load_checkpoint
+    from model.demos import list_demos
+    from model.inputs import prepare_source
+    from viz.tokens import plain_token
+
+    demo = list_demos()[0]  # the app opens the first demo found
+    model, tokenizer = load_checkpoint(demo.path)
+    example = demo.card["examples"][0]
+    expected = [plain_token(t) for t in prepare_source(model, tokenizer, example).tokens]  # as axes show them
+    page = watch.page
+    watch.goto(server.url())
+    wait_ticks(watch, expected)
+    assert page.get_by_role("combobox", name="Model", exact=True).input_value() == demo.name
+    assert input_box(page).input_value() == example
+    screenshot(page, "e2e_default_start")
+    watch.assert_clean()

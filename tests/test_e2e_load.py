@@ -1,0 +1,152 @@
+"""The running app under load, offline: eight browser sessions at once, and bad uploads beside a working session.
+
+One Chromium, one browser context per session (its own cookies and websocket, as separate people
+have), all talking to one `streamlit run app.py` that shares one loaded model between them.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+import zipfile
+
+import numpy as np
+import pytest
+
+from tests.browser_helpers import (AppServer, Watch, chromium, choose, letters_checkpoint, plot_data, screenshot,
+                                   sidebar_errors, type_input, wait_text, wait_ticks, wait_title)
+
+EOS = "</s>"
+# Eight different inputs, then eight others: lengths 1..11 so that no two sessions draw the same axes.
+FIRST = ["a", "hb", "cgd", "dace", "ebcfa", "fghabc", "gfedcba", "habcdefg"]
+SECOND = ["hgfedcbahgf", "bbbbbbbbbb", "ceceaceca", "dadadada", "fffeee", "gahha", "bcde", "hh"]
+
+
+def source(text: str) -> list[str]:
+    return [*text, EOS]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, browser):
+    srv = AppServer(tmp_path_factory.mktemp("load_server"))
+    try:
+        srv.first_visit(browser)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def letters(tmp_path_factory):
+    return letters_checkpoint(tmp_path_factory.mktemp("load_model"))
+
+
+@pytest.fixture(scope="module")
+def reference(letters):
+    """What each input's encoder self-attention must look like (last layer, head average), computed here."""
+    from model import capture, load_checkpoint
+
+    model, tokenizer = load_checkpoint(letters)
+    return lambda text: capture(model, tokenizer, text).encoder_self[-1].mean(axis=0)
+
+
+def assert_own_attention(watches, texts, reference):
+    """Each session shows its own tokens on both axes and its own input's attention in the heatmap."""
+    for w, text in zip(watches, texts):
+        wait_ticks(w, source(text), source(text), timeout_s=120)
+    for w, text in zip(watches, texts):
+        np.testing.assert_allclose(plot_data(w.page), reference(text), atol=1e-5, err_msg=f"session with {text!r}")
+
+
+def test_eight_sessions_at_once_each_see_their_own_input(browser, server, letters, reference):
+    assert len(set(FIRST + SECOND)) == 16
+    model = f"path:{letters}"
+    watches = [Watch(browser, server.origin) for _ in FIRST]
+    try:
+        for w, text in zip(watches, FIRST):  # all eight load before any is waited for
+            w.goto(server.url(model=model, text=text, att_kind="encoder_self"), wait_until="commit")
+        assert_own_attention(watches, FIRST, reference)
+
+        for w, text in zip(watches, SECOND):  # all eight type at once: eight reruns run together on the server
+            type_input(w.page, text)
+        assert_own_attention(watches, SECOND, reference)
+
+        # The server still answers every page, for all eight at once.
+        pages = ["", "positional", "decoding", "model"] * 2  # the attention page is the app's root
+        for w, page, text in zip(watches, pages, SECOND):
+            w.goto(server.url(page, model=model, text=text), wait_until="commit")
+        for w, page, text in zip(watches, pages, SECOND):
+            if page == "":
+                wait_ticks(w, source(text), timeout_s=120)
+            elif page == "positional":
+                wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000", timeout_s=120)
+            elif page == "decoding":
+                wait_text(w, "Step 1 of", timeout_s=120)
+                wait_ticks(w, source(text), plot="Cross-attention of the new position", timeout_s=120)
+            else:
+                wait_text(w, "Shapes in attention", timeout_s=120)
+        with urllib.request.urlopen(server.origin + "/_stcore/health", timeout=10) as r:
+            assert r.read().strip() == b"ok"
+        for w in watches:
+            w.assert_clean()
+    finally:
+        for w in watches:
+            w.close()
+
+
+def bad_uploads(folder, letters):
+    """(file, what the sidebar must say) for four files that are not checkpoints."""
+    blob = folder / "blob.pt"
+    blob.write_bytes(np.random.default_rng(0).bytes(50 * 2**20))  # a random 50 MB blob
+    data = (letters / "model.safetensors").read_bytes()
+    truncated = folder / "truncated.zip"  # a checkpoint folder whose weights were cut off halfway
+    with zipfile.ZipFile(truncated, "w") as z:
+        z.writestr("letters/model.safetensors", data[: len(data) // 2])
+        z.write(letters / "config.json", "letters/config.json")
+        z.write(letters / "tokenizer.json", "letters/tokenizer.json")
+    text = folder / "notes.txt"
+    text.write_text("These are my lecture notes, not a model.\n" * 20)
+    broken = folder / "broken.zip"
+    broken.write_bytes(b"PK\x03\x04" + os.urandom(4096))
+    return [
+        (blob, "blob.pt is a file that holds no checkpoint format I know"),
+        (truncated, "model.safetensors is not a readable safetensors file"),
+        (text, "notes.txt is a file that holds no checkpoint format I know"),
+        (broken, "broken.zip is not a readable .zip file"),
+    ]
+
+
+def test_bad_uploads_are_explained_in_that_session_only(browser, server, letters, tmp_path):
+    model = f"path:{letters}"
+    uploader, other = Watch(browser, server.origin), Watch(browser, server.origin)
+    try:
+        other.goto(server.url(model=model, text="cafe"))
+        uploader.goto(server.url(model=model, text="cafe"))
+        wait_ticks(other, source("cafe"))
+        wait_ticks(uploader, source("cafe"))
+        choose(uploader.page, "Model", "Upload a checkpoint…")
+        wait_text(uploader, "Choose a model in the sidebar to begin.")
+        files = uploader.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+
+        for (path, expected), text in zip(bad_uploads(tmp_path, letters), ["bead", "dace", "fade", "hag"]):
+            files.set_input_files(str(path))
+            type_input(other.page, text)  # the other session works while the upload is read
+            error = wait_text(uploader, expected, timeout_s=120).inner_text()
+            assert error.startswith("Could not load this model:"), error
+            assert str(tmp_path) not in error and "upload-" not in error  # names the file, not the server's copy
+            wait_ticks(other, source(text))
+            assert sidebar_errors(other.page) == []
+            assert other.page.get_by_text("Could not load this model").count() == 0
+            if path.name == "blob.pt":
+                screenshot(uploader.page, "e2e_bad_upload")
+        uploader.assert_clean()
+        other.assert_clean()
+    finally:
+        uploader.close()
+        other.close()
