@@ -50,8 +50,13 @@ with bert:
     from viz.bertviz_view import head_view_html, model_view_html
 
     view = st.radio("bertviz view", ["head view", "model view"], horizontal=True, key="att_bertviz")
-    make = head_view_html if view == "head view" else model_view_html
-    html = make(cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
+    bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
+    if view == "head view":
+        html = head_view_html(cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens,
+                              kind=bert_kind, layer=layer)
+    else:
+        html = model_view_html(cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens,
+                               kind=bert_kind)
     st.iframe(html, height=640 if view == "head view" else 900)
     st.download_button("Download this view (.html, works offline)", html, file_name=f"bertviz-{view.split()[0]}.html",
                        mime="text/html", key="att_dl_html")

@@ -364,3 +364,13 @@ def capture_downloads(session: Session, cap: Capture, page: str) -> None:
                          file_name="capture.npz", mime="application/octet-stream", key=f"{page}_dl_npz")
     right.download_button("Download attention and PE (.json)", _json(session.key, session.check.text, session.target, cap),
                           file_name="capture.json", mime="application/json", key=f"{page}_dl_json")
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def pe_downloads(length: int, d_model: int, base: float) -> tuple[bytes, str]:
+    """The sinusoidal table and its wavelengths as .npz and JSON, built once per setting."""
+    from model import pe_analysis as pea
+    from model.export import pe_json, pe_npz
+
+    pe, lam = pea.pe_table(length, d_model, base), pea.pe_wavelengths(d_model, base)
+    return pe_npz(pe=pe, wavelengths=lam), pe_json(pe=pe, wavelengths=lam)

@@ -49,7 +49,8 @@ playing = st.session_state.setdefault("dec_playing", False) and step_index < las
 cols[4].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:", key="dec_play_button", width="stretch", disabled=step_index >= last,
                on_click=lambda: st.session_state.update(dec_playing=not playing))
 cols[5].selectbox("Candidates shown", [3, 5, 10], key="dec_topk")
-st.slider("Step", 0, max(last, 1), key="dec_step", disabled=last < 1)
+if last > 0:
+    st.select_slider("Step", list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
 step = trace.steps[step_index]
 common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
 

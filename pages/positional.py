@@ -5,7 +5,6 @@ import streamlit as st
 
 from model import pe_analysis as pea
 from model.inspect import positional_tables
-from model.export import pe_json, pe_npz
 from pages import common
 from viz import positional_figs as figs
 
@@ -41,7 +40,7 @@ with matrix:
     st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
 with curves:
     default_dims = [d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model]
-    dims = st.multiselect("Dimensions", list(range(d_model)), default=sorted(set(default_dims)), key="pe_dims")
+    dims = st.multiselect("Dimensions", list(range(d_model)), default=sorted(set(default_dims)), key=f"pe_dims_{d_model}")
     if dims:
         st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
     else:
@@ -93,7 +92,8 @@ with mine:
                        f"{cfg.pe_layout} layout).")
 
 left, right = st.columns(2)
-left.download_button("Download this PE table (.npz)", pe_npz(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.npz",
+table_npz, table_json = common.pe_downloads(length, d_model, base)
+left.download_button("Download this PE table (.npz)", table_npz, file_name=f"pe_{length}x{d_model}.npz",
                      mime="application/octet-stream", key="pe_table_npz")
-right.download_button("Download this PE table (.json)", pe_json(pe=pe, wavelengths=lam), file_name=f"pe_{length}x{d_model}.json",
+right.download_button("Download this PE table (.json)", table_json, file_name=f"pe_{length}x{d_model}.json",
                       mime="application/json", key="pe_table_json")

@@ -389,3 +389,12 @@ def test_128_tokens_is_at_most_a_quarter_of_stock_bertviz(view):
         html_action="return",
     ).data
     assert len(ours.encode()) * 4 <= len(stock.encode()), (len(ours), len(stock))
+
+
+@pytest.mark.parametrize("make", [head_view_html, model_view_html])
+def test_the_chosen_kind_is_shown_first(make):
+    enc, dec, crs = attention()
+    for index, kind in enumerate(["Encoder", "Decoder", "Cross"]):
+        assert params_of(make(enc, dec, crs, SRC, TGT, kind=kind))["default_filter"] == str(index)
+    with pytest.raises(ValueError, match="kind must be one of Encoder, Decoder, Cross"):
+        make(enc, dec, crs, SRC, TGT, kind="Self")

@@ -323,9 +323,9 @@ def move_widgets(at, page: str, moves: dict) -> dict:
     elif page == "decoding" and has("button", "dec_next"):
         if moves["press"] and not at.button(key=moves["press"]).disabled:
             at.button(key=moves["press"]).click()
-        elif moves["dec_step"] is not None and not at.slider(key="dec_step").disabled:
-            slider = at.slider(key="dec_step")
-            slider.set_value(int(min(moves["dec_step"], slider.max)))
+        elif moves["dec_step"] is not None and has("select_slider", "dec_step"):  # absent with one step
+            slider = at.select_slider(key="dec_step")
+            slider.set_value(min(moves["dec_step"], len(slider.options) - 1))  # options show steps from 1
         at.selectbox(key="dec_topk").set_value(moves["dec_topk"])
         done["dec_topk"] = moves["dec_topk"]
     elif page == "model":
@@ -361,7 +361,7 @@ def test_typed_input_on_every_page(page, apps, text, target, data):
             assert (layer, head) == (done["att_layer"], done["att_head"])
         check_attention(at, {"att_kind": kind, "att_layer": str(layer), "att_head": str(head)}, text, target)
     elif page == "decoding":
-        step = at.slider(key="dec_step").value
+        step = at.session_state["dec_step"]
         check_decoding(at, {"dec_step": str(step), "dec_topk": str(at.selectbox(key="dec_topk").value)}, text, target)
     elif page == "model":
         check_model(at, {"model_shape_kind": at.radio(key="model_shape_kind").value}, text, target)

@@ -88,12 +88,14 @@ def head_view_html(
     offline: bool = True,
     layer: int | None = None,
     heads: Sequence[int] | None = None,
+    kind: str = "Encoder",
 ) -> str:
     """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
 
     encoder_self (L_enc, H, S, S), decoder_self (L_dec, H, T, T), cross (L_dec, H, T, S): rows are
     query positions, columns key positions; S = len(source_tokens), T = len(target_tokens).
-    layer: the layer shown first (default 0); heads: the heads shown first (default all).
+    layer: the layer shown first (default 0); heads: the heads shown first (default all);
+    kind: the attention shown first, "Encoder", "Decoder" or "Cross" (both views).
     The layer menu lists max(L_enc, L_dec) layers; a stack with fewer layers shows no lines there
     (its missing layers are sent as zeros), where stock bertviz would fail.
     decimals: weights are rounded to this many decimals. offline: inline d3 and jQuery (no network).
@@ -109,7 +111,7 @@ def head_view_html(
     vis_id = _vis_id()
     params = _params_json(
         _attention_entries(padded, source, target, decimals),
-        default_filter="0",
+        default_filter=_kind_filter(kind),
         root_div_id=vis_id,
         layer=layer,
         heads=shown,
@@ -130,6 +132,7 @@ def model_view_html(
     offline: bool = True,
     layer: int | None = None,
     heads: Sequence[int] | None = None,
+    kind: str = "Encoder",
 ) -> str:
     """bertviz's model view (a thumbnail per layer and head, light theme) as a full HTML document.
 
@@ -154,7 +157,7 @@ def model_view_html(
     vis_id = _vis_id()
     params = _params_json(
         _attention_entries(chosen, source, target, decimals),
-        default_filter="0",
+        default_filter=_kind_filter(kind),
         display_mode="light",
         root_div_id=vis_id,
         include_layers=layers,
@@ -165,6 +168,13 @@ def model_view_html(
 
 
 # ---------------------------------------------------------------------------------------------- checks
+
+
+def _kind_filter(kind: str) -> str:
+    """The filter select's value for an attention kind ("Encoder", "Decoder" or "Cross"): shown first."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    return str(KINDS.index(kind))
 
 
 def _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens):
