@@ -1,0 +1,129 @@
+"""The trained demo checkpoints that ship in checkpoints/<task>: accuracy, attention, size, cards.
+
+Fresh examples: each model trained on the fixed set `dataset(task, train_size, seed)` (numbers from
+its card); the examples here are `held_out(task, 500, seed + TEST_SEED_OFFSET, exclude=its sources)`,
+a seed used neither for training, nor for the card's report (seed + 1), nor for the progress bar
+(seed + 2).
+"""
+
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model import capture, greedy_decode, load_checkpoint
+from model.checkpoint import load_card
+from model.evaluate import cross_attention_argmax, evaluate, greedy_batch, source_ids
+from model.tasks import TASKS, dataset, get_task, held_out
+from model.train import build_tokenizer, config_summary, make_config, parse_args, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINTS = ROOT / "checkpoints"
+TEST_SEED_OFFSET = 3
+EXAMPLES = 500
+EXACT_MATCH_TARGET = {"copy": 0.99, "reverse": 0.99, "dates": 0.98, "translate": 0.95}
+ALIGNMENT_TARGET = {"reverse": 0.90, "translate": 0.80}
+CARD_TOLERANCE = 0.02  # the card's numbers (other fresh examples) agree with ours within 2 points
+SIZE_LIMIT = 12 * 1024 * 1024
+TIME_LIMIT_S = 600
+REQUIRED_CARD_FIELDS = {
+    "task", "description", "config", "command", "held_out_exact_match", "held_out_examples", "alignment",
+    "training_seconds", "steps", "seed", "parameters", "trained_on", "examples",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """task -> (model, tokenizer, card, held-out examples, Evaluation), each measured once."""
+    torch.set_num_threads(2)
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            folder = CHECKPOINTS / name
+            model, tokenizer = load_checkpoint(folder)
+            card = load_card(folder)
+            task = get_task(name)
+            train_sources = {e.source for e in dataset(task, card["recipe"]["train_size"], card["seed"])}
+            examples = held_out(task, EXAMPLES, card["seed"] + TEST_SEED_OFFSET, exclude=train_sources)
+            assert not {e.source for e in examples} & train_sources
+            cache[name] = (model, tokenizer, card, examples, evaluate(model, tokenizer, examples))
+        return cache[name]
+
+    return get
+
+
+def test_every_task_ships_a_checkpoint():
+    assert sorted(p.name for p in CHECKPOINTS.iterdir() if p.is_dir()) == sorted(TASKS)
+    for name in TASKS:
+        names = {p.name for p in (CHECKPOINTS / name).iterdir()}
+        assert {"model.safetensors", "config.json", "tokenizer.json", "card.json"} <= names
+
+
+def test_checkpoints_fit_the_size_budget():
+    total = sum(f.stat().st_size for f in CHECKPOINTS.rglob("*") if f.is_file())
+    assert total <= SIZE_LIMIT, f"checkpoints/ holds {total / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_exact_match_on_fresh_held_out_examples(shipped, name):
+    model, tokenizer, card, examples, scores = shipped(name)
+    assert len(examples) == EXAMPLES
+    assert scores.exact_match >= EXACT_MATCH_TARGET[name], f"{name}: {scores.exact_match:.1%}"
+    assert abs(card["held_out_exact_match"] - scores.exact_match) <= CARD_TOLERANCE
+
+
+@pytest.mark.parametrize("name", sorted(ALIGNMENT_TARGET))
+def test_cross_attention_follows_the_gold_alignment(shipped, name):
+    model, tokenizer, card, examples, scores = shipped(name)
+    assert len(scores.alignment) == model.config.n_decoder_layers
+    assert scores.counted > 2000  # most output tokens of 500 examples were counted
+    assert max(scores.alignment) >= ALIGNMENT_TARGET[name], f"{name}: per layer {scores.alignment}"
+    assert card["alignment"]["per_layer"] == pytest.approx(scores.alignment, abs=CARD_TOLERANCE)
+    assert card["alignment"]["best"] == pytest.approx(max(scores.alignment), abs=CARD_TOLERANCE)
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_card_is_complete_and_describes_the_model(shipped, name):
+    model, tokenizer, card, examples, scores = shipped(name)
+    assert REQUIRED_CARD_FIELDS <= set(card)
+    assert card["task"] == name and card["description"] == get_task(name).description
+    assert card["examples"] == get_task(name).examples()
+    assert card["held_out_examples"] == EXAMPLES
+    assert card["config"] == config_summary(model.config)
+    assert card["parameters"] == sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    assert not card["stopped_early"]
+    assert 0 < card["training_seconds"] <= TIME_LIMIT_S
+    # the card's command is the plain one, and the defaults it runs build exactly this model
+    assert card["command"] == f"python -m model.train --task {name} --out checkpoints/{name}"
+    recipe, overrides = resolve(parse_args(shlex.split(card["command"])[3:]))
+    assert recipe["steps"] == card["steps"] and recipe["seed"] == card["seed"]
+    assert recipe["train_size"] == card["recipe"]["train_size"]
+    assert recipe["label_smoothing"] == card["recipe"]["label_smoothing"] == 0.1
+    assert build_tokenizer(get_task(name)).to_dict() == tokenizer.to_dict()
+    assert make_config(recipe["preset"], overrides, tokenizer) == model.config
+
+
+@pytest.mark.parametrize("name", ["reverse", "translate"])
+def test_batched_evaluation_agrees_with_the_app_tools_on_shipped_models(shipped, name):
+    model, tokenizer, card, examples, scores = shipped(name)
+    some = examples[:6]
+    src = source_ids(model, tokenizer, [e.source for e in some])
+    outputs = greedy_batch(model, src)
+    assert outputs == scores.outputs[:6]
+    best = cross_attention_argmax(model, src, outputs)
+    for ex, out, b in zip(some, outputs, best):
+        assert greedy_decode(model, tokenizer, ex.source).output_ids == out
+        np.testing.assert_array_equal(b.numpy(), capture(model, tokenizer, ex.source).cross.mean(1).argmax(-1))
+
+
+def test_reverse_attends_to_the_mirrored_position_in_the_app_view(shipped):
+    """What a user sees: on an example input, some decoder layer's averaged cross-attention is the anti-diagonal."""
+    model, tokenizer, *_ = shipped("reverse")
+    cap = capture(model, tokenizer, "stressed")
+    n = len("stressed")
+    assert "".join(cap.target_tokens[1:]) == "desserts"
+    best = cap.cross.mean(1).argmax(-1)  # (L, T): T = n + 1 rows, the last one produces </s>
+    assert any(list(row[:n]) == [n - 1 - j for j in range(n)] for row in best)
