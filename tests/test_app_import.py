@@ -5,7 +5,7 @@ import json
 import torch
 
 from tests.apptest_helpers import charts, messages, open_page
-from tests.reference_impls import ann_make_model
+from tests.reference.annotated import ann_make_model
 
 SRC = ["<unk>", "<pad>", "<s>", "</s>", "the", "red", "car", "sees", "a", "dog"]
 TGT = ["<unk>", "<pad>", "<s>", "</s>", "la", "voiture", "rouge", "voit", "un", "chien", "<blank>"]

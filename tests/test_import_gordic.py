@@ -8,7 +8,7 @@ import torch
 from model import CheckpointError, capture, load_checkpoint
 from model.importers import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
-from tests.reference_impls import GorTransformer, gor_run
+from tests.reference.gordic import GorTransformer, gor_run
 
 UNK, PAD, BOS, EOS = 0, 1, 2, 3  # torchtext Field specials: <unk>, <pad>, then init/eos of the target field
 

@@ -12,7 +12,7 @@ import torch
 
 from model import CheckpointError, load_checkpoint
 from model.importers import inspect_checkpoint, read_vocabulary
-from tests.reference_impls import ann_make_model
+from tests.reference.annotated import ann_make_model
 
 
 class TouchWithOsSystem:
