@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["attention", "positional", "decoding", "model"]
+# A page run's time limit. Runs are waited for, so a generous limit costs nothing on an idle machine and keeps
+# the suite green on a shared CI machine with other work on it; APPTEST_TIMEOUT_S overrides it.
+TIMEOUT_S = float(os.environ.get("APPTEST_TIMEOUT_S", 180))
 TITLES = {"attention": "Attention", "positional": "Positional encoding", "decoding": "Step-by-step decoding",
           "model": "Model"}
 
@@ -21,7 +25,7 @@ def app_script(page: str) -> str:
     return source.replace("run_app()", f"run_app(default={page!r})")
 
 
-def open_page(page: str, model: str | None = None, timeout: float = 60, **params: str) -> AppTest:
+def open_page(page: str, model: str | None = None, timeout: float = TIMEOUT_S, **params: str) -> AppTest:
     """Open the app on `page` (a key of PAGES) with URL parameters; returns the AppTest after the first run."""
     at = AppTest.from_string(app_script(page), default_timeout=timeout)
     if model is not None:

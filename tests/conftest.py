@@ -10,6 +10,11 @@ if str(ROOT) not in sys.path:
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model  # noqa: E402
 
+# One torch thread for the whole suite, set once here. Two intra-op threads per process spin when other work
+# holds the cores (CI machines are shared): the same tests then take several times longer. The app servers
+# that browser tests start set their own thread count (see app.py).
+torch.set_num_threads(1)
+
 LETTERS = list("abcdefghijklmnopqrstuvwxyz ")
 
 

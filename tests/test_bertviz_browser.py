@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, chromium
+from tests.browser_helpers import ARTIFACTS, WAIT_S, chromium
 from tests.test_bertviz_view import HOSTILE, attention
 from viz.bertviz_view import head_view_html, model_view_html
 
@@ -60,7 +60,7 @@ class Visit:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
         self.page.route("**/*", self._route(origin))
-        self.page.goto(self.url, wait_until="load", timeout=10_000)
+        self.page.goto(self.url, wait_until="load", timeout=WAIT_S * 1000)
 
     def _route(self, origin: str):
         def route(r):
@@ -75,7 +75,7 @@ class Visit:
     def wait_drawn(self, selector: str) -> None:
         """Wait for the view's first elements; on a timeout, say what went wrong on the page."""
         try:
-            self.page.wait_for_selector(selector, state="attached", timeout=3_000)
+            self.page.wait_for_selector(selector, state="attached", timeout=WAIT_S * 1000)
         except Exception as e:  # playwright's TimeoutError
             raise AssertionError(f"nothing drawn ({selector}); page errors {self.errors}, blocked {self.aborted}") from e
 

@@ -37,7 +37,6 @@ REQUIRED_CARD_FIELDS = {
 @pytest.fixture(scope="module")
 def shipped():
     """task -> (model, tokenizer, card, held-out examples, Evaluation), each measured once."""
-    torch.set_num_threads(2)
     cache = {}
 
     def get(name):

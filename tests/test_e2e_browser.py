@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser_helpers import (ROOT, AppServer, Watch, chromium, choose, download, input_box, letters_checkpoint,
+from tests.browser_helpers import (ROOT, WAIT_S, AppServer, Watch, chromium, choose, download, input_box, letters_checkpoint,
                                    plot_data, screenshot, ticks, type_input, wait_idle, wait_text, wait_ticks,
                                    wait_title)
 
@@ -89,7 +89,7 @@ def test_attention_page(watch, server, letters):
 
     page.get_by_role("tab", name="bertviz").click()
     frame = page.frame_locator('[data-testid="stIFrame"]')
-    frame.locator("#attention line").first.wait_for(state="attached", timeout=30_000)
+    frame.locator("#attention line").first.wait_for(state="attached", timeout=WAIT_S * 1000)
     assert frame.locator("g#left text").all_text_contents() == source_ticks("bead")
     assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
     assert frame.locator("#attention line").count() == 2 * S * S  # one line per head and token pair
@@ -104,7 +104,7 @@ def test_attention_page(watch, server, letters):
             const f = document.querySelector('[data-testid="stIFrame"]');
             const d = f && f.contentDocument;
             return !!d && d.querySelectorAll('svg line').length === n && !d.querySelector('#attention');
-        }""", arg=2 * 2 * S * S, timeout=30_000)  # encoder layers x heads x S x S thumbnail lines
+        }""", arg=2 * 2 * S * S, timeout=WAIT_S * 1000)  # encoder layers x heads x S x S thumbnail lines
     except Exception as e:
         raise AssertionError(f"bertviz's model view was not drawn; {watch.problems()}") from e
     assert frame.locator("svg text").all_text_contents() == ["Heads", "0", "1", "Layers", "0", "1"]
@@ -188,7 +188,7 @@ def test_model_page(watch, server, letters):
             p => (p.querySelector('.gtitle') || {}).textContent === 'Weight statistics per tensor');
         const t = p ? [...p.querySelectorAll('.ytick text')].map(e => e.textContent) : [];
         return t.length > 0 && t.every(s => s.startsWith('encoder.'));
-    }""", timeout=30_000)
+    }""", timeout=WAIT_S * 1000)
     encoder = [n for n, _ in model.named_parameters() if n.startswith("encoder.")]
     assert sorted(ticks(page, "y", "Weight statistics per tensor")) == sorted(encoder)
     screenshot(page, "e2e_model")
@@ -246,6 +246,7 @@ def test_a_link_to_a_page_as_the_first_visit_after_a_start(browser, letters, tmp
                 page_tab = w.page.get_by_role("tab", name="This model & input")
                 page_tab.click()
                 wait_ticks(w, source_ticks(text), plot="Source: embedding size")
+            wait_idle(w.page)  # the run that drew the chart is over: the sidebar is final
             assert input_box(w.page).input_value() == text
             nav = w.page.locator('[data-testid="stSidebarNav"]').inner_text().split("\n")
             assert {"Attention", "Positional encoding", "Step-by-step decoding", "Model"} <= set(nav), nav

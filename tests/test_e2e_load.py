@@ -59,7 +59,7 @@ def reference(letters):
 def assert_own_attention(watches, texts, reference):
     """Each session shows its own tokens on both axes and its own input's attention in the heatmap."""
     for w, text in zip(watches, texts):
-        wait_ticks(w, source(text), source(text), timeout_s=120)
+        wait_ticks(w, source(text), source(text))
     for w, text in zip(watches, texts):
         np.testing.assert_allclose(plot_data(w.page), reference(text), atol=1e-5, err_msg=f"session with {text!r}")
 
@@ -83,14 +83,14 @@ def test_eight_sessions_at_once_each_see_their_own_input(browser, server, letter
             w.goto(server.url(page, model=model, text=text), wait_until="commit")
         for w, page, text in zip(watches, pages, SECOND):
             if page == "":
-                wait_ticks(w, source(text), timeout_s=120)
+                wait_ticks(w, source(text))
             elif page == "positional":
-                wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000", timeout_s=120)
+                wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000")
             elif page == "decoding":
-                wait_text(w, "Step 1 of", timeout_s=120)
-                wait_ticks(w, source(text), plot="Cross-attention of the new position", timeout_s=120)
+                wait_text(w, "Step 1 of")
+                wait_ticks(w, source(text), plot="Cross-attention of the new position")
             else:
-                wait_text(w, "Shapes in attention", timeout_s=120)
+                wait_text(w, "Shapes in attention")
         with urllib.request.urlopen(server.origin + "/_stcore/health", timeout=10) as r:
             assert r.read().strip() == b"ok"
         for w in watches:
@@ -137,7 +137,7 @@ def test_bad_uploads_are_explained_in_that_session_only(browser, server, letters
         for (path, expected), text in zip(bad_uploads(tmp_path, letters), ["bead", "dace", "fade", "hag"]):
             files.set_input_files(str(path))
             type_input(other.page, text)  # the other session works while the upload is read
-            error = wait_text(uploader, expected, timeout_s=120).inner_text()
+            error = wait_text(uploader, expected).inner_text()
             assert error.startswith("Could not load this model:"), error
             assert str(tmp_path) not in error and "upload-" not in error  # names the file, not the server's copy
             wait_ticks(other, source(text))
