@@ -103,3 +103,24 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
 def _quote(symbols: list[str], limit: int = 12) -> str:
     shown = ", ".join(f"“{s}”" if s.strip() else "“␣”" for s in symbols[:limit])
     return shown + (f" and {len(symbols) - limit} more" if len(symbols) > limit else "")
+
+
+def trained_range_warning(card: dict, text: str, vocab) -> str | None:
+    """A warning when the text is longer or shorter than what the model was trained on, else None.
+
+    card["input_tokens"] = {"min": ..., "max": ..., "unit": "characters" | "words"} is written by the
+    training command (the range of the training sources). Models without it get no warning.
+    """
+    bounds = card.get("input_tokens") if isinstance(card, dict) else None
+    if not isinstance(bounds, dict):
+        return None
+    low, high, unit = bounds.get("min"), bounds.get("max"), str(bounds.get("unit", "tokens"))
+    if not (isinstance(low, int) and isinstance(high, int)):
+        return None
+    symbols = vocab.split(text) if hasattr(vocab, "split") else text.split()
+    n = len(symbols)
+    if low <= n <= high or n == 0:
+        return None
+    return (f"This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+            "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+            "as what an untrained length does, not as what the model learned.")

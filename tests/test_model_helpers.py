@@ -67,3 +67,35 @@ def test_pe_json_round_trips():
     data = json.loads(pe_json(pe=pe))
     assert data["pe"]["shape"] == [5, 4]
     np.testing.assert_allclose(np.array(data["pe"]["values"]), pe, atol=1e-6)
+
+
+def test_trained_range_warning_names_the_range_and_the_length():
+    from model.inputs import trained_range_warning
+    from model.tokenizer import Vocab
+
+    chars = Vocab.build("abc", level="char")
+    card = {"input_tokens": {"min": 2, "max": 4, "unit": "characters"}}
+    assert trained_range_warning(card, "abc", chars) is None
+    assert trained_range_warning(card, "ab", chars) is None and trained_range_warning(card, "abca", chars) is None
+    long = trained_range_warning(card, "abcab", chars)
+    assert long is not None and "2 to 4 characters" in long and "yours has 5" in long
+    assert "yours has 1" in trained_range_warning(card, "a", chars)
+    assert trained_range_warning({}, "abcabcabc", chars) is None  # a card without the range: nothing to say
+    words = Vocab.build(["the", "cat"], level="word")
+    card = {"input_tokens": {"min": 2, "max": 3, "unit": "words"}}
+    assert "yours has 4" in trained_range_warning(card, "the cat the cat", words)
+
+
+def test_every_shipped_demo_card_states_its_trained_range():
+    from model.demos import list_demos
+    from model.inputs import trained_range_warning
+    from model.checkpoint import load_checkpoint
+
+    demos = list_demos()
+    assert demos
+    for demo in demos:
+        bounds = demo.card["input_tokens"]
+        assert 1 <= bounds["min"] <= bounds["max"] < 128
+        _, tok = load_checkpoint(demo.path)
+        for example in demo.examples:  # the card's own examples are inside the range
+            assert trained_range_warning(demo.card, example, tok.source) is None, (demo.name, example)
