@@ -277,8 +277,18 @@ _THROUGH_APP = contextvars.ContextVar("page_runs_through_app", default=False)
 
 
 def _pages(default: str = "attention", icons: bool = True) -> list:
-    return [st.Page(PAGES_DIR / file, title=title, icon=icon if icons else None, url_path=name, default=name == default)
-            for name, (file, title, icon) in PAGES.items()]
+    """The pages for st.navigation. The default page is served at the root URL, which Streamlit gives it instead
+    of its name; the same script is also registered under its name, hidden from the menu, so that a typed or
+    shared /attention opens that page rather than a "Page not found" dialog."""
+    pages = []
+    for name, (file, title, icon) in PAGES.items():
+        shown = icon if icons else None
+        if name == default:
+            pages.append(st.Page(PAGES_DIR / file, title=title, icon=shown, url_path=f"{name}-home", default=True))
+            pages.append(st.Page(PAGES_DIR / file, title=title, icon=shown, url_path=name, visibility="hidden"))
+        else:
+            pages.append(st.Page(PAGES_DIR / file, title=title, icon=shown, url_path=name))
+    return pages
 
 
 def run_app(default: str = "attention") -> None:

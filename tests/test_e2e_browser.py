@@ -277,3 +277,15 @@ def test_the_default_start_shows_a_shipped_demo(watch, server):
     assert input_box(page).input_value() == example
     screenshot(page, "e2e_default_start")
     watch.assert_clean()
+
+
+def test_the_default_page_opens_by_its_own_name(watch, server, letters):
+    """/attention is the same page as the root: typed or from a link, it never says "Page not found"."""
+    watch.goto(server.url("attention", model=f"path:{letters}", text="cafe"))
+    wait_ticks(watch, source_ticks("cafe"))
+    wait_idle(watch.page)
+    assert watch.page.get_by_text("Page not found").count() == 0
+    assert watch.page.get_by_role("heading", name="Attention").count() == 1
+    watch.page.get_by_role("link", name="Positional encoding").click()
+    wait_title(watch, "PE matrix: 100 positions × 16 dimensions, base 10000")
+    watch.assert_clean()
