@@ -27,7 +27,7 @@ from model import Capture, CheckpointError, Trace, capture, greedy_decode, load_
 from model.checkpoint import load_card
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
-from model.inputs import InputCheck, check_text
+from model.inputs import InputCheck, check_text, trained_range_warning
 
 PAGES_DIR = Path(__file__).resolve().parent
 # url_path -> (file, title, icon); the first is the default page
@@ -239,6 +239,13 @@ def sidebar() -> Session | None:
         return None
     key, label, model, tok, card = picked
     examples = list(card.get("examples", []))
+    base_key = key.split("|", 1)[0]
+    previous = st.session_state.get("_text_model")
+    if previous is not None and previous != base_key and examples:
+        # Another model: start from its own first example rather than read the old text with a vocabulary that
+        # does not fit. The old text is not lost: it stays in the browser's history with the old URL.
+        st.session_state["text"], st.session_state["target"] = examples[0], ""
+    st.session_state["_text_model"] = base_key
     url_state("text", examples[0] if examples else "")
     st.sidebar.text_area("Input text (source)", key="text", height=90,
                          help="What the encoder reads. The decoder then produces its output token by token.")
@@ -255,7 +262,8 @@ def sidebar() -> Session | None:
     room = model.config.max_len - 1
     check = check_text(text, tok.source, room)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
-    base_key = key.split("|", 1)[0]
+    if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
+        check.warnings.append(outside)
     write_url(model=None if base_key.startswith("upload:") else base_key, text=text, target=target or None,
               model_heads=st.session_state.get("model_heads") if "|heads=" in key else None)
     return Session(key, label, model, tok, card, text, check, target.strip() or None, target_check, examples)

@@ -162,3 +162,35 @@ def test_the_app_starts_with_a_shipped_demo_model():
     assert not at.exception and not at.error
     assert at.sidebar.selectbox(key="model_choice").value == list_demos()[0].name
     assert len(charts(at)) >= 3
+
+
+def _demo(name):
+    demo = next((d for d in list_demos() if d.name == name), None)
+    if demo is None:
+        pytest.skip(f"checkpoints/{name} is not there")
+    return demo
+
+
+def test_changing_the_model_starts_from_that_models_first_example():
+    translate, reverse = _demo("translate"), _demo("reverse")
+    at = open_page("attention", f"demo:{translate.name}", text="the red car sees a small dog")
+    assert at.sidebar.text_area(key="text").value == "the red car sees a small dog"
+    at.sidebar.selectbox(key="model_choice").set_value(reverse.name).run()
+    assert not at.exception, at.exception
+    assert at.sidebar.text_area(key="text").value == reverse.examples[0]  # not the sentence, read as <unk>
+    assert at.query_params["text"] == reverse.examples[0] and at.query_params["model"] == f"demo:{reverse.name}"
+    assert "<unk>" not in messages(at)
+    at.sidebar.text_area(key="text").set_value("abc").run()  # typing afterwards is kept as usual
+    assert at.sidebar.text_area(key="text").value == "abc"
+
+
+def test_an_input_outside_the_trained_range_is_warned_about_before_the_result():
+    reverse = _demo("reverse")
+    high = reverse.card["input_tokens"]["max"]
+    at = open_page("attention", f"demo:{reverse.name}", text="ab" * high)
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    assert any(f"trained on inputs of 1 to {high} characters; yours has {2 * high}" in w for w in warnings), warnings
+    assert charts(at)  # the result is still shown, after the warning
+    at.sidebar.text_area(key="text").set_value("abc").run()
+    assert not any("trained on inputs" in w.value for w in at.warning)
