@@ -185,6 +185,20 @@ def test_layer_and_heads_options_reach_the_views(browser, site):
     v.page.close()
 
 
+@pytest.mark.parametrize("view", ["head", "model"])
+def test_the_attention_menu_names_the_kind_that_is_drawn(browser, site, view):
+    """Opened on cross-attention, the "Attention:" menu says Cross (stock bertviz kept saying Encoder)."""
+    enc, dec, crs = attention(L_ENC, L_DEC, H, S, T, seed=5, spread=2.0)
+    build = head_view_html if view == "head" else model_view_html
+    v = Visit(browser, site, f"{view}_cross.html", build(enc, dec, crs, SRC, TGT, kind="Cross"))
+    v.wait_drawn("svg line")
+    assert v.page.eval_on_selector("#filter", "s => s.options[s.selectedIndex].text") == "Cross"
+    if view == "head":
+        assert v.texts("g#left text") == list(TGT) and v.texts("g#right text") == list(SRC)  # what is drawn is cross
+    v.assert_clean()
+    v.page.close()
+
+
 def test_the_watch_catches_a_page_that_goes_online(browser, site):
     """The same harness on the CDN page: the blocked require.js is recorded and nothing is drawn."""
     v = Visit(browser, site, "online.html", head_view_html(*attention(), SRC, TGT, offline=False))

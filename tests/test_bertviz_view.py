@@ -106,7 +106,7 @@ def test_head_view_params_are_the_rounded_arrays_and_tokens():
     assert list(p) == ["attention", "default_filter", "root_div_id", "layer", "heads", "include_layers"]
     assert f'<div id="{p["root_div_id"]}"' in html
     assert '<select id="layer"></select>' in html
-    assert '<select id="filter"><option value="0">Encoder</option><option value="1">Decoder</option>' in html
+    assert '<select id="filter"><option value="0" selected>Encoder</option><option value="1">Decoder</option>' in html
 
 
 def test_model_view_params_are_the_rounded_arrays_and_tokens():

@@ -117,7 +117,7 @@ def head_view_html(
         heads=shown,
         include_layers=list(range(n_layers)),
     )
-    controls = f'Layer: <select id="layer"></select> {_filter_select()}'
+    controls = f'Layer: <select id="layer"></select> {_filter_select(kind)}'
     return _page("head", vis_id, controls, params, decimals, offline, "Attention: head view")
 
 
@@ -164,7 +164,7 @@ def model_view_html(
         include_heads=include_heads,
         total_heads=n_heads,
     )
-    return _page("model", vis_id, _filter_select(), params, decimals, offline, "Attention: model view")
+    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, "Attention: model view")
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -314,8 +314,10 @@ def _vis_id() -> str:
 # ---------------------------------------------------------------------------------------------- page
 
 
-def _filter_select() -> str:
-    options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(KINDS))
+def _filter_select(kind: str) -> str:
+    """bertviz's "Attention:" menu, opened on the kind that is drawn first (stock bertviz always shows "Encoder")."""
+    options = "".join(f'<option value="{i}"{" selected" if name == kind else ""}>{name}</option>'
+                      for i, name in enumerate(KINDS))
     return f'Attention: <select id="filter">{options}</select>'
 
 
