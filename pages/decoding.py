@@ -66,7 +66,8 @@ with left:
     st.plotly_chart(figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
                     key="dec_topk_chart")
     options = list(range(len(step.top_ids)))
-    pick = st.selectbox("Continue with another candidate", options, key="dec_pick",
+    # One box per step and forced prefix: a box kept across steps showed an earlier step's candidate and probability.
+    pick = st.selectbox("Continue with another candidate", options, key=f"dec_pick_{step_index}_{len(prefix)}",
                         format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})")
     if st.button("Decode from this choice", key="dec_apply"):
         st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)

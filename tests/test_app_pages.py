@@ -122,13 +122,34 @@ def test_decoding_continues_from_a_chosen_candidate(ckpt):
     at = open_page("decoding", ckpt, text="cafe")
     top = charts(at)[0]["data"][0]["y"]  # "1. x", "2. y", ...
     second = html.unescape(top[1].split(". ", 1)[1])
-    at.selectbox(key="dec_pick").set_value(1).run()
+    at.selectbox(key="dec_pick_0_0").set_value(1).run()
     at.button(key="dec_apply").click().run()
     assert not at.exception
     assert f"writes **`{second}`**" in at.markdown[0].value and "your choice" in at.markdown[0].value
     assert at.query_params["dec_prefix"]  # the choice is in the link
     at.button(key="dec_reset").click().run()
     assert "your choice" not in at.markdown[0].value
+
+
+def _candidates_shown(at) -> tuple[list[str], list[str]]:
+    """(the candidate box's labels, the same candidates as the top-k chart labels them)."""
+    box = next(b for b in at.selectbox if b.key and b.key.startswith("dec_pick_"))
+    bars = charts(at)[0]["data"][0]
+    from_chart = [f"{html.unescape(y.split('. ', 1)[1])}  ({text})" for y, text in zip(bars["y"], bars["text"])]
+    return list(box.options), from_chart
+
+
+def test_the_candidate_box_shows_the_current_step(ckpt):
+    at = open_page("decoding", ckpt, text="cafe")
+    at.selectbox(key="dec_pick_0_0").set_value(2).run()
+    at.button(key="dec_next").click().run()
+    box, chart = _candidates_shown(at)
+    assert box == chart  # step 2's candidates with step 2's probabilities, as the chart shows them
+    assert at.selectbox(key="dec_pick_1_0").value == 0  # the pick made at step 1 does not carry over
+    at.selectbox(key="dec_pick_1_0").set_value(1).run()
+    at.button(key="dec_apply").click().run()  # a forced choice: the step's candidates are recomputed
+    box, chart = _candidates_shown(at)
+    assert box == chart
 
 
 def test_model_page_walks_through_attention_shapes(ckpt):

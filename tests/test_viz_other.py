@@ -57,6 +57,8 @@ def test_top_k_bars_highlight_the_choice():
     fig = decoding_figs.top_k_bars(["la", " ", "le"], np.array([0.7, 0.2, 0.1]), chosen=1)
     assert list(fig.data[0].y) == ["1. la", "2. ␣", "3. le"]
     assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+    digits = decoding_figs.top_k_bars(["2", "4", "6"], np.array([0.5, 0.3, 0.2]))
+    assert digits.layout.yaxis.type == "category"  # digit tokens stay tokens, not a numeric axis
     with pytest.raises(ValueError, match="2 candidate tokens but 3"):
         decoding_figs.top_k_bars(["a", "b"], np.ones(3))
 

@@ -22,7 +22,8 @@ def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0,
         textposition="auto", hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
     ))
     fig.update_xaxes(title_text="probability", range=[0, 1])
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=14))
+    # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
+    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=14))
     fig.update_layout(title=title or "Next-token candidates", height=80 + 36 * len(tokens),
                       margin=dict(t=50, l=10, r=10, b=10))
     return fig
