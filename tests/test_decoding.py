@@ -74,3 +74,35 @@ def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
     trace = greedy_decode(tiny, Tokenizer(ids, ids), "5 6 7", max_len=3, stop_at_eos=False)
     assert trace.source_tokens == ["<id 5>", "<id 6>", "<id 7>", "<id 2>"]
     assert trace.decoder_inputs(2) == ["<id 1>"] + trace.output_tokens[:2]
+
+
+def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
+    """One step limit for all four callers: the decoder input <s> + output never passes max_len."""
+    from model import capture
+    from model.decoding import step_limit
+    from model.evaluate import evaluate
+    from model.tasks import Example
+    from model.train import report
+
+    model = make_tiny(char_tokenizer, seed=2, max_len=20)
+    with torch.no_grad():
+        model.generator.bias[2] = -1e4  # </s> is impossible
+    sources = ["ab", "hello", "abcdefghijklmnopqrstuvwxyz"]  # the last one is cut to max_len
+    examples = [Example(s, s, tuple((i, i) for i in range(len(s)))) for s in sources]
+    for source in sources:
+        trace = greedy_decode(model, char_tokenizer, source)
+        n = len(trace.source_ids)
+        assert len(trace.steps) == step_limit(model, n) == min(19, 2 * n + 16)
+        assert trace.stop_reason == "max_len" and "</s>" not in trace.output_tokens
+        cap = capture(model, char_tokenizer, source)
+        assert cap.target_tokens == ["<s>"] + trace.output_tokens and len(cap.target_tokens) <= 20
+    scores = evaluate(model, char_tokenizer, examples)
+    assert [len(o) for o in scores.outputs] == [min(19, 2 * (len(s) + 1) + 16) for s in sources]  # 19 each
+    assert scores.outputs == [greedy_decode(model, char_tokenizer, s).output_ids for s in sources]
+    assert scores.exact_match == 0.0
+    card_fields = report(model, char_tokenizer, examples)
+    assert card_fields["held_out_exact_match"] == 0.0 and card_fields["held_out_examples"] == 3
+    assert len(card_fields["alignment"]["per_layer"]) == 2
+    # an explicit request is bounded by the same limit
+    assert len(greedy_decode(model, char_tokenizer, "ab", max_len=500).steps) == 19
+
