@@ -307,3 +307,56 @@ def greedy_decode(
 
     return decode_trace(model, tokenizer, source, choose, max_len, top_k, use_cache, stop_at_eos,
                         forced=lambda t: t < len(forced))  # fmt: skip
+
+
+def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """(..., V) probabilities a token is drawn from: softmax(logits / temperature), cut to the top_k
+    most probable tokens (0: all) and to the smallest set whose probability reaches top_p (the
+    nucleus), renormalised. temperature 0 puts all mass on the argmax (greedy)."""
+    logits = logits.float()
+    if temperature <= 0:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
+    probs = (logits / temperature).softmax(-1)
+    if 0 < top_k < probs.size(-1):
+        kth = probs.topk(top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest probability
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(-1, descending=True)
+        before = sorted_p.cumsum(-1) - sorted_p  # mass of the more probable tokens
+        keep_sorted = before < top_p  # the most probable token is always kept
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+    return probs / probs.sum(-1, keepdim=True)
+
+
+@torch.no_grad()
+def sample(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    max_len: int | None = None,
+    shown: int = 5,
+) -> Trace:
+    """Decode `source` by drawing each token from `sampling_distribution`, recording every step like
+    `greedy_decode`. The same seed gives the same draw; temperature 0 is greedy decoding.
+
+    Each Step's prob, top_ids and top_probs describe the distribution the token was drawn from
+    (after temperature, top_k and top_p); `shown` candidates are kept per step.
+    """
+    if temperature < 0 or not 0 < top_p <= 1 or top_k < 0:
+        raise ValueError("sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0")
+    generator = torch.Generator(device=device_of(model)).manual_seed(int(seed))
+
+    def distribution(logits: torch.Tensor) -> torch.Tensor:
+        return sampling_distribution(logits, temperature, top_k, top_p)
+
+    def choose(t: int, logits: torch.Tensor) -> torch.Tensor:
+        if temperature <= 0:
+            return logits.argmax(-1)
+        return torch.multinomial(distribution(logits), 1, generator=generator)[:, 0]
+
+    return decode_trace(model, tokenizer, source, choose, max_len, shown, distribution=distribution)
