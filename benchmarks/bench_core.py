@@ -23,7 +23,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import best_of, median_of, table  # noqa: E402
-from model import Tokenizer, TransformerConfig, Vocab, build_model, capture, greedy_decode  # noqa: E402
+from model import (  # noqa: E402
+    Tokenizer,
+    TransformerConfig,
+    Vocab,
+    build_model,
+    capture,
+    greedy_decode,
+)
 from model.decoding import greedy_ids  # noqa: E402
 from model.inputs import prepare_source  # noqa: E402
 from tests.reference.annotated import ann_make_model  # noqa: E402
@@ -88,16 +95,16 @@ def main() -> None:
     for steps in (32, 64) if args.quick else (256,):
         slow = steps > 64
 
-        def timed(fn, repeats):
+        def timed(fn, repeats, slow=slow):
             seconds = best_of(fn, repeats=repeats, warmup=0 if slow else 1)
             return seconds, load()
 
-        recorded, l1 = timed(lambda: greedy_decode(model, tokenizer, source, max_len=steps, stop_at_eos=False), 3)
-        plain, l2 = timed(lambda: greedy_ids(model, [src[0].tolist()], max_steps=steps), 3)
+        recorded, l1 = timed(lambda n=steps: greedy_decode(model, tokenizer, source, max_len=n, stop_at_eos=False), 2)
+        plain, l2 = timed(lambda n=steps: greedy_ids(model, [src[0].tolist()], max_steps=n), 2)
         ours_uncached, l3 = timed(
-            lambda: greedy_decode(model, tokenizer, source, max_len=steps, use_cache=False, stop_at_eos=False), 1
+            lambda n=steps: greedy_decode(model, tokenizer, source, max_len=n, use_cache=False, stop_at_eos=False), 1
         )
-        annotated, l4 = timed(lambda: annotated_greedy_decode(reference, src, steps, 1), 1)
+        annotated, l4 = timed(lambda n=steps: annotated_greedy_decode(reference, src, n, 1), 1)
         for name, seconds, load_avg in (
             ("cached, recording every step (greedy_decode)", recorded, l1),
             ("cached, nothing recorded (greedy_ids: capture, evaluate)", plain, l2),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .decoding import greedy_ids, pad_batch  # noqa: F401  (pad_batch: part of this module's API)
+from .decoding import greedy_ids, pad_batch
 from .inputs import device_of, prepare_source, require_eval
 from .recording import record
 from .tasks import Example
