@@ -1,9 +1,10 @@
-"""The encoder-decoder Transformer, its recording hooks, greedy decoding and checkpoints (PyTorch only)."""
+"""The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only)."""
 
+from .beam import BeamTrace, beam_search
 from .capture import Capture, capture
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import PRESETS, TransformerConfig
-from .decoding import Step, Trace, greedy_decode
+from .decoding import Step, Trace, greedy_decode, sample
 from .positional import sinusoidal_encoding
 from .recording import record
 from .tokenizer import Tokenizer, Vocab
@@ -15,8 +16,11 @@ __all__ = [
     "sinusoidal_encoding",
     "capture",
     "greedy_decode",
+    "beam_search",
+    "sample",
     "Capture",
     "Trace",
+    "BeamTrace",
     "save_checkpoint",
     "load_checkpoint",
     # also useful

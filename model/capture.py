@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .decoding import default_max_steps, generate_ids
+from .decoding import greedy_ids
 from .inputs import as_batch, prepare_source, prepare_target, require_eval
 from .recording import Recorder, record
 from .tokenizer import Tokenizer
@@ -64,7 +64,7 @@ def capture(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | N
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
-        out = generate_ids(model, src.ids, default_max_steps(model, len(src.ids)) - 1, vocab.bos_id, vocab.eos_id)
+        out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]  # fits max_len - 1
         tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
     else:
         tgt_ids, tgt_cut = prepare_target(model, vocab, target)

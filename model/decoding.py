@@ -1,21 +1,28 @@
-"""Greedy decoding, one token per step, with every step's attention recorded.
+"""Decoding: one step function, one key/value cache, one step limit; strategies only choose tokens.
 
-With `use_cache=True` each step feeds only the newest token and reuses the keys and values of all
-earlier positions (and the cross-attention keys and values of the source, computed once).
-`use_cache=False` recomputes the whole prefix each step, as the reference implementations do; both
-give the same tokens and attention rows.
+    sources --encode once--> memory --DecoderSession.step(), one token per row per step--> logits (B, V)
+            --a strategy picks the next token of every row--> DecoderSession.append(tokens)
+
+`DecoderSession` holds the encoder output and the key/value cache of B decoder rows (B sources, or
+B hypotheses of one source); with `use_cache=False` it recomputes the whole prefix each step, as the
+reference implementations do (same tokens and attention rows, for benchmarks and tests).
+`step_limit` is the one limit every caller shares: at most max_len - 1 written tokens, so the decoder
+input <s> y_1 .. y_n that `capture` and `evaluate` feed back always fits the positional table.
+`generate` is the loop of every strategy with one hypothesis per row (greedy, forced prefix,
+sampling): `greedy_decode` runs it for one source and records each step's attention, `greedy_ids`
+for many sources at once with nothing recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from .inputs import as_batch, prepare_source, require_eval
+from .inputs import device_of, prepare_source, require_eval
 from .recording import record
 from .tokenizer import Tokenizer
 
@@ -78,14 +85,197 @@ class Trace:
         return out
 
 
-def default_max_steps(model: nn.Module, source_len: int) -> int:
-    """Twice the source plus some slack, within the positional table: enough for every demo task."""
-    return min(model.config.max_len, 2 * source_len + 16)
+DEFAULT_SLACK = 16  # default step limit: twice the source length plus this many tokens
+
+
+def step_limit(model: nn.Module, source_len: int, requested: int | None = None) -> int:
+    """The most tokens one decoding of a source of `source_len` tokens writes: `requested`, by default
+    twice the source plus 16 (enough for every demo task), and never more than max_len - 1, so that
+    the decoder input <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table."""
+    wanted = 2 * source_len + DEFAULT_SLACK if requested is None else requested
+    return max(0, min(int(wanted), model.config.max_len - 1))
+
+
+def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """(B, T) long tensor, each row right-padded with pad_id to the longest row."""
+    width = max((len(r) for r in rows), default=0)
+    out = torch.full((len(rows), max(width, 1)), pad_id, dtype=torch.long, device=device)
+    for i, r in enumerate(rows):
+        if len(r):
+            out[i, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+    return out
+
+
+class DecoderSession:
+    """The encoder output and decoder key/value cache of B rows, advanced one token per step.
+
+    sources: B source id lists (each ending with </s>; padded here). Row b's decoder input so far is
+    `inputs[b]` = <s> y_1 .. y_t. `step()` gives the next-token logits of every row, `append` adds the
+    chosen tokens, `reorder` keeps and repeats rows (beam search).
+    """
+
+    def __init__(self, model: nn.Module, sources: Sequence[Sequence[int]], bos_id: int, use_cache: bool = True):
+        self.model = model
+        device = device_of(model)
+        self.memory, self.mask = model.encode(pad_batch(sources, model.config.pad_id, device))  # (B, S, D), (B,1,1,S)|None
+        self.cache = model.new_cache() if use_cache else None
+        self.inputs = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=device)  # (B, t+1)
+
+    def step(self) -> torch.Tensor:
+        """(B, V) logits of the token after each row's input; with the cache only the newest token is fed."""
+        new = self.inputs[:, -1:] if self.cache is not None else self.inputs
+        return self.model.decode(new, self.memory, self.mask, self.cache, last_only=True)[:, -1]
+
+    def append(self, tokens: torch.Tensor) -> None:
+        """tokens: (B,) the next input of every row."""
+        self.inputs = torch.cat([self.inputs, tokens[:, None]], dim=1)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep rows `rows` (B',) of everything (inputs, memory, mask, cache), in that order."""
+        self.inputs = self.inputs[rows]
+        self.memory = self.memory[rows]
+        self.mask = self.mask[rows] if self.mask is not None else None
+        if self.cache is not None:
+            for layer in self.cache.layers:
+                for kv in (layer.self_attn, layer.cross_attn):
+                    if kv.k is not None:
+                        kv.k, kv.v = kv.k[rows], kv.v[rows]  # (B', H, T, dk)
+
+
+# choose(t, logits (B, V)) -> (B,) token ids: what a strategy decides at step t
+Chooser = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+def greedy_choice(t: int, logits: torch.Tensor) -> torch.Tensor:
+    return logits.argmax(-1)
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    sources: Sequence[Sequence[int]],
+    limits: Sequence[int],
+    choose: Chooser = greedy_choice,
+    *,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    use_cache: bool = True,
+    stop_at_eos: bool = True,
+    observe: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
+) -> list[list[int]]:
+    """The decoding loop of every strategy with one hypothesis per source.
+
+    sources: B source id lists; limits: (B,) most tokens each row writes (from `step_limit`).
+    choose picks each step's tokens; observe(t, logits (B, V), chosen (B,)) sees every step (to
+    record it). A row stops after </s> (unless stop_at_eos=False) or at its limit; the loop stops
+    when every row has. Returns each row's output ids, ending with </s> when it was written.
+    """
+    require_eval(model)
+    cfg = model.config
+    bos_id = cfg.bos_id if bos_id is None else bos_id
+    eos_id = cfg.eos_id if eos_id is None else eos_id
+    if not sources:
+        return []
+    if any(n > cfg.max_len - 1 for n in limits):
+        raise ValueError(f"a step limit exceeds max_len - 1 = {cfg.max_len - 1}: take limits from step_limit()")
+    session = DecoderSession(model, sources, bos_id, use_cache)
+    written = [0] * len(sources)
+    live = [i for i, n in enumerate(limits) if n > 0]
+    steps = []
+    for t in range(max(limits)):
+        if not live:
+            break
+        logits = session.step()  # (B, V)
+        chosen = choose(t, logits)  # (B,)
+        if observe is not None:
+            observe(t, logits, chosen)
+        steps.append(chosen)
+        session.append(chosen)
+        ended = chosen.tolist() if stop_at_eos else None
+        for i in live:
+            written[i] = t + 1
+        live = [i for i in live if t + 1 < limits[i] and not (stop_at_eos and ended[i] == eos_id)]
+    table = torch.stack(steps, dim=1).tolist() if steps else [[] for _ in sources]  # (B, steps)
+    return [row[:n] for row, n in zip(table, written)]
+
+
+@torch.no_grad()
+def greedy_ids(
+    model: nn.Module,
+    sources: Sequence[Sequence[int]],
+    max_steps: int | None = None,
+    batch_size: int = 256,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+) -> list[list[int]]:
+    """Cached greedy decoding of many sources at once, nothing recorded: each one's output ids,
+    ending with </s> when it was written; `step_limit` applies per source."""
+    out: list[list[int]] = []
+    for start in range(0, len(sources), batch_size):
+        chunk = sources[start : start + batch_size]
+        limits = [step_limit(model, len(s), max_steps) for s in chunk]
+        out += generate(model, chunk, limits, bos_id=bos_id, eos_id=eos_id)
+    return out
 
 
 def _last_rows(recorder, kind: str, layers: int) -> np.ndarray:
-    """(L, H, Tk): the last query row of each layer's single recorded map of this kind."""
+    """(L, H, Tk): the last query row of each layer's single recorded map of this kind, batch row 0."""
     return torch.stack([recorder.attention[(kind, i)][-1][0, :, -1, :] for i in range(layers)]).float().cpu().numpy()
+
+
+def decode_trace(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    choose: Chooser,
+    max_len: int | None = None,
+    top_k: int = 5,
+    use_cache: bool = True,
+    stop_at_eos: bool = True,
+    distribution: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    forced: Callable[[int], bool] = lambda t: False,
+) -> Trace:
+    """Decode one source with `choose`, recording every step's attention rows and top-k candidates.
+
+    distribution(logits (V,)) -> probabilities (V,) the step reports (default: the model's softmax).
+    """
+    require_eval(model)
+    vocab = tokenizer.target
+    src_in = prepare_source(model, tokenizer, source)
+    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id))
+    n_layers = len(model.decoder.layers)
+    k = max(1, min(top_k, model.config.tgt_vocab_size))
+    probs_of = distribution or (lambda logits: logits.float().softmax(-1))
+
+    def observe(t: int, logits: torch.Tensor, chosen: torch.Tensor) -> None:
+        probs = probs_of(logits[0])  # (V,)
+        top_p, top_i = probs.topk(k)
+        choice = int(chosen[0])
+        top_ids = top_i.cpu().numpy()
+        trace.steps.append(
+            Step(
+                index=t,
+                token=vocab.token(choice),
+                token_id=choice,
+                prob=float(probs[choice]) if 0 <= choice < probs.numel() else 0.0,
+                forced=forced(t),
+                top_ids=top_ids,
+                top_tokens=vocab.decode(top_ids),
+                top_probs=top_p.cpu().numpy(),
+                decoder_self=_last_rows(rec, "decoder_self", n_layers),
+                cross=_last_rows(rec, "cross", n_layers),
+            )
+        )
+        rec.clear()
+
+    limit = step_limit(model, len(src_in.ids), max_len)
+    with record(model) as rec:
+        out = generate(model, [src_in.ids], [limit], choose, bos_id=vocab.bos_id, eos_id=vocab.eos_id,
+                       use_cache=use_cache, stop_at_eos=stop_at_eos, observe=observe)[0]  # fmt: skip
+    if stop_at_eos and out[-1:] == [vocab.eos_id]:
+        trace.stop_reason = "eos"
+    trace.text = vocab.detokenize(trace.output_tokens)
+    return trace
 
 
 @torch.no_grad()
@@ -101,64 +291,72 @@ def greedy_decode(
 ) -> Trace:
     """Decode `source` greedily, recording each step's attention rows and top-k candidates.
 
-    max_len: most tokens to generate (default: twice the source length plus 16, within the model's
-    max_len). prefix: token ids to force as the first outputs (the user picked other candidates);
-    greedy choice continues after them. stop_at_eos=False keeps going past </s> (for benchmarks).
+    max_len: most tokens to generate (default and bound: `step_limit`). prefix: token ids to force as
+    the first outputs (the user picked other candidates); greedy choice continues after them.
+    stop_at_eos=False keeps going past </s> (for benchmarks).
     """
-    require_eval(model)
-    vocab = tokenizer.target
     bad = [i for i in prefix if not 0 <= int(i) < model.config.tgt_vocab_size]
     if bad:
         raise ValueError(f"prefix ids {bad} are outside the target vocabulary (0..{model.config.tgt_vocab_size - 1})")
-    src_in = prepare_source(model, tokenizer, source)
-    steps_limit = default_max_steps(model, len(src_in.ids)) if max_len is None else min(max_len, model.config.max_len)
-    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id))
-    memory, mask = model.encode(as_batch(model, src_in.ids))
-    cache = model.new_cache() if use_cache else None
-    ys = [vocab.bos_id]
-    n_layers = len(model.decoder.layers)
-    k = max(1, min(top_k, model.config.tgt_vocab_size))
-    with record(model) as rec:
-        for t in range(steps_limit):
-            rec.clear()
-            new = ys[-1:] if use_cache else ys
-            logits = model.decode(as_batch(model, new), memory, mask, cache, last_only=True)  # (1, 1, V)
-            probs = logits[0, -1].float().softmax(-1)
-            top_p, top_i = probs.topk(k)
-            forced = t < len(prefix)
-            choice = int(prefix[t]) if forced else int(top_i[0])
-            top_ids = top_i.cpu().numpy()
-            trace.steps.append(
-                Step(
-                    index=t,
-                    token=vocab.token(choice),
-                    token_id=choice,
-                    prob=float(probs[choice]) if 0 <= choice < probs.numel() else 0.0,
-                    forced=forced,
-                    top_ids=top_ids,
-                    top_tokens=vocab.decode(top_ids),
-                    top_probs=top_p.cpu().numpy(),
-                    decoder_self=_last_rows(rec, "decoder_self", n_layers),
-                    cross=_last_rows(rec, "cross", n_layers),
-                )
-            )
-            ys.append(choice)
-            if stop_at_eos and choice == vocab.eos_id:
-                trace.stop_reason = "eos"
-                break
-    trace.text = vocab.detokenize(trace.output_tokens)
-    return trace
+    forced = [int(i) for i in prefix]
+
+    def choose(t: int, logits: torch.Tensor) -> torch.Tensor:
+        if t < len(forced):
+            return torch.full((logits.size(0),), forced[t], dtype=torch.long, device=logits.device)
+        return logits.argmax(-1)
+
+    return decode_trace(model, tokenizer, source, choose, max_len, top_k, use_cache, stop_at_eos,
+                        forced=lambda t: t < len(forced))  # fmt: skip
+
+
+def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """(..., V) probabilities a token is drawn from: softmax(logits / temperature), cut to the top_k
+    most probable tokens (0: all) and to the smallest set whose probability reaches top_p (the
+    nucleus), renormalised. temperature 0 puts all mass on the argmax (greedy)."""
+    logits = logits.float()
+    if temperature <= 0:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
+    probs = (logits / temperature).softmax(-1)
+    if 0 < top_k < probs.size(-1):
+        kth = probs.topk(top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest probability
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(-1, descending=True)
+        before = sorted_p.cumsum(-1) - sorted_p  # mass of the more probable tokens
+        keep_sorted = before < top_p  # the most probable token is always kept
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+    return probs / probs.sum(-1, keepdim=True)
 
 
 @torch.no_grad()
-def generate_ids(model: nn.Module, src_ids: list[int], max_steps: int, bos_id: int, eos_id: int) -> list[int]:
-    """Plain cached greedy decoding, nothing recorded: the output ids, ending with </s> if it was produced."""
-    memory, mask = model.encode(as_batch(model, src_ids))
-    cache = model.new_cache()
-    ys = [bos_id]
-    for _ in range(max_steps):
-        logits = model.decode(as_batch(model, ys[-1:]), memory, mask, cache, last_only=True)
-        ys.append(int(logits[0, -1].argmax()))
-        if ys[-1] == eos_id:
-            break
-    return ys[1:]
+def sample(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    max_len: int | None = None,
+    shown: int = 5,
+) -> Trace:
+    """Decode `source` by drawing each token from `sampling_distribution`, recording every step like
+    `greedy_decode`. The same seed gives the same draw; temperature 0 is greedy decoding.
+
+    Each Step's prob, top_ids and top_probs describe the distribution the token was drawn from
+    (after temperature, top_k and top_p); `shown` candidates are kept per step.
+    """
+    if temperature < 0 or not 0 < top_p <= 1 or top_k < 0:
+        raise ValueError("sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0")
+    generator = torch.Generator(device=device_of(model)).manual_seed(int(seed))
+
+    def distribution(logits: torch.Tensor) -> torch.Tensor:
+        return sampling_distribution(logits, temperature, top_k, top_p)
+
+    def choose(t: int, logits: torch.Tensor) -> torch.Tensor:
+        if temperature <= 0:
+            return logits.argmax(-1)
+        return torch.multinomial(distribution(logits), 1, generator=generator)[:, 0]
+
+    return decode_trace(model, tokenizer, source, choose, max_len, shown, distribution=distribution)

@@ -4,8 +4,8 @@ Used by the training command's report (python -m model.train) and by the tests o
 checkpoints. Everything here gives the same answers as the one-at-a-time tools the app uses
 (`greedy_decode`, `capture`), only for many sources at once:
 
-    sources --prepare_source--> padded (B, S) ids --encode--> memory
-            --cached greedy decoding, one step for the whole batch--> outputs (stop when all said </s>)
+    sources --prepare_source--> padded (B, S) ids --decoding.greedy_ids (the one decoding core,
+            one cached step for the whole batch)--> outputs (stop when all said </s> or reached the limit)
     outputs --one teacher-forced pass with recording--> cross-attention (L, B, H, T, S)
 
 The attention measure ("does the model look where the gold alignment says?"): take the greedy output;
@@ -25,21 +25,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .decoding import default_max_steps
+from .decoding import greedy_ids, pad_batch
 from .inputs import device_of, prepare_source, require_eval
 from .recording import record
 from .tasks import Example
 from .tokenizer import Tokenizer
-
-
-def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """(B, T) long tensor, each row right-padded with pad_id to the longest row."""
-    width = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), max(width, 1)), pad_id, dtype=torch.long, device=device)
-    for i, r in enumerate(rows):
-        if len(r):
-            out[i, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
-    return out
 
 
 def source_ids(model: nn.Module, tokenizer: Tokenizer, sources: Sequence[str]) -> list[list[int]]:
@@ -47,46 +37,13 @@ def source_ids(model: nn.Module, tokenizer: Tokenizer, sources: Sequence[str]) -
     return [prepare_source(model, tokenizer, s).ids for s in sources]
 
 
-@torch.no_grad()
 def greedy_batch(
     model: nn.Module, src: Sequence[Sequence[int]], max_steps: int | None = None, batch_size: int = 256
 ) -> list[list[int]]:
-    """Cached greedy decoding of many sources at once: for each, the output ids, ending with </s>
-    when it was produced. Same result as `greedy_decode(...).output_ids`, whose step limit
-    (`default_max_steps`) applies per source unless max_steps is given.
-    """
-    require_eval(model)
-    cfg = model.config
-    device = device_of(model)
-    out: list[list[int]] = []
-    for start in range(0, len(src), batch_size):
-        chunk = src[start : start + batch_size]
-        B = len(chunk)
-        memory, mask = model.encode(pad_batch(chunk, cfg.pad_id, device))  # (B, S, D), (B, 1, 1, S)
-        limits = torch.tensor(
-            [default_max_steps(model, len(s)) if max_steps is None else min(max_steps, cfg.max_len) for s in chunk],
-            device=device,
-        )
-        cache = model.new_cache()
-        last = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B, 1) newest input
-        done = limits <= 0
-        steps = []
-        for t in range(int(limits.max()) if B else 0):
-            if bool(done.all()):
-                break
-            logits = model.decode(last, memory, mask, cache, last_only=True)  # (B, 1, V)
-            choice = logits[:, -1].argmax(-1)  # (B,)
-            choice = torch.where(done, torch.full_like(choice, cfg.pad_id), choice)
-            steps.append(choice)
-            done = done | (choice == cfg.eos_id) | (t + 1 >= limits)
-            last = choice[:, None]
-        table = torch.stack(steps, dim=1).tolist() if steps else [[] for _ in range(B)]  # (B, steps)
-        for row, limit in zip(table, limits.tolist()):
-            row = row[:limit]
-            if cfg.eos_id in row:
-                row = row[: row.index(cfg.eos_id) + 1]
-            out.append(row)
-    return out
+    """Cached greedy decoding of many sources at once (the one core, `decoding.greedy_ids`): for each,
+    the output ids, ending with </s> when it was produced. Same result as `greedy_decode(...).output_ids`;
+    the step limit (`decoding.step_limit`) applies per source."""
+    return greedy_ids(model, src, max_steps, batch_size)
 
 
 def strip_eos(ids: Sequence[int], eos_id: int) -> list[int]:

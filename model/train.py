@@ -1,6 +1,11 @@
 """Train a demo model on one of the built-in tasks: the paper's recipe, scaled down to a laptop CPU.
 
-    python -m model.train --task reverse --out checkpoints/reverse
+    python -m model.train --task reverse --out runs/reverse
+    python -m model.train --task reverse --out checkpoints/reverse --overwrite   # replace the shipped one
+
+The folder given by --out must be new or empty; an existing checkpoint (the shipped ones included) is
+replaced only with --overwrite. The checkpoint is saved as soon as training ends, before the report
+(held-out exact match and attention alignment) runs; the report then completes the card.
 
 Recipe (section 5 of "Attention Is All You Need"): Adam(beta1=0.9, beta2=0.98, eps=1e-9) with the
 warm-up schedule lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), label smoothing 0.1,
@@ -229,7 +234,7 @@ def train(
     bar.close()
     if len(snapshots) > 1 and not result.stopped_early:
         model.load_state_dict(average_weights(snapshots))
-    result.averaged = len(snapshots) if not result.stopped_early else 1
+    result.averaged = len(snapshots) if len(snapshots) > 1 and not result.stopped_early else 1
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
@@ -267,7 +272,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Train a demo Transformer on a built-in task and save it as a checkpoint with a card.",
     )
     p.add_argument("--task", required=True, choices=sorted(TASKS))
-    p.add_argument("--out", required=True, help="checkpoint folder to write (e.g. checkpoints/reverse)")
+    p.add_argument("--out", required=True, help="checkpoint folder to write, new or empty (e.g. runs/reverse)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the checkpoint already in --out (e.g. a shipped one in checkpoints/)")
     g = p.add_argument_group("model (defaults: the task's shipped configuration)")
     g.add_argument("--preset", choices=sorted(PRESETS))
     g.add_argument("--d-model", type=int)
@@ -325,10 +332,43 @@ def make_config(preset: str, overrides: dict[str, Any], tokenizer: Tokenizer) ->
     )
 
 
+def check_out(folder: Path, overwrite: bool) -> None:
+    """Refuse to write into an existing non-empty folder (or onto a file) unless overwrite is asked for."""
+    if folder.exists() and not folder.is_dir():
+        raise SystemExit(f"--out {folder} is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise SystemExit(
+            f"--out {folder} already holds files (a checkpoint?); choose a new folder, or add --overwrite "
+            f"to replace it on purpose"
+        )
+
+
+def report(model: Transformer, tokenizer: Tokenizer, examples: Sequence[Example]) -> dict[str, Any]:
+    """The card's held-out fields: exact match and the attention measure on `examples`."""
+    scores = evaluate(model, tokenizer, examples, alignment=True)
+    return {
+        "held_out_exact_match": round(scores.exact_match, 4),
+        "held_out_examples": len(examples),
+        "alignment": {
+            "per_layer": [round(a, 4) for a in scores.alignment or []],
+            "best": round(max(scores.alignment or [0.0]), 4),
+            "tokens": scores.counted,
+            "measure": "share of output tokens whose head-averaged cross-attention row (the decoder position "
+            "that produced the token, on the model's own greedy output) peaks on a gold-aligned source token",
+        },
+    }
+
+
+def recorded_command(argv: Sequence[str]) -> str:
+    """The command for the card: the arguments that decide the weights (--overwrite left out)."""
+    return "python -m model.train " + shlex.join([a for a in argv if a != "--overwrite"])
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the command; returns the card it wrote."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    check_out(Path(args.out), args.overwrite)
     wall = time.perf_counter()
     recipe, overrides = resolve(args)
     torch.set_num_threads(recipe["threads"])
@@ -360,32 +400,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{recipe['steps']} steps; this checkpoint is not the reproducible one of the full recipe.",
             file=sys.stderr,
         )
-    report_seed = recipe["seed"] + REPORT_SEED_OFFSET
-    report = held_out(task, args.report_examples, report_seed, exclude=result.train_sources)
-    scores = evaluate(result.model, tokenizer, report, alignment=True)
     model = result.model
     n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-    layers = ", ".join(f"layer {i}: {a:.1%}" for i, a in enumerate(scores.alignment or []))
-    print(
-        f"{task.name}: exact match on {len(report)} fresh held-out examples: {scores.exact_match:.1%}\n"
-        f"{task.name}: cross-attention argmax on a gold-aligned source token ({scores.counted} output tokens): {layers}\n"
-        f"{task.name}: {result.steps} steps in {result.seconds:.0f} s, {n_params:,} parameters"
-    )
+    report_seed = recipe["seed"] + REPORT_SEED_OFFSET
     card = {
         "task": task.name,
         "description": task.description,
         "config": config_summary(config),
-        "command": "python -m model.train " + shlex.join(argv),
-        "held_out_exact_match": round(scores.exact_match, 4),
-        "held_out_examples": len(report),
+        "command": recorded_command(argv),
         "held_out_seed": report_seed,
-        "alignment": {
-            "per_layer": [round(a, 4) for a in scores.alignment or []],
-            "best": round(max(scores.alignment or [0.0]), 4),
-            "tokens": scores.counted,
-            "measure": "share of output tokens whose head-averaged cross-attention row (the decoder position "
-            "that produced the token, on the model's own greedy output) peaks on a gold-aligned source token",
-        },
         "training_seconds": round(result.seconds, 1),
         "steps": result.steps,
         "stopped_early": result.stopped_early,
@@ -409,7 +432,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         },
         "examples": task.examples(),
     }
+    # Save first: whatever runs after training may fail, the trained weights must not be lost.
     folder = save_checkpoint(model, tokenizer, args.out, card=card)
+    try:
+        examples = held_out(task, args.report_examples, report_seed, exclude=result.train_sources)
+        card.update(report(model, tokenizer, examples))
+    except Exception as err:
+        raise RuntimeError(
+            f"training finished and the checkpoint is saved in {folder}, but the held-out report failed "
+            f"({type(err).__name__}: {err}); its card has no held-out scores"
+        ) from err
+    layers = ", ".join(f"layer {i}: {a:.1%}" for i, a in enumerate(card["alignment"]["per_layer"]))
+    print(
+        f"{task.name}: exact match on {card['held_out_examples']} fresh held-out examples: {card['held_out_exact_match']:.1%}\n"
+        f"{task.name}: cross-attention argmax on a gold-aligned source token ({card['alignment']['tokens']} output tokens): {layers}\n"
+        f"{task.name}: {result.steps} steps in {result.seconds:.0f} s, {n_params:,} parameters"
+    )
     card["wall_seconds"] = round(time.perf_counter() - wall, 1)
     (folder / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"saved {folder} ({sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.2f} MB) in {card['wall_seconds']:.0f} s total")

@@ -39,10 +39,10 @@ def test_without_target_the_decoder_input_is_the_greedy_output(tiny, char_tokeni
     c = capture(tiny, char_tokenizer, "hello")
     produced = [t for t in trace.output_tokens if t != "</s>"]
     assert c.generated
-    assert c.target_tokens == ["<s>"] + produced[: len(c.target_tokens) - 1]
-    # row t of the captured cross-attention is step t of the trace
-    n = len(c.target_tokens)
-    np.testing.assert_allclose(c.cross, trace.cross_alignment()[:, :, :n], atol=1e-5)
+    assert c.target_tokens == ["<s>"] + produced  # the same step limit: the whole greedy output
+    # row t of the captured cross-attention is step t of the trace (a last row without </s> wrote nothing)
+    n = len(trace.steps)
+    np.testing.assert_allclose(c.cross[:, :, :n], trace.cross_alignment(), atol=1e-5)
 
 
 def test_long_input_is_cut_and_reported(char_tokenizer):

@@ -74,3 +74,126 @@ def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
     trace = greedy_decode(tiny, Tokenizer(ids, ids), "5 6 7", max_len=3, stop_at_eos=False)
     assert trace.source_tokens == ["<id 5>", "<id 6>", "<id 7>", "<id 2>"]
     assert trace.decoder_inputs(2) == ["<id 1>"] + trace.output_tokens[:2]
+
+
+def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
+    """One step limit for all four callers: the decoder input <s> + output never passes max_len."""
+    from model import capture
+    from model.decoding import step_limit
+    from model.evaluate import evaluate
+    from model.tasks import Example
+    from model.train import report
+
+    model = make_tiny(char_tokenizer, seed=2, max_len=20)
+    with torch.no_grad():
+        model.generator.bias[2] = -1e4  # </s> is impossible
+    sources = ["ab", "hello", "abcdefghijklmnopqrstuvwxyz"]  # the last one is cut to max_len
+    examples = [Example(s, s, tuple((i, i) for i in range(len(s)))) for s in sources]
+    for source in sources:
+        trace = greedy_decode(model, char_tokenizer, source)
+        n = len(trace.source_ids)
+        assert len(trace.steps) == step_limit(model, n) == min(19, 2 * n + 16)
+        assert trace.stop_reason == "max_len" and "</s>" not in trace.output_tokens
+        cap = capture(model, char_tokenizer, source)
+        assert cap.target_tokens == ["<s>"] + trace.output_tokens and len(cap.target_tokens) <= 20
+    scores = evaluate(model, char_tokenizer, examples)
+    assert [len(o) for o in scores.outputs] == [min(19, 2 * (len(s) + 1) + 16) for s in sources]  # 19 each
+    assert scores.outputs == [greedy_decode(model, char_tokenizer, s).output_ids for s in sources]
+    assert scores.exact_match == 0.0
+    card_fields = report(model, char_tokenizer, examples)
+    assert card_fields["held_out_exact_match"] == 0.0 and card_fields["held_out_examples"] == 3
+    assert len(card_fields["alignment"]["per_layer"]) == 2
+    # an explicit request is bounded by the same limit
+    assert len(greedy_decode(model, char_tokenizer, "ab", max_len=500).steps) == 19
+
+
+
+# ------------------------------------------------------------------ beam search and sampling
+
+
+def test_beam_of_one_is_greedy_decoding(char_tokenizer):
+    from model import beam_search
+
+    for seed, source in ((3, "hello world"), (1, "abc")):
+        model = make_tiny(char_tokenizer, seed=seed)
+        greedy = greedy_decode(model, char_tokenizer, source)
+        beam = beam_search(model, char_tokenizer, source, beam_size=1)
+        assert beam.output_ids == greedy.output_ids and beam.text == greedy.text
+        np.testing.assert_allclose(beam.cross_alignment(), greedy.cross_alignment(), atol=1e-6)
+        for hyp, step in zip(beam.best_path, greedy.steps):
+            np.testing.assert_allclose(hyp.decoder_self, step.decoder_self, atol=1e-6)
+    with torch.no_grad():
+        model.generator.bias[2] = 100.0  # </s> at once: one finished hypothesis, as greedy
+    beam = beam_search(model, char_tokenizer, "abc", beam_size=1)
+    assert beam.output_tokens == ["</s>"] and beam.stop_reason == "finished"
+
+
+def test_beam_steps_keep_prune_and_finish_with_penalised_scores(char_tokenizer):
+    from model import beam_search
+
+    model = make_tiny(char_tokenizer, seed=3)
+    trace = beam_search(model, char_tokenizer, "hello", beam_size=3, length_penalty=0.6, max_len=6)
+    assert len(trace.steps) == 6 and trace.stop_reason == "max_len"
+    for t, step in enumerate(trace.steps):
+        assert len(step.live) + len(step.finished) + len(step.pruned) == 6  # the 2K best extensions
+        assert len(step.live) == 3
+        for hyp in step.live + step.finished + step.pruned:
+            assert len(hyp.output_ids) == t + 1 and hyp.cross.shape == (2, 3, 6)
+            assert hyp.score == pytest.approx(hyp.log_prob / ((5 + t + 1) / 6) ** 0.6)
+        assert [h.log_prob for h in step.live] == sorted((h.log_prob for h in step.live), reverse=True)
+        if t:  # each live hypothesis extends a live one of the step before
+            parents = trace.steps[t - 1].live
+            assert all(h.output_ids[:-1] == parents[h.parent].output_ids for h in step.live)
+    # the best hypothesis's log-probability is the sum of its tokens' log-probabilities under the model
+    with torch.no_grad():
+        memory, mask = model.encode(torch.tensor([trace.source_ids]))
+        logp = model.decode(torch.tensor([[1] + trace.output_ids[:-1]]), memory, mask).log_softmax(-1)[0]
+    expected = float(logp[torch.arange(len(trace.output_ids)), torch.tensor(trace.output_ids)].sum())
+    assert trace.best.log_prob == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ["reverse", "translate"])
+def test_beam_never_scores_below_greedy_on_shipped_demos(name):
+    from pathlib import Path
+
+    from model import beam_search, load_checkpoint
+    from model.beam import length_penalty_score
+    from model.tasks import get_task, held_out
+
+    model, tokenizer = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / name)
+    for example in held_out(get_task(name), 12, seed=11, exclude=set()):
+        greedy = greedy_decode(model, tokenizer, example.source)
+        greedy_log_prob = sum(float(np.log(s.prob)) for s in greedy.steps)
+        greedy_score = length_penalty_score(greedy_log_prob, len(greedy.steps), 0.6)
+        beam = beam_search(model, tokenizer, example.source, beam_size=4, length_penalty=0.6)
+        assert beam.score >= greedy_score - 1e-4, (example.source, beam.text, greedy.text)
+
+
+def test_sampling_is_reproducible_and_cools_to_greedy(char_tokenizer):
+    from model import sample
+
+    model = make_tiny(char_tokenizer, seed=3)
+    a, b = sample(model, char_tokenizer, "hello", seed=1), sample(model, char_tokenizer, "hello", seed=1)
+    assert a.output_ids == b.output_ids
+    assert any(sample(model, char_tokenizer, "hello", seed=s).output_ids != a.output_ids for s in range(2, 6))
+    greedy = greedy_decode(model, char_tokenizer, "hello")
+    for temperature in (0.0, 1e-4):
+        cold = sample(model, char_tokenizer, "hello", temperature=temperature, seed=7)
+        assert cold.output_ids == greedy.output_ids
+        np.testing.assert_allclose(cold.cross_alignment(), greedy.cross_alignment(), atol=1e-6)
+
+
+def test_sampling_draws_only_from_the_kept_tokens(char_tokenizer):
+    from model import sample
+    from model.decoding import sampling_distribution
+
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0]])
+    top2 = sampling_distribution(logits, 1.0, top_k=2)
+    assert (top2[0, 2:] == 0).all() and float(top2.sum()) == pytest.approx(1.0)
+    full = logits.softmax(-1)[0]
+    nucleus = sampling_distribution(logits, 1.0, top_p=float(full[0] + full[1]) - 1e-3)
+    assert (nucleus[0, :2] > 0).all() and (nucleus[0, 2:] == 0).all()
+    model = make_tiny(char_tokenizer, seed=3)
+    trace = sample(model, char_tokenizer, "hello", top_k=3, seed=0, max_len=10, shown=5)
+    for step in trace.steps:  # only the three most probable tokens carry probability, and one was drawn
+        assert (step.top_probs[3:] == 0).all() and step.token_id in step.top_ids[:3]

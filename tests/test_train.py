@@ -281,3 +281,39 @@ def test_checkpoint_averaging_is_the_mean_of_the_last_snapshots():
     for key, value in averaged.items():
         torch.testing.assert_close(value, sum(s[key] for s in states) / 3)
     assert not torch.equal(averaged["generator.bias"], states[-1]["generator.bias"])
+
+
+# ------------------------------------------------------------------ the command's safety
+
+
+TINY_RUN = ["--task", "copy", "--preset", "tiny", "--steps", "3", "--train-size", "100", "--eval-examples", "0",
+            "--report-examples", "5", "--no-progress"]  # fmt: skip
+
+
+def test_checkpoint_is_saved_before_the_report_and_kept_when_it_fails(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("sequence reaches position 64")
+
+    monkeypatch.setattr(train_mod, "report", broken)
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="held-out report failed") as err:
+        train_mod.main(["--out", str(out), *TINY_RUN])
+    assert str(out) in str(err.value) and "sequence reaches position 64" in str(err.value)
+    model, tokenizer = load_checkpoint(out)  # the trained weights are there
+    card = load_card(out)
+    assert card["steps"] == 3 and "held_out_exact_match" not in card
+    assert model.config.tgt_vocab_size == len(tokenizer.target)
+
+
+def test_an_existing_checkpoint_is_replaced_only_on_purpose(tmp_path):
+    out = tmp_path / "run"
+    first = train_mod.main(["--out", str(out), *TINY_RUN])
+    before = (out / "model.safetensors").read_bytes()
+    with pytest.raises(SystemExit, match="--overwrite"):
+        train_mod.main(["--out", str(out), *TINY_RUN, "--seed", "1"])
+    assert (out / "model.safetensors").read_bytes() == before  # untouched
+    second = train_mod.main(["--out", str(out), *TINY_RUN, "--seed", "1", "--overwrite"])
+    assert (out / "model.safetensors").read_bytes() != before and second["seed"] == 1 != first["seed"]
+    assert "--overwrite" not in second["command"]  # the card's command names what decides the weights
+    (tmp_path / "empty").mkdir()
+    assert train_mod.main(["--out", str(tmp_path / "empty"), *TINY_RUN])["steps"] == 3

@@ -1,0 +1,158 @@
+"""Beam search on the shared decoding core: the same step function, cache and step limit as greedy.
+
+Each step extends every live hypothesis by one token (one row of `DecoderSession` per hypothesis),
+ranks the 2K best extensions by total log-probability (K = beam_size), and sorts them as fairseq does:
+an extension ending with </s> among the K best finishes; the K best others stay live; the rest are
+pruned. The cache rows are reordered to follow the live hypotheses' parents. The search stops when
+K hypotheses have finished and the worst of the K best finished scores at least as high as every live
+hypothesis scores now (the heuristic of Hugging Face's beam search), when none is live, or at the step limit. The best hypothesis is the
+finished one with the highest score, score = sum of token log-probabilities / ((5 + length) / 6) **
+length_penalty (the penalty of Wu et al. 2016 that the paper uses, length counting </s>); without a
+finished one, the best live hypothesis. With beam_size 1 this is greedy decoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .decoding import DecoderSession, step_limit
+from .inputs import device_of, prepare_source, require_eval
+from .recording import record
+from .tokenizer import Tokenizer
+
+
+def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:
+    """log_prob / ((5 + length) / 6) ** length_penalty."""
+    return log_prob / ((5 + length) / 6) ** length_penalty
+
+
+@dataclass
+class Hypothesis:
+    """One candidate output after a step: y_1 .. y_t+1 and what produced its last token."""
+
+    output_ids: list[int]
+    tokens: list[str]
+    log_prob: float  # sum of the token log-probabilities
+    score: float  # log_prob with the length penalty
+    parent: int  # index of the hypothesis it extends in the previous step's `live` (0 at step 0)
+    cross: np.ndarray  # (L, H, S) cross-attention of the decoder position that wrote the last token
+    decoder_self: np.ndarray  # (L, H, t+1) that position's self-attention over <s> y_1 .. y_t
+
+
+@dataclass
+class BeamStep:
+    index: int  # t: the hypotheses now hold t+1 tokens
+    live: list[Hypothesis]  # kept for the next step, best first
+    finished: list[Hypothesis]  # ended with </s> at this step
+    pruned: list[Hypothesis]  # among the 2K best extensions, dropped
+
+
+@dataclass
+class BeamTrace:
+    """A whole beam search: every step's hypotheses and the best one."""
+
+    source_tokens: list[str]
+    source_ids: list[int]
+    beam_size: int
+    length_penalty: float
+    steps: list[BeamStep] = field(default_factory=list)
+    best: Hypothesis | None = None
+    best_path: list[Hypothesis] = field(default_factory=list)  # the best hypothesis at each of its steps
+    stop_reason: str = "max_len"  # "finished" (beam_size hypotheses ended), "eos" (none live) or "max_len"
+    truncated: int = 0
+    text: str = ""
+    start_token: str = "<s>"
+
+    @property
+    def output_ids(self) -> list[int]:
+        return list(self.best.output_ids) if self.best else []
+
+    @property
+    def output_tokens(self) -> list[str]:
+        return list(self.best.tokens) if self.best else []
+
+    @property
+    def score(self) -> float:
+        return self.best.score if self.best else float("-inf")
+
+    def cross_alignment(self) -> np.ndarray:
+        """(L, H, T, S): row t is the cross-attention that wrote the best hypothesis's token t."""
+        if not self.best_path:
+            return np.zeros((0, 0, 0, len(self.source_tokens)), dtype=np.float32)
+        return np.stack([h.cross for h in self.best_path], axis=2)
+
+
+def _rows(recorder, kind: str, layers: int) -> np.ndarray:
+    """(R, L, H, Tk): every row's newest query over the keys, from the one map per layer of this step."""
+    maps = torch.stack([recorder.attention[(kind, i)][-1][:, :, -1, :] for i in range(layers)])  # (L, R, H, Tk)
+    return maps.transpose(0, 1).float().cpu().numpy()
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    max_len: int | None = None,
+) -> BeamTrace:
+    """Beam search of `source` (see the module docstring), recording every step's hypotheses."""
+    require_eval(model)
+    if beam_size < 1:
+        raise ValueError("beam_size must be at least 1")
+    vocab = tokenizer.target
+    src_in = prepare_source(model, tokenizer, source)
+    trace = BeamTrace(src_in.tokens, src_in.ids, beam_size, length_penalty, truncated=src_in.truncated,
+                      start_token=vocab.token(vocab.bos_id))  # fmt: skip
+    limit = step_limit(model, len(src_in.ids), max_len)
+    n_layers = len(model.decoder.layers)
+    V = model.config.tgt_vocab_size
+    finished: list[Hypothesis] = []
+    live: list[Hypothesis] = []
+    path_of: dict[int, list[Hypothesis]] = {}  # id(hypothesis) -> its path, for the best one at the end
+    with record(model) as rec:
+        session = DecoderSession(model, [src_in.ids], vocab.bos_id)
+        totals = torch.zeros(1, device=device_of(model))  # (R,) each live row's log-probability
+        for t in range(limit):
+            rec.clear()
+            logp = session.step().float().log_softmax(-1)  # (R, V)
+            cross, dself = _rows(rec, "cross", n_layers), _rows(rec, "decoder_self", n_layers)
+            flat = (totals[:, None] + logp).reshape(-1)  # (R * V,)
+            values, index = flat.topk(min(2 * beam_size, flat.numel()))
+            step = BeamStep(t, [], [], [])
+            for rank, (value, i) in enumerate(zip(values.tolist(), index.tolist())):
+                row, tok = divmod(i, V)
+                ids = (live[row].output_ids if live else []) + [tok]
+                hyp = Hypothesis(ids, vocab.decode(ids), value, length_penalty_score(value, len(ids), length_penalty),
+                                 row, cross[row], dself[row])  # fmt: skip
+                path_of[id(hyp)] = (path_of[id(live[row])] if live else []) + [hyp]
+                if tok == vocab.eos_id and rank < beam_size:
+                    step.finished.append(hyp)
+                elif tok != vocab.eos_id and len(step.live) < beam_size:
+                    step.live.append(hyp)
+                else:
+                    step.pruned.append(hyp)
+            trace.steps.append(step)
+            finished += step.finished
+            live = step.live
+            if not live:
+                trace.stop_reason = "eos"
+                break
+            kept = sorted((h.score for h in finished), reverse=True)[:beam_size]
+            if len(kept) == beam_size and kept[-1] >= max(h.score for h in live):
+                trace.stop_reason = "finished"
+                break
+            parents = torch.tensor([h.parent for h in live], device=totals.device)
+            session.reorder(parents)
+            session.append(torch.tensor([h.output_ids[-1] for h in live], device=totals.device))
+            totals = torch.tensor([h.log_prob for h in live], device=totals.device)
+    pool = finished or live
+    trace.best = max(pool, key=lambda h: h.score) if pool else None
+    trace.best_path = path_of[id(trace.best)] if trace.best else []
+    trace.text = vocab.detokenize(trace.output_tokens)
+    return trace
