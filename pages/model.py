@@ -26,13 +26,18 @@ if card:
     if "command" in card:
         st.code(card["command"], language="bash")
 
-config_tab, params_tab, weights_tab, shapes_tab = st.tabs(["Configuration", "Parameters", "Weights", "Shapes in attention"])
-with config_tab:
+# One view at a time (st.tabs would build all four on every run); the choice is in the URL.
+VIEWS = {"config": "Configuration", "params": "Parameters", "weights": "Weights", "shapes": "Shapes in attention"}
+view = common.url_state("model_view", "config", list(VIEWS))
+st.segmented_control("View", list(VIEWS), key="model_view", format_func=VIEWS.get, required=True,
+                     label_visibility="collapsed")
+common.write_url(model_view=view)
+if view == "config":
     rows = [{"field": k, "value": str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
     st.dataframe(rows, hide_index=True, width="stretch")
-with params_tab:
+elif view == "params":
     st.plotly_chart(figs.parameter_bars(counts), key="model_params")
-with weights_tab:
+elif view == "weights":
     stats = weight_stats(session.model)
     part = st.selectbox("Part", ["all", "encoder", "decoder", "embeddings and generator"], key="model_part")
     keep = [s for s in stats if part == "all" or s.name.startswith(part)
@@ -41,7 +46,7 @@ with weights_tab:
                     key="model_weights")
     st.dataframe([{"tensor": s.name, "shape": str(s.shape), "mean": s.mean, "std": s.std, "max |w|": s.max_abs} for s in keep],
                  hide_index=True, width="stretch")
-with shapes_tab:
+else:
     if common.show_input_messages(session):
         cap = common.session_capture(session)
         S, T = len(cap.source_tokens), len(cap.target_tokens)
@@ -52,4 +57,5 @@ with shapes_tab:
         walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
         st.dataframe([{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in walk],
                      hide_index=True, width="stretch")
-        common.capture_downloads(session, cap, "model")
+if session.ok:
+    common.capture_downloads(session, "model")  # made only when pressed
