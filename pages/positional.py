@@ -81,7 +81,7 @@ elif view == "shift":
 else:
     if session is None:
         st.info("Load a model in the sidebar to compare its embeddings with the PE.")
-    elif common.show_input_messages(session):  # names what is wrong with the input, if anything
+    elif session.ok:  # what is wrong with the input, if anything, is named below
         cap = common.session_capture(session)
         for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
                                         ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe)):
@@ -94,7 +94,7 @@ else:
             st.caption(f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
                        f"{cfg.pe_layout} layout).")
 
-if session is not None and session.ok:
+if session is not None and common.show_input_messages(session):  # names what is wrong with the input
     common.capture_downloads(session, "pe")  # made only when pressed
 left, right = st.columns(2)
 table_npz, table_json = common.pe_downloads(length, d_model, base)

@@ -83,16 +83,16 @@ def test_bad_input_is_named_and_kept(page, case, ckpt):
     at.sidebar.text_area(key="text").set_value(text).run()
     assert not at.exception, at.exception
     assert at.sidebar.text_area(key="text").value == text  # nothing the user typed is lost
-    if page == "model":  # the configuration still shows; the shapes view names the problem
-        assert expected not in messages(at) and at.dataframe
-        at.segmented_control(key="model_view").set_value("shapes").run()
-        assert expected in messages(at) and at.sidebar.text_area(key="text").value == text
+    if page == "model":  # the configuration still shows, and the problem is named
+        assert expected in messages(at) and at.dataframe
+        at.segmented_control(key="model_view").set_value("shapes").run()  # the view that needs the input says so too
+        assert expected in messages(at) and not any("S = " in m.value for m in at.markdown)
         return
     if page == "positional":
-        # the PE page works without input; only the model-and-input view depends on it
-        assert len(charts(at)) == 1
+        # the PE page works without input (the problem is named); only the model-and-input view depends on it
+        assert expected in messages(at) and len(charts(at)) == 1
         at.segmented_control(key="pe_view").set_value("mine").run()
-        assert expected in messages(at)
+        assert expected in messages(at) and not charts(at)
         return
     assert expected in messages(at)
     if case in ("empty", "whitespace", "only unknown"):
