@@ -139,11 +139,9 @@ def main() -> None:
     parser.add_argument("--growth", action="store_true", help="also: the attention page against layers x heads")
     args = parser.parse_args()
     from model.demos import list_demos
-    from pages.common import SERVER_THREADS
+    from pages.common import set_server_threads
 
-    import torch
-
-    print(f"torch threads {torch.get_num_threads()} (server setting {SERVER_THREADS}); {load()}")
+    print(f"torch threads {set_server_threads()} (the server's setting, as `streamlit run app.py` has it); {load()}")
     summary = []
     if not args.skip_demo and any(d.name == "reverse" for d in list_demos()):
         rows = [r for page in args.pages for r in measure_page("demo:reverse", "abcdefghijklmnopqrs", page, args.repeats)]

@@ -68,7 +68,13 @@ def set_server_threads() -> int:
     return n
 
 
-SERVER_THREADS = set_server_threads()  # pages/common.py is imported once per server process
+def _under_apptest() -> bool:
+    from streamlit import config
+
+    return bool(config.get_option("global.appTest"))
+
+
+_threads_set = False  # set_server_threads() runs at the server's first page run (not under AppTest: tests keep the default)
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 MAX_UPLOAD_MB = 200
 
@@ -315,6 +321,10 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
 
 def run_app(default: str = "attention") -> None:
     """Navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    global _threads_set
+    if not _threads_set and not _under_apptest():
+        set_server_threads()
+        _threads_set = True
     page = st.navigation(_pages(default))
     st.session_state["_session"] = sidebar()
     token = _THROUGH_APP.set(True)

@@ -386,3 +386,9 @@ def letters_checkpoint(folder: Path) -> Path:
     save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
                     card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
     return path
+
+
+def pick_view(page, name: str) -> None:
+    """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
+    wait_idle(page)
+    page.locator('[data-testid="stButtonGroup"]').get_by_role("button", name=name, exact=True).click()
