@@ -391,4 +391,4 @@ def letters_checkpoint(folder: Path) -> Path:
 def pick_view(page, name: str) -> None:
     """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
     wait_idle(page)
-    page.locator('[data-testid="stButtonGroup"]').get_by_role("button", name=name, exact=True).click()
+    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click()
