@@ -183,3 +183,40 @@ def test_cached_values_are_read_only_and_sized_from_their_arrays(ckpt):
     shared = cache.get("k", lambda: cap)
     with pytest.raises(ValueError, match="read-only"):
         shared.cross[0, 0, 0, 0] = 1.0  # one session cannot change what every session sees
+
+
+# -- server settings -----------------------------------------------------------------------------------
+
+
+def test_server_threads_are_set_from_the_environment():
+    """One torch thread per server process unless VIZ_TORCH_THREADS says otherwise (run apart: it is process-wide)."""
+    import subprocess
+    import sys
+
+    from tests.apptest_helpers import ROOT
+
+    code = """import os, torch
+from pages.common import set_server_threads as s
+for value in ("3", None, "lots", "2"):
+    os.environ.pop("VIZ_TORCH_THREADS", None)
+    if value is not None:
+        os.environ["VIZ_TORCH_THREADS"] = value
+    print(s(), torch.get_num_threads())
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-5:-1] == ["3 3", "1 1", "1 1", "2 2"], out.stdout
+
+
+def test_the_server_config_names_options_this_streamlit_knows():
+    import tomllib
+
+    from streamlit import config
+
+    from tests.apptest_helpers import ROOT
+
+    settings = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    names = {f"{section}.{key}" for section, values in settings.items() for key in values}
+    assert {"server.fileWatcherType", "server.folderWatchBlacklist", "browser.serverAddress"} <= names
+    assert names <= set(config._config_options_template), names - set(config._config_options_template)
+    assert settings["server"]["fileWatcherType"] == "none" and ".venv" in settings["server"]["folderWatchBlacklist"]

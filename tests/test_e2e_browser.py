@@ -125,8 +125,8 @@ def test_positional_page(watch, server, letters):
 
     type_input(page, "bead")
     pick_view(page, "This model & input")
-    assert "pe_view=mine" in page.url
     wait_ticks(watch, source_ticks("bead"), plot="Source: embedding size")
+    assert "pe_view=mine" in page.url
 
     arrays = np.load(io.BytesIO(download(page, "Download this PE table (.npz)")))
     pos, i = np.arange(100)[:, None], np.arange(16)[None, :]
