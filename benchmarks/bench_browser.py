@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_pages import base_checkpoint, words  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import ROOT, AppServer, Watch, chromium, free_port, wait_idle  # noqa: E402
+from tests.browser_helpers import ROOT, AppServer, Watch, chromium, free_port, screenshot, wait_idle  # noqa: E402
 
 # page -> URL parameters, and the JavaScript condition "drawn for this input" (first source token `t`, count `n`)
 PAGES = {
@@ -139,6 +139,10 @@ def main() -> None:
                         cpu = statistics.median(o[1] for o in out)
                         rows.append([page_name, kind, f"{wall:.2f}", f"{cpu:.2f}", f"{max(0.0, wall - cpu):.2f}",
                                      "yes" if wall <= 3 else "NO", load()])
+                except Exception:
+                    print(f"failed on {page_name}: screenshot {screenshot(w.page, 'bench-browser-failure')}; "
+                          f"{w.problems()}; server log: {server.log()[-1500:]}")
+                    raise
                 finally:
                     w.close()
         finally:

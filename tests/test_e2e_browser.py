@@ -181,6 +181,8 @@ def test_model_page(watch, server, letters):
     wait_text(watch, "S = 8 source tokens")
 
     pick_view(page, "Weights")
+    wait_ticks(watch, None, plot="Weight statistics per tensor")  # drawn
+    assert "model_view=weights" in page.url
     everything = ticks(page, "y", "Weight statistics per tensor")
     assert any(t.startswith("decoder.") for t in everything)
     choose(page, "Part", "encoder")
