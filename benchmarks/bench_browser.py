@@ -125,7 +125,8 @@ def main() -> None:
                 params, _ = PAGES[page_name]
                 w = Watch(browser, server.origin)
                 try:
-                    w.goto(server.url(page_name, model=f"path:{path}", text=texts[0], **params))
+                    w.goto(server.url("" if page_name == "attention" else page_name, model=f"path:{path}",  # the default page is /
+                                      text=texts[0], **params))
                     wait_drawn(w.page, page_name, firsts[0], n)
                     new, seen = [], []
                     for i in range(1, args.repeats + 1):

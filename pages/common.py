@@ -47,8 +47,9 @@ def set_server_threads() -> int:
     """Give torch one thread (or $VIZ_TORCH_THREADS) for the whole server process, once, at start.
 
     Every browser session runs the model on its own thread; with torch's default (one OpenMP thread per
-    core, per session) concurrent sessions oversubscribe the cores and the same work costs 10-24x more CPU
-    (benchmarks/bench_threads.py shows it). One thread per session lets sessions share cores. The inter-op
+    core, per session) concurrent sessions oversubscribe the cores, and issue 11 measured 10-24x more CPU for
+    the same work (benchmarks/bench_threads.py measures it on your machine). One thread per session lets
+    sessions share the cores; a single researcher on a big machine may raise it. The inter-op
     pool can only be sized before torch first uses it: later calls leave it as it is.
     """
     import os
