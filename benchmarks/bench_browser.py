@@ -65,13 +65,24 @@ def wait_drawn(page, page_name: str, first: str, n: int, timeout_s: float = 600)
     page.wait_for_function(js, arg=[first, n], timeout=timeout_s * 1000, polling=50)
 
 
-def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str) -> tuple[float, float]:
-    """(server CPU s at health, at the first attention page drawn) with a file watcher setting."""
+def inotify_watches(pid: int) -> int:
+    """Folders and files a process watches through inotify (the watchdog observer's watches)."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            count += sum(line.startswith("inotify wd:") for line in fd.read_text().splitlines())
+        except OSError:
+            pass
+    return count
+
+
+def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str, extra: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """(server CPU s at health, at the first attention page drawn, inotify watches) with a file watcher setting."""
     log = open(tmp / f"watch-{watcher}.log", "wb")
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--server.fileWatcherType", watcher], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                             "--server.fileWatcherType", watcher, *extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True)
     try:
         import urllib.request
@@ -94,7 +105,7 @@ def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str) -> tuple[fl
             wait_idle(w.page, 300)
         finally:
             w.close()
-        return at_health, cpu_seconds(proc.pid)
+        return at_health, cpu_seconds(proc.pid), inotify_watches(proc.pid)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
@@ -107,6 +118,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pages", nargs="*", default=list(PAGES))
     parser.add_argument("--watcher", action="store_true")
+    parser.add_argument("--watcher-only", action="store_true", help="only the file watcher comparison")
     args = parser.parse_args()
     import urllib.parse
 
@@ -116,6 +128,8 @@ def main() -> None:
         n = args.tokens
         server = AppServer(tmp)
         rows = []
+        if args.watcher_only:
+            args.pages, args.watcher = [], True
         try:
             server.first_visit(browser)
             for p_index, page_name in enumerate(args.pages):
@@ -147,17 +161,20 @@ def main() -> None:
                     w.close()
         finally:
             server.stop()
-        print(f"Base model, {n} source tokens: input changed -> every chart drawn in headless Chromium "
-              f"(median of {args.repeats})")
-        print(table(["page", "input", "to drawn s", "server CPU s", "rest s (browser, waits)", "<= 3 s", "load avg"], rows))
+        if rows:
+            print(f"Base model, {n} source tokens: input changed -> every chart drawn in headless Chromium "
+                  f"(median of {args.repeats})")
+            print(table(["page", "input", "to drawn s", "server CPU s", "rest s (browser, waits)", "<= 3 s", "load avg"], rows))
         if args.watcher:
             query = urllib.parse.urlencode({"model": f"path:{path}", "text": words(8)})
             wrows = []
-            for watcher in ("none", "auto"):
-                health, drawn = first_page_cpu(browser, tmp, watcher, query)
-                wrows.append([watcher, f"{health:.2f}", f"{drawn:.2f}", load()])
+            for label, watcher, extra in (("none (config.toml)", "none", ()),
+                                          ("auto, config.toml's blacklist", "auto", ()),
+                                          ("auto, no blacklist (before)", "auto", ("--server.folderWatchBlacklist", "/nonexistent"))):
+                health, drawn, watches = first_page_cpu(browser, tmp, watcher, query, extra)
+                wrows.append([label, f"{health:.2f}", f"{drawn:.2f}", watches, load()])
             print("\nServer CPU seconds from start: at health, and when the first page (base model, 8 tokens) is drawn")
-            print(table(["fileWatcherType", "CPU s at health", "CPU s at first page drawn", "load avg"], wrows))
+            print(table(["file watcher", "CPU s at health", "CPU s at first page drawn", "inotify watches", "load avg"], wrows))
 
 
 if __name__ == "__main__":
