@@ -390,3 +390,9 @@ def letters_checkpoint(folder: Path) -> Path:
     save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
                     card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
     return path
+
+
+def pick_view(page, name: str) -> None:
+    """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
+    wait_idle(page)
+    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click()

@@ -16,8 +16,9 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser_helpers import (ROOT, WAIT_S, AppServer, Watch, chromium, choose, download, input_box, letters_checkpoint,
-                                   plot_data, screenshot, ticks, type_input, wait_idle, wait_text, wait_ticks,
+from tests.browser_helpers import (ROOT, WAIT_S, AppServer, Watch, chromium, choose, download, input_box,
+                                   letters_checkpoint, pick_view, plot_data, screenshot, ticks, type_input, wait_idle,
+                                   wait_text, wait_ticks,
                                    wait_title)
 
 EOS, BOS = "</s>", "<s>"
@@ -87,7 +88,7 @@ def test_attention_page(watch, server, letters):
     assert "att_head=1" in page.url
     screenshot(page, "e2e_attention")
 
-    page.get_by_role("tab", name="bertviz").click()
+    pick_view(page, "bertviz")
     frame = page.frame_locator('[data-testid="stIFrame"]')
     frame.locator("#attention line").first.wait_for(state="attached", timeout=WAIT_S * 1000)
     assert frame.locator("g#left text").all_text_contents() == source_ticks("bead")
@@ -124,8 +125,9 @@ def test_positional_page(watch, server, letters):
     screenshot(page, "e2e_positional")
 
     type_input(page, "bead")
-    page.get_by_role("tab", name="This model & input").click()
+    pick_view(page, "This model & input")
     wait_ticks(watch, source_ticks("bead"), plot="Source: embedding size")
+    assert "pe_view=mine" in page.url
 
     arrays = np.load(io.BytesIO(download(page, "Download this PE table (.npz)")))
     pos, i = np.arange(100)[:, None], np.arange(16)[None, :]
@@ -176,10 +178,12 @@ def test_model_page(watch, server, letters):
     model, _ = load_checkpoint(letters)
     wait_text(watch, f"{sum(p.numel() for p in model.parameters()):,} parameters")
     type_input(page, "abcdefg")
-    page.get_by_role("tab", name="Shapes in attention").click()
+    pick_view(page, "Shapes in attention")
     wait_text(watch, "S = 8 source tokens")
 
-    page.get_by_role("tab", name="Weights").click()
+    pick_view(page, "Weights")
+    wait_ticks(watch, None, plot="Weight statistics per tensor")  # drawn
+    assert "model_view=weights" in page.url
     everything = ticks(page, "y", "Weight statistics per tensor")
     assert any(t.startswith("decoder.") for t in everything)
     choose(page, "Part", "encoder")
@@ -243,8 +247,7 @@ def test_a_link_to_a_page_as_the_first_visit_after_a_start(browser, letters, tmp
                 wait_ticks(w, source_ticks(text), plot="Cross-attention of the new position")
             else:
                 wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000")  # the model's d_model
-                page_tab = w.page.get_by_role("tab", name="This model & input")
-                page_tab.click()
+                pick_view(w.page, "This model & input")
                 wait_ticks(w, source_ticks(text), plot="Source: embedding size")
             wait_idle(w.page)  # the run that drew the chart is over: the sidebar is final
             assert input_box(w.page).input_value() == text
