@@ -4,7 +4,9 @@
 encodings, runs whatever forward passes the block makes, and removes the hooks on exit. Each hook is
 bound to its own `Recorder` and only writes when that recorder is the one active in the current
 context (a ContextVar), so many threads can record on one shared model at once and each gets exactly
-its own weights. Attention modules ask `is_recording()` to decide between the fused
+its own weights. With `record(model, qkv=True)` the recorder also keeps each head's queries, keys,
+values and outputs (hooks on the attention modules' vector probes); without it those probes have no
+hooks and nothing more is kept. Attention modules ask `is_recording()` to decide between the fused
 scaled_dot_product_attention path (nobody records) and the explicit softmax path whose weights the
 probe exposes.
 """
@@ -43,11 +45,15 @@ class Recorder:
     """What one `record` block saw, in call order.
 
     attention[(kind, layer)] is a list with one (B, H, Tq, Tk) tensor per forward call;
-    positional[side] is a list with one PositionalRecord per call.
+    positional[side] is a list with one PositionalRecord per call;
+    vectors[(kind, layer, name)], only when qkv is True, a list with one tensor per call for name in
+    "q" (B, H, Tq, dk), "k" and "v" (B, H, Tk, dk), "heads" (B, H, Tq, dk): each head's output before W^O.
     """
 
     attention: dict[tuple[str, int], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
     positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
+    vectors: dict[tuple[str, int, str], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
+    qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
 
     def layers(self, kind: str) -> list[int]:
         return sorted(layer for k, layer in self.attention if k == kind)
@@ -55,12 +61,15 @@ class Recorder:
     def clear(self) -> None:
         self.attention.clear()
         self.positional.clear()
+        self.vectors.clear()
 
 
-def _attention_hook(recorder: Recorder, key: tuple[str, int]):
+def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
+    """A forward hook appending a copy of the probe's output to store[key] while `recorder` is active."""
+
     def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
         if _ACTIVE.get() is recorder:
-            recorder.attention[key].append(output.detach().clone())
+            store[key].append(output.detach().clone())
 
     return hook
 
@@ -77,19 +86,23 @@ def _positional_hook(recorder: Recorder, side: str):
 
 
 @contextlib.contextmanager
-def record(model: nn.Module) -> Iterator[Recorder]:
+def record(model: nn.Module, qkv: bool = False) -> Iterator[Recorder]:
     """Record every attention map and positional row the model computes inside the block.
 
     The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
-    `positional_encodings()` -> iterable of (side, module). Nested blocks are allowed; only the
-    innermost one receives records.
+    `positional_encodings()` -> iterable of (side, module); with qkv=True also `vector_probes()` ->
+    iterable of (kind, layer, name, probe module). Nested blocks are allowed; only the innermost one
+    receives records.
     """
-    recorder = Recorder()
+    recorder = Recorder(qkv=qkv)
     handles = []
     token = _ACTIVE.set(recorder)
     try:
         for kind, layer, probe in model.attention_probes():
-            handles.append(probe.register_forward_hook(_attention_hook(recorder, (kind, layer))))
+            handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
+        if recorder.qkv:
+            for kind, layer, name, probe in model.vector_probes():
+                handles.append(probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name))))
         for side, module in model.positional_encodings():
             handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
         yield recorder
