@@ -21,7 +21,7 @@ from torch import nn
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 # bounds of attention_cost's inputs: large enough for any real model, small enough for exact, readable numbers
-COST_LIMITS = {"batch": 4096, "length": 1_048_576, "d_model": 65_536, "heads": 1024}
+COST_LIMITS = {"batch": 4096, "length": 1_048_576, "keys": 1_048_576, "d_model": 65_536, "heads": 1024}
 
 
 def allowed_keys(kind: str, query: int, n_keys: int) -> np.ndarray:
@@ -145,7 +145,7 @@ class AttentionCost:
     """Memory and arithmetic of one multi-head attention call on a batch (float32)."""
 
     batch: int
-    length: int
+    length: int  # queries
     d_model: int
     heads: int
     d_k: int
@@ -155,9 +155,12 @@ class AttentionCost:
     projection_flops: int  # W^Q, W^K, W^V, W^O: 4 * 2 * B * T * d_model^2
 
 
-def attention_cost(batch: int, length: int, d_model: int, heads: int) -> AttentionCost:
-    """Exact integer cost of self-attention at these sizes; ValueError naming any input out of bounds."""
+def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: int | None = None) -> AttentionCost:
+    """Exact integer cost of one attention call with `length` queries over n_keys keys (default: self-attention,
+    n_keys = length); ValueError naming any input out of bounds."""
     values = {"batch": batch, "length": length, "d_model": d_model, "heads": heads}
+    if n_keys is not None:
+        values["keys"] = n_keys
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise ValueError(f"{name} must be a whole number, got {value!r}")
@@ -166,9 +169,11 @@ def attention_cost(batch: int, length: int, d_model: int, heads: int) -> Attenti
     if d_model % heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by the number of heads ({heads})")
     B, T, D, H = (int(v) for v in (batch, length, d_model, heads))
+    S = T if n_keys is None else int(n_keys)
     dk = D // H
-    elements = B * H * T * T
-    return AttentionCost(B, T, D, H, dk, elements, 4 * elements, 2 * 2 * elements * dk, 4 * 2 * B * T * D * D)
+    elements = B * H * T * S  # (B, h, T, S) weights
+    projections = 2 * B * D * D * (2 * T + 2 * S)  # W^Q and W^O on T rows, W^K and W^V on S rows
+    return AttentionCost(B, T, D, H, dk, elements, 4 * elements, 2 * 2 * elements * dk, projections)
 
 
 def length_scaling(batch: int, length: int, d_model: int, heads: int, factors=(0.25, 0.5, 1, 2, 4)) -> list[AttentionCost]:

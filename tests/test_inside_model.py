@@ -158,6 +158,8 @@ def test_attention_cost_of_the_worked_example():
     doubled = inside.attention_cost(32, 1024, 768, 12)
     assert doubled.weight_bytes == 4 * c.weight_bytes and doubled.score_flops == 4 * c.score_flops
     assert doubled.projection_flops == 2 * c.projection_flops
+    cross = inside.attention_cost(2, 3, 8, 2, n_keys=5)
+    assert cross.weight_elements == 60 and cross.projection_flops == 4096  # 2 B D² (2 T + 2 S) = 2·2·64·16
     lengths = [x.length for x in inside.length_scaling(32, 512, 768, 12)]
     assert lengths == [128, 256, 512, 1024, 2048]
     assert [x.length for x in inside.length_scaling(1, 1, 8, 2)] == [1, 2, 4]
