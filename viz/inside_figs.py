@@ -10,7 +10,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .tokens import display_token, indexed
 
@@ -24,9 +23,10 @@ def _check_tokens(n: int, tokens: Sequence[str], what: str) -> None:
         raise ValueError(f"{n} {what} but {len(tokens)} key tokens")
 
 
-def _vector_heatmap(z: np.ndarray, labels: Sequence[str], zmax: float, showscale: bool) -> go.Heatmap:
+def _vector_heatmap(z: np.ndarray, labels: Sequence[str], zmax: float, showscale: bool, axes: str = "") -> go.Heatmap:
     return go.Heatmap(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), zmin=-zmax, zmax=zmax, zmid=0,
-                      colorscale=DIVERGING, showscale=showscale, customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], 1),
+                      colorscale=DIVERGING, showscale=showscale, xaxis="x" + axes, yaxis="y" + axes,
+                      customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], 1),
                       hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>",
                       colorbar=dict(thickness=12, len=0.8) if showscale else None)
 
@@ -36,21 +36,29 @@ def _zmax(*arrays: np.ndarray) -> float:
     return m if m > 0 else 1.0
 
 
+def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
+    """A whole layout as one dict: the figure is built in one constructor call (plotly's update_* calls are slow)."""
+    return dict(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=top, b=10), **extra)
+
+
 def _rows_figure(top: np.ndarray, top_labels: Sequence[str], bottom: np.ndarray, bottom_labels: Sequence[str],
-                 titles: tuple[str, str], title: str) -> go.Figure:
-    """Two stacked vector heatmaps sharing the dimension axis and one colour scale."""
-    n_top, n_bottom = top.shape[0], bottom.shape[0]
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles,
-                        row_heights=[max(n_top, 1), max(n_bottom, 1)])
+                 titles: tuple[str, str], title: str, shapes: Sequence[dict] = (), xtitle: str = "dimension i") -> go.Figure:
+    """Two stacked vector heatmaps (top on axes x/y, bottom on x2/y2) sharing the dimension axis and one colour scale."""
+    n_top, n_bottom = max(top.shape[0], 1), max(bottom.shape[0], 1)
+    gap = 0.1
+    split = (1 - gap) * n_bottom / (n_top + n_bottom)  # the bottom panel's share of the height
     zmax = _zmax(top, bottom)
-    fig.add_trace(_vector_heatmap(top, top_labels, zmax, True), row=1, col=1)
-    fig.add_trace(_vector_heatmap(bottom, bottom_labels, zmax, False), row=2, col=1)
-    for row, labels in ((1, top_labels), (2, bottom_labels)):
-        fig.update_yaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=list(labels), autorange="reversed",
-                         row=row, col=1)
-    fig.update_xaxes(title_text="dimension i", row=2, col=1)
-    fig.update_layout(title=title, height=int(min(900, 170 + 26 * (n_top + n_bottom))), margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    y_axis = lambda labels, domain, anchor: dict(tickmode="array", tickvals=list(range(len(labels))),  # noqa: E731
+                                                 ticktext=list(labels), autorange="reversed", domain=domain, anchor=anchor)
+    layout = _layout(
+        title, int(min(900, 190 + 26 * (n_top + n_bottom))), top=80, shapes=list(shapes),
+        xaxis=dict(anchor="y", matches="x2", showticklabels=False), yaxis=y_axis(top_labels, [split + gap, 1], "x"),
+        xaxis2=dict(anchor="y2", title=dict(text=xtitle)), yaxis2=y_axis(bottom_labels, [0, split], "x2"),
+        annotations=[dict(text=t, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                          showarrow=False) for t, y in ((titles[0], 1.0), (titles[1], split))],
+    )
+    return go.Figure([_vector_heatmap(top, top_labels, zmax, True), _vector_heatmap(bottom, bottom_labels, zmax, False, "2")],
+                     layout)
 
 
 def query_keys(query: np.ndarray, keys: np.ndarray, query_token: str, key_tokens: Sequence[str], title: str = "") -> go.Figure:
@@ -74,10 +82,13 @@ def values_and_output(values: np.ndarray, weights: np.ndarray, output: np.ndarra
                         "this head's output"), title or "Values and their weighted sum")
 
 
-def _key_axis(fig: go.Figure, key_tokens: Sequence[str]) -> None:
+def _key_axis(key_tokens: Sequence[str]) -> dict:
     n = len(key_tokens)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=indexed(key_tokens), tickangle=-45 if n > 10 else 0,
-                     title_text="key")
+    return dict(tickmode="array", tickvals=list(range(n)), ticktext=indexed(key_tokens), tickangle=-45 if n > 10 else 0,
+                title=dict(text="key"))
+
+
+_LEGEND = dict(orientation="h", y=1.02, yanchor="bottom")
 
 
 def scores(raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_tokens: Sequence[str],
@@ -91,15 +102,12 @@ def scores(raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_
             raise ValueError(f"{name}: {values.shape} scores and {allowed.shape} mask entries for {len(key_tokens)} key tokens")
     x = np.arange(len(key_tokens))
     text = np.where(allowed, "", "masked → −∞")
-    fig = go.Figure([go.Bar(x=x, y=values, name=name, marker_color=np.where(allowed, color, MASKED_COLOR).tolist(),
-                            text=text if i == len(shown) - 1 else None, textposition="outside",
-                            hovertemplate="key %{x}<br>score %{y:.4f}<extra></extra>")
-                     for i, (name, values, color) in enumerate(shown)])
-    _key_axis(fig, key_tokens)
-    fig.update_yaxes(title_text="score")
-    fig.update_layout(title=title or "Scores", barmode="group", height=340, showlegend=True,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    traces = [go.Bar(x=x, y=values, name=name, marker_color=np.where(allowed, color, MASKED_COLOR).tolist(),
+                     text=text if i == len(shown) - 1 else None, textposition="outside",
+                     hovertemplate="key %{x}<br>score %{y:.4f}<extra></extra>")
+              for i, (name, values, color) in enumerate(shown)]
+    return go.Figure(traces, _layout(title or "Scores", 340, barmode="group", showlegend=True, legend=_LEGEND,
+                                     xaxis=_key_axis(key_tokens), yaxis=dict(title=dict(text="score"))))
 
 
 def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") -> go.Figure:
@@ -107,13 +115,11 @@ def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") ->
     _check_tokens(allowed.shape[0], key_tokens, "mask entries")
     z = np.where(allowed, 0.0, np.nan)[None, :]
     text = np.where(allowed, "0", "−∞")[None, :]
-    fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), y=[0], text=text, texttemplate="%{text}", zmin=-1, zmax=1,
-                               colorscale=[[0, "#ffffff"], [1, "#ffffff"]], showscale=False, hoverongaps=False,
-                               hovertemplate="key %{x}: %{text}<extra></extra>", xgap=2))
-    _key_axis(fig, key_tokens)
-    fig.update_yaxes(showticklabels=False)
-    fig.update_layout(title=title or "Mask", height=170, plot_bgcolor=MASKED_COLOR, margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    trace = go.Heatmap(z=z, x=np.arange(z.shape[1]), y=[0], text=text, texttemplate="%{text}", zmin=-1, zmax=1,
+                       colorscale=[[0, "#ffffff"], [1, "#ffffff"]], showscale=False, hoverongaps=False,
+                       hovertemplate="key %{x}: %{text}<extra></extra>", xgap=2)
+    return go.Figure(trace, _layout(title or "Mask", 190, top=50, plot_bgcolor=MASKED_COLOR, xaxis=_key_axis(key_tokens),
+                                    yaxis=dict(showticklabels=False)))
 
 
 def weights_row(weights: np.ndarray, key_tokens: Sequence[str], unscaled: np.ndarray | None = None, title: str = "") -> go.Figure:
@@ -127,12 +133,8 @@ def weights_row(weights: np.ndarray, key_tokens: Sequence[str], unscaled: np.nda
             raise ValueError(f"unscaled weights {unscaled.shape} differ from weights {weights.shape}")
         traces.append(go.Bar(x=x, y=unscaled, name="without 1/√d_k", marker_color=RAW_COLOR,
                              hovertemplate="key %{x}<br>weight without the scale %{y:.4f}<extra></extra>"))
-    fig = go.Figure(traces)
-    _key_axis(fig, key_tokens)
-    fig.update_yaxes(title_text="weight", range=[0, 1.05])
-    fig.update_layout(title=title or "Attention weights", barmode="group", height=340, showlegend=True,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    return go.Figure(traces, _layout(title or "Attention weights", 340, barmode="group", showlegend=True, legend=_LEGEND,
+                                     xaxis=_key_axis(key_tokens), yaxis=dict(title=dict(text="weight"), range=[0, 1.05])))
 
 
 def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
@@ -140,28 +142,26 @@ def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
     if values.ndim != 1:
         raise ValueError(f"products must be (d_k,), got {values.shape}")
     colors = np.where(values >= 0, "#d62728", "#1f77b4").tolist()
-    fig = go.Figure(go.Bar(x=np.arange(values.shape[0]), y=values, marker_color=colors,
-                           hovertemplate="dimension %{x}<br>q_i·k_i %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="dimension i")
-    fig.update_yaxes(title_text="q_i · k_i")
-    fig.update_layout(title=title or f"q_i · k_i for key {key_label}: they sum to {values.sum():.3f}", height=320,
-                      margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+    trace = go.Bar(x=np.arange(values.shape[0]), y=values, marker_color=colors,
+                   hovertemplate="dimension %{x}<br>q_i·k_i %{y:.4f}<extra></extra>")
+    return go.Figure(trace, _layout(title or f"q_i · k_i for key {key_label}: they sum to {values.sum():.3f}", 320, top=60,
+                                    xaxis=dict(title=dict(text="dimension i")), yaxis=dict(title=dict(text="q_i · k_i"))))
 
 
 def concat_and_output(concat: np.ndarray, output: np.ndarray, n_heads: int, head: int | None = None, title: str = "") -> go.Figure:
     """The heads' outputs side by side (D,), head boundaries marked, above the projected output row (D,)."""
     if concat.ndim != 1 or output.shape != concat.shape or concat.shape[0] % n_heads:
         raise ValueError(f"concat and output must be (D,) with D divisible by {n_heads}; got {concat.shape}, {output.shape}")
-    fig = _rows_figure(concat[None, :], ["Concat(head_1..head_h)"], output[None, :], ["· W^O + b^O"],
-                       ("heads side by side", "the layer's attention output"), title or "Concatenation and W^O")
     dk = concat.shape[0] // n_heads
-    for h in range(1, n_heads):
-        fig.add_vline(x=h * dk - 0.5, line_width=1, line_color="#333333", row=1, col=1)
+    edge = lambda x: dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain", line=dict(width=1, color="#333333"))  # noqa: E731
+    shapes = [edge(h * dk - 0.5) for h in range(1, n_heads)]
     if head is not None:
-        fig.add_vrect(x0=head * dk - 0.5, x1=(head + 1) * dk - 0.5, line_width=2, line_color="#2ca02c", row=1, col=1)
-    fig.update_xaxes(title_text="dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)", row=2, col=1)
-    fig.update_layout(height=300)
+        shapes.append(dict(type="rect", x0=head * dk - 0.5, x1=(head + 1) * dk - 0.5, xref="x", y0=0, y1=1, yref="y domain",
+                           line=dict(width=2, color="#2ca02c")))
+    fig = _rows_figure(concat[None, :], ["Concat(head_1..head_h)"], output[None, :], ["· W^O + b^O"],
+                       ("heads side by side", "the layer's attention output"), title or "Concatenation and W^O", shapes,
+                       xtitle="dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)")
+    fig.layout.height = 300
     return fig
 
 
@@ -170,12 +170,10 @@ def matrix(w: np.ndarray, title: str = "") -> go.Figure:
     if w.ndim != 2:
         raise ValueError(f"a matrix must have 2 axes, got {w.shape}")
     zmax = _zmax(w)
-    fig = go.Figure(go.Heatmap(z=w, zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING,
-                               hovertemplate="out %{y}, in %{x}<br>%{z:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="input dimension (concatenated heads)")
-    fig.update_yaxes(title_text="output dimension", autorange="reversed")
-    fig.update_layout(title=title or "W^O", height=420, margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    trace = go.Heatmap(z=w, zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING,
+                       hovertemplate="out %{y}, in %{x}<br>%{z:.4f}<extra></extra>")
+    return go.Figure(trace, _layout(title or "W^O", 420, top=50, xaxis=dict(title=dict(text="input dimension (concatenated heads)")),
+                                    yaxis=dict(title=dict(text="output dimension"), autorange="reversed")))
 
 
 def format_bytes(n: int) -> str:
@@ -208,11 +206,9 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
     if len(lengths) != len(weight_bytes) or not lengths:
         raise ValueError(f"{len(lengths)} lengths but {len(weight_bytes)} memory values")
     text = [format_bytes(b) for b in weight_bytes]
-    fig = go.Figure(go.Scatter(x=list(lengths), y=list(weight_bytes), mode="lines+markers+text", text=text,
-                               textposition="top left", hovertemplate="length %{x}<br>%{text}<extra></extra>",
-                               marker=dict(size=[14 if t == current else 8 for t in lengths])))
-    fig.update_xaxes(type="log", title_text="sequence length T")
-    fig.update_yaxes(type="log", title_text="attention weights, bytes (float32)")
-    fig.update_layout(title=title or "Attention weights grow with T²: twice the length, four times the memory", height=360,
-                      margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+    trace = go.Scatter(x=list(lengths), y=list(weight_bytes), mode="lines+markers+text", text=text, textposition="top left",
+                       hovertemplate="length %{x}<br>%{text}<extra></extra>",
+                       marker=dict(size=[14 if t == current else 8 for t in lengths]))
+    return go.Figure(trace, _layout(title or "Attention weights grow with T²: twice the length, four times the memory", 360,
+                                    top=60, xaxis=dict(type="log", title=dict(text="sequence length T")),
+                                    yaxis=dict(type="log", title=dict(text="attention weights, bytes (float32)"))))
