@@ -9,7 +9,7 @@ from model.inspect import attention_shape_walk
 from pages import common
 from viz import inside_figs as figs
 from viz.attention_figs import KIND_TITLES
-from viz.tokens import plain_token
+from viz.tokens import display_token, plain_token
 
 st.title("Inside attention")
 st.markdown("Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one head and one query** with the numbers "
@@ -47,9 +47,9 @@ query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
 c4.selectbox("Query token", list(range(len(q_tokens))), key="in_query",
              format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}")
 step = inside.step_from_capture(cap, kind, layer, head, query)
-q_label = f"{query}: {plain_token(q_tokens[query])}"
-where = f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_label}"
-st.caption(f"{where} · d_k = {step.d_k} · {len(k_tokens)} keys · decoder input: "
+q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
+where = f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_shown}"  # for chart titles (plotly reads HTML)
+st.caption(f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_label} · d_k = {step.d_k} · {len(k_tokens)} keys · decoder input: "
            f"{'the model’s own greedy output' if cap.generated else 'the target you typed'}")
 
 # -- 1. queries and keys ---------------------------------------------------------------------------
@@ -69,7 +69,7 @@ key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_to
 st.selectbox("Key for the elementwise products", list(range(len(k_tokens))), key="in_key",
              format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}")
 st.markdown("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score.")
-st.plotly_chart(figs.products(step.products(key), f"{key}: {plain_token(k_tokens[key])}"), key="in_products")
+st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader("3 · Scaled scores")
@@ -120,7 +120,7 @@ out = inside.output_step(cap.head_outputs[kind][layer], w_o, b_o, query)
 st.markdown(f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {H * step.d_k} dimensions; "
             f"head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token.")
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
-st.plotly_chart(figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_label}"),
+st.plotly_chart(figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_shown}"),
                 key="in_concat")
 with st.expander("W^O of this layer"):
     if w_o.shape[0] <= 256:
