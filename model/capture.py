@@ -10,6 +10,7 @@ from torch import nn
 
 from .decoding import default_max_steps, generate_ids
 from .inputs import as_batch, prepare_source, prepare_target, require_eval
+from .interventions import Interventions
 from .recording import ATTENTION_KINDS, Recorder, record
 from .tokenizer import Tokenizer
 
@@ -42,6 +43,10 @@ class Capture:
     qkv: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     # head_outputs[kind]: (L, H, Tq, dk) each head's softmax(q k^T / sqrt(dk)) v, before concatenation and W^O
     head_outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # (T, target vocabulary) the model's log-probabilities at each decoder position (of this pass, interventions included)
+    log_probs: np.ndarray | None = None
+    # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
+    interventions: dict = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""
@@ -65,12 +70,17 @@ def _stack_vectors(recorder: Recorder, kind: str, name: str) -> np.ndarray:
 
 @torch.no_grad()
 def capture(
-    model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None, qkv: bool = False
+    model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None, qkv: bool = False,
+    ablate: list[tuple[str, int, int]] | None = None, positional: str | None = None, shift: int = 1, seed: int = 0,
 ) -> Capture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
     With target=None the decoder input is the model's own greedy output for the source.
     With qkv=True also each head's queries, keys, values and outputs (Capture.qkv, Capture.head_outputs).
+    Interventions change this pass only (model/interventions.py): ablate=[(kind, layer, head), ...] zeroes those
+    heads' outputs before W^O; positional="off" | "shuffled" (permutation from seed) | "shifted" (every position
+    + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
+    the change affects the probability of that output. Capture.interventions records what was changed.
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
@@ -81,7 +91,9 @@ def capture(
         tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
     else:
         tgt_ids, tgt_cut = prepare_target(model, vocab, target)
-    with record(model, qkv=qkv) as rec:
+    changes = Interventions.make(ablate, positional, shift, seed)
+    changes.check(model, (len(src.ids), len(tgt_ids)))
+    with record(model, qkv=qkv, interventions=changes) as rec:
         memory, mask = model.encode(as_batch(model, src.ids))
         logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
     src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
@@ -105,4 +117,6 @@ def capture(
         target_truncated=tgt_cut,
         qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
         head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
+        log_probs=_numpy(logits[0].float().log_softmax(-1)),
+        interventions=changes.describe(),
     )

@@ -53,6 +53,7 @@ def capture_json(capture: Capture, decimals: int = 5) -> str:
         "predicted_tokens": capture.predicted_tokens,
         "generated": capture.generated,
         "source_truncated": capture.source_truncated,
+        "interventions": capture.interventions,
         "shapes": {k: list(v.shape) for k, v in capture.arrays().items()},
     }
     for name, arr in capture.arrays().items():

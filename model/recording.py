@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from .interventions import NONE, Interventions, zero_heads
+
 _ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("transformer_recorder", default=None)
 
 ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
@@ -54,6 +56,7 @@ class Recorder:
     positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
     vectors: dict[tuple[str, int, str], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
     qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
+    interventions: Interventions = NONE  # what this block's passes change (heads ablated, positions)
 
     def layers(self, kind: str) -> list[int]:
         return sorted(layer for k, layer in self.attention if k == kind)
@@ -75,31 +78,51 @@ def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
 
 
 def _positional_hook(recorder: Recorder, side: str):
-    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
-        if _ACTIVE.get() is recorder:
-            x = args[0]
-            offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
-            rows = module.rows(offset, x.size(1)).detach().clone()
-            recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows, offset))
+    """Records the rows added; with a positional intervention, adds the changed rows instead (and records those)."""
+
+    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> torch.Tensor | None:
+        if _ACTIVE.get() is not recorder:
+            return None
+        x = args[0]
+        offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
+        changed = recorder.interventions.positional is not None
+        rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
+        recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
+        return x + rows if changed else None
+
+    return hook
+
+
+def _ablation_hook(recorder: Recorder, heads: list[int]):
+    """On a head-output probe: zero the given heads (before W^O) while `recorder` is active."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        return zero_heads(output, heads) if _ACTIVE.get() is recorder else None
 
     return hook
 
 
 @contextlib.contextmanager
-def record(model: nn.Module, qkv: bool = False) -> Iterator[Recorder]:
+def record(model: nn.Module, qkv: bool = False, interventions: Interventions | None = None) -> Iterator[Recorder]:
     """Record every attention map and positional row the model computes inside the block.
 
     The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
-    `positional_encodings()` -> iterable of (side, module); with qkv=True also `vector_probes()` ->
-    iterable of (kind, layer, name, probe module). Nested blocks are allowed; only the innermost one
-    receives records.
+    `positional_encodings()` -> iterable of (side, module); with qkv=True or ablated heads also
+    `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
+    block's passes only (see model/interventions.py). Nested blocks are allowed; only the innermost one
+    receives records and applies its interventions.
     """
-    recorder = Recorder(qkv=qkv)
+    recorder = Recorder(qkv=qkv, interventions=interventions or NONE)
     handles = []
     token = _ACTIVE.set(recorder)
     try:
         for kind, layer, probe in model.attention_probes():
             handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
+        if recorder.interventions.ablate:  # before the qkv hooks: the recorded head outputs are what W^O receives
+            for kind, layer, name, probe in model.vector_probes():
+                heads = recorder.interventions.heads(kind, layer)
+                if name == "heads" and heads:
+                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, heads)))
         if recorder.qkv:
             for kind, layer, name, probe in model.vector_probes():
                 handles.append(probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name))))
