@@ -149,7 +149,8 @@ with mine:
         st.error(str(err))
         cost = None
     if cost is not None:
-        st.dataframe(figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B)), hide_index=True, width="stretch")
+        rows = figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B))
+        st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
         st.markdown(f"Attention weights B × h × T × T = **{figs.format_count(cost.weight_elements)}** numbers, "
                     f"**{figs.format_bytes(cost.weight_bytes)}** at float32, per layer and kind of attention. "
                     f"QKᵀ and weights·V: {figs.format_count(cost.score_flops)} FLOPs; the four projections: "
@@ -162,7 +163,8 @@ with live:
     n_q, n_k = len(q_tokens), len(k_tokens)
     st.markdown(f"**This input and model**: {KIND_TITLES[kind]}, B = 1, {n_q} queries × {n_k} keys, "
                 f"d_model = {cfg.d_model}, h = {cfg.n_heads}, d_k = {cfg.d_head}.")
-    st.dataframe(figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)), hide_index=True, width="stretch")
+    rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k))
+    st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
     live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k)
     st.markdown(f"Attention weights of one layer: {cfg.n_heads} × {n_q} × {n_k} = {live_cost.weight_elements:,} numbers, "
                 f"{figs.format_bytes(live_cost.weight_bytes)}.")

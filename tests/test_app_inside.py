@@ -114,3 +114,25 @@ def test_bad_input_is_named(ckpt):
     at = open_page("inside", ckpt)
     at.sidebar.text_area(key="text").set_value("XYZ").run()
     assert not at.exception and "None of the input's symbols" in messages(at) and not charts(at)
+
+
+@pytest.mark.parametrize("params", [
+    {"in_kind": "decoder_self", "in_query": "7", "in_key": "-2"},  # the decoder input has 5 tokens (<s> b e a d)
+    {"in_d": "inf", "in_h": "0", "in_batch": "1.5"},
+    {"in_layer": "2", "in_head": "2", "in_noscale": "1"},  # the encoder has 2 layers, the model 2 heads
+])
+def test_each_bad_selection_falls_back_alone(ckpt, params):
+    at = open_page("inside", ckpt, text="cafe", target="bead", in_kind=params.pop("in_kind", "encoder_self"), **params)
+    assert not at.exception, at.exception
+    assert not at.error
+    kind = at.radio(key="in_kind").value
+    assert 0 <= at.selectbox(key="in_layer").value < (2 if kind == "encoder_self" else 3)
+    assert at.selectbox(key="in_head").value in (0, 1)
+    if "in_query" in params:
+        assert (kind, at.selectbox(key="in_query").value) == ("decoder_self", 0)
+        assert 0 <= at.selectbox(key="in_key").value < 5
+    if "in_d" in params:
+        assert [at.number_input(key=k).value for k in ("in_batch", "in_d", "in_h")] == [32, 768, 12]
+    if "in_layer" in params:
+        assert (at.selectbox(key="in_layer").value, at.selectbox(key="in_head").value) == (0, 0)
+        assert at.toggle(key="in_noscale").value is True  # the valid part of the link is kept

@@ -206,9 +206,9 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
     if len(lengths) != len(weight_bytes) or not lengths:
         raise ValueError(f"{len(lengths)} lengths but {len(weight_bytes)} memory values")
     text = [format_bytes(b) for b in weight_bytes]
-    trace = go.Scatter(x=list(lengths), y=list(weight_bytes), mode="lines+markers+text", text=text, textposition="top left",
-                       hovertemplate="length %{x}<br>%{text}<extra></extra>",
+    trace = go.Scatter(x=list(lengths), y=list(weight_bytes), mode="lines+markers+text", text=text, textposition="top center",
+                       hovertemplate="length %{x}<br>%{text}<extra></extra>", cliponaxis=False,
                        marker=dict(size=[14 if t == current else 8 for t in lengths]))
-    return go.Figure(trace, _layout(title or "Attention weights grow with T²: twice the length, four times the memory", 360,
-                                    top=60, xaxis=dict(type="log", title=dict(text="sequence length T")),
-                                    yaxis=dict(type="log", title=dict(text="attention weights, bytes (float32)"))))
+    return go.Figure(trace, _layout(title or "Memory grows with T²", 360, top=60,
+                                    xaxis=dict(type="log", title=dict(text="sequence length T (2× the length: 4× the memory)")),
+                                    yaxis=dict(type="log", exponentformat="SI", title=dict(text="attention weights, bytes"))))
