@@ -43,7 +43,7 @@ def entropy_bits(p: np.ndarray) -> float:
     """Shannon entropy of a distribution in bits: 0 for one-hot, log2(n) for uniform over n keys."""
     p = np.asarray(p, dtype=np.float64)
     nz = p[p > 0]
-    return float(-(nz * np.log2(nz)).sum())
+    return max(0.0, float(-(nz * np.log2(nz)).sum()))  # never -0.0
 
 
 @dataclass
