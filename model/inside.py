@@ -66,6 +66,11 @@ class HeadStep:
         return self.query.shape[0]
 
     @property
+    def scale(self) -> float:
+        """sqrt(d_k), what the raw scores are divided by."""
+        return math.sqrt(self.d_k)
+
+    @property
     def entropy(self) -> float:
         return entropy_bits(self.weights)
 

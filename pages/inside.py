@@ -73,7 +73,7 @@ st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_toke
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader("3 · Scaled scores")
-st.markdown(f"Dot products of d_k = {step.d_k} terms grow like √d_k, so they are divided by √d_k = {step.d_k ** 0.5:.3g} "
+st.markdown(f"Dot products of d_k = {step.d_k} terms grow like √d_k, so they are divided by √d_k = {step.scale:.3g} "
             "before the softmax, which would otherwise saturate.")
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
 st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, "Raw and scaled scores"), key="in_scaled")
@@ -117,7 +117,7 @@ st.plotly_chart(figs.values_and_output(step.values, step.weights, step.output, k
 st.subheader("7 · All heads together, then W^O")
 w_o, b_o = inside.output_projection(session.model, kind, layer)
 out = inside.output_step(cap.head_outputs[kind][layer], w_o, b_o, query)
-st.markdown(f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {H * step.d_k} dimensions; "
+st.markdown(f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {out.concat.shape[0]} dimensions; "
             f"head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token.")
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
 st.plotly_chart(figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_shown}"),

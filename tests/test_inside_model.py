@@ -64,7 +64,8 @@ def test_head_step_equals_the_captured_row_and_its_parts_add_up(cap):
         step = inside.step_from_capture(cap, kind, layer, head, query)
         np.testing.assert_allclose(step.weights, getattr(cap, kind)[layer, head, query], atol=1e-5)
         np.testing.assert_allclose(step.output, cap.head_outputs[kind][layer, head, query], atol=1e-5)
-        np.testing.assert_allclose(step.scaled * np.sqrt(step.d_k), step.raw)
+        np.testing.assert_allclose(step.scaled * step.scale, step.raw)
+        assert step.scale == pytest.approx(np.sqrt(8))
         np.testing.assert_allclose(step.products(1).sum(), step.raw[1])
     masked = inside.step_from_capture(cap, "decoder_self", 0, 0, 1)
     assert masked.allowed.tolist() == [True, True, False, False]
