@@ -21,7 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import torch  # noqa: E402
+
 from benchmarks.common import table  # noqa: E402
+from model import capture, load_checkpoint  # noqa: E402
 from model.demos import list_demos  # noqa: E402
 from tests.apptest_helpers import charts, open_page  # noqa: E402
 
@@ -88,6 +91,33 @@ def main() -> None:
     print(f"model {args.model}; input {text!r} (+ </s>); {args.repeats} reruns each; "
           f"load average (1/5/15 min) before {load_before}, after {load()}; {os.cpu_count()} CPUs")
     print(table(["page", "figures", "first load ms", "after, median ms", "after, max ms", "× baseline", "<= 150 ms"], rows))
+    library(args.model, text, args.repeats)
+
+
+def library(model_name: str, text: str, repeats: int) -> None:
+    """capture() itself: plain, with Q/K/V recorded, and with interventions, alternately in one process."""
+    demo = {d.name: d for d in list_demos()}[model_name]
+    model, tok = load_checkpoint(demo.path)
+    cfg = model.config
+    all_cross = [("cross", i, h) for i in range(cfg.n_decoder_layers) for h in range(cfg.n_heads)]
+    calls = {"capture (baseline)": {}, "qkv=True": {"qkv": True}, "ablate every cross head": {"ablate": all_cross},
+             "positional='off'": {"positional": "off"}}
+    before, threads = load(), torch.get_num_threads()
+    torch.set_num_threads(1)  # two intra-op threads on a shared 2-core machine spin against each other (50x slower)
+    try:
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(repeats + 1):  # alternate the calls, so each sees the same load; the first round warms up
+            for name, kw in calls.items():
+                t0 = time.perf_counter()
+                capture(model, tok, text, **kw)
+                samples[name].append(time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
+    times = {name: statistics.median(s[1:]) for name, s in samples.items()}
+    base = times["capture (baseline)"]
+    print(f"\ncapture() with the model's own greedy output, 1 torch thread, {repeats} calls each alternately (median); "
+          f"load average before {before}, after {load()}")
+    print(table(["call", "median ms", "× baseline"], [[n, f"{t * 1e3:.1f}", f"{t / base:.2f}"] for n, t in times.items()]))
 
 
 if __name__ == "__main__":
