@@ -138,7 +138,7 @@ class OutputStep:
 
 def output_step(head_outputs: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, query: int) -> OutputStep:
     """head_outputs (H, Tq, d_k) of one layer; w_o (D, D), b_o (D,): the output row of query position `query`."""
-    H, Tq, dk = head_outputs.shape
+    H, _, dk = head_outputs.shape  # (H, Tq, dk)
     if w_o.shape != (H * dk, H * dk) or b_o.shape != (H * dk,):
         raise ValueError(f"W^O must be ({H * dk}, {H * dk}) and b^O ({H * dk},), got {w_o.shape} and {b_o.shape}")
     concat = head_outputs[:, query, :].reshape(H * dk).astype(np.float64)  # (H, dk) -> (D,), head-major

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from model import capture
-from model import inside
+from model import capture, inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common

@@ -5,8 +5,7 @@ import base64
 import numpy as np
 import pytest
 
-from model import capture, load_checkpoint
-from model import inside
+from model import capture, inside, load_checkpoint
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 from tests.browser_helpers import letters_checkpoint
 
@@ -44,7 +43,7 @@ def test_the_steps_show_the_real_numbers(ckpt, letters):
     assert at.title[0].value == "Inside attention"
     model, tok = load_checkpoint(letters)
     cap = capture(model, tok, "cafe", target="bead", qkv=True)
-    q, k, v = (a[2, 1] for a in cap.qkv["decoder_self"])
+    q, k = (a[2, 1] for a in cap.qkv["decoder_self"][:2])
     qk = chart(at, "Query and keys")
     np.testing.assert_allclose(arr(qk["data"][0]["z"]), q[2:3], atol=1e-6)
     np.testing.assert_allclose(arr(qk["data"][1]["z"]), k, atol=1e-6)

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from model import capture, record
-from model import inside
+from model import capture, inside, record
 from model.export import qkv_npz
 from tests.conftest import make_tiny
 
