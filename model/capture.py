@@ -84,6 +84,7 @@ def capture(
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
+    changes = Interventions.make(ablate, positional, shift, seed)  # bad arguments are named before any work
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
@@ -91,7 +92,6 @@ def capture(
         tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
     else:
         tgt_ids, tgt_cut = prepare_target(model, vocab, target)
-    changes = Interventions.make(ablate, positional, shift, seed)
     changes.check(model, (len(src.ids), len(tgt_ids)))
     with record(model, qkv=qkv, interventions=changes) as rec:
         memory, mask = model.encode(as_batch(model, src.ids))
