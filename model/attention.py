@@ -37,13 +37,18 @@ def attention(
 
 
 class AttentionProbe(nn.Module):
-    """Identity on the (B, H, Tq, Tk) attention weights: the place recording hooks attach to.
+    """Identity on a tensor of the explicit attention path: the place recording hooks attach to.
 
-    It only runs on the explicit path, i.e. while somebody records.
+    `probe` sees the (B, H, Tq, Tk) weights; `q_probe`, `k_probe`, `v_probe` the per-head queries
+    (B, H, Tq, dk), keys and values (B, H, Tk, dk); `head_probe` each head's output (B, H, Tq, dk)
+    before the heads are concatenated and projected by W^O. They only run while somebody records.
     """
 
-    def forward(self, weights: torch.Tensor) -> torch.Tensor:
-        return weights
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+VECTOR_PROBES = ("q", "k", "v", "heads")  # names of the probes on Q, K, V and the heads' outputs
 
 
 @dataclass
@@ -67,6 +72,11 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.probe = AttentionProbe()
+        self.q_probe, self.k_probe, self.v_probe, self.head_probe = (AttentionProbe() for _ in VECTOR_PROBES)
+
+    def vector_probes(self) -> dict[str, AttentionProbe]:
+        """The probes on Q, K, V and the heads' outputs, by the names in VECTOR_PROBES."""
+        return dict(zip(VECTOR_PROBES, (self.q_probe, self.k_probe, self.v_probe, self.head_probe)))
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -98,8 +108,10 @@ class MultiHeadAttention(nn.Module):
                 cache.k, cache.v = k, v
         p = self.dropout if self.training else 0.0
         if is_recording():
+            q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
             out, weights = attention(q, k, v, mask, dropout=p)
             self.probe(weights)
+            out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         B, H, Tq, dk = out.shape

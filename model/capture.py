@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -10,7 +10,8 @@ from torch import nn
 
 from .decoding import greedy_ids
 from .inputs import as_batch, prepare_source, prepare_target, require_eval
-from .recording import Recorder, record
+from .interventions import Interventions
+from .recording import ATTENTION_KINDS, Recorder, record
 from .tokenizer import Tokenizer
 
 
@@ -37,9 +38,18 @@ class Capture:
     generated: bool  # True when the target is the model's own greedy output
     source_truncated: int = 0  # typed source tokens cut to fit max_len
     target_truncated: int = 0
+    # Only with capture(..., qkv=True), else empty. kind: encoder_self, decoder_self or cross; dk = D / H.
+    # qkv[kind] = (q, k, v): q (L, H, Tq, dk), k and v (L, H, Tk, dk), per head after W^Q, W^K, W^V.
+    qkv: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # head_outputs[kind]: (L, H, Tq, dk) each head's softmax(q k^T / sqrt(dk)) v, before concatenation and W^O
+    head_outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # (T, target vocabulary) the model's log-probabilities at each decoder position (of this pass, interventions included)
+    log_probs: np.ndarray | None = None
+    # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
+    interventions: dict = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Every array field by name (for .npz export)."""
+        """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""
         return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
 
 
@@ -53,14 +63,28 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().cpu().numpy()
 
 
+def _stack_vectors(recorder: Recorder, kind: str, name: str) -> np.ndarray:
+    """(L, H, T, dk) from the one tensor each layer recorded for probe `name`, batch item 0."""
+    return _numpy(torch.stack([recorder.vectors[(kind, i, name)][-1][0] for i in recorder.layers(kind)]))
+
+
 @torch.no_grad()
-def capture(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None) -> Capture:
+def capture(
+    model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None, qkv: bool = False,
+    ablate: list[tuple[str, int, int]] | None = None, positional: str | None = None, shift: int = 1, seed: int = 0,
+) -> Capture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
     With target=None the decoder input is the model's own greedy output for the source.
+    With qkv=True also each head's queries, keys, values and outputs (Capture.qkv, Capture.head_outputs).
+    Interventions change this pass only (model/interventions.py): ablate=[(kind, layer, head), ...] zeroes those
+    heads' outputs before W^O; positional="off" | "shuffled" (permutation from seed) | "shifted" (every position
+    + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
+    the change affects the probability of that output. Capture.interventions records what was changed.
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
+    changes = Interventions.make(ablate, positional, shift, seed)  # bad arguments are named before any work
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
@@ -68,10 +92,13 @@ def capture(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | N
         tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
     else:
         tgt_ids, tgt_cut = prepare_target(model, vocab, target)
-    with record(model) as rec:
+    changes.check(model, (len(src.ids), len(tgt_ids)))
+    with record(model, qkv=qkv, interventions=changes) as rec:
         memory, mask = model.encode(as_batch(model, src.ids))
         logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
     src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
+    vectors = {kind: [_stack_vectors(rec, kind, name) for name in ("q", "k", "v", "heads")]
+               for kind in ATTENTION_KINDS} if qkv else {}
     return Capture(
         source_tokens=src.tokens,
         target_tokens=vocab.decode(tgt_ids),
@@ -88,4 +115,8 @@ def capture(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | N
         generated=target is None,
         source_truncated=src.truncated,
         target_truncated=tgt_cut,
+        qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
+        head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
+        log_probs=_numpy(logits[0].float().log_softmax(-1)),
+        interventions=changes.describe(),
     )

@@ -23,6 +23,24 @@ def capture_npz(capture: Capture) -> bytes:
     return buf.getvalue()
 
 
+def qkv_npz(capture: Capture) -> bytes:
+    """Q, K, V and head outputs of a capture made with qkv=True, in one compressed .npz.
+
+    Names: {kind}_q (L, H, Tq, dk), {kind}_k and {kind}_v (L, H, Tk, dk), {kind}_head_outputs (L, H, Tq, dk)
+    for kind in encoder_self, decoder_self, cross; plus the attention weights and the token lists.
+    """
+    if not capture.qkv:
+        raise ValueError("this capture has no Q, K, V: record it with capture(..., qkv=True)")
+    arrays = {}
+    for kind, (q, k, v) in capture.qkv.items():
+        arrays.update({f"{kind}_q": q, f"{kind}_k": k, f"{kind}_v": v, f"{kind}_head_outputs": capture.head_outputs[kind],
+                       f"{kind}_weights": getattr(capture, kind)})
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays, source_tokens=np.array(capture.source_tokens, dtype=str),
+                        target_tokens=np.array(capture.target_tokens, dtype=str))
+    return buf.getvalue()
+
+
 def _rounded(a: np.ndarray, decimals: int) -> list:
     return np.round(a.astype(np.float64), decimals).tolist()
 
@@ -35,6 +53,7 @@ def capture_json(capture: Capture, decimals: int = 5) -> str:
         "predicted_tokens": capture.predicted_tokens,
         "generated": capture.generated,
         "source_truncated": capture.source_truncated,
+        "interventions": capture.interventions,
         "shapes": {k: list(v.shape) for k, v in capture.arrays().items()},
     }
     for name, arr in capture.arrays().items():

@@ -4,7 +4,9 @@
 encodings, runs whatever forward passes the block makes, and removes the hooks on exit. Each hook is
 bound to its own `Recorder` and only writes when that recorder is the one active in the current
 context (a ContextVar), so many threads can record on one shared model at once and each gets exactly
-its own weights. Attention modules ask `is_recording()` to decide between the fused
+its own weights. With `record(model, qkv=True)` the recorder also keeps each head's queries, keys,
+values and outputs (hooks on the attention modules' vector probes); without it those probes have no
+hooks and nothing more is kept. Attention modules ask `is_recording()` to decide between the fused
 scaled_dot_product_attention path (nobody records) and the explicit softmax path whose weights the
 probe exposes.
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+
+from .interventions import NONE, Interventions, zero_heads
 
 _ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("transformer_recorder", default=None)
 
@@ -43,11 +47,16 @@ class Recorder:
     """What one `record` block saw, in call order.
 
     attention[(kind, layer)] is a list with one (B, H, Tq, Tk) tensor per forward call;
-    positional[side] is a list with one PositionalRecord per call.
+    positional[side] is a list with one PositionalRecord per call;
+    vectors[(kind, layer, name)], only when qkv is True, a list with one tensor per call for name in
+    "q" (B, H, Tq, dk), "k" and "v" (B, H, Tk, dk), "heads" (B, H, Tq, dk): each head's output before W^O.
     """
 
     attention: dict[tuple[str, int], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
     positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
+    vectors: dict[tuple[str, int, str], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
+    qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
+    interventions: Interventions = NONE  # what this block's passes change (heads ablated, positions)
 
     def layers(self, kind: str) -> list[int]:
         return sorted(layer for k, layer in self.attention if k == kind)
@@ -55,41 +64,68 @@ class Recorder:
     def clear(self) -> None:
         self.attention.clear()
         self.positional.clear()
+        self.vectors.clear()
 
 
-def _attention_hook(recorder: Recorder, key: tuple[str, int]):
+def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
+    """A forward hook appending a copy of the probe's output to store[key] while `recorder` is active."""
+
     def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
         if _ACTIVE.get() is recorder:
-            recorder.attention[key].append(output.detach().clone())
+            store[key].append(output.detach().clone())
 
     return hook
 
 
 def _positional_hook(recorder: Recorder, side: str):
-    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
-        if _ACTIVE.get() is recorder:
-            x = args[0]
-            offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
-            rows = module.rows(offset, x.size(1)).detach().clone()
-            recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows, offset))
+    """Records the rows added; with a positional intervention, adds the changed rows instead (and records those)."""
+
+    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> torch.Tensor | None:
+        if _ACTIVE.get() is not recorder:
+            return None
+        x = args[0]
+        offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
+        changed = recorder.interventions.positional is not None
+        rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
+        recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
+        return x + rows if changed else None
+
+    return hook
+
+
+def _ablation_hook(recorder: Recorder, heads: list[int]):
+    """On a head-output probe: zero the given heads (before W^O) while `recorder` is active."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        return zero_heads(output, heads) if _ACTIVE.get() is recorder else None
 
     return hook
 
 
 @contextlib.contextmanager
-def record(model: nn.Module) -> Iterator[Recorder]:
+def record(model: nn.Module, qkv: bool = False, interventions: Interventions | None = None) -> Iterator[Recorder]:
     """Record every attention map and positional row the model computes inside the block.
 
     The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
-    `positional_encodings()` -> iterable of (side, module). Nested blocks are allowed; only the
-    innermost one receives records.
+    `positional_encodings()` -> iterable of (side, module); with qkv=True or ablated heads also
+    `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
+    block's passes only (see model/interventions.py). Nested blocks are allowed; only the innermost one
+    receives records and applies its interventions.
     """
-    recorder = Recorder()
+    recorder = Recorder(qkv=qkv, interventions=interventions or NONE)
     handles = []
     token = _ACTIVE.set(recorder)
     try:
         for kind, layer, probe in model.attention_probes():
-            handles.append(probe.register_forward_hook(_attention_hook(recorder, (kind, layer))))
+            handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
+        if recorder.interventions.ablate:  # before the qkv hooks: the recorded head outputs are what W^O receives
+            for kind, layer, name, probe in model.vector_probes():
+                heads = recorder.interventions.heads(kind, layer)
+                if name == "heads" and heads:
+                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, heads)))
+        if recorder.qkv:
+            for kind, layer, name, probe in model.vector_probes():
+                handles.append(probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name))))
         for side, module in model.positional_encodings():
             handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
         yield recorder

@@ -247,11 +247,22 @@ class Transformer(nn.Module):
     # -- what recording hooks attach to ------------------------------------------------------------
 
     def attention_probes(self) -> Iterator[tuple[str, int, nn.Module]]:
+        for kind, i, module in self.attention_modules():
+            yield kind, i, module.probe
+
+    def attention_modules(self) -> Iterator[tuple[str, int, MultiHeadAttention]]:
+        """(kind, layer, module) of every multi-head attention, in the order of attention_probes()."""
         for i, layer in enumerate(self.encoder.layers):
-            yield "encoder_self", i, layer.self_attn.probe
+            yield "encoder_self", i, layer.self_attn
         for i, layer in enumerate(self.decoder.layers):
-            yield "decoder_self", i, layer.self_attn.probe
-            yield "cross", i, layer.cross_attn.probe
+            yield "decoder_self", i, layer.self_attn
+            yield "cross", i, layer.cross_attn
+
+    def vector_probes(self) -> Iterator[tuple[str, int, str, nn.Module]]:
+        """(kind, layer, name, probe) for the Q, K, V and head-output probes of every attention module."""
+        for kind, i, module in self.attention_modules():
+            for name, probe in module.vector_probes().items():
+                yield kind, i, name, probe
 
     def positional_encodings(self) -> Iterator[tuple[str, nn.Module]]:
         yield "source", self.src_pe

@@ -36,6 +36,7 @@ PAGES_DIR = Path(__file__).resolve().parent
 # url_path -> (file, title, icon); the first is the default page
 PAGES = {
     "attention": ("attention.py", "Attention", ":material/grid_on:"),
+    "inside": ("inside.py", "Inside attention", ":material/calculate:"),
     "positional": ("positional.py", "Positional encoding", ":material/waves:"),
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
     "model": ("model.py", "Model", ":material/account_tree:"),

@@ -292,3 +292,33 @@ def test_the_default_page_opens_by_its_own_name(watch, server, letters):
     watch.page.get_by_role("link", name="Positional encoding").click()
     wait_title(watch, "PE matrix: 100 positions × 16 dimensions, base 10000")
     watch.assert_clean()
+
+
+def test_inside_attention_page(watch, server, letters):
+    page = watch.page
+    watch.goto(server.url("inside", model=f"path:{letters}", text="cafe", target="bead"))
+    keys = [f"{i}: {t}" for i, t in enumerate(source_ticks("cafe"))]
+    wait_ticks(watch, None, ["q: <s>"], plot="Query and keys")  # the query (axis y) above every source key (y2)
+    assert ticks(page, "y2", "Query and keys") == keys
+    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
+
+    choose(page, "Head", "1")
+    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 1, query 0: <s>")
+    wait_idle(page)
+    assert "in_head=1" in page.url
+    page.get_by_role("button", name="Prepare Q, K, V of every layer and head (.npz)").click()
+    arrays = np.load(io.BytesIO(download(page, "Download Q, K, V (.npz)")))
+    q, k = arrays["cross_q"][0, 1, 0], arrays["cross_k"][0, 1]  # layer 0, head 1, query 0
+    np.testing.assert_allclose(plot_data(page, "Query and keys", trace=0)[0], q, atol=1e-6)
+    np.testing.assert_allclose(plot_data(page, "Query and keys", trace=1), k, atol=1e-6)
+    weights = plot_data(page, "Attention weights", field="y")  # the row the attention page shows
+    np.testing.assert_allclose(weights, arrays["cross_weights"][0, 1, 0], atol=1e-6)
+    scores = k @ q / np.sqrt(q.shape[0])
+    np.testing.assert_allclose(weights, np.exp(scores) / np.exp(scores).sum(), atol=1e-5)
+
+    page.get_by_text("Compare: without 1/√d_k").click()
+    wait_text(watch, "Lower entropy means a sharper row")
+    wait_idle(page)  # the URL is written at the end of the run
+    assert "in_noscale=1" in page.url
+    screenshot(page, "e2e_inside")
+    watch.assert_clean()
