@@ -66,6 +66,7 @@ def test_attention_page(watch, server, letters):
 
     type_input(page, "bead")
     wait_ticks(watch, source_ticks("bead"))
+    wait_idle(page)
     assert input_box(page).input_value() == "bead"
     target = ticks(page, "y")  # the model's own greedy output, <s> first
     assert target[0] == BOS and 2 <= len(target) <= 12
@@ -208,6 +209,7 @@ def test_bad_input_is_named_and_kept_in_the_browser(watch, server, letters):
     wait_text(watch, "Removed 1 control or invisible character from the input.")
     wait_text(watch, "Not in the vocabulary, read as <unk>")
     wait_ticks(watch, ["c", "a", "f", "e", "<unk>", "<unk>", EOS])
+    wait_idle(page)
     assert input_box(page).input_value() == typed
 
     type_input(page, "   ")
@@ -276,6 +278,7 @@ def test_the_default_start_shows_a_shipped_demo(watch, server):
     page = watch.page
     watch.goto(server.url())
     wait_ticks(watch, expected)
+    wait_idle(page)  # the run that drew the chart is over: the sidebar is final
     assert page.get_by_role("combobox", name="Model", exact=True).input_value() == demo.name
     assert input_box(page).input_value() == example
     screenshot(page, "e2e_default_start")
