@@ -117,3 +117,36 @@ def test_token_display():
     assert display_token("</s>") == "&lt;/s&gt;" and display_token("a&b") == "a&amp;b"
     assert display_token("x" * 30).endswith("…") and len(display_token("x" * 30)) == 16
     assert indexed(["a", "a"]) == ["0: a", "1: a"]
+
+
+def test_block_mean_keeps_small_maps_and_averages_long_ones_without_masked_cells():
+    w = softmax_rows((2, 3, 5, 7))
+    same, a, b = figs.block_mean(w, None, max_cells=8)
+    assert (a, b) == (1, 1) and same.dtype == np.float32
+    np.testing.assert_allclose(same, w, rtol=1e-6)
+
+    w = softmax_rows((1, 2, 10, 9))
+    mask = figs.causal_mask(10, 9)
+    got, a, b = figs.block_mean(w, mask, max_cells=4)
+    assert (a, b) == (3, 3) and got.shape == (1, 2, 4, 3)
+    keep = np.where(mask, np.nan, w)
+    # block (row 1, col 0) holds queries 3..5, keys 0..2: all visible
+    np.testing.assert_allclose(got[0, 1, 1, 0], keep[0, 1, 3:6, 0:3].mean(), rtol=1e-6)
+    # block (row 0, col 2) holds queries 0..2, keys 6..8: every cell is masked (keys after the query)
+    assert np.isnan(got[0, 0, 0, 2])
+    # block (row 2, col 2) holds queries 6..8, keys 6..8: the mean of the visible lower triangle only
+    np.testing.assert_allclose(got[0, 0, 2, 2], np.nanmean(keep[0, 0, 6:9, 6:9]), rtol=1e-6)
+    # the last row block has one query (9) padded out, not averaged with zeros
+    np.testing.assert_allclose(got[0, 0, 3, 0], keep[0, 0, 9, 0:3].mean(), rtol=1e-6)
+
+
+def test_overview_of_a_long_input_sends_thumbnails_and_says_so():
+    n = 200
+    w = softmax_rows((2, 2, n, n))
+    fig = figs.layer_head_overview(w, "Encoder self-attention")
+    z = np.array(fig.data[0].z, dtype=float)
+    assert max(z.shape) <= figs.THUMBNAIL_CELLS and z.shape == (40, 40)  # blocks of 5: 200 / 48 rounded up
+    assert "mean of 5 × 5 positions" in fig.layout.title.text
+    assert "mean weight" in fig.data[0].hovertemplate
+    np.testing.assert_allclose(z[0, 0], w[0, 0, :5, :5].mean(), rtol=1e-5)
+    assert len(fig.to_json()) < 200_000  # 4 thumbnails of 40 x 40 float32, not 4 maps of 200 x 200

@@ -140,17 +140,53 @@ def head_grid(
     return fig
 
 
+THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
+
+
+def block_mean(weights: np.ndarray, mask: np.ndarray | None, max_cells: int = THUMBNAIL_CELLS) -> tuple[np.ndarray, int, int]:
+    """(..., Tq, Tk) -> (..., ceil(Tq/a), ceil(Tk/b)) means over blocks of a x b cells, with a and b the smallest
+    block sides that leave at most max_cells per axis (1 x 1 when the map is small: the weights unchanged).
+
+    Masked cells are left out of each block's mean; a block with nothing but masked cells is NaN (drawn grey).
+    Returns (the block means as float32, a, b).
+    """
+    Tq, Tk = weights.shape[-2:]
+    a, b = -(-Tq // max_cells), -(-Tk // max_cells)
+    z = _z(weights, None if mask is None else np.broadcast_to(mask, weights.shape)).astype(np.float64)
+    if a == 1 and b == 1:
+        return z.astype(np.float32), 1, 1
+    pad_q, pad_k = -Tq % a, -Tk % b
+    z = np.pad(z, [(0, 0)] * (z.ndim - 2) + [(0, pad_q), (0, pad_k)], constant_values=np.nan)
+    blocks = z.reshape(*z.shape[:-2], (Tq + pad_q) // a, a, (Tk + pad_k) // b, b)  # (..., Tq/a, a, Tk/b, b)
+    seen = np.isfinite(blocks).sum(axis=(-3, -1))
+    total = np.nansum(blocks, axis=(-3, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(seen > 0, total / np.maximum(seen, 1), np.nan).astype(np.float32), a, b
+
+
 def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray | None = None) -> go.Figure:
-    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads."""
+    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads.
+
+    A thumbnail has at most THUMBNAIL_CELLS cells a side: longer inputs are shown as means over blocks of
+    tokens (the hover and the subtitle say so), which keeps the page small; one head's view has every weight.
+    """
     if weights.ndim != 4:
         raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
     L, H, Tq, Tk = weights.shape
+    z, a, b = block_mean(weights, mask)
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.015, vertical_spacing=0.03,
                         row_titles=[f"layer {i}" for i in range(L)], column_titles=[f"head {h}" for h in range(H)])
-    # numeric positions (hover says "query 3"): thumbnails carry no tick labels
-    fig.add_traces([_heatmap_trace(weights[layer, h], None, None, mask, what=f"layer {layer}, head {h}<br>")
+    if a == 1 and b == 1:
+        what, where = "", "query %{y}<br>key %{x}<br>weight %{z:.3f}"
+    else:  # numeric axes of block starts: the hover names the block
+        what = f" (each cell: the mean of {a} × {b} positions)"
+        where = f"queries %{{y}}–%{{y}}+{a - 1}<br>keys %{{x}}–%{{x}}+{b - 1}<br>mean weight %{{z:.3f}}"
+    ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
+    fig.add_traces([go.Heatmap(z=z[layer, h], x=xs, y=ys, coloraxis="coloraxis", hoverongaps=False,
+                               hovertemplate=f"layer {layer}, head {h}<br>{where}<extra></extra>")
                     for layer in range(L) for h in range(H)],
                    rows=[layer + 1 for layer in range(L) for _ in range(H)], cols=[h + 1 for _ in range(L) for h in range(H)])
+    title = f"{title}{what}" if title else what.strip(" ()")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
     fig.update_layout(title=title, height=max(300, 150 * L + 100), plot_bgcolor=MASKED_COLOR, coloraxis=_coloraxis(),
