@@ -87,9 +87,15 @@ def pack_pe(model: nn.Module) -> PackPE:
     )
 
 
+def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Capture, Trace]:
+    """The capture of the model's own greedy output, and the step-by-step greedy decoding, of one input."""
+    return capture(model, tokenizer, text), greedy_decode(model, tokenizer, text)
+
+
 def pack_records(model: nn.Module, tokenizer: Tokenizer, texts: Sequence[str], label: str = "",
-                 progress: Callable[[int, int], None] | None = None) -> PackRecords:
-    """Run every input (capture of the greedy output, and the step-by-step decoding); progress(done, total) after each.
+                 progress: Callable[[int, int], None] | None = None,
+                 run: Callable[[str], tuple[Capture, Trace]] | None = None) -> PackRecords:
+    """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
 
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
     """
@@ -99,8 +105,8 @@ def pack_records(model: nn.Module, tokenizer: Tokenizer, texts: Sequence[str], l
         check = check_text(text, tokenizer.source, room)
         if check.errors:
             raise ValueError(f"input {i + 1}: {' '.join(check.errors)}")
-        inputs.append(PackInput(check.text, capture(model, tokenizer, check.text), greedy_decode(model, tokenizer, check.text),
-                                check.warnings))
+        cap, trace = run(check.text) if run is not None else run_input(model, tokenizer, check.text)
+        inputs.append(PackInput(check.text, cap, trace, check.warnings))
         if progress is not None:
             progress(i + 1, len(texts))
     n_parameters = sum(p.numel() for p in model.parameters())

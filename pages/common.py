@@ -36,6 +36,7 @@ PAGES = {
     "positional": ("positional.py", "Positional encoding", ":material/waves:"),
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
     "model": ("model.py", "Model", ":material/account_tree:"),
+    "lecture_pack": ("lecture_pack.py", "Lecture pack", ":material/school:"),
 }
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 MAX_UPLOAD_MB = 200
