@@ -42,6 +42,7 @@
     tasks.push(() => {
       const f = figure(main.dataset.figure);
       f.data[0].z = map(+layer.value, +head.value);
+      f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => `query ${i}: ${q}<br>key ${j}: ${k}`));
       f.layout.title = {text: title()};
       return Plotly.newPlot(main, f.data, f.layout, CONFIG);
     });

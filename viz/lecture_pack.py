@@ -58,12 +58,6 @@ class _Figures:
         return fid
 
 
-def _hover_labels(query_tokens, key_tokens) -> np.ndarray:
-    """(Tq, Tk) 'query i: q<br>key j: k' per cell; the weight comes from z, so one template serves every head."""
-    q, k = display_tokens(query_tokens, 40), display_tokens(key_tokens, 40)
-    return np.array([[f"query {i}: {a}<br>key {j}: {b}" for j, b in enumerate(k)] for i, a in enumerate(q)], dtype=object)
-
-
 def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, query_tokens, key_tokens) -> dict:
     """One kind of attention of one input: templates for the chosen map and the overview, and the weights."""
     L, H, Tq, Tk = weights.shape  # (L, H, Tq, Tk)
@@ -72,11 +66,13 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, quer
     if mask is not None:
         data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
     main = attention_heatmap(weights[-1].mean(axis=0), query_tokens, key_tokens, KIND_TITLES[kind], mask)
-    main.data[0].update(customdata=_hover_labels(query_tokens, key_tokens),
-                        hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>")
+    # The script writes 'query i: q<br>key j: k' per cell from the token lists, and the weight comes from z:
+    # one template serves every layer and head, and no string per cell travels in the file.
+    main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>")
     overview = layer_head_overview(weights, f"{KIND_TITLES[kind]}: every layer (rows) and head (columns)", mask)
     return {
         "kind": kind, "title": KIND_TITLES[kind], "shape": [L, H + 1, Tq, Tk], "z": _floats(data),
+        "q": display_tokens(query_tokens, 40), "k": display_tokens(key_tokens, 40),
         "main": figs.add(f"{prefix}-{kind}", main, keep_z=False),
         "overview": figs.add(f"{prefix}-{kind}-all", overview, keep_z=False),
     }
@@ -186,7 +182,7 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
             att["ref"] = f"{n}/{kind}"
             atts.append(att)
         dec = _decoding(figs, prefix, trace) if trace.steps else None
-        data["inputs"].append({"attention": {a["kind"]: {k: a[k] for k in ("shape", "z", "title")} for a in atts},
+        data["inputs"].append({"attention": {a["kind"]: {k: a[k] for k in ("shape", "z", "title", "q", "k")} for a in atts},
                                "decoding": dec})
         pe_ids = [figs.add(f"{prefix}-pe-rows", _pe_rows(cap))] + [
             figs.add(f"{prefix}-pe-{side}", positional_figs.embedding_vs_pe(tokens, np.linalg.norm(emb, axis=-1),
