@@ -5,11 +5,14 @@
   const DATA = JSON.parse(document.getElementById("pack-data").textContent);
   const CONFIG = {displaylogo: false, responsive: true};
 
-  function floats(b64) {  // base64 of little-endian float32 -> Float32Array
+  function weights(b64) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
     const bin = atob(b64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return new Float32Array(bytes.buffer);
+    const out = new Float32Array(bin.length / 2);
+    for (let i = 0; i < out.length; i++) {
+      const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
+      out[i] = v === 65535 ? NaN : v / 65534;
+    }
+    return out;
   }
   function matrix(arr, offset, rows, cols) {  // rows x cols block starting at offset, as nested arrays
     const z = [];
@@ -32,7 +35,7 @@
   document.querySelectorAll(".attention").forEach(box => {
     const [n, kind] = box.dataset.ref.split("/");
     const att = DATA.inputs[+n].attention[kind];
-    const w = floats(att.z);
+    const w = weights(att.z);
     const [L, H1, Tq, Tk] = att.shape;
     const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
     const main = box.querySelector(".main"), overview = box.querySelector(".overview");
@@ -58,7 +61,7 @@
 
   document.querySelectorAll(".decoding").forEach(box => {
     const dec = DATA.inputs[+box.dataset.ref].decoding;
-    const cross = floats(dec.cross), self = floats(dec.self);
+    const cross = weights(dec.cross), self = weights(dec.self);
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
