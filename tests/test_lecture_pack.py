@@ -251,3 +251,10 @@ def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
     assert not at.exception
     assert "input 2" in " ".join(e.value for e in at.error)
     assert at.text_area(key="pack_inputs").value == "cafe\nxyz"  # what the user typed stays
+
+
+@pytest.mark.parametrize("module, banned", [("viz.lecture_pack", ("torch", "streamlit")), ("model.lecture", ("plotly", "streamlit"))])
+def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
+    code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
