@@ -70,7 +70,7 @@ def fake_records(n_inputs: int = 2) -> PackRecords:
 
 
 def pack_data(page: str) -> dict:
-    found = re.search(r'<script type="application/json" id="pack-data">(.*?)</script>', page, re.S)
+    found = re.search(r'<script type="application/json" id="pack-data">(.*?)</script>', page, re.DOTALL)
     assert found, "no pack data in the page"
     return json.loads(found.group(1))
 

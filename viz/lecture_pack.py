@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import base64
 import html
-import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +214,7 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
     cfg = records.config
     about = (f"{records.n_parameters:,} parameters · {cfg.get('n_encoder_layers')} encoder and {cfg.get('n_decoder_layers')} "
              f"decoder layers · {cfg.get('n_heads')} heads · d_model {cfg.get('d_model')} · made "
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     page = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
