@@ -64,6 +64,8 @@
     const cross = weights(dec.cross), self = weights(dec.self);
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
+    // Decoder self-attention keys: all positions stay on the axis, only those written so far are named.
+    const written = t => dec.ticks.map((tick, i) => (i <= t ? tick : ""));
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
     function show(t) {
       const text = dec.text[t];
@@ -77,14 +79,14 @@
       return Promise.all([
         Plotly.restyle(topk, topTrace(t)),
         Plotly.restyle(crossDiv, {z: [matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S)]}),
-        Plotly.update(selfDiv, {z: [matrix(self, t * dec.rows * dec.T, dec.rows, dec.T)]}, {"xaxis.range": [-0.5, t + 0.5]}),
+        Plotly.update(selfDiv, {z: [matrix(self, t * dec.rows * dec.T, dec.rows, dec.T)]}, {"xaxis.ticktext": written(t)}),
       ]);
     }
     for (const [div, fill] of [[topk, null], [crossDiv, "cross"], [selfDiv, "self"]]) {
       tasks.push(() => {
         const f = figure(div.dataset.figure);
         if (fill === "cross") f.data[0].z = matrix(cross, 0, dec.rows, dec.S);
-        if (fill === "self") { f.data[0].z = matrix(self, 0, dec.rows, dec.T); f.layout.xaxis.range = [-0.5, 0.5]; }
+        if (fill === "self") { f.data[0].z = matrix(self, 0, dec.rows, dec.T); f.layout.xaxis.ticktext = written(0); }
         return Plotly.newPlot(div, f.data, f.layout, CONFIG);
       });
     }

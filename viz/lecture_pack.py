@@ -105,8 +105,10 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
                                         "Cross-attention of the new position over the source")
     self_fig = decoding_figs.step_rows(np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs,
                                        "Decoder self-attention of the new position")
+    self_fig.data[0].hoverongaps = False  # no hover (so no token) over keys not yet written
     return {
         "n": T, "rows": L * H, "S": S, "T": T, "cross": _weights(cross), "self": _weights(self_rows), "top": top,
+        "ticks": list(self_fig.layout.xaxis.ticktext),
         "text": text, "stop": "</s>" if trace.stop_reason == "eos" else "the length limit", "output": trace.text,
         "topk_fig": figs.add(f"{prefix}-topk", topk), "cross_fig": figs.add(f"{prefix}-cross-rows", cross_fig, keep_z=False),
         "self_fig": figs.add(f"{prefix}-self-rows", self_fig, keep_z=False),
