@@ -40,6 +40,7 @@ PAGES = {
     "positional": ("positional.py", "Positional encoding", ":material/waves:"),
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
     "model": ("model.py", "Model", ":material/account_tree:"),
+    "lecture_pack": ("lecture_pack.py", "Lecture pack", ":material/school:"),
 }
 THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
 

@@ -1,0 +1,62 @@
+"""Lecture pack page: every view of the current model for a list of inputs, as one HTML file that needs no server."""
+
+import streamlit as st
+
+from model.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
+from pages import common
+from viz.lecture_pack import lecture_pack_html
+
+st.title("Lecture pack")
+session = common.require_session(valid_input=False)
+st.markdown(
+    "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
+    "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
+    "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it."
+)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def pack_html(model_key: str, texts: tuple[str, ...], _records) -> str:
+    """The pack's HTML for one model and list of inputs: a few MB, so few entries, shared by every session."""
+    return lecture_pack_html(_records)
+
+
+def build(texts: tuple[str, ...]) -> str:
+    """Run the inputs through the app's own caches (the decoding page's too), with a progress bar, then the HTML."""
+    bar = st.progress(0.0, text=f"Running the model on {len(texts)} inputs…")
+    run = lambda text: (common.cached_capture(session.key, text, None, session.model, session.tokenizer),  # noqa: E731
+                        common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer))
+    report = lambda done, total: bar.progress(done / (total + 1), text=f"Ran {done} of {total} inputs…")  # noqa: E731
+    records = pack_records(session.model, session.tokenizer, texts, label=session.label, progress=report, run=run)
+    bar.progress(len(texts) / (len(texts) + 1), text="Writing the HTML…")
+    page = pack_html(session.key, texts, records)
+    bar.empty()
+    return page
+
+
+# Prefilled with the current input and the model's examples, once per model (what the user typed is kept).
+if st.session_state.get("pack_model") != session.key:
+    st.session_state["pack_model"] = session.key
+    st.session_state["pack_inputs"] = "\n".join(dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip()))
+raw = st.text_area(f"Inputs, one per line (at most {MAX_INPUTS}, each at most {MAX_CHARS} characters)", key="pack_inputs",
+                   height=180, max_chars=MAX_INPUTS * (MAX_CHARS + 1))
+texts, notes = bounded_inputs(raw.splitlines())
+for note in notes:
+    st.warning(note)
+
+if st.button("Build the lecture pack", key="pack_build", type="primary", disabled=not texts):
+    st.session_state["pack_request"] = (session.key, tuple(texts))
+request = st.session_state.get("pack_request")
+if request and request[0] == session.key:
+    try:
+        page = build(request[1])
+    except ValueError as err:  # an input the model cannot read at all
+        st.error(f"Could not build the pack: {err}")
+    else:
+        st.success(f"{len(request[1])} inputs · {len(page.encode('utf-8')) / 1e6:.1f} MB")
+        st.download_button("Download the lecture pack (.html)", page, file_name="lecture_pack.html", mime="text/html",
+                           key="pack_download", type="primary", on_click="ignore")
+        if request[1] != tuple(texts):
+            st.caption("The inputs changed since this pack was built: build it again to include them.")
+elif not texts:
+    st.info("Type at least one input.")

@@ -1,0 +1,260 @@
+"""The lecture pack: the HTML builder on tiny arrays, the records, the command, and the app page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from plotly.offline import get_plotlyjs
+
+from model import Capture, Step, Trace
+from model import pe_analysis as pea
+from model.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
+from tests.apptest_helpers import open_page
+from tests.browser_helpers import letters_checkpoint
+from viz.lecture_pack import lecture_pack_html
+from viz.tokens import display_token
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "</script><script>alert(1)</script>"
+L_ENC, L_DEC, H, D = 3, 2, 3, 8  # asymmetric layer counts and three heads catch axis mix-ups
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def fake_input(text: str, src: list[str], out: list[str], seed: int) -> PackInput:
+    """A Capture and a Trace made of random attention (no model): out are the written tokens, ending with </s>."""
+    rng = np.random.default_rng(seed)
+    S, T = len(src), len(out)  # T decoder inputs: <s> + out[:-1]
+    tgt = ["<s>"] + out[:-1]
+    causal = np.triu(np.ones((T, T), bool), 1)
+    dec = rng.normal(size=(L_DEC, H, T, T))
+    dec[..., causal] = -np.inf
+    cap = Capture(
+        source_tokens=src, target_tokens=tgt, predicted_tokens=out, source_ids=np.arange(S), target_ids=np.arange(T),
+        encoder_self=softmax(rng.normal(size=(L_ENC, H, S, S))), decoder_self=softmax(dec),
+        cross=softmax(rng.normal(size=(L_DEC, H, T, S))), source_pe=pea.pe_table(S, D).astype(np.float32),
+        target_pe=pea.pe_table(T, D).astype(np.float32), source_embeddings=rng.normal(size=(S, D)).astype(np.float32),
+        target_embeddings=rng.normal(size=(T, D)).astype(np.float32), generated=True,
+    )
+    steps = []
+    for t, token in enumerate(out):
+        probs = np.sort(rng.random(3))[::-1].astype(np.float32)
+        steps.append(Step(index=t, token=token, token_id=10 + t, prob=float(probs[0]), forced=False,
+                          top_ids=np.array([10 + t, 1, 2]), top_tokens=[token, "x", "y"], top_probs=probs,
+                          decoder_self=softmax(rng.normal(size=(L_DEC, H, t + 1))),
+                          cross=softmax(rng.normal(size=(L_DEC, H, S)))))
+    trace = Trace(src, list(range(S)), steps, "eos", text=" ".join(out[:-1]))
+    return PackInput(text, cap, trace, ["a warning"])
+
+
+def fake_records(n_inputs: int = 2) -> PackRecords:
+    inputs = [fake_input("the cat", ["the", "cat", HOSTILE, "</s>"], ["le", "chat", "</s>"], 0),
+              fake_input("a & b", ["a", "&", "b", "</s>"], ["x", "y", "z", "w", "</s>"], 1)][:n_inputs]
+    table = pea.pe_table(20, D)
+    dots = pea.offset_dot_products(table, [0, 5], 10)
+    pe = PackPE(table, "sinusoidal", "interleaved", 10000.0, pea.pe_wavelengths(D), [0, 1, 4], [0, 5], dots)
+    return PackRecords("tiny <model>", 1234, {"n_encoder_layers": L_ENC, "n_decoder_layers": L_DEC, "n_heads": H,
+                                               "d_model": D}, inputs, pe)
+
+
+def pack_data(page: str) -> dict:
+    found = re.search(r'<script type="application/json" id="pack-data">(.*?)</script>', page, re.DOTALL)
+    assert found, "no pack data in the page"
+    return json.loads(found.group(1))
+
+
+def weights(b64: str, shape) -> np.ndarray:
+    """The pack's uint16 encoding back to float weights (65535: NaN)."""
+    steps = np.frombuffer(base64.b64decode(b64), dtype="<u2").reshape(shape)
+    return np.where(steps == 65535, np.nan, steps / 65534)
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, and the text of each script."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.scripts, self._in_script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script, self._text = True, []
+
+    def handle_data(self, data):
+        if self._in_script:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._in_script:
+            self.scripts.append("".join(self._text))
+            self._in_script = False
+
+
+@pytest.fixture(scope="module")
+def records():
+    return fake_records()
+
+
+@pytest.fixture(scope="module")
+def page(records):
+    return lecture_pack_html(records)
+
+
+def test_the_pack_holds_every_layer_and_head_of_every_kind(records, page):
+    data = pack_data(page)
+    assert len(data["inputs"]) == 2
+    for item, inp in zip(data["inputs"], records.inputs):
+        for kind, layers in (("encoder_self", L_ENC), ("decoder_self", L_DEC), ("cross", L_DEC)):
+            att = item["attention"][kind]
+            expected = getattr(inp.capture, kind)
+            assert att["shape"][:2] == [layers, H + 1]
+            z = weights(att["z"], att["shape"])
+            shown = np.nan_to_num(z)  # decoder self: masked cells are NaN (drawn grey)
+            np.testing.assert_allclose(shown[:, :H], expected, atol=1e-5)  # every layer and head
+            np.testing.assert_allclose(shown[:, H], expected.mean(axis=1), atol=1e-5)  # the head average
+            if kind == "decoder_self":
+                T = expected.shape[-1]
+                assert np.isnan(z[..., np.triu(np.ones((T, T), bool), 1)]).all()
+                assert not np.isnan(z[..., np.tril(np.ones((T, T), bool))]).any()
+    # one layer selector per kind and input, with every layer; head selectors with every head and the average
+    tags = Tags()
+    tags.feed(page)
+    selects = re.findall(r'<select class="(layer|head)">(.*?)</select>', page)
+    layer_counts = sorted(len(re.findall("<option", opts)) for cls, opts in selects if cls == "layer")
+    assert layer_counts == sorted([L_ENC, L_DEC, L_DEC] * 2)
+    assert all(len(re.findall("<option", opts)) == H + 1 for cls, opts in selects if cls == "head")
+
+
+def test_each_decoding_step_has_its_rows_and_candidates(records, page):
+    dec = pack_data(page)["inputs"][1]["decoding"]
+    trace = records.inputs[1].trace
+    T, S = len(trace.steps), len(trace.source_tokens)
+    assert dec["n"] == T
+    cross, self_rows = weights(dec["cross"], (T, L_DEC * H, S)), weights(dec["self"], (T, L_DEC * H, T))
+    for t, step in enumerate(trace.steps):
+        np.testing.assert_allclose(cross[t], step.cross.reshape(L_DEC * H, S), atol=1e-5)
+        np.testing.assert_allclose(self_rows[t, :, : t + 1], step.decoder_self.reshape(L_DEC * H, t + 1), atol=1e-5)
+        assert np.isnan(self_rows[t, :, t + 1:]).all()  # keys not yet written
+        assert dec["top"][t]["y"][0] == f"1. {display_token(step.token)}" and dec["text"][t]["token"] == step.token
+
+
+def test_the_pack_loads_nothing_from_the_network_and_escapes_tokens(page):
+    tags = Tags()
+    tags.feed(page)
+    for tag, attrs in tags.tags:
+        assert tag not in ("iframe", "img", "link", "object", "embed"), tag
+        assert "src" not in attrs, (tag, attrs)
+        assert attrs.get("href", "#").startswith("#"), (tag, attrs)  # links only within the page
+    plotly_js = get_plotlyjs()
+    assert page.count(plotly_js) == 1  # inlined once
+    rest = page.replace(plotly_js, "")
+    assert "http://" not in rest and "https://" not in rest and "@import" not in rest and "url(" not in rest
+    assert HOSTILE not in page and "alert(1)</script>" not in page  # token text never ends a script
+    assert html.escape("tiny <model>") in page
+    assert len(tags.scripts) == 3  # plotly.js, the data, the pack's script: all inline
+
+
+def test_the_pack_size_is_plotly_plus_little(page):
+    extra = len(page.encode()) - len(get_plotlyjs().encode())
+    assert 0 < extra < 400_000, extra  # two tiny inputs: figures, data and script only
+    one = lecture_pack_html(fake_records(1))
+    assert len(one) < len(page)  # a second input adds to the file
+
+
+def test_a_pack_needs_an_input():
+    with pytest.raises(ValueError, match="at least one input"):
+        lecture_pack_html(PackRecords("m", 1, {}, [], fake_records().pe))
+
+
+def test_bounded_inputs_drop_blanks_and_duplicates_and_cut():
+    texts, notes = bounded_inputs([" a ", "", "b", "a", "x" * (MAX_CHARS + 5)] + [f"t{i}" for i in range(30)], max_inputs=5)
+    assert texts == ["a", "b", "x" * MAX_CHARS, "t0", "t1"]
+    assert len(notes) == 2 and "first 5" in notes[0]
+
+
+def test_pack_records_run_each_input_and_refuse_unreadable_ones(tmp_path):
+    from model import load_checkpoint
+
+    model, tok = load_checkpoint(letters_checkpoint(tmp_path))
+    seen = []
+    records = pack_records(model, tok, ["cafe", "bad"], "letters", progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)] and [i.text for i in records.inputs] == ["cafe", "bad"]
+    assert records.inputs[0].capture.source_tokens == list("cafe") + ["</s>"]
+    assert records.inputs[0].capture.encoder_self.shape[:2] == (2, 2) and records.pe.table.shape == (12, 16)
+    with pytest.raises(ValueError, match="input 2"):
+        pack_records(model, tok, ["cafe", "xyz"])
+
+
+def test_the_command_writes_a_pack_for_a_demo(tmp_path):
+    out = tmp_path / "pack.html"
+    done = subprocess.run([sys.executable, "-m", "scripts.lecture_pack", "--model", "reverse", "--input", "stressed",
+                           "--input", "abc", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "2 inputs" in done.stdout
+    page = out.read_text(encoding="utf-8")
+    data = pack_data(page)
+    assert len(data["inputs"]) == 2 and "Input 1: stressed" in page and "Input 2: abc" in page
+    assert all(item["decoding"]["n"] >= 1 for item in data["inputs"])
+
+
+def test_the_command_names_a_missing_model(tmp_path, capsys):
+    from scripts.lecture_pack import main
+
+    assert main(["--model", str(tmp_path / "none"), "--out", str(tmp_path / "x.html")]) == 1
+    assert "no checkpoint" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+
+
+def test_the_page_builds_a_pack_to_download(tmp_path, monkeypatch):
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    given = []
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def spy(self, path_or_data, mimetype, kind, filename=None):
+        given.append((path_or_data, mimetype, filename))
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    at = open_page("lecture_pack", f"path:{letters_checkpoint(tmp_path)}", timeout=120)
+    assert not at.exception, at.exception
+    box = at.text_area(key="pack_inputs")
+    assert box.value == "abcdefgh\ncafe\nhead"  # the current input, then the card's other examples
+    box.set_value("cafe\nbead\ncafe").run()
+    assert not at.get("download_button")
+    at.button(key="pack_build").click().run(timeout=120)
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert [b.proto.label for b in at.get("download_button")] == ["Download the lecture pack (.html)"]
+    packs = [g for g in given if g[2] == "lecture_pack.html"]
+    assert packs and packs[-1][1] == "text/html"
+    page = packs[-1][0].decode("utf-8") if isinstance(packs[-1][0], bytes) else packs[-1][0]
+    assert [m for m in re.findall(r"Input \d: (\w+)", page)][:2] == ["cafe", "bead"]
+    assert len(pack_data(page)["inputs"]) == 2  # the duplicate line counted once
+
+
+def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
+    at = open_page("lecture_pack", f"path:{letters_checkpoint(tmp_path)}", timeout=120)
+    at.text_area(key="pack_inputs").set_value("cafe\nxyz").run()
+    at.button(key="pack_build").click().run(timeout=120)
+    assert not at.exception
+    assert "input 2" in " ".join(e.value for e in at.error)
+    assert at.text_area(key="pack_inputs").value == "cafe\nxyz"  # what the user typed stays
+
+
+@pytest.mark.parametrize("module, banned", [("viz.lecture_pack", ("torch", "streamlit")), ("model.lecture", ("plotly", "streamlit"))])
+def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
+    code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

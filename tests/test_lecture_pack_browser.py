@@ -1,0 +1,104 @@
+"""The lecture pack in a real headless Chromium, opened from file:// with every other request blocked.
+
+Needs Debian's chromium and python playwright (see tests/browser_helpers.py); skips without them
+(fails under CI). Proves the file needs no server and no network: every chart is drawn, the layer / head
+selectors and the decoding step slider work, and nothing but the file itself is requested.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.browser_helpers import VIEWPORT, chromium
+from tests.test_lecture_pack import H, fake_records
+from viz.lecture_pack import lecture_pack_html
+from viz.tokens import display_token
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory):
+    """(page, records, requests, blocked, errors) with the pack drawn."""
+    records = fake_records(2)
+    path = tmp_path_factory.mktemp("pack") / "pack.html"
+    path.write_text(lecture_pack_html(records), encoding="utf-8")
+    url = path.as_uri()
+    requests, blocked, errors = [], [], []
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+
+        def route(r):
+            if r.request.url == url:
+                r.continue_()
+            else:
+                blocked.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(url, wait_until="load", timeout=60_000)
+        try:
+            page.wait_for_function("document.body.dataset.drawn !== undefined", timeout=120_000)
+        except Exception as e:  # playwright's TimeoutError
+            raise AssertionError(f"the pack never finished drawing; errors {errors}, blocked {blocked}") from e
+        yield page, records, requests, blocked, errors
+        context.close()
+
+
+def test_every_chart_is_drawn_offline(opened):
+    page, records, requests, blocked, errors = opened
+    # model-wide PE: 3 charts; each input: 3 kinds x (chosen map + every layer/head), 3 PE, 3 decoding
+    expected = 3 + 12 * len(records.inputs)
+    assert page.evaluate("document.body.dataset.drawn") == str(expected), errors
+    drawn = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length")
+    assert drawn == expected
+    overview_traces = page.evaluate("[...document.querySelectorAll('.attention .overview')].map(p => p.data.length)")
+    L_enc, L_dec = (records.inputs[0].capture.encoder_self.shape[0], records.inputs[0].capture.cross.shape[0])
+    assert overview_traces == [L_enc * H, L_dec * H, L_dec * H] * 2  # every layer and head of every kind
+    assert blocked == [] and errors == [] and requests == [page.url]
+
+
+def test_the_layer_and_head_selectors_change_the_map(opened):
+    page, records, *_ = opened
+    box = page.locator(".attention").first  # input 1, encoder self-attention
+    main = box.locator(".main")
+    assert main.locator(".gtitle").text_content() == "Encoder self-attention, layer 2, average of heads"
+    box.locator("select.layer").select_option("0")
+    box.locator("select.head").select_option("1")
+    page.wait_for_function("t => document.querySelector('.attention .main .gtitle').textContent === t",
+                           arg="Encoder self-attention, layer 0, head 1", timeout=30_000)
+    z = np.array(page.evaluate("document.querySelector('.attention .main').data[0].z"), dtype=float)
+    np.testing.assert_allclose(z, records.inputs[0].capture.encoder_self[0, 1], atol=1e-5)
+    hover = page.evaluate("document.querySelector('.attention .main').data[0].customdata")
+    tokens = [display_token(t, 40) for t in records.inputs[0].capture.source_tokens]
+    assert hover[2][1] == f"query 2: {tokens[2]}<br>key 1: {tokens[1]}" and len(hover) == len(tokens)
+
+
+def test_the_step_slider_changes_the_shown_step(opened):
+    page, records, requests, blocked, errors = opened
+    trace = records.inputs[0].trace
+    box = page.locator(".decoding").first
+    label = box.locator(".step-label")
+    assert label.text_content() == f"Step 1 of {len(trace.steps)}" and box.locator(".prev").is_disabled()
+    box.locator("input.step").focus()
+    box.locator("input.step").press("ArrowRight")
+    page.wait_for_function("t => document.querySelector('.decoding .step-label').textContent === t",
+                           arg=f"Step 2 of {len(trace.steps)}", timeout=30_000)
+    step = trace.steps[1]
+    assert box.locator(".token").text_content() == step.token
+    labels = page.evaluate("document.querySelector('.decoding .topk').data[0].y")
+    assert labels == [f"{i + 1}. {display_token(t)}" for i, t in enumerate(step.top_tokens)]
+    cross = np.array(page.evaluate("document.querySelector('.decoding .cross-rows').data[0].z"), dtype=float)
+    L, _, S = step.cross.shape
+    np.testing.assert_allclose(cross, step.cross.reshape(L * H, S), atol=1e-5)
+    keys = [display_token(t) for t in trace.decoder_inputs(len(trace.steps) - 1)]
+    shown = page.evaluate("document.querySelector('.decoding .self-rows').layout.xaxis.ticktext")
+    assert shown == keys[:2] + [""] * (len(keys) - 2)  # the keys written so far, no later token
+    box.locator(".next").click()
+    page.wait_for_function("t => document.querySelector('.decoding .step-label').textContent === t",
+                           arg=f"Step 3 of {len(trace.steps)}", timeout=30_000)
+    assert box.locator(".next").is_disabled() and box.locator(".token").text_content() == trace.steps[2].token
+    assert blocked == [] and errors == [] and requests == [page.url]

@@ -1,0 +1,237 @@
+"""The lecture pack: one self-contained HTML file with every view of a model for a list of inputs.
+
+Opens from a USB stick with no server and no network: plotly.js is inlined once, the figures travel as
+plotly JSON (figures' numbers as float32 typed arrays, attention weights as uint16 steps), and a small script (lecture_pack.js) draws them and
+drives the layer / head selectors and the decoding step slider. Attention weights of each kind are
+stored once per input, (L, H + 1, Tq, Tk) with the head average as head H, and the script cuts the
+shown map out of them; so every layer and head is viewable without one figure per head.
+
+Input records are duck-typed (no import of model/): `records` has .label, .n_parameters, .config (dict),
+.inputs and .pe as built by model.lecture.pack_records; each input has .text, .warnings, .capture
+(a model.Capture) and .trace (a model.Trace).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from . import decoding_figs, positional_figs
+from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
+from .tokens import display_tokens, plain_token
+
+HERE = Path(__file__).resolve().parent
+KINDS = ("encoder_self", "decoder_self", "cross")
+
+
+def _weights(a: np.ndarray) -> str:
+    """Attention weights in [0, 1] as little-endian uint16 steps of 1/65534 (65535 = NaN, a masked cell), base64.
+
+    2 bytes a weight, off by at most 7.7e-6: half the size of float32, finer than the 3 decimals shown.
+    """
+    steps = np.where(np.isnan(a), 65535, np.round(np.clip(np.nan_to_num(a), 0.0, 1.0) * 65534))
+    return base64.b64encode(np.ascontiguousarray(steps, dtype="<u2").tobytes()).decode("ascii")
+
+
+class _Figures:
+    """Figures by id, their layouts stripped of plotly's default template (sent once), numbers as float32."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, dict] = {}
+
+    def add(self, fid: str, fig: go.Figure, keep_z: bool = True) -> str:
+        for trace in fig.data:
+            for name in ("x", "y", "z"):
+                value = getattr(trace, name, None)
+                if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                    setattr(trace, name, value.astype(np.float32))
+            if not keep_z and "z" in trace:
+                trace.z = None
+        spec = fig.to_plotly_json()
+        spec["layout"].pop("template", None)
+        self.figures[fid] = spec
+        return fid
+
+
+def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, query_tokens, key_tokens) -> dict:
+    """One kind of attention of one input: templates for the chosen map and the overview, and the weights."""
+    L, H, Tq, Tk = weights.shape  # (L, H, Tq, Tk)
+    mask = causal_mask(Tq, Tk) if kind == "decoder_self" else None
+    data = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, Tq, Tk)
+    if mask is not None:
+        data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
+    main = attention_heatmap(weights[-1].mean(axis=0), query_tokens, key_tokens, KIND_TITLES[kind], mask)
+    # The script writes 'query i: q<br>key j: k' per cell from the token lists, and the weight comes from z:
+    # one template serves every layer and head, and no string per cell travels in the file.
+    main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>")
+    overview = layer_head_overview(weights, f"{KIND_TITLES[kind]}: every layer (rows) and head (columns)", mask)
+    return {
+        "kind": kind, "title": KIND_TITLES[kind], "shape": [L, H + 1, Tq, Tk], "z": _weights(data),
+        "q": display_tokens(query_tokens, 40), "k": display_tokens(key_tokens, 40),
+        "main": figs.add(f"{prefix}-{kind}", main, keep_z=False),
+        "overview": figs.add(f"{prefix}-{kind}-all", overview, keep_z=False),
+    }
+
+
+def _decoding(figs: _Figures, prefix: str, trace) -> dict:
+    """Step-by-step greedy decoding: per step the candidates, the text, and the new position's attention rows."""
+    steps = trace.steps
+    T, S = len(steps), len(trace.source_tokens)
+    L, H, _ = steps[0].cross.shape
+    inputs = trace.decoder_inputs(T - 1)  # <s> y_1 .. y_{T-1}: the keys of the last step's self-attention
+    cross = np.stack([s.cross.reshape(L * H, S) for s in steps])  # (T, L*H, S)
+    self_rows = np.full((T, L * H, T), np.nan, dtype=np.float32)  # (T, L*H, T): keys after step t not yet written
+    for t, s in enumerate(steps):
+        self_rows[t, :, : t + 1] = s.decoder_self.reshape(L * H, t + 1)
+    top, text = [], []
+    for s in steps:
+        chosen = int(list(s.top_ids).index(s.token_id)) if s.token_id in s.top_ids else None
+        bar = decoding_figs.top_k_bars(s.top_tokens, s.top_probs, chosen, f"Top {len(s.top_tokens)} next tokens").data[0]
+        top.append({"x": [round(float(p), 5) for p in s.top_probs], "y": list(bar.y), "c": list(bar.marker.color),
+                    "t": list(bar.text)})
+        text.append({"inputs": " ".join(plain_token(t) for t in trace.decoder_inputs(s.index)),
+                     "token": plain_token(s.token), "prob": f"{s.prob:.1%}"})
+    first = steps[0]
+    topk = decoding_figs.top_k_bars(first.top_tokens, first.top_probs, 0, f"Top {len(first.top_tokens)} next tokens")
+    cross_fig = decoding_figs.step_rows(cross[0].reshape(L, H, S), trace.source_tokens,
+                                        "Cross-attention of the new position over the source")
+    self_fig = decoding_figs.step_rows(np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs,
+                                       "Decoder self-attention of the new position")
+    self_fig.data[0].hoverongaps = False  # no hover (so no token) over keys not yet written
+    return {
+        "n": T, "rows": L * H, "S": S, "T": T, "cross": _weights(cross), "self": _weights(self_rows), "top": top,
+        "ticks": list(self_fig.layout.xaxis.ticktext),
+        "text": text, "stop": "</s>" if trace.stop_reason == "eos" else "the length limit", "output": trace.text,
+        "topk_fig": figs.add(f"{prefix}-topk", topk), "cross_fig": figs.add(f"{prefix}-cross-rows", cross_fig, keep_z=False),
+        "self_fig": figs.add(f"{prefix}-self-rows", self_fig, keep_z=False),
+    }
+
+
+def _pe_rows(cap) -> go.Figure:
+    """The PE rows added to this input's source tokens, one row per token."""
+    fig = positional_figs.pe_matrix(cap.source_pe, "Positional rows added to this input's source tokens")
+    n = len(cap.source_tokens)
+    fig.update_yaxes(title_text="source token", tickmode="array", tickvals=list(range(n)),
+                     ticktext=[f"{i}: {t}" for i, t in enumerate(display_tokens(cap.source_tokens))])
+    return fig
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _select(cls: str, label: str, options: list[tuple[int, str]], selected: int) -> str:
+    opts = "".join(f'<option value="{v}"{" selected" if v == selected else ""}>{_esc(t)}</option>' for v, t in options)
+    return f'<label>{_esc(label)} <select class="{cls}">{opts}</select></label>'
+
+
+def _attention_html(att: dict) -> str:
+    L, H1 = att["shape"][0], att["shape"][1]
+    layers = _select("layer", "Layer", [(i, str(i)) for i in range(L)], L - 1)
+    heads = _select("head", "Head", [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, "average of heads")], H1 - 1)
+    return (f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
+            f'<div class="plot main" data-figure="{_esc(att["main"])}"></div>'
+            f'<details open><summary>Every layer and head at once</summary>'
+            f'<div class="plot overview" data-figure="{_esc(att["overview"])}"></div></details></div>')
+
+
+def _decoding_html(dec: dict, ref: str) -> str:
+    n = dec["n"]
+    return (f'<div class="decoding" data-ref="{_esc(ref)}"><div class="controls">'
+            '<button class="prev" type="button">◀ Previous</button>'
+            f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="Step">'
+            '<button class="next" type="button">Next ▶</button> '
+            f'<span class="step-label">Step 1 of {n}</span></div>'
+            '<p class="step-text">Decoder input so far: <code class="inputs"></code> → writes <b><code class="token">'
+            '</code></b> (p = <span class="prob"></span>)</p>'
+            f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
+            f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
+            f'<div class="plot self-rows" data-figure="{_esc(dec["self_fig"])}"></div></div></div>'
+            f'<p>Output: <code>{_esc(dec["output"] or "∅")}</code> · stopped at {_esc(dec["stop"])}.</p></div>')
+
+
+def _pe_section(figs: _Figures, pe) -> str:
+    P, D = pe.table.shape
+    parts = [figs.add("pe-matrix", positional_figs.pe_matrix(pe.table, f"Positional table: {P} positions × {D} dimensions"))]
+    if pe.wavelengths is not None:
+        parts.append(figs.add("pe-sinusoids", positional_figs.sinusoid_curves(pe.table, pe.dims, pe.wavelengths)))
+    parts.append(figs.add("pe-offsets", positional_figs.offset_curves(pe.dots, pe.positions)))
+    what = (f"sinusoidal ({pe.layout} layout, base {pe.base:g})" if pe.kind == "sinusoidal" else "learned")
+    note = ("The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other."
+            if pe.kind == "sinusoidal" else "A learned table: nothing forces the curves to coincide.")
+    plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in parts)
+    return (f'<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds a {_esc(what)} '
+            f'positional encoding; the same table for every input. {_esc(note)}</p>{plots}</section>')
+
+
+def lecture_pack_html(records, title: str = "Lecture pack") -> str:
+    """The whole pack as one HTML string (see the module docstring for what `records` holds)."""
+    if not records.inputs:
+        raise ValueError("a lecture pack needs at least one input")
+    figs, data, toc, body = _Figures(), {"inputs": []}, [], []
+    for n, item in enumerate(records.inputs):
+        cap, trace, prefix = item.capture, item.trace, f"in{n}"
+        sides = {"encoder_self": (cap.source_tokens, cap.source_tokens), "decoder_self": (cap.target_tokens, cap.target_tokens),
+                 "cross": (cap.target_tokens, cap.source_tokens)}
+        atts = []
+        for kind in KINDS:
+            att = _attention(figs, prefix, kind, getattr(cap, kind), *sides[kind])
+            att["ref"] = f"{n}/{kind}"
+            atts.append(att)
+        dec = _decoding(figs, prefix, trace) if trace.steps else None
+        data["inputs"].append({"attention": {a["kind"]: {k: a[k] for k in ("shape", "z", "title", "q", "k")} for a in atts},
+                               "decoding": dec})
+        pe_ids = [figs.add(f"{prefix}-pe-rows", _pe_rows(cap))] + [
+            figs.add(f"{prefix}-pe-{side}", positional_figs.embedding_vs_pe(tokens, np.linalg.norm(emb, axis=-1),
+                                                                              np.linalg.norm(rows, axis=-1), side))
+            for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
+                                            ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe))]
+        label = f"Input {n + 1}: {item.text}"
+        toc.append(f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">attention</a> · '
+                   f'<a href="#{prefix}-pe">positional encoding</a> · <a href="#{prefix}-decoding">decoding</a></li>')
+        warnings = "".join(f'<p class="warning">{_esc(w)}</p>' for w in item.warnings)
+        kinds_html = "".join(f'<h4 id="{prefix}-{a["kind"]}">{_esc(a["title"])}</h4>{_attention_html(a)}' for a in atts)
+        pe_html = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
+        dec_html = _decoding_html(dec, str(n)) if dec else "<p>The model wrote nothing.</p>"
+        body.append(
+            f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
+            f'<p>Source tokens: <code>{_esc(" ".join(plain_token(t) for t in cap.source_tokens))}</code><br>'
+            f'Model output (the decoder input below): <code>{_esc(" ".join(plain_token(t) for t in cap.target_tokens))}</code></p>'
+            f'<h3 id="{prefix}-attention">Attention</h3>{kinds_html}'
+            f'<h3 id="{prefix}-pe">Positional encoding</h3><p>The table, its sinusoids and the dot product against offset are '
+            f'the same for every input: <a href="#pe">Positional encoding of this model</a>.</p>{pe_html}'
+            f'<h3 id="{prefix}-decoding">Step-by-step greedy decoding</h3>{dec_html}</section>'
+        )
+    pe_html = _pe_section(figs, records.pe)
+    data["figures"] = figs.figures
+    data["template"] = pio.templates["plotly"].to_plotly_json()
+    cfg = records.config
+    about = (f"{records.n_parameters:,} parameters · {cfg.get('n_encoder_layers')} encoder and {cfg.get('n_decoder_layers')} "
+             f"decoder layers · {cfg.get('n_heads')} heads · d_model {cfg.get('d_model')} · made "
+             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    page = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
+        f"<script>{get_plotlyjs()}</script></head><body>",
+        f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
+        f'<nav><h2>Contents</h2><ol>{"".join(toc)}</ol><p><a href="#pe">Positional encoding of this model</a></p></nav>',
+        pe_html, *body,
+        f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',
+        f"<script>{(HERE / 'lecture_pack.js').read_text()}</script></body></html>",
+    ]
+    return "".join(page)
+
+
+def _json_for_script(data: dict) -> str:
+    """JSON safe inside a <script> element: no '<', '>' or '&' that could end it or open a comment."""
+    text = pio.json.to_json_plotly(data)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
