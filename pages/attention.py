@@ -58,12 +58,15 @@ else:
     bert_view = st.radio("bertviz view", ["head view", "model view"], horizontal=True, key="att_bertviz")
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
-    if bert_view == "head view":
+    if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
         html = common.cached_html((*common.input_key(session), "head", bert_kind, layer),
-                                  lambda: head_view_html(*inputs, kind=bert_kind, layer=layer))
+                                  lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True))
     else:
-        html = common.cached_html((*common.input_key(session), "model", bert_kind),
-                                  lambda: model_view_html(*inputs, kind=bert_kind))
+        every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
+        if not every_layer:
+            st.caption(f"A long input: the model view shows layer {layer} only (choose the layer above).")
+        html = common.cached_html((*common.input_key(session), "model", bert_kind, None if every_layer else layer),
+                                  lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer))
     st.iframe(html, height=640 if bert_view == "head view" else 900)
     st.download_button("Download this view (.html, works offline)", lambda: html, file_name=f"bertviz-{bert_view.split()[0]}.html",
                        mime="text/html", key="att_dl_html", on_click="ignore")

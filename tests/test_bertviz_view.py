@@ -398,3 +398,23 @@ def test_the_chosen_kind_is_shown_first(make):
         assert params_of(make(enc, dec, crs, SRC, TGT, kind=kind))["default_filter"] == str(index)
     with pytest.raises(ValueError, match="kind must be one of Encoder, Decoder, Cross"):
         make(enc, dec, crs, SRC, TGT, kind="Self")
+
+
+def test_head_view_of_one_layer_sends_that_layer_alone():
+    enc, dec, crs = attention(L_enc=3, L_dec=3, H=2, S=6, T=5, seed=3)
+    full = head_view_html(enc, dec, crs, [*"abcde", "</s>"], ["<s>", *"wxyz"], layer=2)
+    one = head_view_html(enc, dec, crs, [*"abcde", "</s>"], ["<s>", *"wxyz"], layer=2, only_layer=True)
+    p = params_of(one)
+    assert p["include_layers"] == [2] and p["layer"] == 2  # the menu names the real layer
+    for entry, a in zip(p["attention"], (enc, dec, crs)):
+        np.testing.assert_array_equal(np.array(entry["attn"], dtype=np.float64), rounded(a[2:3]))
+    assert len(one) < len(full)
+
+
+def test_bertviz_fits_counts_every_weight():
+    from viz.attention_figs import BERTVIZ_MAX_WEIGHTS, bertviz_fits
+
+    small = np.zeros((2, 2, 10, 10))
+    assert bertviz_fits(small, small, small)
+    side = int(np.sqrt(BERTVIZ_MAX_WEIGHTS / (6 * 8))) + 1  # one base-size stack of maps just over the limit
+    assert not bertviz_fits(np.zeros((6, 8, side, side)))

@@ -199,3 +199,11 @@ def head_average(weights: np.ndarray) -> np.ndarray:
     if weights.ndim != 3:
         raise ValueError(f"weights must be (heads, queries, keys), got shape {weights.shape}")
     return weights.mean(axis=0)
+
+
+BERTVIZ_MAX_WEIGHTS = 400_000  # about 1.6 MB of bertviz HTML: above it a page shows one layer at a time
+
+
+def bertviz_fits(*maps: np.ndarray) -> bool:
+    """Whether bertviz's views of every layer of these attention arrays stay within BERTVIZ_MAX_WEIGHTS weights."""
+    return sum(int(np.prod(m.shape)) for m in maps) <= BERTVIZ_MAX_WEIGHTS

@@ -89,6 +89,7 @@ def head_view_html(
     layer: int | None = None,
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
+    only_layer: bool = False,
 ) -> str:
     """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
 
@@ -96,6 +97,8 @@ def head_view_html(
     query positions, columns key positions; S = len(source_tokens), T = len(target_tokens).
     layer: the layer shown first (default 0); heads: the heads shown first (default all);
     kind: the attention shown first, "Encoder", "Decoder" or "Cross" (both views).
+    only_layer: send only `layer`'s weights (its menu then lists that layer alone): a page a sixth of the
+    size for a 6-layer model, for hosts that choose the layer themselves.
     The layer menu lists max(L_enc, L_dec) layers; a stack with fewer layers shows no lines there
     (its missing layers are sent as zeros), where stock bertviz would fail.
     decimals: weights are rounded to this many decimals. offline: inline d3 and jQuery (no network).
@@ -108,6 +111,10 @@ def head_view_html(
         layer = _index(layer, n_layers, "layer")
     shown = None if heads is None else _heads(heads, n_heads)
     padded = [_pad_layers(a, n_layers) for a in arrays]  # the head view's one layer menu serves all three kinds
+    layers = list(range(n_layers))
+    if only_layer:
+        layers = [0 if layer is None else layer]
+        padded = [a[layers[0] : layers[0] + 1] for a in padded]  # (1, H, Q, K)
     vis_id = _vis_id()
     params = _params_json(
         _attention_entries(padded, source, target, decimals),
@@ -115,7 +122,7 @@ def head_view_html(
         root_div_id=vis_id,
         layer=layer,
         heads=shown,
-        include_layers=list(range(n_layers)),
+        include_layers=layers,
     )
     controls = f'Layer: <select id="layer"></select> {_filter_select(kind)}'
     return _page("head", vis_id, controls, params, decimals, offline, "Attention: head view")
