@@ -20,17 +20,16 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from .config import TransformerConfig
+from .errors import CheckpointError
+from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
-from .transformer import Transformer, build_model
+from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
+from .transformer import Transformer
 
 if TYPE_CHECKING:
     from .importers.vocab_files import VocabSpec
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded; the message says which file and what is wrong."""
 
 
 def unique_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -59,17 +58,16 @@ def save_checkpoint(model: Transformer, tokenizer: Tokenizer, path: str | Path, 
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
+    """A bounded JSON file of the folder (see safe_io); a missing one is named with its folder."""
+    if not path.exists():
         raise CheckpointError(f"{path.name} is missing from {path.parent}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path.name} is not valid JSON: {err}") from err
+    return read_json(path)
 
 
-def load_config(folder: Path) -> TransformerConfig:
+def load_config(folder: Path, data: Any = None) -> TransformerConfig:
+    """TransformerConfig from the folder's config.json (or its already parsed `data`), limits checked."""
     try:
-        return TransformerConfig.from_dict(_read_json(folder / CONFIG))
+        return TransformerConfig.from_dict(_read_json(folder / CONFIG) if data is None else data)
     except (TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
@@ -78,17 +76,46 @@ def load_config(folder: Path) -> TransformerConfig:
 
 def load_tokenizer(folder: Path) -> Tokenizer:
     try:
-        return Tokenizer.from_dict(_read_json(folder / TOKENIZER))
+        data = _read_json(folder / TOKENIZER)
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{TOKENIZER} must hold a JSON object")
+        return Tokenizer.from_dict(data)
     except (TypeError, ValueError, KeyError) as err:
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"{TOKENIZER}: {err}") from err
 
 
+def empty_model(config: TransformerConfig) -> Transformer:
+    """The Transformer with storage for every parameter but no random initialisation, for copying weights in.
+
+    Built on the meta device (no memory, no work: the random initialisation of a base model costs more
+    than reading its file), then every parameter gets uninitialised CPU storage, one tensor per tied
+    group; the sinusoid tables (non-persistent buffers) are rebuilt. The config's limits were checked
+    when it was made, so nothing here allocates without a bound.
+    """
+    with torch.device("meta"):
+        model = Transformer(config)
+    real: dict[int, nn.Parameter] = {}
+    for module in model.modules():
+        for name, p in list(module._parameters.items()):
+            if p is not None:
+                if id(p) not in real:
+                    real[id(p)] = nn.Parameter(torch.empty(p.shape, dtype=p.dtype), requires_grad=p.requires_grad)
+                module._parameters[name] = real[id(p)]
+        if isinstance(module, SinusoidalPositionalEncoding):
+            module.table = sinusoidal_encoding(module.max_len, config.d_model, config.pe_base, config.pe_layout)
+    leftover = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if leftover:  # a new kind of buffer in the model: rebuild it above
+        raise RuntimeError(f"empty_model left tensors on the meta device: {', '.join(leftover)}")
+    return model.eval()
+
+
 def load_weights(model: nn.Module, path: Path) -> None:
     """Load safetensors weights into the model, checking every key and shape first."""
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"{path.name} is missing from {path.parent}")
+    regular_file(path)
     try:
         stored = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
@@ -134,33 +161,12 @@ def load_checkpoint(
 ) -> tuple[Transformer, Tokenizer]:
     """Load a checkpoint: (model in eval mode, tokenizer).
 
-    A folder written by save_checkpoint, or any format model.importers knows (detected from the
-    contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and the
-    PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
-    model.importers.import_checkpoint), or a Hugging Face MarianMT folder.
+    A folder written by save_checkpoint, or any format in the registry of model.importers (detected
+    from the contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and
+    the PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
+    model.importers.import_checkpoint), or a Hugging Face MarianMT folder. Each file is read once.
     """
-    folder = Path(path)
-    if not folder.exists():
-        raise CheckpointError(f"no checkpoint at {folder}")
-    from .importers import NATIVE, detect_format, import_checkpoint  # here: the importers build on this module
+    from .importers.registry import load  # here: the importers build on this module
 
-    fmt = format or detect_format(folder)
-    if fmt != NATIVE:
-        model, tokenizer = import_checkpoint(
-            folder, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab, format=fmt
-        )
-        return model.to(device).eval(), tokenizer
-    if not folder.is_dir():
-        raise CheckpointError(f"{folder} is a file; a checkpoint is a folder holding {WEIGHTS}, {CONFIG} and {TOKENIZER}")
-    if any(v is not None for v in (vocab, source_vocab, target_vocab)):
-        raise CheckpointError(f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts")
-    config = load_config(folder)
-    if n_heads is not None and n_heads != config.n_heads:
-        raise CheckpointError(f"{CONFIG} says {config.n_heads} heads, but n_heads={n_heads} was asked for")
-    tokenizer = load_tokenizer(folder)
-    for side, side_vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
-        if len(side_vocab) != size:
-            raise CheckpointError(f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
-    model = build_model(config)
-    load_weights(model, folder / WEIGHTS)
+    model, tokenizer = load(path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab)
     return model.to(device).eval(), tokenizer

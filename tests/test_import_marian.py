@@ -187,11 +187,11 @@ def copy_folder(src, dst, **config_changes):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"normalize_before": True}, r"normalize_before=True \(pre-LN blocks\)"),
-        ({"activation_function": "gelu_new"}, r"activation_function='gelu_new' \(supported: relu, gelu, swish, silu\)"),
-        ({"decoder_attention_heads": 2}, r"encoder_attention_heads=4 differs from decoder_attention_heads=2"),
-        ({"normalize_embedding": True}, r"normalize_embedding=True \(a LayerNorm on the embeddings\)"),
-        ({"model_type": "bart"}, r"Hugging Face 'bart' model; of Hugging Face models only MarianMT"),
+        ({"normalize_before": True}, r"normalize_before is set \(pre-LN blocks\)"),
+        ({"activation_function": "gelu_new"}, r"activation_function is not one of relu, gelu, swish, silu"),
+        ({"decoder_attention_heads": 2}, r"encoder_attention_heads differs from decoder_attention_heads"),
+        ({"normalize_embedding": True}, r"normalize_embedding is set \(a LayerNorm on the embeddings\)"),
+        ({"model_type": "bart"}, r"a Hugging Face model of a type other than marian; of Hugging Face models only MarianMT"),
         ({"pad_token_id": 5}, r"the source vocabulary has <pad> at id \d+, but config.json pad_token_id is 5"),
     ],
 )

@@ -13,12 +13,15 @@ std: this project's norm="std". The number of heads h is not stored: it is an ar
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import torch
 
 from .common import Converted, Mapper, layer_count, make_config, sinusoid_table
+from . import state_dicts
 from .conventions import Conventions, Side
+from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "annotated"
 TITLE = "The Annotated Transformer (harvardnlp)"
@@ -28,6 +31,21 @@ NOTES = "Source and target sentences are <s> ... </s>; padding is <blank> (id 2 
 
 _SPECIALS = {"bos": 0, "eos": 1, "pad": 2, "unk": 3}  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS, starts_with_bos=False))
+
+
+# -- the format protocol (see registry.py) ----------------------------------------------------------------
+
+
+def detect(src: Source) -> bool:
+    return state_dicts.detect(src, sys.modules[__name__])
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    return state_dicts.inspect(src, sys.modules[__name__])
+
+
+def load(src: Source, options: LoadOptions):
+    return state_dicts.load(src, sys.modules[__name__], options)
 
 
 def matches(state: Mapping[str, torch.Tensor]) -> bool:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..checkpoint import CheckpointError
+from ..checkpoint import CheckpointError, empty_model
 from ..config import TransformerConfig
 from ..positional import sinusoidal_encoding
-from ..transformer import Transformer, build_model
+from ..transformer import Transformer
 
 DEFAULT_HEADS = 8  # what the Annotated Transformer, pytorch-original-transformer and the tutorial all use
 
@@ -101,13 +101,21 @@ class Mapper:
             raise CheckpointError(f"{self.where}: " + " | ".join(problems))
 
 
-def pe_tolerance(length: int) -> torch.Tensor:
-    """(length, 1) allowed |stored - exact| per position: float32 sinusoids lose ~8e-8 * position."""
-    return 1e-5 + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
+def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(length, 1) allowed |stored - exact| per position.
+
+    float32 sinusoids computed the usual way lose ~8e-8 * position; a table stored in a narrower float
+    type is also rounded once more, by at most half its machine epsilon for values in [-1, 1]
+    (float16 4.9e-4, bfloat16 3.9e-3): one full epsilon is allowed for that.
+    """
+    stored = torch.finfo(dtype).eps if dtype in (torch.float16, torch.bfloat16) else 0.0
+    return 1e-5 + stored + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
 
 
 def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
     """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
+
+    The tolerance fits the stored dtype (see pe_tolerance): a float16 or bfloat16 table passes, a wrong one does not.
 
     The file's own table is what the original code adds, so it is the one used; the check only makes
     sure that calling it "sinusoidal" (and drawing it so) is true. Refused with the largest difference.
@@ -116,13 +124,14 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     if table.dim() != 2 or table.size(1) != d_model:
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
     exact = sinusoidal_encoding(table.size(0), d_model, layout=layout)
-    excess = (table - exact).abs() - pe_tolerance(table.size(0))
+    tolerance = pe_tolerance(table.size(0), stored.dtype)
+    excess = (table - exact).abs() - tolerance
     if bool((excess > 0).any()):
         pos, dim = divmod(int(excess.argmax()), d_model)
         diff = float((table - exact).abs()[pos, dim])
         other = "half" if layout == "interleaved" else "interleaved"
         hint = ""
-        if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= pe_tolerance(table.size(0))).all()):
+        if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= tolerance).all()):
             hint = f"; it is the {other} layout, which this format's code does not use"
         raise CheckpointError(
             f"{where}: {key} is not the sinusoidal positional encoding this format defines ({layout} sin/cos, "
@@ -144,7 +153,9 @@ class Converted:
 def make_config(where: str, **fields) -> TransformerConfig:
     """TransformerConfig, with n_heads that do not divide d_model (and any other bad value) as CheckpointError."""
     d, h = fields["d_model"], fields["n_heads"]
-    if h < 1 or d % h:
+    if type(h) is not int:
+        raise CheckpointError(f"{where}: n_heads must be an integer")
+    if type(d) is int and (h < 1 or d % h):
         divisors = [n for n in range(1, min(d, 64) + 1) if d % n == 0]
         raise CheckpointError(f"{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}")
     try:
@@ -155,7 +166,7 @@ def make_config(where: str, **fields) -> TransformerConfig:
 
 def assemble(converted: Converted, where: str) -> Transformer:
     """Build the model from the config and copy every mapped tensor in (shapes checked, foreign keys named)."""
-    model = build_model(converted.config)
+    model = empty_model(converted.config)  # no random initialisation: every tensor is copied in below
     params = model.state_dict(keep_vars=True)
     state = dict(converted.state)
     if converted.config.share_embeddings:
@@ -176,7 +187,7 @@ def assemble(converted: Converted, where: str) -> Transformer:
         raise CheckpointError(f"{where}: inconsistent shapes: " + "; ".join(wrong[:6]))
     with torch.no_grad():
         for name, p in params.items():
-            p.copy_(state[name].to(p.dtype))
+            p.copy_(state[name])  # casts half precision to float32; reads a memory-mapped file's bytes once
         for side, module in model.positional_encodings():
             if side in converted.pe_tables and hasattr(module, "table") and not isinstance(module.table, torch.nn.Parameter):
                 module.table.copy_(converted.pe_tables[side][: module.max_len])
