@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import CheckpointError
+from .safe_io import size_text
 
 METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 CHUNK = 2**20
@@ -63,7 +64,7 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits) -> list[zipfi
             raise CheckpointError(f"the .zip holds two files named {leaf} (folders are flattened)")
         seen.add(leaf)
         if m.file_size > limits.max_member_bytes:
-            raise CheckpointError(f"{leaf} in the .zip unpacks to {m.file_size / 2**20:.0f} MB, above the limit of {limits.max_member_bytes / 2**20:.0f} MB")
+            raise CheckpointError(f"{leaf} in the .zip unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}")
         if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
             raise CheckpointError(
                 f"{leaf} in the .zip expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
@@ -71,7 +72,7 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits) -> list[zipfi
             )
         total += m.file_size
     if total > limits.max_total_bytes:
-        raise CheckpointError(f"the .zip unpacks to {total / 2**20:.0f} MB, above the limit of {limits.max_total_bytes / 2**20:.0f} MB")
+        raise CheckpointError(f"the .zip unpacks to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}")
     return members
 
 

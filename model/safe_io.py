@@ -35,6 +35,15 @@ def _special_root(path: Path) -> bool:
     return any(resolved == root or resolved.startswith(root + "/") for root in SPECIAL_ROOTS)
 
 
+def size_text(n: float) -> str:
+    """1536 -> "1.5 KB", 5e6 -> "4.8 MB": sizes in messages."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
 def regular_file(path: str | Path) -> os.stat_result:
     """stat() of a regular file (symlinks followed); CheckpointError for anything else, without opening it."""
     path = Path(path)
@@ -52,7 +61,7 @@ def read_bytes(path: str | Path, max_bytes: int) -> bytes:
     path = Path(path)
     info = regular_file(path)
     if info.st_size > max_bytes:
-        raise CheckpointError(f"{path.name} is {info.st_size / 2**20:.1f} MB, above the limit of {max_bytes / 2**20:.0f} MB for this kind of file")
+        raise CheckpointError(f"{path.name} is {size_text(info.st_size)}, above the limit of {size_text(max_bytes)} for this kind of file")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -62,7 +71,7 @@ def read_bytes(path: str | Path, max_bytes: int) -> bytes:
             raise CheckpointError(f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise CheckpointError(f"{path.name} grew above the limit of {max_bytes / 2**20:.0f} MB while being read")
+        raise CheckpointError(f"{path.name} grew above the limit of {size_text(max_bytes)} while being read")
     return data
 
 
