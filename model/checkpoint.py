@@ -86,33 +86,53 @@ def load_tokenizer(folder: Path) -> Tokenizer:
         raise CheckpointError(f"{TOKENIZER}: {err}") from err
 
 
-def empty_model(config: TransformerConfig) -> Transformer:
-    """The Transformer with storage for every parameter but no random initialisation, for copying weights in.
-
-    Built on the meta device (no memory, no work: the random initialisation of a base model costs more
-    than reading its file), then every parameter gets uninitialised CPU storage, one tensor per tied
-    group; the sinusoid tables (non-persistent buffers) are rebuilt. The config's limits were checked
-    when it was made, so nothing here allocates without a bound.
-    """
+def skeleton(config: TransformerConfig) -> Transformer:
+    """The Transformer's structure on the meta device: no memory, no random initialisation (which costs
+    more than reading a base model's file). Its parameters say which tensors to load and their shapes."""
     with torch.device("meta"):
-        model = Transformer(config)
+        return Transformer(config)
+
+
+def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every parameter, each tied parameter once under its first name (as save_checkpoint stores it)."""
+    return {name: tuple(p.shape) for name, p in model.named_parameters()}
+
+
+def _own(tensor: torch.Tensor, copy: bool) -> torch.Tensor:
+    """float32 CPU storage that belongs to the model: half precision is cast (a new tensor anyway); a tensor of
+    a memory-mapped file is copied (a file overwritten later must not change, or crash, a loaded model)."""
+    tensor = tensor.detach()
+    if tensor.dtype != torch.float32:
+        return tensor.float()
+    return tensor.clone() if copy else tensor
+
+
+def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: bool, tables: dict[str, torch.Tensor] | None = None) -> Transformer:
+    """Give a skeleton's parameters the loaded tensors (names as expected_shapes; shapes checked by the caller).
+
+    copy=False adopts tensors the loader read into private memory (no second pass over a base model's
+    246 MB); copy=True copies them (memory-mapped files). Sinusoid tables (non-persistent buffers) come
+    from `tables` ("source"/"target": a checkpoint's own stored table) or are computed.
+    """
     real: dict[int, nn.Parameter] = {}
-    for module in model.modules():
+    for prefix, module in model.named_modules():
         for name, p in list(module._parameters.items()):
             if p is not None:
                 if id(p) not in real:
-                    real[id(p)] = nn.Parameter(torch.empty(p.shape, dtype=p.dtype), requires_grad=p.requires_grad)
+                    real[id(p)] = nn.Parameter(_own(tensors[f"{prefix}.{name}" if prefix else name], copy), requires_grad=p.requires_grad)
                 module._parameters[name] = real[id(p)]
         if isinstance(module, SinusoidalPositionalEncoding):
-            module.table = sinusoidal_encoding(module.max_len, config.d_model, config.pe_base, config.pe_layout)
+            stored = (tables or {}).get({"src_pe": "source", "tgt_pe": "target"}.get(prefix, ""))
+            c = model.config
+            module.table = _own(stored[: module.max_len], copy) if stored is not None else sinusoidal_encoding(module.max_len, c.d_model, c.pe_base, c.pe_layout)
     leftover = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
-    if leftover:  # a new kind of buffer in the model: rebuild it above
-        raise RuntimeError(f"empty_model left tensors on the meta device: {', '.join(leftover)}")
+    if leftover:  # a new kind of buffer in the model: give it a value above
+        raise RuntimeError(f"materialize left tensors on the meta device: {', '.join(leftover)}")
     return model.eval()
 
 
-def load_weights(model: nn.Module, path: Path) -> None:
-    """Load safetensors weights into the model, checking every key and shape first."""
+def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
+    """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do)."""
     if not path.exists():
         raise CheckpointError(f"{path.name} is missing from {path.parent}")
     regular_file(path)
@@ -120,13 +140,13 @@ def load_weights(model: nn.Module, path: Path) -> None:
         stored = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from err
-    expected = unique_state(model)
+    expected = expected_shapes(model)
     missing = [k for k in expected if k not in stored]
     unexpected = [k for k in stored if k not in expected]
     wrong = [
-        f"{k}: file has {tuple(stored[k].shape)}, the config needs {tuple(v.shape)}"
+        f"{k}: file has {tuple(stored[k].shape)}, the config needs {v}"
         for k, v in expected.items()
-        if k in stored and stored[k].shape != v.shape
+        if k in stored and tuple(stored[k].shape) != v
     ]
     problems = []
     if missing:
@@ -137,6 +157,12 @@ def load_weights(model: nn.Module, path: Path) -> None:
         problems.append("wrong shapes: " + "; ".join(wrong[:8]))
     if problems:
         raise CheckpointError(f"{path.name} does not match {CONFIG}: " + " | ".join(problems))
+    return stored
+
+
+def load_weights(model: nn.Module, path: Path) -> None:
+    """Copy safetensors weights into an existing model, checking every key and shape first."""
+    stored = read_native_weights(model, path)
     with torch.no_grad():
         params = dict(model.state_dict(keep_vars=True))
         for name, tensor in stored.items():

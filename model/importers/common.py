@@ -10,13 +10,14 @@ copies every tensor in, naming the foreign key of any shape that does not fit.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import torch
 
-from ..checkpoint import CheckpointError, empty_model
+from ..checkpoint import CheckpointError, expected_shapes, materialize, skeleton
 from ..config import TransformerConfig
 from ..positional import sinusoidal_encoding
 from ..transformer import Transformer
@@ -112,6 +113,12 @@ def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tenso
     return 1e-5 + stored + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
 
 
+@functools.lru_cache(maxsize=1)  # read-only; one table is kept (10 MB at 5000 x 512), both sides share it
+def exact_table(length: int, d_model: int, layout: str) -> torch.Tensor:
+    """The exact sinusoid a stored table is compared with (both sides of a checkpoint share one)."""
+    return sinusoidal_encoding(length, d_model, layout=layout)
+
+
 def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
     """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
 
@@ -123,9 +130,9 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     table = stored.detach().float()
     if table.dim() != 2 or table.size(1) != d_model:
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
-    exact = sinusoidal_encoding(table.size(0), d_model, layout=layout)
+    exact = exact_table(table.size(0), d_model, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
-    excess = (table - exact).abs() - tolerance
+    excess = (table - exact).abs_().sub_(tolerance)
     if bool((excess > 0).any()):
         pos, dim = divmod(int(excess.argmax()), d_model)
         diff = float((table - exact).abs()[pos, dim])
@@ -148,6 +155,7 @@ class Converted:
     state: dict[str, torch.Tensor]  # this project's parameter names (tied names may be absent)
     origin: dict[str, str]  # our name -> the foreign key it came from (for messages)
     pe_tables: dict[str, torch.Tensor] = field(default_factory=dict)  # "source"/"target" -> (max_len, D) table
+    mapped: bool = True  # the tensors are views of a memory-mapped file: copy them into the model
 
 
 def make_config(where: str, **fields) -> TransformerConfig:
@@ -165,30 +173,28 @@ def make_config(where: str, **fields) -> TransformerConfig:
 
 
 def assemble(converted: Converted, where: str) -> Transformer:
-    """Build the model from the config and copy every mapped tensor in (shapes checked, foreign keys named)."""
-    model = empty_model(converted.config)  # no random initialisation: every tensor is copied in below
-    params = model.state_dict(keep_vars=True)
+    """Build the model from the config with the mapped tensors (shapes checked, foreign keys named).
+
+    Nothing is initialised at random and, for a file read into memory, nothing is copied twice: the
+    model adopts the tensors (see model.checkpoint.materialize); converted.mapped says whether to copy.
+    """
+    model = skeleton(converted.config)
     state = dict(converted.state)
     if converted.config.share_embeddings:
         state.setdefault("tgt_embed.weight", state.get("src_embed.weight"))
     if converted.config.tie_generator:
         state.setdefault("generator.weight", state.get("tgt_embed.weight"))
-    absent = [k for k in params if state.get(k) is None]
+    expected = expected_shapes(model)
+    absent = [k for k in expected if state.get(k) is None]
     if absent:  # a mapping bug rather than a bad file, but still never a half-loaded model
         raise CheckpointError(f"{where}: nothing maps onto {listing(absent)}")
     c = converted.config
     wrong = [
         f"{converted.origin.get(k, k)} has shape {tuple(state[k].shape)}, but d_model={c.d_model}, d_ff={c.d_ff} "
-        f"needs {tuple(p.shape)}"
-        for k, p in params.items()
-        if tuple(state[k].shape) != tuple(p.shape)
+        f"needs {shape}"
+        for k, shape in expected.items()
+        if tuple(state[k].shape) != shape
     ]
     if wrong:
         raise CheckpointError(f"{where}: inconsistent shapes: " + "; ".join(wrong[:6]))
-    with torch.no_grad():
-        for name, p in params.items():
-            p.copy_(state[name])  # casts half precision to float32; reads a memory-mapped file's bytes once
-        for side, module in model.positional_encodings():
-            if side in converted.pe_tables and hasattr(module, "table") and not isinstance(module.table, torch.nn.Parameter):
-                module.table.copy_(converted.pe_tables[side][: module.max_len])
-    return model.eval()
+    return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables)

@@ -122,7 +122,7 @@ def read_marian_weights(src: Source) -> Weights:
             raise CheckpointError(f"{src.name}/model.safetensors.index.json does not list 1..{MAX_SHARDS} shard files of this folder")
         parts = [src.weights(name) for name in names]
         state = {k: v for part in parts for k, v in part.state.items()}
-        return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})))
+        return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
     if src.has("pytorch_model.bin"):
         return src.weights("pytorch_model.bin")
     raise CheckpointError(f"{src.name} has a Marian config.json but no weights ({' or '.join(WEIGHT_FILES)})")
@@ -152,6 +152,7 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     weights = read_marian_weights(src)
     converted = convert_marian(weights.state, config, where)
     converted.config.extra["precision"] = weights.precision
+    converted.mapped = weights.mapped
     tokenizer = marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
     return assemble(converted, where), tokenizer
 

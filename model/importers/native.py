@@ -3,7 +3,7 @@ written by model.checkpoint.save_checkpoint: the format protocol around model.ch
 
 from __future__ import annotations
 
-from ..checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, empty_model, load_config, load_tokenizer, load_weights
+from ..checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, load_config, load_tokenizer, materialize, read_native_weights, skeleton
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
 from .source import CheckpointInfo, LoadOptions, Source
@@ -40,6 +40,6 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     for side, side_vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
         if len(side_vocab) != size:
             raise CheckpointError(f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
-    model = empty_model(config)
-    load_weights(model, folder / WEIGHTS)
-    return model.eval(), tokenizer
+    model = skeleton(config)
+    stored = read_native_weights(model, folder / WEIGHTS)  # memory-mapped by safetensors: copied into the model
+    return materialize(model, stored, copy=True), tokenizer

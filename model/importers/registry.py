@@ -75,11 +75,11 @@ def resolve(src: Source, format: str | None) -> ModuleType:
 
 def detect_format(path: str | Path) -> str:
     """The format NAME of a checkpoint folder or file; CheckpointError when none fits."""
-    return detect(Source(path)).NAME
+    return detect(Source(path, mmap=True)).NAME
 
 
 def inspect(path: str | Path) -> CheckpointInfo:
-    src = Source(path)
+    src = Source(path, mmap=True)  # names, shapes and dtypes only
     return resolve(src, None).inspect(src)
 
 

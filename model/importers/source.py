@@ -3,8 +3,10 @@ for (`LoadOptions`) and what inspection tells the app (`CheckpointInfo`).
 
 A Source remembers everything read from its path, so detection, inspection and loading within one call
 share one read of each file. Weights are read lazily where the container allows it: safetensors and
-torch.save's zip archives are memory-mapped (reading the tensors' shapes costs nothing, their bytes are
-read once, when they are copied into the model); only the legacy pre-1.6 torch format is read whole.
+torch.save's zip archives are memory-mapped for inspection (the tensors' shapes and dtypes cost nothing);
+for loading, a torch file is read into memory once and the model adopts those tensors, while a memory-
+mapped safetensors file is copied once into the model (a mapped file overwritten later would change the
+model, or crash the process with SIGBUS).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Weights:
     state: dict[str, torch.Tensor]
     meta: dict[str, Any]
     precision: str
+    mapped: bool  # the tensors are views of a memory-mapped file (copy them before keeping them)
 
     @property
     def half(self) -> bool:
@@ -104,18 +107,24 @@ def _precision(state: Mapping[str, torch.Tensor]) -> str:
     return "+".join(sorted(found)) or "float32"
 
 
-def read_weights(path: Path) -> Weights:
-    """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights."""
+def read_weights(path: Path, mmap: bool = False) -> Weights:
+    """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights.
+
+    safetensors files are always memory-mapped; torch.save zip archives when mmap=True (for inspecting:
+    shapes and dtypes without reading the bytes), else read into memory once, for the model to adopt.
+    """
     info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
+    mapped = True
     if _is_safetensors(head, info.st_size):
         try:
             obj: Any = load_file(str(path))  # memory-mapped by safetensors
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from None
     elif looks_like_pickle(head):
-        obj = load_torch_file(path, mmap=head.startswith(ZIP_MAGIC))
+        mapped = mmap and head.startswith(ZIP_MAGIC)
+        obj = load_torch_file(path, mmap=mapped)
     else:
         raise UnknownContent(
             f"{path.name} is a file that holds no checkpoint format I know; a checkpoint is a folder holding "
@@ -132,7 +141,7 @@ def read_weights(path: Path) -> Weights:
         raise CheckpointError(f"{path.name} holds {kind}, not a state_dict of tensors (or one under {' / '.join(WRAPPER_KEYS)})")
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
         state = {k[len("module."):]: v for k, v in state.items()}
-    return Weights(state, meta, _precision(state))
+    return Weights(state, meta, _precision(state), mapped)
 
 
 class Source:
@@ -143,8 +152,9 @@ class Source:
     anything opens it.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, mmap: bool = False):
         self.path = Path(path)
+        self.mmap = mmap  # inspecting: map torch files instead of reading them
         if not self.path.exists():
             raise CheckpointError(f"no checkpoint at {self.path}")
         self.is_dir = self.path.is_dir()
@@ -163,7 +173,7 @@ class Source:
         path = self.path if file is None else self.path / file
         if path not in self._weights:
             self.reads += 1
-            self._weights[path] = read_weights(path)
+            self._weights[path] = read_weights(path, self.mmap)
         return self._weights[path]
 
     def has(self, name: str) -> bool:

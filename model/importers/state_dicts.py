@@ -60,4 +60,5 @@ def load(src: Source, fmt: ModuleType, options: LoadOptions) -> tuple[Transforme
     tokenizer = build_tokenizer(fmt.CONVENTIONS, c.src_vocab_size, c.tgt_vocab_size, src_lists, tgt_lists)
     t = tokenizer.target
     converted.config = replace(c, pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, extra={**c.extra, "precision": weights.precision})
+    converted.mapped = weights.mapped
     return assemble(converted, where), tokenizer
