@@ -18,12 +18,13 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from .config import TransformerConfig
 from .errors import CheckpointError
 from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
-from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
+from .positional import SinusoidalPositionalEncoding
 from .transformer import Transformer
 
 if TYPE_CHECKING:
@@ -87,10 +88,28 @@ def load_tokenizer(folder: Path) -> Tokenizer:
 
 
 def skeleton(config: TransformerConfig) -> Transformer:
-    """The Transformer's structure on the meta device: no memory, no random initialisation (which costs
-    more than reading a base model's file). Its parameters say which tensors to load and their shapes."""
-    with torch.device("meta"):
+    """The Transformer's structure with uninitialised parameters (torch.empty: memory reserved, not touched)
+    and no random initialisation, which costs more than reading a base model's file. Its parameters say
+    which tensors to load and their shapes; materialize() then replaces them.
+
+    (Not the meta device: the first meta operation in a process imports torch's Python decompositions,
+    several seconds.)"""
+    with _SkipInit():
         return Transformer(config)
+
+
+class _SkipInit(TorchFunctionMode):
+    """Inside skeleton(): the in-place fills of parameter initialisation (torch.nn.init and the modules'
+    reset_parameters) return their parameter untouched."""
+
+    FILLS = frozenset({"uniform_", "normal_", "zeros_", "ones_", "zero_", "fill_", "xavier_uniform_", "kaiming_uniform_", "trunc_normal_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor= as a keyword
+        if getattr(func, "__name__", "") in self.FILLS and isinstance(target, nn.Parameter):
+            return target
+        return func(*args, **kwargs)
 
 
 def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
@@ -112,7 +131,7 @@ def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: b
 
     copy=False adopts tensors the loader read into private memory (no second pass over a base model's
     246 MB); copy=True copies them (memory-mapped files). Sinusoid tables (non-persistent buffers) come
-    from `tables` ("source"/"target": a checkpoint's own stored table) or are computed.
+    from `tables` ("source"/"target": a checkpoint's own stored table) or stay as the constructor computed them.
     """
     real: dict[int, nn.Parameter] = {}
     for prefix, module in model.named_modules():
@@ -123,11 +142,8 @@ def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: b
                 module._parameters[name] = real[id(p)]
         if isinstance(module, SinusoidalPositionalEncoding):
             stored = (tables or {}).get({"src_pe": "source", "tgt_pe": "target"}.get(prefix, ""))
-            c = model.config
-            module.table = _own(stored[: module.max_len], copy) if stored is not None else sinusoidal_encoding(module.max_len, c.d_model, c.pe_base, c.pe_layout)
-    leftover = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
-    if leftover:  # a new kind of buffer in the model: give it a value above
-        raise RuntimeError(f"materialize left tensors on the meta device: {', '.join(leftover)}")
+            if stored is not None:  # else the table the constructor computed stays
+                module.table = _own(stored[: module.max_len], copy)
     return model.eval()
 
 

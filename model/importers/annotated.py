@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, layer_count, make_config, sinusoid_table
+from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from . import state_dicts
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
@@ -66,11 +66,11 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
     m = Mapper(state, where)
     m.require("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "src_embed.1.pe", "tgt_embed.1.pe", "encoder.layers.0.feed_forward.w_1.weight")
     src_vocab, d_model = state["src_embed.0.lut.weight"].shape
-    tables = {}
+    stored = {}
     for side, key in (("source", "src_embed.1.pe"), ("target", "tgt_embed.1.pe")):
         pe = m.take(key)
-        rows = pe[0] if pe.dim() == 3 and pe.size(0) == 1 else pe  # stored as (1, max_len, d_model)
-        tables[side] = sinusoid_table(rows, key, d_model, "interleaved", where)
+        stored[side] = (key, pe[0] if pe.dim() == 3 and pe.size(0) == 1 else pe)  # stored as (1, max_len, d_model)
+    tables = sinusoid_tables(stored, d_model, "interleaved", where)
     n_enc, n_dec = layer_count(state, "encoder.layers"), layer_count(state, "decoder.layers")
     config = make_config(
         where,

@@ -119,6 +119,18 @@ def exact_table(length: int, d_model: int, layout: str) -> torch.Tensor:
     return sinusoidal_encoding(length, d_model, layout=layout)
 
 
+def sinusoid_tables(stored: dict[str, tuple[str, torch.Tensor]], d_model: int, layout: str, where: str) -> dict[str, torch.Tensor]:
+    """sinusoid_table for each side ({"source": (key, tensor), ...}); a side whose table equals one already
+    checked (the usual case: both sides store the same sinusoid) reuses that check."""
+    out: dict[str, torch.Tensor] = {}
+    checked: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for side, (key, tensor) in stored.items():
+        same = next((table for raw, table in checked if raw.shape == tensor.shape and raw.dtype == tensor.dtype and torch.equal(raw, tensor)), None)
+        out[side] = same if same is not None else sinusoid_table(tensor, key, d_model, layout, where)
+        checked.append((tensor, out[side]))
+    return out
+
+
 def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
     """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
 
@@ -132,8 +144,9 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
     exact = exact_table(table.size(0), d_model, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
-    excess = (table - exact).abs_().sub_(tolerance)
-    if bool((excess > 0).any()):
+    diff = (table - exact).abs_()  # (max_len, d_model)
+    if not bool((diff <= tolerance).all()):
+        excess = diff - tolerance
         pos, dim = divmod(int(excess.argmax()), d_model)
         diff = float((table - exact).abs()[pos, dim])
         other = "half" if layout == "interleaved" else "interleaved"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, layer_count, make_config, sinusoid_table
+from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from . import state_dicts
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
@@ -78,10 +78,8 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
         "encoder.encoder_layers.0.pointwise_net.linear1.weight",
     )
     src_vocab, d_model = state["src_embedding.embeddings_table.weight"].shape
-    tables = {
-        side: sinusoid_table(m.take(key), key, d_model, "interleaved", where)
-        for side, key in (("source", "src_pos_embedding.positional_encodings_table"), ("target", "trg_pos_embedding.positional_encodings_table"))
-    }
+    keys = (("source", "src_pos_embedding.positional_encodings_table"), ("target", "trg_pos_embedding.positional_encodings_table"))
+    tables = sinusoid_tables({side: (key, m.take(key)) for side, key in keys}, d_model, "interleaved", where)
     n_enc, n_dec = layer_count(state, "encoder.encoder_layers"), layer_count(state, "decoder.decoder_layers")
     config = make_config(
         where,
