@@ -22,9 +22,9 @@ from torch.overrides import TorchFunctionMode
 
 from .config import TransformerConfig
 from .errors import CheckpointError
+from .positional import SinusoidalPositionalEncoding
 from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
-from .positional import SinusoidalPositionalEncoding
 from .transformer import Transformer
 
 if TYPE_CHECKING:

@@ -4,7 +4,6 @@ import io
 import stat
 import tempfile
 import zipfile
-
 from pathlib import Path
 
 import pytest
@@ -36,10 +35,10 @@ def test_a_zipped_checkpoint_folder_is_unpacked_flat_and_loads(tmp_path, char_to
     assert model.config == load_checkpoint(folder)[0].config
 
 
-def refused(tmp_path, data: bytes, message: str, limits: ArchiveLimits = ArchiveLimits()) -> None:
+def refused(tmp_path, data: bytes, message: str, limits: ArchiveLimits | None = None) -> None:
     dest = Path(tempfile.mkdtemp(dir=tmp_path))
     with pytest.raises(CheckpointError, match=message):
-        safe_extract(data, dest, limits)
+        safe_extract(data, dest, limits or ArchiveLimits())
     assert list(dest.iterdir()) == []  # nothing written, or everything written removed
 
 

@@ -12,7 +12,13 @@ import torch
 
 from model import CheckpointError, load_checkpoint
 from model.importers import inspect_checkpoint
-from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
+from tests.import_helpers import (
+    assert_close,
+    assert_maps_equal,
+    id_batch,
+    our_run,
+    perturb,
+)
 from tests.reference.annotated import ann_make_model, ann_run
 from tests.reference.gordic import GorTransformer, gor_run
 from tests.reference.torch_tutorial import Seq2SeqTransformer, tut_run

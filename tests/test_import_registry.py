@@ -7,9 +7,15 @@ from collections import Counter
 import pytest
 import torch
 
-import model.importers.registry as registry
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.importers import FORMATS, REGISTRY, CheckpointInfo, inspect_checkpoint, known_formats
+from model.importers import (
+    FORMATS,
+    REGISTRY,
+    CheckpointInfo,
+    inspect_checkpoint,
+    known_formats,
+    registry,
+)
 from tests.conftest import make_tiny
 from tests.reference.annotated import ann_make_model
 
@@ -32,7 +38,7 @@ def counted(monkeypatch):
         calls[("torch.load", str(path).rsplit("/", 1)[-1], kwargs.get("mmap"))] += 1
         return real_load(path, *args, **kwargs)
 
-    import model.importers.source as source
+    from model.importers import source
 
     real_read_json = source.read_json
 

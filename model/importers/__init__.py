@@ -30,12 +30,12 @@ from .state_dicts import head_choices
 from .vocab_files import VocabSpec, read_vocabulary
 
 __all__ = [
-    "CheckpointInfo",
     "DEFAULT_HEADS",
     "FORMATS",
-    "LoadOptions",
     "NATIVE",
     "REGISTRY",
+    "CheckpointInfo",
+    "LoadOptions",
     "Source",
     "detect_format",
     "head_choices",

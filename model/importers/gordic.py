@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from . import state_dicts
+from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
 

@@ -3,7 +3,17 @@ written by model.checkpoint.save_checkpoint: the format protocol around model.ch
 
 from __future__ import annotations
 
-from ..checkpoint import CONFIG, TOKENIZER, WEIGHTS, CheckpointError, load_config, load_tokenizer, materialize, read_native_weights, skeleton
+from ..checkpoint import (
+    CONFIG,
+    TOKENIZER,
+    WEIGHTS,
+    CheckpointError,
+    load_config,
+    load_tokenizer,
+    materialize,
+    read_native_weights,
+    skeleton,
+)
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
 from .source import CheckpointInfo, LoadOptions, Source

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, chunk, layer_count, make_config, sinusoid_table
 from . import state_dicts
+from .common import Converted, Mapper, chunk, layer_count, make_config, sinusoid_table
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
 
