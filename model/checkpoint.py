@@ -10,6 +10,8 @@ Every problem on loading raises CheckpointError naming the file, the key and the
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from .config import TransformerConfig
 from .errors import CheckpointError
-from .positional import SinusoidalPositionalEncoding
+from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
 from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
 from .transformer import Transformer
@@ -94,8 +96,14 @@ def skeleton(config: TransformerConfig) -> Transformer:
 
     (Not the meta device: the first meta operation in a process imports torch's Python decompositions,
     several seconds.)"""
-    with _SkipInit():
-        return Transformer(config)
+    sinusoidal = config.positional == "sinusoidal"
+    with _SkipInit():  # sinusoid tables are built (or taken from the file) by materialize, not twice
+        model = Transformer(dataclasses.replace(config, max_len=1) if sinusoidal else config)
+    model.config = config
+    for module in model.modules():
+        if isinstance(module, SinusoidalPositionalEncoding):
+            module.max_len = config.max_len  # its table is a placeholder until materialize()
+    return model
 
 
 class _SkipInit(TorchFunctionMode):
@@ -110,6 +118,12 @@ class _SkipInit(TorchFunctionMode):
         if getattr(func, "__name__", "") in self.FILLS and isinstance(target, nn.Parameter):
             return target
         return func(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)  # read-only: one table is kept (10 MB at 5000 x 512); both sides share it
+def sinusoid(max_len: int, d_model: int, base: float, layout: str) -> torch.Tensor:
+    """The exact sinusoid table, computed once for both sides of a model and for checking a stored table."""
+    return sinusoidal_encoding(max_len, d_model, base, layout)
 
 
 def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
@@ -131,7 +145,7 @@ def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: b
 
     copy=False adopts tensors the loader read into private memory (no second pass over a base model's
     246 MB); copy=True copies them (memory-mapped files). Sinusoid tables (non-persistent buffers) come
-    from `tables` ("source"/"target": a checkpoint's own stored table) or stay as the constructor computed them.
+    from `tables` ("source"/"target": a checkpoint's own stored table) or are computed.
     """
     real: dict[int, nn.Parameter] = {}
     for prefix, module in model.named_modules():
@@ -142,8 +156,8 @@ def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: b
                 module._parameters[name] = real[id(p)]
         if isinstance(module, SinusoidalPositionalEncoding):
             stored = (tables or {}).get({"src_pe": "source", "tgt_pe": "target"}.get(prefix, ""))
-            if stored is not None:  # else the table the constructor computed stays
-                module.table = _own(stored[: module.max_len], copy)
+            c = model.config
+            module.table = _own(stored[: module.max_len], copy) if stored is not None else sinusoid(c.max_len, c.d_model, c.pe_base, c.pe_layout).clone()
     return model.eval()
 
 

@@ -10,14 +10,13 @@ copies every tensor in, naming the foreign key of any shape that does not fit.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import torch
 
-from ..checkpoint import CheckpointError, expected_shapes, materialize, skeleton
+from ..checkpoint import CheckpointError, expected_shapes, materialize, sinusoid, skeleton
 from ..config import TransformerConfig
 from ..positional import sinusoidal_encoding
 from ..transformer import Transformer
@@ -113,12 +112,6 @@ def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tenso
     return 1e-5 + stored + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
 
 
-@functools.lru_cache(maxsize=1)  # read-only; one table is kept (10 MB at 5000 x 512), both sides share it
-def exact_table(length: int, d_model: int, layout: str) -> torch.Tensor:
-    """The exact sinusoid a stored table is compared with (both sides of a checkpoint share one)."""
-    return sinusoidal_encoding(length, d_model, layout=layout)
-
-
 def sinusoid_tables(stored: dict[str, tuple[str, torch.Tensor]], d_model: int, layout: str, where: str) -> dict[str, torch.Tensor]:
     """sinusoid_table for each side ({"source": (key, tensor), ...}); a side whose table equals one already
     checked (the usual case: both sides store the same sinusoid) reuses that check."""
@@ -142,7 +135,7 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     table = stored.detach().float()
     if table.dim() != 2 or table.size(1) != d_model:
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
-    exact = exact_table(table.size(0), d_model, layout)
+    exact = sinusoid(table.size(0), d_model, 10000.0, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
     diff = (table - exact).abs_()  # (max_len, d_model)
     if not bool((diff <= tolerance).all()):
