@@ -53,7 +53,7 @@ class Vocab:
             raise ValueError(f"a vocabulary must start with {SPECIALS}")
         if len(set(self.tokens)) != len(self.tokens):
             dupes = sorted(t for t, n in Counter(self.tokens).items() if n > 1)
-            raise ValueError(f"{len(dupes)} tokens occur more than once in the vocabulary")
+            raise ValueError(f"duplicate tokens in the vocabulary: {len(dupes)} occur more than once (not quoted here)")
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
@@ -137,7 +137,7 @@ class ListVocab:
     def __post_init__(self) -> None:
         if len(set(self.tokens)) != len(self.tokens):
             dupes = sorted(t for t, n in Counter(self.tokens).items() if n > 1)
-            raise ValueError(f"{len(dupes)} tokens occur more than once in the vocabulary")
+            raise ValueError(f"duplicate tokens in the vocabulary: {len(dupes)} occur more than once (not quoted here)")
         for role in ("pad_id", "bos_id", "eos_id", "unk_id"):
             if not 0 <= getattr(self, role) < len(self.tokens):
                 raise ValueError(f"{role}={getattr(self, role)} is outside the vocabulary (0..{len(self.tokens) - 1})")
