@@ -10,6 +10,8 @@ Every problem on loading raises CheckpointError naming the file, the key and the
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,19 +20,19 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from .config import TransformerConfig
+from .errors import CheckpointError
+from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
+from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
-from .transformer import Transformer, build_model
+from .transformer import Transformer
 
 if TYPE_CHECKING:
     from .importers.vocab_files import VocabSpec
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded; the message says which file and what is wrong."""
 
 
 def unique_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -59,17 +61,16 @@ def save_checkpoint(model: Transformer, tokenizer: Tokenizer, path: str | Path, 
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
+    """A bounded JSON file of the folder (see safe_io); a missing one is named with its folder."""
+    if not path.exists():
         raise CheckpointError(f"{path.name} is missing from {path.parent}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path.name} is not valid JSON: {err}") from err
+    return read_json(path)
 
 
-def load_config(folder: Path) -> TransformerConfig:
+def load_config(folder: Path, data: Any = None) -> TransformerConfig:
+    """TransformerConfig from the folder's config.json (or its already parsed `data`), limits checked."""
     try:
-        return TransformerConfig.from_dict(_read_json(folder / CONFIG))
+        return TransformerConfig.from_dict(_read_json(folder / CONFIG) if data is None else data)
     except (TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
@@ -78,28 +79,104 @@ def load_config(folder: Path) -> TransformerConfig:
 
 def load_tokenizer(folder: Path) -> Tokenizer:
     try:
-        return Tokenizer.from_dict(_read_json(folder / TOKENIZER))
+        data = _read_json(folder / TOKENIZER)
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{TOKENIZER} must hold a JSON object")
+        return Tokenizer.from_dict(data)
     except (TypeError, ValueError, KeyError) as err:
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"{TOKENIZER}: {err}") from err
 
 
-def load_weights(model: nn.Module, path: Path) -> None:
-    """Load safetensors weights into the model, checking every key and shape first."""
-    if not path.is_file():
+def skeleton(config: TransformerConfig) -> Transformer:
+    """The Transformer's structure with uninitialised parameters (torch.empty: memory reserved, not touched)
+    and no random initialisation, which costs more than reading a base model's file. Its parameters say
+    which tensors to load and their shapes; materialize() then replaces them.
+
+    (Not the meta device: the first meta operation in a process imports torch's Python decompositions,
+    several seconds.)"""
+    sinusoidal = config.positional == "sinusoidal"
+    with _SkipInit():  # sinusoid tables are built (or taken from the file) by materialize, not twice
+        model = Transformer(dataclasses.replace(config, max_len=1) if sinusoidal else config)
+    model.config = config
+    for module in model.modules():
+        if isinstance(module, SinusoidalPositionalEncoding):
+            module.max_len = config.max_len  # its table is a placeholder until materialize()
+    return model
+
+
+class _SkipInit(TorchFunctionMode):
+    """Inside skeleton(): the in-place fills of parameter initialisation (torch.nn.init and the modules'
+    reset_parameters) return their parameter untouched."""
+
+    FILLS = frozenset({"uniform_", "normal_", "zeros_", "ones_", "zero_", "fill_", "xavier_uniform_", "kaiming_uniform_", "trunc_normal_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor= as a keyword
+        if getattr(func, "__name__", "") in self.FILLS and isinstance(target, nn.Parameter):
+            return target
+        return func(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)  # read-only: one table is kept (10 MB at 5000 x 512); both sides share it
+def sinusoid(max_len: int, d_model: int, base: float, layout: str) -> torch.Tensor:
+    """The exact sinusoid table, computed once for both sides of a model and for checking a stored table."""
+    return sinusoidal_encoding(max_len, d_model, base, layout)
+
+
+def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every parameter, each tied parameter once under its first name (as save_checkpoint stores it)."""
+    return {name: tuple(p.shape) for name, p in model.named_parameters()}
+
+
+def _own(tensor: torch.Tensor, copy: bool) -> torch.Tensor:
+    """float32 CPU storage that belongs to the model: half precision is cast (a new tensor anyway); a tensor of
+    a memory-mapped file is copied (a file overwritten later must not change, or crash, a loaded model)."""
+    tensor = tensor.detach()
+    if tensor.dtype != torch.float32:
+        return tensor.float()
+    return tensor.clone() if copy else tensor
+
+
+def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: bool, tables: dict[str, torch.Tensor] | None = None) -> Transformer:
+    """Give a skeleton's parameters the loaded tensors (names as expected_shapes; shapes checked by the caller).
+
+    copy=False adopts tensors the loader read into private memory (no second pass over a base model's
+    246 MB); copy=True copies them (memory-mapped files). Sinusoid tables (non-persistent buffers) come
+    from `tables` ("source"/"target": a checkpoint's own stored table) or are computed.
+    """
+    real: dict[int, nn.Parameter] = {}
+    for prefix, module in model.named_modules():
+        for name, p in list(module._parameters.items()):
+            if p is not None:
+                if id(p) not in real:
+                    real[id(p)] = nn.Parameter(_own(tensors[f"{prefix}.{name}" if prefix else name], copy), requires_grad=p.requires_grad)
+                module._parameters[name] = real[id(p)]
+        if isinstance(module, SinusoidalPositionalEncoding):
+            stored = (tables or {}).get({"src_pe": "source", "tgt_pe": "target"}.get(prefix, ""))
+            c = model.config
+            module.table = _own(stored[: module.max_len], copy) if stored is not None else sinusoid(c.max_len, c.d_model, c.pe_base, c.pe_layout).clone()
+    return model.eval()
+
+
+def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
+    """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do)."""
+    if not path.exists():
         raise CheckpointError(f"{path.name} is missing from {path.parent}")
+    regular_file(path)
     try:
         stored = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from err
-    expected = unique_state(model)
+    expected = expected_shapes(model)
     missing = [k for k in expected if k not in stored]
     unexpected = [k for k in stored if k not in expected]
     wrong = [
-        f"{k}: file has {tuple(stored[k].shape)}, the config needs {tuple(v.shape)}"
+        f"{k}: file has {tuple(stored[k].shape)}, the config needs {v}"
         for k, v in expected.items()
-        if k in stored and stored[k].shape != v.shape
+        if k in stored and tuple(stored[k].shape) != v
     ]
     problems = []
     if missing:
@@ -110,6 +187,12 @@ def load_weights(model: nn.Module, path: Path) -> None:
         problems.append("wrong shapes: " + "; ".join(wrong[:8]))
     if problems:
         raise CheckpointError(f"{path.name} does not match {CONFIG}: " + " | ".join(problems))
+    return stored
+
+
+def load_weights(model: nn.Module, path: Path) -> None:
+    """Copy safetensors weights into an existing model, checking every key and shape first."""
+    stored = read_native_weights(model, path)
     with torch.no_grad():
         params = dict(model.state_dict(keep_vars=True))
         for name, tensor in stored.items():
@@ -134,33 +217,12 @@ def load_checkpoint(
 ) -> tuple[Transformer, Tokenizer]:
     """Load a checkpoint: (model in eval mode, tokenizer).
 
-    A folder written by save_checkpoint, or any format model.importers knows (detected from the
-    contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and the
-    PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
-    model.importers.import_checkpoint), or a Hugging Face MarianMT folder.
+    A folder written by save_checkpoint, or any format in the registry of model.importers (detected
+    from the contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and
+    the PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
+    model.importers.import_checkpoint), or a Hugging Face MarianMT folder. Each file is read once.
     """
-    folder = Path(path)
-    if not folder.exists():
-        raise CheckpointError(f"no checkpoint at {folder}")
-    from .importers import NATIVE, detect_format, import_checkpoint  # here: the importers build on this module
+    from .importers.registry import load  # here: the importers build on this module
 
-    fmt = format or detect_format(folder)
-    if fmt != NATIVE:
-        model, tokenizer = import_checkpoint(
-            folder, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab, format=fmt
-        )
-        return model.to(device).eval(), tokenizer
-    if not folder.is_dir():
-        raise CheckpointError(f"{folder} is a file; a checkpoint is a folder holding {WEIGHTS}, {CONFIG} and {TOKENIZER}")
-    if any(v is not None for v in (vocab, source_vocab, target_vocab)):
-        raise CheckpointError(f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts")
-    config = load_config(folder)
-    if n_heads is not None and n_heads != config.n_heads:
-        raise CheckpointError(f"{CONFIG} says {config.n_heads} heads, but n_heads={n_heads} was asked for")
-    tokenizer = load_tokenizer(folder)
-    for side, side_vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
-        if len(side_vocab) != size:
-            raise CheckpointError(f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
-    model = build_model(config)
-    load_weights(model, folder / WEIGHTS)
+    model, tokenizer = load(path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab)
     return model.to(device).eval(), tokenizer

@@ -8,6 +8,7 @@ are fields here, not forks of the model code.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,19 @@ POSITIONAL_KINDS = ("sinusoidal", "learned")
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "silu")
 NORM_KINDS = ("layernorm", "std")
+
+# What a config may ask for before anything is allocated: the paper's big model (d_model 1024, 16 heads,
+# d_ff 4096, 6+6 layers, 37k-64k vocabularies, positions in the thousands) fits with room to spare;
+# d_model 65536 or max_len 10**9 (tens of GB to hundreds of TB) do not.
+LIMITS: dict[str, int] = {
+    "d_model": 4096,
+    "n_heads": 128,
+    "d_ff": 32768,
+    "layers": 48,  # on each side
+    "vocab": 262144,  # tokens on each side
+    "max_len": 16384,
+    "parameters": 1_000_000_000,  # weights plus positional tables: 4 GB in float32
+}
 
 
 @dataclass
@@ -46,26 +60,33 @@ class TransformerConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
 
     def __post_init__(self) -> None:
-        problems = []
+        """Check types, then LIMITS, then the combinations: all before any tensor is built.
+
+        Messages name the field and the limit; string values from a file are never echoed."""
+        types = _type_problems(self)
+        if types:
+            raise ValueError("invalid TransformerConfig: " + "; ".join(types))
+        problems = limit_problems(self)
         if self.d_model % self.n_heads:
             problems.append(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.positional not in POSITIONAL_KINDS:
-            problems.append(f"positional={self.positional!r} (expected one of {POSITIONAL_KINDS})")
-        if self.pe_layout not in PE_LAYOUTS:
-            problems.append(f"pe_layout={self.pe_layout!r} (expected one of {PE_LAYOUTS})")
-        if self.activation not in ACTIVATIONS:
-            problems.append(f"activation={self.activation!r} (expected one of {ACTIVATIONS})")
-        if self.norm not in NORM_KINDS:
-            problems.append(f"norm={self.norm!r} (expected one of {NORM_KINDS})")
+        for name, allowed in (("positional", POSITIONAL_KINDS), ("pe_layout", PE_LAYOUTS), ("activation", ACTIVATIONS), ("norm", NORM_KINDS)):
+            if getattr(self, name) not in allowed:
+                problems.append(f"{name} is not one of {', '.join(allowed)}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
                 f"share_embeddings needs equal vocabularies, got {self.src_vocab_size} and {self.tgt_vocab_size}"
             )
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name}={getattr(self, name)} must be positive")
         if self.d_model % 2:
             problems.append(f"d_model={self.d_model} must be even for sinusoidal positions")
+        if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
+            problems.append("pe_base must be a finite number above 1")
+        if not (0 <= self.dropout < 1):
+            problems.append("dropout must lie in [0, 1)")
+        if not (0 < self.layer_norm_eps < 1):
+            problems.append("layer_norm_eps must lie in (0, 1)")
+        for name in ("pad_id", "bos_id", "eos_id"):
+            if not 0 <= getattr(self, name) < min(self.src_vocab_size, self.tgt_vocab_size) and not problems:
+                problems.append(f"{name}={getattr(self, name)} is outside the vocabulary")
         if problems:
             raise ValueError("invalid TransformerConfig: " + "; ".join(problems))
 
@@ -83,11 +104,14 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TransformerConfig":
-        """Build from a dict, naming unknown fields instead of failing with a bare TypeError."""
+        """Build from a dict (a parsed config.json); unknown fields are counted, never named (they are file contents)."""
+        if not isinstance(data, dict):
+            raise ValueError("a TransformerConfig must be a JSON object of fields")
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = [k for k in data if k not in known]
         if unknown:
-            raise ValueError(f"unknown TransformerConfig fields: {', '.join(unknown)}")
+            n = len(unknown)
+            raise ValueError(f"the config has {n} field{'s' * (n != 1)} this project does not know (not named here)")
         missing = [n for n in ("src_vocab_size", "tgt_vocab_size") if n not in data]
         if missing:
             raise ValueError(f"TransformerConfig is missing required fields: {', '.join(missing)}")
@@ -99,6 +123,64 @@ class TransformerConfig:
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
+
+
+_INTS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers",
+         "max_len", "pad_id", "bos_id", "eos_id")
+_REALS = ("dropout", "pe_base", "layer_norm_eps")
+_BOOLS = ("norm_first", "share_embeddings", "tie_generator", "generator_bias", "scale_embeddings")
+_STRINGS = ("positional", "pe_layout", "activation", "norm")
+
+
+def _type_problems(c: TransformerConfig) -> list[str]:
+    """Fields of the wrong JSON type (a float d_model, true for a layer count, ...), named with the type found."""
+    def kind(v: Any) -> str:
+        return {bool: "true/false", int: "an integer", float: "a number with a fraction", str: "text", list: "a list",
+                dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
+
+    problems = [f"{n} must be an integer, not {kind(getattr(c, n))}" for n in _INTS if type(getattr(c, n)) is not int]
+    problems += [f"{n} must be a number, not {kind(getattr(c, n))}" for n in _REALS if type(getattr(c, n)) not in (int, float)]
+    problems += [f"{n} must be true or false, not {kind(getattr(c, n))}" for n in _BOOLS if type(getattr(c, n)) is not bool]
+    problems += [f"{n} must be text, not {kind(getattr(c, n))}" for n in _STRINGS if type(getattr(c, n)) is not str]
+    if c.final_norm is not None and type(c.final_norm) is not bool:
+        problems.append(f"final_norm must be true, false or null, not {kind(c.final_norm)}")
+    if not isinstance(c.extra, dict):
+        problems.append(f"extra must be an object, not {kind(c.extra)}")
+    return problems
+
+
+def parameter_count(c: TransformerConfig) -> int:
+    """Numbers the model will allocate: every parameter (tied ones once) plus the two positional tables."""
+    d, f = c.d_model, c.d_ff
+    attention = 4 * (d * d + d)
+    ff = d * f + f + f * d + d
+    norm = 2 * d
+    encoder = c.n_encoder_layers * (attention + ff + 2 * norm)
+    decoder = c.n_decoder_layers * (2 * attention + ff + 3 * norm)
+    final = 2 * norm if c.has_final_norm else 0
+    embed = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
+    generator = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
+    positions = 2 * c.max_len * d
+    return encoder + decoder + final + embed + generator + positions
+
+
+def limit_problems(c: TransformerConfig) -> list[str]:
+    """Each field outside 1..LIMITS, and the total size, as a sentence naming the limit."""
+    bounds = {
+        "d_model": LIMITS["d_model"], "n_heads": LIMITS["n_heads"], "d_ff": LIMITS["d_ff"],
+        "n_encoder_layers": LIMITS["layers"], "n_decoder_layers": LIMITS["layers"],
+        "src_vocab_size": LIMITS["vocab"], "tgt_vocab_size": LIMITS["vocab"], "max_len": LIMITS["max_len"],
+    }
+    problems = []
+    for name, bound in bounds.items():
+        value = getattr(c, name)
+        if value < 1:
+            problems.append(f"{name} is {value}; it must be at least 1")
+        elif value > bound:
+            problems.append(f"{name} is {value}, above this app's limit of {bound}")
+    if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
+        problems.append(f"the model would hold {n / 1e6:,.0f} million numbers, above this app's limit of {LIMITS['parameters'] / 1e6:,.0f} million")
+    return problems
 
 
 # Architectures only; vocabulary sizes come from the tokenizer.

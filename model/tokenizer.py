@@ -50,12 +50,12 @@ class Vocab:
 
     def __post_init__(self) -> None:
         if list(self.tokens[: len(SPECIALS)]) != list(SPECIALS):
-            raise ValueError(f"a vocabulary must start with {SPECIALS}, got {self.tokens[:4]}")
+            raise ValueError(f"a vocabulary must start with {SPECIALS}")
         if len(set(self.tokens)) != len(self.tokens):
             dupes = sorted(t for t, n in Counter(self.tokens).items() if n > 1)
-            raise ValueError(f"duplicate tokens in vocabulary: {dupes[:10]}")
+            raise ValueError(f"duplicate tokens in the vocabulary: {len(dupes)} occur more than once (not quoted here)")
         if self.level not in LEVELS:
-            raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
+            raise ValueError(f"level must be one of {LEVELS}")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
 
     @classmethod
@@ -137,7 +137,7 @@ class ListVocab:
     def __post_init__(self) -> None:
         if len(set(self.tokens)) != len(self.tokens):
             dupes = sorted(t for t, n in Counter(self.tokens).items() if n > 1)
-            raise ValueError(f"duplicate tokens in vocabulary: {dupes[:10]}")
+            raise ValueError(f"duplicate tokens in the vocabulary: {len(dupes)} occur more than once (not quoted here)")
         for role in ("pad_id", "bos_id", "eos_id", "unk_id"):
             if not 0 <= getattr(self, role) < len(self.tokens):
                 raise ValueError(f"{role}={getattr(self, role)} is outside the vocabulary (0..{len(self.tokens) - 1})")
@@ -255,7 +255,7 @@ def vocab_from_dict(data: dict) -> "Vocab | ListVocab | IdVocab":
         return IdVocab.from_dict(data)
     if kind == "marian":
         raise ValueError("a MarianMT tokenizer needs its sentencepiece files: load the Marian folder itself")
-    raise ValueError(f"unknown vocabulary kind {kind!r} (expected vocab, list or ids)")
+    raise ValueError("unknown vocabulary kind (expected vocab, list or ids)")
 
 
 @dataclass
@@ -289,4 +289,6 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> "Tokenizer":
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        from .safe_io import read_json  # bounded size and depth; a regular file only
+
+        return cls.from_dict(read_json(path))

@@ -46,7 +46,7 @@ def test_text_file_one_token_per_line(tmp_path):
     "content, message",
     [
         ("<unk>\n\nword\n", "line 2 is empty"),
-        ("<unk>\nword\nword\n", r"duplicate tokens would make ids ambiguous: \['word'\]"),
+        ("<unk>\nword\nword\n", r"1 token occurs more than once \(the first repeat is entry 2\)"),
         ("", "the vocabulary is empty"),
     ],
 )

@@ -13,12 +13,15 @@ std: this project's norm="std". The number of heads h is not stored: it is an ar
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, layer_count, make_config, sinusoid_table
+from . import state_dicts
+from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from .conventions import Conventions, Side
+from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "annotated"
 TITLE = "The Annotated Transformer (harvardnlp)"
@@ -28,6 +31,21 @@ NOTES = "Source and target sentences are <s> ... </s>; padding is <blank> (id 2 
 
 _SPECIALS = {"bos": 0, "eos": 1, "pad": 2, "unk": 3}  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS, starts_with_bos=False))
+
+
+# -- the format protocol (see registry.py) ----------------------------------------------------------------
+
+
+def detect(src: Source) -> bool:
+    return state_dicts.detect(src, sys.modules[__name__])
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    return state_dicts.inspect(src, sys.modules[__name__])
+
+
+def load(src: Source, options: LoadOptions):
+    return state_dicts.load(src, sys.modules[__name__], options)
 
 
 def matches(state: Mapping[str, torch.Tensor]) -> bool:
@@ -48,11 +66,11 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
     m = Mapper(state, where)
     m.require("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "src_embed.1.pe", "tgt_embed.1.pe", "encoder.layers.0.feed_forward.w_1.weight")
     src_vocab, d_model = state["src_embed.0.lut.weight"].shape
-    tables = {}
+    stored = {}
     for side, key in (("source", "src_embed.1.pe"), ("target", "tgt_embed.1.pe")):
         pe = m.take(key)
-        rows = pe[0] if pe.dim() == 3 and pe.size(0) == 1 else pe  # stored as (1, max_len, d_model)
-        tables[side] = sinusoid_table(rows, key, d_model, "interleaved", where)
+        stored[side] = (key, pe[0] if pe.dim() == 3 and pe.size(0) == 1 else pe)  # stored as (1, max_len, d_model)
+    tables = sinusoid_tables(stored, d_model, "interleaved", where)
     n_enc, n_dec = layer_count(state, "encoder.layers"), layer_count(state, "decoder.layers")
     config = make_config(
         where,

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..checkpoint import CheckpointError
+from ..checkpoint import CheckpointError, expected_shapes, materialize, sinusoid, skeleton
 from ..config import TransformerConfig
 from ..positional import sinusoidal_encoding
-from ..transformer import Transformer, build_model
+from ..transformer import Transformer
 
 DEFAULT_HEADS = 8  # what the Annotated Transformer, pytorch-original-transformer and the tutorial all use
 
@@ -101,13 +101,33 @@ class Mapper:
             raise CheckpointError(f"{self.where}: " + " | ".join(problems))
 
 
-def pe_tolerance(length: int) -> torch.Tensor:
-    """(length, 1) allowed |stored - exact| per position: float32 sinusoids lose ~8e-8 * position."""
-    return 1e-5 + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
+def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(length, 1) allowed |stored - exact| per position.
+
+    float32 sinusoids computed the usual way lose ~8e-8 * position; a table stored in a narrower float
+    type is also rounded once more, by at most half its machine epsilon for values in [-1, 1]
+    (float16 4.9e-4, bfloat16 3.9e-3): one full epsilon is allowed for that.
+    """
+    stored = torch.finfo(dtype).eps if dtype in (torch.float16, torch.bfloat16) else 0.0
+    return 1e-5 + stored + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
+
+
+def sinusoid_tables(stored: dict[str, tuple[str, torch.Tensor]], d_model: int, layout: str, where: str) -> dict[str, torch.Tensor]:
+    """sinusoid_table for each side ({"source": (key, tensor), ...}); a side whose table equals one already
+    checked (the usual case: both sides store the same sinusoid) reuses that check."""
+    out: dict[str, torch.Tensor] = {}
+    checked: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for side, (key, tensor) in stored.items():
+        same = next((table for raw, table in checked if raw.shape == tensor.shape and raw.dtype == tensor.dtype and torch.equal(raw, tensor)), None)
+        out[side] = same if same is not None else sinusoid_table(tensor, key, d_model, layout, where)
+        checked.append((tensor, out[side]))
+    return out
 
 
 def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
     """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
+
+    The tolerance fits the stored dtype (see pe_tolerance): a float16 or bfloat16 table passes, a wrong one does not.
 
     The file's own table is what the original code adds, so it is the one used; the check only makes
     sure that calling it "sinusoidal" (and drawing it so) is true. Refused with the largest difference.
@@ -115,14 +135,16 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     table = stored.detach().float()
     if table.dim() != 2 or table.size(1) != d_model:
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
-    exact = sinusoidal_encoding(table.size(0), d_model, layout=layout)
-    excess = (table - exact).abs() - pe_tolerance(table.size(0))
-    if bool((excess > 0).any()):
+    exact = sinusoid(table.size(0), d_model, 10000.0, layout)
+    tolerance = pe_tolerance(table.size(0), stored.dtype)
+    diff = (table - exact).abs_()  # (max_len, d_model)
+    if not bool((diff <= tolerance).all()):
+        excess = diff - tolerance
         pos, dim = divmod(int(excess.argmax()), d_model)
         diff = float((table - exact).abs()[pos, dim])
         other = "half" if layout == "interleaved" else "interleaved"
         hint = ""
-        if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= pe_tolerance(table.size(0))).all()):
+        if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= tolerance).all()):
             hint = f"; it is the {other} layout, which this format's code does not use"
         raise CheckpointError(
             f"{where}: {key} is not the sinusoidal positional encoding this format defines ({layout} sin/cos, "
@@ -139,12 +161,15 @@ class Converted:
     state: dict[str, torch.Tensor]  # this project's parameter names (tied names may be absent)
     origin: dict[str, str]  # our name -> the foreign key it came from (for messages)
     pe_tables: dict[str, torch.Tensor] = field(default_factory=dict)  # "source"/"target" -> (max_len, D) table
+    mapped: bool = True  # the tensors are views of a memory-mapped file: copy them into the model
 
 
 def make_config(where: str, **fields) -> TransformerConfig:
     """TransformerConfig, with n_heads that do not divide d_model (and any other bad value) as CheckpointError."""
     d, h = fields["d_model"], fields["n_heads"]
-    if h < 1 or d % h:
+    if type(h) is not int:
+        raise CheckpointError(f"{where}: n_heads must be an integer")
+    if type(d) is int and (h < 1 or d % h):
         divisors = [n for n in range(1, min(d, 64) + 1) if d % n == 0]
         raise CheckpointError(f"{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}")
     try:
@@ -154,30 +179,28 @@ def make_config(where: str, **fields) -> TransformerConfig:
 
 
 def assemble(converted: Converted, where: str) -> Transformer:
-    """Build the model from the config and copy every mapped tensor in (shapes checked, foreign keys named)."""
-    model = build_model(converted.config)
-    params = model.state_dict(keep_vars=True)
+    """Build the model from the config with the mapped tensors (shapes checked, foreign keys named).
+
+    Nothing is initialised at random and, for a file read into memory, nothing is copied twice: the
+    model adopts the tensors (see model.checkpoint.materialize); converted.mapped says whether to copy.
+    """
+    model = skeleton(converted.config)
     state = dict(converted.state)
     if converted.config.share_embeddings:
         state.setdefault("tgt_embed.weight", state.get("src_embed.weight"))
     if converted.config.tie_generator:
         state.setdefault("generator.weight", state.get("tgt_embed.weight"))
-    absent = [k for k in params if state.get(k) is None]
+    expected = expected_shapes(model)
+    absent = [k for k in expected if state.get(k) is None]
     if absent:  # a mapping bug rather than a bad file, but still never a half-loaded model
         raise CheckpointError(f"{where}: nothing maps onto {listing(absent)}")
     c = converted.config
     wrong = [
         f"{converted.origin.get(k, k)} has shape {tuple(state[k].shape)}, but d_model={c.d_model}, d_ff={c.d_ff} "
-        f"needs {tuple(p.shape)}"
-        for k, p in params.items()
-        if tuple(state[k].shape) != tuple(p.shape)
+        f"needs {shape}"
+        for k, shape in expected.items()
+        if tuple(state[k].shape) != shape
     ]
     if wrong:
         raise CheckpointError(f"{where}: inconsistent shapes: " + "; ".join(wrong[:6]))
-    with torch.no_grad():
-        for name, p in params.items():
-            p.copy_(state[name].to(p.dtype))
-        for side, module in model.positional_encodings():
-            if side in converted.pe_tables and hasattr(module, "table") and not isinstance(module.table, torch.nn.Parameter):
-                module.table.copy_(converted.pe_tables[side][: module.max_len])
-    return model.eval()
+    return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables)

@@ -13,12 +13,15 @@ The number of heads is not stored (its training script uses 8): it is an argumen
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import torch
 
-from .common import Converted, Mapper, layer_count, make_config, sinusoid_table
+from . import state_dicts
+from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from .conventions import Conventions, Side
+from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "gordic"
 TITLE = "pytorch-original-transformer (gordicaleksa)"
@@ -33,6 +36,21 @@ CONVENTIONS = Conventions(
     source=Side({"unk": 0, "pad": 1}, ends_with_eos=False),  # source Field: no init or eos token
     target=Side({"unk": 0, "pad": 1, "bos": 2, "eos": 3}),
 )
+
+
+# -- the format protocol (see registry.py) ----------------------------------------------------------------
+
+
+def detect(src: Source) -> bool:
+    return state_dicts.detect(src, sys.modules[__name__])
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    return state_dicts.inspect(src, sys.modules[__name__])
+
+
+def load(src: Source, options: LoadOptions):
+    return state_dicts.load(src, sys.modules[__name__], options)
 
 
 def matches(state: Mapping[str, torch.Tensor]) -> bool:
@@ -60,10 +78,8 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
         "encoder.encoder_layers.0.pointwise_net.linear1.weight",
     )
     src_vocab, d_model = state["src_embedding.embeddings_table.weight"].shape
-    tables = {
-        side: sinusoid_table(m.take(key), key, d_model, "interleaved", where)
-        for side, key in (("source", "src_pos_embedding.positional_encodings_table"), ("target", "trg_pos_embedding.positional_encodings_table"))
-    }
+    keys = (("source", "src_pos_embedding.positional_encodings_table"), ("target", "trg_pos_embedding.positional_encodings_table"))
+    tables = sinusoid_tables({side: (key, m.take(key)) for side, key in keys}, d_model, "interleaved", where)
     n_enc, n_dec = layer_count(state, "encoder.encoder_layers"), layer_count(state, "decoder.decoder_layers")
     config = make_config(
         where,

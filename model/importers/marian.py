@@ -16,21 +16,19 @@ encoder and decoder of different widths, an unknown activation) are refused by n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
 from ..checkpoint import CheckpointError
+from ..config import TransformerConfig
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
 from .common import Converted, Mapper, assemble, make_config, sinusoid_table
-from .marian_tokenizer import marian_tokenizer
-from .safe_pickle import load_torch_file
+from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
+from .source import CheckpointInfo, LoadOptions, Source, Weights, precision_note
 
 NAME = "marian"
 TITLE = "Hugging Face MarianMT folder"
@@ -49,24 +47,21 @@ UNSUPPORTED = {
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
-def hf_model_type(folder: Path) -> str | None:
-    """config.json's "model_type" (a Hugging Face folder), or None (this project's own config.json)."""
-    try:
-        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data.get("model_type") if isinstance(data, dict) else None
+MAX_SHARDS = 64
 
 
-def read_marian_config(folder: Path) -> dict[str, Any]:
-    """config.json with MarianConfig's defaults filled in; refuses what this model cannot compute, naming the field."""
-    try:
-        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{folder.name}/config.json is not readable JSON ({err})") from None
-    where = f"{folder.name}/config.json"
-    if raw.get("model_type") != "marian":
-        raise CheckpointError(f"{where} describes a Hugging Face {raw.get('model_type')!r} model; only MarianMT ('marian') folders can be imported")
+def detect(src: Source) -> bool:
+    data = src.json("config.json") if src.is_dir else None
+    return isinstance(data, dict) and data.get("model_type") == "marian"
+
+
+def read_marian_config(src: Source) -> dict[str, Any]:
+    """config.json with MarianConfig's defaults filled in; refuses what this model cannot compute, naming the
+    field (never echoing a value: they are file contents)."""
+    raw = src.json("config.json")
+    where = f"{src.name}/config.json"
+    if not isinstance(raw, dict) or raw.get("model_type") != "marian":
+        raise CheckpointError(f"{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported")
     cfg = {
         "vocab_size": 58101, "max_position_embeddings": 1024, "encoder_layers": 12, "encoder_ffn_dim": 4096,
         "encoder_attention_heads": 16, "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
@@ -78,46 +73,88 @@ def read_marian_config(folder: Path) -> dict[str, Any]:
         cfg["decoder_vocab_size"] = cfg["vocab_size"]
     if isinstance(cfg["eos_token_id"], list):
         if len(cfg["eos_token_id"]) != 1:
-            raise CheckpointError(f"{where}: eos_token_id={cfg['eos_token_id']}; this model stops at a single end token")
+            raise CheckpointError(f"{where}: eos_token_id lists {len(cfg['eos_token_id'])} ids; this model stops at a single end token")
         cfg["eos_token_id"] = cfg["eos_token_id"][0]
     problems = [
-        f"{field}={raw[field]!r} ({meaning})"
+        f"{field} is {'not ' * ok}set ({meaning})"
         for field, (ok, meaning) in UNSUPPORTED.items()
         if field in raw and bool(raw[field]) != ok
     ]
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
         if cfg[a] != cfg[b]:
-            problems.append(f"{a}={cfg[a]} differs from {b}={cfg[b]} (this model uses one value for both stacks)")
-    if cfg["activation_function"] not in ACTIVATIONS:
-        problems.append(f"activation_function={cfg['activation_function']!r} (supported: {', '.join(ACTIVATIONS)})")
+            problems.append(f"{a} differs from {b} (this model uses one value for both stacks)")
+    if not isinstance(cfg["activation_function"], str) or cfg["activation_function"] not in ACTIVATIONS:
+        problems.append(f"activation_function is not one of {', '.join(ACTIVATIONS)}")
     if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
-        problems.append(f"decoder_vocab_size={cfg['decoder_vocab_size']} differs from the shared vocab_size={cfg['vocab_size']}")
+        problems.append("decoder_vocab_size differs from the shared vocab_size")
     if problems:
         raise CheckpointError(f"{where}: this model cannot be mapped exactly: " + "; ".join(problems))
     return cfg
 
 
-def read_marian_weights(folder: Path) -> dict[str, torch.Tensor]:
-    """model.safetensors (or its shards), else pytorch_model.bin read with weights_only."""
-    if (folder / "model.safetensors").is_file():
-        files = [folder / "model.safetensors"]
-    elif (folder / "model.safetensors.index.json").is_file():
-        index = json.loads((folder / "model.safetensors.index.json").read_text(encoding="utf-8"))
-        files = [folder / name for name in dict.fromkeys(index.get("weight_map", {}).values())]
-    elif (folder / "pytorch_model.bin").is_file():
-        state = load_torch_file(folder / "pytorch_model.bin")
-        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise CheckpointError(f"{folder.name}/pytorch_model.bin does not hold a state_dict of tensors")
-        return state
-    else:
-        raise CheckpointError(f"{folder.name} has a Marian config.json but no weights ({' or '.join(WEIGHT_FILES)})")
-    state: dict[str, torch.Tensor] = {}
-    for path in files:
-        try:
-            state.update(load_file(str(path)))
-        except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-            raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from None
-    return state
+def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
+    """This project's config for the Marian one: limits checked here, before any weights are read."""
+    shared, tied = cfg["share_encoder_decoder_embeddings"], cfg["tie_word_embeddings"]
+    if not (isinstance(shared, bool) and isinstance(tied, bool) and isinstance(cfg["scale_embedding"], bool)):
+        raise CheckpointError(f"{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false")
+    return make_config(
+        where,
+        src_vocab_size=cfg["vocab_size"], tgt_vocab_size=cfg["decoder_vocab_size"], d_model=cfg["d_model"],
+        n_heads=cfg["encoder_attention_heads"], d_ff=cfg["encoder_ffn_dim"], n_encoder_layers=cfg["encoder_layers"],
+        n_decoder_layers=cfg["decoder_layers"], dropout=0.0, norm_first=False, final_norm=False,
+        positional="sinusoidal", pe_layout="half", max_len=cfg["max_position_embeddings"],
+        share_embeddings=shared, tie_generator=tied, generator_bias=True, scale_embeddings=cfg["scale_embedding"],
+        activation=ACTIVATIONS[cfg["activation_function"]], norm="layernorm", layer_norm_eps=1e-5,
+        pad_id=cfg["pad_token_id"], bos_id=cfg["decoder_start_token_id"], eos_id=cfg["eos_token_id"],
+        extra={"imported_from": TITLE},
+    )
+
+
+def read_marian_weights(src: Source) -> Weights:
+    """model.safetensors (or its shards), else pytorch_model.bin read with weights_only; precision noted."""
+    if src.has("model.safetensors"):
+        return src.weights("model.safetensors")
+    if src.has("model.safetensors.index.json"):
+        index = src.json("model.safetensors.index.json")
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        names = list(dict.fromkeys(weight_map.values())) if isinstance(weight_map, dict) else []
+        if not names or len(names) > MAX_SHARDS or not all(isinstance(n, str) and n == Path(n).name for n in names):
+            raise CheckpointError(f"{src.name}/model.safetensors.index.json does not list 1..{MAX_SHARDS} shard files of this folder")
+        parts = [src.weights(name) for name in names]
+        state = {k: v for part in parts for k, v in part.state.items()}
+        return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
+    if src.has("pytorch_model.bin"):
+        return src.weights("pytorch_model.bin")
+    raise CheckpointError(f"{src.name} has a Marian config.json but no weights ({' or '.join(WEIGHT_FILES)})")
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    cfg = read_marian_config(src)
+    config = marian_config(cfg, f"{src.name}/config.json")
+    precision = read_marian_weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
+    has_tokenizer = src.has(TOKENIZER_FILES[0])
+    notes = "Tokenized with the folder's own sentencepiece models." if has_tokenizer else "No tokenizer files: token ids only."
+    return CheckpointInfo(
+        str(src.path), NAME, TITLE, False, False, config.d_model, config.src_vocab_size, config.tgt_vocab_size,
+        n_heads=config.n_heads, notes=" ".join(filter(None, (notes, precision_note(precision)))), precision=precision,
+    )
+
+
+def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
+    """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
+    if options.given_vocab:
+        raise CheckpointError(f"{src.name} ({TITLE}) carries its own tokenizer; vocabulary files are only for state_dict formats")
+    cfg = read_marian_config(src)
+    where = f"{src.name} ({TITLE})"
+    config = marian_config(cfg, where)
+    if options.n_heads is not None and options.n_heads != config.n_heads:
+        raise CheckpointError(f"{where}: config.json says {config.n_heads} heads, but n_heads={options.n_heads} was asked for")
+    weights = read_marian_weights(src)
+    converted = convert_marian(weights.state, config, where)
+    converted.config.extra["precision"] = weights.precision
+    converted.mapped = weights.mapped
+    tokenizer = marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
+    return assemble(converted, where), tokenizer
 
 
 def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
@@ -128,12 +165,10 @@ def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
             raise CheckpointError(f"{m.where}: {key} differs from {what}, although config.json ties them")
 
 
-def convert_marian(state: Mapping[str, torch.Tensor], cfg: dict[str, Any], n_heads: int | None, where: str) -> Converted:
-    if n_heads is not None and n_heads != cfg["encoder_attention_heads"]:
-        raise CheckpointError(f"{where}: config.json says {cfg['encoder_attention_heads']} heads, but n_heads={n_heads} was asked for")
+def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig, where: str) -> Converted:
     m = Mapper(state, where)
-    shared, tied = bool(cfg["share_encoder_decoder_embeddings"]), bool(cfg["tie_word_embeddings"])
-    d = cfg["d_model"]
+    shared, tied = config.share_embeddings, config.tie_generator
+    d = config.d_model
     if shared:
         m.require("model.shared.weight")
         m.put("src_embed.weight", "model.shared.weight")
@@ -152,23 +187,12 @@ def convert_marian(state: Mapping[str, torch.Tensor], cfg: dict[str, Any], n_hea
     if "final_logits_bias" in state:
         m.put("generator.bias", "final_logits_bias", lambda t: t.reshape(-1), " (1, V) -> (V,)")
     else:  # MarianMTModel starts it at zero when a file lacks it
-        m.out["generator.bias"] = torch.zeros(cfg["decoder_vocab_size"])
+        m.out["generator.bias"] = torch.zeros(config.tgt_vocab_size)
     tables = {}
     for side, stack in (("source", "encoder"), ("target", "decoder")):
         key = f"model.{stack}.embed_positions.weight"
         if key in state:
             tables[side] = sinusoid_table(m.take(key), key, d, "half", where)
-    config = make_config(
-        where,
-        src_vocab_size=cfg["vocab_size"], tgt_vocab_size=cfg["decoder_vocab_size"], d_model=d,
-        n_heads=cfg["encoder_attention_heads"], d_ff=cfg["encoder_ffn_dim"], n_encoder_layers=cfg["encoder_layers"],
-        n_decoder_layers=cfg["decoder_layers"], dropout=0.0, norm_first=False, final_norm=False,
-        positional="sinusoidal", pe_layout="half", max_len=cfg["max_position_embeddings"],
-        share_embeddings=shared, tie_generator=tied, generator_bias=True, scale_embeddings=bool(cfg["scale_embedding"]),
-        activation=ACTIVATIONS[cfg["activation_function"]], norm="layernorm", layer_norm_eps=1e-5,
-        pad_id=cfg["pad_token_id"], bos_id=cfg["decoder_start_token_id"], eos_id=cfg["eos_token_id"],
-        extra={"imported_from": TITLE},
-    )
     for i in range(config.n_encoder_layers):
         ours, theirs = f"encoder.layers.{i}", f"model.encoder.layers.{i}"
         for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
@@ -192,12 +216,3 @@ def convert_marian(state: Mapping[str, torch.Tensor], cfg: dict[str, Any], n_hea
         if table.size(0) < config.max_len:
             raise CheckpointError(f"{where}: the stored {side} positions cover {table.size(0)} rows, config.json says {config.max_len}")
     return Converted(config, m.out, m.origin, tables)
-
-
-def load_marian(folder: Path, n_heads: int | None = None) -> tuple[Transformer, Tokenizer]:
-    """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
-    cfg = read_marian_config(folder)
-    where = f"{folder.name} ({TITLE})"
-    converted = convert_marian(read_marian_weights(folder), cfg, n_heads, where)
-    tokenizer = marian_tokenizer(folder, cfg, converted.config.src_vocab_size, converted.config.tgt_vocab_size)
-    return assemble(converted, where), tokenizer

@@ -7,12 +7,12 @@ target_vocab.json when tokenizer_config.json says separate_vocabs. Needs the sen
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..checkpoint import CheckpointError
+from ..safe_io import read_json, regular_file
 from ..tokenizer import IdVocab, Tokenizer
 
 TOKENIZER_FILES = ("vocab.json", "source.spm", "target.spm")
@@ -66,11 +66,8 @@ class MarianVocab:
 
 
 def _json_map(path: Path) -> dict[str, int]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path.name} is not a readable JSON token -> id map ({err})") from None
-    if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(type(v) is int for v in data.values()):
         raise CheckpointError(f"{path.name} must map each token to an integer id")
     return data
 
@@ -91,10 +88,9 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
         raise CheckpointError("reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece") from None
     tok_cfg: dict[str, Any] = {}
     if (folder / "tokenizer_config.json").is_file():
-        try:
-            tok_cfg = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise CheckpointError(f"{folder.name}/tokenizer_config.json is not valid JSON ({err})") from None
+        tok_cfg = read_json(folder / "tokenizer_config.json")
+        if not isinstance(tok_cfg, dict):
+            raise CheckpointError(f"{folder.name}/tokenizer_config.json must hold a JSON object")
     src_ids = _json_map(folder / "vocab.json")
     tgt_ids = _json_map(folder / "target_vocab.json") if tok_cfg.get("separate_vocabs") else src_ids
     sides = []
@@ -106,7 +102,8 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
             raise CheckpointError(f"{folder.name}: the {name} vocabulary has no <unk> token")
         too_big = [t for t, i in ids.items() if not 0 <= i < size]
         if too_big:
-            raise CheckpointError(f"{folder.name}: {name} tokens {too_big[:5]} have ids outside the model's {size} embeddings")
+            raise CheckpointError(f"{folder.name}: {len(too_big)} {name} tokens have ids outside the model's {size} embeddings")
+        regular_file(folder / spm)
         try:
             sides.append(MarianVocab(folder / spm, ids, size, pad, start, eos, ids["<unk>"]))
         except (OSError, RuntimeError) as err:

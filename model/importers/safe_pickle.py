@@ -21,10 +21,13 @@ from typing import Any
 import torch
 
 from ..checkpoint import CheckpointError
+from ..safe_io import read_bytes, regular_file
 
 ZIP_MAGIC = b"PK\x03\x04"
 PICKLE_PROTO = 0x80  # the PROTO opcode that starts every pickle of protocol 2 or later
 LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C  # first object of torch.save's pre-1.6 format
+
+MAX_PICKLE_BYTES = 256 * 2**20  # a pickled vocabulary (vocab.pt) is a few MB
 
 REFUSAL = (
     "contains pickled code or objects that are not plain tensors; refusing to run it "
@@ -38,10 +41,15 @@ def looks_like_pickle(head: bytes) -> bool:
     return head.startswith(ZIP_MAGIC) or (len(head) > 1 and head[0] == PICKLE_PROTO and 2 <= head[1] <= 5)
 
 
-def load_torch_file(path: Path) -> Any:
-    """torch.load with weights_only=True; anything it refuses becomes a CheckpointError naming the global."""
+def load_torch_file(path: Path, mmap: bool = False) -> Any:
+    """torch.load with weights_only=True; anything it refuses becomes a CheckpointError naming the global.
+
+    mmap=True (torch.save's zip archives only) maps the tensors' storage instead of reading it: the
+    bytes are read once, when they are copied into the model.
+    """
+    regular_file(path)
     try:
-        return torch.load(str(path), map_location="cpu", weights_only=True)
+        return torch.load(str(path), map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         culprits = sorted(set(re.findall(r"GLOBAL ([\w.]+)", str(err))))
         named = f" (it names {', '.join(culprits)})" if culprits else ""
@@ -112,7 +120,7 @@ def _unpickle(data: bytes) -> Any:
 
 def load_inert_pickle(path: Path) -> Any:
     """The object in a torch.save archive or a pickle, with every class and function replaced by InertObject."""
-    data = path.read_bytes()
+    data = read_bytes(path, MAX_PICKLE_BYTES)
     try:
         if data.startswith(ZIP_MAGIC):
             with zipfile.ZipFile(io.BytesIO(data)) as archive:

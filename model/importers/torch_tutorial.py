@@ -15,12 +15,15 @@ model was built with norm_first=True or another activation; the tutorial's defau
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import torch
 
+from . import state_dicts
 from .common import Converted, Mapper, chunk, layer_count, make_config, sinusoid_table
 from .conventions import Conventions, Side
+from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "torch-tutorial"
 TITLE = "PyTorch translation tutorial (Seq2SeqTransformer around nn.Transformer)"
@@ -30,6 +33,21 @@ NOTES = "Source and target sentences are <bos> ... <eos>; post-LN with ReLU (the
 
 _SPECIALS = {"unk": 0, "pad": 1, "bos": 2, "eos": 3}  # special_symbols = ['<unk>', '<pad>', '<bos>', '<eos>']
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS))
+
+
+# -- the format protocol (see registry.py) ----------------------------------------------------------------
+
+
+def detect(src: Source) -> bool:
+    return state_dicts.detect(src, sys.modules[__name__])
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    return state_dicts.inspect(src, sys.modules[__name__])
+
+
+def load(src: Source, options: LoadOptions):
+    return state_dicts.load(src, sys.modules[__name__], options)
 
 
 def matches(state: Mapping[str, torch.Tensor]) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ..checkpoint import CheckpointError
+from ..safe_io import JSON_MAX_BYTES, parse_json, read_bytes
 from .safe_pickle import InertObject, load_inert_pickle, looks_like_pickle
 
 VocabSpec = Union[str, "os.PathLike[str]", Sequence[str]]
@@ -45,10 +46,12 @@ def _check(tokens: list[str], origin: str) -> list[str]:
         raise CheckpointError(f"{origin}: the vocabulary is empty")
     bad = [i for i, t in enumerate(tokens) if not isinstance(t, str)]
     if bad:
-        raise CheckpointError(f"{origin}: vocabulary entries must be strings; entry {bad[0]} is {tokens[bad[0]]!r}")
-    dupes = sorted(t for t, n in Counter(tokens).items() if n > 1)
-    if dupes:
-        raise CheckpointError(f"{origin}: duplicate tokens would make ids ambiguous: {dupes[:10]}")
+        raise CheckpointError(f"{origin}: vocabulary entries must be strings; entry {bad[0]} is not")
+    dupes = [t for t, n in Counter(tokens).items() if n > 1]
+    if dupes:  # counted, not quoted: the tokens are the file's contents
+        first = tokens.index(dupes[0], tokens.index(dupes[0]) + 1)
+        n = len(dupes)
+        raise CheckpointError(f"{origin}: {n} token{' occurs' if n == 1 else 's occur'} more than once (the first repeat is entry {first}), which would make ids ambiguous")
     return list(tokens)
 
 
@@ -138,9 +141,9 @@ def read_vocabulary(spec: VocabSpec) -> VocabLists:
         tokens = _check(list(spec), "the given token list")
         return VocabLists(tokens, tokens, "the given token list")
     path = Path(spec)
-    if not path.is_file():
-        raise CheckpointError(f"vocabulary file {path} does not exist")
-    raw = path.read_bytes()
+    if not path.exists():
+        raise CheckpointError(f"vocabulary file {path.name} does not exist")
+    raw = read_bytes(path, JSON_MAX_BYTES)
     if looks_like_pickle(raw[:4]) or path.suffix in (".pt", ".pth", ".pkl"):
         return _from_pickle(path)
     try:
@@ -148,13 +151,12 @@ def read_vocabulary(spec: VocabSpec) -> VocabLists:
     except UnicodeDecodeError as err:
         raise CheckpointError(f"{path.name}: a vocabulary file must be UTF-8 text ({err})") from None
     if path.suffix == ".json":
-        try:
-            return _from_json(json.loads(text), path.name)
-        except json.JSONDecodeError as err:
-            raise CheckpointError(f"{path.name} is not valid JSON: {err}") from None
+        return _from_json(parse_json(text, path.name), path.name)
     if text.lstrip()[:1] in ("[", "{"):  # JSON without the .json name; a text file may start with "[PAD]"
         try:
-            return _from_json(json.loads(text), path.name)
-        except json.JSONDecodeError:
-            pass
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        if data is not None:
+            return _from_json(parse_json(text, path.name), path.name)
     return _from_text(text, path.name)

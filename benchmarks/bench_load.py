@@ -1,0 +1,97 @@
+"""Checkpoint loading against a bare read of the same file (issue 11, target 4).
+
+    python -m benchmarks.bench_load           # the paper's base model as an Annotated Transformer state_dict (246 MB)
+    python -m benchmarks.bench_load --quick   # 2+2 layers, for a smoke run
+
+Target: load_checkpoint(...) costs at most 1.5x a bare torch.load (or safetensors read) of the same file.
+The safetensors baseline reads the bytes into memory (safetensors.torch.load of the file's bytes):
+load_file only memory-maps the file, and a model left on a mapping of a file that is later overwritten
+changes with it or dies with SIGBUS, so load_checkpoint copies what it maps.
+Files are written to a temporary folder and read once untimed, so every row measures reads from the page
+cache; each row alternates its two calls (baseline, then ours) so both see the same machine, and prints
+the median of the repeats with the load average at that moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load as load_safetensors_bytes
+from safetensors.torch import save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import table  # noqa: E402
+from model import load_checkpoint, save_checkpoint  # noqa: E402
+from model.importers import inspect_checkpoint  # noqa: E402
+from tests.reference.annotated import ann_make_model  # noqa: E402
+
+TARGET = 1.5
+
+
+def side_by_side(baseline, ours, repeats: int) -> tuple[float, float, float]:
+    """(median seconds of baseline, of ours, load average) with the two calls alternated."""
+    baseline(), ours()  # warm the page cache and the code paths
+    base, mine = [], []
+    for _ in range(repeats):
+        for fn, out in ((baseline, base), (ours, mine)):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return statistics.median(base), statistics.median(mine), os.getloadavg()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    layers = 2 if args.quick else 6
+    torch.manual_seed(0)
+    ref = ann_make_model(8000, 8000, N=layers, d_model=512, d_ff=2048, h=8)  # vocabulary 8000, max_len 5000
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        tmp = Path(tmp)
+        pt, st, half = tmp / "annotated.pt", tmp / "annotated.safetensors", tmp / "annotated-fp16.pt"
+        torch.save(ref.state_dict(), pt)
+        save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(st))
+        torch.save({k: v.half() for k, v in ref.state_dict().items()}, half)
+        model, tok = load_checkpoint(pt, n_heads=8)
+        native = save_checkpoint(model, tok, tmp / "native")
+        del ref, model
+
+        def safetensors_read(path):
+            # the bytes into memory as tensors (load_file only maps the file: it reads nothing until used)
+            return lambda: load_safetensors_bytes(path.read_bytes())
+
+        def torch_load(path):
+            return lambda: torch.load(path, map_location="cpu", weights_only=True)
+
+        rows_spec = [
+            ("Annotated .pt, float32", pt, torch_load(pt), lambda: load_checkpoint(pt, n_heads=8), "torch.load"),
+            ("Annotated .pt, inspect only", pt, torch_load(pt), lambda: inspect_checkpoint(pt), "torch.load"),
+            ("Annotated .safetensors", st, safetensors_read(st), lambda: load_checkpoint(st, n_heads=8), "safetensors read"),
+            ("Annotated .pt, float16", half, torch_load(half), lambda: load_checkpoint(half, n_heads=8), "torch.load"),
+            ("this project's folder", native / "model.safetensors", safetensors_read(native / "model.safetensors"),
+             lambda: load_checkpoint(native), "safetensors read"),
+        ]
+        rows = []
+        for label, path, baseline, ours, base_name in rows_spec:
+            b, o, load = side_by_side(baseline, ours, args.repeats)
+            ratio = o / b
+            verdict = "" if "inspect" in label else ("ok" if ratio <= TARGET else "OVER")
+            rows.append([label, f"{path.stat().st_size / 1e6:.0f} MB", base_name, f"{b * 1000:.0f}", f"{o * 1000:.0f}",
+                         f"{ratio:.2f}x", verdict, f"{load:.1f}"])
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; median of {args.repeats}, "
+          f"calls alternated; target: load <= {TARGET}x the bare read")
+    print(table(["file", "size", "baseline", "baseline ms", "load_checkpoint ms", "ratio", "target", "load avg"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Unpacking an uploaded .zip of a checkpoint folder, with every limit checked before anything is written.
+
+    safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> Path
+
+The archive's directory is read first and refused as a whole (CheckpointError) for: more than
+max_members files; a total uncompressed size above max_total_bytes or one file above max_member_bytes;
+a compression ratio above max_ratio (a zip bomb); a method other than stored or deflate; an encrypted
+member; a link. Members are written flattened (only their file name, so nothing lands outside `dest`);
+two members with the same name are refused. While unpacking, the bytes written are counted against the
+sizes the directory declared and each CRC is checked; on any error the files written so far are removed.
+Messages name the member's file name and the limit, never the archive's contents.
+"""
+
+from __future__ import annotations
+
+import io
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .errors import CheckpointError
+from .safe_io import size_text
+
+METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+CHUNK = 2**20
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    max_members: int = 64  # a checkpoint folder holds 3-10 files
+    max_total_bytes: int = 2 * 2**30  # everything unpacked
+    max_member_bytes: int = 2 * 2**30
+    max_ratio: float = 200.0  # uncompressed / compressed, for members above ratio_floor_bytes
+    ratio_floor_bytes: int = 2**20  # small files (JSON) may compress well without being bombs
+
+
+def _method_name(method: int) -> str:
+    known = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma", 93: "zstandard", 99: "AES encryption", 9: "deflate64"}
+    return known.get(method, f"method {method}")
+
+
+def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
+    """The file members to unpack, after checking the whole directory against `limits`."""
+    members = [m for m in archive.infolist() if not m.is_dir()]
+    if not members:
+        raise CheckpointError("the .zip holds no files")
+    if len(members) > limits.max_members:
+        raise CheckpointError(f"the .zip holds {len(members)} files, above the limit of {limits.max_members}")
+    total = 0
+    seen: set[str] = set()
+    for m in members:
+        leaf = PurePosixPath(m.filename.replace("\\", "/")).name
+        if m.flag_bits & 0x1:
+            raise CheckpointError(f"{leaf} in the .zip is encrypted; upload an unencrypted .zip")
+        if m.compress_type not in METHODS:
+            raise CheckpointError(f"{leaf} in the .zip uses {_method_name(m.compress_type)} compression; only stored and deflate are read")
+        if stat.S_ISLNK(m.external_attr >> 16):
+            raise CheckpointError(f"{leaf} in the .zip is a link; only plain files are unpacked")
+        if not leaf or leaf in (".", ".."):
+            raise CheckpointError("the .zip has a member without a file name")
+        if leaf in seen:
+            raise CheckpointError(f"the .zip holds two files named {leaf} (folders are flattened)")
+        seen.add(leaf)
+        if m.file_size > limits.max_member_bytes:
+            raise CheckpointError(f"{leaf} in the .zip unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}")
+        if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
+            raise CheckpointError(
+                f"{leaf} in the .zip expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
+                f"{limits.max_ratio:.0f} (a checkpoint's weights hardly compress)"
+            )
+        total += m.file_size
+    if total > limits.max_total_bytes:
+        raise CheckpointError(f"the .zip unpacks to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}")
+    return members
+
+
+def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> Path:
+    """Unpack the .zip `data` into the existing folder `dest` (flattened), after check_archive; returns dest."""
+    dest = Path(dest)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
+        raise CheckpointError("the upload is not a readable .zip file") from None
+    written: list[Path] = []
+    with archive:
+        members = check_archive(archive, limits)
+        try:
+            for m in members:
+                leaf = PurePosixPath(m.filename.replace("\\", "/")).name
+                target = dest / leaf
+                count = 0
+                with archive.open(m) as src, open(target, "xb") as out:
+                    written.append(target)
+                    while chunk := src.read(CHUNK):
+                        count += len(chunk)
+                        if count > m.file_size:
+                            raise CheckpointError(f"{leaf} in the .zip is larger than its directory says")
+                        out.write(chunk)
+                if count != m.file_size:
+                    raise CheckpointError(f"{leaf} in the .zip is shorter than its directory says")
+        except CheckpointError:
+            _remove(written)
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as err:
+            _remove(written)
+            what = "fails its CRC check" if "CRC" in str(err) else "is damaged"
+            raise CheckpointError(f"{leaf} in the .zip {what}; the upload was not unpacked") from None
+    return dest
+
+
+def _remove(paths: list[Path]) -> None:
+    for p in paths:
+        p.unlink(missing_ok=True)

@@ -1,0 +1,89 @@
+"""The one registry of checkpoint formats, and the protocol every format module implements.
+
+A format is one module with:
+    NAME: str          short name (format=..., FORMATS keys, error messages)
+    TITLE: str         human-readable name (the sidebar caption, docs)
+    detect(src: Source) -> bool                      does this path hold this format? (cheap: shapes, not bytes)
+    inspect(src: Source) -> CheckpointInfo           what the app must ask before loading (heads, vocabularies)
+    load(src: Source, options: LoadOptions) -> (Transformer, Tokenizer)   the model, in eval mode
+A `Source` (source.py) carries the path and caches every file it reads, so detect, inspect and load in
+one call read each file once. Detection tries REGISTRY in order; the first format that says yes wins.
+
+Adding a format: write model/importers/<name>.py with the five names above (a state_dict format can
+delegate its three functions to state_dicts.py, as annotated.py does) and add the module to REGISTRY.
+The sidebar, the error messages and the docs (`python -m model.importers`) read this list.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from ..checkpoint import CheckpointError
+from ..tokenizer import Tokenizer
+from ..transformer import Transformer
+from . import annotated, gordic, marian, native, torch_tutorial
+from .common import listing
+from .source import CheckpointInfo, LoadOptions, Source, UnknownContent
+from .vocab_files import VocabSpec
+
+REGISTRY: tuple[ModuleType, ...] = (marian, native, annotated, gordic, torch_tutorial)  # detection order
+FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> title
+
+
+def known_formats() -> str:
+    """"name: title; ..." for error messages."""
+    return "; ".join(f"{name}: {title}" for name, title in FORMATS.items())
+
+
+def by_name(name: str) -> ModuleType:
+    for fmt in REGISTRY:
+        if fmt.NAME == name:
+            return fmt
+    raise CheckpointError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")
+
+
+def detect(src: Source) -> ModuleType:
+    """The first registered format that recognises `src`; a CheckpointError listing the known ones otherwise."""
+    try:
+        for fmt in REGISTRY:
+            if fmt.detect(src):
+                return fmt
+    except UnknownContent as err:
+        raise CheckpointError(f"{err} Known formats: {known_formats()}") from None
+    if src.is_dir:  # only a Hugging Face config.json of another model type gets here
+        raise CheckpointError(
+            f"{src.name}/config.json describes a Hugging Face model of a type other than marian; "
+            "of Hugging Face models only MarianMT folders can be imported"
+        )
+    raise CheckpointError(
+        f"{src.name}: a state_dict that matches none of the formats I know ({known_formats()}); "
+        f"its first keys: {listing(src.weights().state, 6)}"
+    )
+
+
+def resolve(src: Source, format: str | None) -> ModuleType:
+    """The named format (checked against the contents) or the detected one."""
+    if format is None:
+        return detect(src)
+    fmt = by_name(format)
+    if not fmt.detect(src):
+        found = detect(src)
+        raise CheckpointError(f"{src.name} does not look like {fmt.TITLE}; its contents are those of {found.TITLE}")
+    return fmt
+
+
+def detect_format(path: str | Path) -> str:
+    """The format NAME of a checkpoint folder or file; CheckpointError when none fits."""
+    return detect(Source(path, mmap=True)).NAME
+
+
+def inspect(path: str | Path) -> CheckpointInfo:
+    src = Source(path, mmap=True)  # names, shapes and dtypes only
+    return resolve(src, None).inspect(src)
+
+
+def load(path: str | Path, format: str | None = None, **options: VocabSpec | int | None) -> tuple[Transformer, Tokenizer]:
+    """(model in eval mode, tokenizer) of any registered format; each file is read once."""
+    src = Source(path)
+    return resolve(src, format).load(src, LoadOptions(**options))

@@ -1,0 +1,115 @@
+"""Reading files that a visitor may have pointed at or uploaded: regular files only, bounded in size,
+JSON bounded in nesting depth.
+
+- `regular_file(path)`: stat (never open) the path and refuse a FIFO, a device, a socket or anything
+  under /proc, /sys or /dev at once: opening a FIFO for reading blocks, and /proc entries report size 0.
+- `read_bytes(path, max_bytes)`: the contents of a regular file, refused before reading when larger.
+  The file is opened non-blocking and checked again with fstat, so a path swapped for a FIFO between
+  the two checks cannot hang the reader either.
+- `read_json(path)` / `parse_json(text, origin)`: JSON with at most JSON_MAX_BYTES and JSON_MAX_DEPTH
+  levels of nesting (the parser's own recursion guard and a walk of the result: a deeply nested file is a clear CheckpointError,
+  never a RecursionError). Messages name the file and the limit, never the file's contents.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError
+
+JSON_MAX_BYTES = 64 * 2**20  # a 64k-token tokenizer.json is a few MB
+JSON_MAX_DEPTH = 64  # this project's JSON files nest 4 levels; Hugging Face configs about 5
+SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+
+def _special_root(path: Path) -> bool:
+    try:
+        resolved = str(path.resolve())
+    except (OSError, RuntimeError):
+        return True
+    return any(resolved == root or resolved.startswith(root + "/") for root in SPECIAL_ROOTS)
+
+
+def size_text(n: float) -> str:
+    """1536 -> "1.5 KB", 5e6 -> "4.8 MB": sizes in messages."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def regular_file(path: str | Path) -> os.stat_result:
+    """stat() of a regular file (symlinks followed); CheckpointError for anything else, without opening it."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
+    if not stat.S_ISREG(info.st_mode) or _special_root(path):
+        raise CheckpointError(f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read")
+    return info
+
+
+def read_bytes(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most max_bytes (refused before reading when larger)."""
+    path = Path(path)
+    info = regular_file(path)
+    if info.st_size > max_bytes:
+        raise CheckpointError(f"{path.name} is {size_text(info.st_size)}, above the limit of {size_text(max_bytes)} for this kind of file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CheckpointError(f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise CheckpointError(f"{path.name} grew above the limit of {size_text(max_bytes)} while being read")
+    return data
+
+
+def json_depth(obj: Any, limit: int) -> int:
+    """Nesting depth of parsed JSON (a scalar is 0, [] is 1), walked without recursion, counting only past `limit`."""
+    deepest = 0
+    todo = [(obj, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, (list, dict)):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+            todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """json.loads with the nesting depth checked first; CheckpointError naming `origin` when refused."""
+    too_deep = CheckpointError(f"{origin} nests deeper than {max_depth} levels; this is not a file this app writes or reads")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"{origin} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except RecursionError:  # the C parser stops itself near the interpreter's recursion limit
+        raise too_deep from None
+    if json_depth(data, max_depth) > max_depth:
+        raise too_deep
+    return data
+
+
+def read_json(path: str | Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH, origin: str | None = None) -> Any:
+    """Parse a JSON file: a regular file, at most max_bytes, nested at most max_depth levels, UTF-8."""
+    path = Path(path)
+    origin = origin or path.name
+    data = read_bytes(path, max_bytes)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{origin} is not UTF-8 text") from None
+    return parse_json(text, origin, max_depth)

@@ -1,0 +1,89 @@
+"""model.archive.safe_extract: a .zip upload is checked as a whole before anything is written."""
+
+import io
+import stat
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from model import CheckpointError, load_checkpoint, save_checkpoint
+from model.archive import ArchiveLimits, safe_extract
+from tests.conftest import make_tiny
+
+
+def zip_bytes(files: dict, method=zipfile.ZIP_DEFLATED, tweak=None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=method) as z:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = method
+            if tweak:
+                tweak(info)
+            z.writestr(info, data)
+    return buf.getvalue()
+
+
+def test_a_zipped_checkpoint_folder_is_unpacked_flat_and_loads(tmp_path, char_tokenizer):
+    folder = save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
+    data = zip_bytes({f"ckpt/{p.name}": p.read_bytes() for p in folder.iterdir()})
+    (tmp_path / "out").mkdir()
+    out = safe_extract(data, tmp_path / "out")
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in folder.iterdir())
+    model, _ = load_checkpoint(out)
+    assert model.config == load_checkpoint(folder)[0].config
+
+
+def refused(tmp_path, data: bytes, message: str, limits: ArchiveLimits | None = None) -> None:
+    dest = Path(tempfile.mkdtemp(dir=tmp_path))
+    with pytest.raises(CheckpointError, match=message):
+        safe_extract(data, dest, limits or ArchiveLimits())
+    assert list(dest.iterdir()) == []  # nothing written, or everything written removed
+
+
+def test_a_zip_bomb_is_refused_before_unpacking(tmp_path):
+    refused(tmp_path, zip_bytes({"model.safetensors": bytes(20 * 2**20)}), r"model\.safetensors in the \.zip expands \d+ times, above the limit of 200")
+
+
+def test_sizes_and_member_counts_are_bounded(tmp_path):
+    files = {f"f{i}.json": b"{}" for i in range(65)}
+    refused(tmp_path, zip_bytes(files), r"the \.zip holds 65 files, above the limit of 64")
+    big = {"a.bin": b"x" * 3000, "b.bin": b"y" * 3000}
+    refused(tmp_path, zip_bytes(big, zipfile.ZIP_STORED), r"the \.zip unpacks to 5\.9 KB, above the limit of 5\.0 KB",
+            ArchiveLimits(max_total_bytes=5 * 1024))
+
+
+@pytest.mark.parametrize("method, name", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")])
+def test_unsupported_compression_is_named(tmp_path, method, name):
+    refused(tmp_path, zip_bytes({"config.json": b"{}"}, method), rf"config\.json in the \.zip uses {name} compression; only stored and deflate are read")
+
+
+def test_an_encrypted_member_is_refused(tmp_path):
+    """zipfile cannot write encrypted members: set the "encrypted" flag in both headers by hand."""
+    data = bytearray(zip_bytes({"config.json": b"{}"}))
+    for magic, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(magic) + flag_at
+        data[at] |= 0x1
+    refused(tmp_path, bytes(data), r"config\.json in the \.zip is encrypted")
+
+
+def test_a_bad_crc_is_refused_and_nothing_is_left(tmp_path):
+    payload = b"0123456789abcdef" * 64
+    data = zip_bytes({"good.json": b"[1, 2]", "weights.bin": payload}, zipfile.ZIP_STORED)
+    at = data.index(payload) + 100
+    damaged = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
+    refused(tmp_path, damaged, r"weights\.bin in the \.zip fails its CRC check; the upload was not unpacked")
+
+
+def test_links_duplicates_and_non_zips_are_refused(tmp_path):
+    def symlink(info):
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+
+    refused(tmp_path, zip_bytes({"config.json": b"/etc/passwd"}, tweak=symlink), r"config\.json in the \.zip is a link")
+    refused(tmp_path, zip_bytes({"a/config.json": b"{}", "b/config.json": b"{}"}), r"two files named config\.json")
+    refused(tmp_path, b"PK\x03\x04 not really a zip", r"the upload is not a readable \.zip file")
+    dest = tmp_path / "flat"
+    dest.mkdir()
+    safe_extract(zip_bytes({"../../escape.json": b"{}"}), dest)
+    assert [p.name for p in dest.iterdir()] == ["escape.json"] and not (tmp_path.parent / "escape.json").exists()

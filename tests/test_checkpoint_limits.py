@@ -1,0 +1,149 @@
+"""Untrusted configs and files are bounded before anything is allocated: config limits and types, JSON size
+and depth, non-regular files; messages name the limit and never quote the file's contents."""
+
+import json
+import os
+import time
+
+import pytest
+import torch
+
+from model import CheckpointError, TransformerConfig, load_checkpoint, save_checkpoint
+from model.config import LIMITS, parameter_count
+from model.importers import inspect_checkpoint, read_vocabulary
+from model.safe_io import read_json
+from tests.conftest import make_tiny
+
+
+@pytest.fixture
+def saved(tmp_path, char_tokenizer):
+    return save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
+
+
+@pytest.fixture
+def no_model_built(monkeypatch):
+    """Fails the test if a Transformer is constructed (the refusal must come before any tensor)."""
+    def refuse(self, config):
+        raise AssertionError("a Transformer was built")
+
+    monkeypatch.setattr("model.transformer.Transformer.__init__", refuse)
+
+
+def edit_config(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def test_the_papers_big_model_is_within_the_limits():
+    big = TransformerConfig.preset("big", src_vocab_size=64000, tgt_vocab_size=64000, max_len=4096)
+    assert parameter_count(big) < LIMITS["parameters"]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"d_model": 65536, "n_heads": 8}, r"d_model is 65536, above this app's limit of 4096"),
+        ({"max_len": 10**9}, r"max_len is 1000000000, above this app's limit of 16384"),
+        ({"n_encoder_layers": 1000}, r"n_encoder_layers is 1000, above this app's limit of 48"),
+        ({"n_heads": 512, "d_model": 1024}, r"n_heads is 512, above this app's limit of 128"),
+        ({"src_vocab_size": 10**7, "tgt_vocab_size": 10**7}, r"src_vocab_size is 10000000, above this app's limit of 262144"),
+        ({"d_model": 4096, "n_heads": 8, "d_ff": 32768, "n_encoder_layers": 40, "n_decoder_layers": 40}, r"million numbers, above this app's limit of 1,000 million"),
+        ({"d_model": 24.0}, r"d_model must be an integer, not a number with a fraction"),
+        ({"n_encoder_layers": 0}, r"n_encoder_layers is 0; it must be at least 1"),
+        ({"n_decoder_layers": True}, r"n_decoder_layers must be an integer, not true/false"),
+        ({"norm_first": 1}, r"norm_first must be true or false, not an integer"),
+        ({"activation": "db_password=hunter2"}, r"activation is not one of relu, gelu, silu"),
+    ],
+)
+def test_a_config_outside_the_limits_is_refused_before_any_tensor(saved, no_model_built, changes, message):
+    edit_config(saved, **changes)
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match=message) as err:
+        load_checkpoint(saved)
+    assert time.perf_counter() - start < 5  # nothing of gigabytes was allocated (the model constructor is blocked too)
+    assert "hunter2" not in str(err.value)
+    with pytest.raises(CheckpointError, match=message):
+        inspect_checkpoint(saved)
+
+
+def test_unknown_config_fields_are_counted_not_named(saved):
+    edit_config(saved, api_key="sk-123", db_password="hunter2")
+    with pytest.raises(CheckpointError, match="config.json: the config has 2 fields this project does not know") as err:
+        load_checkpoint(saved)
+    assert "api_key" not in str(err.value) and "db_password" not in str(err.value) and "hunter2" not in str(err.value)
+
+
+def test_other_hugging_face_model_types_are_not_echoed(tmp_path):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({"model_type": "secret-internal-model"}))
+    with pytest.raises(CheckpointError, match="a Hugging Face model of a type other than marian") as err:
+        load_checkpoint(tmp_path / "hf")
+    assert "secret" not in str(err.value)
+
+
+def nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer.json", "card.json"])
+@pytest.mark.parametrize("depth", [100, 200_000])  # past the limit; past Python's recursion limit
+def test_deeply_nested_json_is_a_clear_error(saved, name, depth):
+    (saved / name).write_text(nested(depth))
+    if name == "card.json":
+        from model.checkpoint import load_card
+
+        with pytest.raises(CheckpointError, match=r"card\.json nests deeper than 64 levels"):
+            load_card(saved)
+        return
+    with pytest.raises(CheckpointError, match=rf"{name.replace('.', '[.]')} nests deeper than 64 levels"):
+        load_checkpoint(saved)
+
+
+def test_deep_vocabulary_json_and_oversized_json_are_refused(tmp_path, monkeypatch):
+    (tmp_path / "vocab.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CheckpointError, match=r"vocab\.json nests deeper than 64 levels"):
+        read_vocabulary(tmp_path / "vocab.json")
+    (tmp_path / "big.json").write_text(json.dumps(["x" * 100] * 100))
+    with pytest.raises(CheckpointError, match=r"big\.json is 10\.2 KB, above the limit of 1000 bytes"):
+        read_json(tmp_path / "big.json", max_bytes=1000)
+    assert read_json(tmp_path / "big.json") == ["x" * 100] * 100
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_is_refused_without_opening_it(tmp_path, saved):
+    """Opening a FIFO for reading blocks until a writer comes: every reader must refuse it from stat alone."""
+    os.mkfifo(tmp_path / "model.pt")
+    for attempt in (lambda: load_checkpoint(tmp_path / "model.pt"), lambda: inspect_checkpoint(tmp_path / "model.pt"),
+                    lambda: read_vocabulary(tmp_path / "model.pt")):
+        with pytest.raises(CheckpointError, match=r"model\.pt is not a regular file"):
+            attempt()
+    (saved / "config.json").unlink()
+    os.mkfifo(saved / "config.json")
+    with pytest.raises(CheckpointError, match=r"config\.json is not a regular file"):
+        load_checkpoint(saved)
+
+
+@pytest.mark.parametrize("path", ["/proc/self/environ", "/dev/zero", "/proc/self/status"])
+def test_system_entries_are_refused(path):
+    if not os.path.exists(path):
+        pytest.skip(f"{path} does not exist here")
+    with pytest.raises(CheckpointError, match="is not a regular file") as err:
+        load_checkpoint(path)
+    assert "PATH=" not in str(err.value)
+    with pytest.raises(CheckpointError, match="is not a regular file"):
+        read_vocabulary(path)
+
+
+def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_read(tmp_path, monkeypatch, no_model_built):
+    folder = tmp_path / "opus"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "marian", "d_model": 16, "encoder_attention_heads": 4,
+                                                    "decoder_attention_heads": 4, "max_position_embeddings": 10**9}))
+    torch.save({"model.shared.weight": torch.zeros(3, 16)}, folder / "pytorch_model.bin")
+    reads = []
+    monkeypatch.setattr("model.importers.source.read_weights", lambda path: reads.append(path))
+    for attempt in (load_checkpoint, inspect_checkpoint):
+        with pytest.raises(CheckpointError, match=r"max_len is 1000000000, above this app's limit of 16384"):
+            attempt(folder)
+    assert reads == []

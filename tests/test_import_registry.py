@@ -1,0 +1,86 @@
+"""The one registry of checkpoint formats: every format implements detect / inspect / load on a shared
+Source, each file is read once per call, and a new format is one module plus one registry line."""
+
+import types
+from collections import Counter
+
+import pytest
+import torch
+
+from model import CheckpointError, load_checkpoint, save_checkpoint
+from model.importers import (
+    FORMATS,
+    REGISTRY,
+    CheckpointInfo,
+    inspect_checkpoint,
+    known_formats,
+    registry,
+)
+from tests.conftest import make_tiny
+from tests.reference.annotated import ann_make_model
+
+
+def test_every_format_module_implements_the_protocol():
+    assert [fmt.NAME for fmt in REGISTRY] == list(FORMATS) == ["marian", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+    for fmt in REGISTRY:
+        assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
+        assert all(callable(getattr(fmt, step)) for step in ("detect", "inspect", "load")), fmt.NAME
+        assert f"{fmt.NAME}: {fmt.TITLE}" in known_formats()
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts torch.load calls (with their mmap flag) and JSON files read, by file name."""
+    calls = Counter()
+    real_load = torch.load
+
+    def load(path, *args, **kwargs):
+        calls[("torch.load", str(path).rsplit("/", 1)[-1], kwargs.get("mmap"))] += 1
+        return real_load(path, *args, **kwargs)
+
+    from model.importers import source
+
+    real_read_json = source.read_json
+
+    def read_json(path, *args, **kwargs):
+        calls[("json", str(path).rsplit("/", 1)[-1])] += 1
+        return real_read_json(path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", load)
+    monkeypatch.setattr(source, "read_json", read_json)
+    return calls
+
+
+def test_a_state_dict_file_is_read_once_per_load_and_mapped_not_read_on_inspect(tmp_path, counted):
+    torch.save(ann_make_model(10, 11, N=2, d_model=8, d_ff=16, h=2, max_len=30).state_dict(), tmp_path / "a.pt")
+    load_checkpoint(tmp_path / "a.pt", n_heads=2)
+    assert counted == Counter({("torch.load", "a.pt", False): 1})  # detect and load share the one read
+    counted.clear()
+    inspect_checkpoint(tmp_path / "a.pt")
+    assert counted == Counter({("torch.load", "a.pt", True): 1})
+
+
+def test_a_folder_reads_each_json_once(tmp_path, char_tokenizer, counted):
+    save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ours")
+    load_checkpoint(tmp_path / "ours")
+    assert counted[("json", "config.json")] == 1  # detection and loading share it
+
+
+def test_a_new_format_is_one_module_and_one_registry_line(tmp_path, monkeypatch, char_tokenizer):
+    """What adding a format takes: a module with NAME, TITLE, detect, inspect, load; then one line in REGISTRY."""
+    save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
+    (tmp_path / "ckpt" / "MARKER").write_text("")
+    native = registry.native
+    fmt = types.ModuleType("marked")
+    fmt.NAME, fmt.TITLE = "marked", "a marked checkpoint folder"
+    fmt.detect = lambda src: src.has("MARKER")
+    fmt.inspect = lambda src: CheckpointInfo(str(src.path), fmt.NAME, fmt.TITLE, False, False, 24, 27, 27, notes="marked")
+    fmt.load = native.load
+    monkeypatch.setattr(registry, "REGISTRY", (fmt, *registry.REGISTRY))  # the one registry line
+    monkeypatch.setattr(registry, "FORMATS", {f.NAME: f.TITLE for f in registry.REGISTRY})
+    assert inspect_checkpoint(tmp_path / "ckpt").notes == "marked"
+    assert load_checkpoint(tmp_path / "ckpt")[0].config.d_model == 24
+    assert "marked: a marked checkpoint folder" in registry.known_formats()
+    torch.save({"x.weight": torch.zeros(2)}, tmp_path / "x.pt")
+    with pytest.raises(CheckpointError, match="marked: a marked checkpoint folder"):
+        load_checkpoint(tmp_path / "x.pt")
