@@ -30,8 +30,9 @@ def test_a_state_dict_runs_on_token_ids_until_a_vocabulary_is_given(tmp_path):
     ticks = charts(at)[0]["layout"]["xaxis"]["ticktext"]
     assert ticks[1:4] == ["&lt;id 4&gt;", "&lt;id 5&gt;", "&lt;id 6&gt;"]  # after the <s> this format starts sources with
     at.sidebar.selectbox(key="model_heads").set_value(4).run()
+    at.segmented_control(key="att_view").set_value("grid").run()
     assert not at.exception
-    assert len(charts(at)[1]["data"]) == 4  # the head grid now has four heads
+    assert len(charts(at)[0]["data"]) == 4  # the head grid now has four heads
     assert at.query_params["model_heads"] == "4"
 
 

@@ -124,6 +124,19 @@ def sinusoid_tables(stored: dict[str, tuple[str, torch.Tensor]], d_model: int, l
     return out
 
 
+_CHECK_ROWS = 256  # rows compared at a time: small buffers the allocator reuses (a full-size difference of a
+# 5000 x 512 table means fresh memory, which costs more than the comparison itself)
+
+
+def _first_bad_rows(table: torch.Tensor, exact: torch.Tensor, tolerance: torch.Tensor) -> int | None:
+    """The first row of the first block of _CHECK_ROWS rows where |table - exact| exceeds the tolerance, or None."""
+    for start in range(0, table.size(0), _CHECK_ROWS):
+        rows = slice(start, start + _CHECK_ROWS)
+        if not bool(((table[rows] - exact[rows]).abs_() <= tolerance[rows]).all()):
+            return start
+    return None
+
+
 def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, where: str) -> torch.Tensor:
     """Check that a stored (max_len, d_model) positional table is the sinusoid of `layout`; return it as float32.
 
@@ -137,11 +150,13 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
         raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
     exact = sinusoid(table.size(0), d_model, 10000.0, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
-    diff = (table - exact).abs_()  # (max_len, d_model)
-    if not bool((diff <= tolerance).all()):
-        excess = diff - tolerance
+    bad = _first_bad_rows(table, exact, tolerance)
+    if bad is not None:
+        rows = slice(bad, bad + _CHECK_ROWS)
+        excess = (table[rows] - exact[rows]).abs_() - tolerance[rows]
         pos, dim = divmod(int(excess.argmax()), d_model)
-        diff = float((table - exact).abs()[pos, dim])
+        pos += bad
+        diff = float((table[pos, dim] - exact[pos, dim]).abs())
         other = "half" if layout == "interleaved" else "interleaved"
         hint = ""
         if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= tolerance).all()):
