@@ -225,4 +225,6 @@ def load_checkpoint(
     from .importers.registry import load  # here: the importers build on this module
 
     model, tokenizer = load(path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab)
-    return model.to(device).eval(), tokenizer
+    if torch.device(device) != torch.device("cpu"):  # loaders build on the CPU; .to() walks every module
+        model = model.to(device)
+    return model.eval(), tokenizer
