@@ -39,7 +39,6 @@ def small_config(tokenizer, **overrides):
 @pytest.fixture(scope="module")
 def trained_copy():
     """A small copy model after a few hundred steps (shared by the tests that need a trained model)."""
-    torch.set_num_threads(1)
     tokenizer = build_tokenizer(COPY)
     result = train(
         COPY, small_config(tokenizer), tokenizer, steps=400, batch_size=32, warmup=100, lr_factor=1.0,
@@ -155,7 +154,6 @@ def test_training_reduces_the_loss_and_learns_to_copy(trained_copy):
 
 
 def test_same_seed_same_weights_other_seed_other_weights():
-    torch.set_num_threads(1)
     tokenizer = build_tokenizer(COPY)
 
     def run(seed):
@@ -266,7 +264,6 @@ def test_alignment_and_exact_match_equal_the_one_at_a_time_reference(trained_cop
 
 def test_checkpoint_averaging_is_the_mean_of_the_last_snapshots():
     """average=3, every 2 steps: the mean of the weights after steps 2, 4 and 6 of the same run."""
-    torch.set_num_threads(1)
     tokenizer = build_tokenizer(COPY)
 
     def run(steps, average):
