@@ -19,6 +19,7 @@ Pure Python: no torch, no streamlit.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import stat
 from collections.abc import Sequence
@@ -157,9 +158,7 @@ def folder_stamp(path: Path, limit: int = MAX_ENTRIES) -> float:
         return info.st_mtime
     latest = info.st_mtime
     with os.scandir(path) as entries:
-        for count, entry in enumerate(entries):
-            if count >= limit:
-                break
+        for entry in itertools.islice(entries, limit):
             try:
                 latest = max(latest, entry.stat().st_mtime)
             except OSError:
