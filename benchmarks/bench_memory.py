@@ -51,6 +51,7 @@ def main() -> None:
                 if done[i] == len(PAGES) and (i % args.every == 0 or i == 1 or i == args.inputs - 1):
                     rows.append([i + 1, f"{rss_bytes(pid) / 2**20:.0f}", f"{time.perf_counter() - started:.0f}",
                                  " ".join(f"{x:.1f}" for x in os.getloadavg())])
+                    print("progress:", rows[-1], flush=True)
 
             async def all_pages():
                 await asyncio.gather(*(feed(server.origin, page, texts, f"demo:{args.model}", after) for page in PAGES))
