@@ -34,6 +34,13 @@ from tests.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa
 PAGES = ["", "positional", "decoding", "model"]  # "" is the attention page
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (from /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
@@ -76,28 +83,39 @@ def main() -> None:
     args = parser.parse_args()
     MODEL = f"demo:{args.model}"
     texts = distinct_texts(max(args.sessions) * (args.changes + 1) * len(args.sessions), seed=1)
-    rows, base = [], None
+    rows, base, cpu_per_run_all = [], None, []
     with tempfile.TemporaryDirectory() as tmp:
         server = AppServer(Path(tmp))
         try:
             asyncio.run(classroom(server.origin, 4, 0.0, 1, distinct_texts(8, seed=2)))  # warm: every page once
             for j, n in enumerate(args.sessions):
                 chunk = texts[j * max(args.sessions) * (args.changes + 1):]
+                cpu = cpu_seconds(server.process.pid)
                 r = asyncio.run(classroom(server.origin, n, args.interval, args.changes, chunk))
                 runs = len(r["opens"]) + len(r["changes"])
+                cpu_per_run = (cpu_seconds(server.process.pid) - cpu) / runs
+                cpu_per_run_all.append(cpu_per_run)
                 p50, p95 = pct(r["changes"], 0.5), pct(r["changes"], 0.95)
                 base = base or p50
                 rows.append([n, f"{runs / r['wall']:.2f}", f"{p50:.2f}", f"{p95:.2f}", f"{max(r['changes']):.2f}",
                              f"{p50 / base:.1f}x", f"{pct(r['opens'], 0.5):.2f} / {pct(r['opens'], 0.95):.2f}",
-                             len(r["failures"]), f"{rss_bytes(server.process.pid) / 2**20:.0f}",
+                             f"{cpu_per_run:.3f}", len(r["failures"]), f"{rss_bytes(server.process.pid) / 2**20:.0f}",
                              " ".join(f"{x:.1f}" for x in os.getloadavg())])
                 print(f"N={n} done: {rows[-1]}", flush=True)
         finally:
             server.stop()
     print(f"\nmodel {MODEL}; each session changes its input every {args.interval:g} s, {args.changes} times; "
           f"{os.cpu_count()} CPUs visible")
+    worst = max(cpu_per_run_all)
+    print(f"server CPU per page run: up to {worst:.3f} s; at that cost 2 cores kept half busy serve "
+          f"{capacity(worst, interval=args.interval)} students changing their input every {args.interval:g} s")
     print(table(["sessions", "pages/s", "change p50 (s)", "change p95 (s)", "max (s)", "p50 vs N=1",
-                 "first open p50 / p95 (s)", "failed", "server RSS (MB)", "load average"], rows))
+                 "first open p50 / p95 (s)", "server CPU s per page", "failed", "server RSS (MB)", "load average"], rows))
+
+
+def capacity(cpu_per_run: float, cores: float = 2.0, interval: float = 10.0, busy: float = 0.5) -> int:
+    """Students one machine serves: changes every `interval` s, the server's CPU kept `busy` (0.5: half) of `cores`."""
+    return int(cores * busy * interval / cpu_per_run)
 
 
 if __name__ == "__main__":
