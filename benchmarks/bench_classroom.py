@@ -10,7 +10,7 @@ opens its page with its own input, then types a new distinct input every `--inte
 websocket protocol (tests/stream_client.py) rather than drive 32 Chromiums, which on 2 cores would
 take the CPU the server needs: "time to a drawn page" is from sending the change to receiving the
 page's last element, without the browser's own drawing (about 0.1-0.3 s for plotly in Chromium).
-Baseline of the ratio column: N = 1. Load average beside each row (1/5/15 min).
+Baseline of the ratio column: the first row (N = 1 by default). Load average beside each row (1/5/15 min).
 """
 
 from __future__ import annotations
@@ -79,36 +79,53 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=10.0)
     parser.add_argument("--changes", type=int, default=4)
     parser.add_argument("--model", default="reverse")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="app processes; more than 1 puts nginx in front (deploy/nginx_conf.py, as docs/serving.md)")
     args = parser.parse_args()
     MODEL = f"demo:{args.model}"
     texts = distinct_texts(max(args.sessions) * (args.changes + 1) * len(args.sessions), seed=1)
     rows, base, cpu_per_run_all = [], None, []
     with tempfile.TemporaryDirectory() as tmp:
-        server = AppServer(Path(tmp))
+        servers, proxy = [], None
         try:
-            asyncio.run(classroom(server.origin, 4, 0.0, 1, distinct_texts(8, seed=2)))  # warm: every page once
+            for i in range(args.processes):
+                (Path(tmp) / f"app{i}").mkdir()
+                servers.append(AppServer(Path(tmp) / f"app{i}"))
+            origin = servers[0].origin
+            if args.processes > 1:
+                from tests.proxy_helpers import Proxy
+
+                proxy = Proxy(Path(tmp), [f"127.0.0.1:{s.port}" for s in servers])
+                origin = proxy.origin
+            pids = [s.process.pid for s in servers]
+            for _ in servers:  # warm: every page once in every process (the proxy sends new sessions in turn)
+                asyncio.run(classroom(origin, 4, 0.0, 1, distinct_texts(8, seed=2)))
             for j, n in enumerate(args.sessions):
                 chunk = texts[j * max(args.sessions) * (args.changes + 1):]
-                cpu = cpu_seconds(server.process.pid)
-                r = asyncio.run(classroom(server.origin, n, args.interval, args.changes, chunk))
+                cpu = sum(cpu_seconds(pid) for pid in pids)
+                r = asyncio.run(classroom(origin, n, args.interval, args.changes, chunk))
                 runs = len(r["opens"]) + len(r["changes"])
-                cpu_per_run = (cpu_seconds(server.process.pid) - cpu) / runs
+                cpu_per_run = (sum(cpu_seconds(pid) for pid in pids) - cpu) / runs
                 cpu_per_run_all.append(cpu_per_run)
                 p50, p95 = pct(r["changes"], 0.5), pct(r["changes"], 0.95)
                 base = base or p50
                 rows.append([n, f"{runs / r['wall']:.2f}", f"{p50:.2f}", f"{p95:.2f}", f"{max(r['changes']):.2f}",
                              f"{p50 / base:.1f}x", f"{pct(r['opens'], 0.5):.2f} / {pct(r['opens'], 0.95):.2f}",
-                             f"{cpu_per_run:.3f}", len(r["failures"]), f"{rss_bytes(server.process.pid) / 2**20:.0f}",
+                             f"{cpu_per_run:.3f}", len(r["failures"]),
+                             " + ".join(f"{rss_bytes(pid) / 2**20:.0f}" for pid in pids),
                              " ".join(f"{x:.1f}" for x in os.getloadavg())])
                 print(f"N={n} done: {rows[-1]}", flush=True)
         finally:
-            server.stop()
-    print(f"\nmodel {MODEL}; each session changes its input every {args.interval:g} s, {args.changes} times; "
-          f"{os.cpu_count()} CPUs visible")
+            if proxy is not None:
+                proxy.stop()
+            for server in servers:
+                server.stop()
+    print(f"\nmodel {MODEL}; {args.processes} app process(es){' behind nginx' if args.processes > 1 else ''}; each "
+          f"session changes its input every {args.interval:g} s, {args.changes} times; {os.cpu_count()} CPUs visible")
     worst = max(cpu_per_run_all)
     print(f"server CPU per page run: up to {worst:.3f} s; at that cost 2 cores kept half busy serve "
           f"{capacity(worst, interval=args.interval)} students changing their input every {args.interval:g} s")
-    print(table(["sessions", "pages/s", "change p50 (s)", "change p95 (s)", "max (s)", "p50 vs N=1",
+    print(table(["sessions", "pages/s", "change p50 (s)", "change p95 (s)", "max (s)", "p50 vs first row",
                  "first open p50 / p95 (s)", "server CPU s per page", "failed", "server RSS (MB)", "load average"], rows))
 
 
