@@ -1,6 +1,11 @@
 """Streamlit entry point: the shared sidebar (model and input), then the page the user chose.
 
-    streamlit run app.py
+    streamlit run app.py                                  demos and uploads only
+    streamlit run app.py -- --allow-folder DIR [--allow-folder DIR2 ...]
+                                                          visitors may also open checkpoints inside DIR...
+    TRANSFORMER_VIZ_FOLDERS=DIR:DIR2 streamlit run app.py   the same, from the environment
+
+Options after `--` belong to the app (model/serving.py reads them); see docs/serving.md.
 """
 
 import streamlit as st

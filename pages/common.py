@@ -8,11 +8,12 @@ value also lives in the URL (st.query_params), so a link reproduces the view.
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import hashlib
-import io
+import logging
+import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,7 +31,11 @@ from model.checkpoint import load_card
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
 from model.inputs import InputCheck, check_text, trained_range_warning
+from model.serving import OFF, ServerFolders, folder_stamp
+from model.uploads import extract_zip
 from pages.bounded_cache import BoundedCache
+
+_LOG = logging.getLogger(__name__)
 
 PAGES_DIR = Path(__file__).resolve().parent
 # url_path -> (file, title, icon); the first is the default page
@@ -79,7 +84,6 @@ def _under_apptest() -> bool:
 
 _threads_set = False  # set_server_threads() runs at the server's first page run (not under AppTest: tests keep the default)
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
-MAX_UPLOAD_MB = 200
 
 
 @dataclass
@@ -134,10 +138,13 @@ def write_url(**values: Any) -> None:
 
 
 def _stamp(path: Path) -> float:
-    """Changes when the checkpoint's files change, so an edited checkpoint is loaded again."""
-    if path.is_dir():
-        return max((p.stat().st_mtime for p in path.iterdir()), default=0.0)
-    return path.stat().st_mtime if path.exists() else 0.0
+    """Changes when the checkpoint's files change, so an edited checkpoint is loaded again (bounded scan)."""
+    return folder_stamp(path)
+
+
+def server_folders() -> ServerFolders:
+    """The folders visitors may open by path: `streamlit run app.py -- --allow-folder DIR` or $TRANSFORMER_VIZ_FOLDERS."""
+    return ServerFolders.from_environment()
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=8)
@@ -150,25 +157,39 @@ def _inspect(path: str, stamp: float) -> CheckpointInfo:
     return inspect_checkpoint(path)
 
 
-@st.cache_resource(show_spinner="Reading the upload…", max_entries=8)
+_UPLOADS: list[Path] = []  # this process's private folder for uploads (mode 0700), removed at exit
+
+
+def _upload_root() -> Path:
+    if not _UPLOADS:
+        root = Path(tempfile.mkdtemp(prefix="transformer-viz-uploads-"))  # readable by this user only
+        atexit.register(shutil.rmtree, root, True)
+        _UPLOADS.append(root)
+    return _UPLOADS[0]
+
+
+def _release_upload(local: str) -> None:
+    """Remove an upload's files when the cache lets it go (a later use writes them again)."""
+    root = _upload_root()
+    path = Path(local)
+    folder = path if path.parent == root else path.parent
+    if folder.parent == root:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@st.cache_resource(show_spinner="Reading the upload…", max_entries=8, on_release=_release_upload)
 def _saved_upload(digest: str, name: str, _data: bytes) -> str:
-    """Write an upload to a private temporary place once; a .zip is unpacked into a folder (flattened)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"upload-{digest}-"))
+    """Write an upload into the private upload folder once; a .zip is checked, then unpacked flat (model.uploads)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=_upload_root()))
     if not name.lower().endswith(".zip"):
         target = folder / (Path(name).name or "upload.bin")
         target.write_bytes(_data)
         return str(target)
     try:
-        archive = zipfile.ZipFile(io.BytesIO(_data))
-    except zipfile.BadZipFile as err:
-        raise CheckpointError(f"{name} is not a readable .zip file ({err})") from err
-    for member in archive.infolist():
-        leaf = Path(member.filename).name  # flatten: nothing is written outside the folder
-        if leaf and not member.is_dir():
-            if member.file_size > MAX_UPLOAD_MB * 2**20:
-                raise CheckpointError(f"{member.filename} in {name} is larger than {MAX_UPLOAD_MB} MB")
-            (folder / leaf).write_bytes(archive.read(member))
-    return str(folder)
+        return str(extract_zip(_data, name, folder))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _upload_path(upload) -> tuple[str, str]:
@@ -207,7 +228,12 @@ def _load_options(path: Path) -> tuple[dict, str]:
 
 
 def model_choices() -> list[str]:
-    return [d.name for d in list_demos()] + [PATH_CHOICE, UPLOAD_CHOICE]
+    """Demos, uploads, and server folders only when whoever started the server allowed some."""
+    return [d.name for d in list_demos()] + ([PATH_CHOICE] if server_folders().enabled else []) + [UPLOAD_CHOICE]
+
+
+def _forget_refused_link() -> None:
+    st.session_state.pop("_link_refused", None)
 
 
 def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
@@ -215,15 +241,21 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
     demos = {d.name: d for d in list_demos()}
     choices = model_choices()
     url_key = st.query_params.get("model", "")
+    folders = server_folders()
     if "model_choice" not in st.session_state:
-        if url_key.startswith("path:"):
+        if url_key.startswith("path:") and not folders.enabled:  # refused before anything is looked at
+            st.session_state["_link_refused"] = f"Could not open the linked model: {OFF}."
+        elif url_key.startswith("path:"):
             st.session_state["model_path"] = url_key[5:]
             st.session_state["model_choice"] = PATH_CHOICE
         elif url_key.startswith("demo:") and url_key[5:] in demos:
             st.session_state["model_choice"] = url_key[5:]
     choice = url_state("model_choice", choices[0], choices)
-    st.sidebar.selectbox("Model", choices, key="model_choice", help="Trained demo models ship with the app; "
-                         "you can also open your own checkpoint or one from a well-known PyTorch implementation.")
+    st.sidebar.selectbox("Model", choices, key="model_choice", on_change=_forget_refused_link,
+                         help="Trained demo models ship with the app; you can also open your own checkpoint or one "
+                         "from a well-known PyTorch implementation.")
+    if "_link_refused" in st.session_state:
+        st.sidebar.error(st.session_state["_link_refused"])
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
@@ -231,11 +263,12 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             model, tok = _load(str(demo.path), _stamp(demo.path), None, ())
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
-            raw = st.sidebar.text_input("Checkpoint folder or file", key="model_path", placeholder="/path/to/checkpoint")
+            raw = st.sidebar.text_input("Checkpoint folder or file", key="model_path", placeholder="/path/to/checkpoint",
+                                        help=f"This server opens checkpoints inside: {folders.describe()}")
             if not raw.strip():
-                st.sidebar.info("Type the path of a checkpoint folder or .pt file.")
+                st.sidebar.info(f"Type the path of a checkpoint folder or .pt file inside {folders.describe()}.")
                 return None
-            path = Path(raw.strip()).expanduser()
+            path = folders.open_path(raw)  # PathRefused unless inside an allowed folder; resolved
             key, label = f"path:{path}", path.name
         else:
             upload = st.sidebar.file_uploader("Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict",
@@ -254,9 +287,13 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
         model, tok = _load(str(path), _stamp(path), options["n_heads"], options["vocab"])
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
-    except (CheckpointError, OSError, ValueError) as err:
+    except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
         message = str(err) if private is None else str(err).replace(*private)  # the upload's name, not a temp path
         st.sidebar.error(f"Could not load this model: {message}")
+        return None
+    except Exception as err:  # untrusted input must not reach a traceback; the server log keeps it
+        _LOG.warning("loading %s failed", choice, exc_info=True)
+        st.sidebar.error(f"Could not load this model: it could not be read ({type(err).__name__}).")
         return None
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a virtual environment in .venv with everything the app needs.
 #   scripts/setup.sh         runtime only (to run the app)
-#   scripts/setup.sh --dev   plus the test tools, and Debian's chromium for the browser tests
+#   scripts/setup.sh --dev   plus the test tools, and Debian's chromium and nginx for the browser tests
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,10 +9,14 @@ PYTHON=${PYTHON:-python3}
 req=requirements.txt
 if [ "${1:-}" = "--dev" ]; then
   req=requirements-dev.txt
-  if [ ! -x /usr/bin/chromium ]; then
-    # The browser tests drive Debian's chromium with playwright (never playwright's own browser download).
+  # The browser tests drive Debian's chromium with playwright (never playwright's own browser download);
+  # tests/test_proxy.py runs Debian's nginx in front of two app processes.
+  missing=""
+  [ -x /usr/bin/chromium ] || missing="$missing chromium"
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
+  if [ -n "$missing" ]; then
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
-    $sudo_ apt-get update -q && $sudo_ apt-get install -y -q chromium
+    $sudo_ apt-get update -q && $sudo_ apt-get install -y -q $missing
   fi
 fi
 if [ ! -x .venv/bin/python ]; then

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -38,3 +39,21 @@ def make_tiny(tokenizer: Tokenizer, seed: int = 0, **overrides) -> torch.nn.Modu
 @pytest.fixture
 def tiny(char_tokenizer):
     return make_tiny(char_tokenizer)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def allow_test_folders(tmp_path_factory):
+    """The suite's servers (AppTest in this process, `streamlit run` children) may open pytest's temp folders.
+
+    Opening server folders is off unless the operator names some (model/serving.py); tests that check the
+    refusals set or clear the variable themselves (monkeypatch).
+    """
+    from model.serving import ENV
+
+    before = os.environ.get(ENV)
+    os.environ[ENV] = str(tmp_path_factory.getbasetemp())
+    yield
+    if before is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = before

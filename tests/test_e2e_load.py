@@ -1,5 +1,8 @@
 """The running app under load, offline: eight browser sessions at once, and bad uploads beside a working session.
 
+Bad uploads include hostile archives (a bad CRC, an encrypted member, an unknown compression method, a
+zip bomb): each is answered in the uploading session only, while another session keeps typing.
+
 One Chromium, one browser context per session (its own cookies and websocket, as separate people
 have), all talking to one `streamlit run app.py` that shares one loaded model between them.
 """
@@ -15,6 +18,7 @@ import pytest
 
 from tests.browser_helpers import (AppServer, Watch, chromium, choose, letters_checkpoint, plot_data, screenshot,
                                    sidebar_errors, type_input, wait_text, wait_ticks, wait_title)
+from tests.zip_helpers import bad_crc_zip, encrypted_zip, ratio_bomb_zip, unknown_method_zip
 
 EOS = "</s>"
 # Eight different inputs, then eight others: lengths 1..11 so that no two sessions draw the same axes.
@@ -114,11 +118,19 @@ def bad_uploads(folder, letters):
     text.write_text("These are my lecture notes, not a model.\n" * 20)
     broken = folder / "broken.zip"
     broken.write_bytes(b"PK\x03\x04" + os.urandom(4096))
+    hostile = {"crc.zip": bad_crc_zip(), "locked.zip": encrypted_zip(), "method.zip": unknown_method_zip(),
+               "bomb.zip": ratio_bomb_zip()}
+    for name, data in hostile.items():
+        (folder / name).write_bytes(data)
     return [
         (blob, "blob.pt is a file that holds no checkpoint format I know"),
         (truncated, "model.safetensors is not a readable safetensors file"),
         (text, "notes.txt is a file that holds no checkpoint format I know"),
         (broken, "broken.zip is not a readable .zip file"),
+        (folder / "crc.zip", "config.json in crc.zip is damaged (Bad CRC-32"),
+        (folder / "locked.zip", "config.json in locked.zip is encrypted"),
+        (folder / "method.zip", "config.json in method.zip is compressed with a method this server does not read"),
+        (folder / "bomb.zip", "model.safetensors in bomb.zip expands"),
     ]
 
 
@@ -134,7 +146,8 @@ def test_bad_uploads_are_explained_in_that_session_only(browser, server, letters
         wait_text(uploader, "Choose a model in the sidebar to begin.")
         files = uploader.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
 
-        for (path, expected), text in zip(bad_uploads(tmp_path, letters), ["bead", "dace", "fade", "hag"]):
+        texts = ["bead", "dace", "fade", "hag", "cab", "ace", "bad", "gab"]
+        for (path, expected), text in zip(bad_uploads(tmp_path, letters), texts, strict=True):
             files.set_input_files(str(path))
             type_input(other.page, text)  # the other session works while the upload is read
             error = wait_text(uploader, expected).inner_text()
