@@ -1,6 +1,6 @@
 """Unpacking an uploaded .zip of a checkpoint folder, with every limit checked before anything is written.
 
-    safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> Path
+    safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits(), name: str = "the .zip") -> Path
 
 The archive's directory is read first and refused as a whole (CheckpointError) for: more than
 max_members files; a total uncompressed size above max_total_bytes or one file above max_member_bytes;
@@ -8,7 +8,8 @@ a compression ratio above max_ratio (a zip bomb); a method other than stored or 
 member; a link. Members are written flattened (only their file name, so nothing lands outside `dest`);
 two members with the same name are refused. While unpacking, the bytes written are counted against the
 sizes the directory declared and each CRC is checked; on any error the files written so far are removed.
-Messages name the member's file name and the limit, never the archive's contents.
+Messages name the archive (`name`: what the person uploaded), the member's file name and the limit, never
+the archive's contents. The app's uploads (pages/common.py) go through here.
 """
 
 from __future__ import annotations
@@ -41,51 +42,52 @@ def _method_name(method: int) -> str:
     return known.get(method, f"method {method}")
 
 
-def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
+def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "the .zip") -> list[zipfile.ZipInfo]:
     """The file members to unpack, after checking the whole directory against `limits`."""
     members = [m for m in archive.infolist() if not m.is_dir()]
     if not members:
-        raise CheckpointError("the .zip holds no files")
+        raise CheckpointError(f"{name} holds no files")
     if len(members) > limits.max_members:
-        raise CheckpointError(f"the .zip holds {len(members)} files, above the limit of {limits.max_members}")
+        raise CheckpointError(f"{name} holds {len(members)} files; a checkpoint holds at most {limits.max_members}")
     total = 0
     seen: set[str] = set()
     for m in members:
         leaf = PurePosixPath(m.filename.replace("\\", "/")).name
         if m.flag_bits & 0x1:
-            raise CheckpointError(f"{leaf} in the .zip is encrypted; upload an unencrypted .zip")
+            raise CheckpointError(f"{leaf} in {name} is encrypted; upload an archive without a password")
         if m.compress_type not in METHODS:
-            raise CheckpointError(f"{leaf} in the .zip uses {_method_name(m.compress_type)} compression; only stored and deflate are read")
+            raise CheckpointError(f"{leaf} in {name} is compressed with {_method_name(m.compress_type)}, which this server "
+                                  "does not read; use stored or deflate")
         if stat.S_ISLNK(m.external_attr >> 16):
-            raise CheckpointError(f"{leaf} in the .zip is a link; only plain files are unpacked")
+            raise CheckpointError(f"{leaf} in {name} is a link; only plain files are unpacked")
         if not leaf or leaf in (".", ".."):
-            raise CheckpointError("the .zip has a member without a file name")
+            raise CheckpointError(f"{name} has a member without a file name")
         if leaf in seen:
-            raise CheckpointError(f"the .zip holds two files named {leaf} (folders are flattened)")
+            raise CheckpointError(f"{name} holds more than one {leaf} (folders are flattened): zip one checkpoint folder")
         seen.add(leaf)
         if m.file_size > limits.max_member_bytes:
-            raise CheckpointError(f"{leaf} in the .zip unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}")
+            raise CheckpointError(f"{leaf} in {name} unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}")
         if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
             raise CheckpointError(
-                f"{leaf} in the .zip expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
+                f"{leaf} in {name} expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
                 f"{limits.max_ratio:.0f} (a checkpoint's weights hardly compress)"
             )
         total += m.file_size
     if total > limits.max_total_bytes:
-        raise CheckpointError(f"the .zip unpacks to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}")
+        raise CheckpointError(f"{name} would unpack to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}")
     return members
 
 
-def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> Path:
+def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits(), name: str = "the .zip") -> Path:
     """Unpack the .zip `data` into the existing folder `dest` (flattened), after check_archive; returns dest."""
     dest = Path(dest)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
-        raise CheckpointError("the upload is not a readable .zip file") from None
+        raise CheckpointError(f"{name} is not a readable .zip file") from None
     written: list[Path] = []
     with archive:
-        members = check_archive(archive, limits)
+        members = check_archive(archive, limits, name)
         try:
             for m in members:
                 leaf = PurePosixPath(m.filename.replace("\\", "/")).name
@@ -96,17 +98,17 @@ def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveL
                     while chunk := src.read(CHUNK):
                         count += len(chunk)
                         if count > m.file_size:
-                            raise CheckpointError(f"{leaf} in the .zip is larger than its directory says")
+                            raise CheckpointError(f"{leaf} in {name} is larger than its directory says")
                         out.write(chunk)
                 if count != m.file_size:
-                    raise CheckpointError(f"{leaf} in the .zip is shorter than its directory says")
+                    raise CheckpointError(f"{leaf} in {name} is shorter than its directory says")
         except CheckpointError:
             _remove(written)
             raise
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as err:
             _remove(written)
             what = "fails its CRC check" if "CRC" in str(err) else "is damaged"
-            raise CheckpointError(f"{leaf} in the .zip {what}; the upload was not unpacked") from None
+            raise CheckpointError(f"{leaf} in {name} {what}; the upload was not unpacked") from None
     return dest
 
 

@@ -32,7 +32,7 @@ from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
-from model.uploads import extract_zip
+from model.archive import safe_extract
 from pages.bounded_cache import BoundedCache
 
 _LOG = logging.getLogger(__name__)
@@ -179,14 +179,14 @@ def _release_upload(local: str) -> None:
 
 @st.cache_resource(show_spinner="Reading the upload…", max_entries=8, on_release=_release_upload)
 def _saved_upload(digest: str, name: str, _data: bytes) -> str:
-    """Write an upload into the private upload folder once; a .zip is checked, then unpacked flat (model.uploads)."""
+    """Write an upload into the private upload folder once; a .zip is checked, then unpacked flat (model.archive)."""
     folder = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=_upload_root()))
     if not name.lower().endswith(".zip"):
         target = folder / (Path(name).name or "upload.bin")
         target.write_bytes(_data)
         return str(target)
     try:
-        return str(extract_zip(_data, name, folder))
+        return str(safe_extract(_data, folder, name=name))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

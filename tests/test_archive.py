@@ -11,6 +11,8 @@ import pytest
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.archive import ArchiveLimits, safe_extract
 from tests.conftest import make_tiny
+from tests.zip_helpers import (bad_crc_zip, encrypted_zip, huge_declared_zip, many_members_zip, ratio_bomb_zip,
+                               unknown_method_zip)
 
 
 def zip_bytes(files: dict, method=zipfile.ZIP_DEFLATED, tweak=None) -> bytes:
@@ -48,15 +50,15 @@ def test_a_zip_bomb_is_refused_before_unpacking(tmp_path):
 
 def test_sizes_and_member_counts_are_bounded(tmp_path):
     files = {f"f{i}.json": b"{}" for i in range(65)}
-    refused(tmp_path, zip_bytes(files), r"the \.zip holds 65 files, above the limit of 64")
+    refused(tmp_path, zip_bytes(files), r"the \.zip holds 65 files; a checkpoint holds at most 64")
     big = {"a.bin": b"x" * 3000, "b.bin": b"y" * 3000}
-    refused(tmp_path, zip_bytes(big, zipfile.ZIP_STORED), r"the \.zip unpacks to 5\.9 KB, above the limit of 5\.0 KB",
+    refused(tmp_path, zip_bytes(big, zipfile.ZIP_STORED), r"the \.zip would unpack to 5\.9 KB, above the limit of 5\.0 KB",
             ArchiveLimits(max_total_bytes=5 * 1024))
 
 
 @pytest.mark.parametrize("method, name", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")])
 def test_unsupported_compression_is_named(tmp_path, method, name):
-    refused(tmp_path, zip_bytes({"config.json": b"{}"}, method), rf"config\.json in the \.zip uses {name} compression; only stored and deflate are read")
+    refused(tmp_path, zip_bytes({"config.json": b"{}"}, method), rf"config\.json in the \.zip is compressed with {name}, which this server does not read; use stored or deflate")
 
 
 def test_an_encrypted_member_is_refused(tmp_path):
@@ -81,9 +83,41 @@ def test_links_duplicates_and_non_zips_are_refused(tmp_path):
         info.external_attr = (stat.S_IFLNK | 0o777) << 16
 
     refused(tmp_path, zip_bytes({"config.json": b"/etc/passwd"}, tweak=symlink), r"config\.json in the \.zip is a link")
-    refused(tmp_path, zip_bytes({"a/config.json": b"{}", "b/config.json": b"{}"}), r"two files named config\.json")
-    refused(tmp_path, b"PK\x03\x04 not really a zip", r"the upload is not a readable \.zip file")
+    refused(tmp_path, zip_bytes({"a/config.json": b"{}", "b/config.json": b"{}"}), r"more than one config\.json \(folders are flattened\)")
+    refused(tmp_path, b"PK\x03\x04 not really a zip", r"the \.zip is not a readable \.zip file")
     dest = tmp_path / "flat"
     dest.mkdir()
     safe_extract(zip_bytes({"../../escape.json": b"{}"}), dest)
     assert [p.name for p in dest.iterdir()] == ["escape.json"] and not (tmp_path.parent / "escape.json").exists()
+
+
+# Hostile archives as uploads name them: the archive's name in every message (the app passes the upload's name).
+HOSTILE = {
+    "crc.zip": (bad_crc_zip, "config.json in crc.zip fails its CRC check"),
+    "locked.zip": (encrypted_zip, "config.json in locked.zip is encrypted"),
+    "method.zip": (unknown_method_zip, "config.json in method.zip is compressed with AES encryption, which this server does not read"),
+    "bomb.zip": (ratio_bomb_zip, "model.safetensors in bomb.zip expands"),
+    "huge.zip": (huge_declared_zip, "model.safetensors in huge.zip unpacks to 3.0 GB, above the limit of 2.0 GB"),
+    "many.zip": (many_members_zip, "many.zip holds 500 files; a checkpoint holds at most 64"),
+    "junk.zip": (lambda: b"PK\x03\x04" + bytes(100), "junk.zip is not a readable .zip file"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_uploads_are_refused_by_name_and_nothing_is_left(name, tmp_path):
+    make, expected = HOSTILE[name]
+    with pytest.raises(CheckpointError) as err:
+        safe_extract(make(), tmp_path, name=name)
+    assert expected in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bomb_is_refused_from_its_directory_without_inflating(tmp_path, monkeypatch):
+    bomb = ratio_bomb_zip()
+
+    def no_inflating(*args, **kwargs):
+        raise AssertionError("a member was opened")
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", no_inflating)
+    with pytest.raises(CheckpointError, match="expands"):
+        safe_extract(bomb, tmp_path, name="bomb.zip")

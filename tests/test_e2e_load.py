@@ -127,9 +127,9 @@ def bad_uploads(folder, letters):
         (truncated, "model.safetensors is not a readable safetensors file"),
         (text, "notes.txt is a file that holds no checkpoint format I know"),
         (broken, "broken.zip is not a readable .zip file"),
-        (folder / "crc.zip", "config.json in crc.zip is damaged (Bad CRC-32"),
+        (folder / "crc.zip", "config.json in crc.zip fails its CRC check"),
         (folder / "locked.zip", "config.json in locked.zip is encrypted"),
-        (folder / "method.zip", "config.json in method.zip is compressed with a method this server does not read"),
+        (folder / "method.zip", "config.json in method.zip is compressed with AES encryption, which this server does not read"),
         (folder / "bomb.zip", "model.safetensors in bomb.zip expands"),
     ]
 
