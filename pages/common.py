@@ -432,6 +432,7 @@ def require_session(valid_input: bool = True) -> Session:
 CAPTURES: BoundedCache[Capture] = BoundedCache("captures", max_entries=64, max_bytes=256 * 2**20)
 TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=128 * 2**20)
 HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)
+QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
 
 
 def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
@@ -471,6 +472,13 @@ def input_key(session: Session) -> tuple[str, str, str | None]:
 
 def session_capture(session: Session, spinner: str | None = "Running the model…") -> Capture:
     return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
+
+
+def session_qkv_capture(session: Session) -> Capture:
+    """capture(..., qkv=True) once per (model key, text, target): QKV holds at most 16 of them and 128 MB."""
+    _, text, target = key = input_key(session)
+    return QKV.get(key, _with_spinner("Recording Q, K, V…",
+                                      lambda: capture(session.model, session.tokenizer, text, target, qkv=True)))
 
 
 def _npz(session: Session) -> bytes:

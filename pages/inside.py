@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from model import capture, inside
+from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common
@@ -16,18 +16,7 @@ st.markdown("Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one 
 session = common.require_session()
 
 
-@st.cache_data(max_entries=16, show_spinner="Recording Q, K, V…")
-def qkv_capture(model_key: str, text: str, target: str | None, _model, _tokenizer):
-    return capture(_model, _tokenizer, text, target, qkv=True)
-
-
-@st.cache_data(max_entries=8, show_spinner="Packing Q, K, V…")
-def qkv_file(model_key: str, text: str, target: str | None, _cap) -> bytes:
-    return qkv_npz(_cap)
-
-
-target = session.target_check.text if session.target_check else None
-cap = qkv_capture(session.key, session.check.text, target, session.model, session.tokenizer)
+cap = common.session_qkv_capture(session)
 TOKENS = {"encoder_self": (cap.source_tokens, cap.source_tokens), "decoder_self": (cap.target_tokens, cap.target_tokens),
           "cross": (cap.target_tokens, cap.source_tokens)}
 flag = lambda v: str(v).lower() in ("1", "true")  # noqa: E731
@@ -172,10 +161,6 @@ common.write_url(in_kind=kind, in_layer=layer, in_head=head, in_query=query, in_
 
 # -- downloads -------------------------------------------------------------------------------------
 st.subheader("Downloads")
-prepared = st.session_state.get("in_prepared") == (session.key, session.check.text, target)
-if not prepared and st.button("Prepare Q, K, V of every layer and head (.npz)", key="in_prepare"):
-    st.session_state["in_prepared"], prepared = (session.key, session.check.text, target), True
-if prepared:
-    st.download_button("Download Q, K, V (.npz)", qkv_file(session.key, session.check.text, target, cap),
-                       file_name="qkv.npz", mime="application/octet-stream", key="in_dl_qkv")
-common.capture_downloads(session, cap, "inside")
+st.download_button("Download Q, K, V of every layer and head (.npz)", lambda: qkv_npz(cap), file_name="qkv.npz",
+                   mime="application/octet-stream", key="in_dl_qkv", on_click="ignore")  # packed when pressed
+common.capture_downloads(session, "inside")

@@ -57,3 +57,19 @@ def allow_test_folders(tmp_path_factory):
         os.environ.pop(ENV, None)
     else:
         os.environ[ENV] = before
+
+
+@pytest.fixture
+def deferred(monkeypatch):
+    """file name -> the callable a download button registered (Streamlit calls it when the button is pressed)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    registered = {}
+    real = MediaFileManager.add_deferred
+
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        registered[file_name] = data_callable
+        return real(self, data_callable, mimetype, coordinates, file_name=file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    return registered

@@ -1,6 +1,7 @@
 """The "Inside attention" page through AppTest: the steps, the scale control, shapes, URL state, downloads."""
 
 import base64
+import io
 
 import numpy as np
 import pytest
@@ -100,13 +101,16 @@ def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt):
     assert bad.query_params["in_kind"] == "cross" and not bad.error
 
 
-def test_qkv_download_is_prepared_on_request(ckpt, letters):
+def test_qkv_download_is_packed_on_request_and_holds_every_layer_and_head(ckpt, letters, deferred):
     at = open_page("inside", ckpt, text="cafe")
     labels = [b.proto.label for b in at.get("download_button")]
-    assert "Download Q, K, V (.npz)" not in labels and "Download attention and PE (.npz)" in labels
-    at.button(key="in_prepare").click().run()
-    button = [b for b in at.get("download_button") if b.proto.label == "Download Q, K, V (.npz)"]
-    assert len(button) == 1
+    assert "Download Q, K, V of every layer and head (.npz)" in labels and "Download attention and PE (.npz)" in labels
+    model, tok = load_checkpoint(letters)
+    expected = capture(model, tok, "cafe", qkv=True)
+    arrays = np.load(io.BytesIO(deferred["qkv.npz"]()))  # what pressing the button sends
+    for kind, (q, k, v) in expected.qkv.items():
+        for name, value in (("q", q), ("k", k), ("v", v)):
+            np.testing.assert_allclose(arrays[f"{kind}_{name}"], value, atol=1e-6)
 
 
 def test_bad_input_is_named(ckpt):

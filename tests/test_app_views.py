@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-from streamlit.runtime.media_file_manager import MediaFileManager
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, capture, save_checkpoint
 from pages import common
@@ -102,20 +101,6 @@ def test_other_pages_build_one_view_and_keep_it_in_the_link(page, key, views, ck
         assert len(charts(at)) == expected, view
     linked = open_page(page, f"path:{ckpt}", text="cafe", **{key: views[0]})
     assert linked.segmented_control(key=key).value == views[0]
-
-
-@pytest.fixture
-def deferred(monkeypatch):
-    """file name -> the callable a download button registered (Streamlit calls it when the button is pressed)."""
-    registered = {}
-    real = MediaFileManager.add_deferred
-
-    def record(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
-        registered[file_name] = data_callable
-        return real(self, data_callable, mimetype, coordinates, file_name=file_name, **kwargs)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
-    return registered
 
 
 def test_downloads_are_made_on_request_with_the_right_content(ckpt, deferred, model_runs):
