@@ -80,9 +80,13 @@ def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
 def _positional_hook(recorder: Recorder, side: str):
     """Records the rows added; with a positional intervention, adds the changed rows instead (and records those)."""
 
-    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> torch.Tensor | None:
+    def hook(module: nn.Module, args: tuple, *rest) -> torch.Tensor | None:
+        # Registered with_kwargs, so called as (module, args, kwargs, output). But torch marks a hook as taking
+        # kwargs in a second step after adding it: a forward in another thread between the two steps calls it as
+        # (module, args, output). That call is always another thread's (its recorder is not active there).
         if _ACTIVE.get() is not recorder:
             return None
+        kwargs = rest[0] if len(rest) == 2 else {}
         x = args[0]
         offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
         changed = recorder.interventions.positional is not None

@@ -309,8 +309,7 @@ def test_inside_attention_page(watch, server, letters):
     wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 1, query 0: <s>")
     wait_idle(page)
     assert "in_head=1" in page.url
-    page.get_by_role("button", name="Prepare Q, K, V of every layer and head (.npz)").click()
-    arrays = np.load(io.BytesIO(download(page, "Download Q, K, V (.npz)")))
+    arrays = np.load(io.BytesIO(download(page, "Download Q, K, V of every layer and head (.npz)")))
     q, k = arrays["cross_q"][0, 1, 0], arrays["cross_k"][0, 1]  # layer 0, head 1, query 0
     np.testing.assert_allclose(plot_data(page, "Query and keys", trace=0)[0], q, atol=1e-6)
     np.testing.assert_allclose(plot_data(page, "Query and keys", trace=1), k, atol=1e-6)
