@@ -26,7 +26,7 @@ from benchmarks.common import table  # noqa: E402
 from tests.browser_helpers import AppServer  # noqa: E402
 from tests.stream_client import distinct_texts, feed, rss_bytes  # noqa: E402
 
-PAGES = ["", "positional", "decoding", "model"]
+PAGES = ["", "inside", "positional", "decoding", "model"]
 LIMIT_MB = 1536
 
 

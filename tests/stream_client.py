@@ -38,6 +38,13 @@ class Run:
     def charts(self) -> int:
         return self.kinds.count("plotly_chart")
 
+    def drew(self, page: str) -> bool:
+        """The run finished without errors and drew its page's default view: a chart, or on the model page
+        (whose default view is the configuration) its table."""
+        if self.status != "FINISHED_SUCCESSFULLY" or self.exceptions or self.errors:
+            return False
+        return self.charts >= 1 or (page == "model" and "dataframe" in self.kinds)
+
 
 class StreamSession:
     """One session over one websocket; `await open(...)` first, then `await type_text(...)`."""
