@@ -112,6 +112,9 @@ def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str, extra: tupl
         log.close()
 
 
+from model.serving import ENV as FOLDERS_ENV  # noqa: E402
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=128)
@@ -124,6 +127,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp_name, chromium() as browser:
         tmp = Path(tmp_name)
+        os.environ[FOLDERS_ENV] = tmp_name  # the server may open this folder (server folders are off by default)
         path = base_checkpoint(tmp)
         n = args.tokens
         server = AppServer(tmp)

@@ -130,6 +130,9 @@ def measure_page(model: str, text: str, page: str, repeats: int) -> list[list]:
 HEADERS = ["page", "view / change", "first load s", "run ms (median)", "run CPU ms", "MB sent", "charts"]
 
 
+from model.serving import ENV as FOLDERS_ENV  # noqa: E402
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, nargs="*", default=[8, 32, 64, 128])
@@ -151,6 +154,7 @@ def main() -> None:
         summary.append(["reverse/20: slowest page run after first load (CPU)", f"{worst:.0f} ms", "<= 100 ms",
                         "yes" if worst <= 100 else "NO"])
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ[FOLDERS_ENV] = tmp  # the server may open this folder (server folders are off by default)
         path = base_checkpoint(Path(tmp))
         growth = []
         for n in args.tokens:
