@@ -1,7 +1,8 @@
 """What app.py and every page share: the model picker, the input box, cached model calls, URL state.
 
 The model is loaded once per process (st.cache_resource) and shared by every browser session; it is
-never mutated. Captures and traces are cached per (model, input) with st.cache_data. Every widget's
+never mutated. Captures, traces and bertviz HTML are cached per (model, input) in BoundedCaches (entries
+and bytes bounded, see below). Every widget's
 value also lives in the URL (st.query_params), so a link reproduces the view.
 """
 
@@ -14,6 +15,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from model.checkpoint import load_card
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
 from model.inputs import InputCheck, check_text, trained_range_warning
+from pages.bounded_cache import BoundedCache
 
 PAGES_DIR = Path(__file__).resolve().parent
 # url_path -> (file, title, icon); the first is the default page
@@ -37,6 +40,35 @@ PAGES = {
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
     "model": ("model.py", "Model", ":material/account_tree:"),
 }
+THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
+
+
+def set_server_threads() -> int:
+    """Give torch one thread (or $VIZ_TORCH_THREADS) for the whole server process, once, at start.
+
+    Every browser session runs the model on its own thread; with torch's default (one OpenMP thread per
+    core, per session) concurrent sessions oversubscribe the cores and the same work costs 10-24x more CPU
+    (benchmarks/bench_threads.py shows it). One thread per session lets sessions share cores. The inter-op
+    pool can only be sized before torch first uses it: later calls leave it as it is.
+    """
+    import os
+
+    import torch
+
+    try:
+        n = max(1, int(os.environ.get(THREADS_ENV, "1")))
+    except ValueError:
+        n = 1
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    try:
+        torch.set_num_interop_threads(n)
+    except RuntimeError:  # already started (or set) in this process
+        pass
+    return n
+
+
+SERVER_THREADS = set_server_threads()  # pages/common.py is imported once per server process
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 MAX_UPLOAD_MB = 200
 
@@ -344,51 +376,87 @@ def require_session(valid_input: bool = True) -> Session:
 
 
 # -- cached model calls --------------------------------------------------------------------------
+# Process-wide, shared by every session, keyed by (model key, input): changing only a view (tab, layer,
+# head, step) recomputes nothing about the model. Bounded by entries AND bytes (numpy nbytes, string and
+# bytes lengths), least recently used dropped first; at most 256 + 128 + 64 MB in all, models aside.
+CAPTURES: BoundedCache[Capture] = BoundedCache("captures", max_entries=64, max_bytes=256 * 2**20)
+TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=128 * 2**20)
+HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)
 
 
-@st.cache_data(max_entries=64, show_spinner="Running the model…")
-def cached_capture(model_key: str, text: str, target: str | None, _model, _tokenizer) -> Capture:
-    return capture(_model, _tokenizer, text, target)
+def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
+    """work, under st.spinner while a page script runs (a deferred download runs it with no page to draw on)."""
+    if message is None:
+        return work
+
+    def run():
+        with st.spinner(message):
+            return work()
+
+    return run
 
 
-@st.cache_data(max_entries=64, show_spinner="Decoding…")
+def cached_capture(model_key: str, text: str, target: str | None, _model, _tokenizer,
+                   spinner: str | None = "Running the model…") -> Capture:
+    """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
+    return CAPTURES.get((model_key, text, target),
+                        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target)))
+
+
 def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer) -> Trace:
-    return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
+    """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
+    return TRACES.get((model_key, text, tuple(prefix), top_k), _with_spinner(
+        "Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)))
 
 
-def session_capture(session: Session) -> Capture:
-    return cached_capture(session.key, session.check.text, session.target_check.text if session.target_check else None,
-                          session.model, session.tokenizer)
+def cached_html(key: tuple, build: Callable[[], str]) -> str:
+    """An HTML view (bertviz) once per key, e.g. (model key, text, target, view, kind, layer): at most 16 and 64 MB."""
+    return HTML.get(key, _with_spinner("Drawing…", build))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _npz(model_key: str, text: str, target: str | None, _capture: Capture) -> bytes:
+def input_key(session: Session) -> tuple[str, str, str | None]:
+    """(model key, source text, target text or None): what a capture of this session depends on."""
+    return session.key, session.check.text, session.target_check.text if session.target_check else None
+
+
+def session_capture(session: Session, spinner: str | None = "Running the model…") -> Capture:
+    return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
+
+
+def _npz(session: Session) -> bytes:
+    """The session's capture as .npz bytes; built when the download is requested, never kept."""
     from model.export import capture_npz
 
-    return capture_npz(_capture)
+    return capture_npz(session_capture(session, spinner=None))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _json(model_key: str, text: str, target: str | None, _capture: Capture) -> str:
+def _json(session: Session) -> str:
+    """The session's capture as JSON; built when the download is requested, never kept."""
     from model.export import capture_json
 
-    return capture_json(_capture)
+    return capture_json(session_capture(session, spinner=None))
 
 
-def capture_downloads(session: Session, cap: Capture, page: str) -> None:
-    """Two buttons that every page shows: the captured attention and PE as .npz and as JSON."""
+def capture_downloads(session: Session, page: str) -> None:
+    """Two buttons that every page shows: the captured attention and PE as .npz and as JSON.
+
+    The files are made only when a button is pressed (st.download_button runs a callable then, on its own
+    thread): a page run that nobody downloads from costs nothing here. With the capture already cached (the
+    page showed it), that is only the conversion; otherwise the model runs then, once.
+    """
     left, right = st.columns(2)
-    left.download_button("Download attention and PE (.npz)", _npz(session.key, session.check.text, session.target, cap),
-                         file_name="capture.npz", mime="application/octet-stream", key=f"{page}_dl_npz")
-    right.download_button("Download attention and PE (.json)", _json(session.key, session.check.text, session.target, cap),
-                          file_name="capture.json", mime="application/json", key=f"{page}_dl_json")
+    left.download_button("Download attention and PE (.npz)", partial(_npz, session), file_name="capture.npz",
+                         mime="application/octet-stream", key=f"{page}_dl_npz", on_click="ignore")
+    right.download_button("Download attention and PE (.json)", partial(_json, session), file_name="capture.json",
+                          mime="application/json", key=f"{page}_dl_json", on_click="ignore")
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def pe_downloads(length: int, d_model: int, base: float) -> tuple[bytes, str]:
-    """The sinusoidal table and its wavelengths as .npz and JSON, built once per setting."""
+def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], bytes], Callable[[], str]]:
+    """The sinusoidal table and its wavelengths as .npz and JSON: two callables for st.download_button."""
     from model import pe_analysis as pea
     from model.export import pe_json, pe_npz
 
-    pe, lam = pea.pe_table(length, d_model, base), pea.pe_wavelengths(d_model, base)
-    return pe_npz(pe=pe, wavelengths=lam), pe_json(pe=pe, wavelengths=lam)
+    def arrays():
+        return dict(pe=pea.pe_table(length, d_model, base), wavelengths=pea.pe_wavelengths(d_model, base))
+
+    return (lambda: pe_npz(**arrays())), (lambda: pe_json(**arrays()))

@@ -90,9 +90,9 @@ st.plotly_chart(attention_figs.attention_heatmap(
     f"Output tokens (rows) against source tokens (columns), layer {layer}", query_label="output", key_label="source",
 ), key="dec_alignment")
 st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}.")
-st.download_button("Download this decoding, step by step (.json)", trace_json(trace), file_name="decoding.json",
-                   mime="application/json", key="dec_dl")
-common.capture_downloads(session, common.session_capture(session), "dec")
+st.download_button("Download this decoding, step by step (.json)", lambda: trace_json(trace), file_name="decoding.json",
+                   mime="application/json", key="dec_dl", on_click="ignore")
+common.capture_downloads(session, "dec")  # the capture (a second decoding) runs only when one is downloaded
 
 if playing:
     time.sleep(0.8)

@@ -32,20 +32,24 @@ common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
 
 pe = pea.pe_table(length, d_model, base)
 lam = pea.pe_wavelengths(d_model, base)
-matrix, curves, offsets, similar, shift, mine = st.tabs(
-    ["PE matrix", "Sinusoids", "Dot product vs offset", "Similarity", "Shift is a rotation", "This model & input"]
-)
-with matrix:
+# One view at a time (st.tabs would build all six on every run); the choice is in the URL.
+VIEWS = {"matrix": "PE matrix", "curves": "Sinusoids", "offsets": "Dot product vs offset", "similarity": "Similarity",
+         "shift": "Shift is a rotation", "mine": "This model & input"}
+view = common.url_state("pe_view", "matrix", list(VIEWS))
+st.segmented_control("View", list(VIEWS), key="pe_view", format_func=VIEWS.get, required=True,
+                     label_visibility="collapsed")
+common.write_url(pe_view=view)
+if view == "matrix":
     st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}"), key="pe_matrix")
     st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
-with curves:
+elif view == "curves":
     default_dims = [d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model]
     dims = st.multiselect("Dimensions", list(range(d_model)), default=sorted(set(default_dims)), key=f"pe_dims_{d_model}")
     if dims:
         st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
     else:
         st.info("Pick at least one dimension.")
-with offsets:
+elif view == "offsets":
     max_offset = min(length - 1, 60)
     starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
     positions = st.multiselect("Starting positions p", list(range(max(1, length - max_offset))), default=starts, key="pe_starts")
@@ -57,12 +61,12 @@ with offsets:
                    f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")
     else:
         st.info("Pick at least one starting position.")
-with similar:
+elif view == "similarity":
     shown = min(length, 200)
     st.plotly_chart(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
     if shown < length:
         st.caption(f"First {shown} positions shown.")
-with shift:
+elif view == "shift":
     k_max = min(length - 1, 100)
     if k_max > 1:
         k = st.slider("Offset k", 1, k_max, min(5, k_max), key="pe_k")
@@ -74,15 +78,14 @@ with shift:
     st.markdown("One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
                 "steps later, so a linear layer can read relative position.")
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
-with mine:
+else:
     if session is None:
         st.info("Load a model in the sidebar to compare its embeddings with the PE.")
-    elif common.show_input_messages(session):  # names what is wrong with the input, if anything
+    elif session.ok:  # what is wrong with the input, if anything, is named below
         cap = common.session_capture(session)
         for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
                                         ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe)):
             st.plotly_chart(figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}")
-        common.capture_downloads(session, cap, "pe")
         cfg = session.model.config
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
@@ -91,9 +94,11 @@ with mine:
             st.caption(f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
                        f"{cfg.pe_layout} layout).")
 
+if session is not None and common.show_input_messages(session):  # names what is wrong with the input
+    common.capture_downloads(session, "pe")  # made only when pressed
 left, right = st.columns(2)
 table_npz, table_json = common.pe_downloads(length, d_model, base)
 left.download_button("Download this PE table (.npz)", table_npz, file_name=f"pe_{length}x{d_model}.npz",
-                     mime="application/octet-stream", key="pe_table_npz")
+                     mime="application/octet-stream", key="pe_table_npz", on_click="ignore")
 right.download_button("Download this PE table (.json)", table_json, file_name=f"pe_{length}x{d_model}.json",
-                      mime="application/json", key="pe_table_json")
+                      mime="application/json", key="pe_table_json", on_click="ignore")

@@ -33,8 +33,8 @@ def test_each_page_renders_its_figures_for_the_default_input(page, ckpt):
     assert not at.error
     downloads = [b.proto.label for b in at.get("download_button")]
     assert "Download attention and PE (.npz)" in downloads and "Download attention and PE (.json)" in downloads
-    n = len(charts(at))
-    assert n >= {"attention": 3, "positional": 7, "decoding": 4, "model": 2}[page]
+    # only the default view is built: one heatmap; the PE matrix; decoding's four; the model's configuration table
+    assert len(charts(at)) == {"attention": 1, "positional": 1, "decoding": 4, "model": 0}[page]
 
 
 def test_attention_axes_are_the_tokens(ckpt):
@@ -43,8 +43,12 @@ def test_attention_axes_are_the_tokens(ckpt):
     assert one["layout"]["xaxis"]["ticktext"] == display_tokens(list("cafe") + ["</s>"])
     assert one["layout"]["yaxis"]["ticktext"] == ["&lt;s&gt;", "b", "e", "a", "d"]
     assert one["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2, average of heads"
-    grid, overview = charts(at)[1], charts(at)[2]
-    assert len(grid["data"]) == 2 and len(overview["data"]) == 3 * 2
+    at.segmented_control(key="att_view").set_value("grid").run()
+    (grid,) = charts(at)
+    assert len(grid["data"]) == 2 and grid["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2"
+    at.segmented_control(key="att_view").set_value("overview").run()
+    (overview,) = charts(at)
+    assert len(overview["data"]) == 3 * 2
 
 
 def test_a_link_reproduces_the_attention_view(ckpt):
@@ -79,12 +83,16 @@ def test_bad_input_is_named_and_kept(page, case, ckpt):
     at.sidebar.text_area(key="text").set_value(text).run()
     assert not at.exception, at.exception
     assert at.sidebar.text_area(key="text").value == text  # nothing the user typed is lost
-    if page == "model":  # the configuration and weights still show; the shapes tab names the problem
-        assert expected in messages(at) and len(charts(at)) == 2
+    if page == "model":  # the configuration still shows, and the problem is named
+        assert expected in messages(at) and at.dataframe
+        at.segmented_control(key="model_view").set_value("shapes").run()  # the view that needs the input says so too
+        assert expected in messages(at) and not any("S = " in m.value for m in at.markdown)
         return
     if page == "positional":
-        # the PE page works without input; only the model-and-input tab depends on it
-        assert len(charts(at)) >= 5
+        # the PE page works without input (the problem is named); only the model-and-input view depends on it
+        assert expected in messages(at) and len(charts(at)) == 1
+        at.segmented_control(key="pe_view").set_value("mine").run()
+        assert expected in messages(at) and not charts(at)
         return
     assert expected in messages(at)
     if case in ("empty", "whitespace", "only unknown"):
@@ -153,7 +161,7 @@ def test_the_candidate_box_shows_the_current_step(ckpt):
 
 
 def test_model_page_walks_through_attention_shapes(ckpt):
-    at = open_page("model", ckpt, text="cafe", target="be")
+    at = open_page("model", ckpt, text="cafe", target="be", model_view="shapes")
     table = at.dataframe[-1].value
     shapes = dict(zip(table["formula"], table["shape"]))
     assert shapes["Q_h K_h^T / sqrt(d_k)"] == "1 × 2 × 5 × 5"  # encoder self by default: S = 5
@@ -182,7 +190,7 @@ def test_the_app_starts_with_a_shipped_demo_model():
     at = open_page("attention")
     assert not at.exception and not at.error
     assert at.sidebar.selectbox(key="model_choice").value == list_demos()[0].name
-    assert len(charts(at)) >= 3
+    assert len(charts(at)) == 1  # the default view: one heatmap
 
 
 def _demo(name):

@@ -1,3 +1,6 @@
+import base64
+import json
+
 import numpy as np
 import pytest
 
@@ -20,9 +23,12 @@ def test_heatmap_labels_axes_with_the_tokens_and_keeps_repeats_apart():
     assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "la", "la", "rouge"]
     assert fig.layout.yaxis.autorange == "reversed"  # first query on top
     assert "source" in fig.layout.xaxis.title.text and "decoder input" in fig.layout.yaxis.title.text
-    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), w)
-    assert "query 2: la" in fig.data[0].customdata[2][1] and "key 1: red" in fig.data[0].customdata[2][1]
-    assert f"weight {w[2, 1]:.3f}" in fig.data[0].customdata[2][1]
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), w, rtol=1e-6)
+    # hover: one template reading the cell's labels from the categorical axes, "i: token" so repeats stay apart
+    assert list(fig.data[0].x) == ["0: the", "1: red", "2: red", "3: car", "4: &lt;/s&gt;"]
+    assert list(fig.data[0].y) == ["0: &lt;s&gt;", "1: la", "2: la", "3: rouge"]
+    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
+    assert fig.data[0].hovertemplate == "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"
 
 
 def test_masked_cells_are_drawn_as_masked_not_as_zero():
@@ -32,8 +38,9 @@ def test_masked_cells_are_drawn_as_masked_not_as_zero():
     z = np.array(fig.data[0].z, dtype=float)
     assert np.isnan(z[0, 1]) and np.isnan(z[0, 2]) and np.isnan(z[1, 2])
     assert not np.isnan(z[2, 0])
-    assert "masked" in fig.data[0].customdata[0][2] and "masked" not in fig.data[0].customdata[1][0]
-    assert fig.layout.plot_bgcolor == figs.MASKED_COLOR
+    np.testing.assert_allclose(z[~figs.causal_mask(3, 3)], w[~figs.causal_mask(3, 3)], rtol=1e-6)  # the rest as given
+    assert fig.data[0].hoverongaps is False  # a masked cell has no hover: it holds no weight
+    assert fig.layout.plot_bgcolor == figs.MASKED_COLOR  # NaN cells are not drawn: the grey background shows
 
 
 def test_mismatches_are_named():
@@ -51,8 +58,10 @@ def test_head_grid_has_one_panel_per_head():
     fig = figs.head_grid(w, list("abc"), list("wxyz"), columns=4)
     assert len(fig.data) == 6
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
-    np.testing.assert_allclose(np.array(fig.data[5].z, dtype=float), w[5])
-    assert sum(1 for t in fig.data if t.showscale) == 1  # one shared colour bar
+    np.testing.assert_allclose(np.array(fig.data[5].z, dtype=float), w[5], rtol=1e-6)
+    assert {t.coloraxis for t in fig.data} == {"coloraxis"}  # one shared colour axis and bar
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    assert "head 5" in fig.data[5].hovertemplate
 
 
 def test_overview_is_layers_by_heads():
@@ -61,7 +70,31 @@ def test_overview_is_layers_by_heads():
     assert len(fig.data) == 12
     texts = {a.text for a in fig.layout.annotations}
     assert {"layer 0", "layer 2", "head 0", "head 3"} <= texts
-    np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1])
+    np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1], rtol=1e-6)
+    assert fig.data[4 * 2 + 1].hovertemplate.startswith("layer 2, head 1<br>")
+    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+
+
+@pytest.mark.parametrize("build", ["heatmap", "grid", "overview"])
+def test_figures_go_out_as_typed_arrays_without_per_cell_strings(build):
+    """What the browser gets: float32 typed arrays (base64), and text that grows with tokens, not with cells."""
+    n = 48
+    toks = [f"tok{i}" for i in range(n)]
+    w = softmax_rows((2, 3, n, n)).astype(np.float64)
+    fig = {"heatmap": lambda: figs.attention_heatmap(w[0, 0], toks, toks, mask=figs.causal_mask(n, n)),
+           "grid": lambda: figs.head_grid(w[0], toks, toks),
+           "overview": lambda: figs.layer_head_overview(w)}[build]()
+    spec = json.loads(fig.to_json())
+    for trace in spec["data"]:
+        assert trace["z"]["dtype"] == "f4" and "bdata" in trace["z"]  # float32, base64: 4 bytes a cell
+        assert "customdata" not in trace and "text" not in trace and "hovertext" not in trace
+        assert trace["coloraxis"] == "coloraxis"
+    z = spec["data"][0]["z"]
+    decoded = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32).reshape(n, n)
+    expected = np.where(figs.causal_mask(n, n), np.nan, w[0, 0]) if build == "heatmap" else w[0, 0]
+    np.testing.assert_allclose(decoded, expected, rtol=1e-6)  # the same numbers, masked cells NaN
+    cells = sum(n * n for _ in spec["data"])
+    assert len(fig.to_json()) < cells * 4 * 4 / 3 + 60_000  # the base64 arrays plus a small, cell-independent rest
 
 
 def test_head_average():

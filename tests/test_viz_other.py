@@ -66,9 +66,12 @@ def test_top_k_bars_highlight_the_choice():
 def test_step_rows_list_every_layer_and_head():
     rows = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3))
     fig = decoding_figs.step_rows(rows, list("abcde"), "t")
-    assert list(fig.layout.yaxis.ticktext) == ["L0 H0", "L0 H1", "L0 H2", "L1 H0", "L1 H1", "L1 H2"]
+    assert list(fig.data[0].y) == ["L0 H0", "L0 H1", "L0 H2", "L1 H0", "L1 H1", "L1 H2"]  # categorical rows
+    assert fig.layout.yaxis.type == "category" and fig.layout.yaxis.autorange == "reversed"
     assert list(fig.layout.xaxis.ticktext) == list("abcde")
-    np.testing.assert_allclose(np.array(fig.data[0].z)[4], rows[1, 1])
+    assert list(fig.data[0].x) == [f"{i}: {t}" for i, t in enumerate("abcde")]  # hover labels, repeats kept apart
+    assert fig.data[0].customdata is None and fig.data[0].text is None  # nothing per cell
+    np.testing.assert_allclose(np.array(fig.data[0].z)[4], rows[1, 1], rtol=1e-6)
 
 
 def test_model_figures():

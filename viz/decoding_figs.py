@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .attention_figs import COLORSCALE
+from .attention_figs import COLORSCALE, token_labels
 from .tokens import display_token, display_tokens, tick_font_size
 
 
@@ -35,16 +35,14 @@ def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str) -> go.Fig
         raise ValueError(f"rows must be (layers, heads, {len(key_tokens)}), got shape {rows.shape}")
     L, H, Tk = rows.shape
     names = [f"L{layer} H{h}" for layer in range(L) for h in range(H)]
-    z = rows.reshape(L * H, Tk)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=np.arange(Tk), y=np.arange(L * H), zmin=0, zmax=1, colorscale=COLORSCALE,
-        colorbar=dict(title="weight", thickness=14),
-        customdata=np.array([[names[r]] * Tk for r in range(L * H)], dtype=object),
-        text=np.array([display_tokens(key_tokens, 40)] * (L * H), dtype=object),
-        hovertemplate="%{customdata}<br>key %{x}: %{text}<br>weight %{z:.3f}<extra></extra>",
+    z = np.asarray(rows, dtype=np.float32).reshape(L * H, Tk)  # (L*H, Tk): row layer*H + head
+    fig = go.Figure(go.Heatmap(  # categorical axes: hover reads the row name and the "i: token" label from them
+        z=z, x=token_labels(key_tokens), y=names, coloraxis="coloraxis",
+        hovertemplate="%{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
     ))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(Tk)), ticktext=display_tokens(key_tokens),
+    fig.update_xaxes(type="category", tickmode="array", tickvals=list(range(Tk)), ticktext=display_tokens(key_tokens),
                      tickangle=-60 if Tk > 12 else 0, tickfont=dict(size=tick_font_size(Tk)))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(L * H)), ticktext=names, autorange="reversed")
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_layout(coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text="weight"), thickness=14)))
     fig.update_layout(title=title, height=max(220, 26 * L * H + 120), margin=dict(t=50, l=10, r=10, b=10))
     return fig

@@ -1,0 +1,185 @@
+"""Build only what is shown: one view per run, views in the URL, no model work on a view change, downloads on request."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
+
+from model import Tokenizer, TransformerConfig, Vocab, build_model, capture, save_checkpoint
+from pages import common
+from pages.bounded_cache import BoundedCache, nbytes
+from tests.apptest_helpers import chart_titles, charts, open_page
+
+ATTENTION_VIEWS = {"one": "Cross-attention (decoder → encoder), layer 2, average of heads",
+                   "grid": "Cross-attention (decoder → encoder), layer 2",
+                   "overview": "Cross-attention (decoder → encoder): rows are layers, columns heads"}
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    """A small random char-level model (letters a-h): 2 encoder and 3 decoder layers of 2 heads."""
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
+                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    path = tmp_path_factory.mktemp("views") / "letters"
+    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
+    return path
+
+
+@pytest.fixture
+def model_runs(monkeypatch):
+    """Counts every capture() and greedy_decode() the app's caches run."""
+    calls = {"capture": 0, "decode": 0}
+    real_capture, real_decode = common.capture, common.greedy_decode
+
+    def counted_capture(*args, **kwargs):
+        calls["capture"] += 1
+        return real_capture(*args, **kwargs)
+
+    def counted_decode(*args, **kwargs):
+        calls["decode"] += 1
+        return real_decode(*args, **kwargs)
+
+    monkeypatch.setattr(common, "capture", counted_capture)
+    monkeypatch.setattr(common, "greedy_decode", counted_decode)
+    common.CAPTURES.clear()
+    common.TRACES.clear()
+    return calls
+
+
+@pytest.mark.parametrize("view", list(ATTENTION_VIEWS))
+def test_only_the_chosen_attention_view_is_built_and_it_is_in_the_link(view, ckpt):
+    at = open_page("attention", f"path:{ckpt}", text="cafe", att_view=view)
+    assert not at.exception, at.exception
+    assert chart_titles(at) == [ATTENTION_VIEWS[view]]  # one chart: the hidden views cost nothing
+    assert not at.get("iframe")
+    assert at.segmented_control(key="att_view").value == view and at.query_params["att_view"] == view
+
+
+def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
+    at = open_page("attention", f"path:{ckpt}", text="cafe")
+    assert not at.get("iframe")
+    at.segmented_control(key="att_view").set_value("bertviz").run()
+    assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
+    key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2)
+    assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer)
+    at.selectbox(key="att_layer").set_value(0).run()
+    assert (*key[:-1], 0) in common.HTML and key in common.HTML
+
+
+def test_a_view_change_runs_nothing_of_the_model(ckpt, model_runs):
+    at = open_page("attention", f"path:{ckpt}", text="bead")
+    assert model_runs == {"capture": 1, "decode": 0}
+    at.segmented_control(key="att_view").set_value("grid").run()
+    at.radio(key="att_kind").set_value("encoder_self").run()
+    at.selectbox(key="att_layer").set_value(0).run()
+    at.segmented_control(key="att_view").set_value("one").run()
+    at.selectbox(key="att_head").set_value(1).run()
+    assert chart_titles(at) == ["Encoder self-attention, layer 0, head 1"]
+    assert model_runs == {"capture": 1, "decode": 0}
+    at.sidebar.text_area(key="text").set_value("cab").run()  # a new input does run the model
+    assert model_runs == {"capture": 2, "decode": 0}
+
+
+def test_the_decoding_page_decodes_once_and_steps_from_the_cache(ckpt, model_runs):
+    at = open_page("decoding", f"path:{ckpt}", text="bead")
+    at.button(key="dec_next").click().run()
+    at.selectbox(key="dec_layer").set_value(0).run()
+    assert not at.exception and at.markdown[0].value.startswith("**Step 2 of")
+    assert model_runs == {"capture": 0, "decode": 1}  # no capture only for the downloads
+
+
+@pytest.mark.parametrize(("page", "key", "views"), [("positional", "pe_view", ["matrix", "similarity", "mine"]),
+                                                     ("model", "model_view", ["params", "weights", "config"])])
+def test_other_pages_build_one_view_and_keep_it_in_the_link(page, key, views, ckpt):
+    at = open_page(page, f"path:{ckpt}", text="cafe")
+    for view in views:
+        at.segmented_control(key=key).set_value(view).run()
+        assert not at.exception and at.query_params[key] == view
+        expected = {"matrix": 1, "similarity": 1, "mine": 2, "params": 1, "weights": 1, "config": 0}[view]
+        assert len(charts(at)) == expected, view
+    linked = open_page(page, f"path:{ckpt}", text="cafe", **{key: views[0]})
+    assert linked.segmented_control(key=key).value == views[0]
+
+
+@pytest.fixture
+def deferred(monkeypatch):
+    """file name -> the callable a download button registered (Streamlit calls it when the button is pressed)."""
+    registered = {}
+    real = MediaFileManager.add_deferred
+
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        registered[file_name] = data_callable
+        return real(self, data_callable, mimetype, coordinates, file_name=file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    return registered
+
+
+def test_downloads_are_made_on_request_with_the_right_content(ckpt, deferred, model_runs):
+    at = open_page("decoding", f"path:{ckpt}", text="bead")
+    assert {"capture.npz", "capture.json", "decoding.json"} <= set(deferred)
+    assert model_runs["capture"] == 0  # offering the capture's files made nothing
+    from model import load_checkpoint
+
+    model, tokenizer = load_checkpoint(ckpt)
+    expected = capture(model, tokenizer, "bead")
+    arrays = np.load(io.BytesIO(deferred["capture.npz"]()))  # pressing the button
+    assert model_runs["capture"] == 1
+    for name, value in expected.arrays().items():
+        np.testing.assert_allclose(arrays[name], value, atol=1e-6, err_msg=name)
+    data = json.loads(deferred["capture.json"]())
+    assert data["source_tokens"] == expected.source_tokens and data["target_tokens"] == expected.target_tokens
+    np.testing.assert_allclose(np.asarray(data["cross"]), expected.cross, atol=1e-5)
+    assert model_runs["capture"] == 1  # the second file reuses the capture
+    trace = json.loads(deferred["decoding.json"]())
+    assert trace["source_tokens"] == expected.source_tokens and len(trace["steps"]) >= 1
+    assert not at.exception
+
+
+def test_pe_table_downloads_on_request(ckpt, deferred):
+    open_page("positional", f"path:{ckpt}", text="cafe", pe_d="16", pe_len="30")
+    arrays = np.load(io.BytesIO(deferred["pe_30x16.npz"]()))
+    pos, i = np.arange(30)[:, None], np.arange(8)[None, :]
+    angle = pos / 10000.0 ** (2 * i / 16)
+    np.testing.assert_allclose(arrays["pe"], np.stack([np.sin(angle), np.cos(angle)], -1).reshape(30, 16), atol=1e-5)
+    table = json.loads(deferred["pe_30x16.json"]())["pe"]
+    assert table["shape"] == [30, 16] and np.allclose(table["values"], arrays["pe"], atol=1e-5)
+
+
+# -- the bounded cache ---------------------------------------------------------------------------------
+
+
+def test_cache_evicts_the_least_recently_used_by_size():
+    cache = BoundedCache("test", max_entries=10, max_bytes=1000)
+    a, b, c = (np.zeros(100, np.float32) for _ in range(3))  # 400 bytes each
+    cache.get("a", lambda: a)
+    cache.get("b", lambda: b)
+    assert cache.get("a", lambda: pytest.fail("a is cached")) is a  # a is now the most recent
+    cache.get("c", lambda: c)  # 1200 bytes > 1000: b, the least recently used, goes
+    assert "a" in cache and "c" in cache and "b" not in cache and cache.bytes == 800
+    assert cache.get("b", lambda: np.ones(3)).tolist() == [1, 1, 1]  # computed again
+
+
+def test_cache_evicts_by_entries_and_never_keeps_what_is_too_big():
+    cache = BoundedCache("test", max_entries=2, max_bytes=10**6)
+    for key in "xyz":
+        cache.get(key, lambda: b"12345")
+    assert len(cache) == 2 and "x" not in cache and cache.bytes == 10
+    huge = np.zeros(300_000)  # 2.4 MB
+    assert cache.get("huge", lambda: huge) is huge and "huge" not in cache and cache.bytes == 10
+
+
+def test_cached_values_are_read_only_and_sized_from_their_arrays(ckpt):
+    from model import load_checkpoint
+
+    model, tokenizer = load_checkpoint(ckpt)
+    cap = capture(model, tokenizer, "cafe")
+    arrays = sum(a.nbytes for a in cap.arrays().values())
+    assert arrays <= nbytes(cap) < arrays + 10_000
+    cache = BoundedCache("test", max_entries=4, max_bytes=10**7)
+    shared = cache.get("k", lambda: cap)
+    with pytest.raises(ValueError, match="read-only"):
+        shared.cross[0, 0, 0, 0] = 1.0  # one session cannot change what every session sees
