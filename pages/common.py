@@ -333,8 +333,11 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
 
 def run_app(default: str = "attention") -> None:
     """Navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    from pages.presentation import presentation_mode
+
     page = st.navigation(_pages(default))
     st.session_state["_session"] = sidebar()
+    presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
     token = _THROUGH_APP.set(True)
     try:
         page.run()
