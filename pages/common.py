@@ -112,6 +112,22 @@ def url_state(key: str, default: Any, options: Sequence[Any] | None = None, cast
     return st.session_state[key]
 
 
+def url_ints(key: str, default: Sequence[int], options: Sequence[int]) -> list[int]:
+    """A multiselect's list of ints, kept in the URL as "3,7,12" ("none": empty): read from it once, kept within options."""
+    allowed = set(options)
+    if key not in st.session_state:
+        raw = st.query_params.get(key)
+        try:
+            value = list(default) if raw is None else [] if raw == "none" else [int(v) for v in raw.split(",") if v.strip()]
+        except ValueError:
+            value = list(default)
+        st.session_state[key] = value
+    kept = [v for v in dict.fromkeys(st.session_state[key]) if v in allowed]
+    if kept != st.session_state[key]:
+        st.session_state[key] = kept
+    return kept
+
+
 def write_url(**values: Any) -> None:
     """Put the current selections in the address bar (None removes a key)."""
     for k, v in values.items():

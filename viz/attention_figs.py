@@ -122,11 +122,13 @@ def _square(fig: go.Figure, n: int = 1) -> None:
         fig.layout[f"yaxis{suffix}"].update(constrain="domain", constraintoward="top")
 
 
-def _token_axes(fig: go.Figure, geo: Geometry, row=None, col=None, x_labels: bool = True, y_labels: bool = True) -> None:
+def _token_axes(fig: go.Figure, geo: Geometry, nq: int, nk: int, row=None, col=None, x_labels: bool = True,
+                y_labels: bool = True) -> None:
     # Categorical axes (the traces' x and y are the "i: token" labels); numeric tick values are category positions.
-    fig.update_xaxes(type="category", showticklabels=x_labels, side="bottom", showgrid=False, zeroline=False,
+    # Fixed ranges: exactly the cells (markers over them would otherwise pad the range with an empty border).
+    fig.update_xaxes(type="category", range=[-0.5, nk - 0.5], showticklabels=x_labels, side="bottom", showgrid=False, zeroline=False,
                      automargin=True, title_font=dict(color=TEXT_COLOR), **geo.x.axis(), row=row, col=col)
-    fig.update_yaxes(type="category", showticklabels=y_labels, autorange="reversed", showgrid=False, zeroline=False,
+    fig.update_yaxes(type="category", range=[nq - 0.5, -0.5], showticklabels=y_labels, showgrid=False, zeroline=False,
                      automargin=True, title_font=dict(color=TEXT_COLOR), **geo.y.axis(), row=row, col=col)
 
 
@@ -175,7 +177,7 @@ def attention_heatmap(
     geo = heatmap_geometry(query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0)
     fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
     _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
-    _token_axes(fig, geo)
+    _token_axes(fig, geo, len(query_tokens), len(key_tokens))
     _square(fig)
     fig.update_xaxes(title_text=f"{key_label} tokens (attended to)")
     fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
@@ -219,7 +221,7 @@ def head_grid(
     for r in range(1, rows + 1):
         for c in range(1, cols + 1):
             below = (r - 1) * cols + c + cols > n_heads  # no panel under this one: it carries the x labels
-            _token_axes(fig, geo, row=r, col=c, x_labels=below, y_labels=c == 1)
+            _token_axes(fig, geo, len(query_tokens), len(key_tokens), row=r, col=c, x_labels=below, y_labels=c == 1)
     _square(fig, rows * cols)
     fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,

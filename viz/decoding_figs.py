@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .attention_figs import COLORSCALE, token_labels
-from .tokens import display_token, display_tokens, tick_font_size
+from .tokens import display_token, readable, token_ticks
 
 
 def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "") -> go.Figure:
@@ -26,11 +26,14 @@ def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0,
     fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=14))
     fig.update_layout(title=title or "Next-token candidates", height=80 + 36 * len(tokens),
                       margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    return readable(fig)
 
 
-def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str) -> go.Figure:
-    """(L, H, Tk) attention rows of the newest position: one line per layer x head, keys across."""
+def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px: int = 560) -> go.Figure:
+    """(L, H, Tk) attention rows of the newest position: one line per layer x head, keys across.
+
+    width_px: about how wide the plot is drawn, so that key labels are thinned rather than crowded.
+    """
     if rows.ndim != 3 or rows.shape[-1] != len(key_tokens):
         raise ValueError(f"rows must be (layers, heads, {len(key_tokens)}), got shape {rows.shape}")
     L, H, Tk = rows.shape
@@ -40,9 +43,8 @@ def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str) -> go.Fig
         z=z, x=token_labels(key_tokens), y=names, coloraxis="coloraxis",
         hovertemplate="%{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
     ))
-    fig.update_xaxes(type="category", tickmode="array", tickvals=list(range(Tk)), ticktext=display_tokens(key_tokens),
-                     tickangle=-60 if Tk > 12 else 0, tickfont=dict(size=tick_font_size(Tk)))
+    fig.update_xaxes(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1)).axis())
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_layout(coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text="weight"), thickness=14)))
-    fig.update_layout(title=title, height=max(220, 26 * L * H + 120), margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(title=title, height=max(200, 20 * L * H + 110), margin=dict(t=50, l=10, r=10, b=10))
+    return readable(fig)
