@@ -11,8 +11,8 @@ from pages.presentation import chart_box
 from viz import positional_figs as figs
 
 st.title("Positional encoding")
-st.markdown("The Transformer has no recurrence, so it adds a position signal to every token embedding "
-            "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ):")
+st.caption("No recurrence: the Transformer adds this position signal to every token embedding "
+           "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ).")
 st.latex(r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
          r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}")
 session = common.current()
@@ -64,10 +64,10 @@ elif view == "offsets":
     common.write_url(pe_starts=",".join(map(str, positions)) or "none")
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
-        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
         st.caption(f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
-                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")
+                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")  # above the chart: in view
+        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
         explain("pe_dot")
     else:
         st.info("Pick at least one starting position.")

@@ -21,7 +21,7 @@ COMPACT_CSS = """
 PRESENT_CSS = """
 <style>
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 2rem 2rem 2rem; }
 [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
 </style>

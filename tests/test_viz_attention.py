@@ -118,7 +118,7 @@ def test_cells_are_square_and_the_height_follows_the_rows():
     assert long.layout.xaxis.tickfont.size == short.layout.xaxis.tickfont.size >= 14  # never smaller
     assert 1 < len(long.layout.xaxis.tickvals) < n and list(long.layout.xaxis.tickvals)[:2] == [0, long.layout.xaxis.tickvals[1]]
     geo = figs.heatmap_geometry(toks, toks)
-    assert geo.cell * geo.y.step >= 18 and geo.cell * geo.x.step >= 18  # labels at least 18 px apart
+    assert geo.cell * geo.y.step >= 20 and geo.cell * geo.x.step >= 20  # labels at least 20 px apart
     assert long.layout.xaxis.tickfont.color == "#222222"  # dark: 15.9:1 on white
 
 

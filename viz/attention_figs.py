@@ -81,7 +81,7 @@ def _coloraxis(showscale: bool = True) -> dict:
 MAX_HEIGHT = 520  # px of one chart: below a compact header, a 1366x768 screen shows it whole
 MAX_WIDTH = 860  # px of plot a 1366 px window offers beside the open sidebar (colour bar and labels aside)
 MAX_CELL = 36  # px: short inputs get large cells, not a giant chart
-TITLE_PX, AXIS_TITLE_PX, LABEL_ROW_PX = 56, 26, 24
+TITLE_PX, AXIS_TITLE_PX, LABEL_ROW_PX = 56, 34, 30  # px: title margin, x-axis title, one row of x labels
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class Geometry:
 
 def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max_height: int = MAX_HEIGHT,
                      max_width: int = MAX_WIDTH, extra_height: int = 0) -> Geometry:
-    """Square cells as large as fit (at most MAX_CELL); the height follows the number of rows.
+    """Square cells as large as fit (at most MAX_CELL, more in a wider box); the height follows the number of rows.
 
     The figure is at most max_height + extra_height tall (extra: a legend row) and its plot at most max_width
     wide, whatever the number of tokens: long inputs get small cells and every n-th tick label (token_ticks).
@@ -105,7 +105,7 @@ def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max
     label_px = LABEL_ROW_PX
     for _ in range(2):  # once more with room for vertical x labels, if they turned out to need it
         chrome = TITLE_PX + AXIS_TITLE_PX + label_px
-        cell = max(1.0, min(MAX_CELL, (max_height - chrome) / nq, max_width / nk))
+        cell = max(1.0, min(MAX_CELL * max(1.0, max_width / MAX_WIDTH), (max_height - chrome) / nq, max_width / nk))
         x = token_ticks(key_tokens, cell)
         if x.angle == 0 or label_px > LABEL_ROW_PX:
             break
@@ -138,7 +138,7 @@ def _legend_marks(fig: go.Figure, mask: np.ndarray | None, gold: Sequence[tuple[
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
         fig.add_trace(go.Scatter(x=[k_labels[c]], y=[q_labels[r]], mode="markers", name="masked (weight 0, not attended)",
-                                 marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(color="#888", width=1)),
+                                 marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(width=0)),
                                  hoverinfo="skip"))
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
@@ -207,11 +207,11 @@ def head_grid(
     rows = -(-n_heads // cols)
     gap = 34  # px between panels: room for a panel's title
     ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX + 30 if len(query_tokens) else 30
-    panel_h = (max_height - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX - gap * (rows - 1)) / rows
+    panel_h = (max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX - gap * (rows - 1)) / rows  # 14: panel titles
     panel_w = (max_width - ylabel_px - 12 * (cols - 1)) / cols
     geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w))
     plot_h = rows * geo.cell * len(query_tokens) + gap * (rows - 1)
-    height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h))
+    height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h)) + 14
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
                         shared_xaxes=True, shared_yaxes=True,
                         horizontal_spacing=0.015, vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0)
@@ -225,7 +225,7 @@ def head_grid(
     _square(fig, rows * cols)
     fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,
-                      coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 10, b=10))
+                      coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10))
     return fig
 
 

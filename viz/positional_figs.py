@@ -41,7 +41,7 @@ def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray
         ))
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
-    fig.update_layout(title="Sinusoids of chosen dimensions", height=420, legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(title="Sinusoids of chosen dimensions", height=400, legend=dict(orientation="h", y=-0.25),
                       margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 
@@ -60,7 +60,7 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
         ))
     fig.update_xaxes(title_text="offset k")
     fig.update_yaxes(title_text="PE(p) · PE(p+k)")
-    fig.update_layout(title="Dot product against offset, for several starting positions p", height=420,
+    fig.update_layout(title="Dot product against offset, for several starting positions p", height=380,
                       margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 
@@ -75,7 +75,7 @@ def similarity_matrix(sim: np.ndarray) -> go.Figure:
     ))
     fig.update_xaxes(title_text="position j", constrain="domain")
     fig.update_yaxes(title_text="position i", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=520, margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=480, margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 
 
@@ -86,7 +86,7 @@ def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
                                hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>"))
     fig.update_xaxes(title_text="dimension of PE(p)", constrain="domain")
     fig.update_yaxes(title_text="dimension of PE(p+k)", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=420,
+    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=400,
                       margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 

@@ -17,7 +17,7 @@ SPACE = _VISIBLE[" "]
 TICK_PX = 14  # tick label size: readable at 1366 px on a projector (never smaller)
 TICK_COLOR = "#222222"  # on white: 15.9:1 contrast (WCAG asks 7:1 for AAA); Streamlit's default grey is ~3.7:1
 TEXT_COLOR = "#222222"
-MIN_TICK_GAP_PX = 18  # centre-to-centre distance below which neighbouring 14 px labels would touch
+MIN_TICK_GAP_PX = 20  # centre-to-centre distance: a 14 px label's box is about 18 px high
 CHAR_PX = 8.5  # average width of one character of a 14 px sans-serif label
 
 
