@@ -408,12 +408,12 @@ _VIEW_SIGNATURE = """() => {
             title: (p.querySelector('.gtitle') || {}).textContent || '',
             x: [...p.querySelectorAll('.xtick text')].map(t => t.textContent),
             y: [...p.querySelectorAll('.ytick text')].map(t => t.textContent)})),
-        segmented: all('[data-testid="stBaseButton-segmented_controlActive"]').map(text),
+        segmented: all('[role="radiogroup"] button[aria-checked="true"]').map(text),
         radios: all('[data-testid="stRadio"] label').filter(l => (l.querySelector('input') || {}).checked).map(text),
-        selects: all('[data-testid="stSelectbox"] [data-baseweb="select"]').map(text),
-        multiselects: all('[data-testid="stMultiSelect"] [data-baseweb="tag"]').map(text),
-        sliders: all('[data-testid="stSliderThumbValue"]').map(text),
-        toggles: all('[data-testid="stCheckbox"] input, [data-testid="stToggle"] input').map(i => i.checked),
+        selects: all('[data-testid="stSelectbox"] input').map(i => i.value),
+        multiselects: all('[data-testid="stMultiSelect"]').map(text),
+        sliders: all('[data-testid="stSlider"]').map(text),
+        toggles: all('input[type="checkbox"]').map(i => i.checked),
         markdown: inMain('[data-testid="stMarkdownContainer"]').map(text).filter(t => t),
         iframes: all('[data-testid="stIFrame"]').length,
     };
@@ -429,7 +429,7 @@ def wait_signature(watch: Watch, expected: dict, timeout_s: float = WAIT_S) -> N
     """Wait until the page shows exactly the view `expected` (a view_signature); on a timeout, name the difference."""
     try:
         watch.page.wait_for_function(f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
-                                     "return JSON.stringify(now) === JSON.stringify(expected); }}",
+                                     "return JSON.stringify(now) === JSON.stringify(expected); }",
                                      arg=expected, timeout=timeout_s * 1000)
     except Exception as e:
         now = view_signature(watch.page)
@@ -489,5 +489,4 @@ def contrast_on_white(css_color: str) -> float:
 
 def pick_view(page, label: str) -> None:
     """Click the option `label` of a segmented control (a page's view selector)."""
-    page.locator('[data-testid^="stBaseButton-segmented_control"]').filter(
-        has=page.get_by_text(label, exact=True)).first.click(timeout=WAIT_S * 1000)
+    page.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click(timeout=WAIT_S * 1000)
