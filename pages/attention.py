@@ -5,7 +5,7 @@ Only the chosen view is built and sent (a selector, not st.tabs, which would bui
 
 import streamlit as st
 
-from model.gold import gold_alignment
+from model.gold import gold_alignment, gold_example
 from pages import common
 from pages.explain import explain_row
 from pages.presentation import chart_box
@@ -56,6 +56,9 @@ max_height, max_width = chart_box()
 gold = None
 if kind == "cross" and cap.generated:
     gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
+if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
+    st.caption(f"The gold alignment is known for this input but not drawn: the decoder input is not the gold target "
+               f"“{known.target}”.")
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = "average of heads" if head == "average" else f"head {head}"
