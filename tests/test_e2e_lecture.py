@@ -141,6 +141,7 @@ def test_positional_views_are_in_the_link(browser, server, model):
         wait_url(maker, "pe_view=offsets")
         page.get_by_role("combobox", name="Starting positions p").click()
         page.get_by_role("option", name="7", exact=True).click()
+        page.keyboard.press("Escape")  # close the list (while open, the rest of the page is hidden from roles)
         wait_url(maker, "pe_starts=0,10,25,7")
         wait_text(maker, "The curves coincide")
         offsets = round_trip(browser, server, maker)
@@ -149,6 +150,7 @@ def test_positional_views_are_in_the_link(browser, server, model):
         pick_view(page, "Sinusoids")
         page.get_by_role("combobox", name="Dimensions (2i: sin, 2i+1: cos)").click()
         page.get_by_role("option", name="3", exact=True).click()
+        page.keyboard.press("Escape")
         wait_url(maker, "pe_view=curves", "pe_dims=0,1,4,8,3")
         round_trip(browser, server, maker)
 

@@ -19,7 +19,8 @@ def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0,
     colors = ["#d62728" if i == chosen else "#1f77b4" for i in range(len(tokens))]
     fig = go.Figure(go.Bar(
         x=probs, y=labels, orientation="h", marker_color=colors, text=[f"{p:.1%}" for p in probs],
-        textposition="auto", hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
+        textposition="auto", outsidetextfont=dict(color="#222222", size=14), insidetextfont=dict(color="white", size=14),
+        hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
     ))
     fig.update_xaxes(title_text="probability", range=[0, 1])
     # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
