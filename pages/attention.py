@@ -8,7 +8,7 @@ import streamlit as st
 from model.gold import gold_alignment, gold_example
 from pages import common
 from pages.explain import explain_row
-from pages.presentation import chart_box
+from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs as figs
 
 st.title("Attention")
@@ -64,10 +64,11 @@ if view == "one":
     which = "average of heads" if head == "average" else f"head {head}"
     st.plotly_chart(figs.attention_heatmap(shown, q_tokens, k_tokens, f"{title}, layer {layer}, {which}",
                                            mask=mask, query_label=q_label, key_label=k_label, gold=gold,
-                                           max_height=max_height, max_width=max_width), key="att_one")
+                                           max_height=max_height, max_width=max_width, tick_px=chart_text_px()),
+                    key="att_one")
 elif view == "grid":
     st.plotly_chart(figs.head_grid(weights[layer], q_tokens, k_tokens, f"{title}, layer {layer}", mask=mask,
-                                   max_height=max_height, max_width=max_width), key="att_grid")
+                                   max_height=max_height, max_width=max_width, tick_px=chart_text_px()), key="att_grid")
 elif view == "overview":
     st.plotly_chart(figs.layer_head_overview(weights, f"{title}: rows are layers, columns heads", mask=mask),
                     key="att_overview")

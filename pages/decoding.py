@@ -8,7 +8,7 @@ from model.export import trace_json
 from model.gold import gold_alignment
 from pages import common
 from pages.explain import explain_row
-from pages.presentation import chart_box
+from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs, decoding_figs as figs
 from viz.tokens import plain_token
 
@@ -97,7 +97,7 @@ st.plotly_chart(attention_figs.attention_heatmap(
     attention_figs.head_average(alignment[layer]), trace.output_tokens, trace.source_tokens,
     f"Output tokens (rows) against source tokens (columns), layer {layer}", query_label="output", key_label="source",
     gold=gold_alignment(session.card, session.check.text, trace.text), max_height=max_height, max_width=max_width,
-), key="dec_alignment")
+    tick_px=chart_text_px()), key="dec_alignment")
 st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}. "
            "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
            "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there.")

@@ -43,7 +43,7 @@ st.segmented_control("View", list(VIEWS), key="pe_view", format_func=VIEWS.get, 
 common.write_url(pe_view=view)
 if view == "matrix":
     st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}",
-                                   max_height=chart_box()[0]), key="pe_matrix")
+                                   max_height=chart_box()[0] - 40), key="pe_matrix")
     st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
     explain("pe_formula")
 elif view == "curves":

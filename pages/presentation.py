@@ -28,7 +28,8 @@ html { font-size: 19px; }
 """
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
 # header; in presentation mode, with the sidebar collapsed, nearly a screen each.
-NORMAL_BOX, PRESENT_BOX = (520, 860), (600, 1180)
+NORMAL_BOX, PRESENT_BOX = (520, 860), (470, 1180)
+NORMAL_TEXT_PX, PRESENT_TEXT_PX = 14, 18  # tick labels, legends and axis titles of charts
 
 
 def _changed() -> None:
@@ -58,3 +59,8 @@ def presentation_mode() -> bool:
 def chart_box() -> tuple[int, int]:
     """(max height, max width) in px for one chart, for the current mode."""
     return PRESENT_BOX if st.session_state.get("present") else NORMAL_BOX
+
+
+def chart_text_px() -> int:
+    """The size in px of charts' tick labels and legends, for the current mode."""
+    return PRESENT_TEXT_PX if st.session_state.get("present") else NORMAL_TEXT_PX

@@ -61,9 +61,9 @@ def test_every_page_explains_in_place(page, ckpt):
 def test_presentation_mode_is_a_toggle_kept_in_the_link(ckpt):
     at = open_page("attention", ckpt, text="cafe", present="1")
     assert at.sidebar.toggle(key="present").value is True and at.query_params["present"] == "1"
-    big = charts(at)[0]["layout"]["height"]
+    assert charts(at)[0]["layout"]["xaxis"]["tickfont"]["size"] == 18  # larger text for the room
     at.sidebar.toggle(key="present").set_value(False).run()
-    assert "present" not in at.query_params and charts(at)[0]["layout"]["height"] <= big
+    assert "present" not in at.query_params and charts(at)[0]["layout"]["xaxis"]["tickfont"]["size"] == 14
 
 
 @pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")

@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, token_ticks
+from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
@@ -95,22 +95,23 @@ class Geometry:
 
 
 def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max_height: int = MAX_HEIGHT,
-                     max_width: int = MAX_WIDTH, extra_height: int = 0) -> Geometry:
+                     max_width: int = MAX_WIDTH, extra_height: int = 0, tick_px: int = TICK_PX) -> Geometry:
     """Square cells as large as fit (at most MAX_CELL, more in a wider box); the height follows the number of rows.
 
     The figure is at most max_height + extra_height tall (extra: a legend row) and its plot at most max_width
     wide, whatever the number of tokens: long inputs get small cells and every n-th tick label (token_ticks).
+    tick_px: the tick labels' size (larger in presentation mode).
     """
     nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
     label_px = LABEL_ROW_PX
     for _ in range(2):  # once more with room for vertical x labels, if they turned out to need it
         chrome = TITLE_PX + AXIS_TITLE_PX + label_px
         cell = max(1.0, min(MAX_CELL * max(1.0, max_width / MAX_WIDTH), (max_height - chrome) / nq, max_width / nk))
-        x = token_ticks(key_tokens, cell)
+        x = token_ticks(key_tokens, cell, size=tick_px)
         if x.angle == 0 or label_px > LABEL_ROW_PX:
             break
-        label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX + 10))
-    y = token_ticks(query_tokens, cell, horizontal=False)
+        label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10))
+    y = token_ticks(query_tokens, cell, horizontal=False, size=tick_px)
     return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y)
 
 
@@ -163,6 +164,7 @@ def attention_heatmap(
     gold: Sequence[tuple[int, int]] | None = None,
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
+    tick_px: int = TICK_PX,
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
@@ -174,7 +176,8 @@ def attention_heatmap(
         raise ValueError(f"mask shape {mask.shape} differs from weights shape {weights.shape}")
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
     legend = (mask is not None and bool(mask.any())) or bool(gold)
-    geo = heatmap_geometry(query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0)
+    geo = heatmap_geometry(query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0,
+                           tick_px=tick_px)
     fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
     _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
     _token_axes(fig, geo, len(query_tokens), len(key_tokens))
@@ -183,7 +186,7 @@ def attention_heatmap(
     fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=geo.height, plot_bgcolor=MASKED_COLOR,
                       coloraxis=_coloraxis(), showlegend=legend, margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10))
-    return fig
+    return readable(fig, tick_px)
 
 
 def head_grid(
@@ -195,6 +198,7 @@ def head_grid(
     columns: int = 4,
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
+    tick_px: int = TICK_PX,
 ) -> go.Figure:
     """All heads of one layer, (H, Tq, Tk), as a grid of heatmaps sharing one colour scale.
 
@@ -206,10 +210,11 @@ def head_grid(
     cols = min(columns, n_heads)
     rows = -(-n_heads // cols)
     gap = 34  # px between panels: room for a panel's title
-    ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX + 30 if len(query_tokens) else 30
+    ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX * tick_px / TICK_PX + 30 if len(query_tokens) else 30
     panel_h = (max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX - gap * (rows - 1)) / rows  # 14: panel titles
     panel_w = (max_width - ylabel_px - 12 * (cols - 1)) / cols
-    geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w))
+    geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w),
+                           tick_px=tick_px)
     plot_h = rows * geo.cell * len(query_tokens) + gap * (rows - 1)
     height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h)) + 14
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
@@ -226,7 +231,8 @@ def head_grid(
     fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,
                       coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10))
-    return fig
+    fig.update_annotations(font_size=tick_px)
+    return readable(fig, tick_px)
 
 
 def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray | None = None) -> go.Figure:

@@ -59,19 +59,21 @@ class Ticks:
     text: list[str]
     angle: int  # 0: horizontal; -90: vertical (only when horizontal labels would overlap)
     step: int  # every step-th token is labelled
+    size: int = TICK_PX  # font size in px
 
     def axis(self) -> dict:
         """Keyword arguments for fig.update_xaxes / update_yaxes."""
         return dict(tickmode="array", tickvals=self.vals, ticktext=self.text, tickangle=self.angle,
-                    tickfont=dict(size=TICK_PX, color=TICK_COLOR))
+                    tickfont=dict(size=self.size, color=TICK_COLOR))
 
 
-def label_px(text: str) -> float:
-    """Rough width in px of a TICK_PX label: narrow, average and wide characters of a sans-serif font."""
-    return sum(4.0 if ch in "il.,:;|!'/()[]ftjr " else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8 for ch in text)
+def label_px(text: str, size: int = TICK_PX) -> float:
+    """Rough width in px of a label `size` px high: narrow, average and wide characters of a sans-serif font."""
+    at_14 = sum(4.0 if ch in "il.,:;|!'/()[]ftjr " else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8 for ch in text)
+    return at_14 * size / 14
 
 
-def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = True) -> Ticks:
+def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = True, size: int = TICK_PX) -> Ticks:
     """Readable ticks for a token axis whose tokens are px_per_token apart on screen.
 
     Labels are TICK_PX high and never shrink: when tokens are closer than MIN_TICK_GAP_PX, only every
@@ -81,8 +83,9 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
     one line of text each, which never overlap once the step is kept.
     """
     n = len(tokens)
-    step = max(1, math.ceil(MIN_TICK_GAP_PX / max(px_per_token, 1e-6))) if n else 1
-    widths = [label_px(plain_token(t)) for t in tokens]
+    gap = MIN_TICK_GAP_PX * size / TICK_PX
+    step = max(1, math.ceil(gap / max(px_per_token, 1e-6))) if n else 1
+    widths = [label_px(plain_token(t), size) for t in tokens]
     singles = sum(len(plain_token(t)) == 1 for t in tokens)
 
     def fits(step: int) -> bool:
@@ -97,7 +100,7 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
         else:
             angle = -90
     vals = list(range(0, n, step))
-    return Ticks(vals, [display_token(tokens[i]) for i in vals], angle, step)
+    return Ticks(vals, [display_token(tokens[i]) for i in vals], angle, step, size)
 
 
 def readable(fig, tick_px: int = TICK_PX):
@@ -107,5 +110,7 @@ def readable(fig, tick_px: int = TICK_PX):
     fig.update_yaxes(tickfont=dict(color=TICK_COLOR), title_font=dict(color=TEXT_COLOR))
     fig.for_each_xaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
     fig.for_each_yaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
-    fig.update_layout(title_font_color=TEXT_COLOR, legend_font=dict(color=TEXT_COLOR, size=tick_px))
+    fig.update_xaxes(title_font_size=tick_px)
+    fig.update_yaxes(title_font_size=tick_px)
+    fig.update_layout(title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px))
     return fig
