@@ -148,3 +148,12 @@ def test_token_display():
     assert display_token("</s>") == "&lt;/s&gt;" and display_token("a&b") == "a&amp;b"
     assert display_token("x" * 30).endswith("…") and len(display_token("x" * 30)) == 16
     assert indexed(["a", "a"]) == ["0: a", "1: a"]
+
+
+def test_head_grid_takes_fewer_columns_for_wide_inputs():
+    """A wide map (11 x 31) in four columns would make tiny cells: two columns of two rows keep them larger."""
+    wide = figs.head_grid(softmax_rows((4, 11, 31)), list("abcdefghijk"), list("x" * 31))
+    square = figs.head_grid(softmax_rows((4, 8, 8)), list("abcdefgh"), list("abcdefgh"))
+    assert len(wide._grid_ref) == 2 and len(wide._grid_ref[0]) == 2  # rows, columns
+    assert len(square._grid_ref) == 1 and len(square._grid_ref[0]) == 4
+    assert wide.layout.height <= figs.MAX_HEIGHT and square.layout.height <= figs.MAX_HEIGHT

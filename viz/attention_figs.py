@@ -200,18 +200,26 @@ def head_grid(
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
 ) -> go.Figure:
-    """All heads of one layer, (H, Tq, Tk), as a grid of heatmaps sharing one colour scale.
+    """All heads of one layer, (H, Tq, Tk), as a grid of heatmaps sharing one colour scale (at most `columns` a row).
 
     Tick labels only where they cannot run into a neighbour: token labels on the left column's y axes and
     the bottom row's x axes (the panels share both axes), every n-th when cells are small.
     """
     _check(weights, query_tokens, key_tokens, 3)
     n_heads = weights.shape[0]
-    cols = min(columns, n_heads)
-    rows = -(-n_heads // cols)
     gap = 34  # px between panels: room for a panel's title
     ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX * tick_px / TICK_PX + 30 if len(query_tokens) else 30
-    panel_h = (max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX - gap * (rows - 1)) / rows  # 14: panel titles
+    nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
+    free_h = max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX
+
+    def cell_for(cols: int) -> float:  # the cell edge a layout of `cols` columns allows
+        rows = -(-n_heads // cols)
+        return min((free_h - gap * (rows - 1)) / (rows * nq), (max_width - ylabel_px - 12 * (cols - 1)) / (cols * nk))
+
+    # Up to `columns` per row, as many as keep the cells largest (wide inputs: fewer columns, more rows).
+    cols = max(range(1, min(columns, n_heads) + 1), key=lambda c: (round(cell_for(c), 1), c))
+    rows = -(-n_heads // cols)
+    panel_h = (free_h - gap * (rows - 1)) / rows  # 14 of max_height: the panels' titles
     panel_w = (max_width - ylabel_px - 12 * (cols - 1)) / cols
     geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w),
                            tick_px=tick_px)
