@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .tokens import display_tokens, readable, tick_font_size
+from .tokens import readable, token_ticks
 
 DIVERGING = "RdBu"
 
@@ -91,8 +91,11 @@ def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
     return readable(fig)
 
 
-def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str) -> go.Figure:
-    """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it."""
+def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str,
+                    width_px: int = 860) -> go.Figure:
+    """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it.
+
+    width_px: about how wide the plot is drawn, so that long inputs label every n-th token rather than crowd."""
     if not len(tokens) == len(embedding_norms) == len(pe_norms):
         raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
     x = np.arange(len(tokens))
@@ -100,8 +103,7 @@ def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms
         go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
         go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
     ])
-    fig.update_xaxes(tickmode="array", tickvals=list(x), ticktext=display_tokens(tokens),
-                     tickfont=dict(size=tick_font_size(len(tokens))), title_text=f"{side} tokens")
+    fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=f"{side} tokens")
     fig.update_yaxes(title_text="L2 norm")
     fig.update_layout(barmode="group", title=f"{side.capitalize()}: embedding size against positional signal",
                       height=380, legend=dict(orientation="h", y=-0.3), margin=dict(t=60, l=10, r=10, b=10))
