@@ -157,3 +157,10 @@ def test_head_grid_takes_fewer_columns_for_wide_inputs():
     assert len(wide._grid_ref) == 2 and len(wide._grid_ref[0]) == 2  # rows, columns
     assert len(square._grid_ref) == 1 and len(square._grid_ref[0]) == 4
     assert wide.layout.height <= figs.MAX_HEIGHT and square.layout.height <= figs.MAX_HEIGHT
+
+
+def test_wide_special_labels_among_characters_widen_the_cells_a_little_rather_than_drop_labels():
+    q, k = ["<s>", *"dbbbbbbbbbc"], [*"cafe", "<unk>", "<unk>", "</s>"]
+    fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k)
+    assert list(fig.layout.xaxis.ticktext) == ["c", "a", "f", "e", "&lt;unk&gt;", "&lt;unk&gt;", "&lt;/s&gt;"]
+    assert fig.layout.xaxis.tickangle == 0 and 1 < fig.layout.xaxis.scaleratio <= 1.6  # roughly square

@@ -92,6 +92,7 @@ class Geometry:
     height: int
     x: Ticks
     y: Ticks
+    ratio: float = 1.0  # cell width / height: up to 1.6 where that lets every x label show side by side
 
 
 def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max_height: int = MAX_HEIGHT,
@@ -112,14 +113,22 @@ def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max
             break
         label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10))
     y = token_ticks(query_tokens, cell, horizontal=False, size=tick_px)
-    return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y)
+    ratio = 1.0
+    if x.step > 1 and x.angle == 0:  # wide labels (<unk>, </s>) among single characters: widen cells a little
+        for r in (1.2, 1.4, 1.6):
+            wider = token_ticks(key_tokens, cell * r, size=tick_px)
+            if wider.step == 1 and wider.angle == 0 and nk * cell * r <= max_width:
+                x, ratio = wider, r
+                break
+    return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y, ratio)
 
 
-def _square(fig: go.Figure, n: int = 1) -> None:
-    """Square cells: each subplot's x axis keeps y's scale (the plot shrinks to fit rather than stretch)."""
+def _square(fig: go.Figure, n: int = 1, ratio: float = 1.0) -> None:
+    """Square cells (or `ratio` times as wide as tall): each subplot's x axis keeps y's scale, so the plot shrinks
+    to fit rather than stretch."""
     for i in range(1, n + 1):
         suffix = "" if i == 1 else str(i)
-        fig.layout[f"xaxis{suffix}"].update(scaleanchor=f"y{suffix}", scaleratio=1, constrain="domain")
+        fig.layout[f"xaxis{suffix}"].update(scaleanchor=f"y{suffix}", scaleratio=ratio, constrain="domain")
         fig.layout[f"yaxis{suffix}"].update(constrain="domain", constraintoward="top")
 
 
@@ -181,7 +190,7 @@ def attention_heatmap(
     fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
     _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
     _token_axes(fig, geo, len(query_tokens), len(key_tokens))
-    _square(fig)
+    _square(fig, ratio=geo.ratio)
     fig.update_xaxes(title_text=f"{key_label} tokens (attended to)")
     fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=geo.height, plot_bgcolor=MASKED_COLOR,
@@ -235,7 +244,7 @@ def head_grid(
         for c in range(1, cols + 1):
             below = (r - 1) * cols + c + cols > n_heads  # no panel under this one: it carries the x labels
             _token_axes(fig, geo, len(query_tokens), len(key_tokens), row=r, col=c, x_labels=below, y_labels=c == 1)
-    _square(fig, rows * cols)
+    _square(fig, rows * cols, geo.ratio)
     fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
     fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,
                       coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10))
