@@ -9,7 +9,8 @@ from model.gold import gold_alignment
 from pages import common
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
-from viz import attention_figs, decoding_figs as figs
+from viz import attention_figs
+from viz import decoding_figs as figs
 from viz.tokens import plain_token
 
 st.title("Step-by-step decoding")

@@ -90,6 +90,6 @@ def explain(name: str, expanded: bool = False) -> None:
 
 def explain_row(*names: str) -> None:
     """Several explanations side by side, one collapsed expander per column: one line of the page in all."""
-    for column, name in zip(st.columns(len(names)), names):
+    for column, name in zip(st.columns(len(names)), names, strict=True):
         with column:
             explain(name)

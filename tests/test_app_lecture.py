@@ -73,7 +73,7 @@ def test_gold_alignment_is_drawn_over_the_gold_target_only():
     gold = [t for t in traces if t.get("type") == "scatter"]
     assert len(gold) == 1 and gold[0]["name"].startswith("gold alignment")
     assert len(gold[0]["x"]) == len("stressed")  # one marker per output letter, from its mirrored source letter
-    pairs = {(int(x.split(":")[0]), int(y.split(":")[0])) for x, y in zip(gold[0]["x"], gold[0]["y"])}
+    pairs = {(int(x.split(":")[0]), int(y.split(":")[0])) for x, y in zip(gold[0]["x"], gold[0]["y"], strict=True)}
     assert pairs == {(i, 7 - i) for i in range(8)}  # source letter i wrote output letter 7 - i (row 7 - i)
     forced = open_page("attention", "demo:reverse", text="stressed", target="abcdefgh")  # teacher forcing, not gold
     assert not [t for t in charts(forced)[0]["data"] if t.get("type") == "scatter"]

@@ -11,8 +11,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_helpers import (PROJECTOR, AppServer, Watch, chart_layout, chromium, choose, contrast_on_white, pick_view,
-                                   screenshot, view_signature, wait_idle, wait_signature, wait_text, wait_title, wait_url)
+from tests.browser_helpers import (
+    PROJECTOR,
+    AppServer,
+    Watch,
+    chart_layout,
+    choose,
+    chromium,
+    contrast_on_white,
+    pick_view,
+    screenshot,
+    view_signature,
+    wait_idle,
+    wait_signature,
+    wait_text,
+    wait_title,
+    wait_url,
+)
 
 LETTERS = "abcdefghijklmnopqrst"
 FORTY = (LETTERS * 2)[:39]  # 39 letters and </s>: 40 source tokens
