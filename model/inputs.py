@@ -101,7 +101,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
 
 
 def _quote(symbols: list[str], limit: int = 12) -> str:
-    shown = ", ".join(f"“{s}”" if s.strip() else "“␣”" for s in symbols[:limit])
+    shown = ", ".join(f"“{s}”" if s.strip() else "a space" for s in symbols[:limit])
     return shown + (f" and {len(symbols) - limit} more" if len(symbols) > limit else "")
 
 

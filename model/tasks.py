@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ class Task:
         """A few hand-picked inputs for the app's "try this" list."""
         raise NotImplementedError
 
+    def example_for(self, source: str) -> Example | None:
+        """The Example (target and gold alignment) of this exact source, when the task can tell; else None."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
@@ -86,7 +91,14 @@ class SymbolTask(Task):
 
     def sample(self, rng: random.Random) -> Example:
         n = rng.randint(1, MAX_SYMBOLS)
-        source = "".join(rng.choice(ALPHABET) for _ in range(n))
+        example = self.example_for("".join(rng.choice(ALPHABET) for _ in range(n)))
+        assert example is not None  # n letters of ALPHABET
+        return example
+
+    def example_for(self, source: str) -> Example | None:
+        n = len(source)
+        if not 1 <= n <= MAX_SYMBOLS or any(ch not in ALPHABET for ch in source):
+            return None
         if self.reverse:
             return Example(source, source[::-1], tuple((i, n - 1 - i) for i in range(n)))
         return Example(source, source, tuple((i, i) for i in range(n)))
@@ -230,8 +242,16 @@ class TranslateTask(Task):
         return sorted(words)
 
     def examples(self) -> list[str]:
+        return [e.source for e in self._example_pairs()]
+
+    def example_for(self, source: str) -> Example | None:
+        """Known for the hand-picked examples (the grammar is not parsed back from arbitrary text)."""
+        return next((e for e in self._example_pairs() if e.source == source), None)
+
+    @staticmethod
+    def _example_pairs() -> list[Example]:
         np = NounPhrase
-        pairs = [
+        return [
             render_sentence(np("the", "car", False, "red"), "sees", np("a", "dog", False, "small")),
             render_sentence(np("my", "cat", True, "old"), "eats",
                             np("the", "apple", True, "green")),
@@ -242,7 +262,6 @@ class TranslateTask(Task):
             render_sentence(np("our", "neighbor"), "washes",
                             [np("his", "bike", True), np("her", "car", False, "blue")]),
         ]
-        return [e.source for e in pairs]
 
 
 # --------------------------------------------------------------------------- dates
@@ -326,6 +345,29 @@ class DatesTask(Task):
 
     def target_symbols(self) -> list[str]:
         return sorted(set(string.digits) | {"-"})
+
+    def example_for(self, source: str) -> Example | None:
+        """Find the date and template that write exactly `source` (tried against render_date), or None."""
+        numbers = [int(n) for n in re.findall(r"\d+", source)]
+        words = re.findall(r"[a-z]+", source)
+        months = {m + 1 for m, name in enumerate(MONTHS) for w in words if w in (name, name[:3])}
+        months |= {n for n in numbers if 1 <= n <= 12}
+        for year in {n for n in numbers if FIRST_DAY.year <= n <= LAST_DAY.year}:
+            for month in months:
+                for day in {n for n in numbers if 1 <= n <= 31}:
+                    try:
+                        date = datetime.date(year, month, day)
+                    except ValueError:
+                        continue
+                    for fmt in DATE_FORMATS:
+                        for short in (False, True):
+                            for weekday in (None, "full", "short", "full,", "short,"):
+                                if weekday and fmt.startswith("{Y}"):
+                                    continue
+                                example = render_date(date, fmt, short, weekday)
+                                if example.source == source:
+                                    return example
+        return None
 
     def examples(self) -> list[str]:
         return ["saturday 21st of november 2026", "nov 21, 2026", "the 4th of july 1976",

@@ -5,7 +5,10 @@ Only the chosen view is built and sent (a selector, not st.tabs, which would bui
 
 import streamlit as st
 
+from model.gold import gold_alignment, gold_example
 from pages import common
+from pages.explain import explain_row
+from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs as figs
 
 st.title("Attention")
@@ -17,6 +20,7 @@ KINDS = {
     "decoder_self": (cap.decoder_self, cap.target_tokens, cap.target_tokens, "decoder input", "decoder input"),
     "cross": (cap.cross, cap.target_tokens, cap.source_tokens, "decoder input", "source"),
 }
+SHORT = {"encoder_self": "Encoder self", "decoder_self": "Decoder self (causal)", "cross": "Cross (decoder → encoder)"}
 VIEWS = {"one": "One head", "grid": "All heads of the layer", "overview": "All layers × heads", "bertviz": "bertviz"}
 kind = common.url_state("att_kind", "cross", list(KINDS))
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
@@ -26,14 +30,19 @@ HEAD_CHOICES = ["average", *range(n_heads)]
 view = common.url_state("att_view", "one", list(VIEWS))
 st.segmented_control("View", list(VIEWS), key="att_view", format_func=VIEWS.get, required=True,
                      label_visibility="collapsed")
-left, mid, right = st.columns([2, 1, 1])
-left.radio("Attention", list(KINDS), key="att_kind", horizontal=True, format_func=lambda k: figs.KIND_TITLES[k])
+left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
+left.radio("Attention", list(KINDS), key="att_kind", horizontal=True, format_func=SHORT.get,
+           label_visibility="collapsed")
 layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
-mid.selectbox("Layer", list(range(n_layers)), key="att_layer", disabled=view in ("overview",))
+mid.selectbox("Layer", list(range(n_layers)), key="att_layer", disabled=view in ("overview",),
+              format_func=lambda i: f"layer {i}", label_visibility="collapsed")
 head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
-right.selectbox("Head", HEAD_CHOICES, key="att_head", disabled=view != "one",
+right.selectbox("Head", HEAD_CHOICES, key="att_head", disabled=view != "one", label_visibility="collapsed",
                 format_func=lambda h: "average of heads" if h == "average" else f"head {h}")
-common.write_url(att_view=view, att_kind=kind, att_layer=layer, att_head=head)
+BERT_VIEWS = ["head view", "model view"]
+bert_view = common.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
+common.write_url(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
+                 att_bertviz=bert_view if view == "bertviz" else None)
 
 st.caption(
     f"Source: {len(cap.source_tokens)} tokens · decoder input: {len(cap.target_tokens)} tokens "
@@ -42,20 +51,31 @@ st.caption(
 )
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
 title = figs.KIND_TITLES[kind]
+max_height, max_width = chart_box()
+# A demo's gold alignment, over the cross-attention of the model's own output when that output is the gold target.
+gold = None
+if kind == "cross" and cap.generated:
+    gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
+if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
+    st.caption(f"The gold alignment is known for this input but not drawn: the decoder input is not the gold target "
+               f"“{known.target}”.")
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = "average of heads" if head == "average" else f"head {head}"
     st.plotly_chart(figs.attention_heatmap(shown, q_tokens, k_tokens, f"{title}, layer {layer}, {which}",
-                                           mask=mask, query_label=q_label, key_label=k_label), key="att_one")
+                                           mask=mask, query_label=q_label, key_label=k_label, gold=gold,
+                                           max_height=max_height, max_width=max_width, tick_px=chart_text_px()),
+                    key="att_one")
 elif view == "grid":
-    st.plotly_chart(figs.head_grid(weights[layer], q_tokens, k_tokens, f"{title}, layer {layer}", mask=mask), key="att_grid")
+    st.plotly_chart(figs.head_grid(weights[layer], q_tokens, k_tokens, f"{title}, layer {layer}", mask=mask,
+                                   max_height=max_height, max_width=max_width, tick_px=chart_text_px()), key="att_grid")
 elif view == "overview":
     st.plotly_chart(figs.layer_head_overview(weights, f"{title}: rows are layers, columns heads", mask=mask),
                     key="att_overview")
 else:
     from viz.bertviz_view import head_view_html, model_view_html
 
-    bert_view = st.radio("bertviz view", ["head view", "model view"], horizontal=True, key="att_bertviz")
+    st.radio("bertviz view", BERT_VIEWS, horizontal=True, key="att_bertviz")
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
@@ -71,4 +91,6 @@ else:
     st.download_button("Download this view (.html, works offline)", lambda: html, file_name=f"bertviz-{bert_view.split()[0]}.html",
                        mime="text/html", key="att_dl_html", on_click="ignore")
 
+explain_row("attention_map", "decoder_rows" if kind != "encoder_self" else "heads", "specials",
+            "heads" if kind != "encoder_self" else "post_ln")
 common.capture_downloads(session, "att")

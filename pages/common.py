@@ -125,6 +125,22 @@ def url_state(key: str, default: Any, options: Sequence[Any] | None = None, cast
     return st.session_state[key]
 
 
+def url_ints(key: str, default: Sequence[int], options: Sequence[int]) -> list[int]:
+    """A multiselect's list of ints, kept in the URL as "3,7,12" ("none": empty): read from it once, kept within options."""
+    allowed = set(options)
+    if key not in st.session_state:
+        raw = st.query_params.get(key)
+        try:
+            value = list(default) if raw is None else [] if raw == "none" else [int(v) for v in raw.split(",") if v.strip()]
+        except ValueError:
+            value = list(default)
+        st.session_state[key] = value
+    kept = [v for v in dict.fromkeys(st.session_state[key]) if v in allowed]
+    if kept != st.session_state[key]:
+        st.session_state[key] = kept
+    return kept
+
+
 def write_url(**values: Any) -> None:
     """Put the current selections in the address bar (None removes a key)."""
     for k, v in values.items():
@@ -379,12 +395,15 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
 
 def run_app(default: str = "attention") -> None:
     """Navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    from pages.presentation import presentation_mode
+
     global _threads_set
     if not _threads_set and not _under_apptest():
         set_server_threads()
         _threads_set = True
     page = st.navigation(_pages(default))
     st.session_state["_session"] = sidebar()
+    presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
     token = _THROUGH_APP.set(True)
     try:
         page.run()

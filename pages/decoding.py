@@ -5,8 +5,12 @@ import time
 import streamlit as st
 
 from model.export import trace_json
+from model.gold import gold_alignment
 from pages import common
-from viz import attention_figs, decoding_figs as figs
+from pages.explain import explain_row
+from pages.presentation import chart_box, chart_text_px
+from viz import attention_figs
+from viz import decoding_figs as figs
 from viz.tokens import plain_token
 
 st.title("Step-by-step decoding")
@@ -76,20 +80,28 @@ with left:
         st.session_state["dec_prefix"] = ()
         st.rerun()
 with right:
-    st.plotly_chart(figs.step_rows(step.cross, trace.source_tokens, "Cross-attention of the new position over the source"),
-                    key="dec_cross")
-    st.plotly_chart(figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position"), key="dec_self")
+    width = int(chart_box()[1] * 0.62)
+    st.plotly_chart(figs.step_rows(step.cross, trace.source_tokens, "Cross-attention of the new position over the source",
+                                   width_px=width), key="dec_cross")
+    st.plotly_chart(figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position", width_px=width),
+                    key="dec_self")
+explain_row("greedy", "specials")
 
 st.subheader("Alignment of all steps")
 alignment = trace.cross_alignment()
 n_layers = alignment.shape[0]
 layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
 st.selectbox("Layer", list(range(n_layers)), key="dec_layer", format_func=lambda i: f"layer {i} (average of heads)")
+common.write_url(dec_layer=layer)
+max_height, max_width = chart_box()
 st.plotly_chart(attention_figs.attention_heatmap(
     attention_figs.head_average(alignment[layer]), trace.output_tokens, trace.source_tokens,
     f"Output tokens (rows) against source tokens (columns), layer {layer}", query_label="output", key_label="source",
-), key="dec_alignment")
-st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}.")
+    gold=gold_alignment(session.card, session.check.text, trace.text), max_height=max_height, max_width=max_width,
+    tick_px=chart_text_px()), key="dec_alignment")
+st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}. "
+           "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
+           "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there.")
 st.download_button("Download this decoding, step by step (.json)", lambda: trace_json(trace), file_name="decoding.json",
                    mime="application/json", key="dec_dl", on_click="ignore")
 common.capture_downloads(session, "dec")  # the capture (a second decoding) runs only when one is downloaded

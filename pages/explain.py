@@ -86,3 +86,10 @@ def explain(name: str, expanded: bool = False) -> None:
         st.markdown(text)
         for formula in formulas:
             st.latex(formula)
+
+
+def explain_row(*names: str) -> None:
+    """Several explanations side by side, one collapsed expander per column: one line of the page in all."""
+    for column, name in zip(st.columns(len(names)), names, strict=True):
+        with column:
+            explain(name)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from model.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
+from pages.explain import explain_row
 from viz import model_figs as figs
 
 st.title("Model")
@@ -45,7 +46,10 @@ if view == "config":
 elif view == "params":
     st.plotly_chart(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
-    part = st.selectbox("Part", ["all", "encoder", "decoder", "embeddings and generator"], key="model_part")
+    PARTS = ["all", "encoder", "decoder", "embeddings and generator"]
+    part = common.url_state("model_part", PARTS[0], PARTS)
+    st.selectbox("Part", PARTS, key="model_part")
+    common.write_url(model_part=part)
     keep = [s for s in stats if part == "all" or s.name.startswith(part)
             or (part == "embeddings and generator" and not s.name.startswith(("encoder", "decoder")))]
     st.plotly_chart(figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
@@ -55,12 +59,16 @@ elif view == "weights":
 elif session.ok:  # what is wrong with the input, if anything, is named below
     cap = common.session_capture(session)
     S, T = len(cap.source_tokens), len(cap.target_tokens)
-    which = st.radio("Attention", ["encoder self", "decoder self", "cross"], horizontal=True, key="model_shape_kind")
+    SHAPE_KINDS = ["encoder self", "decoder self", "cross"]
+    which = common.url_state("model_shape_kind", SHAPE_KINDS[0], SHAPE_KINDS)
+    st.radio("Attention", SHAPE_KINDS, horizontal=True, key="model_shape_kind")
+    common.write_url(model_shape_kind=which)
     n_q, n_k = {"encoder self": (S, S), "decoder self": (T, T), "cross": (T, S)}[which]
     st.markdown(f"For the current input: S = {S} source tokens, T = {T} decoder tokens, d_model = {cfg.d_model}, "
                 f"h = {cfg.n_heads} heads, d_k = d_model / h = {cfg.d_head}.")
     walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
     st.dataframe([{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in walk],
                  hide_index=True, width="stretch")
+explain_row("post_ln", "heads", "specials")
 if common.show_input_messages(session):  # names what is wrong with the input
     common.capture_downloads(session, "model")  # made only when pressed

@@ -6,13 +6,15 @@ import streamlit as st
 from model import pe_analysis as pea
 from model.inspect import positional_tables
 from pages import common
+from pages.explain import explain
+from pages.presentation import chart_box
 from viz import positional_figs as figs
 
 st.title("Positional encoding")
-st.markdown(
-    "The Transformer has no recurrence, so it adds a position signal to every token embedding: "
-    "`PE[pos, 2i] = sin(pos / base^(2i/d))`, `PE[pos, 2i+1] = cos(pos / base^(2i/d))`."
-)
+st.caption("No recurrence: the Transformer adds this position signal to every token embedding "
+           "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ).")
+st.latex(r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
+         r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}")
 session = common.current()
 model_d = session.model.config.d_model if session else 64
 
@@ -40,25 +42,33 @@ st.segmented_control("View", list(VIEWS), key="pe_view", format_func=VIEWS.get, 
                      label_visibility="collapsed")
 common.write_url(pe_view=view)
 if view == "matrix":
-    st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}"), key="pe_matrix")
+    st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}",
+                                   max_height=chart_box()[0] - 40), key="pe_matrix")
     st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
+    explain("pe_formula")
 elif view == "curves":
-    default_dims = [d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model]
-    dims = st.multiselect("Dimensions", list(range(d_model)), default=sorted(set(default_dims)), key=f"pe_dims_{d_model}")
+    default_dims = sorted({d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model})
+    dims = common.url_ints("pe_dims", default_dims, range(d_model))
+    st.multiselect("Dimensions (2i: sin, 2i+1: cos)", list(range(d_model)), key="pe_dims")
+    common.write_url(pe_dims=",".join(map(str, dims)) or "none")
     if dims:
         st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
+        explain("pe_formula")
     else:
         st.info("Pick at least one dimension.")
 elif view == "offsets":
     max_offset = min(length - 1, 60)
     starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
-    positions = st.multiselect("Starting positions p", list(range(max(1, length - max_offset))), default=starts, key="pe_starts")
+    positions = common.url_ints("pe_starts", starts, range(max(1, length - max_offset)))
+    st.multiselect("Starting positions p", list(range(max(1, length - max_offset))), key="pe_starts")
+    common.write_url(pe_starts=",".join(map(str, positions)) or "none")
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
-        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
         st.caption(f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
-                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")
+                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")  # above the chart: in view
+        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
+        explain("pe_dot")
     else:
         st.info("Pick at least one starting position.")
 elif view == "similarity":
@@ -69,7 +79,9 @@ elif view == "similarity":
 elif view == "shift":
     k_max = min(length - 1, 100)
     if k_max > 1:
-        k = st.slider("Offset k", 1, k_max, min(5, k_max), key="pe_k")
+        k = common.url_state("pe_k", min(5, k_max), list(range(1, k_max + 1)), int)
+        st.slider("Offset k", 1, k_max, key="pe_k")
+        common.write_url(pe_k=k)
     else:  # a slider needs two values to choose from
         k = 1
         st.caption("With 2 positions the only offset is k = 1.")
@@ -78,6 +90,7 @@ elif view == "shift":
     st.markdown("One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
                 "steps later, so a linear layer can read relative position.")
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
+    explain("pe_rotation")
 else:
     if session is None:
         st.info("Load a model in the sidebar to compare its embeddings with the PE.")

@@ -395,4 +395,100 @@ def letters_checkpoint(folder: Path) -> Path:
 def pick_view(page, name: str) -> None:
     """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
     wait_idle(page)
-    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click()
+    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click(timeout=WAIT_S * 1000)
+
+
+# ---------------------------------------------------------------------------------------------- lecture layout (issue 10)
+
+PROJECTOR = {"width": 1366, "height": 768}
+
+# JavaScript: what a person sees of the view, for comparing two windows: chart titles and tick labels, the chosen
+# option of every segmented control, radio, select box, multiselect and slider, and the page's markdown text.
+_VIEW_SIGNATURE = """() => {
+    const all = s => [...document.querySelectorAll(s)];
+    const text = e => (e.innerText || e.textContent || '').trim();
+    const main = document.querySelector('[data-testid="stMain"]') || document;
+    const inMain = s => [...main.querySelectorAll(s)];
+    return {
+        charts: all('.js-plotly-plot').map(p => ({
+            title: (p.querySelector('.gtitle') || {}).textContent || '',
+            x: [...p.querySelectorAll('.xtick text')].map(t => t.textContent),
+            y: [...p.querySelectorAll('.ytick text')].map(t => t.textContent)})),
+        segmented: all('[role="radiogroup"] button[aria-checked="true"]').map(text),
+        radios: all('[data-testid="stRadio"] label').filter(l => (l.querySelector('input') || {}).checked).map(text),
+        selects: all('[data-testid="stSelectbox"] input').map(i => i.value),
+        multiselects: all('[data-testid="stMultiSelect"]').map(text),
+        sliders: all('[data-testid="stSlider"]').map(text),
+        toggles: all('input[type="checkbox"]').map(i => i.checked),
+        markdown: inMain('[data-testid="stMarkdownContainer"]').map(text).filter(t => t),
+        iframes: all('[data-testid="stIFrame"]').length,
+    };
+}"""
+
+
+def view_signature(page) -> dict:
+    """What the page shows (charts, chosen options, text): two windows showing the same view give equal ones."""
+    return page.evaluate(_VIEW_SIGNATURE)
+
+
+def wait_signature(watch: Watch, expected: dict, timeout_s: float = WAIT_S) -> None:
+    """Wait until the page shows exactly the view `expected` (a view_signature); on a timeout, name the difference."""
+    try:
+        watch.page.wait_for_function(f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
+                                     "return JSON.stringify(now) === JSON.stringify(expected); }",
+                                     arg=expected, timeout=timeout_s * 1000)
+    except Exception as e:
+        now = view_signature(watch.page)
+        diff = {k: (expected.get(k), now.get(k)) for k in set(expected) | set(now) if expected.get(k) != now.get(k)}
+        raise AssertionError(f"the link shows another view: (expected, shown) {diff}; {_failure(watch, 'signature')}") from e
+
+
+def wait_url(watch: Watch, *parts: str, timeout_s: float = WAIT_S) -> None:
+    """Wait until the address bar (decoded) holds every one of `parts` (e.g. "att_view=grid"), then the run is over."""
+    try:
+        watch.page.wait_for_function("parts => { const url = decodeURIComponent(location.href.replace(/\\+/g, ' ')); "
+                                     "return parts.every(p => url.includes(p)); }", arg=list(parts),
+                                     timeout=timeout_s * 1000)
+    except Exception as e:
+        raise AssertionError(f"the URL never held {parts}: it is {watch.page.url}; {_failure(watch, 'url')}") from e
+    wait_idle(watch.page, timeout_s)
+
+
+# JavaScript: layout facts of the n-th chart: its box, and its tick labels' size, colour, rotation and overlaps.
+_CHART_LAYOUT = """n => {
+    const plot = [...document.querySelectorAll('.js-plotly-plot')][n];
+    if (!plot) return null;
+    const box = plot.getBoundingClientRect();
+    const labels = [...plot.querySelectorAll('.xtick text, .ytick text')];
+    const rects = labels.map(t => t.getBoundingClientRect());
+    const overlaps = [];
+    for (let i = 0; i < rects.length; i++) for (let j = i + 1; j < rects.length; j++) {
+        const a = rects[i], b = rects[j];
+        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+            overlaps.push([labels[i].textContent, labels[j].textContent]);
+    }
+    const rotated = [...plot.querySelectorAll('.xtick text')]
+        .filter(t => /rotate\\((?!0[,)])/.test(t.getAttribute('transform') || '')).map(t => t.textContent);
+    return {top: box.top, bottom: box.bottom, left: box.left, right: box.right, count: labels.length,
+            sizes: labels.map(t => parseFloat(getComputedStyle(t).fontSize)),
+            colors: labels.map(t => getComputedStyle(t).fill), overlaps, rotated};
+}"""
+
+
+def chart_layout(page, plot: int = 0) -> dict | None:
+    """Layout facts of chart `plot` as drawn: top/bottom/left/right (px, viewport), tick label count, font sizes (px),
+    fill colours, overlapping label pairs, and the x labels drawn rotated."""
+    return page.evaluate(_CHART_LAYOUT, plot)
+
+
+def contrast_on_white(css_color: str) -> float:
+    """WCAG contrast ratio of an "rgb(r, g, b)" colour against white."""
+    r, g, b = (int(v) for v in re.findall(r"\d+", css_color)[:3])
+
+    def channel(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    return 1.05 / (luminance + 0.05)
+

@@ -21,7 +21,7 @@ def test_heatmap_labels_axes_with_the_tokens_and_keeps_repeats_apart():
     assert list(fig.layout.xaxis.ticktext) == ["the", "red", "red", "car", "&lt;/s&gt;"]
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
     assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "la", "la", "rouge"]
-    assert fig.layout.yaxis.autorange == "reversed"  # first query on top
+    assert list(fig.layout.yaxis.range) == [3.5, -0.5]  # first query on top, exactly the cells shown
     assert "source" in fig.layout.xaxis.title.text and "decoder input" in fig.layout.yaxis.title.text
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), w, rtol=1e-6)
     # hover: one template reading the cell's labels from the categorical axes, "i: token" so repeats stay apart
@@ -85,6 +85,7 @@ def test_figures_go_out_as_typed_arrays_without_per_cell_strings(build):
            "grid": lambda: figs.head_grid(w[0], toks, toks),
            "overview": lambda: figs.layer_head_overview(w)}[build]()
     spec = json.loads(fig.to_json())
+    spec["data"] = [t for t in spec["data"] if t["type"] == "heatmap"]  # not the legend's marker for masked cells
     for trace in spec["data"]:
         assert trace["z"]["dtype"] == "f4" and "bdata" in trace["z"]  # float32, base64: 4 bytes a cell
         assert "customdata" not in trace and "text" not in trace and "hovertext" not in trace
@@ -103,17 +104,47 @@ def test_head_average():
     np.testing.assert_allclose(figs.head_average(w).sum(-1), 1)
 
 
-def test_long_inputs_get_taller_figures_and_smaller_ticks():
+def test_cells_are_square_and_the_height_follows_the_rows():
+    """Height from the number of rows (not the larger side); long inputs thin their ticks, never shrink them."""
     short = figs.attention_heatmap(softmax_rows((5, 5)), list("abcde"), list("abcde"))
+    wide = figs.attention_heatmap(softmax_rows((11, 31)), list("abcdefghijk"), list("x" * 31))
+    tall = figs.attention_heatmap(softmax_rows((31, 11)), list("x" * 31), list("abcdefghijk"))
+    assert wide.layout.height < tall.layout.height  # 11 rows make a lower chart than 31 rows
+    assert wide.layout.xaxis.scaleanchor == "y" and wide.layout.xaxis.constrain == "domain"  # square cells
     n = 120
     toks = [f"t{i}" for i in range(n)]
     long = figs.attention_heatmap(softmax_rows((n, n)), toks, toks)
-    assert long.layout.height > short.layout.height
-    assert long.layout.xaxis.tickfont.size < short.layout.xaxis.tickfont.size
+    assert long.layout.height <= figs.MAX_HEIGHT and short.layout.height <= figs.MAX_HEIGHT
+    assert long.layout.xaxis.tickfont.size == short.layout.xaxis.tickfont.size >= 14  # never smaller
+    assert 1 < len(long.layout.xaxis.tickvals) < n and list(long.layout.xaxis.tickvals)[:2] == [0, long.layout.xaxis.tickvals[1]]
+    geo = figs.heatmap_geometry(toks, toks)
+    assert geo.cell * geo.y.step >= 20 and geo.cell * geo.x.step >= 20  # labels at least 20 px apart
+    assert long.layout.xaxis.tickfont.color == "#222222"  # dark: 15.9:1 on white
+
+
+def test_single_characters_are_never_rotated():
+    chars = list("abcdefghijklmnopqrstabcdefghijklmnopqrst") + ["</s>"]
+    for n in (5, 12, 41):
+        fig = figs.attention_heatmap(softmax_rows((n, n)), chars[-n:], chars[-n:])
+        assert fig.layout.xaxis.tickangle == 0
+    words = ["voiture", "rouge", "petit", "chien"] * 8
+    fig = figs.attention_heatmap(softmax_rows((32, 32)), words, words)
+    assert fig.layout.xaxis.tickangle == -90  # words that would overlap side by side stand up
+
+
+def test_gold_alignment_and_masked_cells_are_in_the_legend():
+    w = softmax_rows((3, 4))
+    fig = figs.attention_heatmap(w, ["<s>", "x", "y"], list("abc") + ["</s>"], gold=[(0, 1), (2, 0), (9, 9)])
+    gold = [t for t in fig.data if t.type == "scatter"]
+    assert len(gold) == 1 and "gold" in gold[0].name and fig.layout.showlegend
+    assert list(gold[0].x) == ["0: a", "2: c"] and list(gold[0].y) == ["1: x", "0: &lt;s&gt;"]  # (src, tgt) pairs in range
+    masked = figs.attention_heatmap(softmax_rows((3, 3)), list("abc"), list("abc"), mask=figs.causal_mask(3, 3))
+    assert [t.name for t in masked.data if t.type == "scatter"] == ["masked (weight 0, not attended)"]
+    assert figs.attention_heatmap(w, list("abc"), list("abcd")).layout.showlegend is False
 
 
 def test_token_display():
-    assert display_token(" ") == "␣" and display_token("") == "∅"
+    assert display_token(" ") == "·" and display_token("") == "∅"
     assert display_token("</s>") == "&lt;/s&gt;" and display_token("a&b") == "a&amp;b"
     assert display_token("x" * 30).endswith("…") and len(display_token("x" * 30)) == 16
     assert indexed(["a", "a"]) == ["0: a", "1: a"]
@@ -150,3 +181,19 @@ def test_overview_of_a_long_input_sends_thumbnails_and_says_so():
     assert "mean weight" in fig.data[0].hovertemplate
     np.testing.assert_allclose(z[0, 0], w[0, 0, :5, :5].mean(), rtol=1e-5)
     assert len(fig.to_json()) < 200_000  # 4 thumbnails of 40 x 40 float32, not 4 maps of 200 x 200
+
+
+def test_head_grid_takes_fewer_columns_for_wide_inputs():
+    """A wide map (11 x 31) in four columns would make tiny cells: two columns of two rows keep them larger."""
+    wide = figs.head_grid(softmax_rows((4, 11, 31)), list("abcdefghijk"), list("x" * 31))
+    square = figs.head_grid(softmax_rows((4, 8, 8)), list("abcdefgh"), list("abcdefgh"))
+    assert len(wide._grid_ref) == 2 and len(wide._grid_ref[0]) == 2  # rows, columns
+    assert len(square._grid_ref) == 1 and len(square._grid_ref[0]) == 4
+    assert wide.layout.height <= figs.MAX_HEIGHT and square.layout.height <= figs.MAX_HEIGHT
+
+
+def test_wide_special_labels_among_characters_widen_the_cells_a_little_rather_than_drop_labels():
+    q, k = ["<s>", *"dbbbbbbbbbc"], [*"cafe", "<unk>", "<unk>", "</s>"]
+    fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k)
+    assert list(fig.layout.xaxis.ticktext) == ["c", "a", "f", "e", "&lt;unk&gt;", "&lt;unk&gt;", "&lt;/s&gt;"]
+    assert fig.layout.xaxis.tickangle == 0 and 1 < fig.layout.xaxis.scaleratio <= 1.6  # roughly square

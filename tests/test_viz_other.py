@@ -9,7 +9,7 @@ def test_pe_matrix_shows_the_table():
     pe = pea.pe_table(30, 16)
     fig = positional_figs.pe_matrix(pe)
     np.testing.assert_allclose(np.array(fig.data[0].z), pe)
-    assert fig.layout.xaxis.title.text == "dimension i" and fig.layout.yaxis.title.text == "position"
+    assert fig.layout.xaxis.title.text == "dimension (2i: sin, 2i+1: cos)" and fig.layout.yaxis.title.text == "position"
 
 
 def test_sinusoid_curves_name_their_wavelengths():
@@ -55,7 +55,7 @@ def test_similarity_and_norms():
 
 def test_top_k_bars_highlight_the_choice():
     fig = decoding_figs.top_k_bars(["la", " ", "le"], np.array([0.7, 0.2, 0.1]), chosen=1)
-    assert list(fig.data[0].y) == ["1. la", "2. ␣", "3. le"]
+    assert list(fig.data[0].y) == ["1. la", "2. ·", "3. le"]
     assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
     digits = decoding_figs.top_k_bars(["2", "4", "6"], np.array([0.5, 0.3, 0.2]))
     assert digits.layout.yaxis.type == "category"  # digit tokens stay tokens, not a numeric axis

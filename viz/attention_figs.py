@@ -12,15 +12,18 @@ from the axes; nothing is formatted per cell in Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .tokens import display_tokens, tick_font_size
+from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
+GOLD_COLOR = "#d62728"  # open red circles: visible on every shade of Blues
+LEGEND_PX = 34  # a one-line legend under the plot
 KIND_TITLES = {
     "encoder_self": "Encoder self-attention",
     "decoder_self": "Decoder self-attention (causal)",
@@ -44,7 +47,7 @@ def _check(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequenc
 
 def token_labels(tokens: Sequence[str], max_chars: int = 40) -> list[str]:
     """Unique category labels "i: token" for one side (plotly merges equal labels, so the index stays)."""
-    return [f"{i}: {t}" for i, t in enumerate(display_tokens(tokens, max_chars))]
+    return [f"{i}: {hover_token(t, max_chars)}" for i, t in enumerate(tokens)]
 
 
 def _z(weights: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -71,24 +74,92 @@ def _heatmap_trace(weights: np.ndarray, q_labels: Sequence[str] | None, k_labels
 def _coloraxis(showscale: bool = True) -> dict:
     """The one colour axis every heatmap of a figure shares: weights 0..1 on COLORSCALE."""
     return dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, showscale=showscale,
-                colorbar=dict(title=dict(text="weight"), thickness=14))
+                colorbar=dict(title=dict(text="weight"), thickness=14, tickfont=dict(size=TICK_PX, color=TICK_COLOR)))
 
 
-def _token_axes(fig: go.Figure, query_tokens, key_tokens, row=None, col=None, labels: bool = True) -> None:
-    nq, nk = len(query_tokens), len(key_tokens)
+# -- geometry: square cells, height from the rows, everything inside a projector's screen -------------------
+MAX_HEIGHT = 520  # px of one chart: below a compact header, a 1366x768 screen shows it whole
+MAX_WIDTH = 860  # px of plot a 1366 px window offers beside the open sidebar (colour bar and labels aside)
+MAX_CELL = 36  # px: short inputs get large cells, not a giant chart
+TITLE_PX, AXIS_TITLE_PX, LABEL_ROW_PX = 56, 34, 30  # px: title margin, x-axis title, one row of x labels
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The size of a heatmap: cell edge in px (cells are square), figure height, and both axes' ticks."""
+
+    cell: float
+    height: int
+    x: Ticks
+    y: Ticks
+    ratio: float = 1.0  # cell width / height: up to 1.6 where that lets every x label show side by side
+
+
+def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max_height: int = MAX_HEIGHT,
+                     max_width: int = MAX_WIDTH, extra_height: int = 0, tick_px: int = TICK_PX) -> Geometry:
+    """Square cells as large as fit (at most MAX_CELL, more in a wider box); the height follows the number of rows.
+
+    The figure is at most max_height + extra_height tall (extra: a legend row) and its plot at most max_width
+    wide, whatever the number of tokens: long inputs get small cells and every n-th tick label (token_ticks).
+    tick_px: the tick labels' size (larger in presentation mode).
+    """
+    nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
+    label_px = LABEL_ROW_PX
+    for _ in range(2):  # once more with room for vertical x labels, if they turned out to need it
+        chrome = TITLE_PX + AXIS_TITLE_PX + label_px
+        cell = max(1.0, min(MAX_CELL * max(1.0, max_width / MAX_WIDTH), (max_height - chrome) / nq, max_width / nk))
+        x = token_ticks(key_tokens, cell, size=tick_px)
+        if x.angle == 0 or label_px > LABEL_ROW_PX:
+            break
+        label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10))
+    y = token_ticks(query_tokens, cell, horizontal=False, size=tick_px)
+    ratio = 1.0
+    if x.step > 1 and x.angle == 0:  # wide labels (<unk>, </s>) among single characters: widen cells a little
+        for r in (1.2, 1.4, 1.6):
+            wider = token_ticks(key_tokens, cell * r, size=tick_px)
+            if wider.step == 1 and wider.angle == 0 and nk * cell * r <= max_width:
+                x, ratio = wider, r
+                break
+    return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y, ratio)
+
+
+def _square(fig: go.Figure, n: int = 1, ratio: float = 1.0) -> None:
+    """Square cells (or `ratio` times as wide as tall): each subplot's x axis keeps y's scale, so the plot shrinks
+    to fit rather than stretch."""
+    for i in range(1, n + 1):
+        suffix = "" if i == 1 else str(i)
+        fig.layout[f"xaxis{suffix}"].update(scaleanchor=f"y{suffix}", scaleratio=ratio, constrain="domain")
+        fig.layout[f"yaxis{suffix}"].update(constrain="domain", constraintoward="top")
+
+
+def _token_axes(fig: go.Figure, geo: Geometry, nq: int, nk: int, row=None, col=None, x_labels: bool = True,
+                y_labels: bool = True) -> None:
     # Categorical axes (the traces' x and y are the "i: token" labels); numeric tick values are category positions.
-    xaxis = dict(type="category", tickmode="array", tickvals=list(range(nk)), ticktext=display_tokens(key_tokens) if labels else None,
-                 showticklabels=labels, tickangle=-60 if nk > 12 else 0, tickfont=dict(size=tick_font_size(nk)),
-                 side="bottom", showgrid=False, zeroline=False)
-    yaxis = dict(type="category", tickmode="array", tickvals=list(range(nq)), ticktext=display_tokens(query_tokens) if labels else None,
-                 showticklabels=labels, autorange="reversed", tickfont=dict(size=tick_font_size(nq)),
-                 showgrid=False, zeroline=False)
-    fig.update_xaxes(**xaxis, row=row, col=col)
-    fig.update_yaxes(**yaxis, row=row, col=col)
+    # Fixed ranges: exactly the cells (markers over them would otherwise pad the range with an empty border).
+    fig.update_xaxes(type="category", range=[-0.5, nk - 0.5], showticklabels=x_labels, side="bottom", showgrid=False, zeroline=False,
+                     automargin=True, title_font=dict(color=TEXT_COLOR), **geo.x.axis(), row=row, col=col)
+    fig.update_yaxes(type="category", range=[nq - 0.5, -0.5], showticklabels=y_labels, showgrid=False, zeroline=False,
+                     automargin=True, title_font=dict(color=TEXT_COLOR), **geo.y.axis(), row=row, col=col)
 
 
-def _size(n_rows: int, n_cols: int, min_px: int = 360, per_token: int = 22, max_px: int = 1400) -> int:
-    return int(min(max_px, max(min_px, per_token * max(n_rows, n_cols) + 140)))
+def _legend_marks(fig: go.Figure, mask: np.ndarray | None, gold: Sequence[tuple[int, int]] | None,
+                  q_labels: Sequence[str], k_labels: Sequence[str], cell: float) -> None:
+    """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers."""
+    if mask is not None and mask.any():
+        r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
+        fig.add_trace(go.Scatter(x=[k_labels[c]], y=[q_labels[r]], mode="markers", name="masked (weight 0, not attended)",
+                                 marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(width=0)),
+                                 hoverinfo="skip"))
+    if gold:
+        pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
+        fig.add_trace(go.Scatter(
+            x=[k_labels[s] for s, _ in pairs], y=[q_labels[t] for _, t in pairs], mode="markers",
+            name="gold alignment (where the output token comes from)",
+            marker=dict(symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)),
+            hovertemplate="gold: query %{y}<br>comes from key %{x}<extra></extra>"))
+    if len(fig.data) > 1:
+        fig.update_layout(showlegend=True, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left",
+                                                       font=dict(size=TICK_PX, color=TEXT_COLOR)))
 
 
 def attention_heatmap(
@@ -99,19 +170,32 @@ def attention_heatmap(
     mask: np.ndarray | None = None,
     query_label: str = "query",
     key_label: str = "key",
+    gold: Sequence[tuple[int, int]] | None = None,
+    max_height: int = MAX_HEIGHT,
+    max_width: int = MAX_WIDTH,
+    tick_px: int = TICK_PX,
 ) -> go.Figure:
-    """One (Tq, Tk) attention map as a large heatmap; mask (Tq, Tk) True marks cells drawn as masked."""
+    """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
+
+    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment).
+    The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
+    """
     _check(weights, query_tokens, key_tokens, 2)
     if mask is not None and mask.shape != weights.shape:
         raise ValueError(f"mask shape {mask.shape} differs from weights shape {weights.shape}")
-    fig = go.Figure(_heatmap_trace(weights, token_labels(query_tokens), token_labels(key_tokens), mask))
-    _token_axes(fig, query_tokens, key_tokens)
+    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
+    legend = (mask is not None and bool(mask.any())) or bool(gold)
+    geo = heatmap_geometry(query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0,
+                           tick_px=tick_px)
+    fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
+    _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
+    _token_axes(fig, geo, len(query_tokens), len(key_tokens))
+    _square(fig, ratio=geo.ratio)
     fig.update_xaxes(title_text=f"{key_label} tokens (attended to)")
     fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
-    side = _size(len(query_tokens), len(key_tokens))
-    fig.update_layout(title=title, height=side, plot_bgcolor=MASKED_COLOR, coloraxis=_coloraxis(),
-                      margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+    fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=geo.height, plot_bgcolor=MASKED_COLOR,
+                      coloraxis=_coloraxis(), showlegend=legend, margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10))
+    return readable(fig, tick_px)
 
 
 def head_grid(
@@ -121,23 +205,51 @@ def head_grid(
     title: str = "",
     mask: np.ndarray | None = None,
     columns: int = 4,
+    max_height: int = MAX_HEIGHT,
+    max_width: int = MAX_WIDTH,
+    tick_px: int = TICK_PX,
 ) -> go.Figure:
-    """All heads of one layer, (H, Tq, Tk), as a grid of heatmaps sharing one colour scale."""
+    """All heads of one layer, (H, Tq, Tk), as a grid of heatmaps sharing one colour scale (at most `columns` a row).
+
+    Tick labels only where they cannot run into a neighbour: token labels on the left column's y axes and
+    the bottom row's x axes (the panels share both axes), every n-th when cells are small.
+    """
     _check(weights, query_tokens, key_tokens, 3)
     n_heads = weights.shape[0]
-    cols = min(columns, n_heads)
+    gap = 34  # px between panels: room for a panel's title
+    ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX * tick_px / TICK_PX + 30 if len(query_tokens) else 30
+    nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
+    free_h = max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX
+
+    def cell_for(cols: int) -> float:  # the cell edge a layout of `cols` columns allows
+        rows = -(-n_heads // cols)
+        return min((free_h - gap * (rows - 1)) / (rows * nq), (max_width - ylabel_px - 12 * (cols - 1)) / (cols * nk))
+
+    # Up to `columns` per row, as many as keep the cells largest (wide inputs: fewer columns, more rows).
+    cols = max(range(1, min(columns, n_heads) + 1), key=lambda c: (round(cell_for(c), 1), c))
     rows = -(-n_heads // cols)
+    panel_h = (free_h - gap * (rows - 1)) / rows  # 14 of max_height: the panels' titles
+    panel_w = (max_width - ylabel_px - 12 * (cols - 1)) / cols
+    geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w),
+                           tick_px=tick_px)
+    plot_h = rows * geo.cell * len(query_tokens) + gap * (rows - 1)
+    height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h)) + 14
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
-                        horizontal_spacing=0.06, vertical_spacing=0.12 / max(rows, 1) + 0.04)
-    labels = max(len(query_tokens), len(key_tokens)) <= 40
+                        shared_xaxes=True, shared_yaxes=True,
+                        horizontal_spacing=0.015, vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0)
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
     fig.add_traces([_heatmap_trace(weights[h], q_labels, k_labels, mask, what=f"head {h}<br>") for h in range(n_heads)],
                    rows=[h // cols + 1 for h in range(n_heads)], cols=[h % cols + 1 for h in range(n_heads)])
-    _token_axes(fig, query_tokens, key_tokens, labels=labels)  # every panel's axes alike
-    panel = _size(len(query_tokens), len(key_tokens), min_px=260, per_token=14, max_px=700)
-    fig.update_layout(title=title, height=panel * rows + 80, plot_bgcolor=MASKED_COLOR, coloraxis=_coloraxis(),
-                      margin=dict(l=10, r=10, t=80, b=10))
-    return fig
+    for r in range(1, rows + 1):
+        for c in range(1, cols + 1):
+            below = (r - 1) * cols + c + cols > n_heads  # no panel under this one: it carries the x labels
+            _token_axes(fig, geo, len(query_tokens), len(key_tokens), row=r, col=c, x_labels=below, y_labels=c == 1)
+    _square(fig, rows * cols, geo.ratio)
+    fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
+    fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,
+                      coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10))
+    fig.update_annotations(font_size=tick_px)
+    return readable(fig, tick_px)
 
 
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)

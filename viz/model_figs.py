@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from .tokens import readable
+
 
 def parameter_bars(counts: Mapping[str, int]) -> go.Figure:
     """Horizontal bars of parameters per part, in model order, with the share of the total."""
@@ -19,7 +21,7 @@ def parameter_bars(counts: Mapping[str, int]) -> go.Figure:
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=f"Parameters per part ({total:,} in all)", height=120 + 28 * len(names),
                       margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    return readable(fig)
 
 
 def weight_spread(names: Sequence[str], std: Sequence[float], max_abs: Sequence[float]) -> go.Figure:
@@ -30,7 +32,7 @@ def weight_spread(names: Sequence[str], std: Sequence[float], max_abs: Sequence[
         go.Bar(x=list(std), y=list(names), orientation="h", name="std"),
         go.Bar(x=list(max_abs), y=list(names), orientation="h", name="max |w|"),
     ])
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10))
-    fig.update_layout(barmode="group", title="Weight statistics per tensor", height=120 + 22 * len(names),
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(barmode="group", title="Weight statistics per tensor", height=120 + 24 * len(names),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(t=70, l=10, r=10, b=10))
-    return fig
+    return readable(fig)

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .tokens import display_tokens, tick_font_size
+from .tokens import readable, token_ticks
 
 DIVERGING = "RdBu"
 
 
-def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix") -> go.Figure:
-    """(P, D) table: positions down, dimensions across, values in [-1, 1] on a diverging scale."""
+def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix", max_height: int = 520) -> go.Figure:
+    """(P, D) table: positions down, dimensions across, values in [-1, 1] on a diverging scale; at most max_height px."""
     if pe.ndim != 2:
         raise ValueError(f"pe must be (positions, dimensions), got shape {pe.shape}")
     bound = float(max(1.0, np.abs(pe).max()))
@@ -21,10 +21,10 @@ def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix") -> go.F
         z=pe, zmin=-bound, zmax=bound, colorscale=DIVERGING, colorbar=dict(title="value", thickness=14),
         hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
     ))
-    fig.update_xaxes(title_text="dimension i")
+    fig.update_xaxes(title_text="dimension (2i: sin, 2i+1: cos)")
     fig.update_yaxes(title_text="position", autorange="reversed")
-    fig.update_layout(title=title, height=min(900, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(title=title, height=min(max_height, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10))
+    return readable(fig)
 
 
 def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray) -> go.Figure:
@@ -41,9 +41,9 @@ def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray
         ))
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
-    fig.update_layout(title="Sinusoids of chosen dimensions", height=420, legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(title="Sinusoids of chosen dimensions", height=400, legend=dict(orientation="h", y=-0.25),
                       margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    return readable(fig)
 
 
 def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
@@ -60,9 +60,9 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
         ))
     fig.update_xaxes(title_text="offset k")
     fig.update_yaxes(title_text="PE(p) · PE(p+k)")
-    fig.update_layout(title="Dot product against offset, for several starting positions p", height=420,
+    fig.update_layout(title="Dot product against offset, for several starting positions p", height=380,
                       margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    return readable(fig)
 
 
 def similarity_matrix(sim: np.ndarray) -> go.Figure:
@@ -75,8 +75,8 @@ def similarity_matrix(sim: np.ndarray) -> go.Figure:
     ))
     fig.update_xaxes(title_text="position j", constrain="domain")
     fig.update_yaxes(title_text="position i", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=520, margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=480, margin=dict(t=60, l=10, r=10, b=10))
+    return readable(fig)
 
 
 def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
@@ -86,13 +86,16 @@ def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
                                hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>"))
     fig.update_xaxes(title_text="dimension of PE(p)", constrain="domain")
     fig.update_yaxes(title_text="dimension of PE(p+k)", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=420,
+    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=400,
                       margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    return readable(fig)
 
 
-def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str) -> go.Figure:
-    """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it."""
+def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str,
+                    width_px: int = 860) -> go.Figure:
+    """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it.
+
+    width_px: about how wide the plot is drawn, so that long inputs label every n-th token rather than crowd."""
     if not len(tokens) == len(embedding_norms) == len(pe_norms):
         raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
     x = np.arange(len(tokens))
@@ -100,9 +103,8 @@ def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms
         go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
         go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
     ])
-    fig.update_xaxes(tickmode="array", tickvals=list(x), ticktext=display_tokens(tokens),
-                     tickfont=dict(size=tick_font_size(len(tokens))), title_text=f"{side} tokens")
+    fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=f"{side} tokens")
     fig.update_yaxes(title_text="L2 norm")
     fig.update_layout(barmode="group", title=f"{side.capitalize()}: embedding size against positional signal",
                       height=380, legend=dict(orientation="h", y=-0.3), margin=dict(t=60, l=10, r=10, b=10))
-    return fig
+    return readable(fig)

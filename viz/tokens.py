@@ -1,15 +1,24 @@
-"""Token strings as people should see them on axes and in hover text.
+"""Token strings as people should see them on axes and in hover text, and tick layouts that stay readable.
 
 Plotly reads <...> in labels as markup (so "</s>" would vanish): every shown token is HTML-escaped.
+A space is shown as "·" (a middle dot): the usual "␣" reads as "u" at tick sizes on a projector.
 """
 
 from __future__ import annotations
 
 import html
-
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-_VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
+_VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"}
+SPACE = _VISIBLE[" "]
+
+TICK_PX = 14  # tick label size: readable at 1366 px on a projector (never smaller)
+TICK_COLOR = "#222222"  # on white: 15.9:1 contrast (WCAG asks 7:1 for AAA); Streamlit's default grey is ~3.7:1
+TEXT_COLOR = "#222222"
+MIN_TICK_GAP_PX = 20  # centre-to-centre distance: a 14 px label's box is about 18 px high
+CHAR_PX = 8.5  # average width of one character of a 14 px sans-serif label
 
 
 def plain_token(token: str, max_chars: int = 16) -> str:
@@ -27,17 +36,81 @@ def display_tokens(tokens: Sequence[str], max_chars: int = 16) -> list[str]:
     return [display_token(t, max_chars) for t in tokens]
 
 
+def hover_token(token: str, max_chars: int = 40) -> str:
+    """A token for hover text: like display_token, but a space is named ("space"), not drawn as a symbol."""
+    return "space" if token == " " else display_token(token, max_chars)
+
+
 def indexed(tokens: Sequence[str]) -> list[str]:
     """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index."""
     return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens)]
 
 
 def tick_font_size(n: int) -> int:
-    """Readable tick labels for n tokens: large for short inputs, smaller (never tiny) for long ones."""
-    if n <= 16:
-        return 14
-    if n <= 40:
-        return 12
-    if n <= 80:
-        return 10
-    return 8
+    """Tick label size for n tokens: always TICK_PX. Long inputs get fewer labels (token_ticks), not smaller ones."""
+    return TICK_PX
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """Which positions of a categorical token axis carry a label, the labels, and their angle."""
+
+    vals: list[int]
+    text: list[str]
+    angle: int  # 0: horizontal; -90: vertical (only when horizontal labels would overlap)
+    step: int  # every step-th token is labelled
+    size: int = TICK_PX  # font size in px
+
+    def axis(self) -> dict:
+        """Keyword arguments for fig.update_xaxes / update_yaxes."""
+        return dict(tickmode="array", tickvals=self.vals, ticktext=self.text, tickangle=self.angle,
+                    tickfont=dict(size=self.size, color=TICK_COLOR))
+
+
+def label_px(text: str, size: int = TICK_PX) -> float:
+    """Rough width in px of a label `size` px high: narrow, average and wide characters of a sans-serif font."""
+    at_14 = sum(4.0 if ch in "il.,:;|!'/()[]ftjr " else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8 for ch in text)
+    return at_14 * size / 14
+
+
+def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = True, size: int = TICK_PX) -> Ticks:
+    """Readable ticks for a token axis whose tokens are px_per_token apart on screen.
+
+    Labels are TICK_PX high and never shrink: when tokens are closer than MIN_TICK_GAP_PX, only every
+    step-th token is labelled (the hover still names every cell). On the x axis (horizontal=True) labels
+    stay horizontal when neighbours fit side by side. When they do not: an axis of mostly single characters
+    labels fewer tokens (single characters are never rotated); one of words turns its labels to -90 degrees,
+    one line of text each, which never overlap once the step is kept.
+    """
+    n = len(tokens)
+    gap = MIN_TICK_GAP_PX * size / TICK_PX
+    step = max(1, math.ceil(gap / max(px_per_token, 1e-6))) if n else 1
+    widths = [label_px(plain_token(t), size) for t in tokens]
+    singles = sum(len(plain_token(t)) == 1 for t in tokens)
+
+    def fits(step: int) -> bool:
+        shown = widths[::step]
+        return all((a + b) / 2 + 4 <= px_per_token * step for a, b in zip(shown, shown[1:], strict=False))
+
+    angle = 0
+    if horizontal and n and not fits(step):
+        if 2 * singles >= n:
+            while step < n and not fits(step):
+                step += 1
+        else:
+            angle = -90
+    vals = list(range(0, n, step))
+    return Ticks(vals, [display_token(tokens[i]) for i in vals], angle, step, size)
+
+
+def readable(fig, tick_px: int = TICK_PX):
+    """Dark text at least tick_px high on every axis, title and legend of a figure (Streamlit's theme draws
+    ticks grey, about 3.7:1 on white); sizes already larger stay. Returns the figure."""
+    fig.update_xaxes(tickfont=dict(color=TICK_COLOR), title_font=dict(color=TEXT_COLOR))
+    fig.update_yaxes(tickfont=dict(color=TICK_COLOR), title_font=dict(color=TEXT_COLOR))
+    fig.for_each_xaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
+    fig.for_each_yaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
+    fig.update_xaxes(title_font_size=tick_px)
+    fig.update_yaxes(title_font_size=tick_px)
+    fig.update_layout(title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px))
+    return fig

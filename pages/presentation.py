@@ -1,0 +1,66 @@
+"""The page's look for a room: a compact header always, and a presentation mode for projectors.
+
+Compact header: a smaller title and less padding above it, so that at 1366x768 the first chart starts
+within about 250 px of the top. Presentation mode (a sidebar toggle, in the URL as present=1): the
+sidebar collapses, text is larger, and charts get a screen's height each (`chart_box`).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+# Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
+COMPACT_CSS = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.6rem; padding-bottom: 2rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.6rem; padding: 0 0 0.25rem 0; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+[data-testid="stSidebarUserContent"] { padding-top: 0.5rem; }
+</style>
+"""
+PRESENT_CSS = """
+<style>
+html { font-size: 19px; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 2rem 2rem 2rem; }
+[data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
+[data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
+</style>
+"""
+# (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
+# header; in presentation mode, with the sidebar collapsed, nearly a screen each.
+NORMAL_BOX, PRESENT_BOX = (520, 860), (470, 1180)
+NORMAL_TEXT_PX, PRESENT_TEXT_PX = 14, 18  # tick labels, legends and axis titles of charts
+
+
+def _changed() -> None:
+    st.session_state["_present_changed"] = True
+
+
+def presentation_mode() -> bool:
+    """The sidebar's presentation toggle (kept in the URL) and the page's CSS; True in presentation mode."""
+    first = "present" not in st.session_state
+    if first:
+        st.session_state["present"] = st.query_params.get("present", "") in ("1", "true", "yes")
+    present = bool(st.session_state["present"])
+    if (first and present) or st.session_state.pop("_present_changed", False):
+        # The sidebar collapses when the mode is switched on (or a link opens in it); its arrow brings it back.
+        st.set_page_config(initial_sidebar_state="collapsed" if present else "expanded")
+    st.sidebar.toggle("Presentation mode", key="present", on_change=_changed,
+                      help="For a projector: hides this sidebar (its arrow at the top left brings it back), larger "
+                           "text, one chart per screen. Kept in the link (present=1).")
+    if present:
+        st.query_params["present"] = "1"
+    else:
+        st.query_params.pop("present", None)
+    st.html(COMPACT_CSS + (PRESENT_CSS if present else ""))
+    return present
+
+
+def chart_box() -> tuple[int, int]:
+    """(max height, max width) in px for one chart, for the current mode."""
+    return PRESENT_BOX if st.session_state.get("present") else NORMAL_BOX
+
+
+def chart_text_px() -> int:
+    """The size in px of charts' tick labels and legends, for the current mode."""
+    return PRESENT_TEXT_PX if st.session_state.get("present") else NORMAL_TEXT_PX

@@ -1,0 +1,79 @@
+"""Lecture-ready pages (issue 10), headless: every selection read from and written to the URL, explanations in
+place on every page, the presentation toggle, and the gold alignment drawn only over the gold target."""
+
+import pytest
+
+from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+from model.demos import CHECKPOINTS
+from tests.apptest_helpers import PAGES, charts, open_page
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
+                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    path = tmp_path_factory.mktemp("lecture") / "letters"
+    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
+    return f"path:{path}"
+
+
+def test_positional_selections_come_from_the_link_and_go_back_to_it(ckpt):
+    at = open_page("positional", ckpt, pe_view="offsets", pe_starts="3,7,999")
+    assert at.multiselect(key="pe_starts").value == [3, 7]  # 999 is not a starting position here: dropped
+    assert at.query_params["pe_starts"] == "3,7"
+    at.multiselect(key="pe_starts").set_value([]).run()
+    assert at.query_params["pe_starts"] == "none"  # an empty choice stays empty in the link
+    at = open_page("positional", ckpt, pe_view="curves", pe_dims="2,5")
+    assert at.multiselect(key="pe_dims").value == [2, 5] and at.query_params["pe_dims"] == "2,5"
+    at = open_page("positional", ckpt, pe_view="shift", pe_k="9")
+    assert at.slider(key="pe_k").value == 9 and "k = 9" in charts(at)[0]["layout"]["title"]["text"]
+    at.slider(key="pe_k").set_value(4).run()
+    assert at.query_params["pe_k"] == "4"
+
+
+def test_attention_model_and_decoding_selections_are_in_the_link(ckpt):
+    at = open_page("attention", ckpt, text="cafe", att_view="bertviz", att_bertviz="model view")
+    assert at.radio(key="att_bertviz").value == "model view" and at.query_params["att_bertviz"] == "model view"
+    at = open_page("model", ckpt, model_view="weights", model_part="encoder")
+    assert at.selectbox(key="model_part").value == "encoder" and at.query_params["model_part"] == "encoder"
+    at = open_page("model", ckpt, text="cafe", model_view="shapes", model_shape_kind="cross")
+    assert at.radio(key="model_shape_kind").value == "cross"
+    at = open_page("decoding", ckpt, text="cafe", dec_layer="1")
+    assert at.selectbox(key="dec_layer").value == 1 and at.query_params["dec_layer"] == "1"
+
+
+EXPLAINED = {"attention": {"How to read an attention map", "Rows of the decoder: inputs, not outputs", "<s>, </s>, <unk>"},
+             "positional": {"The formula"}, "decoding": {"Greedy decoding", "<s>, </s>, <unk>"},
+             "model": {"Post-LN and pre-LN", "Heads and d_k"}}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_explains_in_place(page, ckpt):
+    at = open_page(page, ckpt, text="cafe")
+    assert EXPLAINED[page] <= {e.label for e in at.expander}
+    if page == "positional":
+        assert at.get("latex")  # the formula in LaTeX, not monospace code
+        at.segmented_control(key="pe_view").set_value("offsets").run()
+        assert "Why the dot product depends on the offset only" in {e.label for e in at.expander}
+
+
+def test_presentation_mode_is_a_toggle_kept_in_the_link(ckpt):
+    at = open_page("attention", ckpt, text="cafe", present="1")
+    assert at.sidebar.toggle(key="present").value is True and at.query_params["present"] == "1"
+    assert charts(at)[0]["layout"]["xaxis"]["tickfont"]["size"] == 18  # larger text for the room
+    at.sidebar.toggle(key="present").set_value(False).run()
+    assert "present" not in at.query_params and charts(at)[0]["layout"]["xaxis"]["tickfont"]["size"] == 14
+
+
+@pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
+def test_gold_alignment_is_drawn_over_the_gold_target_only():
+    at = open_page("attention", "demo:reverse", text="stressed")
+    traces = charts(at)[0]["data"]
+    gold = [t for t in traces if t.get("type") == "scatter"]
+    assert len(gold) == 1 and gold[0]["name"].startswith("gold alignment")
+    assert len(gold[0]["x"]) == len("stressed")  # one marker per output letter, from its mirrored source letter
+    pairs = {(int(x.split(":")[0]), int(y.split(":")[0])) for x, y in zip(gold[0]["x"], gold[0]["y"], strict=True)}
+    assert pairs == {(i, 7 - i) for i in range(8)}  # source letter i wrote output letter 7 - i (row 7 - i)
+    forced = open_page("attention", "demo:reverse", text="stressed", target="abcdefgh")  # teacher forcing, not gold
+    assert not [t for t in charts(forced)[0]["data"] if t.get("type") == "scatter"]

@@ -1,0 +1,213 @@
+"""Lecture-ready (issue 10), in headless Chromium: charts fit a projector's screen, every view is in the link.
+
+- At 1366x768 (a projector) an input of 40 tokens gives a chart that starts below a compact header and ends
+  inside the window, with dark tick labels of at least 14 px, no two overlapping and no single character rotated;
+  the same at 1920x1080.
+- On every page, a view made by clicking (views, kinds, layers, heads, positions, dimensions, offset, steps,
+  candidates, presentation mode) is put in the URL; the URL opened in a fresh browser context shows the same view.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser_helpers import (
+    PROJECTOR,
+    AppServer,
+    Watch,
+    chart_layout,
+    choose,
+    chromium,
+    contrast_on_white,
+    pick_view,
+    screenshot,
+    view_signature,
+    wait_idle,
+    wait_signature,
+    wait_text,
+    wait_title,
+    wait_url,
+)
+
+LETTERS = "abcdefghijklmnopqrst"
+FORTY = (LETTERS * 2)[:39]  # 39 letters and </s>: 40 source tokens
+CROSS = "Cross-attention (decoder → encoder)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, browser):
+    srv = AppServer(tmp_path_factory.mktemp("lecture_server"))
+    try:
+        srv.first_visit(browser)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A random char-level model over a-t that reads up to 63 tokens: 4 heads, 2 encoder and 2 decoder layers."""
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+
+    vocab = Vocab.build(LETTERS, level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=64,
+                                      n_heads=4, n_encoder_layers=2, n_decoder_layers=2)
+    path = tmp_path_factory.mktemp("lecture_model") / "letters64"
+    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
+                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh"]})
+    return f"path:{path}"
+
+
+def fresh(browser, server, viewport=None) -> Watch:
+    w = Watch(browser, server.origin)
+    if viewport:
+        w.page.set_viewport_size(viewport)
+    return w
+
+
+@pytest.mark.parametrize("viewport", [PROJECTOR, {"width": 1920, "height": 1080}], ids=["1366x768", "1920x1080"])
+def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server, model, viewport):
+    for view, kind, title in (("one", "cross", f"{CROSS}, layer 1, average of heads"),
+                              ("grid", "cross", f"{CROSS}, layer 1"),
+                              ("one", "encoder_self", "Encoder self-attention, layer 1, average of heads")):
+        watch = fresh(browser, server, viewport)
+        try:
+            watch.goto(server.url(model=model, text=FORTY, att_view=view, att_kind=kind))
+            wait_title(watch, title)
+            wait_idle(watch.page)
+            facts = chart_layout(watch.page)
+            where = f"{view}/{kind} at {viewport}: {facts}"
+            assert facts["top"] <= 390, where  # a compact header: title and controls above the chart
+            assert facts["bottom"] <= viewport["height"], where  # the chart and its axes inside the window
+            assert facts["count"] >= 10 and min(facts["sizes"]) >= 14, where  # readable on a projector
+            assert min(contrast_on_white(c) for c in facts["colors"]) >= 7, where  # dark (WCAG AAA)
+            assert facts["overlaps"] == [], where  # thinned, never crowded, also between grid panels
+            assert facts["rotated"] == [], where  # single characters stand upright
+            if viewport == PROJECTOR:
+                screenshot(watch.page, f"lecture_{view}_{kind}_40_tokens")
+            watch.assert_clean()
+        finally:
+            watch.close()
+
+
+def round_trip(browser, server, maker: Watch) -> dict:
+    """The URL of the view `maker` shows, opened in a fresh browser context, shows the same view."""
+    wait_idle(maker.page)
+    shown = view_signature(maker.page)
+    taker = fresh(browser, server, maker.page.viewport_size)
+    try:
+        taker.goto(maker.page.url)
+        wait_signature(taker, shown)
+        taker.assert_clean()
+    finally:
+        taker.close()
+    return shown
+
+
+def test_attention_views_are_in_the_link(browser, server, model):
+    maker = fresh(browser, server)
+    page = maker.page
+    try:
+        maker.goto(server.url(model=model, text="abcdefgh"))
+        wait_title(maker, f"{CROSS}, layer 1, average of heads")
+        pick_view(page, "All heads of the layer")
+        wait_url(maker, "att_view=grid")
+        page.get_by_text("Encoder self", exact=True).click()
+        wait_url(maker, "att_kind=encoder_self")
+        choose(page, "Layer", "layer 0")
+        wait_url(maker, "att_layer=0")
+        wait_title(maker, "Encoder self-attention, layer 0")
+        shown = round_trip(browser, server, maker)
+        assert shown["segmented"] == ["All heads of the layer"] and "Encoder self" in shown["radios"]
+
+        pick_view(page, "One head")
+        choose(page, "Head", "head 2")
+        wait_url(maker, "att_view=one", "att_head=2")
+        wait_title(maker, "Encoder self-attention, layer 0, head 2")
+        round_trip(browser, server, maker)
+
+        pick_view(page, "bertviz")
+        page.get_by_text("model view", exact=True).click()
+        wait_url(maker, "att_view=bertviz", "att_bertviz=model view")
+        shown = round_trip(browser, server, maker)
+        assert shown["iframes"] == 1 and "model view" in shown["radios"]
+
+        page.get_by_text("Presentation mode", exact=True).click()
+        wait_url(maker, "present=1")
+        assert round_trip(browser, server, maker)["toggles"] == [True]
+        maker.assert_clean()
+    finally:
+        maker.close()
+
+
+def test_positional_views_are_in_the_link(browser, server, model):
+    maker = fresh(browser, server)
+    page = maker.page
+    try:
+        maker.goto(server.url("positional", model=model, text="abc"))
+        wait_title(maker, "PE matrix: 100 positions × 16 dimensions, base 10000")
+        pick_view(page, "Dot product vs offset")
+        wait_url(maker, "pe_view=offsets")
+        page.get_by_role("combobox", name="Starting positions p").click()
+        page.get_by_role("option", name="7", exact=True).click()
+        page.keyboard.press("Escape")  # close the list (while open, the rest of the page is hidden from roles)
+        wait_url(maker, "pe_starts=0,10,25,7")
+        wait_text(maker, "The curves coincide")
+        offsets = round_trip(browser, server, maker)
+        assert "7" in offsets["multiselects"][0].split()
+
+        pick_view(page, "Sinusoids")
+        page.get_by_role("combobox", name="Dimensions (2i: sin, 2i+1: cos)").click()
+        page.get_by_role("option", name="3", exact=True).click()
+        page.keyboard.press("Escape")
+        wait_url(maker, "pe_view=curves", "pe_dims=0,1,4,8,3")
+        round_trip(browser, server, maker)
+
+        pick_view(page, "Shift is a rotation")
+        wait_title(maker, "M_k for k = 5 (first 16 dimensions)")
+        page.get_by_role("slider", name="Offset k").focus()
+        page.keyboard.press("ArrowRight")
+        wait_url(maker, "pe_k=6")
+        wait_title(maker, "M_k for k = 6 (first 16 dimensions)")
+        round_trip(browser, server, maker)
+        maker.assert_clean()
+    finally:
+        maker.close()
+
+
+def test_decoding_and_model_views_are_in_the_link(browser, server, model):
+    maker = fresh(browser, server)
+    page = maker.page
+    try:
+        maker.goto(server.url("decoding", model=model, text="abcdefgh"))
+        wait_text(maker, "Step 1 of")
+        page.get_by_role("button", name="Next").click()
+        wait_text(maker, "Step 2 of")
+        choose(page, "Candidates shown", "3")
+        choose(page, "Layer", "layer 0 (average of heads)")
+        wait_url(maker, "dec_step=1", "dec_topk=3", "dec_layer=0")
+        wait_title(maker, "Output tokens (rows) against source tokens (columns), layer 0", plot=3)
+        shown = round_trip(browser, server, maker)
+        assert any(m.startswith("Step 2 of") for m in shown["markdown"])
+
+        maker.goto(server.url("model", model=model, text="abcdefgh"))
+        wait_text(maker, "parameters")
+        pick_view(page, "Weights")
+        choose(page, "Part", "encoder")
+        wait_url(maker, "model_view=weights", "model_part=encoder")
+        wait_title(maker, "Weight statistics per tensor")
+        round_trip(browser, server, maker)
+        pick_view(page, "Shapes in attention")
+        page.get_by_text("cross", exact=True).click()
+        wait_url(maker, "model_view=shapes", "model_shape_kind=cross")
+        wait_text(maker, "S = 9 source tokens")
+        round_trip(browser, server, maker)
+        maker.assert_clean()
+    finally:
+        maker.close()
