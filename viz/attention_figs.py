@@ -114,12 +114,19 @@ def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max
         label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10))
     y = token_ticks(query_tokens, cell, horizontal=False, size=tick_px)
     ratio = 1.0
-    if x.step > 1 and x.angle == 0:  # wide labels (<unk>, </s>) among single characters: widen cells a little
-        for r in (1.2, 1.4, 1.6):
+    if x.step > 1:  # labels dropped (wide ones like <unk>, </s>, <id 4>, or cells below the tick gap): widen the
+        # cells, never past the width there is (height is what a projector lacks; a few wide columns cost nothing),
+        # preferring the narrowest cells that label every token, upright if that fits too
+        found = None
+        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0):
             wider = token_ticks(key_tokens, cell * r, size=tick_px)
-            if wider.step == 1 and wider.angle == 0 and nk * cell * r <= max_width:
-                x, ratio = wider, r
-                break
+            if wider.step == 1 and nk * cell * r <= max_width:
+                found = found or (wider, r)
+                if wider.angle == 0:
+                    found = (wider, r)
+                    break
+        if found:
+            x, ratio = found
     return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y, ratio)
 
 
