@@ -92,11 +92,27 @@ def main() -> None:
             del page
             ours = len(ours_fn(*arrays, tokens, tokens).encode())
             no_libs = len(ours_fn(*arrays, tokens, tokens, offline=False).encode())
-            rows.append([n, view, size(stock), size(stock_once), size(ours), size(no_libs),
-                         f"{ours / stock:.3f}", f"{ours / stock_once:.3f}"])
-    print(f"bertviz HTML size, {LAYERS} layers x {HEADS} heads, random softmax attention (spread {args.spread}), "
-          "source and target of the same length\n")
-    print(table(["tokens", "view", "stock", "stock, once", "ours", "ours, no libs", "ours/stock", "ours/stock once"], rows))
+            rows.append(
+                [
+                    n,
+                    view,
+                    size(stock),
+                    size(stock_once),
+                    size(ours),
+                    size(no_libs),
+                    f"{ours / stock:.3f}",
+                    f"{ours / stock_once:.3f}",
+                ]
+            )
+    print(
+        f"bertviz HTML size, {LAYERS} layers x {HEADS} heads, random softmax attention (spread {args.spread}), "
+        "source and target of the same length\n"
+    )
+    print(
+        table(
+            ["tokens", "view", "stock", "stock, once", "ours", "ours, no libs", "ours/stock", "ours/stock once"], rows
+        )
+    )
 
 
 if __name__ == "__main__":

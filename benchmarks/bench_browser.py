@@ -30,8 +30,11 @@ from tests.browser_helpers import ROOT, AppServer, Watch, chromium, free_port, s
 # page -> URL parameters, and the JavaScript condition "drawn for this input" (first source token `t`, count `n`)
 PAGES = {
     "attention": ({}, "plots.length === 1 && firstX(plots[0]) === t"),
-    "decoding": ({}, "plots.length === 4 && plots.every(p => p._fullLayout) && "
-                     "firstX(plots.find(p => title(p).startsWith('Cross-attention of the new'))) === t"),
+    "decoding": (
+        {},
+        "plots.length === 4 && plots.every(p => p._fullLayout) && "
+        "firstX(plots.find(p => title(p).startsWith('Cross-attention of the new'))) === t",
+    ),
     "positional": ({"pe_view": "mine"}, "plots.length === 2 && firstX(plots[0]) === t && firstX(plots[1])"),
 }  # the model page draws nothing that depends on the input text (its shapes table says only S): left out
 DRAWN_JS = """([t, n]) => {
@@ -76,14 +79,35 @@ def inotify_watches(pid: int) -> int:
     return count
 
 
-def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str, extra: tuple[str, ...] = ()) -> tuple[float, float, int]:
+def first_page_cpu(
+    browser, tmp: Path, watcher: str, model_url: str, extra: tuple[str, ...] = ()
+) -> tuple[float, float, int]:
     """(server CPU s at health, at the first attention page drawn, inotify watches) with a file watcher setting."""
     log = open(tmp / f"watch-{watcher}.log", "wb")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--server.fileWatcherType", watcher, *extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.fileWatcherType",
+            watcher,
+            *extra,
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,
+    )
     try:
         import urllib.request
 
@@ -100,8 +124,9 @@ def first_page_cpu(browser, tmp: Path, watcher: str, model_url: str, extra: tupl
         w = Watch(browser, f"http://127.0.0.1:{port}")
         try:
             w.goto(f"http://127.0.0.1:{port}/?{model_url}")
-            w.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .xtick').length > 0",
-                                     timeout=300_000)
+            w.page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .xtick').length > 0", timeout=300_000
+            )
             wait_idle(w.page, 300)
         finally:
             w.close()
@@ -142,8 +167,14 @@ def main() -> None:
                 params, _ = PAGES[page_name]
                 w = Watch(browser, server.origin)
                 try:
-                    w.goto(server.url("" if page_name == "attention" else page_name, model=f"path:{path}",  # the default page is /
-                                      text=texts[0], **params))
+                    w.goto(
+                        server.url(
+                            "" if page_name == "attention" else page_name,
+                            model=f"path:{path}",  # the default page is /
+                            text=texts[0],
+                            **params,
+                        )
+                    )
                     wait_drawn(w.page, page_name, firsts[0], n)
                     new, seen = [], []
                     for i in range(1, args.repeats + 1):
@@ -155,30 +186,55 @@ def main() -> None:
                     for kind, out in (("new input (model runs)", new), ("seen input (cached)", seen)):
                         wall = statistics.median(o[0] for o in out)
                         cpu = statistics.median(o[1] for o in out)
-                        rows.append([page_name, kind, f"{wall:.2f}", f"{cpu:.2f}", f"{max(0.0, wall - cpu):.2f}",
-                                     "yes" if wall <= 3 else "NO", load()])
+                        rows.append(
+                            [
+                                page_name,
+                                kind,
+                                f"{wall:.2f}",
+                                f"{cpu:.2f}",
+                                f"{max(0.0, wall - cpu):.2f}",
+                                "yes" if wall <= 3 else "NO",
+                                load(),
+                            ]
+                        )
                 except Exception:
-                    print(f"failed on {page_name}: screenshot {screenshot(w.page, 'bench-browser-failure')}; "
-                          f"{w.problems()}; server log: {server.log()[-1500:]}")
+                    print(
+                        f"failed on {page_name}: screenshot {screenshot(w.page, 'bench-browser-failure')}; "
+                        f"{w.problems()}; server log: {server.log()[-1500:]}"
+                    )
                     raise
                 finally:
                     w.close()
         finally:
             server.stop()
         if rows:
-            print(f"Base model, {n} source tokens: input changed -> every chart drawn in headless Chromium "
-                  f"(median of {args.repeats})")
-            print(table(["page", "input", "to drawn s", "server CPU s", "rest s (browser, waits)", "<= 3 s", "load avg"], rows))
+            print(
+                f"Base model, {n} source tokens: input changed -> every chart drawn in headless Chromium "
+                f"(median of {args.repeats})"
+            )
+            print(
+                table(
+                    ["page", "input", "to drawn s", "server CPU s", "rest s (browser, waits)", "<= 3 s", "load avg"],
+                    rows,
+                )
+            )
         if args.watcher:
             query = urllib.parse.urlencode({"model": f"path:{path}", "text": words(8)})
             wrows = []
-            for label, watcher, extra in (("none (config.toml)", "none", ()),
-                                          ("auto, config.toml's blacklist", "auto", ()),
-                                          ("auto, no blacklist (before)", "auto", ("--server.folderWatchBlacklist", "/nonexistent"))):
+            for label, watcher, extra in (
+                ("none (config.toml)", "none", ()),
+                ("auto, config.toml's blacklist", "auto", ()),
+                ("auto, no blacklist (before)", "auto", ("--server.folderWatchBlacklist", "/nonexistent")),
+            ):
                 health, drawn, watches = first_page_cpu(browser, tmp, watcher, query, extra)
                 wrows.append([label, f"{health:.2f}", f"{drawn:.2f}", watches, load()])
             print("\nServer CPU seconds from start: at health, and when the first page (base model, 8 tokens) is drawn")
-            print(table(["file watcher", "CPU s at health", "CPU s at first page drawn", "inotify watches", "load avg"], wrows))
+            print(
+                table(
+                    ["file watcher", "CPU s at health", "CPU s at first page drawn", "inotify watches", "load avg"],
+                    wrows,
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
 
 
-async def student(origin: str, page: str, texts: list[str], interval: float, offset: float, opens: list, changes: list,
-                  failures: list) -> None:
+async def student(
+    origin: str, page: str, texts: list[str], interval: float, offset: float, opens: list, changes: list, failures: list
+) -> None:
     async with StreamSession(origin) as session:
         run = await session.open(page, model=MODEL, text=texts[0])
         opens.append(run.seconds)
@@ -63,8 +64,21 @@ async def classroom(origin: str, n: int, interval: float, n_changes: int, texts:
     rng = random.Random(n)
     opens, changes, failures = [], [], []
     started = time.perf_counter()
-    await asyncio.gather(*(student(origin, PAGES[i % len(PAGES)], texts[i * (n_changes + 1):(i + 1) * (n_changes + 1)],
-                                   interval, rng.uniform(0, interval), opens, changes, failures) for i in range(n)))
+    await asyncio.gather(
+        *(
+            student(
+                origin,
+                PAGES[i % len(PAGES)],
+                texts[i * (n_changes + 1) : (i + 1) * (n_changes + 1)],
+                interval,
+                rng.uniform(0, interval),
+                opens,
+                changes,
+                failures,
+            )
+            for i in range(n)
+        )
+    )
     wall = time.perf_counter() - started
     return {"opens": opens, "changes": changes, "failures": failures, "wall": wall}
 
@@ -79,8 +93,12 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=10.0)
     parser.add_argument("--changes", type=int, default=4)
     parser.add_argument("--model", default="reverse")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="app processes; more than 1 puts nginx in front (deploy/nginx_conf.py, as docs/serving.md)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="app processes; more than 1 puts nginx in front (deploy/nginx_conf.py, as docs/serving.md)",
+    )
     args = parser.parse_args()
     MODEL = f"demo:{args.model}"
     texts = distinct_texts(max(args.sessions) * (args.changes + 1) * len(args.sessions), seed=1)
@@ -101,7 +119,7 @@ def main() -> None:
             for _ in servers:  # warm: every page once in every process (the proxy sends new sessions in turn)
                 asyncio.run(classroom(origin, 4, 0.0, 1, distinct_texts(8, seed=2)))
             for j, n in enumerate(args.sessions):
-                chunk = texts[j * max(args.sessions) * (args.changes + 1):]
+                chunk = texts[j * max(args.sessions) * (args.changes + 1) :]
                 cpu = sum(cpu_seconds(pid) for pid in pids)
                 r = asyncio.run(classroom(origin, n, args.interval, args.changes, chunk))
                 runs = len(r["opens"]) + len(r["changes"])
@@ -109,24 +127,54 @@ def main() -> None:
                 cpu_per_run_all.append(cpu_per_run)
                 p50, p95 = pct(r["changes"], 0.5), pct(r["changes"], 0.95)
                 base = base or p50
-                rows.append([n, f"{runs / r['wall']:.2f}", f"{p50:.2f}", f"{p95:.2f}", f"{max(r['changes']):.2f}",
-                             f"{p50 / base:.1f}x", f"{pct(r['opens'], 0.5):.2f} / {pct(r['opens'], 0.95):.2f}",
-                             f"{cpu_per_run:.3f}", len(r["failures"]),
-                             " + ".join(f"{rss_bytes(pid) / 2**20:.0f}" for pid in pids),
-                             " ".join(f"{x:.1f}" for x in os.getloadavg())])
+                rows.append(
+                    [
+                        n,
+                        f"{runs / r['wall']:.2f}",
+                        f"{p50:.2f}",
+                        f"{p95:.2f}",
+                        f"{max(r['changes']):.2f}",
+                        f"{p50 / base:.1f}x",
+                        f"{pct(r['opens'], 0.5):.2f} / {pct(r['opens'], 0.95):.2f}",
+                        f"{cpu_per_run:.3f}",
+                        len(r["failures"]),
+                        " + ".join(f"{rss_bytes(pid) / 2**20:.0f}" for pid in pids),
+                        " ".join(f"{x:.1f}" for x in os.getloadavg()),
+                    ]
+                )
                 print(f"N={n} done: {rows[-1]}", flush=True)
         finally:
             if proxy is not None:
                 proxy.stop()
             for server in servers:
                 server.stop()
-    print(f"\nmodel {MODEL}; {args.processes} app process(es){' behind nginx' if args.processes > 1 else ''}; each "
-          f"session changes its input every {args.interval:g} s, {args.changes} times; {os.cpu_count()} CPUs visible")
+    print(
+        f"\nmodel {MODEL}; {args.processes} app process(es){' behind nginx' if args.processes > 1 else ''}; each "
+        f"session changes its input every {args.interval:g} s, {args.changes} times; {os.cpu_count()} CPUs visible"
+    )
     worst = max(cpu_per_run_all)
-    print(f"server CPU per page run: up to {worst:.3f} s; at that cost 2 cores kept half busy serve "
-          f"{capacity(worst, interval=args.interval)} students changing their input every {args.interval:g} s")
-    print(table(["sessions", "pages/s", "change p50 (s)", "change p95 (s)", "max (s)", "p50 vs first row",
-                 "first open p50 / p95 (s)", "server CPU s per page", "failed", "server RSS (MB)", "load average"], rows))
+    print(
+        f"server CPU per page run: up to {worst:.3f} s; at that cost 2 cores kept half busy serve "
+        f"{capacity(worst, interval=args.interval)} students changing their input every {args.interval:g} s"
+    )
+    print(
+        table(
+            [
+                "sessions",
+                "pages/s",
+                "change p50 (s)",
+                "change p95 (s)",
+                "max (s)",
+                "p50 vs first row",
+                "first open p50 / p95 (s)",
+                "server CPU s per page",
+                "failed",
+                "server RSS (MB)",
+                "load average",
+            ],
+            rows,
+        )
+    )
 
 
 def capacity(cpu_per_run: float, cores: float = 2.0, interval: float = 10.0, busy: float = 0.5) -> int:

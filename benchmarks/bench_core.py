@@ -83,10 +83,14 @@ def main() -> None:
     all_bytes = weight_bytes(model)
     # what one cached step reads: the decoder and generator, less the cross-attention K and V
     # projections (applied to the source once, not per token)
-    cross_kv = sum(weight_bytes(m) for layer in model.decoder.layers for m in (layer.cross_attn.k_proj, layer.cross_attn.v_proj))
+    cross_kv = sum(
+        weight_bytes(m) for layer in model.decoder.layers for m in (layer.cross_attn.k_proj, layer.cross_attn.v_proj)
+    )
     step_bytes = weight_bytes(model.decoder) + weight_bytes(model.generator) - cross_kv
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; measured copy bandwidth {bandwidth:.1f} GB/s")
-    print(f"weights: all {all_bytes / 1e6:.0f} MB; read per cached step (decoder + generator, less cross K/V) {step_bytes / 1e6:.0f} MB")
+    print(
+        f"weights: all {all_bytes / 1e6:.0f} MB; read per cached step (decoder + generator, less cross K/V) {step_bytes / 1e6:.0f} MB"
+    )
     print()
 
     reference = ann_make_model(8000, 8000, N=6, d_model=512, d_ff=2048, h=8, max_len=config.max_len).eval()
@@ -111,13 +115,32 @@ def main() -> None:
             ("prefix recomputed, recording (greedy_decode use_cache=False)", ours_uncached, l3),
             ("prefix recomputed: the Annotated Transformer's greedy_decode", annotated, l4),
         ):
-            rows.append([
-                steps, name, f"{seconds:.2f}", f"{annotated / seconds:.2f}x", f"{seconds / steps * 1e3:.1f}",
-                f"{step_bytes / bandwidth / 1e6:.1f}", load_avg,
-            ])
+            rows.append(
+                [
+                    steps,
+                    name,
+                    f"{seconds:.2f}",
+                    f"{annotated / seconds:.2f}x",
+                    f"{seconds / steps * 1e3:.1f}",
+                    f"{step_bytes / bandwidth / 1e6:.1f}",
+                    load_avg,
+                ]
+            )
     print("Greedy decoding, paper base model (512/8/2048/6+6), vocabulary 8000, source 32 tokens, best of runs")
-    print(table(["steps", "path", "seconds", "speed-up vs Annotated", "ms/token",
-                 "bound ms/token (weights read once)", "load avg"], rows))
+    print(
+        table(
+            [
+                "steps",
+                "path",
+                "seconds",
+                "speed-up vs Annotated",
+                "ms/token",
+                "bound ms/token (weights read once)",
+                "load avg",
+            ],
+            rows,
+        )
+    )
     print()
 
     words = " ".join(f"w{i * 13 % 7996}" for i in range(127))  # 128 tokens on each side
@@ -133,10 +156,20 @@ def main() -> None:
     capture_s = median_of(lambda: capture(model, tokenizer, words, target=words), repeats=7)
     capture_load = load()
     print("Forward pass, base model, 128 source and 128 target tokens")
-    print(table(["path", "median ms", "ratio", "load avg"], [
-        ["fused scaled_dot_product_attention, nothing recorded", f"{fused_s * 1e3:.1f}", "1.00x", fused_load],
-        ["capture(): explicit softmax, every map and PE row recorded", f"{capture_s * 1e3:.1f}", f"{capture_s / fused_s:.2f}x", capture_load],
-    ]))
+    print(
+        table(
+            ["path", "median ms", "ratio", "load avg"],
+            [
+                ["fused scaled_dot_product_attention, nothing recorded", f"{fused_s * 1e3:.1f}", "1.00x", fused_load],
+                [
+                    "capture(): explicit softmax, every map and PE row recorded",
+                    f"{capture_s * 1e3:.1f}",
+                    f"{capture_s / fused_s:.2f}x",
+                    capture_load,
+                ],
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -28,16 +28,24 @@ from model import capture, load_checkpoint  # noqa: E402
 from model.demos import list_demos  # noqa: E402
 from tests.apptest_helpers import charts, open_page  # noqa: E402
 
-TWENTY = {"reverse": "abcdefghijklmnopqrs", "copy": "abcdefghijklmnopqrs", "dates": "saturday 21st of nov",
-          "translate": "the red car sees a small dog and the old cats eat the green apples"}
+TWENTY = {
+    "reverse": "abcdefghijklmnopqrs",
+    "copy": "abcdefghijklmnopqrs",
+    "dates": "saturday 21st of nov",
+    "translate": "the red car sees a small dog and the old cats eat the green apples",
+}
 
 
 def inside_change(at, i: int) -> None:
     what = i % 4
     if what == 0:
-        at.selectbox(key="in_head").set_value((at.selectbox(key="in_head").value + 1) % len(at.selectbox(key="in_head").options))
+        at.selectbox(key="in_head").set_value(
+            (at.selectbox(key="in_head").value + 1) % len(at.selectbox(key="in_head").options)
+        )
     elif what == 1:
-        at.selectbox(key="in_query").set_value((at.selectbox(key="in_query").value + 1) % len(at.selectbox(key="in_query").options))
+        at.selectbox(key="in_query").set_value(
+            (at.selectbox(key="in_query").value + 1) % len(at.selectbox(key="in_query").options)
+        )
     elif what == 2:
         at.radio(key="in_kind").set_value(["encoder_self", "decoder_self", "cross"][(i // 4) % 3])
     else:
@@ -65,8 +73,11 @@ def main() -> None:
     if args.model not in demos:
         sys.exit(f"no shipped demo model {args.model!r} in checkpoints/ (found: {', '.join(demos) or 'none'})")
     text = TWENTY.get(args.model, "abcdefghijklmnopqrs")
-    pages = {"attention (baseline)": ("attention", attention_change), "model (light page)": ("model", model_change),
-             "inside": ("inside", inside_change)}
+    pages = {
+        "attention (baseline)": ("attention", attention_change),
+        "model (light page)": ("model", model_change),
+        "inside": ("inside", inside_change),
+    }
     first, apps, times = {}, {}, {name: [] for name in pages}
     load_before = load()
     for name, (page, _) in pages.items():
@@ -86,11 +97,26 @@ def main() -> None:
     rows = []
     for name in pages:
         after = statistics.median(times[name])
-        rows.append([name, len(charts(apps[name])), f"{first[name] * 1e3:.0f}", f"{after * 1e3:.0f}",
-                     f"{max(times[name]) * 1e3:.0f}", f"{after / base:.2f}", "yes" if after <= 0.15 else "NO"])
-    print(f"model {args.model}; input {text!r} (+ </s>); {args.repeats} reruns each; "
-          f"load average (1/5/15 min) before {load_before}, after {load()}; {os.cpu_count()} CPUs")
-    print(table(["page", "figures", "first load ms", "after, median ms", "after, max ms", "× baseline", "<= 150 ms"], rows))
+        rows.append(
+            [
+                name,
+                len(charts(apps[name])),
+                f"{first[name] * 1e3:.0f}",
+                f"{after * 1e3:.0f}",
+                f"{max(times[name]) * 1e3:.0f}",
+                f"{after / base:.2f}",
+                "yes" if after <= 0.15 else "NO",
+            ]
+        )
+    print(
+        f"model {args.model}; input {text!r} (+ </s>); {args.repeats} reruns each; "
+        f"load average (1/5/15 min) before {load_before}, after {load()}; {os.cpu_count()} CPUs"
+    )
+    print(
+        table(
+            ["page", "figures", "first load ms", "after, median ms", "after, max ms", "× baseline", "<= 150 ms"], rows
+        )
+    )
     library(args.model, text, args.repeats)
 
 
@@ -100,8 +126,12 @@ def library(model_name: str, text: str, repeats: int) -> None:
     model, tok = load_checkpoint(demo.path)
     cfg = model.config
     all_cross = [("cross", i, h) for i in range(cfg.n_decoder_layers) for h in range(cfg.n_heads)]
-    calls = {"capture (baseline)": {}, "qkv=True": {"qkv": True}, "ablate every cross head": {"ablate": all_cross},
-             "positional='off'": {"positional": "off"}}
+    calls = {
+        "capture (baseline)": {},
+        "qkv=True": {"qkv": True},
+        "ablate every cross head": {"ablate": all_cross},
+        "positional='off'": {"positional": "off"},
+    }
     before, threads = load(), torch.get_num_threads()
     torch.set_num_threads(1)  # two intra-op threads on a shared 2-core machine spin against each other (50x slower)
     try:
@@ -115,9 +145,13 @@ def library(model_name: str, text: str, repeats: int) -> None:
         torch.set_num_threads(threads)
     times = {name: statistics.median(s[1:]) for name, s in samples.items()}
     base = times["capture (baseline)"]
-    print(f"\ncapture() with the model's own greedy output, 1 torch thread, {repeats} calls each alternately (median); "
-          f"load average before {before}, after {load()}")
-    print(table(["call", "median ms", "× baseline"], [[n, f"{t * 1e3:.1f}", f"{t / base:.2f}"] for n, t in times.items()]))
+    print(
+        f"\ncapture() with the model's own greedy output, 1 torch thread, {repeats} calls each alternately (median); "
+        f"load average before {before}, after {load()}"
+    )
+    print(
+        table(["call", "median ms", "× baseline"], [[n, f"{t * 1e3:.1f}", f"{t / base:.2f}"] for n, t in times.items()])
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,7 @@ def main() -> None:
     rows = []
     for demo in list_demos():
         model, tok = load_checkpoint(demo.path)
-        cases = [(f"{n} examples", [demo.examples[i % len(demo.examples)]
-                                    for i in range(n)]) for n in args.counts]
+        cases = [(f"{n} examples", [demo.examples[i % len(demo.examples)] for i in range(n)]) for n in args.counts]
         if args.long:
             cases.append(("5 long", long_inputs(tok, model.config.max_len, 5)))
         for name, texts in cases:
@@ -64,11 +63,27 @@ def main() -> None:
             size = len(lecture_pack_html(records).encode())
             t2 = time.perf_counter()
             tokens = max(len(i.capture.source_tokens) for i in records.inputs)
-            rows.append([demo.name, name, tokens, mb(size), mb(size - plotly_js), mb((size - plotly_js) / len(texts)),
-                         f"{size / TARGET:.2f}", f"{t1 - t0:.1f} s", f"{t2 - t1:.1f} s", f"{os.getloadavg()[0]:.1f}"])
+            rows.append(
+                [
+                    demo.name,
+                    name,
+                    tokens,
+                    mb(size),
+                    mb(size - plotly_js),
+                    mb((size - plotly_js) / len(texts)),
+                    f"{size / TARGET:.2f}",
+                    f"{t1 - t0:.1f} s",
+                    f"{t2 - t1:.1f} s",
+                    f"{os.getloadavg()[0]:.1f}",
+                ]
+            )
     print(f"Lecture pack size; baseline plotly.js alone: {mb(plotly_js)}; target {mb(TARGET)} for 5 inputs\n")
-    print(table(["demo", "inputs", "longest source", "pack", "data", "per input", "pack/target", "run", "html",
-                 "load avg"], rows))
+    print(
+        table(
+            ["demo", "inputs", "longest source", "pack", "data", "per input", "pack/target", "run", "html", "load avg"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

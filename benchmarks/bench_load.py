@@ -76,20 +76,43 @@ def main() -> None:
         rows_spec = [
             ("Annotated .pt, float32", pt, torch_load(pt), lambda: load_checkpoint(pt, n_heads=8), "torch.load"),
             ("Annotated .pt, inspect only", pt, torch_load(pt), lambda: inspect_checkpoint(pt), "torch.load"),
-            ("Annotated .safetensors", st, safetensors_read(st), lambda: load_checkpoint(st, n_heads=8), "safetensors read"),
+            (
+                "Annotated .safetensors",
+                st,
+                safetensors_read(st),
+                lambda: load_checkpoint(st, n_heads=8),
+                "safetensors read",
+            ),
             ("Annotated .pt, float16", half, torch_load(half), lambda: load_checkpoint(half, n_heads=8), "torch.load"),
-            ("this project's folder", native / "model.safetensors", safetensors_read(native / "model.safetensors"),
-             lambda: load_checkpoint(native), "safetensors read"),
+            (
+                "this project's folder",
+                native / "model.safetensors",
+                safetensors_read(native / "model.safetensors"),
+                lambda: load_checkpoint(native),
+                "safetensors read",
+            ),
         ]
         rows = []
         for label, path, baseline, ours, base_name in rows_spec:
             b, o, load = side_by_side(baseline, ours, args.repeats)
             ratio = o / b
             verdict = "" if "inspect" in label else ("ok" if ratio <= TARGET else "OVER")
-            rows.append([label, f"{path.stat().st_size / 1e6:.0f} MB", base_name, f"{b * 1000:.0f}", f"{o * 1000:.0f}",
-                         f"{ratio:.2f}x", verdict, f"{load:.1f}"])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; median of {args.repeats}, "
-          f"calls alternated; target: load <= {TARGET}x the bare read")
+            rows.append(
+                [
+                    label,
+                    f"{path.stat().st_size / 1e6:.0f} MB",
+                    base_name,
+                    f"{b * 1000:.0f}",
+                    f"{o * 1000:.0f}",
+                    f"{ratio:.2f}x",
+                    verdict,
+                    f"{load:.1f}",
+                ]
+            )
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; median of {args.repeats}, "
+        f"calls alternated; target: load <= {TARGET}x the bare read"
+    )
     print(table(["file", "size", "baseline", "baseline ms", "load_checkpoint ms", "ratio", "target", "load avg"], rows))
 
 

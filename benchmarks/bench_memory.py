@@ -49,8 +49,14 @@ def main() -> None:
                     raise RuntimeError(f"input {i}: {run.status} {run.exceptions}")
                 done[i] = done.get(i, 0) + 1
                 if done[i] == len(PAGES) and (i % args.every == 0 or i == 1 or i == args.inputs - 1):
-                    rows.append([i + 1, f"{rss_bytes(pid) / 2**20:.0f}", f"{time.perf_counter() - started:.0f}",
-                                 " ".join(f"{x:.1f}" for x in os.getloadavg())])
+                    rows.append(
+                        [
+                            i + 1,
+                            f"{rss_bytes(pid) / 2**20:.0f}",
+                            f"{time.perf_counter() - started:.0f}",
+                            " ".join(f"{x:.1f}" for x in os.getloadavg()),
+                        ]
+                    )
                     print("progress:", rows[-1], flush=True)
 
             async def all_pages():
@@ -60,8 +66,10 @@ def main() -> None:
             end_mb = rss_bytes(pid) / 2**20
         finally:
             server.stop()
-    print(f"server RSS before any page: {start_mb:.0f} MB; after {args.inputs} distinct inputs x {len(PAGES)} pages: "
-          f"{end_mb:.0f} MB (target < {LIMIT_MB} MB: {'met' if end_mb < LIMIT_MB else 'NOT met'})")
+    print(
+        f"server RSS before any page: {start_mb:.0f} MB; after {args.inputs} distinct inputs x {len(PAGES)} pages: "
+        f"{end_mb:.0f} MB (target < {LIMIT_MB} MB: {'met' if end_mb < LIMIT_MB else 'NOT met'})"
+    )
     print(table(["inputs through every page", "server RSS (MB)", "seconds", "load average (1/5/15 min)"], rows))
 
 

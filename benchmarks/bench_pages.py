@@ -41,8 +41,11 @@ VIEWS = {
     "model": ("model_view", ["config", "params", "weights", "shapes"]),
 }
 VIEW_CHANGES = {
-    "attention": [("selectbox", "att_layer", [0, 1]), ("radio", "att_kind", ["encoder_self", "cross"]),
-                  ("segmented_control", "att_view", ["one", "grid"])],
+    "attention": [
+        ("selectbox", "att_layer", [0, 1]),
+        ("radio", "att_kind", ["encoder_self", "cross"]),
+        ("segmented_control", "att_view", ["one", "grid"]),
+    ],
     "decoding": [("button", "dec_next", None), ("selectbox", "dec_layer", [0, 1])],
     "positional": [("segmented_control", "pe_view", ["matrix", "mine"])],
     "model": [("segmented_control", "model_view", ["config", "shapes"])],
@@ -65,8 +68,15 @@ def base_checkpoint(folder: Path, layers: int = 6, heads: int = 8) -> Path:
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     vocab = Vocab.build([f"w{i}" for i in range(8000 - 4)], level="word")
-    config = TransformerConfig.preset("base", src_vocab_size=8000, tgt_vocab_size=8000, max_len=512,
-                                      n_encoder_layers=layers, n_decoder_layers=layers, n_heads=heads)
+    config = TransformerConfig.preset(
+        "base",
+        src_vocab_size=8000,
+        tgt_vocab_size=8000,
+        max_len=512,
+        n_encoder_layers=layers,
+        n_decoder_layers=layers,
+        n_heads=heads,
+    )
     path = folder / f"base_{layers}x{heads}"
     save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": [words(8)]})
     return path
@@ -112,8 +122,17 @@ def measure_page(model: str, text: str, page: str, repeats: int) -> list[list]:
             raise RuntimeError(f"{page}/{view}: {at.exception}")
         runs = [timed(lambda: at.run()) for _ in range(repeats)]
         wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-        rows.append([page, view or "-", f"{first:.2f}" if v_index == 0 else "(cached)", f"{wall * 1e3:.0f}",
-                     f"{cpu * 1e3:.0f}", f"{sent_bytes(at) / 1e6:.2f}", len(charts(at))])
+        rows.append(
+            [
+                page,
+                view or "-",
+                f"{first:.2f}" if v_index == 0 else "(cached)",
+                f"{wall * 1e3:.0f}",
+                f"{cpu * 1e3:.0f}",
+                f"{sent_bytes(at) / 1e6:.2f}",
+                len(charts(at)),
+            ]
+        )
     at = open_page(page, model, timeout=600, text=text)
     for kind, wkey, values in VIEW_CHANGES[page]:
         times = []
@@ -122,8 +141,17 @@ def measure_page(model: str, text: str, page: str, repeats: int) -> list[list]:
         if at.exception:
             raise RuntimeError(f"{page} {wkey}: {at.exception}")
         wall, cpu = statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
-        rows.append([page, f"change {wkey}", "", f"{wall * 1e3:.0f}", f"{cpu * 1e3:.0f}",
-                     f"{sent_bytes(at) / 1e6:.2f}", len(charts(at))])
+        rows.append(
+            [
+                page,
+                f"change {wkey}",
+                "",
+                f"{wall * 1e3:.0f}",
+                f"{cpu * 1e3:.0f}",
+                f"{sent_bytes(at) / 1e6:.2f}",
+                len(charts(at)),
+            ]
+        )
     return rows
 
 
@@ -147,12 +175,20 @@ def main() -> None:
     print(f"torch threads {set_server_threads()} (the server's setting, as `streamlit run app.py` has it); {load()}")
     summary = []
     if not args.skip_demo and any(d.name == "reverse" for d in list_demos()):
-        rows = [r for page in args.pages for r in measure_page("demo:reverse", "abcdefghijklmnopqrs", page, args.repeats)]
+        rows = [
+            r for page in args.pages for r in measure_page("demo:reverse", "abcdefghijklmnopqrs", page, args.repeats)
+        ]
         print(f"\nreverse demo, 20 source tokens; {load()}")
         print(table(HEADERS, rows))
         worst = max(float(r[4]) for r in rows if not r[1].startswith("change"))
-        summary.append(["reverse/20: slowest page run after first load (CPU)", f"{worst:.0f} ms", "<= 100 ms",
-                        "yes" if worst <= 100 else "NO"])
+        summary.append(
+            [
+                "reverse/20: slowest page run after first load (CPU)",
+                f"{worst:.0f} ms",
+                "<= 100 ms",
+                "yes" if worst <= 100 else "NO",
+            ]
+        )
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[FOLDERS_ENV] = tmp  # the server may open this folder (server folders are off by default)
         path = base_checkpoint(Path(tmp))
@@ -168,12 +204,26 @@ def main() -> None:
                 worst = max(float(r[4]) for r in runs)
                 change = max(float(r[4]) for r in rows if r[1].startswith("change"))
                 att_mb = max(float(r[5]) for r in att if r[1] == "one")
-                summary += [["base/128: slowest page run after first load (CPU)", f"{worst:.0f} ms", "<= 1000 ms",
-                             "yes" if worst <= 1000 else "NO"],
-                            ["base/128: slowest view-only change (CPU)", f"{change:.0f} ms", "<= 150 ms",
-                             "yes" if change <= 150 else "NO"],
-                            ["base/128: attention page sent, default view", f"{att_mb:.2f} MB", "<= 3 MB",
-                             "yes" if att_mb <= 3 else "NO"]]
+                summary += [
+                    [
+                        "base/128: slowest page run after first load (CPU)",
+                        f"{worst:.0f} ms",
+                        "<= 1000 ms",
+                        "yes" if worst <= 1000 else "NO",
+                    ],
+                    [
+                        "base/128: slowest view-only change (CPU)",
+                        f"{change:.0f} ms",
+                        "<= 150 ms",
+                        "yes" if change <= 150 else "NO",
+                    ],
+                    [
+                        "base/128: attention page sent, default view",
+                        f"{att_mb:.2f} MB",
+                        "<= 3 MB",
+                        "yes" if att_mb <= 3 else "NO",
+                    ],
+                ]
         if "attention" in args.pages:
             views = VIEWS["attention"][1]
             print(f"\nGrowth against source tokens: attention page run (CPU ms) and MB sent per view; {load()}")
@@ -185,8 +235,15 @@ def main() -> None:
                 at = open_page("attention", f"path:{p}", timeout=600, text=words(64), att_view="overview")
                 runs = [timed(lambda: at.run()) for _ in range(args.repeats)]
                 wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-                rows.append([f"{layers} x {heads}", layers * heads, f"{wall * 1e3:.0f}", f"{cpu * 1e3:.0f}",
-                             f"{sent_bytes(at) / 1e6:.2f}"])
+                rows.append(
+                    [
+                        f"{layers} x {heads}",
+                        layers * heads,
+                        f"{wall * 1e3:.0f}",
+                        f"{cpu * 1e3:.0f}",
+                        f"{sent_bytes(at) / 1e6:.2f}",
+                    ]
+                )
             print(f"\nGrowth against layers x heads: the all-layers overview at 64 tokens; {load()}")
             print(table(["layers x heads", "maps", "run ms", "run CPU ms", "MB sent"], rows))
     if summary:

@@ -61,8 +61,10 @@ def main() -> None:
     source = " ".join(f"w{i * 37 % 7996}" for i in range(31))
     target = " ".join(f"w{i * 53 % 7996}" for i in range(31))
     capture(model, tokenizer, source, target)  # warm up
-    print(f"torch {torch.__version__}; default {default_threads} threads on {os.cpu_count()} cores; "
-          f"base model, 32 source and 32 target tokens per capture")
+    print(
+        f"torch {torch.__version__}; default {default_threads} threads on {os.cpu_count()} cores; "
+        f"base model, 32 source and 32 target tokens per capture"
+    )
     rows = []
     for n in args.sessions:
         results = {default_threads: [], 1: []}
@@ -75,13 +77,16 @@ def main() -> None:
         for threads in (default_threads, 1):
             wall = statistics.median(r[0] for r in results[threads])
             cpu = statistics.median(r[1] for r in results[threads])
-            rows.append([n, threads, f"{wall:.2f}", f"{cpu:.2f}", f"{cpu / n * 1e3:.0f}",
-                         f"{statistics.median(loads):.1f}"])
+            rows.append(
+                [n, threads, f"{wall:.2f}", f"{cpu:.2f}", f"{cpu / n * 1e3:.0f}", f"{statistics.median(loads):.1f}"]
+            )
         d_cpu = statistics.median(r[1] for r in results[default_threads])
         one_cpu = statistics.median(r[1] for r in results[1])
         rows.append([n, "ratio", "", f"{d_cpu / one_cpu:.1f}x CPU with {default_threads} threads", "", ""])
     torch.set_num_threads(default_threads)
-    print(table(["sessions", "torch threads", "wall s (median)", "process CPU s", "CPU ms per capture", "load avg"], rows))
+    print(
+        table(["sessions", "torch threads", "wall s (median)", "process CPU s", "CPU ms per capture", "load avg"], rows)
+    )
 
 
 if __name__ == "__main__":

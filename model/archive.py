@@ -38,7 +38,13 @@ class ArchiveLimits:
 
 
 def _method_name(method: int) -> str:
-    known = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma", 93: "zstandard", 99: "AES encryption", 9: "deflate64"}
+    known = {
+        zipfile.ZIP_BZIP2: "bzip2",
+        zipfile.ZIP_LZMA: "lzma",
+        93: "zstandard",
+        99: "AES encryption",
+        9: "deflate64",
+    }
     return known.get(method, f"method {method}")
 
 
@@ -56,17 +62,23 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
         if m.flag_bits & 0x1:
             raise CheckpointError(f"{leaf} in {name} is encrypted; upload an archive without a password")
         if m.compress_type not in METHODS:
-            raise CheckpointError(f"{leaf} in {name} is compressed with {_method_name(m.compress_type)}, which this server "
-                                  "does not read; use stored or deflate")
+            raise CheckpointError(
+                f"{leaf} in {name} is compressed with {_method_name(m.compress_type)}, which this server "
+                "does not read; use stored or deflate"
+            )
         if stat.S_ISLNK(m.external_attr >> 16):
             raise CheckpointError(f"{leaf} in {name} is a link; only plain files are unpacked")
         if not leaf or leaf in (".", ".."):
             raise CheckpointError(f"{name} has a member without a file name")
         if leaf in seen:
-            raise CheckpointError(f"{name} holds more than one {leaf} (folders are flattened): zip one checkpoint folder")
+            raise CheckpointError(
+                f"{name} holds more than one {leaf} (folders are flattened): zip one checkpoint folder"
+            )
         seen.add(leaf)
         if m.file_size > limits.max_member_bytes:
-            raise CheckpointError(f"{leaf} in {name} unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}")
+            raise CheckpointError(
+                f"{leaf} in {name} unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}"
+            )
         if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
             raise CheckpointError(
                 f"{leaf} in {name} expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
@@ -74,11 +86,15 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
             )
         total += m.file_size
     if total > limits.max_total_bytes:
-        raise CheckpointError(f"{name} would unpack to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}")
+        raise CheckpointError(
+            f"{name} would unpack to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}"
+        )
     return members
 
 
-def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits(), name: str = "the .zip") -> Path:
+def safe_extract(
+    data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits(), name: str = "the .zip"
+) -> Path:
     """Unpack the .zip `data` into the existing folder `dest` (flattened), after check_archive; returns dest."""
     dest = Path(dest)
     try:
@@ -105,7 +121,15 @@ def safe_extract(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveL
         except CheckpointError:
             _remove(written)
             raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as err:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            OSError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+        ) as err:
             _remove(written)
             what = "fails its CRC check" if "CRC" in str(err) else "is damaged"
             raise CheckpointError(f"{leaf} in {name} {what}; the upload was not unpacked") from None

@@ -70,8 +70,15 @@ def _stack_vectors(recorder: Recorder, kind: str, name: str) -> np.ndarray:
 
 @torch.no_grad()
 def capture(
-    model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None = None, qkv: bool = False,
-    ablate: list[tuple[str, int, int]] | None = None, positional: str | None = None, shift: int = 1, seed: int = 0,
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    target: str | None = None,
+    qkv: bool = False,
+    ablate: list[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    seed: int = 0,
 ) -> Capture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
@@ -97,8 +104,11 @@ def capture(
         memory, mask = model.encode(as_batch(model, src.ids))
         logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
     src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
-    vectors = {kind: [_stack_vectors(rec, kind, name) for name in ("q", "k", "v", "heads")]
-               for kind in ATTENTION_KINDS} if qkv else {}
+    vectors = (
+        {kind: [_stack_vectors(rec, kind, name) for name in ("q", "k", "v", "heads")] for kind in ATTENTION_KINDS}
+        if qkv
+        else {}
+    )
     return Capture(
         source_tokens=src.tokens,
         target_tokens=vocab.decode(tgt_ids),

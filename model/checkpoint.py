@@ -48,7 +48,9 @@ def unique_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def save_checkpoint(model: Transformer, tokenizer: Tokenizer, path: str | Path, card: dict[str, Any] | None = None) -> Path:
+def save_checkpoint(
+    model: Transformer, tokenizer: Tokenizer, path: str | Path, card: dict[str, Any] | None = None
+) -> Path:
     """Write the checkpoint folder (created if needed) and return its path."""
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
@@ -110,7 +112,19 @@ class _SkipInit(TorchFunctionMode):
     """Inside skeleton(): the in-place fills of parameter initialisation (torch.nn.init and the modules'
     reset_parameters) return their parameter untouched."""
 
-    FILLS = frozenset({"uniform_", "normal_", "zeros_", "ones_", "zero_", "fill_", "xavier_uniform_", "kaiming_uniform_", "trunc_normal_"})
+    FILLS = frozenset(
+        {
+            "uniform_",
+            "normal_",
+            "zeros_",
+            "ones_",
+            "zero_",
+            "fill_",
+            "xavier_uniform_",
+            "kaiming_uniform_",
+            "trunc_normal_",
+        }
+    )
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -140,7 +154,9 @@ def _own(tensor: torch.Tensor, copy: bool) -> torch.Tensor:
     return tensor.clone() if copy else tensor
 
 
-def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: bool, tables: dict[str, torch.Tensor] | None = None) -> Transformer:
+def materialize(
+    model: Transformer, tensors: dict[str, torch.Tensor], *, copy: bool, tables: dict[str, torch.Tensor] | None = None
+) -> Transformer:
     """Give a skeleton's parameters the loaded tensors (names as expected_shapes; shapes checked by the caller).
 
     copy=False adopts tensors the loader read into private memory (no second pass over a base model's
@@ -152,12 +168,18 @@ def materialize(model: Transformer, tensors: dict[str, torch.Tensor], *, copy: b
         for name, p in list(module._parameters.items()):
             if p is not None:
                 if id(p) not in real:
-                    real[id(p)] = nn.Parameter(_own(tensors[f"{prefix}.{name}" if prefix else name], copy), requires_grad=p.requires_grad)
+                    real[id(p)] = nn.Parameter(
+                        _own(tensors[f"{prefix}.{name}" if prefix else name], copy), requires_grad=p.requires_grad
+                    )
                 module._parameters[name] = real[id(p)]
         if isinstance(module, SinusoidalPositionalEncoding):
             stored = (tables or {}).get({"src_pe": "source", "tgt_pe": "target"}.get(prefix, ""))
             c = model.config
-            module.table = _own(stored[: module.max_len], copy) if stored is not None else sinusoid(c.max_len, c.d_model, c.pe_base, c.pe_layout).clone()
+            module.table = (
+                _own(stored[: module.max_len], copy)
+                if stored is not None
+                else sinusoid(c.max_len, c.d_model, c.pe_base, c.pe_layout).clone()
+            )
     return model.eval()
 
 
@@ -180,9 +202,14 @@ def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tenso
     ]
     problems = []
     if missing:
-        problems.append(f"missing keys: {', '.join(missing[:8])}" + (f" (+{len(missing) - 8} more)" if len(missing) > 8 else ""))
+        problems.append(
+            f"missing keys: {', '.join(missing[:8])}" + (f" (+{len(missing) - 8} more)" if len(missing) > 8 else "")
+        )
     if unexpected:
-        problems.append(f"unexpected keys: {', '.join(unexpected[:8])}" + (f" (+{len(unexpected) - 8} more)" if len(unexpected) > 8 else ""))
+        problems.append(
+            f"unexpected keys: {', '.join(unexpected[:8])}"
+            + (f" (+{len(unexpected) - 8} more)" if len(unexpected) > 8 else "")
+        )
     if wrong:
         problems.append("wrong shapes: " + "; ".join(wrong[:8]))
     if problems:
@@ -224,7 +251,9 @@ def load_checkpoint(
     """
     from .importers.registry import load  # here: the importers build on this module
 
-    model, tokenizer = load(path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab)
+    model, tokenizer = load(
+        path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab
+    )
     if torch.device(device) != torch.device("cpu"):  # loaders build on the CPU; .to() walks every module
         model = model.to(device)
     return model.eval(), tokenizer

@@ -69,7 +69,12 @@ class TransformerConfig:
         problems = limit_problems(self)
         if self.d_model % self.n_heads:
             problems.append(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        for name, allowed in (("positional", POSITIONAL_KINDS), ("pe_layout", PE_LAYOUTS), ("activation", ACTIVATIONS), ("norm", NORM_KINDS)):
+        for name, allowed in (
+            ("positional", POSITIONAL_KINDS),
+            ("pe_layout", PE_LAYOUTS),
+            ("activation", ACTIVATIONS),
+            ("norm", NORM_KINDS),
+        ):
             if getattr(self, name) not in allowed:
                 problems.append(f"{name} is not one of {', '.join(allowed)}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -103,7 +108,7 @@ class TransformerConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TransformerConfig":
+    def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
         """Build from a dict (a parsed config.json); unknown fields are counted, never named (they are file contents)."""
         if not isinstance(data, dict):
             raise ValueError("a TransformerConfig must be a JSON object of fields")
@@ -118,15 +123,26 @@ class TransformerConfig:
         return cls(**data)
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "TransformerConfig":
+    def preset(cls, name: str, **overrides: Any) -> TransformerConfig:
         """A named architecture from PRESETS; vocabulary sizes (and anything else) as keywords."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
 
-_INTS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers",
-         "max_len", "pad_id", "bos_id", "eos_id")
+_INTS = (
+    "src_vocab_size",
+    "tgt_vocab_size",
+    "d_model",
+    "n_heads",
+    "d_ff",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "max_len",
+    "pad_id",
+    "bos_id",
+    "eos_id",
+)
 _REALS = ("dropout", "pe_base", "layer_norm_eps")
 _BOOLS = ("norm_first", "share_embeddings", "tie_generator", "generator_bias", "scale_embeddings")
 _STRINGS = ("positional", "pe_layout", "activation", "norm")
@@ -134,13 +150,25 @@ _STRINGS = ("positional", "pe_layout", "activation", "norm")
 
 def _type_problems(c: TransformerConfig) -> list[str]:
     """Fields of the wrong JSON type (a float d_model, true for a layer count, ...), named with the type found."""
+
     def kind(v: Any) -> str:
-        return {bool: "true/false", int: "an integer", float: "a number with a fraction", str: "text", list: "a list",
-                dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
+        return {
+            bool: "true/false",
+            int: "an integer",
+            float: "a number with a fraction",
+            str: "text",
+            list: "a list",
+            dict: "an object",
+            type(None): "null",
+        }.get(type(v), type(v).__name__)
 
     problems = [f"{n} must be an integer, not {kind(getattr(c, n))}" for n in _INTS if type(getattr(c, n)) is not int]
-    problems += [f"{n} must be a number, not {kind(getattr(c, n))}" for n in _REALS if type(getattr(c, n)) not in (int, float)]
-    problems += [f"{n} must be true or false, not {kind(getattr(c, n))}" for n in _BOOLS if type(getattr(c, n)) is not bool]
+    problems += [
+        f"{n} must be a number, not {kind(getattr(c, n))}" for n in _REALS if type(getattr(c, n)) not in (int, float)
+    ]
+    problems += [
+        f"{n} must be true or false, not {kind(getattr(c, n))}" for n in _BOOLS if type(getattr(c, n)) is not bool
+    ]
     problems += [f"{n} must be text, not {kind(getattr(c, n))}" for n in _STRINGS if type(getattr(c, n)) is not str]
     if c.final_norm is not None and type(c.final_norm) is not bool:
         problems.append(f"final_norm must be true, false or null, not {kind(c.final_norm)}")
@@ -167,9 +195,14 @@ def parameter_count(c: TransformerConfig) -> int:
 def limit_problems(c: TransformerConfig) -> list[str]:
     """Each field outside 1..LIMITS, and the total size, as a sentence naming the limit."""
     bounds = {
-        "d_model": LIMITS["d_model"], "n_heads": LIMITS["n_heads"], "d_ff": LIMITS["d_ff"],
-        "n_encoder_layers": LIMITS["layers"], "n_decoder_layers": LIMITS["layers"],
-        "src_vocab_size": LIMITS["vocab"], "tgt_vocab_size": LIMITS["vocab"], "max_len": LIMITS["max_len"],
+        "d_model": LIMITS["d_model"],
+        "n_heads": LIMITS["n_heads"],
+        "d_ff": LIMITS["d_ff"],
+        "n_encoder_layers": LIMITS["layers"],
+        "n_decoder_layers": LIMITS["layers"],
+        "src_vocab_size": LIMITS["vocab"],
+        "tgt_vocab_size": LIMITS["vocab"],
+        "max_len": LIMITS["max_len"],
     }
     problems = []
     for name, bound in bounds.items():
@@ -179,7 +212,9 @@ def limit_problems(c: TransformerConfig) -> list[str]:
         elif value > bound:
             problems.append(f"{name} is {value}, above this app's limit of {bound}")
     if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
-        problems.append(f"the model would hold {n / 1e6:,.0f} million numbers, above this app's limit of {LIMITS['parameters'] / 1e6:,.0f} million")
+        problems.append(
+            f"the model would hold {n / 1e6:,.0f} million numbers, above this app's limit of {LIMITS['parameters'] / 1e6:,.0f} million"
+        )
     return problems
 
 

@@ -117,7 +117,9 @@ class DecoderSession:
     def __init__(self, model: nn.Module, sources: Sequence[Sequence[int]], bos_id: int, use_cache: bool = True):
         self.model = model
         device = device_of(model)
-        self.memory, self.mask = model.encode(pad_batch(sources, model.config.pad_id, device))  # (B, S, D), (B,1,1,S)|None
+        self.memory, self.mask = model.encode(
+            pad_batch(sources, model.config.pad_id, device)
+        )  # (B, S, D), (B,1,1,S)|None
         self.cache = model.new_cache() if use_cache else None
         self.inputs = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=device)  # (B, t+1)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CARD, CONFIG, load_card
+from .checkpoint import CONFIG, load_card
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 ORDER = ("reverse", "translate", "dates", "copy")  # the app's default is the first one present

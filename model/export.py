@@ -15,7 +15,8 @@ def capture_npz(capture: Capture) -> bytes:
     """Every array of the capture plus the token lists (as string arrays), in one compressed .npz."""
     buf = io.BytesIO()
     np.savez_compressed(
-        buf, **capture.arrays(),
+        buf,
+        **capture.arrays(),
         source_tokens=np.array(capture.source_tokens, dtype=str),
         target_tokens=np.array(capture.target_tokens, dtype=str),
         predicted_tokens=np.array(capture.predicted_tokens, dtype=str),
@@ -33,11 +34,22 @@ def qkv_npz(capture: Capture) -> bytes:
         raise ValueError("this capture has no Q, K, V: record it with capture(..., qkv=True)")
     arrays = {}
     for kind, (q, k, v) in capture.qkv.items():
-        arrays.update({f"{kind}_q": q, f"{kind}_k": k, f"{kind}_v": v, f"{kind}_head_outputs": capture.head_outputs[kind],
-                       f"{kind}_weights": getattr(capture, kind)})
+        arrays.update(
+            {
+                f"{kind}_q": q,
+                f"{kind}_k": k,
+                f"{kind}_v": v,
+                f"{kind}_head_outputs": capture.head_outputs[kind],
+                f"{kind}_weights": getattr(capture, kind),
+            }
+        )
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays, source_tokens=np.array(capture.source_tokens, dtype=str),
-                        target_tokens=np.array(capture.target_tokens, dtype=str))
+    np.savez_compressed(
+        buf,
+        **arrays,
+        source_tokens=np.array(capture.source_tokens, dtype=str),
+        target_tokens=np.array(capture.target_tokens, dtype=str),
+    )
     return buf.getvalue()
 
 
@@ -65,15 +77,24 @@ def trace_json(trace: Trace, decimals: int = 5) -> str:
     """A greedy decoding as JSON: one entry per step with candidates and attention rows."""
     steps = [
         {
-            "index": s.index, "token": s.token, "token_id": s.token_id, "prob": round(s.prob, decimals),
-            "forced": s.forced, "top_tokens": s.top_tokens, "top_ids": s.top_ids.tolist(),
+            "index": s.index,
+            "token": s.token,
+            "token_id": s.token_id,
+            "prob": round(s.prob, decimals),
+            "forced": s.forced,
+            "top_tokens": s.top_tokens,
+            "top_ids": s.top_ids.tolist(),
             "top_probs": _rounded(s.top_probs, decimals),
-            "decoder_self": _rounded(s.decoder_self, decimals), "cross": _rounded(s.cross, decimals),
+            "decoder_self": _rounded(s.decoder_self, decimals),
+            "cross": _rounded(s.cross, decimals),
         }
         for s in trace.steps
     ]
-    return json.dumps({"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason,
-                       "steps": steps}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason, "steps": steps},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def pe_npz(**arrays: np.ndarray) -> bytes:
@@ -84,5 +105,6 @@ def pe_npz(**arrays: np.ndarray) -> bytes:
 
 def pe_json(decimals: int = 6, **arrays: np.ndarray) -> str:
     """Named arrays as JSON: {"name": {"shape": [...], "values": nested lists rounded to `decimals`}}."""
-    return json.dumps({k: {"shape": list(v.shape), "values": _rounded(v, decimals)} for k, v in arrays.items()},
-                      separators=(",", ":"))
+    return json.dumps(
+        {k: {"shape": list(v.shape), "values": _rounded(v, decimals)} for k, v in arrays.items()}, separators=(",", ":")
+    )

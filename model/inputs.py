@@ -121,6 +121,8 @@ def trained_range_warning(card: dict, text: str, vocab) -> str | None:
     n = len(symbols)
     if low <= n <= high or n == 0:
         return None
-    return (f"This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
-            "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-            "as what an untrained length does, not as what the model learned.")
+    return (
+        f"This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+        "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+        "as what an untrained length does, not as what the model learned."
+    )

@@ -86,7 +86,9 @@ class HeadStep:
 def head_step(query: np.ndarray, keys: np.ndarray, values: np.ndarray, allowed: np.ndarray) -> HeadStep:
     """All steps of one head for one query vector (d_k,), keys and values (Tk, d_k), allowed (Tk,) bool."""
     if query.ndim != 1 or keys.ndim != 2 or values.shape != keys.shape or keys.shape[1] != query.shape[0]:
-        raise ValueError(f"query (d_k,), keys and values (Tk, d_k) expected; got {query.shape}, {keys.shape}, {values.shape}")
+        raise ValueError(
+            f"query (d_k,), keys and values (Tk, d_k) expected; got {query.shape}, {keys.shape}, {values.shape}"
+        )
     if allowed.shape != (keys.shape[0],) or not allowed.any():
         raise ValueError(f"allowed must be ({keys.shape[0]},) with at least one True, got {allowed.shape}")
     q, k, v = (a.astype(np.float64) for a in (query, keys, values))
@@ -181,7 +183,9 @@ def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: in
     return AttentionCost(B, T, D, H, dk, elements, 4 * elements, 2 * 2 * elements * dk, projections)
 
 
-def length_scaling(batch: int, length: int, d_model: int, heads: int, factors=(0.25, 0.5, 1, 2, 4)) -> list[AttentionCost]:
+def length_scaling(
+    batch: int, length: int, d_model: int, heads: int, factors=(0.25, 0.5, 1, 2, 4)
+) -> list[AttentionCost]:
     """attention_cost at length x each factor (lengths kept within bounds, each at least 1, no repeats)."""
     lengths = sorted({min(COST_LIMITS["length"], max(1, round(length * f))) for f in factors})
     return [attention_cost(batch, t, d_model, heads) for t in lengths]

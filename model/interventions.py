@@ -33,8 +33,13 @@ class Interventions:
     seed: int = 0  # for positional="shuffled": which permutation
 
     @classmethod
-    def make(cls, ablate: Iterable[tuple[str, int, int]] | None = None, positional: str | None = None,
-             shift: int = 1, seed: int = 0) -> "Interventions":
+    def make(
+        cls,
+        ablate: Iterable[tuple[str, int, int]] | None = None,
+        positional: str | None = None,
+        shift: int = 1,
+        seed: int = 0,
+    ) -> Interventions:
         """Normalise and type-check the arguments of capture(...); ValueError naming what is wrong."""
         heads = set()
         for item in ablate or ():
@@ -60,17 +65,25 @@ class Interventions:
     def check(self, model: nn.Module, lengths: Iterable[int] = ()) -> None:
         """ValueError when a head does not exist in this model, or a shift runs past max_len for these lengths."""
         cfg = model.config
-        n_layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+        n_layers = {
+            "encoder_self": cfg.n_encoder_layers,
+            "decoder_self": cfg.n_decoder_layers,
+            "cross": cfg.n_decoder_layers,
+        }
         for kind, layer, head in sorted(self.ablate):
             if not 0 <= layer < n_layers[kind]:
-                raise ValueError(f"ablated head ({kind}, {layer}, {head}): the model has {n_layers[kind]} {kind} layers")
+                raise ValueError(
+                    f"ablated head ({kind}, {layer}, {head}): the model has {n_layers[kind]} {kind} layers"
+                )
             if not 0 <= head < cfg.n_heads:
                 raise ValueError(f"ablated head ({kind}, {layer}, {head}): the model has {cfg.n_heads} heads")
         if self.positional == "shifted":
             longest = max(lengths, default=0)
             if longest + self.shift > cfg.max_len:
-                raise ValueError(f"shifting {longest} positions by {self.shift} needs {longest + self.shift} positional rows; "
-                                 f"the model has {cfg.max_len} (max_len)")
+                raise ValueError(
+                    f"shifting {longest} positions by {self.shift} needs {longest + self.shift} positional rows; "
+                    f"the model has {cfg.max_len} (max_len)"
+                )
 
     def heads(self, kind: str, layer: int) -> list[int]:
         """The ablated heads of one attention module, ascending."""

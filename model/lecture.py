@@ -57,7 +57,9 @@ class PackRecords:
     pe: PackPE
 
 
-def bounded_inputs(lines: Sequence[str], max_inputs: int = MAX_INPUTS, max_chars: int = MAX_CHARS) -> tuple[list[str], list[str]]:
+def bounded_inputs(
+    lines: Sequence[str], max_inputs: int = MAX_INPUTS, max_chars: int = MAX_CHARS
+) -> tuple[list[str], list[str]]:
     """Non-empty stripped lines, duplicates dropped, at most max_inputs of at most max_chars; and what was cut."""
     texts = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
     notes = []
@@ -81,8 +83,13 @@ def pack_pe(model: nn.Module) -> PackPE:
     positions = [p for p in (0, 10, 25, 40) if p + max_offset < P] or [0]
     dims = sorted({d for d in (0, 1, 4, D // 4, D // 2) if d < D})
     return PackPE(
-        table=table, kind=cfg.positional, layout=cfg.pe_layout, base=float(cfg.pe_base),
-        wavelengths=pea.pe_wavelengths(D, cfg.pe_base) if interleaved else None, dims=dims, positions=positions,
+        table=table,
+        kind=cfg.positional,
+        layout=cfg.pe_layout,
+        base=float(cfg.pe_base),
+        wavelengths=pea.pe_wavelengths(D, cfg.pe_base) if interleaved else None,
+        dims=dims,
+        positions=positions,
         dots=pea.offset_dot_products(table, positions, max_offset),
     )
 
@@ -92,9 +99,14 @@ def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Captur
     return capture(model, tokenizer, text), greedy_decode(model, tokenizer, text)
 
 
-def pack_records(model: nn.Module, tokenizer: Tokenizer, texts: Sequence[str], label: str = "",
-                 progress: Callable[[int, int], None] | None = None,
-                 run: Callable[[str], tuple[Capture, Trace]] | None = None) -> PackRecords:
+def pack_records(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    label: str = "",
+    progress: Callable[[int, int], None] | None = None,
+    run: Callable[[str], tuple[Capture, Trace]] | None = None,
+) -> PackRecords:
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
 
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.

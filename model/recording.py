@@ -24,7 +24,7 @@ from torch import nn
 
 from .interventions import NONE, Interventions, zero_heads
 
-_ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("transformer_recorder", default=None)
+_ACTIVE: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("transformer_recorder", default=None)
 
 ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
 PE_SIDES = ("source", "target")
@@ -129,7 +129,9 @@ def record(model: nn.Module, qkv: bool = False, interventions: Interventions | N
                     handles.append(probe.register_forward_hook(_ablation_hook(recorder, heads)))
         if recorder.qkv:
             for kind, layer, name, probe in model.vector_probes():
-                handles.append(probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name))))
+                handles.append(
+                    probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name)))
+                )
         for side, module in model.positional_encodings():
             handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
         yield recorder

@@ -26,7 +26,6 @@ JSON_MAX_DEPTH = 64  # this project's JSON files nest 4 levels; Hugging Face con
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
 
 
-
 def _special_root(path: Path) -> bool:
     try:
         resolved = str(path.resolve())
@@ -52,7 +51,9 @@ def regular_file(path: str | Path) -> os.stat_result:
     except OSError:
         raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
     if not stat.S_ISREG(info.st_mode) or _special_root(path):
-        raise CheckpointError(f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read")
+        raise CheckpointError(
+            f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read"
+        )
     return info
 
 
@@ -61,14 +62,18 @@ def read_bytes(path: str | Path, max_bytes: int) -> bytes:
     path = Path(path)
     info = regular_file(path)
     if info.st_size > max_bytes:
-        raise CheckpointError(f"{path.name} is {size_text(info.st_size)}, above the limit of {size_text(max_bytes)} for this kind of file")
+        raise CheckpointError(
+            f"{path.name} is {size_text(info.st_size)}, above the limit of {size_text(max_bytes)} for this kind of file"
+        )
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CheckpointError(f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read")
+            raise CheckpointError(
+                f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read"
+            )
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise CheckpointError(f"{path.name} grew above the limit of {size_text(max_bytes)} while being read")
@@ -91,11 +96,15 @@ def json_depth(obj: Any, limit: int) -> int:
 
 def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """json.loads with the nesting depth checked first; CheckpointError naming `origin` when refused."""
-    too_deep = CheckpointError(f"{origin} nests deeper than {max_depth} levels; this is not a file this app writes or reads")
+    too_deep = CheckpointError(
+        f"{origin} nests deeper than {max_depth} levels; this is not a file this app writes or reads"
+    )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise CheckpointError(f"{origin} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+        raise CheckpointError(
+            f"{origin} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from None
     except RecursionError:  # the C parser stops itself near the interpreter's recursion limit
         raise too_deep from None
     if json_depth(data, max_depth) > max_depth:
@@ -103,7 +112,9 @@ def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     return data
 
 
-def read_json(path: str | Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH, origin: str | None = None) -> Any:
+def read_json(
+    path: str | Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH, origin: str | None = None
+) -> Any:
     """Parse a JSON file: a regular file, at most max_bytes, nested at most max_depth levels, UTF-8."""
     path = Path(path)
     origin = origin or path.name

@@ -51,8 +51,13 @@ def _lexical(raw: str, base: Path) -> Path:
 def parse_folders(argv: Sequence[str]) -> list[str]:
     """The --allow-folder values of a command line (what follows `--` in `streamlit run app.py -- ...`)."""
     parser = argparse.ArgumentParser(prog="streamlit run app.py --", add_help=False)
-    parser.add_argument("--allow-folder", action="append", default=[], metavar="DIR",
-                        help="a folder whose checkpoints visitors may open by path (repeatable)")
+    parser.add_argument(
+        "--allow-folder",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder whose checkpoints visitors may open by path (repeatable)",
+    )
     known, _ = parser.parse_known_args(list(argv))
     return known.allow_folder
 
@@ -76,7 +81,9 @@ class ServerFolders:
         return cls(tuple(dict.fromkeys(named)), tuple(dict.fromkeys(real)))
 
     @classmethod
-    def from_environment(cls, argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> ServerFolders:
+    def from_environment(
+        cls, argv: Sequence[str] | None = None, environ: dict[str, str] | None = None
+    ) -> ServerFolders:
         """Folders named by --allow-folder in argv (default: sys.argv[1:] under `streamlit run`) and by $TRANSFORMER_VIZ_FOLDERS."""
         import sys
 
@@ -134,7 +141,9 @@ class ServerFolders:
         with os.scandir(folder) as entries:
             for count, entry in enumerate(entries, 1):
                 if count > MAX_ENTRIES:
-                    raise PathRefused(f"{shown} holds more than {MAX_ENTRIES} entries; a checkpoint folder holds a few files")
+                    raise PathRefused(
+                        f"{shown} holds more than {MAX_ENTRIES} entries; a checkpoint folder holds a few files"
+                    )
                 try:
                     mode = os.stat(entry.path).st_mode
                 except OSError:  # a dangling link
@@ -142,7 +151,9 @@ class ServerFolders:
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     raise PathRefused(f"{shown} holds {entry.name}, which is not a regular file")
                 if entry.is_symlink() and not any(_inside(Path(entry.path).resolve(), f) for f in self.resolved):
-                    raise PathRefused(f"{shown} holds {entry.name}, a link that leads outside the folders this server may open")
+                    raise PathRefused(
+                        f"{shown} holds {entry.name}, a link that leads outside the folders this server may open"
+                    )
 
 
 def folder_stamp(path: Path, limit: int = MAX_ENTRIES) -> float:

@@ -134,8 +134,13 @@ their their leur leur leurs
 """
 
 PREPOSITIONS: dict[str, str] = {
-    "with": "avec", "without": "sans", "under": "sous", "behind": "derrière",
-    "in": "dans", "on": "sur", "for": "pour",
+    "with": "avec",
+    "without": "sans",
+    "under": "sous",
+    "behind": "derrière",
+    "in": "dans",
+    "on": "sur",
+    "for": "pour",
 }
 """English preposition -> French preposition (none of them contracts with a determiner)."""
 

@@ -18,10 +18,15 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .tokenizer import split
 from .task_lexicon import (
-    ADJECTIVES, CONJUNCTION, DETERMINERS, NOUNS, PREPOSITIONS, VERBS,
+    ADJECTIVES,
+    CONJUNCTION,
+    DETERMINERS,
+    NOUNS,
+    PREPOSITIONS,
+    VERBS,
 )
+from .tokenizer import split
 
 Alignment = tuple[tuple[int, int], ...]
 
@@ -85,8 +90,7 @@ class SymbolTask(Task):
         self.reverse = reverse
         self.name = "reverse" if reverse else "copy"
         self.description = (
-            f"{'Reverse' if reverse else 'Copy'} a string of 1-{MAX_SYMBOLS} letters a-t, "
-            f"character by character."
+            f"{'Reverse' if reverse else 'Copy'} a string of 1-{MAX_SYMBOLS} letters a-t, character by character."
         )
 
     def sample(self, rng: random.Random) -> Example:
@@ -213,8 +217,7 @@ class TranslateTask(Task):
     @staticmethod
     def _random_phrase(rng: random.Random) -> NounPhrase:
         adj = rng.choice(sorted(ADJECTIVES)) if rng.random() < 0.45 else None
-        return NounPhrase(rng.choice(sorted(DETERMINERS)), rng.choice(sorted(NOUNS)),
-                          rng.random() < 0.4, adj)
+        return NounPhrase(rng.choice(sorted(DETERMINERS)), rng.choice(sorted(NOUNS)), rng.random() < 0.4, adj)
 
     def sample(self, rng: random.Random) -> Example:
         form = rng.choice(["simple", "prep", "and_subject", "and_object"])
@@ -253,27 +256,51 @@ class TranslateTask(Task):
         np = NounPhrase
         return [
             render_sentence(np("the", "car", False, "red"), "sees", np("a", "dog", False, "small")),
-            render_sentence(np("my", "cat", True, "old"), "eats",
-                            np("the", "apple", True, "green")),
-            render_sentence([np("the", "king"), np("the", "queen")], "buys",
-                            np("a", "house", False, "white")),
-            render_sentence(np("this", "girl", False, "beautiful"), "finds",
-                            np("the", "key", False, "black"), "under", np("the", "table")),
-            render_sentence(np("our", "neighbor"), "washes",
-                            [np("his", "bike", True), np("her", "car", False, "blue")]),
+            render_sentence(np("my", "cat", True, "old"), "eats", np("the", "apple", True, "green")),
+            render_sentence([np("the", "king"), np("the", "queen")], "buys", np("a", "house", False, "white")),
+            render_sentence(
+                np("this", "girl", False, "beautiful"),
+                "finds",
+                np("the", "key", False, "black"),
+                "under",
+                np("the", "table"),
+            ),
+            render_sentence(
+                np("our", "neighbor"), "washes", [np("his", "bike", True), np("her", "car", False, "blue")]
+            ),
         ]
 
 
 # --------------------------------------------------------------------------- dates
 
-MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
-          "september", "october", "november", "december"]
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 FIRST_DAY, LAST_DAY = datetime.date(1900, 1, 1), datetime.date(2099, 12, 31)
 
 DATE_FORMATS = (
-    "{D} of {M} {Y}", "the {D} of {M} {Y}", "{M} {d}, {Y}", "{M} {D}, {Y}", "{M} {d} {Y}",
-    "{d} {M} {Y}", "{D} {M} {Y}", "{Y} {M} {d}", "{d}/{m}/{Y}", "{dd}/{mm}/{Y}",
+    "{D} of {M} {Y}",
+    "the {D} of {M} {Y}",
+    "{M} {d}, {Y}",
+    "{M} {D}, {Y}",
+    "{M} {d} {Y}",
+    "{d} {M} {Y}",
+    "{D} {M} {Y}",
+    "{Y} {M} {d}",
+    "{d}/{m}/{Y}",
+    "{dd}/{mm}/{Y}",
 )
 """Source templates. D: ordinal day ("21st"), d/dd: day (unpadded/zero-padded), M: month name
 (full or 3-letter), m/mm: month number, Y: year. All but the year-first form may get a weekday
@@ -286,17 +313,22 @@ def ordinal(day: int) -> str:
     return f"{day}{suffix}"
 
 
-def render_date(date: datetime.date, fmt: str, short_month: bool = False,
-                weekday: str | None = None) -> Example:
+def render_date(date: datetime.date, fmt: str, short_month: bool = False, weekday: str | None = None) -> Example:
     """Write `date` with template `fmt` (see DATE_FORMATS) as an Example.
 
     `weekday`: None, or "full"/"short" weekday name in front, "full,"/"short," with a comma.
     The alignment links each ISO digit to the source characters it comes from.
     """
     month = MONTHS[date.month - 1]
-    values = {"D": ordinal(date.day), "d": str(date.day), "dd": f"{date.day:02d}",
-              "M": month[:3] if short_month else month, "m": str(date.month),
-              "mm": f"{date.month:02d}", "Y": str(date.year)}
+    values = {
+        "D": ordinal(date.day),
+        "d": str(date.day),
+        "dd": f"{date.day:02d}",
+        "M": month[:3] if short_month else month,
+        "m": str(date.month),
+        "mm": f"{date.month:02d}",
+        "Y": str(date.year),
+    }
     if weekday is not None:
         name = WEEKDAYS[date.weekday()]
         name = name[:3] if weekday.startswith("short") else name
@@ -370,15 +402,20 @@ class DatesTask(Task):
         return None
 
     def examples(self) -> list[str]:
-        return ["saturday 21st of november 2026", "nov 21, 2026", "the 4th of july 1976",
-                "mon, 1 jan 2001", "2026 march 3", "31/12/1999"]
+        return [
+            "saturday 21st of november 2026",
+            "nov 21, 2026",
+            "the 4th of july 1976",
+            "mon, 1 jan 2001",
+            "2026 march 3",
+            "31/12/1999",
+        ]
 
 
 # --------------------------------------------------------------------------- registry
 
 TASKS: dict[str, Task] = {
-    t.name: t
-    for t in (SymbolTask(reverse=False), SymbolTask(reverse=True), TranslateTask(), DatesTask())
+    t.name: t for t in (SymbolTask(reverse=False), SymbolTask(reverse=True), TranslateTask(), DatesTask())
 }
 
 

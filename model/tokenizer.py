@@ -17,8 +17,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -59,7 +59,7 @@ class Vocab:
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
 
     @classmethod
-    def build(cls, symbols: Iterable[str], level: str = "word", lowercase: bool = False) -> "Vocab":
+    def build(cls, symbols: Iterable[str], level: str = "word", lowercase: bool = False) -> Vocab:
         """Specials, then the given symbols in order of first appearance (duplicates dropped)."""
         ordered = dict.fromkeys(s for s in symbols if s not in SPECIALS)
         return cls(list(SPECIALS) + list(ordered), level, lowercase)
@@ -94,7 +94,7 @@ class Vocab:
         return {"level": self.level, "lowercase": self.lowercase, "tokens": list(self.tokens)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Vocab":
+    def from_dict(cls, data: dict) -> Vocab:
         if not isinstance(data, dict) or "tokens" not in data:
             raise ValueError("a vocabulary entry needs a 'tokens' list")
         return cls(list(data["tokens"]), data.get("level", "word"), bool(data.get("lowercase", False)))
@@ -164,19 +164,27 @@ class ListVocab:
 
     def to_dict(self) -> dict:
         return {
-            "kind": "list", "tokens": list(self.tokens), "pad_id": self.pad_id, "bos_id": self.bos_id,
-            "eos_id": self.eos_id, "unk_id": self.unk_id, "lowercase": self.lowercase, "prepend_bos": self.prepend_bos,
+            "kind": "list",
+            "tokens": list(self.tokens),
+            "pad_id": self.pad_id,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+            "unk_id": self.unk_id,
+            "lowercase": self.lowercase,
+            "prepend_bos": self.prepend_bos,
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ListVocab":
+    def from_dict(cls, data: dict) -> ListVocab:
         fields = ("tokens", "pad_id", "bos_id", "eos_id", "unk_id")
         missing = [k for k in fields if k not in data]
         if missing:
             raise ValueError(f"a token-list vocabulary entry lacks {', '.join(missing)}")
         return cls(
-            list(data["tokens"]), *(int(data[k]) for k in fields[1:]),
-            lowercase=bool(data.get("lowercase", False)), prepend_bos=bool(data.get("prepend_bos", False)),
+            list(data["tokens"]),
+            *(int(data[k]) for k in fields[1:]),
+            lowercase=bool(data.get("lowercase", False)),
+            prepend_bos=bool(data.get("prepend_bos", False)),
         )
 
 
@@ -231,12 +239,17 @@ class IdVocab:
 
     def to_dict(self) -> dict:
         return {
-            "kind": "ids", "size": self.size, "pad_id": self.pad_id, "bos_id": self.bos_id,
-            "eos_id": self.eos_id, "unk_id": self.unk_id, "prepend_bos": self.prepend_bos,
+            "kind": "ids",
+            "size": self.size,
+            "pad_id": self.pad_id,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+            "unk_id": self.unk_id,
+            "prepend_bos": self.prepend_bos,
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "IdVocab":
+    def from_dict(cls, data: dict) -> IdVocab:
         fields = ("size", "pad_id", "bos_id", "eos_id", "unk_id")
         missing = [k for k in fields if k not in data]
         if missing:
@@ -244,7 +257,7 @@ class IdVocab:
         return cls(*(int(data[k]) for k in fields), prepend_bos=bool(data.get("prepend_bos", False)))
 
 
-def vocab_from_dict(data: dict) -> "Vocab | ListVocab | IdVocab":
+def vocab_from_dict(data: dict) -> Vocab | ListVocab | IdVocab:
     """Rebuild any vocabulary from its to_dict(): dispatches on data["kind"] (absent: this project's Vocab)."""
     kind = data.get("kind", "vocab") if isinstance(data, dict) else "vocab"
     if kind == "vocab":
@@ -275,7 +288,7 @@ class Tokenizer:
         return {"source": self.source.to_dict(), "target": self.target.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Tokenizer":
+    def from_dict(cls, data: dict) -> Tokenizer:
         if "shared" in data:
             vocab = vocab_from_dict(data["shared"])
             return cls(vocab, vocab)
@@ -288,7 +301,7 @@ class Tokenizer:
         Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Tokenizer":
+    def load(cls, path: str | Path) -> Tokenizer:
         from .safe_io import read_json  # bounded size and depth; a regular file only
 
         return cls.from_dict(read_json(path))

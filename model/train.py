@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import random
@@ -53,19 +52,39 @@ PROGRESS_SEED_OFFSET = 2  # held_out seed of the small set shown on the progress
 # Per-task defaults: running `python -m model.train --task T --out checkpoints/T` with nothing else
 # reproduces the shipped checkpoint. "model" holds overrides of the preset.
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "copy": dict(preset="demo", model={}, steps=2000, batch_size=64, warmup=400, lr_factor=0.5, train_size=50_000,
-                 bucket=1),
+    "copy": dict(
+        preset="demo", model={}, steps=2000, batch_size=64, warmup=400, lr_factor=0.5, train_size=50_000, bucket=1
+    ),
     # reverse needs exact position arithmetic: wider (d_model 128), no dropout, longer, and the paper's
     # average of the last 5 checkpoints; with dropout 0.1 and d_model 64 it stalls near 94% exact match.
-    "reverse": dict(preset="demo", model={"d_model": 128, "dropout": 0.0}, steps=7000, batch_size=64, warmup=400,
-                    lr_factor=0.7, train_size=100_000, average=5, eval_examples=100),
-    "dates": dict(preset="demo", model={}, steps=3000, batch_size=64, warmup=400, lr_factor=0.5, train_size=100_000,
-                  average=5),
-    "translate": dict(preset="demo", model={}, steps=4000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000),
+    "reverse": dict(
+        preset="demo",
+        model={"d_model": 128, "dropout": 0.0},
+        steps=7000,
+        batch_size=64,
+        warmup=400,
+        lr_factor=0.7,
+        train_size=100_000,
+        average=5,
+        eval_examples=100,
+    ),
+    "dates": dict(
+        preset="demo", model={}, steps=3000, batch_size=64, warmup=400, lr_factor=0.5, train_size=100_000, average=5
+    ),
+    "translate": dict(
+        preset="demo", model={}, steps=4000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000
+    ),
 }
 COMMON_DEFAULTS: dict[str, Any] = dict(
-    seed=0, label_smoothing=0.1, eval_every=250, eval_examples=200, max_minutes=15.0, threads=1,
-    average=1, average_every=250, bucket=50,
+    seed=0,
+    label_smoothing=0.1,
+    eval_every=250,
+    eval_examples=200,
+    max_minutes=15.0,
+    threads=1,
+    average=1,
+    average_every=250,
+    bucket=50,
 )
 
 
@@ -79,7 +98,9 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def make_optimizer(model: nn.Module, warmup: int, factor: float) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+def make_optimizer(
+    model: nn.Module, warmup: int, factor: float
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """Adam(0.9, 0.98, eps 1e-9) whose lr follows noam_lr: update k (from 1) uses noam_lr(k)."""
     params = list({id(p): p for p in model.parameters()}.values())  # tied weights once
     optimizer = torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -124,7 +145,9 @@ def encode_examples(examples: Sequence[Example], tokenizer: Tokenizer) -> list[t
     return [(src.encode(e.source) + [src.eos_id], tgt.encode(e.target)) for e in examples]
 
 
-def make_batch(pairs: Sequence[tuple[list[int], list[int]]], bos_id: int = 1, eos_id: int = 2, pad_id: int = 0) -> Batch:
+def make_batch(
+    pairs: Sequence[tuple[list[int], list[int]]], bos_id: int = 1, eos_id: int = 2, pad_id: int = 0
+) -> Batch:
     src = pad_batch([s for s, _ in pairs], pad_id)
     tgt_in = pad_batch([[bos_id] + t for _, t in pairs], pad_id)
     tgt_out = pad_batch([t + [eos_id] for _, t in pairs], pad_id)
@@ -229,7 +252,9 @@ def train(
             accuracy = evaluate(model, tokenizer, probe, alignment=False).exact_match
             model.train()
             result.progress.append((step, accuracy))
-        bar.set_postfix(loss=f"{smooth:.3f}", held_out=f"{accuracy:.1%}", lr=f"{scheduler.get_last_lr()[0]:.2e}", refresh=False)
+        bar.set_postfix(
+            loss=f"{smooth:.3f}", held_out=f"{accuracy:.1%}", lr=f"{scheduler.get_last_lr()[0]:.2e}", refresh=False
+        )
         bar.update(1)
     bar.close()
     if len(snapshots) > 1 and not result.stopped_early:
@@ -273,8 +298,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--task", required=True, choices=sorted(TASKS))
     p.add_argument("--out", required=True, help="checkpoint folder to write, new or empty (e.g. runs/reverse)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the checkpoint already in --out (e.g. a shipped one in checkpoints/)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the checkpoint already in --out (e.g. a shipped one in checkpoints/)",
+    )
     g = p.add_argument_group("model (defaults: the task's shipped configuration)")
     g.add_argument("--preset", choices=sorted(PRESETS))
     g.add_argument("--d-model", type=int)
@@ -284,8 +312,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--decoder-layers", type=int)
     g.add_argument("--dropout", type=float)
     g.add_argument("--pe-base", type=float, help="base of the sinusoid wavelengths (the paper: 10000)")
-    g.add_argument("--share", action=argparse.BooleanOptionalAction, default=None,
-                   help="one embedding table for source, target and output projection (default: when both sides use the same symbols)")
+    g.add_argument(
+        "--share",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one embedding table for source, target and output projection (default: when both sides use the same symbols)",
+    )
     g.add_argument("--pre-ln", action="store_true", default=None, help="pre-LN blocks instead of the paper's post-LN")
     g = p.add_argument_group("training (defaults: the task's shipped recipe)")
     g.add_argument("--steps", type=int)
@@ -450,7 +482,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     card["wall_seconds"] = round(time.perf_counter() - wall, 1)
     (folder / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False), encoding="utf-8")
-    print(f"saved {folder} ({sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.2f} MB) in {card['wall_seconds']:.0f} s total")
+    print(
+        f"saved {folder} ({sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.2f} MB) in {card['wall_seconds']:.0f} s total"
+    )
     return card
 
 

@@ -60,7 +60,9 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
-def residual(x: torch.Tensor, norm: nn.Module, sublayer: Callable, dropout: nn.Module, norm_first: bool) -> torch.Tensor:
+def residual(
+    x: torch.Tensor, norm: nn.Module, sublayer: Callable, dropout: nn.Module, norm_first: bool
+) -> torch.Tensor:
     """Post-LN: LayerNorm(x + Sublayer(x)) as in the paper. Pre-LN: x + Sublayer(LayerNorm(x))."""
     if norm_first:
         return x + dropout(sublayer(norm(x)))
@@ -100,11 +102,13 @@ class DecoderLayer(nn.Module):
         memory: torch.Tensor,
         self_mask: torch.Tensor | None,
         memory_mask: torch.Tensor | None,
-        cache: "LayerCache | None" = None,
+        cache: LayerCache | None = None,
     ) -> torch.Tensor:
         self_cache = cache.self_attn if cache else None
         cross_cache = cache.cross_attn if cache else None
-        x = residual(x, self.norm1, lambda h: self.self_attn(h, h, self_mask, self_cache), self.dropout, self.norm_first)
+        x = residual(
+            x, self.norm1, lambda h: self.self_attn(h, h, self_mask, self_cache), self.dropout, self.norm_first
+        )
         x = residual(
             x,
             self.norm2,

@@ -28,21 +28,36 @@ n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = common.url_state("att_view", "one", list(VIEWS))
-st.segmented_control("View", list(VIEWS), key="att_view", format_func=VIEWS.get, required=True,
-                     label_visibility="collapsed")
+st.segmented_control(
+    "View", list(VIEWS), key="att_view", format_func=VIEWS.get, required=True, label_visibility="collapsed"
+)
 left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
-left.radio("Attention", list(KINDS), key="att_kind", horizontal=True, format_func=SHORT.get,
-           label_visibility="collapsed")
+left.radio(
+    "Attention", list(KINDS), key="att_kind", horizontal=True, format_func=SHORT.get, label_visibility="collapsed"
+)
 layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
-mid.selectbox("Layer", list(range(n_layers)), key="att_layer", disabled=view in ("overview",),
-              format_func=lambda i: f"layer {i}", label_visibility="collapsed")
+mid.selectbox(
+    "Layer",
+    list(range(n_layers)),
+    key="att_layer",
+    disabled=view in ("overview",),
+    format_func=lambda i: f"layer {i}",
+    label_visibility="collapsed",
+)
 head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
-right.selectbox("Head", HEAD_CHOICES, key="att_head", disabled=view != "one", label_visibility="collapsed",
-                format_func=lambda h: "average of heads" if h == "average" else f"head {h}")
+right.selectbox(
+    "Head",
+    HEAD_CHOICES,
+    key="att_head",
+    disabled=view != "one",
+    label_visibility="collapsed",
+    format_func=lambda h: "average of heads" if h == "average" else f"head {h}",
+)
 BERT_VIEWS = ["head view", "model view"]
 bert_view = common.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
-common.write_url(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
-                 att_bertviz=bert_view if view == "bertviz" else None)
+common.write_url(
+    att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
+)
 
 st.caption(
     f"Source: {len(cap.source_tokens)} tokens · decoder input: {len(cap.target_tokens)} tokens "
@@ -57,21 +72,47 @@ gold = None
 if kind == "cross" and cap.generated:
     gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
 if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
-    st.caption(f"The gold alignment is known for this input but not drawn: the decoder input is not the gold target "
-               f"“{known.target}”.")
+    st.caption(
+        f"The gold alignment is known for this input but not drawn: the decoder input is not the gold target "
+        f"“{known.target}”."
+    )
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = "average of heads" if head == "average" else f"head {head}"
-    st.plotly_chart(figs.attention_heatmap(shown, q_tokens, k_tokens, f"{title}, layer {layer}, {which}",
-                                           mask=mask, query_label=q_label, key_label=k_label, gold=gold,
-                                           max_height=max_height, max_width=max_width, tick_px=chart_text_px()),
-                    key="att_one")
+    st.plotly_chart(
+        figs.attention_heatmap(
+            shown,
+            q_tokens,
+            k_tokens,
+            f"{title}, layer {layer}, {which}",
+            mask=mask,
+            query_label=q_label,
+            key_label=k_label,
+            gold=gold,
+            max_height=max_height,
+            max_width=max_width,
+            tick_px=chart_text_px(),
+        ),
+        key="att_one",
+    )
 elif view == "grid":
-    st.plotly_chart(figs.head_grid(weights[layer], q_tokens, k_tokens, f"{title}, layer {layer}", mask=mask,
-                                   max_height=max_height, max_width=max_width, tick_px=chart_text_px()), key="att_grid")
+    st.plotly_chart(
+        figs.head_grid(
+            weights[layer],
+            q_tokens,
+            k_tokens,
+            f"{title}, layer {layer}",
+            mask=mask,
+            max_height=max_height,
+            max_width=max_width,
+            tick_px=chart_text_px(),
+        ),
+        key="att_grid",
+    )
 elif view == "overview":
-    st.plotly_chart(figs.layer_head_overview(weights, f"{title}: rows are layers, columns heads", mask=mask),
-                    key="att_overview")
+    st.plotly_chart(
+        figs.layer_head_overview(weights, f"{title}: rows are layers, columns heads", mask=mask), key="att_overview"
+    )
 else:
     from viz.bertviz_view import head_view_html, model_view_html
 
@@ -79,18 +120,32 @@ else:
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
-        html = common.cached_html((*common.input_key(session), "head", bert_kind, layer),
-                                  lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True))
+        html = common.cached_html(
+            (*common.input_key(session), "head", bert_kind, layer),
+            lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True),
+        )
     else:
         every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
         if not every_layer:
             st.caption(f"A long input: the model view shows layer {layer} only (choose the layer above).")
-        html = common.cached_html((*common.input_key(session), "model", bert_kind, None if every_layer else layer),
-                                  lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer))
+        html = common.cached_html(
+            (*common.input_key(session), "model", bert_kind, None if every_layer else layer),
+            lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
+        )
     st.iframe(html, height=640 if bert_view == "head view" else 900)
-    st.download_button("Download this view (.html, works offline)", lambda: html, file_name=f"bertviz-{bert_view.split()[0]}.html",
-                       mime="text/html", key="att_dl_html", on_click="ignore")
+    st.download_button(
+        "Download this view (.html, works offline)",
+        lambda: html,
+        file_name=f"bertviz-{bert_view.split()[0]}.html",
+        mime="text/html",
+        key="att_dl_html",
+        on_click="ignore",
+    )
 
-explain_row("attention_map", "decoder_rows" if kind != "encoder_self" else "heads", "specials",
-            "heads" if kind != "encoder_self" else "post_ln")
+explain_row(
+    "attention_map",
+    "decoder_rows" if kind != "encoder_self" else "heads",
+    "specials",
+    "heads" if kind != "encoder_self" else "post_ln",
+)
 common.capture_downloads(session, "att")

@@ -27,12 +27,12 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from model import Capture, CheckpointError, Trace, capture, greedy_decode, load_checkpoint
+from model.archive import safe_extract
 from model.checkpoint import load_card
-from model.importers import CheckpointInfo, inspect_checkpoint
 from model.demos import list_demos
+from model.importers import CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
-from model.archive import safe_extract
 from pages.bounded_cache import BoundedCache
 
 _LOG = logging.getLogger(__name__)
@@ -82,7 +82,9 @@ def _under_apptest() -> bool:
     return bool(config.get_option("global.appTest"))
 
 
-_threads_set = False  # set_server_threads() runs at the server's first page run (not under AppTest: tests keep the default)
+_threads_set = (
+    False  # set_server_threads() runs at the server's first page run (not under AppTest: tests keep the default)
+)
 PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
 
 
@@ -131,7 +133,9 @@ def url_ints(key: str, default: Sequence[int], options: Sequence[int]) -> list[i
     if key not in st.session_state:
         raw = st.query_params.get(key)
         try:
-            value = list(default) if raw is None else [] if raw == "none" else [int(v) for v in raw.split(",") if v.strip()]
+            value = (
+                list(default) if raw is None else [] if raw == "none" else [int(v) for v in raw.split(",") if v.strip()]
+            )
         except ValueError:
             value = list(default)
         st.session_state[key] = value
@@ -223,12 +227,15 @@ def _load_options(path: Path) -> tuple[dict, str]:
     suffix = ""
     if info.needs_n_heads:
         url_state("model_heads", info.default_n_heads, info.head_choices, int)
-        options["n_heads"] = st.sidebar.selectbox("Attention heads (this file does not record them)", info.head_choices,
-                                                  key="model_heads")
+        options["n_heads"] = st.sidebar.selectbox(
+            "Attention heads (this file does not record them)", info.head_choices, key="model_heads"
+        )
         suffix += f"|heads={options['n_heads']}"
     if info.takes_vocabulary:
         vocab = []
-        both = st.sidebar.file_uploader("Vocabulary: JSON, one token per line, or vocab.pt (optional)", key="model_vocab")
+        both = st.sidebar.file_uploader(
+            "Vocabulary: JSON, one token per line, or vocab.pt (optional)", key="model_vocab"
+        )
         with st.sidebar.expander("Separate source and target vocabularies"):
             source = st.file_uploader("Source vocabulary", key="model_vocab_src")
             target = st.file_uploader("Target vocabulary", key="model_vocab_tgt")
@@ -267,9 +274,14 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
         elif url_key.startswith("demo:") and url_key[5:] in demos:
             st.session_state["model_choice"] = url_key[5:]
     choice = url_state("model_choice", choices[0], choices)
-    st.sidebar.selectbox("Model", choices, key="model_choice", on_change=_forget_refused_link,
-                         help="Trained demo models ship with the app; you can also open your own checkpoint or one "
-                         "from a well-known PyTorch implementation.")
+    st.sidebar.selectbox(
+        "Model",
+        choices,
+        key="model_choice",
+        on_change=_forget_refused_link,
+        help="Trained demo models ship with the app; you can also open your own checkpoint or one "
+        "from a well-known PyTorch implementation.",
+    )
     if "_link_refused" in st.session_state:
         st.sidebar.error(st.session_state["_link_refused"])
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
@@ -279,20 +291,27 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             model, tok = _load(str(demo.path), _stamp(demo.path), None, ())
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
-            raw = st.sidebar.text_input("Checkpoint folder or file", key="model_path", placeholder="/path/to/checkpoint",
-                                        help=f"This server opens checkpoints inside: {folders.describe()}")
+            raw = st.sidebar.text_input(
+                "Checkpoint folder or file",
+                key="model_path",
+                placeholder="/path/to/checkpoint",
+                help=f"This server opens checkpoints inside: {folders.describe()}",
+            )
             if not raw.strip():
                 st.sidebar.info(f"Type the path of a checkpoint folder or .pt file inside {folders.describe()}.")
                 return None
             path = folders.open_path(raw)  # PathRefused unless inside an allowed folder; resolved
             key, label = f"path:{path}", path.name
         else:
-            upload = st.sidebar.file_uploader("Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict",
-                                              key="model_upload")
+            upload = st.sidebar.file_uploader(
+                "Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict", key="model_upload"
+            )
             if upload is None:
-                st.sidebar.info("Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
-                                "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
-                                "or the PyTorch translation tutorial.")
+                st.sidebar.info(
+                    "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
+                    "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
+                    "or the PyTorch translation tutorial."
+                )
                 return None
             digest, local = _upload_path(upload)
             path, key, label = Path(local), f"upload:{digest}", upload.name
@@ -329,7 +348,9 @@ def sidebar() -> Session | None:
     picked = _pick_model()
     if picked is None:
         if not list_demos():
-            st.sidebar.warning("No demo models found in checkpoints/. Train one: python -m model.train --task reverse --out checkpoints/reverse")
+            st.sidebar.warning(
+                "No demo models found in checkpoints/. Train one: python -m model.train --task reverse --out checkpoints/reverse"
+            )
         return None
     key, label, model, tok, card = picked
     examples = list(card.get("examples", []))
@@ -341,15 +362,27 @@ def sidebar() -> Session | None:
         st.session_state["text"], st.session_state["target"] = examples[0], ""
     st.session_state["_text_model"] = base_key
     url_state("text", examples[0] if examples else "")
-    st.sidebar.text_area("Input text (source)", key="text", height=90,
-                         help="What the encoder reads. The decoder then produces its output token by token.")
+    st.sidebar.text_area(
+        "Input text (source)",
+        key="text",
+        height=90,
+        help="What the encoder reads. The decoder then produces its output token by token.",
+    )
     if examples:
-        st.sidebar.selectbox("Try an example", [None, *examples], key="example_pick", on_change=_use_example,
-                             format_func=lambda e: "—" if e is None else e)
+        st.sidebar.selectbox(
+            "Try an example",
+            [None, *examples],
+            key="example_pick",
+            on_change=_use_example,
+            format_func=lambda e: "—" if e is None else e,
+        )
     url_state("target", "")
-    st.sidebar.text_input("Target (optional)", key="target",
-                          help="Leave empty to show the model's own greedy output; type a target to see the "
-                          "attention with that text as the decoder input (teacher forcing).")
+    st.sidebar.text_input(
+        "Target (optional)",
+        key="target",
+        help="Leave empty to show the model's own greedy output; type a target to see the "
+        "attention with that text as the decoder input (teacher forcing).",
+    )
     if card.get("description"):
         st.sidebar.caption(card["description"])
     text, target = st.session_state["text"], st.session_state["target"]
@@ -358,8 +391,12 @@ def sidebar() -> Session | None:
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
-    write_url(model=None if base_key.startswith("upload:") else base_key, text=text, target=target or None,
-              model_heads=st.session_state.get("model_heads") if "|heads=" in key else None)
+    write_url(
+        model=None if base_key.startswith("upload:") else base_key,
+        text=text,
+        target=target or None,
+        model_heads=st.session_state.get("model_heads") if "|heads=" in key else None,
+    )
     return Session(key, label, model, tok, card, text, check, target.strip() or None, target_check, examples)
 
 
@@ -466,17 +503,21 @@ def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], 
     return run
 
 
-def cached_capture(model_key: str, text: str, target: str | None, _model, _tokenizer,
-                   spinner: str | None = "Running the model…") -> Capture:
+def cached_capture(
+    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = "Running the model…"
+) -> Capture:
     """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
-    return CAPTURES.get((model_key, text, target),
-                        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target)))
+    return CAPTURES.get(
+        (model_key, text, target), _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target))
+    )
 
 
 def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer) -> Trace:
     """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
-    return TRACES.get((model_key, text, tuple(prefix), top_k), _with_spinner(
-        "Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)))
+    return TRACES.get(
+        (model_key, text, tuple(prefix), top_k),
+        _with_spinner("Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
+    )
 
 
 def cached_html(key: tuple, build: Callable[[], str]) -> str:
@@ -496,8 +537,10 @@ def session_capture(session: Session, spinner: str | None = "Running the model�
 def session_qkv_capture(session: Session) -> Capture:
     """capture(..., qkv=True) once per (model key, text, target): QKV holds at most 16 of them and 128 MB."""
     _, text, target = key = input_key(session)
-    return QKV.get(key, _with_spinner("Recording Q, K, V…",
-                                      lambda: capture(session.model, session.tokenizer, text, target, qkv=True)))
+    return QKV.get(
+        key,
+        _with_spinner("Recording Q, K, V…", lambda: capture(session.model, session.tokenizer, text, target, qkv=True)),
+    )
 
 
 def _npz(session: Session) -> bytes:
@@ -522,10 +565,22 @@ def capture_downloads(session: Session, page: str) -> None:
     page showed it), that is only the conversion; otherwise the model runs then, once.
     """
     left, right = st.columns(2)
-    left.download_button("Download attention and PE (.npz)", partial(_npz, session), file_name="capture.npz",
-                         mime="application/octet-stream", key=f"{page}_dl_npz", on_click="ignore")
-    right.download_button("Download attention and PE (.json)", partial(_json, session), file_name="capture.json",
-                          mime="application/json", key=f"{page}_dl_json", on_click="ignore")
+    left.download_button(
+        "Download attention and PE (.npz)",
+        partial(_npz, session),
+        file_name="capture.npz",
+        mime="application/octet-stream",
+        key=f"{page}_dl_npz",
+        on_click="ignore",
+    )
+    right.download_button(
+        "Download attention and PE (.json)",
+        partial(_json, session),
+        file_name="capture.json",
+        mime="application/json",
+        key=f"{page}_dl_json",
+        on_click="ignore",
+    )
 
 
 def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], bytes], Callable[[], str]]:

@@ -46,12 +46,34 @@ def go_to(index: int) -> None:
 
 cols = st.columns([1, 1, 1, 1, 1, 2])
 cols[0].button("Start", icon=":material/first_page:", on_click=go_to, args=(0,), key="dec_first", width="stretch")
-cols[1].button("Previous", icon=":material/chevron_left:", on_click=go_to, args=(step_index - 1,), key="dec_prev", disabled=step_index == 0, width="stretch")
-cols[2].button("Next", icon=":material/chevron_right:", on_click=go_to, args=(step_index + 1,), key="dec_next", disabled=step_index >= last, width="stretch")
+cols[1].button(
+    "Previous",
+    icon=":material/chevron_left:",
+    on_click=go_to,
+    args=(step_index - 1,),
+    key="dec_prev",
+    disabled=step_index == 0,
+    width="stretch",
+)
+cols[2].button(
+    "Next",
+    icon=":material/chevron_right:",
+    on_click=go_to,
+    args=(step_index + 1,),
+    key="dec_next",
+    disabled=step_index >= last,
+    width="stretch",
+)
 cols[3].button("End", icon=":material/last_page:", on_click=go_to, args=(last,), key="dec_last", width="stretch")
 playing = st.session_state.setdefault("dec_playing", False) and step_index < last
-cols[4].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:", key="dec_play_button", width="stretch", disabled=step_index >= last,
-               on_click=lambda: st.session_state.update(dec_playing=not playing))
+cols[4].button(
+    "Pause" if playing else "Play",
+    icon=":material/pause:" if playing else ":material/play_arrow:",
+    key="dec_play_button",
+    width="stretch",
+    disabled=step_index >= last,
+    on_click=lambda: st.session_state.update(dec_playing=not playing),
+)
 cols[5].selectbox("Candidates shown", [3, 5, 10], key="dec_topk")
 if last > 0:
     st.select_slider("Step", list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
@@ -67,12 +89,18 @@ st.markdown(
 left, right = st.columns([1, 2])
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
-    st.plotly_chart(figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
-                    key="dec_topk_chart")
+    st.plotly_chart(
+        figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
+        key="dec_topk_chart",
+    )
     options = list(range(len(step.top_ids)))
     # One box per step and forced prefix: a box kept across steps showed an earlier step's candidate and probability.
-    pick = st.selectbox("Continue with another candidate", options, key=f"dec_pick_{step_index}_{len(prefix)}",
-                        format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})")
+    pick = st.selectbox(
+        "Continue with another candidate",
+        options,
+        key=f"dec_pick_{step_index}_{len(prefix)}",
+        format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
+    )
     if st.button("Decode from this choice", key="dec_apply"):
         st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
         st.rerun()
@@ -81,10 +109,16 @@ with left:
         st.rerun()
 with right:
     width = int(chart_box()[1] * 0.62)
-    st.plotly_chart(figs.step_rows(step.cross, trace.source_tokens, "Cross-attention of the new position over the source",
-                                   width_px=width), key="dec_cross")
-    st.plotly_chart(figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position", width_px=width),
-                    key="dec_self")
+    st.plotly_chart(
+        figs.step_rows(
+            step.cross, trace.source_tokens, "Cross-attention of the new position over the source", width_px=width
+        ),
+        key="dec_cross",
+    )
+    st.plotly_chart(
+        figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position", width_px=width),
+        key="dec_self",
+    )
 explain_row("greedy", "specials")
 
 st.subheader("Alignment of all steps")
@@ -94,16 +128,34 @@ layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
 st.selectbox("Layer", list(range(n_layers)), key="dec_layer", format_func=lambda i: f"layer {i} (average of heads)")
 common.write_url(dec_layer=layer)
 max_height, max_width = chart_box()
-st.plotly_chart(attention_figs.attention_heatmap(
-    attention_figs.head_average(alignment[layer]), trace.output_tokens, trace.source_tokens,
-    f"Output tokens (rows) against source tokens (columns), layer {layer}", query_label="output", key_label="source",
-    gold=gold_alignment(session.card, session.check.text, trace.text), max_height=max_height, max_width=max_width,
-    tick_px=chart_text_px()), key="dec_alignment")
-st.caption(f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}. "
-           "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
-           "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there.")
-st.download_button("Download this decoding, step by step (.json)", lambda: trace_json(trace), file_name="decoding.json",
-                   mime="application/json", key="dec_dl", on_click="ignore")
+st.plotly_chart(
+    attention_figs.attention_heatmap(
+        attention_figs.head_average(alignment[layer]),
+        trace.output_tokens,
+        trace.source_tokens,
+        f"Output tokens (rows) against source tokens (columns), layer {layer}",
+        query_label="output",
+        key_label="source",
+        gold=gold_alignment(session.card, session.check.text, trace.text),
+        max_height=max_height,
+        max_width=max_width,
+        tick_px=chart_text_px(),
+    ),
+    key="dec_alignment",
+)
+st.caption(
+    f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}. "
+    "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
+    "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
+)
+st.download_button(
+    "Download this decoding, step by step (.json)",
+    lambda: trace_json(trace),
+    file_name="decoding.json",
+    mime="application/json",
+    key="dec_dl",
+    on_click="ignore",
+)
 common.capture_downloads(session, "dec")  # the capture (a second decoding) runs only when one is downloaded
 
 if playing:

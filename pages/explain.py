@@ -16,8 +16,10 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "at). A row's weights sum to 1: the row *writes* into its position the weighted sum of the value vectors "
         "of the columns. **Grey cells are masked** (weight exactly 0): in decoder self-attention the causal mask "
         "hides later positions; padding is hidden everywhere.",
-        (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
-         r"\quad M_{ij}=-\infty \text{ where masked}",),
+        (
+            r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
+            r"\quad M_{ij}=-\infty \text{ where masked}",
+        ),
     ),
     "decoder_rows": (
         "Rows of the decoder: inputs, not outputs",
@@ -37,37 +39,47 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Each of the h heads projects the d_model-wide vectors to queries, keys and values of width "
         "d_k = d_model / h, attends on its own, and the h outputs are concatenated and mixed by W^O. Dividing "
         "by √d_k keeps the dot products from growing with d_k and saturating the softmax.",
-        (r"\mathrm{head}_i=\mathrm{Attention}(XW_i^Q, XW_i^K, XW_i^V),\quad"
-         r"\mathrm{MultiHead}(X)=[\mathrm{head}_1;\dots;\mathrm{head}_h]\,W^O",),
+        (
+            r"\mathrm{head}_i=\mathrm{Attention}(XW_i^Q, XW_i^K, XW_i^V),\quad"
+            r"\mathrm{MultiHead}(X)=[\mathrm{head}_1;\dots;\mathrm{head}_h]\,W^O",
+        ),
     ),
     "post_ln": (
         "Post-LN and pre-LN",
         "The paper normalises after the residual sum (post-LN); many implementations normalise the sublayer's "
         "input instead (pre-LN), which trains more easily when deep. The Model page says which one is loaded.",
-        (r"\text{post-LN: } x \leftarrow \mathrm{LayerNorm}(x+\mathrm{Sublayer}(x))\qquad"
-         r"\text{pre-LN: } x \leftarrow x+\mathrm{Sublayer}(\mathrm{LayerNorm}(x))",),
+        (
+            r"\text{post-LN: } x \leftarrow \mathrm{LayerNorm}(x+\mathrm{Sublayer}(x))\qquad"
+            r"\text{pre-LN: } x \leftarrow x+\mathrm{Sublayer}(\mathrm{LayerNorm}(x))",
+        ),
     ),
     "pe_formula": (
         "The formula",
         "Position p and pair index i (dimensions 2i and 2i+1 share a frequency ωᵢ): a sine on the even "
         "dimension, a cosine on the odd one. Wavelengths grow geometrically from 2π to base·2π.",
-        (r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
-         r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}",),
+        (
+            r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
+            r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}",
+        ),
     ),
     "pe_dot": (
         "Why the dot product depends on the offset only",
         "Pair up the sine and cosine of each frequency and use sin a sin b + cos a cos b = cos(a − b): "
         "the position p cancels, so every starting position gives the same curve.",
-        (r"PE(p)\cdot PE(p+k)=\sum_i \big[\sin(p\omega_i)\sin((p+k)\omega_i)+\cos(p\omega_i)\cos((p+k)\omega_i)\big]"
-         r"=\sum_i \cos(k\,\omega_i)",),
+        (
+            r"PE(p)\cdot PE(p+k)=\sum_i \big[\sin(p\omega_i)\sin((p+k)\omega_i)+\cos(p\omega_i)\cos((p+k)\omega_i)\big]"
+            r"=\sum_i \cos(k\,\omega_i)",
+        ),
     ),
     "pe_rotation": (
         "Why a shift is a rotation",
         "For each pair, the values at p+k are those at p rotated by the angle k·ωᵢ. Stacking these 2×2 "
         "rotations gives one fixed matrix M_k, the same for every p: a linear layer can read relative position.",
-        (r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix}="
-         r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
-         r"\begin{pmatrix}\sin(p\omega_i)\\ \cos(p\omega_i)\end{pmatrix},\qquad PE(p+k)=M_k\,PE(p)",),
+        (
+            r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix}="
+            r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
+            r"\begin{pmatrix}\sin(p\omega_i)\\ \cos(p\omega_i)\end{pmatrix},\qquad PE(p+k)=M_k\,PE(p)",
+        ),
     ),
     "greedy": (
         "Greedy decoding",

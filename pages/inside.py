@@ -11,14 +11,19 @@ from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
 
 st.title("Inside attention")
-st.markdown("Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one head and one query** with the numbers "
-            "of your input: pick them below and follow the formula from top to bottom.")
+st.markdown(
+    "Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one head and one query** with the numbers "
+    "of your input: pick them below and follow the formula from top to bottom."
+)
 session = common.require_session()
 
 
 cap = common.session_qkv_capture(session)
-TOKENS = {"encoder_self": (cap.source_tokens, cap.source_tokens), "decoder_self": (cap.target_tokens, cap.target_tokens),
-          "cross": (cap.target_tokens, cap.source_tokens)}
+TOKENS = {
+    "encoder_self": (cap.source_tokens, cap.source_tokens),
+    "decoder_self": (cap.target_tokens, cap.target_tokens),
+    "cross": (cap.target_tokens, cap.source_tokens),
+}
 flag = lambda v: str(v).lower() in ("1", "true")  # noqa: E731
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
@@ -32,21 +37,28 @@ c2.selectbox("Layer", list(range(L)), key="in_layer")
 head = common.url_state("in_head", 0, list(range(H)), int)
 c3.selectbox("Head", list(range(H)), key="in_head")
 query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
-c4.selectbox("Query token", list(range(len(q_tokens))), key="in_query",
-             format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}")
+c4.selectbox(
+    "Query token", list(range(len(q_tokens))), key="in_query", format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}"
+)
 step = inside.step_from_capture(cap, kind, layer, head, query)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
 where = f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_shown}"  # for chart titles (plotly reads HTML)
-st.caption(f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_label} · d_k = {step.d_k} · {len(k_tokens)} keys · decoder input: "
-           f"{'the model’s own greedy output' if cap.generated else 'the target you typed'}")
+st.caption(
+    f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_label} · d_k = {step.d_k} · {len(k_tokens)} keys · decoder input: "
+    f"{'the model’s own greedy output' if cap.generated else 'the target you typed'}"
+)
 
 # -- 1. queries and keys ---------------------------------------------------------------------------
 st.subheader("1 · Query and keys")
-st.markdown("Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
-            f"dimensions. The query comes from **{'the decoder' if kind != 'encoder_self' else 'the source'}**, the keys "
-            f"from **{'the source' if kind != 'decoder_self' else 'the decoder input'}**.")
+st.markdown(
+    "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
+    f"dimensions. The query comes from **{'the decoder' if kind != 'encoder_self' else 'the source'}**, the keys "
+    f"from **{'the source' if kind != 'decoder_self' else 'the decoder input'}**."
+)
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
-st.plotly_chart(figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, f"Query and keys: {where}"), key="in_qk")
+st.plotly_chart(
+    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, f"Query and keys: {where}"), key="in_qk"
+)
 
 # -- 2. raw scores and what drives them ------------------------------------------------------------
 st.subheader("2 · Raw scores")
@@ -54,66 +66,98 @@ st.markdown("How well the query matches each key: the dot product, a sum over th
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
 st.plotly_chart(figs.scores(step.raw, None, step.allowed, k_tokens, "Raw scores q·k_j"), key="in_raw")
 key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_tokens))), int)
-st.selectbox("Key for the elementwise products", list(range(len(k_tokens))), key="in_key",
-             format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}")
+st.selectbox(
+    "Key for the elementwise products",
+    list(range(len(k_tokens))),
+    key="in_key",
+    format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
+)
 st.markdown("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score.")
 st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader("3 · Scaled scores")
-st.markdown(f"Dot products of d_k = {step.d_k} terms grow like √d_k, so they are divided by √d_k = {step.scale:.3g} "
-            "before the softmax, which would otherwise saturate.")
+st.markdown(
+    f"Dot products of d_k = {step.d_k} terms grow like √d_k, so they are divided by √d_k = {step.scale:.3g} "
+    "before the softmax, which would otherwise saturate."
+)
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
 st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, "Raw and scaled scores"), key="in_scaled")
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader("4 · Mask")
 if kind == "decoder_self":
-    st.markdown(f"The decoder may not look ahead: keys after position {query} get −∞, so their weight will be exactly 0.")
+    st.markdown(
+        f"The decoder may not look ahead: keys after position {query} get −∞, so their weight will be exactly 0."
+    )
 else:
     st.markdown("Every key of this input may be seen (no padding): the mask adds 0 everywhere.")
-st.latex(r"m_j = \begin{cases} 0 & \text{key } j \text{ visible} \\ -\infty & \text{key } j \text{ hidden (after the query in the decoder)} \end{cases}")
+st.latex(
+    r"m_j = \begin{cases} 0 & \text{key } j \text{ visible} \\ -\infty & \text{key } j \text{ hidden (after the query in the decoder)} \end{cases}"
+)
 st.plotly_chart(figs.mask_row(step.allowed, k_tokens, "Mask added to the scaled scores"), key="in_mask")
 
 # -- 5. softmax, and the scale control ------------------------------------------------------------
 st.subheader("5 · Softmax: the attention weights")
-st.markdown("The softmax turns the scores into weights that are positive and sum to 1: the same row as on the "
-            "Attention page.")
-st.latex(r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}")
+st.markdown(
+    "The softmax turns the scores into weights that are positive and sum to 1: the same row as on the Attention page."
+)
+st.latex(
+    r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
+)
 no_scale = common.url_state("in_noscale", False, [False, True], flag)
-st.toggle("Compare: without 1/√d_k", key="in_noscale",
-          help="The same scores without the division by √d_k: the paper's reason for the scale.")
-st.plotly_chart(figs.weights_row(step.weights, k_tokens, step.weights_unscaled if no_scale else None,
-                                 f"Attention weights: {where}"), key="in_weights")
+st.toggle(
+    "Compare: without 1/√d_k",
+    key="in_noscale",
+    help="The same scores without the division by √d_k: the paper's reason for the scale.",
+)
+st.plotly_chart(
+    figs.weights_row(
+        step.weights, k_tokens, step.weights_unscaled if no_scale else None, f"Attention weights: {where}"
+    ),
+    key="in_weights",
+)
 m1, m2, m3 = st.columns(3)
 m1.metric("Entropy with 1/√d_k", f"{step.entropy:.2f} bits")
-m2.metric("Entropy without it", f"{step.entropy_unscaled:.2f} bits", f"{step.entropy_unscaled - step.entropy:+.2f} bits",
-          delta_color="off")
+m2.metric(
+    "Entropy without it",
+    f"{step.entropy_unscaled:.2f} bits",
+    f"{step.entropy_unscaled - step.entropy:+.2f} bits",
+    delta_color="off",
+)
 m3.metric("Largest weight with → without", f"{step.weights.max():.2f} → {step.weights_unscaled.max():.2f}")
 if no_scale:
-    st.caption("Lower entropy means a sharper row: without the scale, softmax puts more weight on fewer keys and its "
-               "gradients for the others shrink towards 0 — why the paper divides by √d_k.")
+    st.caption(
+        "Lower entropy means a sharper row: without the scale, softmax puts more weight on fewer keys and its "
+        "gradients for the others shrink towards 0 — why the paper divides by √d_k."
+    )
 
 # -- 6. values and weighted sum --------------------------------------------------------------------
 st.subheader("6 · Values and their weighted sum")
 st.markdown("The head's output for this query mixes the value vectors in the proportions of the weights.")
 st.latex(r"\text{head}_h = \sum_j a_j\, v_j")
-st.plotly_chart(figs.values_and_output(step.values, step.weights, step.output, k_tokens, "Values and this head's output"),
-                key="in_values")
+st.plotly_chart(
+    figs.values_and_output(step.values, step.weights, step.output, k_tokens, "Values and this head's output"),
+    key="in_values",
+)
 
 # -- 7. all heads, W^O ----------------------------------------------------------------------------
 st.subheader("7 · All heads together, then W^O")
 w_o, b_o = inside.output_projection(session.model, kind, layer)
 out = inside.output_step(cap.head_outputs[kind][layer], w_o, b_o, query)
-st.markdown(f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {out.concat.shape[0]} dimensions; "
-            f"head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token.")
+st.markdown(
+    f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {out.concat.shape[0]} dimensions; "
+    f"head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token."
+)
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
-st.plotly_chart(figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_shown}"),
-                key="in_concat")
+st.plotly_chart(
+    figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_shown}"), key="in_concat"
+)
 with st.expander("W^O of this layer"):
     if w_o.shape[0] <= 256:
-        st.plotly_chart(figs.matrix(w_o, f"W^O, {KIND_TITLES[kind]} layer {layer} ({w_o.shape[0]} × {w_o.shape[1]})"),
-                        key="in_wo")
+        st.plotly_chart(
+            figs.matrix(w_o, f"W^O, {KIND_TITLES[kind]} layer {layer} ({w_o.shape[0]} × {w_o.shape[1]})"), key="in_wo"
+        )
     else:
         st.caption(f"W^O is {w_o.shape[0]} × {w_o.shape[1]}: too large to draw here; it is in the model's weights.")
 
@@ -124,8 +168,9 @@ DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}
 LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 with mine:
     cols = st.columns(4)
-    for col, (name, label) in zip(cols, (("in_batch", "Batch B"), ("in_len", "Length T"), ("in_d", "d_model"),
-                                         ("in_h", "Heads h"))):
+    for col, (name, label) in zip(
+        cols, (("in_batch", "Batch B"), ("in_len", "Length T"), ("in_d", "d_model"), ("in_h", "Heads h"))
+    ):
         value = common.url_state(name, DEFAULTS[name], None, int)
         if not isinstance(value, int) or not 1 <= value <= inside.COST_LIMITS[LIMITS[name]]:
             st.session_state[name] = DEFAULTS[name]
@@ -139,28 +184,48 @@ with mine:
     if cost is not None:
         rows = figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B))
         st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
-        st.markdown(f"Attention weights B × h × T × T = **{figs.format_count(cost.weight_elements)}** numbers, "
-                    f"**{figs.format_bytes(cost.weight_bytes)}** at float32, per layer and kind of attention. "
-                    f"QKᵀ and weights·V: {figs.format_count(cost.score_flops)} FLOPs; the four projections: "
-                    f"{figs.format_count(cost.projection_flops)}.")
+        st.markdown(
+            f"Attention weights B × h × T × T = **{figs.format_count(cost.weight_elements)}** numbers, "
+            f"**{figs.format_bytes(cost.weight_bytes)}** at float32, per layer and kind of attention. "
+            f"QKᵀ and weights·V: {figs.format_count(cost.score_flops)} FLOPs; the four projections: "
+            f"{figs.format_count(cost.projection_flops)}."
+        )
         scaling = inside.length_scaling(B, T, D, heads)
-        st.plotly_chart(figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T),
-                        key="in_cost")
+        st.plotly_chart(
+            figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost"
+        )
 with live:
     cfg = session.model.config
     n_q, n_k = len(q_tokens), len(k_tokens)
-    st.markdown(f"**This input and model**: {KIND_TITLES[kind]}, B = 1, {n_q} queries × {n_k} keys, "
-                f"d_model = {cfg.d_model}, h = {cfg.n_heads}, d_k = {cfg.d_head}.")
+    st.markdown(
+        f"**This input and model**: {KIND_TITLES[kind]}, B = 1, {n_q} queries × {n_k} keys, "
+        f"d_model = {cfg.d_model}, h = {cfg.n_heads}, d_k = {cfg.d_head}."
+    )
     rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k))
     st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
     live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k)
-    st.markdown(f"Attention weights of one layer: {cfg.n_heads} × {n_q} × {n_k} = {live_cost.weight_elements:,} numbers, "
-                f"{figs.format_bytes(live_cost.weight_bytes)}.")
-common.write_url(in_kind=kind, in_layer=layer, in_head=head, in_query=query, in_key=key, in_noscale=1 if no_scale else None,
-                 **{n: st.session_state[n] for n in DEFAULTS})
+    st.markdown(
+        f"Attention weights of one layer: {cfg.n_heads} × {n_q} × {n_k} = {live_cost.weight_elements:,} numbers, "
+        f"{figs.format_bytes(live_cost.weight_bytes)}."
+    )
+common.write_url(
+    in_kind=kind,
+    in_layer=layer,
+    in_head=head,
+    in_query=query,
+    in_key=key,
+    in_noscale=1 if no_scale else None,
+    **{n: st.session_state[n] for n in DEFAULTS},
+)
 
 # -- downloads -------------------------------------------------------------------------------------
 st.subheader("Downloads")
-st.download_button("Download Q, K, V of every layer and head (.npz)", lambda: qkv_npz(cap), file_name="qkv.npz",
-                   mime="application/octet-stream", key="in_dl_qkv", on_click="ignore")  # packed when pressed
+st.download_button(
+    "Download Q, K, V of every layer and head (.npz)",
+    lambda: qkv_npz(cap),
+    file_name="qkv.npz",
+    mime="application/octet-stream",
+    key="in_dl_qkv",
+    on_click="ignore",
+)  # packed when pressed
 common.capture_downloads(session, "inside")

@@ -24,8 +24,13 @@ def pack_html(model_key: str, texts: tuple[str, ...], _records) -> str:
 def build(texts: tuple[str, ...]) -> str:
     """Run the inputs through the app's own caches (the decoding page's too), with a progress bar, then the HTML."""
     bar = st.progress(0.0, text=f"Running the model on {len(texts)} inputs…")
-    run = lambda text: (common.cached_capture(session.key, text, None, session.model, session.tokenizer),  # noqa: E731
-                        common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer))
+
+    def run(text: str):
+        return (
+            common.cached_capture(session.key, text, None, session.model, session.tokenizer),
+            common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
+        )
+
     report = lambda done, total: bar.progress(done / (total + 1), text=f"Ran {done} of {total} inputs…")  # noqa: E731
     records = pack_records(session.model, session.tokenizer, texts, label=session.label, progress=report, run=run)
     bar.progress(len(texts) / (len(texts) + 1), text="Writing the HTML…")
@@ -37,9 +42,15 @@ def build(texts: tuple[str, ...]) -> str:
 # Prefilled with the current input and the model's examples, once per model (what the user typed is kept).
 if st.session_state.get("pack_model") != session.key:
     st.session_state["pack_model"] = session.key
-    st.session_state["pack_inputs"] = "\n".join(dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip()))
-raw = st.text_area(f"Inputs, one per line (at most {MAX_INPUTS}, each at most {MAX_CHARS} characters)", key="pack_inputs",
-                   height=180, max_chars=MAX_INPUTS * (MAX_CHARS + 1))
+    st.session_state["pack_inputs"] = "\n".join(
+        dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip())
+    )
+raw = st.text_area(
+    f"Inputs, one per line (at most {MAX_INPUTS}, each at most {MAX_CHARS} characters)",
+    key="pack_inputs",
+    height=180,
+    max_chars=MAX_INPUTS * (MAX_CHARS + 1),
+)
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
     st.warning(note)
@@ -54,8 +65,15 @@ if request and request[0] == session.key:
         st.error(f"Could not build the pack: {err}")
     else:
         st.success(f"{len(request[1])} inputs · {len(page.encode('utf-8')) / 1e6:.1f} MB")
-        st.download_button("Download the lecture pack (.html)", page, file_name="lecture_pack.html", mime="text/html",
-                           key="pack_download", type="primary", on_click="ignore")
+        st.download_button(
+            "Download the lecture pack (.html)",
+            page,
+            file_name="lecture_pack.html",
+            mime="text/html",
+            key="pack_download",
+            type="primary",
+            on_click="ignore",
+        )
         if request[1] != tuple(texts):
             st.caption("The inputs changed since this pack was built: build it again to include them.")
 elif not texts:

@@ -11,10 +11,14 @@ from pages.presentation import chart_box
 from viz import positional_figs as figs
 
 st.title("Positional encoding")
-st.caption("No recurrence: the Transformer adds this position signal to every token embedding "
-           "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ).")
-st.latex(r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
-         r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}")
+st.caption(
+    "No recurrence: the Transformer adds this position signal to every token embedding "
+    "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
+)
+st.latex(
+    r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
+    r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}"
+)
 session = common.current()
 model_d = session.model.config.d_model if session else 64
 
@@ -35,16 +39,29 @@ common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
 pe = pea.pe_table(length, d_model, base)
 lam = pea.pe_wavelengths(d_model, base)
 # One view at a time (st.tabs would build all six on every run); the choice is in the URL.
-VIEWS = {"matrix": "PE matrix", "curves": "Sinusoids", "offsets": "Dot product vs offset", "similarity": "Similarity",
-         "shift": "Shift is a rotation", "mine": "This model & input"}
+VIEWS = {
+    "matrix": "PE matrix",
+    "curves": "Sinusoids",
+    "offsets": "Dot product vs offset",
+    "similarity": "Similarity",
+    "shift": "Shift is a rotation",
+    "mine": "This model & input",
+}
 view = common.url_state("pe_view", "matrix", list(VIEWS))
-st.segmented_control("View", list(VIEWS), key="pe_view", format_func=VIEWS.get, required=True,
-                     label_visibility="collapsed")
+st.segmented_control(
+    "View", list(VIEWS), key="pe_view", format_func=VIEWS.get, required=True, label_visibility="collapsed"
+)
 common.write_url(pe_view=view)
 if view == "matrix":
-    st.plotly_chart(figs.pe_matrix(pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}",
-                                   max_height=chart_box()[0] - 40), key="pe_matrix")
-    st.caption("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
+    st.plotly_chart(
+        figs.pe_matrix(
+            pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}", max_height=chart_box()[0] - 40
+        ),
+        key="pe_matrix",
+    )
+    st.caption(
+        "Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern."
+    )
     explain("pe_formula")
 elif view == "curves":
     default_dims = sorted({d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model})
@@ -65,8 +82,10 @@ elif view == "offsets":
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
-        st.caption(f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
-                   f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ).")  # above the chart: in view
+        st.caption(
+            f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
+            f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ)."
+        )  # above the chart: in view
         st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
         explain("pe_dot")
     else:
@@ -87,8 +106,10 @@ elif view == "shift":
         st.caption("With 2 positions the only offset is k = 1.")
     check = pea.shift_check(length, d_model, base, k)
     st.metric(f"max |M_k·PE(p) − PE(p+k)| over {check.positions_checked} positions", f"{check.max_error:.1e}")
-    st.markdown("One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
-                "steps later, so a linear layer can read relative position.")
+    st.markdown(
+        "One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
+        "steps later, so a linear layer can read relative position."
+    )
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
     explain("pe_rotation")
 else:
@@ -96,22 +117,42 @@ else:
         st.info("Load a model in the sidebar to compare its embeddings with the PE.")
     elif session.ok:  # what is wrong with the input, if anything, is named below
         cap = common.session_capture(session)
-        for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
-                                        ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe)):
-            st.plotly_chart(figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}")
+        for side, tokens, emb, rows in (
+            ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
+            ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
+        ):
+            st.plotly_chart(
+                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}"
+            )
         cfg = session.model.config
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
-            st.plotly_chart(figs.pe_matrix(table, "This model's learned positional table (source side)"), key="pe_learned")
+            st.plotly_chart(
+                figs.pe_matrix(table, "This model's learned positional table (source side)"), key="pe_learned"
+            )
         else:
-            st.caption(f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
-                       f"{cfg.pe_layout} layout).")
+            st.caption(
+                f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
+                f"{cfg.pe_layout} layout)."
+            )
 
 if session is not None and common.show_input_messages(session):  # names what is wrong with the input
     common.capture_downloads(session, "pe")  # made only when pressed
 left, right = st.columns(2)
 table_npz, table_json = common.pe_downloads(length, d_model, base)
-left.download_button("Download this PE table (.npz)", table_npz, file_name=f"pe_{length}x{d_model}.npz",
-                     mime="application/octet-stream", key="pe_table_npz", on_click="ignore")
-right.download_button("Download this PE table (.json)", table_json, file_name=f"pe_{length}x{d_model}.json",
-                      mime="application/json", key="pe_table_json", on_click="ignore")
+left.download_button(
+    "Download this PE table (.npz)",
+    table_npz,
+    file_name=f"pe_{length}x{d_model}.npz",
+    mime="application/octet-stream",
+    key="pe_table_npz",
+    on_click="ignore",
+)
+right.download_button(
+    "Download this PE table (.json)",
+    table_json,
+    file_name=f"pe_{length}x{d_model}.json",
+    mime="application/json",
+    key="pe_table_json",
+    on_click="ignore",
+)

@@ -45,9 +45,13 @@ def presentation_mode() -> bool:
     if (first and present) or st.session_state.pop("_present_changed", False):
         # The sidebar collapses when the mode is switched on (or a link opens in it); its arrow brings it back.
         st.set_page_config(initial_sidebar_state="collapsed" if present else "expanded")
-    st.sidebar.toggle("Presentation mode", key="present", on_change=_changed,
-                      help="For a projector: hides this sidebar (its arrow at the top left brings it back), larger "
-                           "text, one chart per screen. Kept in the link (present=1).")
+    st.sidebar.toggle(
+        "Presentation mode",
+        key="present",
+        on_change=_changed,
+        help="For a projector: hides this sidebar (its arrow at the top left brings it back), larger "
+        "text, one chart per screen. Kept in the link (present=1).",
+    )
     if present:
         st.query_params["present"] = "1"
     else:

@@ -37,11 +37,19 @@ def resolve_model(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.lecture_pack", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="checkpoint folder or file, or a demo name (reverse, translate, ...)")
-    parser.add_argument("--input", action="append", default=[], metavar="TEXT",
-                        help=f"an input text; repeat for more (at most {MAX_INPUTS}); default: the card's examples")
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.lecture_pack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", required=True, help="checkpoint folder or file, or a demo name (reverse, translate, ...)"
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help=f"an input text; repeat for more (at most {MAX_INPUTS}); default: the card's examples",
+    )
     parser.add_argument("--inputs-file", type=Path, help="a text file with one input per line")
     parser.add_argument("--out", type=Path, default=Path("lecture_pack.html"), help="the HTML file to write")
     parser.add_argument("--title", default="Lecture pack")
@@ -56,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             lines = list(load_card(path).get("examples", [])) if path.is_dir() else []
         texts, notes = bounded_inputs(lines)
         if not texts:
-            parser.error("no inputs: give --input TEXT (or --inputs-file), or use a checkpoint whose card.json has examples")
+            parser.error(
+                "no inputs: give --input TEXT (or --inputs-file), or use a checkpoint whose card.json has examples"
+            )
         for note in notes:
             print(note, file=sys.stderr)
         progress = lambda done, total: print(f"\r{done}/{total} inputs run", end="", file=sys.stderr, flush=True)  # noqa: E731

@@ -1,6 +1,6 @@
 """Take the README's screenshot: the attention page of the reverse demo, cross-attention, in Chromium.
 
-    .venv/bin/python scripts/screenshot.py [--out docs/screenshot.png] [--text stressed]
+.venv/bin/python scripts/screenshot.py [--out docs/screenshot.png] [--text stressed]
 """
 
 from __future__ import annotations

@@ -13,15 +13,21 @@ PAGES = ["attention", "positional", "decoding", "model"]
 # A page run's time limit. Runs are waited for, so a generous limit costs nothing on an idle machine and keeps
 # the suite green on a shared CI machine with other work on it; APPTEST_TIMEOUT_S overrides it.
 TIMEOUT_S = float(os.environ.get("APPTEST_TIMEOUT_S", 180))
-TITLES = {"attention": "Attention", "positional": "Positional encoding", "decoding": "Step-by-step decoding",
-          "model": "Model"}
+TITLES = {
+    "attention": "Attention",
+    "positional": "Positional encoding",
+    "decoding": "Step-by-step decoding",
+    "model": "Model",
+}
 
 
 def app_script(page: str) -> str:
     """app.py with another default page: AppTest's switch_page drops the entry point's sidebar."""
     source = (ROOT / "app.py").read_text()
     assert "run_app()" in source and "import streamlit as st\n" in source
-    source = source.replace("import streamlit as st\n", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport streamlit as st\n", 1)
+    source = source.replace(
+        "import streamlit as st\n", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport streamlit as st\n", 1
+    )
     return source.replace("run_app()", f"run_app(default={page!r})")
 
 

@@ -31,8 +31,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run", "--disable-dev-shm-usage"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 VIEWPORT = {"width": 1400, "height": 1000}
 # How long a wait for a condition may take before the test fails. Every wait is for a condition (a chart drawn,
 # the script run over), never a fixed time, so a generous limit costs nothing when things go well; it is what a
@@ -115,11 +121,25 @@ class AppServer:
         self.origin = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "streamlit.log"
         env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
-        command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                   "--server.port", str(self.port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]
+        command = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.fileWatcherType",
+            "none",
+        ]
         self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + startup_s
         while not self.healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -229,8 +249,10 @@ class Watch:
         self.page.goto(url, wait_until=wait_until, timeout=WAIT_S * 1000)
 
     def problems(self) -> str:
-        return (f"blocked {self.blocked}, page errors {self.errors}, console errors {self.console}, "
-                f"failed responses {self.failed}, dialogs {self.dialogs}")
+        return (
+            f"blocked {self.blocked}, page errors {self.errors}, console errors {self.console}, "
+            f"failed responses {self.failed}, dialogs {self.dialogs}"
+        )
 
     def tracebacks(self) -> list[str]:
         """Uncaught Python exceptions Streamlit shows on the page."""
@@ -268,14 +290,22 @@ _FIND_PLOT = """const findPlot = n => {
 
 def ticks(page, axis: str, plot: int | str = 0) -> list[str] | None:
     """Tick label texts of one axis ('x' or 'y') of a chart (index or title prefix), as drawn in its SVG."""
-    return page.evaluate(f"""([n, axis]) => {{ {_FIND_PLOT}
+    return page.evaluate(
+        f"""([n, axis]) => {{ {_FIND_PLOT}
         const plot = findPlot(n);
         return plot ? [...plot.querySelectorAll('.' + axis + 'tick text')].map(t => t.textContent) : null;
-    }}""", [plot, axis])
+    }}""",
+        [plot, axis],
+    )
 
 
-def wait_ticks(watch: Watch, x: Sequence[str] | int | None, y: Sequence[str] | int | None = None,
-               plot: int | str = 0, timeout_s: float = WAIT_S) -> None:
+def wait_ticks(
+    watch: Watch,
+    x: Sequence[str] | int | None,
+    y: Sequence[str] | int | None = None,
+    plot: int | str = 0,
+    timeout_s: float = WAIT_S,
+) -> None:
     """Wait until a chart shows exactly these x and y tick labels (a number: that many; None: any).
 
     On a timeout, say what it showed (and save a screenshot)."""
@@ -290,27 +320,38 @@ def wait_ticks(watch: Watch, x: Sequence[str] | int | None, y: Sequence[str] | i
                                                       : a.length === b.length && a.every((v, i) => v === b[i]));
                 return same(texts('x'), x) && same(texts('y'), y);
             }}""",
-            arg=[plot, *(v if v is None or isinstance(v, int) else list(v) for v in (x, y))], timeout=timeout_s * 1000,
+            arg=[plot, *(v if v is None or isinstance(v, int) else list(v) for v in (x, y))],
+            timeout=timeout_s * 1000,
         )
     except Exception as e:  # playwright's TimeoutError
-        raise AssertionError(f"chart {plot!r} never showed x ticks {x} / y ticks {y}: it shows x "
-                             f"{ticks(page, 'x', plot)}, y {ticks(page, 'y', plot)}; {_failure(watch, f'ticks {plot}')}") from e
+        raise AssertionError(
+            f"chart {plot!r} never showed x ticks {x} / y ticks {y}: it shows x "
+            f"{ticks(page, 'x', plot)}, y {ticks(page, 'y', plot)}; {_failure(watch, f'ticks {plot}')}"
+        ) from e
 
 
 def plot_title(page, plot: int = 0) -> str | None:
-    return page.evaluate(f"n => {{ {_FIND_PLOT} const p = findPlot(n); "
-                         "return p ? (p.querySelector('.gtitle') || {}).textContent || '' : null; }", plot)
+    return page.evaluate(
+        f"n => {{ {_FIND_PLOT} const p = findPlot(n); "
+        "return p ? (p.querySelector('.gtitle') || {}).textContent || '' : null; }",
+        plot,
+    )
 
 
 def wait_title(watch: Watch, title: str, plot: int = 0, timeout_s: float = WAIT_S) -> None:
     """Wait until chart `plot` has exactly this title."""
     try:
-        watch.page.wait_for_function(f"([n, t]) => {{ {_FIND_PLOT} const p = findPlot(n); "
-                                     "return !!p && (p.querySelector('.gtitle') || {}).textContent === t; }",
-                                     arg=[plot, title], timeout=timeout_s * 1000)
+        watch.page.wait_for_function(
+            f"([n, t]) => {{ {_FIND_PLOT} const p = findPlot(n); "
+            "return !!p && (p.querySelector('.gtitle') || {}).textContent === t; }",
+            arg=[plot, title],
+            timeout=timeout_s * 1000,
+        )
     except Exception as e:
-        raise AssertionError(f"chart {plot} never got the title {title!r}: it has {plot_title(watch.page, plot)!r}; "
-                             f"{_failure(watch, f'title {title}')}") from e
+        raise AssertionError(
+            f"chart {plot} never got the title {title!r}: it has {plot_title(watch.page, plot)!r}; "
+            f"{_failure(watch, f'title {title}')}"
+        ) from e
 
 
 def plot_data(page, plot: int | str = 0, trace: int = 0, field: str = "z") -> np.ndarray:
@@ -338,8 +379,9 @@ def wait_text(watch: Watch, text: str | re.Pattern, timeout_s: float = WAIT_S):
 
 def wait_idle(page, timeout_s: float = WAIT_S) -> None:
     """Wait until the script is not running and the connection is up (after a load)."""
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]'
-                 '[data-test-connection-state="CONNECTED"]').wait_for(state="attached", timeout=timeout_s * 1000)
+    page.locator(
+        '[data-testid="stApp"][data-test-script-state="notRunning"][data-test-connection-state="CONNECTED"]'
+    ).wait_for(state="attached", timeout=timeout_s * 1000)
 
 
 def input_box(page):
@@ -384,18 +426,31 @@ def letters_checkpoint(folder: Path) -> Path:
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
-                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=12,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+    )
     path = folder / "letters"
-    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
-                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
+    save_checkpoint(
+        build_model(config, seed=0),
+        Tokenizer(vocab, vocab),
+        path,
+        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]},
+    )
     return path
 
 
 def pick_view(page, name: str) -> None:
     """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
     wait_idle(page)
-    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click(timeout=WAIT_S * 1000)
+    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click(
+        timeout=WAIT_S * 1000
+    )
 
 
 # ---------------------------------------------------------------------------------------------- lecture layout (issue 10)
@@ -434,21 +489,29 @@ def view_signature(page) -> dict:
 def wait_signature(watch: Watch, expected: dict, timeout_s: float = WAIT_S) -> None:
     """Wait until the page shows exactly the view `expected` (a view_signature); on a timeout, name the difference."""
     try:
-        watch.page.wait_for_function(f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
-                                     "return JSON.stringify(now) === JSON.stringify(expected); }",
-                                     arg=expected, timeout=timeout_s * 1000)
+        watch.page.wait_for_function(
+            f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
+            "return JSON.stringify(now) === JSON.stringify(expected); }",
+            arg=expected,
+            timeout=timeout_s * 1000,
+        )
     except Exception as e:
         now = view_signature(watch.page)
         diff = {k: (expected.get(k), now.get(k)) for k in set(expected) | set(now) if expected.get(k) != now.get(k)}
-        raise AssertionError(f"the link shows another view: (expected, shown) {diff}; {_failure(watch, 'signature')}") from e
+        raise AssertionError(
+            f"the link shows another view: (expected, shown) {diff}; {_failure(watch, 'signature')}"
+        ) from e
 
 
 def wait_url(watch: Watch, *parts: str, timeout_s: float = WAIT_S) -> None:
     """Wait until the address bar (decoded) holds every one of `parts` (e.g. "att_view=grid"), then the run is over."""
     try:
-        watch.page.wait_for_function("parts => { const url = decodeURIComponent(location.href.replace(/\\+/g, ' ')); "
-                                     "return parts.every(p => url.includes(p)); }", arg=list(parts),
-                                     timeout=timeout_s * 1000)
+        watch.page.wait_for_function(
+            "parts => { const url = decodeURIComponent(location.href.replace(/\\+/g, ' ')); "
+            "return parts.every(p => url.includes(p)); }",
+            arg=list(parts),
+            timeout=timeout_s * 1000,
+        )
     except Exception as e:
         raise AssertionError(f"the URL never held {parts}: it is {watch.page.url}; {_failure(watch, 'url')}") from e
     wait_idle(watch.page, timeout_s)
@@ -491,4 +554,3 @@ def contrast_on_white(css_color: str) -> float:
 
     luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
     return 1.05 / (luminance + 0.05)
-

@@ -19,7 +19,16 @@ def perturb(model: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> None:
             p.add_(torch.randn(p.shape, generator=g) * scale)
 
 
-def id_batch(src_vocab: int, tgt_vocab: int, first_src: int | None, first_tgt: int, pad: int, src_len: int = 7, tgt_len: int = 5, seed: int = 0):
+def id_batch(
+    src_vocab: int,
+    tgt_vocab: int,
+    first_src: int | None,
+    first_tgt: int,
+    pad: int,
+    src_len: int = 7,
+    tgt_len: int = 5,
+    seed: int = 0,
+):
     """(src (2, S), tgt (2, T)) of ordinary ids (>= 4), the second row padded at the end of both sides.
 
     first_src / first_tgt: the start token of each side (None: sources start with a word).
@@ -102,7 +111,10 @@ def save_torchtext_like_vocab(path, source: list[str], target: list[str], monkey
             ("Vocab", LegacyVocab, "torchtext.vocab"),
         ):
             cls.__module__, cls.__qualname__, cls.__name__ = module, name, name
-        mods = {n: types.ModuleType(n) for n in ("torchtext", "torchtext._torchtext", "torchtext.vocab", "torchtext.vocab.vocab")}
+        mods = {
+            n: types.ModuleType(n)
+            for n in ("torchtext", "torchtext._torchtext", "torchtext.vocab", "torchtext.vocab.vocab")
+        }
         mods["torchtext._torchtext"].Vocab = CppVocab
         mods["torchtext.vocab.vocab"].Vocab = ModuleVocab
         mods["torchtext.vocab"].Vocab = LegacyVocab

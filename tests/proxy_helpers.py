@@ -24,10 +24,19 @@ class Proxy:
         self.port = free_port()
         self.origin = f"http://127.0.0.1:{self.port}"
         conf = self.prefix / "nginx.conf"
-        conf.write_text(nginx_conf(f"127.0.0.1:{self.port}", backends, prefix=str(self.prefix),
-                                   user="root" if os.geteuid() == 0 else None, workers=1))  # one round-robin turn
-        self.process = subprocess.Popen([NGINX, "-p", str(self.prefix), "-e", str(self.prefix / "error.log"),
-                                         "-c", str(conf), "-g", "daemon off;"], start_new_session=True)
+        conf.write_text(
+            nginx_conf(
+                f"127.0.0.1:{self.port}",
+                backends,
+                prefix=str(self.prefix),
+                user="root" if os.geteuid() == 0 else None,
+                workers=1,
+            )
+        )  # one round-robin turn
+        self.process = subprocess.Popen(
+            [NGINX, "-p", str(self.prefix), "-e", str(self.prefix / "error.log"), "-c", str(conf), "-g", "daemon off;"],
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -61,8 +61,9 @@ class StreamSession:
     async def __aenter__(self) -> StreamSession:
         import websockets
 
-        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=2**28,
-                                           additional_headers=self.headers, open_timeout=60)
+        self.ws = await websockets.connect(
+            self.url, subprotocols=["streamlit"], max_size=2**28, additional_headers=self.headers, open_timeout=60
+        )
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -1,7 +1,5 @@
 """The sidebar opens checkpoints of other implementations: format shown, heads asked for, vocabularies optional."""
 
-import json
-
 import torch
 
 from tests.apptest_helpers import charts, messages, open_page
@@ -28,7 +26,11 @@ def test_a_state_dict_runs_on_token_ids_until_a_vocabulary_is_given(tmp_path):
     assert at.sidebar.selectbox(key="model_heads").value == 8  # the default; 32 / 8 = 4 dims per head
     assert "type token ids" in messages(at)
     ticks = charts(at)[0]["layout"]["xaxis"]["ticktext"]
-    assert ticks[1:4] == ["&lt;id 4&gt;", "&lt;id 5&gt;", "&lt;id 6&gt;"]  # after the <s> this format starts sources with
+    assert ticks[1:4] == [
+        "&lt;id 4&gt;",
+        "&lt;id 5&gt;",
+        "&lt;id 6&gt;",
+    ]  # after the <s> this format starts sources with
     at.sidebar.selectbox(key="model_heads").set_value(4).run()
     at.segmented_control(key="att_view").set_value("grid").run()
     assert not at.exception

@@ -38,8 +38,9 @@ def chart(at, key: str) -> dict:
 
 
 def test_the_steps_show_the_real_numbers(ckpt, letters):
-    at = open_page("inside", ckpt, text="cafe", target="bead", in_kind="decoder_self", in_layer="2", in_head="1",
-                   in_query="2")
+    at = open_page(
+        "inside", ckpt, text="cafe", target="bead", in_kind="decoder_self", in_layer="2", in_head="1", in_query="2"
+    )
     assert not at.exception, at.exception
     assert at.title[0].value == "Inside attention"
     model, tok = load_checkpoint(letters)
@@ -57,7 +58,11 @@ def test_the_steps_show_the_real_numbers(ckpt, letters):
     np.testing.assert_allclose(products, q[2] * k[key], atol=1e-5)
     w_o, b_o = inside.output_projection(model, "decoder_self", 2)
     concat = chart(at, "Concatenation and W^O")
-    np.testing.assert_allclose(arr(concat["data"][1]["z"])[0], inside.output_step(cap.head_outputs["decoder_self"][2], w_o, b_o, 2).output, atol=1e-5)
+    np.testing.assert_allclose(
+        arr(concat["data"][1]["z"])[0],
+        inside.output_step(cap.head_outputs["decoder_self"][2], w_o, b_o, 2).output,
+        atol=1e-5,
+    )
 
 
 def test_the_scale_control_compares_entropies(ckpt):
@@ -88,15 +93,39 @@ def test_shapes_with_your_own_numbers(ckpt):
 
 
 def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt):
-    at = open_page("inside", ckpt, text="cafe", target="bead", in_kind="encoder_self", in_layer="1", in_head="1",
-                   in_query="3", in_key="2", in_len="2048")
+    at = open_page(
+        "inside",
+        ckpt,
+        text="cafe",
+        target="bead",
+        in_kind="encoder_self",
+        in_layer="1",
+        in_head="1",
+        in_query="3",
+        in_key="2",
+        in_len="2048",
+    )
     assert chart_titles(at)[0] == "Query and keys: Encoder self-attention, layer 1, head 1, query 3: e"
     assert chart(at, "q_i · k_i for key 2: f")
     assert at.number_input(key="in_len").value == 2048
-    bad = open_page("inside", ckpt, text="cafe", in_kind="bogus", in_layer="99", in_head="-1", in_query="x",
-                    in_key="1e9", in_len="-5", in_batch="99999999999", in_d="nan", in_noscale="perhaps")
+    bad = open_page(
+        "inside",
+        ckpt,
+        text="cafe",
+        in_kind="bogus",
+        in_layer="99",
+        in_head="-1",
+        in_query="x",
+        in_key="1e9",
+        in_len="-5",
+        in_batch="99999999999",
+        in_d="nan",
+        in_noscale="perhaps",
+    )
     assert not bad.exception, bad.exception
-    assert chart_titles(bad)[0].startswith("Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0")
+    assert chart_titles(bad)[0].startswith(
+        "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0"
+    )
     assert [bad.number_input(key=k).value for k in ("in_batch", "in_len", "in_d", "in_h")] == [32, 512, 768, 12]
     assert bad.query_params["in_kind"] == "cross" and not bad.error
 
@@ -119,11 +148,14 @@ def test_bad_input_is_named(ckpt):
     assert not at.exception and "None of the input's symbols" in messages(at) and not charts(at)
 
 
-@pytest.mark.parametrize("params", [
-    {"in_kind": "decoder_self", "in_query": "7", "in_key": "-2"},  # the decoder input has 5 tokens (<s> b e a d)
-    {"in_d": "inf", "in_h": "0", "in_batch": "1.5"},
-    {"in_layer": "2", "in_head": "2", "in_noscale": "1"},  # the encoder has 2 layers, the model 2 heads
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"in_kind": "decoder_self", "in_query": "7", "in_key": "-2"},  # the decoder input has 5 tokens (<s> b e a d)
+        {"in_d": "inf", "in_h": "0", "in_batch": "1.5"},
+        {"in_layer": "2", "in_head": "2", "in_noscale": "1"},  # the encoder has 2 layers, the model 2 heads
+    ],
+)
 def test_each_bad_selection_falls_back_alone(ckpt, params):
     at = open_page("inside", ckpt, text="cafe", target="bead", in_kind=params.pop("in_kind", "encoder_self"), **params)
     assert not at.exception, at.exception

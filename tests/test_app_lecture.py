@@ -11,8 +11,15 @@ from tests.apptest_helpers import PAGES, charts, open_page
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
-                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=12,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+    )
     path = tmp_path_factory.mktemp("lecture") / "letters"
     save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
     return f"path:{path}"
@@ -43,9 +50,12 @@ def test_attention_model_and_decoding_selections_are_in_the_link(ckpt):
     assert at.selectbox(key="dec_layer").value == 1 and at.query_params["dec_layer"] == "1"
 
 
-EXPLAINED = {"attention": {"How to read an attention map", "Rows of the decoder: inputs, not outputs", "<s>, </s>, <unk>"},
-             "positional": {"The formula"}, "decoding": {"Greedy decoding", "<s>, </s>, <unk>"},
-             "model": {"Post-LN and pre-LN", "Heads and d_k"}}
+EXPLAINED = {
+    "attention": {"How to read an attention map", "Rows of the decoder: inputs, not outputs", "<s>, </s>, <unk>"},
+    "positional": {"The formula"},
+    "decoding": {"Greedy decoding", "<s>, </s>, <unk>"},
+    "model": {"Post-LN and pre-LN", "Heads and d_k"},
+}
 
 
 @pytest.mark.parametrize("page", PAGES)

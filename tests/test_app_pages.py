@@ -16,11 +16,22 @@ EXAMPLES = ["hello", "abcab", "ceded"]
 def ckpt(tmp_path_factory):
     """A small random char-level model (letters a-h), max_len 12, with examples in its card."""
     vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
-                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=12,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+    )
     path = tmp_path_factory.mktemp("ckpt") / "letters"
-    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
-                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]})
+    save_checkpoint(
+        build_model(config, seed=0),
+        Tokenizer(vocab, vocab),
+        path,
+        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]},
+    )
     return f"path:{path}"
 
 

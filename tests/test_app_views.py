@@ -11,17 +11,26 @@ from pages import common
 from pages.bounded_cache import BoundedCache, nbytes
 from tests.apptest_helpers import chart_titles, charts, open_page
 
-ATTENTION_VIEWS = {"one": "Cross-attention (decoder → encoder), layer 2, average of heads",
-                   "grid": "Cross-attention (decoder → encoder), layer 2",
-                   "overview": "Cross-attention (decoder → encoder): rows are layers, columns heads"}
+ATTENTION_VIEWS = {
+    "one": "Cross-attention (decoder → encoder), layer 2, average of heads",
+    "grid": "Cross-attention (decoder → encoder), layer 2",
+    "overview": "Cross-attention (decoder → encoder): rows are layers, columns heads",
+}
 
 
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     """A small random char-level model (letters a-h): 2 encoder and 3 decoder layers of 2 heads."""
     vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12,
-                                      n_heads=2, n_encoder_layers=2, n_decoder_layers=3)
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=12,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+    )
     path = tmp_path_factory.mktemp("views") / "letters"
     save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
     return path
@@ -90,8 +99,13 @@ def test_the_decoding_page_decodes_once_and_steps_from_the_cache(ckpt, model_run
     assert model_runs == {"capture": 0, "decode": 1}  # no capture only for the downloads
 
 
-@pytest.mark.parametrize(("page", "key", "views"), [("positional", "pe_view", ["matrix", "similarity", "mine"]),
-                                                     ("model", "model_view", ["params", "weights", "config"])])
+@pytest.mark.parametrize(
+    ("page", "key", "views"),
+    [
+        ("positional", "pe_view", ["matrix", "similarity", "mine"]),
+        ("model", "model_view", ["params", "weights", "config"]),
+    ],
+)
 def test_other_pages_build_one_view_and_keep_it_in_the_link(page, key, views, ckpt):
     at = open_page(page, f"path:{ckpt}", text="cafe")
     for view in views:

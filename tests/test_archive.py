@@ -11,8 +11,14 @@ import pytest
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.archive import ArchiveLimits, safe_extract
 from tests.conftest import make_tiny
-from tests.zip_helpers import (bad_crc_zip, encrypted_zip, huge_declared_zip, many_members_zip, ratio_bomb_zip,
-                               unknown_method_zip)
+from tests.zip_helpers import (
+    bad_crc_zip,
+    encrypted_zip,
+    huge_declared_zip,
+    many_members_zip,
+    ratio_bomb_zip,
+    unknown_method_zip,
+)
 
 
 def zip_bytes(files: dict, method=zipfile.ZIP_DEFLATED, tweak=None) -> bytes:
@@ -45,20 +51,32 @@ def refused(tmp_path, data: bytes, message: str, limits: ArchiveLimits | None = 
 
 
 def test_a_zip_bomb_is_refused_before_unpacking(tmp_path):
-    refused(tmp_path, zip_bytes({"model.safetensors": bytes(20 * 2**20)}), r"model\.safetensors in the \.zip expands \d+ times, above the limit of 200")
+    refused(
+        tmp_path,
+        zip_bytes({"model.safetensors": bytes(20 * 2**20)}),
+        r"model\.safetensors in the \.zip expands \d+ times, above the limit of 200",
+    )
 
 
 def test_sizes_and_member_counts_are_bounded(tmp_path):
     files = {f"f{i}.json": b"{}" for i in range(65)}
     refused(tmp_path, zip_bytes(files), r"the \.zip holds 65 files; a checkpoint holds at most 64")
     big = {"a.bin": b"x" * 3000, "b.bin": b"y" * 3000}
-    refused(tmp_path, zip_bytes(big, zipfile.ZIP_STORED), r"the \.zip would unpack to 5\.9 KB, above the limit of 5\.0 KB",
-            ArchiveLimits(max_total_bytes=5 * 1024))
+    refused(
+        tmp_path,
+        zip_bytes(big, zipfile.ZIP_STORED),
+        r"the \.zip would unpack to 5\.9 KB, above the limit of 5\.0 KB",
+        ArchiveLimits(max_total_bytes=5 * 1024),
+    )
 
 
 @pytest.mark.parametrize("method, name", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")])
 def test_unsupported_compression_is_named(tmp_path, method, name):
-    refused(tmp_path, zip_bytes({"config.json": b"{}"}, method), rf"config\.json in the \.zip is compressed with {name}, which this server does not read; use stored or deflate")
+    refused(
+        tmp_path,
+        zip_bytes({"config.json": b"{}"}, method),
+        rf"config\.json in the \.zip is compressed with {name}, which this server does not read; use stored or deflate",
+    )
 
 
 def test_an_encrypted_member_is_refused(tmp_path):
@@ -83,7 +101,11 @@ def test_links_duplicates_and_non_zips_are_refused(tmp_path):
         info.external_attr = (stat.S_IFLNK | 0o777) << 16
 
     refused(tmp_path, zip_bytes({"config.json": b"/etc/passwd"}, tweak=symlink), r"config\.json in the \.zip is a link")
-    refused(tmp_path, zip_bytes({"a/config.json": b"{}", "b/config.json": b"{}"}), r"more than one config\.json \(folders are flattened\)")
+    refused(
+        tmp_path,
+        zip_bytes({"a/config.json": b"{}", "b/config.json": b"{}"}),
+        r"more than one config\.json \(folders are flattened\)",
+    )
     refused(tmp_path, b"PK\x03\x04 not really a zip", r"the \.zip is not a readable \.zip file")
     dest = tmp_path / "flat"
     dest.mkdir()
@@ -95,7 +117,10 @@ def test_links_duplicates_and_non_zips_are_refused(tmp_path):
 HOSTILE = {
     "crc.zip": (bad_crc_zip, "config.json in crc.zip fails its CRC check"),
     "locked.zip": (encrypted_zip, "config.json in locked.zip is encrypted"),
-    "method.zip": (unknown_method_zip, "config.json in method.zip is compressed with AES encryption, which this server does not read"),
+    "method.zip": (
+        unknown_method_zip,
+        "config.json in method.zip is compressed with AES encryption, which this server does not read",
+    ),
     "bomb.zip": (ratio_bomb_zip, "model.safetensors in bomb.zip expands"),
     "huge.zip": (huge_declared_zip, "model.safetensors in huge.zip unpacks to 3.0 GB, above the limit of 2.0 GB"),
     "many.zip": (many_members_zip, "many.zip holds 500 files; a checkpoint holds at most 64"),

@@ -77,7 +77,9 @@ class Visit:
         try:
             self.page.wait_for_selector(selector, state="attached", timeout=WAIT_S * 1000)
         except Exception as e:  # playwright's TimeoutError
-            raise AssertionError(f"nothing drawn ({selector}); page errors {self.errors}, blocked {self.aborted}") from e
+            raise AssertionError(
+                f"nothing drawn ({selector}); page errors {self.errors}, blocked {self.aborted}"
+            ) from e
 
     def texts(self, selector: str) -> list[str]:
         return self.page.locator(selector).all_text_contents()
@@ -116,8 +118,12 @@ def test_head_view_draws_offline(browser, site):
     page.locator("g#left text").nth(1).hover()  # lines from "cat" only
     visible = page.locator("#attention line[visibility='visible']")
     assert visible.count() == H * S
-    assert set(page.evaluate("() => [...document.querySelectorAll(\"#attention line[visibility='visible']\")]"
-                             ".map(l => l.getAttribute('left-token-index'))")) == {"1"}
+    assert set(
+        page.evaluate(
+            "() => [...document.querySelectorAll(\"#attention line[visibility='visible']\")]"
+            ".map(l => l.getAttribute('left-token-index'))"
+        )
+    ) == {"1"}
     page.mouse.move(1000, 650)
 
     page.select_option("#filter", "2")  # cross: decoder tokens on the left, source on the right
@@ -152,8 +158,9 @@ def test_model_view_draws_offline(browser, site):
     open_detail(1, 2)
     assert "Layer 1, Head 2" in v.texts("text.detail")
     assert v.texts("text.token") == SRC + SRC
-    opacities = page.evaluate("() => [...document.querySelectorAll('.attn-line-group line')]"
-                              ".map(l => +l.getAttribute('stroke-opacity'))")
+    opacities = page.evaluate(
+        "() => [...document.querySelectorAll('.attn-line-group line')].map(l => +l.getAttribute('stroke-opacity'))"
+    )
     np.testing.assert_array_equal(np.reshape(opacities, (S, S)), np.round(enc[1, 2].astype(np.float64), 3))
 
     page.select_option("#filter", "2")

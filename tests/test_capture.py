@@ -69,8 +69,24 @@ def test_training_mode_is_refused(tiny, char_tokenizer):
 
 def test_sixteen_threads_each_get_exactly_their_own_weights(char_tokenizer):
     model = make_tiny(char_tokenizer, seed=3)
-    words = ["alpha", "bravo charlie", "delta", "echo foxtrot golf", "hotel", "india juliett", "kilo", "lima mike",
-             "november", "oscar papa", "quebec", "romeo sierra tango", "uniform", "victor", "whiskey xray", "yankee zulu"]
+    words = [
+        "alpha",
+        "bravo charlie",
+        "delta",
+        "echo foxtrot golf",
+        "hotel",
+        "india juliett",
+        "kilo",
+        "lima mike",
+        "november",
+        "oscar papa",
+        "quebec",
+        "romeo sierra tango",
+        "uniform",
+        "victor",
+        "whiskey xray",
+        "yankee zulu",
+    ]
     inputs = [(w, w[::-1]) for w in words]
     expected = [capture(model, char_tokenizer, s, target=t) for s, t in inputs]
     results: list = [None] * len(inputs)

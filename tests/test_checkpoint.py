@@ -25,7 +25,12 @@ def outputs(model):
 def test_round_trip_gives_identical_outputs(tmp_path, char_tokenizer, overrides):
     model = make_tiny(char_tokenizer, seed=7, **overrides)
     save_checkpoint(model, char_tokenizer, tmp_path / "ckpt", card={"task": "test"})
-    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["card.json", "config.json", "model.safetensors", "tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [
+        "card.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+    ]
     loaded, tok = load_checkpoint(tmp_path / "ckpt")
     assert not loaded.training
     assert loaded.config == model.config
@@ -72,7 +77,10 @@ def test_wrong_shape_names_key_and_both_shapes(saved):
     weights = load_file(str(saved / "model.safetensors"))
     weights["encoder.layers.0.ff.linear1.weight"] = torch.zeros(40, 24)
     save_file(weights, str(saved / "model.safetensors"))
-    with pytest.raises(CheckpointError, match=r"encoder\.layers\.0\.ff\.linear1\.weight: file has \(40, 24\), the config needs \(32, 24\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"encoder\.layers\.0\.ff\.linear1\.weight: file has \(40, 24\), the config needs \(32, 24\)",
+    ):
         load_checkpoint(saved)
 
 
@@ -107,7 +115,9 @@ def test_vocabulary_size_mismatch_is_named(saved):
     tok = json.loads((saved / "tokenizer.json").read_text())
     tok["shared"]["tokens"].append("!")
     (saved / "tokenizer.json").write_text(json.dumps(tok))
-    with pytest.raises(CheckpointError, match="tokenizer.json has 32 source tokens but config.json says source vocabulary 31"):
+    with pytest.raises(
+        CheckpointError, match="tokenizer.json has 32 source tokens but config.json says source vocabulary 31"
+    ):
         load_checkpoint(saved)
 
 
@@ -127,7 +137,9 @@ def test_a_loaded_model_survives_its_files_being_overwritten(saved, tmp_path):
     before = outputs(model)
     (saved / "model.safetensors").write_bytes(b"")
     assert torch.equal(outputs(model), before)
-    torch.save(ann_make_model(10, 11, N=2, d_model=8, d_ff=16, h=2, max_len=30).state_dict(), tmp_path / "a.safetensors.pt")
+    torch.save(
+        ann_make_model(10, 11, N=2, d_model=8, d_ff=16, h=2, max_len=30).state_dict(), tmp_path / "a.safetensors.pt"
+    )
     from safetensors.torch import save_file as save_st
 
     state = torch.load(tmp_path / "a.safetensors.pt", weights_only=True)

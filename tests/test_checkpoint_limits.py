@@ -23,6 +23,7 @@ def saved(tmp_path, char_tokenizer):
 @pytest.fixture
 def no_model_built(monkeypatch):
     """Fails the test if a Transformer is constructed (the refusal must come before any tensor)."""
+
     def refuse(self, config):
         raise AssertionError("a Transformer was built")
 
@@ -47,8 +48,14 @@ def test_the_papers_big_model_is_within_the_limits():
         ({"max_len": 10**9}, r"max_len is 1000000000, above this app's limit of 16384"),
         ({"n_encoder_layers": 1000}, r"n_encoder_layers is 1000, above this app's limit of 48"),
         ({"n_heads": 512, "d_model": 1024}, r"n_heads is 512, above this app's limit of 128"),
-        ({"src_vocab_size": 10**7, "tgt_vocab_size": 10**7}, r"src_vocab_size is 10000000, above this app's limit of 262144"),
-        ({"d_model": 4096, "n_heads": 8, "d_ff": 32768, "n_encoder_layers": 40, "n_decoder_layers": 40}, r"million numbers, above this app's limit of 1,000 million"),
+        (
+            {"src_vocab_size": 10**7, "tgt_vocab_size": 10**7},
+            r"src_vocab_size is 10000000, above this app's limit of 262144",
+        ),
+        (
+            {"d_model": 4096, "n_heads": 8, "d_ff": 32768, "n_encoder_layers": 40, "n_decoder_layers": 40},
+            r"million numbers, above this app's limit of 1,000 million",
+        ),
         ({"d_model": 24.0}, r"d_model must be an integer, not a number with a fraction"),
         ({"n_encoder_layers": 0}, r"n_encoder_layers is 0; it must be at least 1"),
         ({"n_decoder_layers": True}, r"n_decoder_layers must be an integer, not true/false"),
@@ -114,8 +121,11 @@ def test_deep_vocabulary_json_and_oversized_json_are_refused(tmp_path, monkeypat
 def test_a_fifo_is_refused_without_opening_it(tmp_path, saved):
     """Opening a FIFO for reading blocks until a writer comes: every reader must refuse it from stat alone."""
     os.mkfifo(tmp_path / "model.pt")
-    for attempt in (lambda: load_checkpoint(tmp_path / "model.pt"), lambda: inspect_checkpoint(tmp_path / "model.pt"),
-                    lambda: read_vocabulary(tmp_path / "model.pt")):
+    for attempt in (
+        lambda: load_checkpoint(tmp_path / "model.pt"),
+        lambda: inspect_checkpoint(tmp_path / "model.pt"),
+        lambda: read_vocabulary(tmp_path / "model.pt"),
+    ):
         with pytest.raises(CheckpointError, match=r"model\.pt is not a regular file"):
             attempt()
     (saved / "config.json").unlink()
@@ -135,11 +145,22 @@ def test_system_entries_are_refused(path):
         read_vocabulary(path)
 
 
-def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_read(tmp_path, monkeypatch, no_model_built):
+def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_read(
+    tmp_path, monkeypatch, no_model_built
+):
     folder = tmp_path / "opus"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"model_type": "marian", "d_model": 16, "encoder_attention_heads": 4,
-                                                    "decoder_attention_heads": 4, "max_position_embeddings": 10**9}))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "marian",
+                "d_model": 16,
+                "encoder_attention_heads": 4,
+                "decoder_attention_heads": 4,
+                "max_position_embeddings": 10**9,
+            }
+        )
+    )
     torch.save({"model.shared.weight": torch.zeros(3, 16)}, folder / "pytorch_model.bin")
     reads = []
     monkeypatch.setattr("model.importers.source.read_weights", lambda path: reads.append(path))

@@ -107,7 +107,6 @@ def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
     assert len(greedy_decode(model, char_tokenizer, "ab", max_len=500).steps) == 19
 
 
-
 # ------------------------------------------------------------------ beam search and sampling
 
 

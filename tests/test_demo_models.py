@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from model import capture, greedy_decode, load_checkpoint
 from model.checkpoint import load_card

@@ -16,10 +16,26 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser_helpers import (ROOT, WAIT_S, AppServer, Watch, chromium, choose, download, input_box,
-                                   letters_checkpoint, pick_view, plot_data, screenshot, ticks, type_input, wait_idle,
-                                   wait_text, wait_ticks,
-                                   wait_title)
+from tests.browser_helpers import (
+    ROOT,
+    WAIT_S,
+    AppServer,
+    Watch,
+    choose,
+    chromium,
+    download,
+    input_box,
+    letters_checkpoint,
+    pick_view,
+    plot_data,
+    screenshot,
+    ticks,
+    type_input,
+    wait_idle,
+    wait_text,
+    wait_ticks,
+    wait_title,
+)
 
 EOS, BOS = "</s>", "<s>"
 
@@ -102,11 +118,15 @@ def test_attention_page(watch, server, letters):
     page.get_by_text("model view", exact=True).click()
     frame = page.frame_locator('[data-testid="stIFrame"]')
     try:
-        page.wait_for_function("""n => {
+        page.wait_for_function(
+            """n => {
             const f = document.querySelector('[data-testid="stIFrame"]');
             const d = f && f.contentDocument;
             return !!d && d.querySelectorAll('svg line').length === n && !d.querySelector('#attention');
-        }""", arg=2 * 2 * S * S, timeout=WAIT_S * 1000)  # encoder layers x heads x S x S thumbnail lines
+        }""",
+            arg=2 * 2 * S * S,
+            timeout=WAIT_S * 1000,
+        )  # encoder layers x heads x S x S thumbnail lines
     except Exception as e:
         raise AssertionError(f"bertviz's model view was not drawn; {watch.problems()}") from e
     assert frame.locator("svg text").all_text_contents() == ["Heads", "0", "1", "Layers", "0", "1"]
@@ -188,12 +208,15 @@ def test_model_page(watch, server, letters):
     everything = ticks(page, "y", "Weight statistics per tensor")
     assert any(t.startswith("decoder.") for t in everything)
     choose(page, "Part", "encoder")
-    page.wait_for_function("""() => {
+    page.wait_for_function(
+        """() => {
         const p = [...document.querySelectorAll('.js-plotly-plot')].find(
             p => (p.querySelector('.gtitle') || {}).textContent === 'Weight statistics per tensor');
         const t = p ? [...p.querySelectorAll('.ytick text')].map(e => e.textContent) : [];
         return t.length > 0 && t.every(s => s.startsWith('encoder.'));
-    }""", timeout=WAIT_S * 1000)
+    }""",
+        timeout=WAIT_S * 1000,
+    )
     encoder = [n for n, _ in model.named_parameters() if n.startswith("encoder.")]
     assert sorted(ticks(page, "y", "Weight statistics per tensor")) == sorted(encoder)
     screenshot(page, "e2e_model")
@@ -265,7 +288,9 @@ def test_a_link_to_a_page_as_the_first_visit_after_a_start(browser, letters, tmp
 
 def test_the_default_start_shows_a_shipped_demo(watch, server):
     if not (ROOT / "checkpoints" / "reverse").is_dir():
-        pytest.skip("checkpoints/reverse is not there yet (python -m model.train --task reverse --out checkpoints/reverse)")
+        pytest.skip(
+            "checkpoints/reverse is not there yet (python -m model.train --task reverse --out checkpoints/reverse)"
+        )
     from model import load_checkpoint
     from model.demos import list_demos
     from model.inputs import prepare_source

@@ -56,11 +56,22 @@ def model(tmp_path_factory):
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     vocab = Vocab.build(LETTERS, level="char")
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=64,
-                                      n_heads=4, n_encoder_layers=2, n_decoder_layers=2)
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=64,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+    )
     path = tmp_path_factory.mktemp("lecture_model") / "letters64"
-    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path,
-                    card={"task": "letters", "description": "random letters", "examples": ["abcdefgh"]})
+    save_checkpoint(
+        build_model(config, seed=0),
+        Tokenizer(vocab, vocab),
+        path,
+        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh"]},
+    )
     return f"path:{path}"
 
 
@@ -73,9 +84,11 @@ def fresh(browser, server, viewport=None) -> Watch:
 
 @pytest.mark.parametrize("viewport", [PROJECTOR, {"width": 1920, "height": 1080}], ids=["1366x768", "1920x1080"])
 def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server, model, viewport):
-    for view, kind, title in (("one", "cross", f"{CROSS}, layer 1, average of heads"),
-                              ("grid", "cross", f"{CROSS}, layer 1"),
-                              ("one", "encoder_self", "Encoder self-attention, layer 1, average of heads")):
+    for view, kind, title in (
+        ("one", "cross", f"{CROSS}, layer 1, average of heads"),
+        ("grid", "cross", f"{CROSS}, layer 1"),
+        ("one", "encoder_self", "Encoder self-attention, layer 1, average of heads"),
+    ):
         watch = fresh(browser, server, viewport)
         try:
             watch.goto(server.url(model=model, text=FORTY, att_view=view, att_kind=kind))

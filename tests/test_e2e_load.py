@@ -16,8 +16,20 @@ import zipfile
 import numpy as np
 import pytest
 
-from tests.browser_helpers import (AppServer, Watch, chromium, choose, letters_checkpoint, plot_data, screenshot,
-                                   sidebar_errors, type_input, wait_text, wait_ticks, wait_title)
+from tests.browser_helpers import (
+    AppServer,
+    Watch,
+    choose,
+    chromium,
+    letters_checkpoint,
+    plot_data,
+    screenshot,
+    sidebar_errors,
+    type_input,
+    wait_text,
+    wait_ticks,
+    wait_title,
+)
 from tests.zip_helpers import bad_crc_zip, encrypted_zip, ratio_bomb_zip, unknown_method_zip
 
 EOS = "</s>"
@@ -118,8 +130,12 @@ def bad_uploads(folder, letters):
     text.write_text("These are my lecture notes, not a model.\n" * 20)
     broken = folder / "broken.zip"
     broken.write_bytes(b"PK\x03\x04" + os.urandom(4096))
-    hostile = {"crc.zip": bad_crc_zip(), "locked.zip": encrypted_zip(), "method.zip": unknown_method_zip(),
-               "bomb.zip": ratio_bomb_zip()}
+    hostile = {
+        "crc.zip": bad_crc_zip(),
+        "locked.zip": encrypted_zip(),
+        "method.zip": unknown_method_zip(),
+        "bomb.zip": ratio_bomb_zip(),
+    }
     for name, data in hostile.items():
         (folder / name).write_bytes(data)
     return [
@@ -129,7 +145,10 @@ def bad_uploads(folder, letters):
         (broken, "broken.zip is not a readable .zip file"),
         (folder / "crc.zip", "config.json in crc.zip fails its CRC check"),
         (folder / "locked.zip", "config.json in locked.zip is encrypted"),
-        (folder / "method.zip", "config.json in method.zip is compressed with AES encryption, which this server does not read"),
+        (
+            folder / "method.zip",
+            "config.json in method.zip is compressed with AES encryption, which this server does not read",
+        ),
         (folder / "bomb.zip", "model.safetensors in bomb.zip expands"),
     ]
 

@@ -37,8 +37,24 @@ LINK_EXAMPLES = 40  # links per page (each opens a fresh AppTest)
 
 OTHER_SCRIPTS = "ЖжЯяДд αβγΩλ 中文字漢 日本語かなカナ 한국어 עברית العربية हिन्दी ไทย ğüşçöÉÀ ﬁ ǅ"
 EMOJI = ["🙂", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "🧪", "🫠", "1️⃣", "🏳️‍🌈"]
-CONTROL = ["\x00", "\x01", "\x07", "\x1b", "\x7f", "\x85", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u202e",
-           "\u00ad", "\U000e0001", "\ue000", "\U0010fffd"]  # the last two are private use: invisible here too
+CONTROL = [
+    "\x00",
+    "\x01",
+    "\x07",
+    "\x1b",
+    "\x7f",
+    "\x85",
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u202e",
+    "\u00ad",
+    "\U000e0001",
+    "\ue000",
+    "\U0010fffd",
+]  # the last two are private use: invisible here too
 WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1f\u00a0\u2003\u2028\u2029\u3000"
 UNKNOWN = "!@#$%^&*()[]{}<>/\\|~`'\"0123456789ABCDEFGHxyz€§¿"
 any_char = st.characters(exclude_categories=["Cs"])  # lone surrogates cannot come from a browser
@@ -59,7 +75,8 @@ texts = st.one_of(
     valid,
     st.text(alphabet=LETTERS, min_size=ROOM + 1, max_size=400),  # very long
     st.tuples(st.text(alphabet=LETTERS + " ", min_size=1, max_size=20), st.integers(5, 500)).map(
-        lambda p: p[0] * p[1]),  # up to 10,000 characters
+        lambda p: p[0] * p[1]
+    ),  # up to 10,000 characters
     st.tuples(piece, st.integers(20, 300)).map(lambda p: p[0] * p[1]),
     st.text(alphabet=LETTERS + " ", min_size=ROOM + 1, max_size=100),
     st.text(alphabet=UNKNOWN + OTHER_SCRIPTS, min_size=1, max_size=30),  # nothing the model knows
@@ -103,33 +120,43 @@ def expected_messages(text: str, what: str) -> set[str]:
 
 
 # What any message about the input or target starts with: a shown message must be one of the expected ones.
-MESSAGE_KINDS = re.compile(r"^(Removed \d+ control|The (input|target) is empty|None of the (input|target)'s symbols|"
-                           r"Not in the vocabulary|The (input|target) has \d+ tokens)")
+MESSAGE_KINDS = re.compile(
+    r"^(Removed \d+ control|The (input|target) is empty|None of the (input|target)'s symbols|"
+    r"Not in the vocabulary|The (input|target) has \d+ tokens)"
+)
 
 
 # -- selections, as a link brings them -----------------------------------------------------------------------
 
 NOT_NUMBERS = ["", "abc", "nan", "1.5", "1e3", " ", "0x1", "1_0", str(10**30), "-" + str(10**30)]
 LINK_SELECTIONS = {
-    "attention": st.fixed_dictionaries({
-        "att_kind": st.sampled_from(["encoder_self", "decoder_self", "cross", "bogus", "", "Cross", " cross"]),
-        "att_layer": st.sampled_from(["-1", "0", "1", "2", "3", "999", *NOT_NUMBERS]),
-        "att_head": st.sampled_from(["average", "0", "1", "2", "-1", "Average", *NOT_NUMBERS]),
-    }),
-    "positional": st.fixed_dictionaries({
-        "pe_d": st.sampled_from(["16", "32", "64", "7", "-16", "0", "100000", *NOT_NUMBERS]),
-        "pe_len": st.sampled_from(["0", "1", "2", "3", "-5", "60", "1024", "1025", "100000", *NOT_NUMBERS]),
-        "pe_base": st.sampled_from(["0", "-5", "nan", "inf", "-inf", "1e308", "1.5", "2", "100", "1e9", "1e10", "abc", ""]),
-    }),
-    "decoding": st.fixed_dictionaries({
-        "dec_step": st.sampled_from(["-3", "0", "1", "5", "11", "12", str(10**9), *NOT_NUMBERS]),
-        "dec_prefix": st.one_of(
-            st.sampled_from(["", "garbage", "1,2,x", str(10**30), "-1", ",,,", "4," * 50, " 5 , 6 ", "2", "1"]),
-            st.lists(st.integers(-3, 15), max_size=14).map(lambda ids: ",".join(map(str, ids))),
-        ),
-        "dec_topk": st.sampled_from(["0", "3", "5", "10", "11", "-1", *NOT_NUMBERS]),
-        "dec_layer": st.sampled_from(["-1", "0", "2", "3", "99", *NOT_NUMBERS]),
-    }),
+    "attention": st.fixed_dictionaries(
+        {
+            "att_kind": st.sampled_from(["encoder_self", "decoder_self", "cross", "bogus", "", "Cross", " cross"]),
+            "att_layer": st.sampled_from(["-1", "0", "1", "2", "3", "999", *NOT_NUMBERS]),
+            "att_head": st.sampled_from(["average", "0", "1", "2", "-1", "Average", *NOT_NUMBERS]),
+        }
+    ),
+    "positional": st.fixed_dictionaries(
+        {
+            "pe_d": st.sampled_from(["16", "32", "64", "7", "-16", "0", "100000", *NOT_NUMBERS]),
+            "pe_len": st.sampled_from(["0", "1", "2", "3", "-5", "60", "1024", "1025", "100000", *NOT_NUMBERS]),
+            "pe_base": st.sampled_from(
+                ["0", "-5", "nan", "inf", "-inf", "1e308", "1.5", "2", "100", "1e9", "1e10", "abc", ""]
+            ),
+        }
+    ),
+    "decoding": st.fixed_dictionaries(
+        {
+            "dec_step": st.sampled_from(["-3", "0", "1", "5", "11", "12", str(10**9), *NOT_NUMBERS]),
+            "dec_prefix": st.one_of(
+                st.sampled_from(["", "garbage", "1,2,x", str(10**30), "-1", ",,,", "4," * 50, " 5 , 6 ", "2", "1"]),
+                st.lists(st.integers(-3, 15), max_size=14).map(lambda ids: ",".join(map(str, ids))),
+            ),
+            "dec_topk": st.sampled_from(["0", "3", "5", "10", "11", "-1", *NOT_NUMBERS]),
+            "dec_layer": st.sampled_from(["-1", "0", "2", "3", "99", *NOT_NUMBERS]),
+        }
+    ),
 }  # the model page reads no selection from the URL
 
 
@@ -173,8 +200,11 @@ def shown_messages(at) -> list[str]:
 
 
 def check_attention(at, sel: dict, text: str, target: str) -> None:
-    titles = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (causal)",
-              "cross": "Cross-attention (decoder → encoder)"}
+    titles = {
+        "encoder_self": "Encoder self-attention",
+        "decoder_self": "Decoder self-attention (causal)",
+        "cross": "Cross-attention (decoder → encoder)",
+    }
     match = re.fullmatch(r"(.+), layer (\d+), (average of heads|head (\d+))", chart_titles(at)[0])
     assert match, chart_titles(at)[0]
     kind = {v: k for k, v in titles.items()}[match.group(1)]
@@ -241,8 +271,11 @@ def check_model(at, sel: dict, text: str, target: str) -> None:
     n_target = re.search(r"T = (\d+) decoder tokens", walk[0]).group(1)
     if target.strip():
         assert int(n_target) == min(len(symbols_of(target)), ROOM) + 1
-    n_q, n_k = {"encoder self": (n_source, n_source), "decoder self": (n_target, n_target),
-                "cross": (n_target, n_source)}[sel["model_shape_kind"]]
+    n_q, n_k = {
+        "encoder self": (n_source, n_source),
+        "decoder self": (n_target, n_target),
+        "cross": (n_target, n_source),
+    }[sel["model_shape_kind"]]
     table = at.dataframe[-1].value
     scores = dict(zip(table["formula"], table["shape"]))["Q_h K_h^T / sqrt(d_k)"]
     assert scores == f"1 × {N_HEADS} × {n_q} × {n_k}"
@@ -280,22 +313,40 @@ def page_of(at) -> str:
 # One view is built per run: the attention page's one heatmap, the PE matrix, decoding's four, the model's shapes table
 MIN_CHARTS = {"attention": 1, "positional": 1, "decoding": 4, "model": 0}  # with a usable input
 CHARTS_WITHOUT_INPUT = {"attention": 0, "positional": 1, "decoding": 0, "model": 0}
-SETTINGS = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow,
-                                                                       HealthCheck.function_scoped_fixture])
+SETTINGS = dict(
+    deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 # -- typing, with the widgets at their extremes ---------------------------------------------------------------
 
 MOVES = {
-    "attention": st.fixed_dictionaries({"att_kind": st.sampled_from(["encoder_self", "decoder_self", "cross"]),
-                                        "att_layer": st.integers(0, 10), "att_head": st.integers(0, 10)}),
-    "positional": st.fixed_dictionaries({"pe_len": st.sampled_from([2, 3, 50, 1024]),
-                                         "pe_d": st.sampled_from([16, 16, 16, 32, 64, 1024]),  # 1024 is slow
-                                         "pe_base": st.sampled_from([2.0, 10000.0, 1e9])}),
-    "decoding": st.fixed_dictionaries({"press": st.sampled_from(["dec_first", "dec_prev", "dec_next", "dec_last", None]),
-                                       "dec_step": st.one_of(st.none(), st.integers(0, 20)),
-                                       "dec_topk": st.sampled_from([3, 5, 10])}),
-    "model": st.fixed_dictionaries({"model_part": st.sampled_from(["all", "encoder", "decoder", "embeddings and generator"]),
-                                    "model_shape_kind": st.sampled_from(["encoder self", "decoder self", "cross"])}),
+    "attention": st.fixed_dictionaries(
+        {
+            "att_kind": st.sampled_from(["encoder_self", "decoder_self", "cross"]),
+            "att_layer": st.integers(0, 10),
+            "att_head": st.integers(0, 10),
+        }
+    ),
+    "positional": st.fixed_dictionaries(
+        {
+            "pe_len": st.sampled_from([2, 3, 50, 1024]),
+            "pe_d": st.sampled_from([16, 16, 16, 32, 64, 1024]),  # 1024 is slow
+            "pe_base": st.sampled_from([2.0, 10000.0, 1e9]),
+        }
+    ),
+    "decoding": st.fixed_dictionaries(
+        {
+            "press": st.sampled_from(["dec_first", "dec_prev", "dec_next", "dec_last", None]),
+            "dec_step": st.one_of(st.none(), st.integers(0, 20)),
+            "dec_topk": st.sampled_from([3, 5, 10]),
+        }
+    ),
+    "model": st.fixed_dictionaries(
+        {
+            "model_part": st.sampled_from(["all", "encoder", "decoder", "embeddings and generator"]),
+            "model_shape_kind": st.sampled_from(["encoder self", "decoder self", "cross"]),
+        }
+    ),
 }
 
 

@@ -28,12 +28,15 @@ def test_translate_knows_its_example_sentences_only():
         assert gold_example(card, sentence).source == sentence
 
 
-@pytest.mark.parametrize("date, fmt, short, weekday", [
-    (datetime.date(2026, 11, 21), "{D} of {M} {Y}", False, "full"),
-    (datetime.date(1999, 12, 31), "{d}/{m}/{Y}", False, None),
-    (datetime.date(2001, 1, 1), "{d} {M} {Y}", True, "short,"),
-    (datetime.date(2026, 3, 3), "{Y} {M} {d}", False, None),
-])
+@pytest.mark.parametrize(
+    "date, fmt, short, weekday",
+    [
+        (datetime.date(2026, 11, 21), "{D} of {M} {Y}", False, "full"),
+        (datetime.date(1999, 12, 31), "{d}/{m}/{Y}", False, None),
+        (datetime.date(2001, 1, 1), "{d} {M} {Y}", True, "short,"),
+        (datetime.date(2026, 3, 3), "{Y} {M} {d}", False, None),
+    ],
+)
 def test_dates_are_found_for_what_the_templates_write(date, fmt, short, weekday):
     written = render_date(date, fmt, short, weekday)
     found = gold_example({"task": "dates"}, written.source)

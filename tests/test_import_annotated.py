@@ -50,7 +50,9 @@ def test_capture_in_id_mode_wraps_the_source_like_its_training_data(saved, refer
     assert cap.source_ids.tolist() == [BOS, 5, 9, 11, EOS]  # <s> x </s>, as its collate_batch builds sources
     assert cap.target_ids.tolist() == [BOS, 7, 8]
     assert cap.source_tokens == ["<id 0>", "<id 5>", "<id 9>", "<id 11>", "<id 1>"]
-    _, ref_maps = ann_run(reference, torch.tensor([cap.source_ids.tolist()]), torch.tensor([cap.target_ids.tolist()]), PAD)
+    _, ref_maps = ann_run(
+        reference, torch.tensor([cap.source_ids.tolist()]), torch.tensor([cap.target_ids.tolist()]), PAD
+    )
     for kind, ours in (("encoder_self", cap.encoder_self), ("decoder_self", cap.decoder_self), ("cross", cap.cross)):
         assert_close(torch.from_numpy(ours), torch.stack([m[0] for m in ref_maps[kind]]))
 
@@ -105,7 +107,10 @@ def test_missing_and_unknown_keys_are_named(tmp_path, reference):
 
 
 def test_heads_that_do_not_divide_d_model_are_refused(saved):
-    with pytest.raises(CheckpointError, match=r"n_heads=5 does not divide d_model=24; possible head counts: \[1, 2, 3, 4, 6, 8, 12, 24\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"n_heads=5 does not divide d_model=24; possible head counts: \[1, 2, 3, 4, 6, 8, 12, 24\]",
+    ):
         load_checkpoint(saved, n_heads=5)
 
 
@@ -113,5 +118,8 @@ def test_inconsistent_shapes_are_named(tmp_path, reference):
     state = dict(reference.state_dict())
     state["decoder.layers.0.feed_forward.w_1.weight"] = torch.zeros(50, 24)
     torch.save(state, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match=r"decoder\.layers\.0\.feed_forward\.w_1\.weight has shape \(50, 24\), but d_model=24, d_ff=40 needs \(40, 24\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"decoder\.layers\.0\.feed_forward\.w_1\.weight has shape \(50, 24\), but d_model=24, d_ff=40 needs \(40, 24\)",
+    ):
         load_checkpoint(tmp_path / "bad.pt", n_heads=3)

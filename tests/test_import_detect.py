@@ -30,13 +30,21 @@ def test_each_state_dict_format_is_detected(tmp_path, states, fmt):
     torch.save(states[fmt], tmp_path / "x.bin")  # the name says nothing; the keys do
     assert detect_format(tmp_path / "x.bin") == fmt
     model, tok = load_checkpoint(tmp_path / "x.bin", n_heads=2)
-    assert (model.config.src_vocab_size, model.config.tgt_vocab_size, len(tok.source), len(tok.target)) == (10, 11, 10, 11)
+    assert (model.config.src_vocab_size, model.config.tgt_vocab_size, len(tok.source), len(tok.target)) == (
+        10,
+        11,
+        10,
+        11,
+    )
 
 
 def test_safetensors_and_data_parallel_prefix_load_the_same_model(tmp_path, states):
     torch.save(states["annotated"], tmp_path / "a.pt")
     save_file({k: v.contiguous() for k, v in states["annotated"].items()}, str(tmp_path / "a.safetensors"))
-    torch.save({"model_state_dict": {f"module.{k}": v for k, v in states["annotated"].items()}, "epoch": 4}, tmp_path / "ddp.pt")
+    torch.save(
+        {"model_state_dict": {f"module.{k}": v for k, v in states["annotated"].items()}, "epoch": 4},
+        tmp_path / "ddp.pt",
+    )
     src, tgt = id_batch(10, 11, 0, 0, 2)
     expected = our_run(load_checkpoint(tmp_path / "a.pt", n_heads=2)[0], src, tgt)[0]
     for name in ("a.safetensors", "ddp.pt"):
@@ -48,7 +56,12 @@ def test_safetensors_and_data_parallel_prefix_load_the_same_model(tmp_path, stat
 def test_this_projects_folder_is_detected_and_keeps_its_rules(tmp_path, char_tokenizer):
     save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ours")
     info = inspect_checkpoint(tmp_path / "ours")
-    assert (info.format, info.needs_n_heads, info.takes_vocabulary, info.n_heads) == ("transformer-viz", False, False, 3)
+    assert (info.format, info.needs_n_heads, info.takes_vocabulary, info.n_heads) == (
+        "transformer-viz",
+        False,
+        False,
+        3,
+    )
     with pytest.raises(CheckpointError, match="config.json says 3 heads, but n_heads=8 was asked for"):
         load_checkpoint(tmp_path / "ours", n_heads=8)
     with pytest.raises(CheckpointError, match="carries its own tokenizer.json"):
@@ -68,19 +81,26 @@ def test_unknown_state_dict_is_refused_naming_the_known_formats(tmp_path):
 @pytest.mark.parametrize("content", [b"\x00\x01garbage bytes", json.dumps({"d_model": 8}).encode(), b""])
 def test_files_that_are_no_checkpoint_at_all(tmp_path, content):
     (tmp_path / "thing.pt").write_bytes(content)
-    with pytest.raises(CheckpointError, match=r"thing\.pt is a file that holds no checkpoint format I know.*annotated: The Annotated"):
+    with pytest.raises(
+        CheckpointError, match=r"thing\.pt is a file that holds no checkpoint format I know.*annotated: The Annotated"
+    ):
         load_checkpoint(tmp_path / "thing.pt")
 
 
 def test_a_pickle_without_tensors_is_named(tmp_path):
     torch.save({"epoch": 3, "lr": 0.1}, tmp_path / "meta.pt")
-    with pytest.raises(CheckpointError, match=r"meta\.pt holds a dict with keys epoch, lr, not a state_dict of tensors"):
+    with pytest.raises(
+        CheckpointError, match=r"meta\.pt holds a dict with keys epoch, lr, not a state_dict of tensors"
+    ):
         load_checkpoint(tmp_path / "meta.pt")
 
 
 def test_forcing_the_wrong_format_is_refused(tmp_path, states):
     torch.save(states["torch-tutorial"], tmp_path / "t.pt")
-    with pytest.raises(CheckpointError, match=r"does not look like The Annotated Transformer .*; its contents are those of PyTorch translation tutorial"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"does not look like The Annotated Transformer .*; its contents are those of PyTorch translation tutorial",
+    ):
         load_checkpoint(tmp_path / "t.pt", format="annotated")
     with pytest.raises(CheckpointError, match="unknown format 'fairseq'"):
         load_checkpoint(tmp_path / "t.pt", format="fairseq")

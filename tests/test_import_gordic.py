@@ -16,7 +16,9 @@ UNK, PAD, BOS, EOS = 0, 1, 2, 3  # torchtext Field specials: <unk>, <pad>, then 
 @pytest.fixture(scope="module")
 def reference():
     torch.manual_seed(0)
-    ref = GorTransformer(model_dimension=16, src_vocab_size=29, trg_vocab_size=33, number_of_heads=4, number_of_layers=2).eval()
+    ref = GorTransformer(
+        model_dimension=16, src_vocab_size=29, trg_vocab_size=33, number_of_heads=4, number_of_layers=2
+    ).eval()
     perturb(ref, seed=2)
     return ref
 
@@ -25,7 +27,16 @@ def reference():
 def saved(tmp_path, reference):
     path = tmp_path / "transformer_000000.pth"
     # its get_training_state(): metadata beside the state_dict
-    torch.save({"commit_hash": "abc123", "dataset_name": "IWSLT", "language_direction": "E2G", "num_of_epochs": 20, "state_dict": reference.state_dict()}, path)
+    torch.save(
+        {
+            "commit_hash": "abc123",
+            "dataset_name": "IWSLT",
+            "language_direction": "E2G",
+            "num_of_epochs": 20,
+            "state_dict": reference.state_dict(),
+        },
+        path,
+    )
     return path
 
 
@@ -60,13 +71,20 @@ def test_capture_matches_on_the_real_tokens_of_a_bare_source(saved, reference):
 def test_metadata_is_shown_and_heads_asked(saved):
     info = inspect_checkpoint(saved)
     assert (info.format, info.needs_n_heads, info.takes_vocabulary, info.default_n_heads) == ("gordic", True, True, 8)
-    assert info.metadata == {"commit_hash": "abc123", "dataset_name": "IWSLT", "language_direction": "E2G", "num_of_epochs": 20}
+    assert info.metadata == {
+        "commit_hash": "abc123",
+        "dataset_name": "IWSLT",
+        "language_direction": "E2G",
+        "num_of_epochs": 20,
+    }
 
 
 def test_separate_vocabulary_files_per_side(saved, tmp_path):
     (tmp_path / "src.txt").write_text("\n".join(["<unk>", "<pad>"] + [f"w{i}" for i in range(27)]) + "\n")
     (tmp_path / "tgt.json").write_text(json.dumps(["<unk>", "<pad>", "<s>", "</s>"] + [f"v{i}" for i in range(29)]))
-    model, tok = load_checkpoint(saved, n_heads=4, source_vocab=tmp_path / "src.txt", target_vocab=tmp_path / "tgt.json")
+    model, tok = load_checkpoint(
+        saved, n_heads=4, source_vocab=tmp_path / "src.txt", target_vocab=tmp_path / "tgt.json"
+    )
     assert (tok.source.eos_id, tok.target.bos_id, tok.target.eos_id, model.config.pad_id) == (PAD, BOS, EOS, PAD)
     cap = capture(model, tok, "w0 w1 nope", "v0")
     assert cap.source_tokens == ["w0", "w1", "<unk>", "<pad>"]
@@ -75,11 +93,15 @@ def test_separate_vocabulary_files_per_side(saved, tmp_path):
 
 def test_target_vocabulary_without_start_token_is_refused(saved, tmp_path):
     (tmp_path / "tgt.json").write_text(json.dumps(["<unk>", "<pad>", "<eos>"] + [f"v{i}" for i in range(30)]))
-    with pytest.raises(CheckpointError, match=r"target vocabulary lacks special tokens the format needs \(bos: <s> or <bos> or <sos>\)"):
+    with pytest.raises(
+        CheckpointError, match=r"target vocabulary lacks special tokens the format needs \(bos: <s> or <bos> or <sos>\)"
+    ):
         load_checkpoint(saved, n_heads=4, target_vocab=tmp_path / "tgt.json")
 
 
 def test_vocabulary_size_must_match_the_embeddings(saved, tmp_path):
     (tmp_path / "v.json").write_text(json.dumps(["<unk>", "<pad>", "<s>", "</s>", "a"]))
-    with pytest.raises(CheckpointError, match="v.json has 5 source tokens but the model's source embedding has 29 rows"):
+    with pytest.raises(
+        CheckpointError, match="v.json has 5 source tokens but the model's source embedding has 29 rows"
+    ):
         load_checkpoint(saved, n_heads=4, vocab=tmp_path / "v.json")

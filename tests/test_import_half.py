@@ -35,13 +35,27 @@ def annotated():
 
 
 def gordic():
-    ref = GorTransformer(model_dimension=16, src_vocab_size=29, trg_vocab_size=33, number_of_heads=4, number_of_layers=2)
-    return ref, lambda: {"num_of_epochs": 3, "state_dict": ref.state_dict()}, 4, lambda m, s, t: gor_run(m, s, t, 1)[0], id_batch(29, 33, None, 2, 1, src_len=8)
+    ref = GorTransformer(
+        model_dimension=16, src_vocab_size=29, trg_vocab_size=33, number_of_heads=4, number_of_layers=2
+    )
+    return (
+        ref,
+        lambda: {"num_of_epochs": 3, "state_dict": ref.state_dict()},
+        4,
+        lambda m, s, t: gor_run(m, s, t, 1)[0],
+        id_batch(29, 33, None, 2, 1, src_len=8),
+    )
 
 
 def tutorial():
     ref = Seq2SeqTransformer(3, 2, emb_size=20, nhead=5, src_vocab_size=26, tgt_vocab_size=30, dim_feedforward=36)
-    return ref, ref.state_dict, 5, lambda m, s, t: tut_run(m, s, t, 1)[0].log_softmax(-1), id_batch(26, 30, 2, 2, 1, src_len=9, tgt_len=6)
+    return (
+        ref,
+        ref.state_dict,
+        5,
+        lambda m, s, t: tut_run(m, s, t, 1)[0].log_softmax(-1),
+        id_batch(26, 30, 2, 2, 1, src_len=9, tgt_len=6),
+    )
 
 
 FORMATS = {"annotated": annotated, "gordic": gordic, "torch-tutorial": tutorial}
@@ -65,7 +79,10 @@ def test_half_precision_state_dict_loads_in_float32(tmp_path, fmt, dtype):
     name = str(dtype).removeprefix("torch.")
     assert info.format == fmt and info.precision == name
     assert f"Stored in half precision ({name}); the weights were cast to float32." in info.notes
-    assert inspect_checkpoint(tmp_path / "full.pt").precision == "float32" and "half" not in inspect_checkpoint(tmp_path / "full.pt").notes
+    assert (
+        inspect_checkpoint(tmp_path / "full.pt").precision == "float32"
+        and "half" not in inspect_checkpoint(tmp_path / "full.pt").notes
+    )
 
     model, _ = load_checkpoint(tmp_path / "half.pt", n_heads=heads)
     assert {p.dtype for p in model.parameters()} == {torch.float32} and model.config.extra["precision"] == name

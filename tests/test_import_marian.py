@@ -29,8 +29,14 @@ def train_spm(words: list[str], seed: int) -> bytes:
     sentences = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(200)]
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=buf, vocab_size=40, model_type="unigram",
-        character_coverage=1.0, bos_id=-1, hard_vocab_limit=False, minloglevel=2,
+        sentence_iterator=iter(sentences),
+        model_writer=buf,
+        vocab_size=40,
+        model_type="unigram",
+        character_coverage=1.0,
+        bos_id=-1,
+        hard_vocab_limit=False,
+        minloglevel=2,
     )
     return buf.getvalue()
 
@@ -77,17 +83,37 @@ def marian_dir(tmp_path_factory):
     vocab = {"</s>": 0, "<unk>": 1, **{p: i + 2 for i, p in enumerate(dict.fromkeys(pieces))}}
     vocab["<pad>"] = len(vocab)  # Marian: pad is the last id, and the decoder starts from it
     (folder / "vocab.json").write_text(json.dumps(vocab))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "MarianTokenizer", "separate_vocabs": False}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "MarianTokenizer", "separate_vocabs": False})
+    )
     V = len(vocab)
     config = {
-        "model_type": "marian", "architectures": ["MarianMTModel"], "vocab_size": V, "decoder_vocab_size": V,
-        "d_model": D, "encoder_layers": LAYERS_ENC, "decoder_layers": LAYERS_DEC, "encoder_attention_heads": HEADS,
-        "decoder_attention_heads": HEADS, "encoder_ffn_dim": FFN, "decoder_ffn_dim": FFN,
-        "max_position_embeddings": MAX_POS, "activation_function": "swish", "scale_embedding": True,
-        "pad_token_id": V - 1, "decoder_start_token_id": V - 1, "eos_token_id": 0, "forced_eos_token_id": 0,
-        "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True, "dropout": 0.1,
+        "model_type": "marian",
+        "architectures": ["MarianMTModel"],
+        "vocab_size": V,
+        "decoder_vocab_size": V,
+        "d_model": D,
+        "encoder_layers": LAYERS_ENC,
+        "decoder_layers": LAYERS_DEC,
+        "encoder_attention_heads": HEADS,
+        "decoder_attention_heads": HEADS,
+        "encoder_ffn_dim": FFN,
+        "decoder_ffn_dim": FFN,
+        "max_position_embeddings": MAX_POS,
+        "activation_function": "swish",
+        "scale_embedding": True,
+        "pad_token_id": V - 1,
+        "decoder_start_token_id": V - 1,
+        "eos_token_id": 0,
+        "forced_eos_token_id": 0,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
+        "dropout": 0.1,
         # fields old opus-mt configs carry, at the values this model follows
-        "normalize_before": False, "normalize_embedding": False, "static_position_embeddings": True, "add_bias_logits": False,
+        "normalize_before": False,
+        "normalize_embedding": False,
+        "static_position_embeddings": True,
+        "add_bias_logits": False,
     }
     (folder / "config.json").write_text(json.dumps(config))
     save_file(hf_state(V), str(folder / "model.safetensors"), metadata={"format": "pt"})
@@ -115,13 +141,27 @@ def batch(V: int):
 def test_logits_and_maps_match_the_reference_definition(marian_dir, loaded):
     model, tok = loaded
     c = model.config
-    assert (c.norm_first, c.has_final_norm, c.pe_layout, c.activation, c.share_embeddings, c.tie_generator) == (False, False, "half", "silu", True, True)
+    assert (c.norm_first, c.has_final_norm, c.pe_layout, c.activation, c.share_embeddings, c.tie_generator) == (
+        False,
+        False,
+        "half",
+        "silu",
+        True,
+        True,
+    )
     assert model.generator.weight is model.tgt_embed.weight is model.src_embed.weight
     cfg = json.loads((marian_dir / "config.json").read_text())
     V = cfg["vocab_size"]
     assert (c.pad_id, c.bos_id, c.eos_id) == (V - 1, V - 1, 0)
     src, tgt = batch(V)
-    ref_logits, ref_maps = marian_reference(load_file(str(marian_dir / "model.safetensors")), cfg, src, tgt, src != V - 1, torch.ones_like(tgt, dtype=torch.bool))
+    ref_logits, ref_maps = marian_reference(
+        load_file(str(marian_dir / "model.safetensors")),
+        cfg,
+        src,
+        tgt,
+        src != V - 1,
+        torch.ones_like(tgt, dtype=torch.bool),
+    )
     logits, maps = our_run(model, src, tgt)
     assert_close(logits, ref_logits)
     assert_maps_equal(maps, ref_maps)
@@ -139,7 +179,10 @@ def test_matches_transformers_marian_mt_model(marian_dir, loaded):
     out = hf(input_ids=src, attention_mask=(src != V - 1).long(), decoder_input_ids=tgt, output_attentions=True)
     logits, maps = our_run(model, src, tgt)
     assert_close(logits, out.logits)
-    assert_maps_equal(maps, {"encoder_self": out.encoder_attentions, "decoder_self": out.decoder_attentions, "cross": out.cross_attentions})
+    assert_maps_equal(
+        maps,
+        {"encoder_self": out.encoder_attentions, "decoder_self": out.decoder_attentions, "cross": out.cross_attentions},
+    )
 
 
 def test_tokenizer_matches_marian_tokenizer(marian_dir, loaded):
@@ -160,8 +203,11 @@ def test_capture_and_decoding_use_the_folders_tokenizer(marian_dir, loaded):
     assert cap.target_tokens[0] == "<pad>" and "".join(cap.target_tokens[1:]).replace("▁", " ").strip() == "le chat"
     cfg = json.loads((marian_dir / "config.json").read_text())
     _, ref_maps = marian_reference(
-        load_file(str(marian_dir / "model.safetensors")), cfg, torch.tensor([cap.source_ids.tolist()]),
-        torch.tensor([cap.target_ids.tolist()]), torch.ones(1, len(cap.source_ids), dtype=torch.bool),
+        load_file(str(marian_dir / "model.safetensors")),
+        cfg,
+        torch.tensor([cap.source_ids.tolist()]),
+        torch.tensor([cap.target_ids.tolist()]),
+        torch.ones(1, len(cap.source_ids), dtype=torch.bool),
         torch.ones(1, len(cap.target_ids), dtype=torch.bool),
     )
     assert_close(torch.from_numpy(cap.cross), torch.stack([m[0] for m in ref_maps["cross"]]))
@@ -171,7 +217,13 @@ def test_capture_and_decoding_use_the_folders_tokenizer(marian_dir, loaded):
 
 def test_inspect_knows_heads_and_tokenizer(marian_dir):
     info = inspect_checkpoint(marian_dir)
-    assert (info.format, info.needs_n_heads, info.takes_vocabulary, info.n_heads, info.d_model) == ("marian", False, False, HEADS, D)
+    assert (info.format, info.needs_n_heads, info.takes_vocabulary, info.n_heads, info.d_model) == (
+        "marian",
+        False,
+        False,
+        HEADS,
+        D,
+    )
 
 
 def copy_folder(src, dst, **config_changes):
@@ -191,7 +243,10 @@ def copy_folder(src, dst, **config_changes):
         ({"activation_function": "gelu_new"}, r"activation_function is not one of relu, gelu, swish, silu"),
         ({"decoder_attention_heads": 2}, r"encoder_attention_heads differs from decoder_attention_heads"),
         ({"normalize_embedding": True}, r"normalize_embedding is set \(a LayerNorm on the embeddings\)"),
-        ({"model_type": "bart"}, r"a Hugging Face model of a type other than marian; of Hugging Face models only MarianMT"),
+        (
+            {"model_type": "bart"},
+            r"a Hugging Face model of a type other than marian; of Hugging Face models only MarianMT",
+        ),
         ({"pad_token_id": 5}, r"the source vocabulary has <pad> at id \d+, but config.json pad_token_id is 5"),
     ],
 )
@@ -210,7 +265,9 @@ def test_stored_positions_are_checked_for_the_half_layout(marian_dir, tmp_path):
     model, _ = load_checkpoint(folder)  # the half layout is accepted
     state["model.decoder.embed_positions.weight"] = sinusoidal_encoding(MAX_POS, D, layout="interleaved")
     save_file(state, str(folder / "model.safetensors"))
-    with pytest.raises(CheckpointError, match=r"model\.decoder\.embed_positions\.weight is not .* it is the interleaved layout"):
+    with pytest.raises(
+        CheckpointError, match=r"model\.decoder\.embed_positions\.weight is not .* it is the interleaved layout"
+    ):
         load_checkpoint(folder)
 
 
@@ -250,7 +307,9 @@ def test_separate_encoder_and_decoder_embeddings_match_transformers(marian_dir, 
     assert_close(our_run(model, src, tgt)[0], out.logits)
 
 
-@pytest.mark.parametrize("dtype, weights_file", [(torch.float16, "pytorch_model.bin"), (torch.bfloat16, "model.safetensors")])
+@pytest.mark.parametrize(
+    "dtype, weights_file", [(torch.float16, "pytorch_model.bin"), (torch.bfloat16, "model.safetensors")]
+)
 @torch.no_grad()
 def test_half_precision_weights_load_in_float32(marian_dir, loaded, tmp_path, dtype, weights_file):
     """model.half().save_pretrained(...): the reference definition on the rounded weights gives the same logits."""

@@ -21,7 +21,11 @@ from tests.reference.annotated import ann_make_model
 
 
 def test_every_format_module_implements_the_protocol():
-    assert [fmt.NAME for fmt in REGISTRY] == list(FORMATS) == ["marian", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+    assert (
+        [fmt.NAME for fmt in REGISTRY]
+        == list(FORMATS)
+        == ["marian", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+    )
     for fmt in REGISTRY:
         assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
         assert all(callable(getattr(fmt, step)) for step in ("detect", "inspect", "load")), fmt.NAME
@@ -74,7 +78,9 @@ def test_a_new_format_is_one_module_and_one_registry_line(tmp_path, monkeypatch,
     fmt = types.ModuleType("marked")
     fmt.NAME, fmt.TITLE = "marked", "a marked checkpoint folder"
     fmt.detect = lambda src: src.has("MARKER")
-    fmt.inspect = lambda src: CheckpointInfo(str(src.path), fmt.NAME, fmt.TITLE, False, False, 24, 27, 27, notes="marked")
+    fmt.inspect = lambda src: CheckpointInfo(
+        str(src.path), fmt.NAME, fmt.TITLE, False, False, 24, 27, 27, notes="marked"
+    )
     fmt.load = native.load
     monkeypatch.setattr(registry, "REGISTRY", (fmt, *registry.REGISTRY))  # the one registry line
     monkeypatch.setattr(registry, "FORMATS", {f.NAME: f.TITLE for f in registry.REGISTRY})

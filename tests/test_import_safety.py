@@ -61,7 +61,11 @@ def test_malicious_checkpoint_is_refused_and_runs_nothing(tmp_path, payload_cls,
     marker = tmp_path / "pwned"
     path = write(kind, payload_cls(marker), tmp_path / "model.pt")
     assert not marker.exists()
-    for attempt in (lambda: load_checkpoint(path), lambda: inspect_checkpoint(path), lambda: load_checkpoint(path, format="annotated")):
+    for attempt in (
+        lambda: load_checkpoint(path),
+        lambda: inspect_checkpoint(path),
+        lambda: load_checkpoint(path, format="annotated"),
+    ):
         with pytest.raises(CheckpointError) as err:
             attempt()
         message = str(err.value)
@@ -75,7 +79,9 @@ def test_malicious_checkpoint_is_refused_and_runs_nothing(tmp_path, payload_cls,
 def test_malicious_vocabulary_pickle_runs_nothing_and_says_how_to_export(tmp_path, payload_cls):
     marker = tmp_path / "pwned"
     torch.save(ann_make_model(6, 6, N=1, d_model=8, d_ff=8, h=2, max_len=20).state_dict(), tmp_path / "model.pt")
-    for i, payload in enumerate([payload_cls(marker), (payload_cls(marker), payload_cls(marker)), {"source": payload_cls(marker)}]):
+    for i, payload in enumerate(
+        [payload_cls(marker), (payload_cls(marker), payload_cls(marker)), {"source": payload_cls(marker)}]
+    ):
         torch.save(payload, tmp_path / f"vocab{i}.pt")
         with pytest.raises(CheckpointError, match=r"no token list found .*nothing in it was run.*get_itos\(\)"):
             load_checkpoint(tmp_path / "model.pt", n_heads=2, vocab=tmp_path / f"vocab{i}.pt")
@@ -88,7 +94,9 @@ def test_malicious_marian_weights_are_refused(tmp_path):
     marker = tmp_path / "pwned"
     folder = tmp_path / "opus"
     folder.mkdir()
-    (folder / "config.json").write_text('{"model_type": "marian", "d_model": 16, "encoder_attention_heads": 4, "decoder_attention_heads": 4}')
+    (folder / "config.json").write_text(
+        '{"model_type": "marian", "d_model": 16, "encoder_attention_heads": 4, "decoder_attention_heads": 4}'
+    )
     torch.save({"model.shared.weight": TouchWithOpen(marker)}, folder / "pytorch_model.bin")
     with pytest.raises(CheckpointError, match="pytorch_model.bin contains pickled code"):
         load_checkpoint(folder)
@@ -100,12 +108,18 @@ def test_no_loader_unpickles_with_code_execution():
     calls = 0
     for path in Path(__file__).resolve().parents[1].joinpath("model").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
                 continue
             owner, attr = node.func.value.id, node.func.attr
             if (owner, attr) == ("torch", "load"):
                 calls += 1
                 flags = {k.arg: k.value for k in node.keywords}
-                assert isinstance(flags.get("weights_only"), ast.Constant) and flags["weights_only"].value is True, f"{path.name}:{node.lineno}"
+                assert isinstance(flags.get("weights_only"), ast.Constant) and flags["weights_only"].value is True, (
+                    f"{path.name}:{node.lineno}"
+                )
             assert not (owner == "pickle" and attr in ("load", "loads", "Unpickler")), f"{path.name}:{node.lineno}"
     assert calls >= 1  # the one reader of .pt weights

@@ -21,7 +21,9 @@ UNK, PAD, BOS, EOS = 0, 1, 2, 3  # special_symbols = ['<unk>', '<pad>', '<bos>',
 @pytest.fixture(scope="module")
 def reference():
     torch.manual_seed(0)
-    ref = Seq2SeqTransformer(3, 2, emb_size=20, nhead=5, src_vocab_size=26, tgt_vocab_size=30, dim_feedforward=36).eval()
+    ref = Seq2SeqTransformer(
+        3, 2, emb_size=20, nhead=5, src_vocab_size=26, tgt_vocab_size=30, dim_feedforward=36
+    ).eval()
     perturb(ref, seed=3, scale=0.1)
     return ref
 
@@ -52,7 +54,9 @@ def test_capture_wraps_the_source_in_bos_and_eos(saved, reference):
     cap = capture(model, tok, "4 5 6", "9 8")
     assert cap.source_ids.tolist() == [BOS, 4, 5, 6, EOS]
     assert cap.target_ids.tolist() == [BOS, 9, 8]
-    _, ref_maps = tut_run(reference, torch.tensor([cap.source_ids.tolist()]), torch.tensor([cap.target_ids.tolist()]), PAD)
+    _, ref_maps = tut_run(
+        reference, torch.tensor([cap.source_ids.tolist()]), torch.tensor([cap.target_ids.tolist()]), PAD
+    )
     assert_close(torch.from_numpy(cap.cross), torch.stack([m[0] for m in ref_maps["cross"]]))
 
 
@@ -73,7 +77,10 @@ def test_wrong_head_count_is_caught_by_the_numbers_not_silently(saved, reference
 @pytest.mark.parametrize(
     "rows, message",
     [
-        (39, r"multihead_attn\.in_proj_weight \(rows W_q of 3\) has shape \(13, 20\), but d_model=20, d_ff=36 needs \(20, 20\)"),
+        (
+            39,
+            r"multihead_attn\.in_proj_weight \(rows W_q of 3\) has shape \(13, 20\), but d_model=20, d_ff=36 needs \(20, 20\)",
+        ),
         (40, r"multihead_attn\.in_proj_weight: a fused tensor of shape \(40, 20\) cannot be split into 3 equal parts"),
     ],
 )

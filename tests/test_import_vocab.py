@@ -81,15 +81,32 @@ def test_annotated_model_with_its_vocab_pt(tmp_path, monkeypatch):
     torch.manual_seed(0)
     ref = ann_make_model(8, 9, N=2, d_model=8, d_ff=16, h=2, max_len=40).eval()
     torch.save(ref.state_dict(), tmp_path / "model.pt")
-    save_torchtext_like_vocab(tmp_path / "vocab.pt", SPECIALS + ["ein", "Hund", "läuft", "schnell"], SPECIALS + ["a", "dog", "runs", "fast", "!"], monkeypatch)
+    save_torchtext_like_vocab(
+        tmp_path / "vocab.pt",
+        SPECIALS + ["ein", "Hund", "läuft", "schnell"],
+        SPECIALS + ["a", "dog", "runs", "fast", "!"],
+        monkeypatch,
+    )
     model, tok = load_checkpoint(tmp_path / "model.pt", n_heads=2, vocab=tmp_path / "vocab.pt")
-    assert isinstance(tok.source, ListVocab) and (model.config.pad_id, model.config.bos_id, model.config.eos_id) == (2, 0, 1)
-    assert tok.source.decode(tok.source.encode("ein Hund bellt") + [tok.source.eos_id]) == ["<s>", "ein", "Hund", "<unk>", "</s>"]
+    assert isinstance(tok.source, ListVocab) and (model.config.pad_id, model.config.bos_id, model.config.eos_id) == (
+        2,
+        0,
+        1,
+    )
+    assert tok.source.decode(tok.source.encode("ein Hund bellt") + [tok.source.eos_id]) == [
+        "<s>",
+        "ein",
+        "Hund",
+        "<unk>",
+        "</s>",
+    ]
 
 
 def test_list_vocab_specials_found_by_name():
     assert find_specials(["<unk>", "<pad>", "<bos>", "<eos>", "x"]) == {"pad": 1, "bos": 2, "eos": 3, "unk": 0}
-    v = ListVocab(["<unk>", "<pad>", "<bos>", "<eos>", "x", "y"], pad_id=1, bos_id=2, eos_id=3, unk_id=0, prepend_bos=True)
+    v = ListVocab(
+        ["<unk>", "<pad>", "<bos>", "<eos>", "x", "y"], pad_id=1, bos_id=2, eos_id=3, unk_id=0, prepend_bos=True
+    )
     assert v.encode("x  q y") == [2, 4, 0, 5]
     assert v.decode([4, 99]) == ["x", "<unk>"]
     assert v.detokenize(["<bos>", "x", "<unk>", "y", "<eos>", "<pad>"]) == "x y"  # specials left out, as Vocab does
@@ -111,7 +128,9 @@ def test_imported_model_round_trips_through_this_projects_format(tmp_path):
     torch.manual_seed(0)
     ref = ann_make_model(12, 10, N=2, d_model=8, d_ff=16, h=2, max_len=40).eval()
     torch.save(ref.state_dict(), tmp_path / "model.pt")
-    (tmp_path / "v.json").write_text(json.dumps({"source": SPECIALS + list("abcdefgh"), "target": SPECIALS + list("uvwxyz")}))
+    (tmp_path / "v.json").write_text(
+        json.dumps({"source": SPECIALS + list("abcdefgh"), "target": SPECIALS + list("uvwxyz")})
+    )
     model, tok = load_checkpoint(tmp_path / "model.pt", n_heads=2, vocab=tmp_path / "v.json")
     save_checkpoint(model, tok, tmp_path / "ours")
     back, back_tok = load_checkpoint(tmp_path / "ours")

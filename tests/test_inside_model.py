@@ -42,8 +42,10 @@ def test_softmax_of_the_recorded_q_and_k_is_the_recorded_weights(cap):
 
 def test_head_outputs_and_w_o_give_the_block_output(tiny, char_tokenizer):
     actual = {}
-    hooks = [module.register_forward_hook(lambda m, a, out, key=(kind, i): actual.__setitem__(key, out[0].detach().numpy()))
-             for kind, i, module in tiny.attention_modules()]
+    hooks = [
+        module.register_forward_hook(lambda m, a, out, key=(kind, i): actual.__setitem__(key, out[0].detach().numpy()))
+        for kind, i, module in tiny.attention_modules()
+    ]
     try:
         cap = capture(tiny, char_tokenizer, "abcdefg", target="xyz", qkv=True)
     finally:
@@ -68,7 +70,11 @@ def test_head_step_equals_the_captured_row_and_its_parts_add_up(cap):
         np.testing.assert_allclose(step.products(1).sum(), step.raw[1])
     masked = inside.step_from_capture(cap, "decoder_self", 0, 0, 1)
     assert masked.allowed.tolist() == [True, True, False, False]
-    assert np.isneginf(masked.masked[2:]).all() and (masked.weights[2:] == 0).all() and (masked.weights_unscaled[2:] == 0).all()
+    assert (
+        np.isneginf(masked.masked[2:]).all()
+        and (masked.weights[2:] == 0).all()
+        and (masked.weights_unscaled[2:] == 0).all()
+    )
 
 
 def test_without_the_scale_the_row_is_sharper():
@@ -165,13 +171,16 @@ def test_attention_cost_of_the_worked_example():
     assert [x.length for x in inside.length_scaling(1, 1, 8, 2)] == [1, 2, 4]
 
 
-@pytest.mark.parametrize("args, message", [
-    ((0, 512, 768, 12), "batch must be between 1 and 4,096, got 0"),
-    ((32, 10**12, 768, 12), "length must be between 1 and 1,048,576"),
-    ((32, 512, 768, 10), r"d_model \(768\) must be divisible by the number of heads \(10\)"),
-    ((32, 512.5, 768, 12), "length must be a whole number"),
-    ((32, 512, 768, True), "heads must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((0, 512, 768, 12), "batch must be between 1 and 4,096, got 0"),
+        ((32, 10**12, 768, 12), "length must be between 1 and 1,048,576"),
+        ((32, 512, 768, 10), r"d_model \(768\) must be divisible by the number of heads \(10\)"),
+        ((32, 512.5, 768, 12), "length must be a whole number"),
+        ((32, 512, 768, True), "heads must be a whole number"),
+    ],
+)
 def test_attention_cost_refuses_what_is_out_of_bounds(args, message):
     with pytest.raises(ValueError, match=message):
         inside.attention_cost(*args)

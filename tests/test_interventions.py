@@ -19,12 +19,15 @@ def all_heads(kind, n_layers, n_heads=3):
 def test_without_cross_attention_the_source_no_longer_matters(tiny, char_tokenizer):
     plain = [capture(tiny, char_tokenizer, s, target="abc") for s in ("hello", "world wide")]
     assert np.abs(plain[0].log_probs - plain[1].log_probs).max() > 1e-3  # the source matters normally
-    cut = [capture(tiny, char_tokenizer, s, target="abc", ablate=all_heads("cross", 2)) for s in ("hello", "world wide")]
+    cut = [
+        capture(tiny, char_tokenizer, s, target="abc", ablate=all_heads("cross", 2)) for s in ("hello", "world wide")
+    ]
     np.testing.assert_allclose(cut[0].log_probs, cut[1].log_probs, atol=1e-5)
     assert cut[0].log_probs.shape == (4, len(char_tokenizer.target))
     np.testing.assert_allclose(np.exp(cut[0].log_probs).sum(-1), 1, atol=1e-5)
-    assert cut[0].interventions == {"ablate": [["cross", 0, 0], ["cross", 0, 1], ["cross", 0, 2],
-                                               ["cross", 1, 0], ["cross", 1, 1], ["cross", 1, 2]]}
+    assert cut[0].interventions == {
+        "ablate": [["cross", 0, 0], ["cross", 0, 1], ["cross", 0, 2], ["cross", 1, 0], ["cross", 1, 1], ["cross", 1, 2]]
+    }
     assert plain[0].interventions == {}
 
 
@@ -33,8 +36,12 @@ def test_an_ablated_head_outputs_zeros_before_w_o(tiny, char_tokenizer):
     cut = capture(tiny, char_tokenizer, "hello", target="abc", qkv=True, ablate=[("encoder_self", 1, 2)])
     heads = cut.head_outputs["encoder_self"]
     assert (heads[1, 2] == 0).all() and np.abs(plain.head_outputs["encoder_self"][1, 2]).max() > 0
-    np.testing.assert_allclose(heads[:, :2][1], plain.head_outputs["encoder_self"][1, :2], atol=1e-6)  # same layer input
-    np.testing.assert_allclose(heads[0], plain.head_outputs["encoder_self"][0], atol=1e-6)  # the layer before: untouched
+    np.testing.assert_allclose(
+        heads[:, :2][1], plain.head_outputs["encoder_self"][1, :2], atol=1e-6
+    )  # same layer input
+    np.testing.assert_allclose(
+        heads[0], plain.head_outputs["encoder_self"][0], atol=1e-6
+    )  # the layer before: untouched
     assert np.abs(heads[2] - plain.head_outputs["encoder_self"][2]).max() > 1e-4  # the layer after sees the change
     assert np.abs(cut.log_probs - plain.log_probs).max() > 1e-4
 
@@ -79,16 +86,19 @@ def test_positional_shuffled_is_a_fixed_permutation(tiny, char_tokenizer):
     assert one.interventions == {"positional": "shuffled", "seed": 1}
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"ablate": [("sideways", 0, 0)]}, "kind must be one of"),
-    ({"ablate": [("cross", 2, 0)]}, "the model has 2 cross layers"),
-    ({"ablate": [("encoder_self", 0, 3)]}, "the model has 3 heads"),
-    ({"ablate": [("cross", 0)]}, r"is \(kind, layer, head\)"),
-    ({"ablate": [("cross", "0", 1)]}, "whole numbers"),
-    ({"positional": "backwards"}, "positional must be None or one of off, shuffled, shifted"),
-    ({"positional": "shifted", "shift": 60}, "needs 66 positional rows; the model has 64"),
-    ({"positional": "shifted", "shift": -1}, "shift must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"ablate": [("sideways", 0, 0)]}, "kind must be one of"),
+        ({"ablate": [("cross", 2, 0)]}, "the model has 2 cross layers"),
+        ({"ablate": [("encoder_self", 0, 3)]}, "the model has 3 heads"),
+        ({"ablate": [("cross", 0)]}, r"is \(kind, layer, head\)"),
+        ({"ablate": [("cross", "0", 1)]}, "whole numbers"),
+        ({"positional": "backwards"}, "positional must be None or one of off, shuffled, shifted"),
+        ({"positional": "shifted", "shift": 60}, "needs 66 positional rows; the model has 64"),
+        ({"positional": "shifted", "shift": -1}, "shift must be a whole number"),
+    ],
+)
 def test_bad_interventions_are_named(tiny, char_tokenizer, kwargs, message):
     with pytest.raises(ValueError, match=message):
         capture(tiny, char_tokenizer, "hello", target="abc", **kwargs)

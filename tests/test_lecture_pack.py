@@ -42,31 +42,56 @@ def fake_input(text: str, src: list[str], out: list[str], seed: int) -> PackInpu
     dec = rng.normal(size=(L_DEC, H, T, T))
     dec[..., causal] = -np.inf
     cap = Capture(
-        source_tokens=src, target_tokens=tgt, predicted_tokens=out, source_ids=np.arange(S), target_ids=np.arange(T),
-        encoder_self=softmax(rng.normal(size=(L_ENC, H, S, S))), decoder_self=softmax(dec),
-        cross=softmax(rng.normal(size=(L_DEC, H, T, S))), source_pe=pea.pe_table(S, D).astype(np.float32),
-        target_pe=pea.pe_table(T, D).astype(np.float32), source_embeddings=rng.normal(size=(S, D)).astype(np.float32),
-        target_embeddings=rng.normal(size=(T, D)).astype(np.float32), generated=True,
+        source_tokens=src,
+        target_tokens=tgt,
+        predicted_tokens=out,
+        source_ids=np.arange(S),
+        target_ids=np.arange(T),
+        encoder_self=softmax(rng.normal(size=(L_ENC, H, S, S))),
+        decoder_self=softmax(dec),
+        cross=softmax(rng.normal(size=(L_DEC, H, T, S))),
+        source_pe=pea.pe_table(S, D).astype(np.float32),
+        target_pe=pea.pe_table(T, D).astype(np.float32),
+        source_embeddings=rng.normal(size=(S, D)).astype(np.float32),
+        target_embeddings=rng.normal(size=(T, D)).astype(np.float32),
+        generated=True,
     )
     steps = []
     for t, token in enumerate(out):
         probs = np.sort(rng.random(3))[::-1].astype(np.float32)
-        steps.append(Step(index=t, token=token, token_id=10 + t, prob=float(probs[0]), forced=False,
-                          top_ids=np.array([10 + t, 1, 2]), top_tokens=[token, "x", "y"], top_probs=probs,
-                          decoder_self=softmax(rng.normal(size=(L_DEC, H, t + 1))),
-                          cross=softmax(rng.normal(size=(L_DEC, H, S)))))
+        steps.append(
+            Step(
+                index=t,
+                token=token,
+                token_id=10 + t,
+                prob=float(probs[0]),
+                forced=False,
+                top_ids=np.array([10 + t, 1, 2]),
+                top_tokens=[token, "x", "y"],
+                top_probs=probs,
+                decoder_self=softmax(rng.normal(size=(L_DEC, H, t + 1))),
+                cross=softmax(rng.normal(size=(L_DEC, H, S))),
+            )
+        )
     trace = Trace(src, list(range(S)), steps, "eos", text=" ".join(out[:-1]))
     return PackInput(text, cap, trace, ["a warning"])
 
 
 def fake_records(n_inputs: int = 2) -> PackRecords:
-    inputs = [fake_input("the cat", ["the", "cat", HOSTILE, "</s>"], ["le", "chat", "</s>"], 0),
-              fake_input("a & b", ["a", "&", "b", "</s>"], ["x", "y", "z", "w", "</s>"], 1)][:n_inputs]
+    inputs = [
+        fake_input("the cat", ["the", "cat", HOSTILE, "</s>"], ["le", "chat", "</s>"], 0),
+        fake_input("a & b", ["a", "&", "b", "</s>"], ["x", "y", "z", "w", "</s>"], 1),
+    ][:n_inputs]
     table = pea.pe_table(20, D)
     dots = pea.offset_dot_products(table, [0, 5], 10)
     pe = PackPE(table, "sinusoidal", "interleaved", 10000.0, pea.pe_wavelengths(D), [0, 1, 4], [0, 5], dots)
-    return PackRecords("tiny <model>", 1234, {"n_encoder_layers": L_ENC, "n_decoder_layers": L_DEC, "n_heads": H,
-                                               "d_model": D}, inputs, pe)
+    return PackRecords(
+        "tiny <model>",
+        1234,
+        {"n_encoder_layers": L_ENC, "n_decoder_layers": L_DEC, "n_heads": H, "d_model": D},
+        inputs,
+        pe,
+    )
 
 
 def pack_data(page: str) -> dict:
@@ -147,7 +172,7 @@ def test_each_decoding_step_has_its_rows_and_candidates(records, page):
     for t, step in enumerate(trace.steps):
         np.testing.assert_allclose(cross[t], step.cross.reshape(L_DEC * H, S), atol=1e-5)
         np.testing.assert_allclose(self_rows[t, :, : t + 1], step.decoder_self.reshape(L_DEC * H, t + 1), atol=1e-5)
-        assert np.isnan(self_rows[t, :, t + 1:]).all()  # keys not yet written
+        assert np.isnan(self_rows[t, :, t + 1 :]).all()  # keys not yet written
         assert dec["top"][t]["y"][0] == f"1. {display_token(step.token)}" and dec["text"][t]["token"] == step.token
 
 
@@ -180,7 +205,9 @@ def test_a_pack_needs_an_input():
 
 
 def test_bounded_inputs_drop_blanks_and_duplicates_and_cut():
-    texts, notes = bounded_inputs([" a ", "", "b", "a", "x" * (MAX_CHARS + 5)] + [f"t{i}" for i in range(30)], max_inputs=5)
+    texts, notes = bounded_inputs(
+        [" a ", "", "b", "a", "x" * (MAX_CHARS + 5)] + [f"t{i}" for i in range(30)], max_inputs=5
+    )
     assert texts == ["a", "b", "x" * MAX_CHARS, "t0", "t1"]
     assert len(notes) == 2 and "first 5" in notes[0]
 
@@ -200,8 +227,25 @@ def test_pack_records_run_each_input_and_refuse_unreadable_ones(tmp_path):
 
 def test_the_command_writes_a_pack_for_a_demo(tmp_path):
     out = tmp_path / "pack.html"
-    done = subprocess.run([sys.executable, "-m", "scripts.lecture_pack", "--model", "reverse", "--input", "stressed",
-                           "--input", "abc", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.lecture_pack",
+            "--model",
+            "reverse",
+            "--input",
+            "stressed",
+            "--input",
+            "abc",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "2 inputs" in done.stdout
     page = out.read_text(encoding="utf-8")
@@ -253,7 +297,9 @@ def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
     assert at.text_area(key="pack_inputs").value == "cafe\nxyz"  # what the user typed stays
 
 
-@pytest.mark.parametrize("module, banned", [("viz.lecture_pack", ("torch", "streamlit")), ("model.lecture", ("plotly", "streamlit"))])
+@pytest.mark.parametrize(
+    "module, banned", [("viz.lecture_pack", ("torch", "streamlit")), ("model.lecture", ("plotly", "streamlit"))]
+)
 def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
     code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -53,7 +53,9 @@ def test_every_chart_is_drawn_offline(opened):
     # model-wide PE: 3 charts; each input: 3 kinds x (chosen map + every layer/head), 3 PE, 3 decoding
     expected = 3 + 12 * len(records.inputs)
     assert page.evaluate("document.body.dataset.drawn") == str(expected), errors
-    drawn = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length")
+    drawn = page.evaluate(
+        "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
+    )
     assert drawn == expected
     overview_traces = page.evaluate("[...document.querySelectorAll('.attention .overview')].map(p => p.data.length)")
     L_enc, L_dec = (records.inputs[0].capture.encoder_self.shape[0], records.inputs[0].capture.cross.shape[0])
@@ -68,8 +70,11 @@ def test_the_layer_and_head_selectors_change_the_map(opened):
     assert main.locator(".gtitle").text_content() == "Encoder self-attention, layer 2, average of heads"
     box.locator("select.layer").select_option("0")
     box.locator("select.head").select_option("1")
-    page.wait_for_function("t => document.querySelector('.attention .main .gtitle').textContent === t",
-                           arg="Encoder self-attention, layer 0, head 1", timeout=30_000)
+    page.wait_for_function(
+        "t => document.querySelector('.attention .main .gtitle').textContent === t",
+        arg="Encoder self-attention, layer 0, head 1",
+        timeout=30_000,
+    )
     z = np.array(page.evaluate("document.querySelector('.attention .main').data[0].z"), dtype=float)
     np.testing.assert_allclose(z, records.inputs[0].capture.encoder_self[0, 1], atol=1e-5)
     hover = page.evaluate("document.querySelector('.attention .main').data[0].customdata")
@@ -85,8 +90,11 @@ def test_the_step_slider_changes_the_shown_step(opened):
     assert label.text_content() == f"Step 1 of {len(trace.steps)}" and box.locator(".prev").is_disabled()
     box.locator("input.step").focus()
     box.locator("input.step").press("ArrowRight")
-    page.wait_for_function("t => document.querySelector('.decoding .step-label').textContent === t",
-                           arg=f"Step 2 of {len(trace.steps)}", timeout=30_000)
+    page.wait_for_function(
+        "t => document.querySelector('.decoding .step-label').textContent === t",
+        arg=f"Step 2 of {len(trace.steps)}",
+        timeout=30_000,
+    )
     step = trace.steps[1]
     assert box.locator(".token").text_content() == step.token
     labels = page.evaluate("document.querySelector('.decoding .topk').data[0].y")
@@ -98,7 +106,10 @@ def test_the_step_slider_changes_the_shown_step(opened):
     shown = page.evaluate("document.querySelector('.decoding .self-rows').layout.xaxis.ticktext")
     assert shown == keys[:2] + [""] * (len(keys) - 2)  # the keys written so far, no later token
     box.locator(".next").click()
-    page.wait_for_function("t => document.querySelector('.decoding .step-label').textContent === t",
-                           arg=f"Step 3 of {len(trace.steps)}", timeout=30_000)
+    page.wait_for_function(
+        "t => document.querySelector('.decoding .step-label').textContent === t",
+        arg=f"Step 3 of {len(trace.steps)}",
+        timeout=30_000,
+    )
     assert box.locator(".next").is_disabled() and box.locator(".token").text_content() == trace.steps[2].token
     assert blocked == [] and errors == [] and requests == [page.url]

@@ -53,7 +53,11 @@ def test_check_text_names_each_problem():
     some = check_text("abz", v, 5)
     assert not some.errors and "“z”" in some.warnings[0] and some.unknown == ["z"]
     long = check_text("abcabcab", v, 5)
-    assert not long.errors and "8 tokens but this model reads at most 5" in long.warnings[0] and "3 tokens dropped" in long.warnings[0]
+    assert (
+        not long.errors
+        and "8 tokens but this model reads at most 5" in long.warnings[0]
+        and "3 tokens dropped" in long.warnings[0]
+    )
     pasted = check_text("a\x07b\u200bc", v, 5)
     assert pasted.text == "abc" and "Removed 2 control" in pasted.warnings[0]
     assert check_text("abc", v, 5) == check_text("abc", v, 5) and not check_text("abc", v, 5).warnings
@@ -87,9 +91,9 @@ def test_trained_range_warning_names_the_range_and_the_length():
 
 
 def test_every_shipped_demo_card_states_its_trained_range():
+    from model.checkpoint import load_checkpoint
     from model.demos import list_demos
     from model.inputs import trained_range_warning
-    from model.checkpoint import load_checkpoint
 
     demos = list_demos()
     assert demos

@@ -15,8 +15,16 @@ import zipfile
 import pytest
 
 from deploy.nginx_conf import COOKIE
-from tests.browser_helpers import (AppServer, Watch, chromium, choose, letters_checkpoint, type_input, wait_text,
-                                   wait_ticks)
+from tests.browser_helpers import (
+    AppServer,
+    Watch,
+    choose,
+    chromium,
+    letters_checkpoint,
+    type_input,
+    wait_text,
+    wait_ticks,
+)
 from tests.proxy_helpers import NGINX, Proxy
 
 TEXTS = ["a", "hb", "cgd", "dace", "ebcfa", "fghabc", "gfedcba", "habcdefg"]
@@ -30,8 +38,11 @@ def sessions_held(server: AppServer) -> int:
     """Established TCP connections to the server's port: its open websockets (nginx keeps no idle HTTP ones)."""
     import psutil
 
-    return sum(1 for c in psutil.Process(server.process.pid).net_connections(kind="tcp")
-               if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == server.port)
+    return sum(
+        1
+        for c in psutil.Process(server.process.pid).net_connections(kind="tcp")
+        if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == server.port
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +81,11 @@ def test_eight_sessions_spread_over_two_processes_and_each_sees_its_own_input(br
         for w, text in zip(watches, TEXTS):
             w.goto(f"{proxy.origin}/?model=path:{letters}&text={text}&att_kind=encoder_self", wait_until="commit")
         for w, text in zip(watches, TEXTS):
-            wait_ticks(w, source(text), source(text), )
+            wait_ticks(
+                w,
+                source(text),
+                source(text),
+            )
         held = [sessions_held(s) for s in servers]
         assert sum(held) == len(TEXTS) and min(held) >= 1, held  # both processes serve some sessions
         cookies = [{c["name"]: c["value"] for c in w.context.cookies()}.get(COOKIE) for w in watches]
@@ -82,7 +97,11 @@ def test_eight_sessions_spread_over_two_processes_and_each_sees_its_own_input(br
             w.page.get_by_role("textbox", name="Input text (source)", exact=True).fill(text)
             w.page.get_by_role("textbox", name="Input text (source)", exact=True).press("Control+Enter")
         for w, text in zip(watches, reversed(TEXTS)):
-            wait_ticks(w, source(text), source(text), )
+            wait_ticks(
+                w,
+                source(text),
+                source(text),
+            )
         for w in watches:
             w.assert_clean()
     finally:
@@ -103,7 +122,9 @@ def test_an_upload_through_the_proxy_reaches_the_session_s_process(browser, depl
             w.goto(f"{proxy.origin}/?text=cafe")
             choose(w.page, "Model", "Upload a checkpoint…")
             wait_text(w, "Choose a model in the sidebar to begin.")
-            w.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]').set_input_files(str(archive))
+            w.page.locator(
+                '[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]'
+            ).set_input_files(str(archive))
             wait_ticks(w, source("abcdefgh"))  # the uploaded model starts from its card's first example
             type_input(w.page, "cafe")
             wait_ticks(w, source("cafe"))  # and reads what the session types

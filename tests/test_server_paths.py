@@ -37,8 +37,16 @@ def test_off_touches_nothing(monkeypatch, area):
     def touched(*args, **kwargs):
         raise AssertionError(f"the file system was touched: {args}")
 
-    for module, name in [(os, "stat"), (os, "lstat"), (os, "scandir"), (os, "listdir"), (os.path, "expanduser"),
-                         (builtins, "open"), (pathlib.Path, "resolve"), (pathlib.Path, "stat")]:
+    for module, name in [
+        (os, "stat"),
+        (os, "lstat"),
+        (os, "scandir"),
+        (os, "listdir"),
+        (os.path, "expanduser"),
+        (builtins, "open"),
+        (pathlib.Path, "resolve"),
+        (pathlib.Path, "stat"),
+    ]:
         monkeypatch.setattr(module, name, touched)
     off = ServerFolders.of([])
     for raw in [str(area[1] / "pipe"), "/etc/passwd", "~root/.ssh", "~nosuchuser", "relative/x"]:
@@ -59,12 +67,29 @@ def test_outside_gets_one_answer_whether_it_exists_or_not(area, monkeypatch):
     allowed, outside = area
     folders = ServerFolders.of([allowed])
     os.symlink(outside / "letters", allowed / "escape")
-    cases = [str(outside / "letters"), str(outside / "nothing"), str(outside / "pipe"), "/etc/passwd", "/no/such",
-             "/root/.ssh", "/proc/self/environ", f"{allowed}/../outside/letters", str(allowed / "escape"),
-             "~root", "~nosuchuser", "~nosuchuser/x", "~", "a\x00b", "x" * 5000]
+    cases = [
+        str(outside / "letters"),
+        str(outside / "nothing"),
+        str(outside / "pipe"),
+        "/etc/passwd",
+        "/no/such",
+        "/root/.ssh",
+        "/proc/self/environ",
+        f"{allowed}/../outside/letters",
+        str(allowed / "escape"),
+        "~root",
+        "~nosuchuser",
+        "~nosuchuser/x",
+        "~",
+        "a\x00b",
+        "x" * 5000,
+    ]
     answers = {raw: refusal(folders, raw) for raw in cases}
-    shapes = {answer.replace(shown, "RAW") for raw, answer in answers.items()
-              for shown in ["".join(c if c.isprintable() else "?" for c in raw[:200]) + ("…" if len(raw) > 200 else "")]}
+    shapes = {
+        answer.replace(shown, "RAW")
+        for raw, answer in answers.items()
+        for shown in ["".join(c if c.isprintable() else "?" for c in raw[:200]) + ("…" if len(raw) > 200 else "")]
+    }
     assert shapes == {"RAW is not inside the folders this server may open"}, answers
 
 
@@ -77,7 +102,9 @@ def test_system_folders_are_refused_even_when_allowed():
 def test_non_regular_files_are_refused_at_once(area):
     allowed, _ = area
     folders = ServerFolders.of([allowed])
-    assert refusal(folders, str(allowed / "pipe")) == f"{allowed / 'pipe'} is not a regular file"  # opening it would hang
+    assert (
+        refusal(folders, str(allowed / "pipe")) == f"{allowed / 'pipe'} is not a regular file"
+    )  # opening it would hang
     os.mkfifo(allowed / "letters" / "extra")
     assert "holds extra, which is not a regular file" in refusal(folders, str(allowed / "letters"))
 
@@ -153,6 +180,8 @@ def test_the_app_gives_one_answer_outside_and_opens_inside(area, monkeypatch):
         at = open_page("attention", f"path:{raw}", timeout=30)
         assert not at.exception, at.exception
         answers.append([e.replace(raw, "RAW") for e in sidebar_errors(at)])
-    assert all(a == ["Could not load this model: RAW is not inside the folders this server may open"] for a in answers), answers
+    assert all(
+        a == ["Could not load this model: RAW is not inside the folders this server may open"] for a in answers
+    ), answers
     at = open_page("attention", f"path:{allowed / 'letters'}", text="cafe", timeout=30)
     assert not at.exception and not sidebar_errors(at) and at.get("plotly_chart")

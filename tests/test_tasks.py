@@ -11,8 +11,17 @@ import pytest
 
 from model.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
 from model.tasks import (
-    TASKS, Example, NounPhrase, Task, dataset, get_task, held_out, render_date, render_phrase,
-    render_sentence, tokens,
+    TASKS,
+    Example,
+    NounPhrase,
+    Task,
+    dataset,
+    get_task,
+    held_out,
+    render_date,
+    render_phrase,
+    render_sentence,
+    tokens,
 )
 
 NAMES = ["copy", "reverse", "translate", "dates"]
@@ -31,8 +40,12 @@ def samples() -> dict[str, list[Example]]:
 def test_registry_has_the_four_tasks_with_their_token_levels():
     assert sorted(TASKS) == sorted(NAMES)
     levels = {n: (t.source_level, t.target_level) for n, t in TASKS.items()}
-    assert levels == {"copy": ("char", "char"), "reverse": ("char", "char"),
-                      "translate": ("word", "word"), "dates": ("char", "char")}
+    assert levels == {
+        "copy": ("char", "char"),
+        "reverse": ("char", "char"),
+        "translate": ("word", "word"),
+        "dates": ("char", "char"),
+    }
     for name, task in TASKS.items():
         assert task.name == name and task.description.strip()
         assert 4 <= len(task.examples()) <= 6
@@ -127,22 +140,25 @@ def test_translate_never_needs_elision():
     assert [w for w in words if w[0] in "aeiouhéèêâîôœ"] == []
 
 
-@pytest.mark.parametrize("det, adj, noun, plural, english, french", [
-    ("the", "red", "car", False, "the red car", "la voiture rouge"),
-    ("the", "red", "car", True, "the red cars", "les voitures rouges"),
-    ("a", "small", "dog", False, "a small dog", "un petit chien"),
-    ("a", "small", "dog", True, "some small dogs", "de petits chiens"),
-    ("a", "green", "apple", True, "some green apples", "des pommes vertes"),
-    ("a", "old", "house", False, "an old house", "une vieille maison"),
-    ("a", None, "apple", False, "an apple", "une pomme"),
-    ("this", "white", "horse", False, "this white horse", "ce cheval blanc"),
-    ("this", "white", "horse", True, "these white horses", "ces chevaux blancs"),
-    ("my", "beautiful", "boat", True, "my beautiful boats", "mes beaux bateaux"),
-    ("her", "new", "hat", False, "her new hat", "son nouveau chapeau"),
-    ("his", "small", "girl", True, "his small girls", "ses petites filles"),
-    ("your", "happy", "cow", False, "your happy cow", "ta vache heureuse"),
-    ("our", None, "knife", True, "our knives", "nos couteaux"),
-])
+@pytest.mark.parametrize(
+    "det, adj, noun, plural, english, french",
+    [
+        ("the", "red", "car", False, "the red car", "la voiture rouge"),
+        ("the", "red", "car", True, "the red cars", "les voitures rouges"),
+        ("a", "small", "dog", False, "a small dog", "un petit chien"),
+        ("a", "small", "dog", True, "some small dogs", "de petits chiens"),
+        ("a", "green", "apple", True, "some green apples", "des pommes vertes"),
+        ("a", "old", "house", False, "an old house", "une vieille maison"),
+        ("a", None, "apple", False, "an apple", "une pomme"),
+        ("this", "white", "horse", False, "this white horse", "ce cheval blanc"),
+        ("this", "white", "horse", True, "these white horses", "ces chevaux blancs"),
+        ("my", "beautiful", "boat", True, "my beautiful boats", "mes beaux bateaux"),
+        ("her", "new", "hat", False, "her new hat", "son nouveau chapeau"),
+        ("his", "small", "girl", True, "his small girls", "ses petites filles"),
+        ("your", "happy", "cow", False, "your happy cow", "ta vache heureuse"),
+        ("our", None, "knife", True, "our knives", "nos couteaux"),
+    ],
+)
 def test_translate_noun_phrases_by_hand(det, adj, noun, plural, english, french):
     ex = render_phrase(det, adj, noun, plural)
     assert (ex.source, ex.target) == (english, french)
@@ -157,19 +173,36 @@ def test_translate_alignment_crosses_only_for_post_nominal_adjectives():
 def test_translate_sentences_by_hand():
     np = NounPhrase
     cases = [
-        (render_sentence(np("the", "car", False, "red"), "sees", np("a", "dog", False, "small")),
-         "the red car sees a small dog", "la voiture rouge voit un petit chien",
-         ((0, 0), (1, 2), (2, 1), (3, 3), (4, 4), (5, 5), (6, 6))),
-        (render_sentence(np("my", "cat", True, "old"), "eats", np("the", "apple", True, "green")),
-         "my old cats eat the green apples", "mes vieux chats mangent les pommes vertes",
-         ((0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 6), (6, 5))),
-        (render_sentence([np("the", "cat"), np("the", "dog")], "eats", np("a", "cake")),
-         "the cat and the dog eat a cake", "le chat et le chien mangent un gâteau", None),
-        (render_sentence(np("the", "girl"), "finds", np("the", "key"), "under", np("the", "table")),
-         "the girl finds the key under the table", "la fille trouve la clé sous la table", None),
-        (render_sentence(np("this", "mouse"), "bites", [np("a", "wolf", True), np("their", "pig")]),
-         "this mouse bites some wolves and their pig", "cette souris mord des loups et leur cochon",
-         None),
+        (
+            render_sentence(np("the", "car", False, "red"), "sees", np("a", "dog", False, "small")),
+            "the red car sees a small dog",
+            "la voiture rouge voit un petit chien",
+            ((0, 0), (1, 2), (2, 1), (3, 3), (4, 4), (5, 5), (6, 6)),
+        ),
+        (
+            render_sentence(np("my", "cat", True, "old"), "eats", np("the", "apple", True, "green")),
+            "my old cats eat the green apples",
+            "mes vieux chats mangent les pommes vertes",
+            ((0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 6), (6, 5)),
+        ),
+        (
+            render_sentence([np("the", "cat"), np("the", "dog")], "eats", np("a", "cake")),
+            "the cat and the dog eat a cake",
+            "le chat et le chien mangent un gâteau",
+            None,
+        ),
+        (
+            render_sentence(np("the", "girl"), "finds", np("the", "key"), "under", np("the", "table")),
+            "the girl finds the key under the table",
+            "la fille trouve la clé sous la table",
+            None,
+        ),
+        (
+            render_sentence(np("this", "mouse"), "bites", [np("a", "wolf", True), np("their", "pig")]),
+            "this mouse bites some wolves and their pig",
+            "cette souris mord des loups et leur cochon",
+            None,
+        ),
     ]
     for ex, english, french, alignment in cases:
         assert (ex.source, ex.target) == (english, french)
@@ -348,8 +381,20 @@ def test_dates_alignment_points_at_the_characters_each_digit_comes_from(samples)
 def test_dates_alignment_by_hand():
     ex = render_date(datetime.date(2026, 11, 5), "{D} of {M} {Y}", short_month=True, weekday="full")
     assert ex.source == "thursday 5th of nov 2026" and ex.target == "2026-11-05"
-    assert ex.alignment == ((20, 0), (21, 1), (22, 2), (23, 3), (16, 5), (17, 5), (18, 5),
-                            (16, 6), (17, 6), (18, 6), (9, 8), (9, 9))
+    assert ex.alignment == (
+        (20, 0),
+        (21, 1),
+        (22, 2),
+        (23, 3),
+        (16, 5),
+        (17, 5),
+        (18, 5),
+        (16, 6),
+        (17, 6),
+        (18, 6),
+        (9, 8),
+        (9, 9),
+    )
     ex = render_date(datetime.date(1999, 3, 5), "{dd}/{mm}/{Y}")
     assert (ex.source, ex.target) == ("05/03/1999", "1999-03-05")
     assert ex.alignment == ((6, 0), (7, 1), (8, 2), (9, 3), (3, 5), (4, 6), (0, 8), (1, 9))

@@ -15,8 +15,15 @@ def reference_from(model) -> nn.Transformer:
     """nn.Transformer carrying our model's weights (fused in_proj = cat(W_q, W_k, W_v))."""
     c = model.config
     ref = nn.Transformer(
-        c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=0.0,
-        batch_first=True, norm_first=c.norm_first, layer_norm_eps=c.layer_norm_eps,
+        c.d_model,
+        c.n_heads,
+        c.n_encoder_layers,
+        c.n_decoder_layers,
+        c.d_ff,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=c.norm_first,
+        layer_norm_eps=c.layer_norm_eps,
     ).eval()
 
     def mha(dst, src):
@@ -46,8 +53,17 @@ def reference_from(model) -> nn.Transformer:
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_matches_torch_nn_transformer_with_the_same_weights(norm_first):
     config = TransformerConfig(
-        src_vocab_size=40, tgt_vocab_size=30, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-        n_decoder_layers=3, dropout=0.0, norm_first=norm_first, final_norm=True, max_len=64,
+        src_vocab_size=40,
+        tgt_vocab_size=30,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        dropout=0.0,
+        norm_first=norm_first,
+        final_norm=True,
+        max_len=64,
     )
     model = build_model(config, seed=1)
     with torch.no_grad():  # non-trivial norms so that a swapped norm would show
@@ -80,8 +96,12 @@ def test_attention_function_masks_and_normalises():
 
 def test_subsequent_mask_is_lower_triangular():
     m = subsequent_mask(4)
-    assert m.tolist() == [[True, False, False, False], [True, True, False, False],
-                          [True, True, True, False], [True, True, True, True]]
+    assert m.tolist() == [
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, True, False],
+        [True, True, True, True],
+    ]
 
 
 def test_recorded_weights_are_row_stochastic_causal_and_ignore_padding(tiny):
@@ -142,14 +162,20 @@ def test_encode_and_decode_compose_to_forward(tiny):
 
 def test_config_variants_build_and_validate():
     for overrides in (
-        dict(positional="learned"), dict(norm="std"), dict(activation="gelu"), dict(pe_layout="half"),
+        dict(positional="learned"),
+        dict(norm="std"),
+        dict(activation="gelu"),
+        dict(pe_layout="half"),
         dict(share_embeddings=True, tie_generator=True, generator_bias=False),
     ):
         m = build_model(TransformerConfig.preset("tiny", src_vocab_size=20, tgt_vocab_size=20, **overrides))
         out = m(torch.randint(0, 20, (1, 4)), torch.randint(0, 20, (1, 3)))
         assert out.shape == (1, 3, 20)
-    tied = build_model(TransformerConfig.preset("tiny", src_vocab_size=20, tgt_vocab_size=20,
-                                                share_embeddings=True, tie_generator=True))
+    tied = build_model(
+        TransformerConfig.preset(
+            "tiny", src_vocab_size=20, tgt_vocab_size=20, share_embeddings=True, tie_generator=True
+        )
+    )
     assert tied.generator.weight is tied.tgt_embed.weight is tied.src_embed.weight
     with pytest.raises(ValueError, match="divisible"):
         TransformerConfig(10, 10, d_model=30, n_heads=4)

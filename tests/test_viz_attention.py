@@ -81,9 +81,11 @@ def test_figures_go_out_as_typed_arrays_without_per_cell_strings(build):
     n = 48
     toks = [f"tok{i}" for i in range(n)]
     w = softmax_rows((2, 3, n, n)).astype(np.float64)
-    fig = {"heatmap": lambda: figs.attention_heatmap(w[0, 0], toks, toks, mask=figs.causal_mask(n, n)),
-           "grid": lambda: figs.head_grid(w[0], toks, toks),
-           "overview": lambda: figs.layer_head_overview(w)}[build]()
+    fig = {
+        "heatmap": lambda: figs.attention_heatmap(w[0, 0], toks, toks, mask=figs.causal_mask(n, n)),
+        "grid": lambda: figs.head_grid(w[0], toks, toks),
+        "overview": lambda: figs.layer_head_overview(w),
+    }[build]()
     spec = json.loads(fig.to_json())
     spec["data"] = [t for t in spec["data"] if t["type"] == "heatmap"]  # not the legend's marker for masked cells
     for trace in spec["data"]:
@@ -116,7 +118,10 @@ def test_cells_are_square_and_the_height_follows_the_rows():
     long = figs.attention_heatmap(softmax_rows((n, n)), toks, toks)
     assert long.layout.height <= figs.MAX_HEIGHT and short.layout.height <= figs.MAX_HEIGHT
     assert long.layout.xaxis.tickfont.size == short.layout.xaxis.tickfont.size >= 14  # never smaller
-    assert 1 < len(long.layout.xaxis.tickvals) < n and list(long.layout.xaxis.tickvals)[:2] == [0, long.layout.xaxis.tickvals[1]]
+    assert 1 < len(long.layout.xaxis.tickvals) < n and list(long.layout.xaxis.tickvals)[:2] == [
+        0,
+        long.layout.xaxis.tickvals[1],
+    ]
     geo = figs.heatmap_geometry(toks, toks)
     assert geo.cell * geo.y.step >= 20 and geo.cell * geo.x.step >= 20  # labels at least 20 px apart
     assert long.layout.xaxis.tickfont.color == "#222222"  # dark: 15.9:1 on white
@@ -137,7 +142,10 @@ def test_gold_alignment_and_masked_cells_are_in_the_legend():
     fig = figs.attention_heatmap(w, ["<s>", "x", "y"], list("abc") + ["</s>"], gold=[(0, 1), (2, 0), (9, 9)])
     gold = [t for t in fig.data if t.type == "scatter"]
     assert len(gold) == 1 and "gold" in gold[0].name and fig.layout.showlegend
-    assert list(gold[0].x) == ["0: a", "2: c"] and list(gold[0].y) == ["1: x", "0: &lt;s&gt;"]  # (src, tgt) pairs in range
+    assert list(gold[0].x) == ["0: a", "2: c"] and list(gold[0].y) == [
+        "1: x",
+        "0: &lt;s&gt;",
+    ]  # (src, tgt) pairs in range
     masked = figs.attention_heatmap(softmax_rows((3, 3)), list("abc"), list("abc"), mask=figs.causal_mask(3, 3))
     assert [t.name for t in masked.data if t.type == "scatter"] == ["masked (weight 0, not attended)"]
     assert figs.attention_heatmap(w, list("abc"), list("abcd")).layout.showlegend is False

@@ -15,7 +15,10 @@ def test_pe_matrix_shows_the_table():
 def test_sinusoid_curves_name_their_wavelengths():
     pe, lam = pea.pe_table(50, 16), pea.pe_wavelengths(16)
     fig = positional_figs.sinusoid_curves(pe, [0, 3], lam)
-    assert [t.name for t in fig.data] == [f"dim 0 (sin), wavelength {lam[0]:,.1f}", f"dim 3 (cos), wavelength {lam[3]:,.1f}"]
+    assert [t.name for t in fig.data] == [
+        f"dim 0 (sin), wavelength {lam[0]:,.1f}",
+        f"dim 3 (cos), wavelength {lam[3]:,.1f}",
+    ]
     np.testing.assert_allclose(fig.data[1].y, pe[:, 3])
     with pytest.raises(ValueError, match="dimension 16"):
         positional_figs.sinusoid_curves(pe, [16], lam)

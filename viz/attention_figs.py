@@ -56,8 +56,14 @@ def _z(weights: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return np.where(mask, np.float32(np.nan), z) if mask is not None else z
 
 
-def _heatmap_trace(weights: np.ndarray, q_labels: Sequence[str] | None, k_labels: Sequence[str] | None, mask,
-                   coloraxis: str = "coloraxis", what: str = "") -> go.Heatmap:
+def _heatmap_trace(
+    weights: np.ndarray,
+    q_labels: Sequence[str] | None,
+    k_labels: Sequence[str] | None,
+    mask,
+    coloraxis: str = "coloraxis",
+    what: str = "",
+) -> go.Heatmap:
     """One heatmap on categorical axes: x = key labels, y = query labels, both "i: token" (None: positions).
 
     Hover reads the labels from the axes and the weight from z, through one hovertemplate: nothing is
@@ -65,16 +71,24 @@ def _heatmap_trace(weights: np.ndarray, q_labels: Sequence[str] | None, k_labels
     are NaN: not drawn (the grey plot background shows) and without hover.
     """
     return go.Heatmap(
-        z=_z(weights, mask), x=None if k_labels is None else list(k_labels), y=None if q_labels is None else list(q_labels),
-        coloraxis=coloraxis, hoverongaps=False,
+        z=_z(weights, mask),
+        x=None if k_labels is None else list(k_labels),
+        y=None if q_labels is None else list(q_labels),
+        coloraxis=coloraxis,
+        hoverongaps=False,
         hovertemplate=f"{what}query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
     )
 
 
 def _coloraxis(showscale: bool = True) -> dict:
     """The one colour axis every heatmap of a figure shares: weights 0..1 on COLORSCALE."""
-    return dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, showscale=showscale,
-                colorbar=dict(title=dict(text="weight"), thickness=14, tickfont=dict(size=TICK_PX, color=TICK_COLOR)))
+    return dict(
+        colorscale=COLORSCALE,
+        cmin=0.0,
+        cmax=1.0,
+        showscale=showscale,
+        colorbar=dict(title=dict(text="weight"), thickness=14, tickfont=dict(size=TICK_PX, color=TICK_COLOR)),
+    )
 
 
 # -- geometry: square cells, height from the rows, everything inside a projector's screen -------------------
@@ -95,8 +109,14 @@ class Geometry:
     ratio: float = 1.0  # cell width / height: up to 1.6 where that lets every x label show side by side
 
 
-def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max_height: int = MAX_HEIGHT,
-                     max_width: int = MAX_WIDTH, extra_height: int = 0, tick_px: int = TICK_PX) -> Geometry:
+def heatmap_geometry(
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    max_height: int = MAX_HEIGHT,
+    max_width: int = MAX_WIDTH,
+    extra_height: int = 0,
+    tick_px: int = TICK_PX,
+) -> Geometry:
     """Square cells as large as fit (at most MAX_CELL, more in a wider box); the height follows the number of rows.
 
     The figure is at most max_height + extra_height tall (extra: a legend row) and its plot at most max_width
@@ -111,7 +131,9 @@ def heatmap_geometry(query_tokens: Sequence[str], key_tokens: Sequence[str], max
         x = token_ticks(key_tokens, cell, size=tick_px)
         if x.angle == 0 or label_px > LABEL_ROW_PX:
             break
-        label_px = int(min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10))
+        label_px = int(
+            min(120, max(len(plain_token(key_tokens[i])) for i in x.vals) * CHAR_PX * tick_px / TICK_PX + 10)
+        )
     y = token_ticks(query_tokens, cell, horizontal=False, size=tick_px)
     ratio = 1.0
     if x.step > 1:  # labels dropped (wide ones like <unk>, </s>, <id 4>, or cells below the tick gap): widen the
@@ -139,34 +161,80 @@ def _square(fig: go.Figure, n: int = 1, ratio: float = 1.0) -> None:
         fig.layout[f"yaxis{suffix}"].update(constrain="domain", constraintoward="top")
 
 
-def _token_axes(fig: go.Figure, geo: Geometry, nq: int, nk: int, row=None, col=None, x_labels: bool = True,
-                y_labels: bool = True) -> None:
+def _token_axes(
+    fig: go.Figure, geo: Geometry, nq: int, nk: int, row=None, col=None, x_labels: bool = True, y_labels: bool = True
+) -> None:
     # Categorical axes (the traces' x and y are the "i: token" labels); numeric tick values are category positions.
     # Fixed ranges: exactly the cells (markers over them would otherwise pad the range with an empty border).
-    fig.update_xaxes(type="category", range=[-0.5, nk - 0.5], showticklabels=x_labels, side="bottom", showgrid=False, zeroline=False,
-                     automargin=True, title_font=dict(color=TEXT_COLOR), **geo.x.axis(), row=row, col=col)
-    fig.update_yaxes(type="category", range=[nq - 0.5, -0.5], showticklabels=y_labels, showgrid=False, zeroline=False,
-                     automargin=True, title_font=dict(color=TEXT_COLOR), **geo.y.axis(), row=row, col=col)
+    fig.update_xaxes(
+        type="category",
+        range=[-0.5, nk - 0.5],
+        showticklabels=x_labels,
+        side="bottom",
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+        title_font=dict(color=TEXT_COLOR),
+        **geo.x.axis(),
+        row=row,
+        col=col,
+    )
+    fig.update_yaxes(
+        type="category",
+        range=[nq - 0.5, -0.5],
+        showticklabels=y_labels,
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+        title_font=dict(color=TEXT_COLOR),
+        **geo.y.axis(),
+        row=row,
+        col=col,
+    )
 
 
-def _legend_marks(fig: go.Figure, mask: np.ndarray | None, gold: Sequence[tuple[int, int]] | None,
-                  q_labels: Sequence[str], k_labels: Sequence[str], cell: float) -> None:
+def _legend_marks(
+    fig: go.Figure,
+    mask: np.ndarray | None,
+    gold: Sequence[tuple[int, int]] | None,
+    q_labels: Sequence[str],
+    k_labels: Sequence[str],
+    cell: float,
+) -> None:
     """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers."""
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
-        fig.add_trace(go.Scatter(x=[k_labels[c]], y=[q_labels[r]], mode="markers", name="masked (weight 0, not attended)",
-                                 marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(width=0)),
-                                 hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=[k_labels[c]],
+                y=[q_labels[r]],
+                mode="markers",
+                name="masked (weight 0, not attended)",
+                marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(width=0)),
+                hoverinfo="skip",
+            )
+        )
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
-        fig.add_trace(go.Scatter(
-            x=[k_labels[s] for s, _ in pairs], y=[q_labels[t] for _, t in pairs], mode="markers",
-            name="gold alignment (where the output token comes from)",
-            marker=dict(symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)),
-            hovertemplate="gold: query %{y}<br>comes from key %{x}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[k_labels[s] for s, _ in pairs],
+                y=[q_labels[t] for _, t in pairs],
+                mode="markers",
+                name="gold alignment (where the output token comes from)",
+                marker=dict(
+                    symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)
+                ),
+                hovertemplate="gold: query %{y}<br>comes from key %{x}<extra></extra>",
+            )
+        )
     if len(fig.data) > 1:
-        fig.update_layout(showlegend=True, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left",
-                                                       font=dict(size=TICK_PX, color=TEXT_COLOR)))
+        fig.update_layout(
+            showlegend=True,
+            legend=dict(
+                orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left", font=dict(size=TICK_PX, color=TEXT_COLOR)
+            ),
+        )
 
 
 def attention_heatmap(
@@ -192,16 +260,23 @@ def attention_heatmap(
         raise ValueError(f"mask shape {mask.shape} differs from weights shape {weights.shape}")
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
     legend = (mask is not None and bool(mask.any())) or bool(gold)
-    geo = heatmap_geometry(query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0,
-                           tick_px=tick_px)
+    geo = heatmap_geometry(
+        query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px
+    )
     fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
     _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
     _token_axes(fig, geo, len(query_tokens), len(key_tokens))
     _square(fig, ratio=geo.ratio)
     fig.update_xaxes(title_text=f"{key_label} tokens (attended to)")
     fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
-    fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=geo.height, plot_bgcolor=MASKED_COLOR,
-                      coloraxis=_coloraxis(), showlegend=legend, margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10))
+    fig.update_layout(
+        title=dict(text=title, font=dict(color=TEXT_COLOR)),
+        height=geo.height,
+        plot_bgcolor=MASKED_COLOR,
+        coloraxis=_coloraxis(),
+        showlegend=legend,
+        margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10),
+    )
     return readable(fig, tick_px)
 
 
@@ -224,7 +299,9 @@ def head_grid(
     _check(weights, query_tokens, key_tokens, 3)
     n_heads = weights.shape[0]
     gap = 34  # px between panels: room for a panel's title
-    ylabel_px = max(len(plain_token(t)) for t in query_tokens) * CHAR_PX * tick_px / TICK_PX + 30 if len(query_tokens) else 30
+    ylabel_px = (
+        max(len(plain_token(t)) for t in query_tokens) * CHAR_PX * tick_px / TICK_PX + 30 if len(query_tokens) else 30
+    )
     nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
     free_h = max_height - 14 - TITLE_PX - AXIS_TITLE_PX - LABEL_ROW_PX
 
@@ -237,24 +314,39 @@ def head_grid(
     rows = -(-n_heads // cols)
     panel_h = (free_h - gap * (rows - 1)) / rows  # 14 of max_height: the panels' titles
     panel_w = (max_width - ylabel_px - 12 * (cols - 1)) / cols
-    geo = heatmap_geometry(query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w),
-                           tick_px=tick_px)
+    geo = heatmap_geometry(
+        query_tokens, key_tokens, int(panel_h + TITLE_PX + AXIS_TITLE_PX + LABEL_ROW_PX), int(panel_w), tick_px=tick_px
+    )
     plot_h = rows * geo.cell * len(query_tokens) + gap * (rows - 1)
     height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h)) + 14
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
-                        shared_xaxes=True, shared_yaxes=True,
-                        horizontal_spacing=0.015, vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[f"head {h}" for h in range(n_heads)],
+        shared_xaxes=True,
+        shared_yaxes=True,
+        horizontal_spacing=0.015,
+        vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0,
+    )
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
-    fig.add_traces([_heatmap_trace(weights[h], q_labels, k_labels, mask, what=f"head {h}<br>") for h in range(n_heads)],
-                   rows=[h // cols + 1 for h in range(n_heads)], cols=[h % cols + 1 for h in range(n_heads)])
+    fig.add_traces(
+        [_heatmap_trace(weights[h], q_labels, k_labels, mask, what=f"head {h}<br>") for h in range(n_heads)],
+        rows=[h // cols + 1 for h in range(n_heads)],
+        cols=[h % cols + 1 for h in range(n_heads)],
+    )
     for r in range(1, rows + 1):
         for c in range(1, cols + 1):
             below = (r - 1) * cols + c + cols > n_heads  # no panel under this one: it carries the x labels
             _token_axes(fig, geo, len(query_tokens), len(key_tokens), row=r, col=c, x_labels=below, y_labels=c == 1)
     _square(fig, rows * cols, geo.ratio)
     fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
-    fig.update_layout(title=dict(text=title, font=dict(color=TEXT_COLOR)), height=height, plot_bgcolor=MASKED_COLOR,
-                      coloraxis=_coloraxis(), margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10))
+    fig.update_layout(
+        title=dict(text=title, font=dict(color=TEXT_COLOR)),
+        height=height,
+        plot_bgcolor=MASKED_COLOR,
+        coloraxis=_coloraxis(),
+        margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10),
+    )
     fig.update_annotations(font_size=tick_px)
     return readable(fig, tick_px)
 
@@ -262,7 +354,9 @@ def head_grid(
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
 
 
-def block_mean(weights: np.ndarray, mask: np.ndarray | None, max_cells: int = THUMBNAIL_CELLS) -> tuple[np.ndarray, int, int]:
+def block_mean(
+    weights: np.ndarray, mask: np.ndarray | None, max_cells: int = THUMBNAIL_CELLS
+) -> tuple[np.ndarray, int, int]:
     """(..., Tq, Tk) -> (..., ceil(Tq/a), ceil(Tk/b)) means over blocks of a x b cells, with a and b the smallest
     block sides that leave at most max_cells per axis (1 x 1 when the map is small: the weights unchanged).
 
@@ -293,23 +387,46 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
         raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
     L, H, Tq, Tk = weights.shape
     z, a, b = block_mean(weights, mask)
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.015, vertical_spacing=0.03,
-                        row_titles=[f"layer {i}" for i in range(L)], column_titles=[f"head {h}" for h in range(H)])
+    fig = make_subplots(
+        rows=L,
+        cols=H,
+        horizontal_spacing=0.015,
+        vertical_spacing=0.03,
+        row_titles=[f"layer {i}" for i in range(L)],
+        column_titles=[f"head {h}" for h in range(H)],
+    )
     if a == 1 and b == 1:
         what, where = "", "query %{y}<br>key %{x}<br>weight %{z:.3f}"
     else:  # numeric axes of block starts: the hover names the block
         what = f" (each cell: the mean of {a} × {b} positions)"
         where = f"queries %{{y}}–%{{y}}+{a - 1}<br>keys %{{x}}–%{{x}}+{b - 1}<br>mean weight %{{z:.3f}}"
     ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
-    fig.add_traces([go.Heatmap(z=z[layer, h], x=xs, y=ys, coloraxis="coloraxis", hoverongaps=False,
-                               hovertemplate=f"layer {layer}, head {h}<br>{where}<extra></extra>")
-                    for layer in range(L) for h in range(H)],
-                   rows=[layer + 1 for layer in range(L) for _ in range(H)], cols=[h + 1 for _ in range(L) for h in range(H)])
+    fig.add_traces(
+        [
+            go.Heatmap(
+                z=z[layer, h],
+                x=xs,
+                y=ys,
+                coloraxis="coloraxis",
+                hoverongaps=False,
+                hovertemplate=f"layer {layer}, head {h}<br>{where}<extra></extra>",
+            )
+            for layer in range(L)
+            for h in range(H)
+        ],
+        rows=[layer + 1 for layer in range(L) for _ in range(H)],
+        cols=[h + 1 for _ in range(L) for h in range(H)],
+    )
     title = f"{title}{what}" if title else what.strip(" ()")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_layout(title=title, height=max(300, 150 * L + 100), plot_bgcolor=MASKED_COLOR, coloraxis=_coloraxis(),
-                      margin=dict(l=10, r=40, t=80, b=10))
+    fig.update_layout(
+        title=title,
+        height=max(300, 150 * L + 100),
+        plot_bgcolor=MASKED_COLOR,
+        coloraxis=_coloraxis(),
+        margin=dict(l=10, r=40, t=80, b=10),
+    )
     return fig
 
 

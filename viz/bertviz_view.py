@@ -219,7 +219,9 @@ def _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens):
         if a.shape[1] != enc.shape[1]:
             raise ValueError(f"{name} has {a.shape[1]} heads but encoder_self has {enc.shape[1]}")
     if crs.shape[0] != dec.shape[0]:
-        raise ValueError(f"cross has {crs.shape[0]} layers but decoder_self has {dec.shape[0]} (both come from the decoder)")
+        raise ValueError(
+            f"cross has {crs.shape[0]} layers but decoder_self has {dec.shape[0]} (both come from the decoder)"
+        )
     return arrays, source, target
 
 
@@ -323,8 +325,9 @@ def _vis_id() -> str:
 
 def _filter_select(kind: str) -> str:
     """bertviz's "Attention:" menu, opened on the kind that is drawn first (stock bertviz always shows "Encoder")."""
-    options = "".join(f'<option value="{i}"{" selected" if name == kind else ""}>{name}</option>'
-                      for i, name in enumerate(KINDS))
+    options = "".join(
+        f'<option value="{i}"{" selected" if name == kind else ""}>{name}</option>' for i, name in enumerate(KINDS)
+    )
     return f'Attention: <select id="filter">{options}</select>'
 
 
@@ -364,7 +367,7 @@ _REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{.*?\}\s*\);", re.DOTALL)  #
 _PARAMS_MARKER = "__BERTVIZ_VIEW_PARAMS__"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _view_js(view: str, offline: bool) -> str:
     """bertviz's head_view.js / model_view.js; offline, without its require.config naming CDN paths."""
     js = _read(_package_dir("bertviz", "bertviz") / f"{view}_view.js", "bertviz")
@@ -378,7 +381,7 @@ def _view_js(view: str, offline: bool) -> str:
     return _script_safe(js)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _offline_libraries() -> tuple[str, str, str]:
     """The text of d3 v5 (mpld3's copy), jQuery (xstatic-jquery's copy) and the require shim."""
     d3 = _read(_package_dir("mpld3", "mpld3") / "js" / "d3.v5.min.js", "mpld3")

@@ -24,11 +24,21 @@ def _check_tokens(n: int, tokens: Sequence[str], what: str) -> None:
 
 
 def _vector_heatmap(z: np.ndarray, labels: Sequence[str], zmax: float, showscale: bool, axes: str = "") -> go.Heatmap:
-    return go.Heatmap(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), zmin=-zmax, zmax=zmax, zmid=0,
-                      colorscale=DIVERGING, showscale=showscale, xaxis="x" + axes, yaxis="y" + axes,
-                      customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], 1),
-                      hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>",
-                      colorbar=dict(thickness=12, len=0.8) if showscale else None)
+    return go.Heatmap(
+        z=z,
+        x=np.arange(z.shape[1]),
+        y=np.arange(z.shape[0]),
+        zmin=-zmax,
+        zmax=zmax,
+        zmid=0,
+        colorscale=DIVERGING,
+        showscale=showscale,
+        xaxis="x" + axes,
+        yaxis="y" + axes,
+        customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], 1),
+        hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>",
+        colorbar=dict(thickness=12, len=0.8) if showscale else None,
+    )
 
 
 def _zmax(*arrays: np.ndarray) -> float:
@@ -41,73 +51,140 @@ def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
     return dict(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=top, b=10), **extra)
 
 
-def _rows_figure(top: np.ndarray, top_labels: Sequence[str], bottom: np.ndarray, bottom_labels: Sequence[str],
-                 titles: tuple[str, str], title: str, shapes: Sequence[dict] = (), xtitle: str = "dimension i") -> go.Figure:
+def _rows_figure(
+    top: np.ndarray,
+    top_labels: Sequence[str],
+    bottom: np.ndarray,
+    bottom_labels: Sequence[str],
+    titles: tuple[str, str],
+    title: str,
+    shapes: Sequence[dict] = (),
+    xtitle: str = "dimension i",
+) -> go.Figure:
     """Two stacked vector heatmaps (top on axes x/y, bottom on x2/y2) sharing the dimension axis and one colour scale."""
     n_top, n_bottom = max(top.shape[0], 1), max(bottom.shape[0], 1)
     gap = 0.1
     split = (1 - gap) * n_bottom / (n_top + n_bottom)  # the bottom panel's share of the height
     zmax = _zmax(top, bottom)
-    y_axis = lambda labels, domain, anchor: dict(tickmode="array", tickvals=list(range(len(labels))),  # noqa: E731
-                                                 ticktext=list(labels), autorange="reversed", domain=domain, anchor=anchor)
-    layout = _layout(
-        title, int(min(900, 190 + 26 * (n_top + n_bottom))), top=80, shapes=list(shapes),
-        xaxis=dict(anchor="y", matches="x2", showticklabels=False), yaxis=y_axis(top_labels, [split + gap, 1], "x"),
-        xaxis2=dict(anchor="y2", title=dict(text=xtitle)), yaxis2=y_axis(bottom_labels, [0, split], "x2"),
-        annotations=[dict(text=t, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-                          showarrow=False) for t, y in ((titles[0], 1.0), (titles[1], split))],
+    y_axis = lambda labels, domain, anchor: dict(  # noqa: E731
+        tickmode="array",
+        tickvals=list(range(len(labels))),
+        ticktext=list(labels),
+        autorange="reversed",
+        domain=domain,
+        anchor=anchor,
     )
-    return go.Figure([_vector_heatmap(top, top_labels, zmax, True), _vector_heatmap(bottom, bottom_labels, zmax, False, "2")],
-                     layout)
+    layout = _layout(
+        title,
+        int(min(900, 190 + 26 * (n_top + n_bottom))),
+        top=80,
+        shapes=list(shapes),
+        xaxis=dict(anchor="y", matches="x2", showticklabels=False),
+        yaxis=y_axis(top_labels, [split + gap, 1], "x"),
+        xaxis2=dict(anchor="y2", title=dict(text=xtitle)),
+        yaxis2=y_axis(bottom_labels, [0, split], "x2"),
+        annotations=[
+            dict(text=t, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False)
+            for t, y in ((titles[0], 1.0), (titles[1], split))
+        ],
+    )
+    return go.Figure(
+        [_vector_heatmap(top, top_labels, zmax, True), _vector_heatmap(bottom, bottom_labels, zmax, False, "2")], layout
+    )
 
 
-def query_keys(query: np.ndarray, keys: np.ndarray, query_token: str, key_tokens: Sequence[str], title: str = "") -> go.Figure:
+def query_keys(
+    query: np.ndarray, keys: np.ndarray, query_token: str, key_tokens: Sequence[str], title: str = ""
+) -> go.Figure:
     """The query vector q (d_k,) above every key vector k_j (Tk, d_k): rows are vectors, columns dimensions."""
     if query.ndim != 1 or keys.ndim != 2 or keys.shape[1] != query.shape[0]:
         raise ValueError(f"query (d_k,) and keys (Tk, d_k) expected, got {query.shape} and {keys.shape}")
     _check_tokens(keys.shape[0], key_tokens, "key vectors")
-    return _rows_figure(query[None, :], [f"q: {display_token(query_token)}"], keys, indexed(key_tokens),
-                        ("query q", "keys k_j"), title or "Query and key vectors")
+    return _rows_figure(
+        query[None, :],
+        [f"q: {display_token(query_token)}"],
+        keys,
+        indexed(key_tokens),
+        ("query q", "keys k_j"),
+        title or "Query and key vectors",
+    )
 
 
-def values_and_output(values: np.ndarray, weights: np.ndarray, output: np.ndarray, key_tokens: Sequence[str],
-                      title: str = "") -> go.Figure:
+def values_and_output(
+    values: np.ndarray, weights: np.ndarray, output: np.ndarray, key_tokens: Sequence[str], title: str = ""
+) -> go.Figure:
     """Every value vector v_j (Tk, d_k), labelled with its weight, above the weighted sum sum_j a_j v_j (d_k,)."""
     if values.ndim != 2 or weights.shape != (values.shape[0],) or output.shape != (values.shape[1],):
-        raise ValueError(f"values (Tk, d_k), weights (Tk,), output (d_k,) expected; got {values.shape}, "
-                         f"{weights.shape}, {output.shape}")
+        raise ValueError(
+            f"values (Tk, d_k), weights (Tk,), output (d_k,) expected; got {values.shape}, "
+            f"{weights.shape}, {output.shape}"
+        )
     _check_tokens(values.shape[0], key_tokens, "value vectors")
     labels = [f"{label} · a={w:.2f}" for label, w in zip(indexed(key_tokens), weights)]
-    return _rows_figure(values, labels, output[None, :], ["Σ a_j v_j"], ("values v_j (with their weights a_j)",
-                        "this head's output"), title or "Values and their weighted sum")
+    return _rows_figure(
+        values,
+        labels,
+        output[None, :],
+        ["Σ a_j v_j"],
+        ("values v_j (with their weights a_j)", "this head's output"),
+        title or "Values and their weighted sum",
+    )
 
 
 def _key_axis(key_tokens: Sequence[str]) -> dict:
     n = len(key_tokens)
-    return dict(tickmode="array", tickvals=list(range(n)), ticktext=indexed(key_tokens), tickangle=-45 if n > 10 else 0,
-                title=dict(text="key"))
+    return dict(
+        tickmode="array",
+        tickvals=list(range(n)),
+        ticktext=indexed(key_tokens),
+        tickangle=-45 if n > 10 else 0,
+        title=dict(text="key"),
+    )
 
 
 _LEGEND = dict(orientation="h", y=1.02, yanchor="bottom")
 
 
-def scores(raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_tokens: Sequence[str],
-           title: str = "") -> go.Figure:
+def scores(
+    raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_tokens: Sequence[str], title: str = ""
+) -> go.Figure:
     """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them.
 
     Keys the mask hides are grey and marked −∞."""
-    shown = [("q·k_j (raw)", raw, RAW_COLOR)] + ([] if scaled is None else [("q·k_j / √d_k (scaled)", scaled, SCALED_COLOR)])
+    shown = [("q·k_j (raw)", raw, RAW_COLOR)] + (
+        [] if scaled is None else [("q·k_j / √d_k (scaled)", scaled, SCALED_COLOR)]
+    )
     for name, values, _ in shown:
         if values.shape != (len(key_tokens),) or allowed.shape != values.shape:
-            raise ValueError(f"{name}: {values.shape} scores and {allowed.shape} mask entries for {len(key_tokens)} key tokens")
+            raise ValueError(
+                f"{name}: {values.shape} scores and {allowed.shape} mask entries for {len(key_tokens)} key tokens"
+            )
     x = np.arange(len(key_tokens))
     text = np.where(allowed, "", "masked → −∞")
-    traces = [go.Bar(x=x, y=values, name=name, marker_color=np.where(allowed, color, MASKED_COLOR).tolist(),
-                     text=text if i == len(shown) - 1 else None, textposition="outside",
-                     hovertemplate="key %{x}<br>score %{y:.4f}<extra></extra>")
-              for i, (name, values, color) in enumerate(shown)]
-    return go.Figure(traces, _layout(title or "Scores", 340, barmode="group", showlegend=True, legend=_LEGEND,
-                                     xaxis=_key_axis(key_tokens), yaxis=dict(title=dict(text="score"))))
+    traces = [
+        go.Bar(
+            x=x,
+            y=values,
+            name=name,
+            marker_color=np.where(allowed, color, MASKED_COLOR).tolist(),
+            text=text if i == len(shown) - 1 else None,
+            textposition="outside",
+            hovertemplate="key %{x}<br>score %{y:.4f}<extra></extra>",
+        )
+        for i, (name, values, color) in enumerate(shown)
+    ]
+    return go.Figure(
+        traces,
+        _layout(
+            title or "Scores",
+            340,
+            barmode="group",
+            showlegend=True,
+            legend=_LEGEND,
+            xaxis=_key_axis(key_tokens),
+            yaxis=dict(title=dict(text="score")),
+        ),
+    )
 
 
 def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") -> go.Figure:
@@ -115,26 +192,72 @@ def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") ->
     _check_tokens(allowed.shape[0], key_tokens, "mask entries")
     z = np.where(allowed, 0.0, np.nan)[None, :]
     text = np.where(allowed, "0", "−∞")[None, :]
-    trace = go.Heatmap(z=z, x=np.arange(z.shape[1]), y=[0], text=text, texttemplate="%{text}", zmin=-1, zmax=1,
-                       colorscale=[[0, "#ffffff"], [1, "#ffffff"]], showscale=False, hoverongaps=False,
-                       hovertemplate="key %{x}: %{text}<extra></extra>", xgap=2)
-    return go.Figure(trace, _layout(title or "Mask", 190, top=50, plot_bgcolor=MASKED_COLOR, xaxis=_key_axis(key_tokens),
-                                    yaxis=dict(showticklabels=False)))
+    trace = go.Heatmap(
+        z=z,
+        x=np.arange(z.shape[1]),
+        y=[0],
+        text=text,
+        texttemplate="%{text}",
+        zmin=-1,
+        zmax=1,
+        colorscale=[[0, "#ffffff"], [1, "#ffffff"]],
+        showscale=False,
+        hoverongaps=False,
+        hovertemplate="key %{x}: %{text}<extra></extra>",
+        xgap=2,
+    )
+    return go.Figure(
+        trace,
+        _layout(
+            title or "Mask",
+            190,
+            top=50,
+            plot_bgcolor=MASKED_COLOR,
+            xaxis=_key_axis(key_tokens),
+            yaxis=dict(showticklabels=False),
+        ),
+    )
 
 
-def weights_row(weights: np.ndarray, key_tokens: Sequence[str], unscaled: np.ndarray | None = None, title: str = "") -> go.Figure:
+def weights_row(
+    weights: np.ndarray, key_tokens: Sequence[str], unscaled: np.ndarray | None = None, title: str = ""
+) -> go.Figure:
     """The softmax weights a_j of one query (Tk,); with `unscaled`, also softmax without 1/sqrt(d_k) beside them."""
     _check_tokens(weights.shape[0], key_tokens, "weights")
     x = np.arange(len(key_tokens))
-    traces = [go.Bar(x=x, y=weights, name="softmax(q·k_j / √d_k)", marker_color=SCALED_COLOR,
-                     hovertemplate="key %{x}<br>weight %{y:.4f}<extra></extra>")]
+    traces = [
+        go.Bar(
+            x=x,
+            y=weights,
+            name="softmax(q·k_j / √d_k)",
+            marker_color=SCALED_COLOR,
+            hovertemplate="key %{x}<br>weight %{y:.4f}<extra></extra>",
+        )
+    ]
     if unscaled is not None:
         if unscaled.shape != weights.shape:
             raise ValueError(f"unscaled weights {unscaled.shape} differ from weights {weights.shape}")
-        traces.append(go.Bar(x=x, y=unscaled, name="without 1/√d_k", marker_color=RAW_COLOR,
-                             hovertemplate="key %{x}<br>weight without the scale %{y:.4f}<extra></extra>"))
-    return go.Figure(traces, _layout(title or "Attention weights", 340, barmode="group", showlegend=True, legend=_LEGEND,
-                                     xaxis=_key_axis(key_tokens), yaxis=dict(title=dict(text="weight"), range=[0, 1.05])))
+        traces.append(
+            go.Bar(
+                x=x,
+                y=unscaled,
+                name="without 1/√d_k",
+                marker_color=RAW_COLOR,
+                hovertemplate="key %{x}<br>weight without the scale %{y:.4f}<extra></extra>",
+            )
+        )
+    return go.Figure(
+        traces,
+        _layout(
+            title or "Attention weights",
+            340,
+            barmode="group",
+            showlegend=True,
+            legend=_LEGEND,
+            xaxis=_key_axis(key_tokens),
+            yaxis=dict(title=dict(text="weight"), range=[0, 1.05]),
+        ),
+    )
 
 
 def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
@@ -142,25 +265,60 @@ def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
     if values.ndim != 1:
         raise ValueError(f"products must be (d_k,), got {values.shape}")
     colors = np.where(values >= 0, "#d62728", "#1f77b4").tolist()
-    trace = go.Bar(x=np.arange(values.shape[0]), y=values, marker_color=colors,
-                   hovertemplate="dimension %{x}<br>q_i·k_i %{y:.4f}<extra></extra>")
-    return go.Figure(trace, _layout(title or f"q_i · k_i for key {key_label}: they sum to {values.sum():.3f}", 320, top=60,
-                                    xaxis=dict(title=dict(text="dimension i")), yaxis=dict(title=dict(text="q_i · k_i"))))
+    trace = go.Bar(
+        x=np.arange(values.shape[0]),
+        y=values,
+        marker_color=colors,
+        hovertemplate="dimension %{x}<br>q_i·k_i %{y:.4f}<extra></extra>",
+    )
+    return go.Figure(
+        trace,
+        _layout(
+            title or f"q_i · k_i for key {key_label}: they sum to {values.sum():.3f}",
+            320,
+            top=60,
+            xaxis=dict(title=dict(text="dimension i")),
+            yaxis=dict(title=dict(text="q_i · k_i")),
+        ),
+    )
 
 
-def concat_and_output(concat: np.ndarray, output: np.ndarray, n_heads: int, head: int | None = None, title: str = "") -> go.Figure:
+def concat_and_output(
+    concat: np.ndarray, output: np.ndarray, n_heads: int, head: int | None = None, title: str = ""
+) -> go.Figure:
     """The heads' outputs side by side (D,), head boundaries marked, above the projected output row (D,)."""
     if concat.ndim != 1 or output.shape != concat.shape or concat.shape[0] % n_heads:
-        raise ValueError(f"concat and output must be (D,) with D divisible by {n_heads}; got {concat.shape}, {output.shape}")
+        raise ValueError(
+            f"concat and output must be (D,) with D divisible by {n_heads}; got {concat.shape}, {output.shape}"
+        )
     dk = concat.shape[0] // n_heads
-    edge = lambda x: dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain", line=dict(width=1, color="#333333"))  # noqa: E731
+    edge = lambda x: dict(  # noqa: E731
+        type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain", line=dict(width=1, color="#333333")
+    )
     shapes = [edge(h * dk - 0.5) for h in range(1, n_heads)]
     if head is not None:
-        shapes.append(dict(type="rect", x0=head * dk - 0.5, x1=(head + 1) * dk - 0.5, xref="x", y0=0, y1=1, yref="y domain",
-                           line=dict(width=2, color="#2ca02c")))
-    fig = _rows_figure(concat[None, :], ["Concat(head_1..head_h)"], output[None, :], ["· W^O + b^O"],
-                       ("heads side by side", "the layer's attention output"), title or "Concatenation and W^O", shapes,
-                       xtitle="dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)")
+        shapes.append(
+            dict(
+                type="rect",
+                x0=head * dk - 0.5,
+                x1=(head + 1) * dk - 0.5,
+                xref="x",
+                y0=0,
+                y1=1,
+                yref="y domain",
+                line=dict(width=2, color="#2ca02c"),
+            )
+        )
+    fig = _rows_figure(
+        concat[None, :],
+        ["Concat(head_1..head_h)"],
+        output[None, :],
+        ["· W^O + b^O"],
+        ("heads side by side", "the layer's attention output"),
+        title or "Concatenation and W^O",
+        shapes,
+        xtitle="dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)",
+    )
     fig.layout.height = 300
     return fig
 
@@ -170,10 +328,24 @@ def matrix(w: np.ndarray, title: str = "") -> go.Figure:
     if w.ndim != 2:
         raise ValueError(f"a matrix must have 2 axes, got {w.shape}")
     zmax = _zmax(w)
-    trace = go.Heatmap(z=w, zmin=-zmax, zmax=zmax, zmid=0, colorscale=DIVERGING,
-                       hovertemplate="out %{y}, in %{x}<br>%{z:.4f}<extra></extra>")
-    return go.Figure(trace, _layout(title or "W^O", 420, top=50, xaxis=dict(title=dict(text="input dimension (concatenated heads)")),
-                                    yaxis=dict(title=dict(text="output dimension"), autorange="reversed")))
+    trace = go.Heatmap(
+        z=w,
+        zmin=-zmax,
+        zmax=zmax,
+        zmid=0,
+        colorscale=DIVERGING,
+        hovertemplate="out %{y}, in %{x}<br>%{z:.4f}<extra></extra>",
+    )
+    return go.Figure(
+        trace,
+        _layout(
+            title or "W^O",
+            420,
+            top=50,
+            xaxis=dict(title=dict(text="input dimension (concatenated heads)")),
+            yaxis=dict(title=dict(text="output dimension"), autorange="reversed"),
+        ),
+    )
 
 
 def format_bytes(n: int) -> str:
@@ -206,9 +378,23 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
     if len(lengths) != len(weight_bytes) or not lengths:
         raise ValueError(f"{len(lengths)} lengths but {len(weight_bytes)} memory values")
     text = [format_bytes(b) for b in weight_bytes]
-    trace = go.Scatter(x=list(lengths), y=list(weight_bytes), mode="lines+markers+text", text=text, textposition="top center",
-                       hovertemplate="length %{x}<br>%{text}<extra></extra>", cliponaxis=False,
-                       marker=dict(size=[14 if t == current else 8 for t in lengths]))
-    return go.Figure(trace, _layout(title or "Memory grows with T²", 360, top=60,
-                                    xaxis=dict(type="log", title=dict(text="sequence length T (2× the length: 4× the memory)")),
-                                    yaxis=dict(type="log", exponentformat="SI", title=dict(text="attention weights, bytes"))))
+    trace = go.Scatter(
+        x=list(lengths),
+        y=list(weight_bytes),
+        mode="lines+markers+text",
+        text=text,
+        textposition="top center",
+        hovertemplate="length %{x}<br>%{text}<extra></extra>",
+        cliponaxis=False,
+        marker=dict(size=[14 if t == current else 8 for t in lengths]),
+    )
+    return go.Figure(
+        trace,
+        _layout(
+            title or "Memory grows with T²",
+            360,
+            top=60,
+            xaxis=dict(type="log", title=dict(text="sequence length T (2× the length: 4× the memory)")),
+            yaxis=dict(type="log", exponentformat="SI", title=dict(text="attention weights, bytes")),
+        ),
+    )

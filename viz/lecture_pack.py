@@ -74,8 +74,12 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, quer
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>")
     overview = layer_head_overview(weights, f"{KIND_TITLES[kind]}: every layer (rows) and head (columns)", mask)
     return {
-        "kind": kind, "title": KIND_TITLES[kind], "shape": [L, H + 1, Tq, Tk], "z": _weights(data),
-        "q": display_tokens(query_tokens, 40), "k": display_tokens(key_tokens, 40),
+        "kind": kind,
+        "title": KIND_TITLES[kind],
+        "shape": [L, H + 1, Tq, Tk],
+        "z": _weights(data),
+        "q": display_tokens(query_tokens, 40),
+        "k": display_tokens(key_tokens, 40),
         "main": figs.add(f"{prefix}-{kind}", main, keep_z=False),
         "overview": figs.add(f"{prefix}-{kind}-all", overview, keep_z=False),
     }
@@ -94,23 +98,47 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
     top, text = [], []
     for s in steps:
         chosen = int(list(s.top_ids).index(s.token_id)) if s.token_id in s.top_ids else None
-        bar = decoding_figs.top_k_bars(s.top_tokens, s.top_probs, chosen, f"Top {len(s.top_tokens)} next tokens").data[0]
-        top.append({"x": [round(float(p), 5) for p in s.top_probs], "y": list(bar.y), "c": list(bar.marker.color),
-                    "t": list(bar.text)})
-        text.append({"inputs": " ".join(plain_token(t) for t in trace.decoder_inputs(s.index)),
-                     "token": plain_token(s.token), "prob": f"{s.prob:.1%}"})
+        bar = decoding_figs.top_k_bars(s.top_tokens, s.top_probs, chosen, f"Top {len(s.top_tokens)} next tokens").data[
+            0
+        ]
+        top.append(
+            {
+                "x": [round(float(p), 5) for p in s.top_probs],
+                "y": list(bar.y),
+                "c": list(bar.marker.color),
+                "t": list(bar.text),
+            }
+        )
+        text.append(
+            {
+                "inputs": " ".join(plain_token(t) for t in trace.decoder_inputs(s.index)),
+                "token": plain_token(s.token),
+                "prob": f"{s.prob:.1%}",
+            }
+        )
     first = steps[0]
     topk = decoding_figs.top_k_bars(first.top_tokens, first.top_probs, 0, f"Top {len(first.top_tokens)} next tokens")
-    cross_fig = decoding_figs.step_rows(cross[0].reshape(L, H, S), trace.source_tokens,
-                                        "Cross-attention of the new position over the source")
-    self_fig = decoding_figs.step_rows(np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs,
-                                       "Decoder self-attention of the new position")
+    cross_fig = decoding_figs.step_rows(
+        cross[0].reshape(L, H, S), trace.source_tokens, "Cross-attention of the new position over the source"
+    )
+    self_fig = decoding_figs.step_rows(
+        np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs, "Decoder self-attention of the new position"
+    )
     self_fig.data[0].hoverongaps = False  # no hover (so no token) over keys not yet written
     return {
-        "n": T, "rows": L * H, "S": S, "T": T, "cross": _weights(cross), "self": _weights(self_rows), "top": top,
+        "n": T,
+        "rows": L * H,
+        "S": S,
+        "T": T,
+        "cross": _weights(cross),
+        "self": _weights(self_rows),
+        "top": top,
         "ticks": list(self_fig.layout.xaxis.ticktext),
-        "text": text, "stop": "</s>" if trace.stop_reason == "eos" else "the length limit", "output": trace.text,
-        "topk_fig": figs.add(f"{prefix}-topk", topk), "cross_fig": figs.add(f"{prefix}-cross-rows", cross_fig, keep_z=False),
+        "text": text,
+        "stop": "</s>" if trace.stop_reason == "eos" else "the length limit",
+        "output": trace.text,
+        "topk_fig": figs.add(f"{prefix}-topk", topk),
+        "cross_fig": figs.add(f"{prefix}-cross-rows", cross_fig, keep_z=False),
         "self_fig": figs.add(f"{prefix}-self-rows", self_fig, keep_z=False),
     }
 
@@ -119,8 +147,12 @@ def _pe_rows(cap) -> go.Figure:
     """The PE rows added to this input's source tokens, one row per token."""
     fig = positional_figs.pe_matrix(cap.source_pe, "Positional rows added to this input's source tokens")
     n = len(cap.source_tokens)
-    fig.update_yaxes(title_text="source token", tickmode="array", tickvals=list(range(n)),
-                     ticktext=[f"{i}: {t}" for i, t in enumerate(display_tokens(cap.source_tokens))])
+    fig.update_yaxes(
+        title_text="source token",
+        tickmode="array",
+        tickvals=list(range(n)),
+        ticktext=[f"{i}: {t}" for i, t in enumerate(display_tokens(cap.source_tokens))],
+    )
     return fig
 
 
@@ -137,39 +169,50 @@ def _attention_html(att: dict) -> str:
     L, H1 = att["shape"][0], att["shape"][1]
     layers = _select("layer", "Layer", [(i, str(i)) for i in range(L)], L - 1)
     heads = _select("head", "Head", [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, "average of heads")], H1 - 1)
-    return (f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
-            f'<div class="plot main" data-figure="{_esc(att["main"])}"></div>'
-            f'<details open><summary>Every layer and head at once</summary>'
-            f'<div class="plot overview" data-figure="{_esc(att["overview"])}"></div></details></div>')
+    return (
+        f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
+        f'<div class="plot main" data-figure="{_esc(att["main"])}"></div>'
+        f"<details open><summary>Every layer and head at once</summary>"
+        f'<div class="plot overview" data-figure="{_esc(att["overview"])}"></div></details></div>'
+    )
 
 
 def _decoding_html(dec: dict, ref: str) -> str:
     n = dec["n"]
-    return (f'<div class="decoding" data-ref="{_esc(ref)}"><div class="controls">'
-            '<button class="prev" type="button">◀ Previous</button>'
-            f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="Step">'
-            '<button class="next" type="button">Next ▶</button> '
-            f'<span class="step-label">Step 1 of {n}</span></div>'
-            '<p class="step-text">Decoder input so far: <code class="inputs"></code> → writes <b><code class="token">'
-            '</code></b> (p = <span class="prob"></span>)</p>'
-            f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
-            f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
-            f'<div class="plot self-rows" data-figure="{_esc(dec["self_fig"])}"></div></div></div>'
-            f'<p>Output: <code>{_esc(dec["output"] or "∅")}</code> · stopped at {_esc(dec["stop"])}.</p></div>')
+    return (
+        f'<div class="decoding" data-ref="{_esc(ref)}"><div class="controls">'
+        '<button class="prev" type="button">◀ Previous</button>'
+        f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="Step">'
+        '<button class="next" type="button">Next ▶</button> '
+        f'<span class="step-label">Step 1 of {n}</span></div>'
+        '<p class="step-text">Decoder input so far: <code class="inputs"></code> → writes <b><code class="token">'
+        '</code></b> (p = <span class="prob"></span>)</p>'
+        f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
+        f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
+        f'<div class="plot self-rows" data-figure="{_esc(dec["self_fig"])}"></div></div></div>'
+        f"<p>Output: <code>{_esc(dec['output'] or '∅')}</code> · stopped at {_esc(dec['stop'])}.</p></div>"
+    )
 
 
 def _pe_section(figs: _Figures, pe) -> str:
     P, D = pe.table.shape
-    parts = [figs.add("pe-matrix", positional_figs.pe_matrix(pe.table, f"Positional table: {P} positions × {D} dimensions"))]
+    parts = [
+        figs.add("pe-matrix", positional_figs.pe_matrix(pe.table, f"Positional table: {P} positions × {D} dimensions"))
+    ]
     if pe.wavelengths is not None:
         parts.append(figs.add("pe-sinusoids", positional_figs.sinusoid_curves(pe.table, pe.dims, pe.wavelengths)))
     parts.append(figs.add("pe-offsets", positional_figs.offset_curves(pe.dots, pe.positions)))
-    what = (f"sinusoidal ({pe.layout} layout, base {pe.base:g})" if pe.kind == "sinusoidal" else "learned")
-    note = ("The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other."
-            if pe.kind == "sinusoidal" else "A learned table: nothing forces the curves to coincide.")
+    what = f"sinusoidal ({pe.layout} layout, base {pe.base:g})" if pe.kind == "sinusoidal" else "learned"
+    note = (
+        "The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other."
+        if pe.kind == "sinusoidal"
+        else "A learned table: nothing forces the curves to coincide."
+    )
     plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in parts)
-    return (f'<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds a {_esc(what)} '
-            f'positional encoding; the same table for every input. {_esc(note)}</p>{plots}</section>')
+    return (
+        f'<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds a {_esc(what)} '
+        f"positional encoding; the same table for every input. {_esc(note)}</p>{plots}</section>"
+    )
 
 
 def lecture_pack_html(records, title: str = "Lecture pack") -> str:
@@ -179,32 +222,48 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
     figs, data, toc, body = _Figures(), {"inputs": []}, [], []
     for n, item in enumerate(records.inputs):
         cap, trace, prefix = item.capture, item.trace, f"in{n}"
-        sides = {"encoder_self": (cap.source_tokens, cap.source_tokens), "decoder_self": (cap.target_tokens, cap.target_tokens),
-                 "cross": (cap.target_tokens, cap.source_tokens)}
+        sides = {
+            "encoder_self": (cap.source_tokens, cap.source_tokens),
+            "decoder_self": (cap.target_tokens, cap.target_tokens),
+            "cross": (cap.target_tokens, cap.source_tokens),
+        }
         atts = []
         for kind in KINDS:
             att = _attention(figs, prefix, kind, getattr(cap, kind), *sides[kind])
             att["ref"] = f"{n}/{kind}"
             atts.append(att)
         dec = _decoding(figs, prefix, trace) if trace.steps else None
-        data["inputs"].append({"attention": {a["kind"]: {k: a[k] for k in ("shape", "z", "title", "q", "k")} for a in atts},
-                               "decoding": dec})
+        data["inputs"].append(
+            {
+                "attention": {a["kind"]: {k: a[k] for k in ("shape", "z", "title", "q", "k")} for a in atts},
+                "decoding": dec,
+            }
+        )
         pe_ids = [figs.add(f"{prefix}-pe-rows", _pe_rows(cap))] + [
-            figs.add(f"{prefix}-pe-{side}", positional_figs.embedding_vs_pe(tokens, np.linalg.norm(emb, axis=-1),
-                                                                              np.linalg.norm(rows, axis=-1), side))
-            for side, tokens, emb, rows in (("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
-                                            ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe))]
+            figs.add(
+                f"{prefix}-pe-{side}",
+                positional_figs.embedding_vs_pe(
+                    tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), side
+                ),
+            )
+            for side, tokens, emb, rows in (
+                ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
+                ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
+            )
+        ]
         label = f"Input {n + 1}: {item.text}"
-        toc.append(f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">attention</a> · '
-                   f'<a href="#{prefix}-pe">positional encoding</a> · <a href="#{prefix}-decoding">decoding</a></li>')
+        toc.append(
+            f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">attention</a> · '
+            f'<a href="#{prefix}-pe">positional encoding</a> · <a href="#{prefix}-decoding">decoding</a></li>'
+        )
         warnings = "".join(f'<p class="warning">{_esc(w)}</p>' for w in item.warnings)
         kinds_html = "".join(f'<h4 id="{prefix}-{a["kind"]}">{_esc(a["title"])}</h4>{_attention_html(a)}' for a in atts)
         pe_html = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
         dec_html = _decoding_html(dec, str(n)) if dec else "<p>The model wrote nothing.</p>"
         body.append(
             f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
-            f'<p>Source tokens: <code>{_esc(" ".join(plain_token(t) for t in cap.source_tokens))}</code><br>'
-            f'Model output (the decoder input below): <code>{_esc(" ".join(plain_token(t) for t in cap.target_tokens))}</code></p>'
+            f"<p>Source tokens: <code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code><br>"
+            f"Model output (the decoder input below): <code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code></p>"
             f'<h3 id="{prefix}-attention">Attention</h3>{kinds_html}'
             f'<h3 id="{prefix}-pe">Positional encoding</h3><p>The table, its sinusoids and the dot product against offset are '
             f'the same for every input: <a href="#pe">Positional encoding of this model</a>.</p>{pe_html}'
@@ -214,9 +273,11 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
     data["figures"] = figs.figures
     data["template"] = pio.templates["plotly"].to_plotly_json()
     cfg = records.config
-    about = (f"{records.n_parameters:,} parameters · {cfg.get('n_encoder_layers')} encoder and {cfg.get('n_decoder_layers')} "
-             f"decoder layers · {cfg.get('n_heads')} heads · d_model {cfg.get('d_model')} · made "
-             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    about = (
+        f"{records.n_parameters:,} parameters · {cfg.get('n_encoder_layers')} encoder and {cfg.get('n_decoder_layers')} "
+        f"decoder layers · {cfg.get('n_heads')} heads · d_model {cfg.get('d_model')} · made "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
     page = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -224,7 +285,8 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
         f"<script>{get_plotlyjs()}</script></head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
         f'<nav><h2>Contents</h2><ol>{"".join(toc)}</ol><p><a href="#pe">Positional encoding of this model</a></p></nav>',
-        pe_html, *body,
+        pe_html,
+        *body,
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',
         f"<script>{(HERE / 'lecture_pack.js').read_text()}</script></body></html>",
     ]

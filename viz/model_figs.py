@@ -13,14 +13,23 @@ def parameter_bars(counts: Mapping[str, int]) -> go.Figure:
     """Horizontal bars of parameters per part, in model order, with the share of the total."""
     names, values = list(counts), list(counts.values())
     total = sum(values) or 1
-    fig = go.Figure(go.Bar(
-        x=values, y=names, orientation="h", text=[f"{v:,} ({v / total:.1%})" for v in values],
-        textposition="auto", hovertemplate="%{y}<br>%{x:,} parameters<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=names,
+            orientation="h",
+            text=[f"{v:,} ({v / total:.1%})" for v in values],
+            textposition="auto",
+            hovertemplate="%{y}<br>%{x:,} parameters<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="parameters")
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=f"Parameters per part ({total:,} in all)", height=120 + 28 * len(names),
-                      margin=dict(t=50, l=10, r=10, b=10))
+    fig.update_layout(
+        title=f"Parameters per part ({total:,} in all)",
+        height=120 + 28 * len(names),
+        margin=dict(t=50, l=10, r=10, b=10),
+    )
     return readable(fig)
 
 
@@ -28,11 +37,18 @@ def weight_spread(names: Sequence[str], std: Sequence[float], max_abs: Sequence[
     """Standard deviation and largest magnitude of each weight tensor, one row per tensor."""
     if not len(names) == len(std) == len(max_abs):
         raise ValueError(f"{len(names)} names, {len(std)} std values, {len(max_abs)} max values")
-    fig = go.Figure([
-        go.Bar(x=list(std), y=list(names), orientation="h", name="std"),
-        go.Bar(x=list(max_abs), y=list(names), orientation="h", name="max |w|"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(x=list(std), y=list(names), orientation="h", name="std"),
+            go.Bar(x=list(max_abs), y=list(names), orientation="h", name="max |w|"),
+        ]
+    )
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(barmode="group", title="Weight statistics per tensor", height=120 + 24 * len(names),
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(t=70, l=10, r=10, b=10))
+    fig.update_layout(
+        barmode="group",
+        title="Weight statistics per tensor",
+        height=120 + 24 * len(names),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom"),
+        margin=dict(t=70, l=10, r=10, b=10),
+    )
     return readable(fig)

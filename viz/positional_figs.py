@@ -17,13 +17,21 @@ def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix", max_hei
     if pe.ndim != 2:
         raise ValueError(f"pe must be (positions, dimensions), got shape {pe.shape}")
     bound = float(max(1.0, np.abs(pe).max()))
-    fig = go.Figure(go.Heatmap(
-        z=pe, zmin=-bound, zmax=bound, colorscale=DIVERGING, colorbar=dict(title="value", thickness=14),
-        hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=pe,
+            zmin=-bound,
+            zmax=bound,
+            colorscale=DIVERGING,
+            colorbar=dict(title="value", thickness=14),
+            hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="dimension (2i: sin, 2i+1: cos)")
     fig.update_yaxes(title_text="position", autorange="reversed")
-    fig.update_layout(title=title, height=min(max_height, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(
+        title=title, height=min(max_height, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10)
+    )
     return readable(fig)
 
 
@@ -34,15 +42,23 @@ def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray
         if not 0 <= d < pe.shape[1]:
             raise ValueError(f"dimension {d} is outside 0..{pe.shape[1] - 1}")
         kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(go.Scatter(
-            x=np.arange(pe.shape[0]), y=pe[:, d], mode="lines",
-            name=f"dim {d} ({kind}), wavelength {wavelengths[d]:,.1f}",
-            hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.3f}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(pe.shape[0]),
+                y=pe[:, d],
+                mode="lines",
+                name=f"dim {d} ({kind}), wavelength {wavelengths[d]:,.1f}",
+                hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.3f}}<extra></extra>",
+            )
+        )
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
-    fig.update_layout(title="Sinusoids of chosen dimensions", height=400, legend=dict(orientation="h", y=-0.25),
-                      margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(
+        title="Sinusoids of chosen dimensions",
+        height=400,
+        legend=dict(orientation="h", y=-0.25),
+        margin=dict(t=60, l=10, r=10, b=10),
+    )
     return readable(fig)
 
 
@@ -53,15 +69,23 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
     for row, p in enumerate(positions):
-        fig.add_trace(go.Scatter(
-            x=np.arange(dots.shape[1]), y=dots[row], mode="lines", name=f"p = {p}",
-            line=dict(dash=dashes[row % len(dashes)], width=2 + (len(positions) - row) * 0.6),
-            hovertemplate=f"p = {p}<br>offset k %{{x}}<br>PE(p)·PE(p+k) %{{y:.3f}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(dots.shape[1]),
+                y=dots[row],
+                mode="lines",
+                name=f"p = {p}",
+                line=dict(dash=dashes[row % len(dashes)], width=2 + (len(positions) - row) * 0.6),
+                hovertemplate=f"p = {p}<br>offset k %{{x}}<br>PE(p)·PE(p+k) %{{y:.3f}}<extra></extra>",
+            )
+        )
     fig.update_xaxes(title_text="offset k")
     fig.update_yaxes(title_text="PE(p) · PE(p+k)")
-    fig.update_layout(title="Dot product against offset, for several starting positions p", height=380,
-                      margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(
+        title="Dot product against offset, for several starting positions p",
+        height=380,
+        margin=dict(t=60, l=10, r=10, b=10),
+    )
     return readable(fig)
 
 
@@ -69,10 +93,14 @@ def similarity_matrix(sim: np.ndarray) -> go.Figure:
     """(P, P) PE(i) . PE(j) for all pairs: bands parallel to the diagonal show it depends on i - j."""
     if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
         raise ValueError(f"similarity must be square, got shape {sim.shape}")
-    fig = go.Figure(go.Heatmap(
-        z=sim, colorscale="Viridis", colorbar=dict(title="dot", thickness=14),
-        hovertemplate="position %{y} · position %{x}<br>%{z:.3f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=sim,
+            colorscale="Viridis",
+            colorbar=dict(title="dot", thickness=14),
+            hovertemplate="position %{y} · position %{x}<br>%{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="position j", constrain="domain")
     fig.update_yaxes(title_text="position i", autorange="reversed", scaleanchor="x")
     fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=480, margin=dict(t=60, l=10, r=10, b=10))
@@ -82,29 +110,48 @@ def similarity_matrix(sim: np.ndarray) -> go.Figure:
 def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
     """The top-left show x show corner of M_k: 2x2 rotation blocks on the diagonal, zeros elsewhere."""
     corner = m[:show, :show]
-    fig = go.Figure(go.Heatmap(z=corner, zmin=-1, zmax=1, colorscale=DIVERGING, colorbar=dict(thickness=14),
-                               hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=corner,
+            zmin=-1,
+            zmax=1,
+            colorscale=DIVERGING,
+            colorbar=dict(thickness=14),
+            hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="dimension of PE(p)", constrain="domain")
     fig.update_yaxes(title_text="dimension of PE(p+k)", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)", height=400,
-                      margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(
+        title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)",
+        height=400,
+        margin=dict(t=60, l=10, r=10, b=10),
+    )
     return readable(fig)
 
 
-def embedding_vs_pe(tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str,
-                    width_px: int = 860) -> go.Figure:
+def embedding_vs_pe(
+    tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str, width_px: int = 860
+) -> go.Figure:
     """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it.
 
     width_px: about how wide the plot is drawn, so that long inputs label every n-th token rather than crowd."""
     if not len(tokens) == len(embedding_norms) == len(pe_norms):
         raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
     x = np.arange(len(tokens))
-    fig = go.Figure([
-        go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
-        go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
+            go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
+        ]
+    )
     fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=f"{side} tokens")
     fig.update_yaxes(title_text="L2 norm")
-    fig.update_layout(barmode="group", title=f"{side.capitalize()}: embedding size against positional signal",
-                      height=380, legend=dict(orientation="h", y=-0.3), margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(
+        barmode="group",
+        title=f"{side.capitalize()}: embedding size against positional signal",
+        height=380,
+        legend=dict(orientation="h", y=-0.3),
+        margin=dict(t=60, l=10, r=10, b=10),
+    )
     return readable(fig)

@@ -63,8 +63,13 @@ class Ticks:
 
     def axis(self) -> dict:
         """Keyword arguments for fig.update_xaxes / update_yaxes."""
-        return dict(tickmode="array", tickvals=self.vals, ticktext=self.text, tickangle=self.angle,
-                    tickfont=dict(size=self.size, color=TICK_COLOR))
+        return dict(
+            tickmode="array",
+            tickvals=self.vals,
+            ticktext=self.text,
+            tickangle=self.angle,
+            tickfont=dict(size=self.size, color=TICK_COLOR),
+        )
 
 
 def label_px(text: str, size: int = TICK_PX) -> float:
@@ -112,5 +117,7 @@ def readable(fig, tick_px: int = TICK_PX):
     fig.for_each_yaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
     fig.update_xaxes(title_font_size=tick_px)
     fig.update_yaxes(title_font_size=tick_px)
-    fig.update_layout(title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px))
+    fig.update_layout(
+        title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px)
+    )
     return fig

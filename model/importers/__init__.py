@@ -72,4 +72,6 @@ def import_checkpoint(
         Formats that carry their own tokenizer refuse them.
     format: a FORMATS name to skip detection (the contents must still match it).
     """
-    return registry.load(path, format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab)
+    return registry.load(
+        path, format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab
+    )

@@ -64,7 +64,13 @@ def _norm(m: Mapper, ours: str, theirs: str) -> None:
 
 def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Converted:
     m = Mapper(state, where)
-    m.require("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "src_embed.1.pe", "tgt_embed.1.pe", "encoder.layers.0.feed_forward.w_1.weight")
+    m.require(
+        "src_embed.0.lut.weight",
+        "tgt_embed.0.lut.weight",
+        "src_embed.1.pe",
+        "tgt_embed.1.pe",
+        "encoder.layers.0.feed_forward.w_1.weight",
+    )
     src_vocab, d_model = state["src_embed.0.lut.weight"].shape
     stored = {}
     for side, key in (("source", "src_embed.1.pe"), ("target", "tgt_embed.1.pe")):
@@ -74,12 +80,28 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
     n_enc, n_dec = layer_count(state, "encoder.layers"), layer_count(state, "decoder.layers")
     config = make_config(
         where,
-        src_vocab_size=src_vocab, tgt_vocab_size=state["tgt_embed.0.lut.weight"].shape[0], d_model=d_model,
-        n_heads=n_heads, d_ff=state["encoder.layers.0.feed_forward.w_1.weight"].shape[0],
-        n_encoder_layers=n_enc, n_decoder_layers=max(n_dec, 1), dropout=0.0, norm_first=True, final_norm=True,
-        positional="sinusoidal", pe_layout="interleaved", max_len=min(t.size(0) for t in tables.values()),
-        norm="std", layer_norm_eps=1e-6, activation="relu", scale_embeddings=True, generator_bias="generator.proj.bias" in state,
-        pad_id=_SPECIALS["pad"], bos_id=_SPECIALS["bos"], eos_id=_SPECIALS["eos"], extra={"imported_from": TITLE},
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=state["tgt_embed.0.lut.weight"].shape[0],
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=state["encoder.layers.0.feed_forward.w_1.weight"].shape[0],
+        n_encoder_layers=n_enc,
+        n_decoder_layers=max(n_dec, 1),
+        dropout=0.0,
+        norm_first=True,
+        final_norm=True,
+        positional="sinusoidal",
+        pe_layout="interleaved",
+        max_len=min(t.size(0) for t in tables.values()),
+        norm="std",
+        layer_norm_eps=1e-6,
+        activation="relu",
+        scale_embeddings=True,
+        generator_bias="generator.proj.bias" in state,
+        pad_id=_SPECIALS["pad"],
+        bos_id=_SPECIALS["bos"],
+        eos_id=_SPECIALS["eos"],
+        extra={"imported_from": TITLE},
     )
     m.put("src_embed.weight", "src_embed.0.lut.weight")
     m.put("tgt_embed.weight", "tgt_embed.0.lut.weight")

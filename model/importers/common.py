@@ -74,7 +74,9 @@ class Mapper:
         self.used.add(theirs)
         return self.state[theirs]
 
-    def put(self, ours: str, theirs: str, transform: Callable[[torch.Tensor], torch.Tensor] | None = None, note: str = "") -> None:
+    def put(
+        self, ours: str, theirs: str, transform: Callable[[torch.Tensor], torch.Tensor] | None = None, note: str = ""
+    ) -> None:
         tensor = self.take(theirs)
         if tensor is None:
             return
@@ -112,13 +114,22 @@ def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tenso
     return 1e-5 + stored + 2e-7 * torch.arange(length, dtype=torch.float32)[:, None]
 
 
-def sinusoid_tables(stored: dict[str, tuple[str, torch.Tensor]], d_model: int, layout: str, where: str) -> dict[str, torch.Tensor]:
+def sinusoid_tables(
+    stored: dict[str, tuple[str, torch.Tensor]], d_model: int, layout: str, where: str
+) -> dict[str, torch.Tensor]:
     """sinusoid_table for each side ({"source": (key, tensor), ...}); a side whose table equals one already
     checked (the usual case: both sides store the same sinusoid) reuses that check."""
     out: dict[str, torch.Tensor] = {}
     checked: list[tuple[torch.Tensor, torch.Tensor]] = []
     for side, (key, tensor) in stored.items():
-        same = next((table for raw, table in checked if raw.shape == tensor.shape and raw.dtype == tensor.dtype and torch.equal(raw, tensor)), None)
+        same = next(
+            (
+                table
+                for raw, table in checked
+                if raw.shape == tensor.shape and raw.dtype == tensor.dtype and torch.equal(raw, tensor)
+            ),
+            None,
+        )
         out[side] = same if same is not None else sinusoid_table(tensor, key, d_model, layout, where)
         checked.append((tensor, out[side]))
     return out
@@ -147,7 +158,9 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     """
     table = stored.detach().float()
     if table.dim() != 2 or table.size(1) != d_model:
-        raise CheckpointError(f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows")
+        raise CheckpointError(
+            f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows"
+        )
     exact = sinusoid(table.size(0), d_model, 10000.0, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
     bad = _first_bad_rows(table, exact, tolerance)

@@ -42,7 +42,9 @@ def _vocab(side: Side, name: str, size: int, tokens: list[str] | None, origin: s
         ids = dict(side.specials)
     else:
         if len(tokens) != size:
-            raise CheckpointError(f"{origin} has {len(tokens)} {name} tokens but the model's {name} embedding has {size} rows")
+            raise CheckpointError(
+                f"{origin} has {len(tokens)} {name} tokens but the model's {name} embedding has {size} rows"
+            )
         ids = {role: i for role, i in find_specials(tokens).items() if i is not None}
     needed = ["pad", "unk"] + ["bos"] * side.starts_with_bos + ["eos"] * side.ends_with_eos
     if name == "target":
@@ -66,8 +68,12 @@ def build_tokenizer(
     target: VocabLists | None = None,
 ) -> Tokenizer:
     """The two vocabularies (token lists where given, ids otherwise) with one shared padding id."""
-    src = _vocab(conventions.source, "source", src_size, source.source if source else None, source.origin if source else "ids")
-    tgt = _vocab(conventions.target, "target", tgt_size, target.target if target else None, target.origin if target else "ids")
+    src = _vocab(
+        conventions.source, "source", src_size, source.source if source else None, source.origin if source else "ids"
+    )
+    tgt = _vocab(
+        conventions.target, "target", tgt_size, target.target if target else None, target.origin if target else "ids"
+    )
     if src.pad_id != tgt.pad_id:
         raise CheckpointError(
             f"the source vocabulary pads with id {src.pad_id} and the target with id {tgt.pad_id}; "

@@ -73,22 +73,43 @@ def _layer_common(m: Mapper, ours: str, theirs: str, norms: int) -> None:
 def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Converted:
     m = Mapper(state, where)
     m.require(
-        "src_embedding.embeddings_table.weight", "trg_embedding.embeddings_table.weight",
-        "src_pos_embedding.positional_encodings_table", "trg_pos_embedding.positional_encodings_table",
+        "src_embedding.embeddings_table.weight",
+        "trg_embedding.embeddings_table.weight",
+        "src_pos_embedding.positional_encodings_table",
+        "trg_pos_embedding.positional_encodings_table",
         "encoder.encoder_layers.0.pointwise_net.linear1.weight",
     )
     src_vocab, d_model = state["src_embedding.embeddings_table.weight"].shape
-    keys = (("source", "src_pos_embedding.positional_encodings_table"), ("target", "trg_pos_embedding.positional_encodings_table"))
+    keys = (
+        ("source", "src_pos_embedding.positional_encodings_table"),
+        ("target", "trg_pos_embedding.positional_encodings_table"),
+    )
     tables = sinusoid_tables({side: (key, m.take(key)) for side, key in keys}, d_model, "interleaved", where)
     n_enc, n_dec = layer_count(state, "encoder.encoder_layers"), layer_count(state, "decoder.decoder_layers")
     config = make_config(
         where,
-        src_vocab_size=src_vocab, tgt_vocab_size=state["trg_embedding.embeddings_table.weight"].shape[0],
-        d_model=d_model, n_heads=n_heads, d_ff=state["encoder.encoder_layers.0.pointwise_net.linear1.weight"].shape[0],
-        n_encoder_layers=n_enc, n_decoder_layers=max(n_dec, 1), dropout=0.0, norm_first=True, final_norm=True,
-        positional="sinusoidal", pe_layout="interleaved", max_len=min(t.size(0) for t in tables.values()),
-        norm="layernorm", layer_norm_eps=1e-5, activation="relu", scale_embeddings=True, generator_bias=True,
-        pad_id=1, bos_id=2, eos_id=3, extra={"imported_from": TITLE},
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=state["trg_embedding.embeddings_table.weight"].shape[0],
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=state["encoder.encoder_layers.0.pointwise_net.linear1.weight"].shape[0],
+        n_encoder_layers=n_enc,
+        n_decoder_layers=max(n_dec, 1),
+        dropout=0.0,
+        norm_first=True,
+        final_norm=True,
+        positional="sinusoidal",
+        pe_layout="interleaved",
+        max_len=min(t.size(0) for t in tables.values()),
+        norm="layernorm",
+        layer_norm_eps=1e-5,
+        activation="relu",
+        scale_embeddings=True,
+        generator_bias=True,
+        pad_id=1,
+        bos_id=2,
+        eos_id=3,
+        extra={"imported_from": TITLE},
     )
     m.put("src_embed.weight", "src_embedding.embeddings_table.weight")
     m.put("tgt_embed.weight", "trg_embedding.embeddings_table.weight")

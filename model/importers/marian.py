@@ -61,19 +61,35 @@ def read_marian_config(src: Source) -> dict[str, Any]:
     raw = src.json("config.json")
     where = f"{src.name}/config.json"
     if not isinstance(raw, dict) or raw.get("model_type") != "marian":
-        raise CheckpointError(f"{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported")
+        raise CheckpointError(
+            f"{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported"
+        )
     cfg = {
-        "vocab_size": 58101, "max_position_embeddings": 1024, "encoder_layers": 12, "encoder_ffn_dim": 4096,
-        "encoder_attention_heads": 16, "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
-        "activation_function": "gelu", "d_model": 1024, "decoder_start_token_id": 58100, "scale_embedding": False,
-        "pad_token_id": 58100, "eos_token_id": 0, "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
+        "vocab_size": 58101,
+        "max_position_embeddings": 1024,
+        "encoder_layers": 12,
+        "encoder_ffn_dim": 4096,
+        "encoder_attention_heads": 16,
+        "decoder_layers": 12,
+        "decoder_ffn_dim": 4096,
+        "decoder_attention_heads": 16,
+        "activation_function": "gelu",
+        "d_model": 1024,
+        "decoder_start_token_id": 58100,
+        "scale_embedding": False,
+        "pad_token_id": 58100,
+        "eos_token_id": 0,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
         **raw,
     }
     if cfg.get("decoder_vocab_size") is None:
         cfg["decoder_vocab_size"] = cfg["vocab_size"]
     if isinstance(cfg["eos_token_id"], list):
         if len(cfg["eos_token_id"]) != 1:
-            raise CheckpointError(f"{where}: eos_token_id lists {len(cfg['eos_token_id'])} ids; this model stops at a single end token")
+            raise CheckpointError(
+                f"{where}: eos_token_id lists {len(cfg['eos_token_id'])} ids; this model stops at a single end token"
+            )
         cfg["eos_token_id"] = cfg["eos_token_id"][0]
     problems = [
         f"{field} is {'not ' * ok}set ({meaning})"
@@ -96,16 +112,34 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
     """This project's config for the Marian one: limits checked here, before any weights are read."""
     shared, tied = cfg["share_encoder_decoder_embeddings"], cfg["tie_word_embeddings"]
     if not (isinstance(shared, bool) and isinstance(tied, bool) and isinstance(cfg["scale_embedding"], bool)):
-        raise CheckpointError(f"{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false")
+        raise CheckpointError(
+            f"{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false"
+        )
     return make_config(
         where,
-        src_vocab_size=cfg["vocab_size"], tgt_vocab_size=cfg["decoder_vocab_size"], d_model=cfg["d_model"],
-        n_heads=cfg["encoder_attention_heads"], d_ff=cfg["encoder_ffn_dim"], n_encoder_layers=cfg["encoder_layers"],
-        n_decoder_layers=cfg["decoder_layers"], dropout=0.0, norm_first=False, final_norm=False,
-        positional="sinusoidal", pe_layout="half", max_len=cfg["max_position_embeddings"],
-        share_embeddings=shared, tie_generator=tied, generator_bias=True, scale_embeddings=cfg["scale_embedding"],
-        activation=ACTIVATIONS[cfg["activation_function"]], norm="layernorm", layer_norm_eps=1e-5,
-        pad_id=cfg["pad_token_id"], bos_id=cfg["decoder_start_token_id"], eos_id=cfg["eos_token_id"],
+        src_vocab_size=cfg["vocab_size"],
+        tgt_vocab_size=cfg["decoder_vocab_size"],
+        d_model=cfg["d_model"],
+        n_heads=cfg["encoder_attention_heads"],
+        d_ff=cfg["encoder_ffn_dim"],
+        n_encoder_layers=cfg["encoder_layers"],
+        n_decoder_layers=cfg["decoder_layers"],
+        dropout=0.0,
+        norm_first=False,
+        final_norm=False,
+        positional="sinusoidal",
+        pe_layout="half",
+        max_len=cfg["max_position_embeddings"],
+        share_embeddings=shared,
+        tie_generator=tied,
+        generator_bias=True,
+        scale_embeddings=cfg["scale_embedding"],
+        activation=ACTIVATIONS[cfg["activation_function"]],
+        norm="layernorm",
+        layer_norm_eps=1e-5,
+        pad_id=cfg["pad_token_id"],
+        bos_id=cfg["decoder_start_token_id"],
+        eos_id=cfg["eos_token_id"],
         extra={"imported_from": TITLE},
     )
 
@@ -119,7 +153,9 @@ def read_marian_weights(src: Source) -> Weights:
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
         names = list(dict.fromkeys(weight_map.values())) if isinstance(weight_map, dict) else []
         if not names or len(names) > MAX_SHARDS or not all(isinstance(n, str) and n == Path(n).name for n in names):
-            raise CheckpointError(f"{src.name}/model.safetensors.index.json does not list 1..{MAX_SHARDS} shard files of this folder")
+            raise CheckpointError(
+                f"{src.name}/model.safetensors.index.json does not list 1..{MAX_SHARDS} shard files of this folder"
+            )
         parts = [src.weights(name) for name in names]
         state = {k: v for part in parts for k, v in part.state.items()}
         return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
@@ -133,22 +169,39 @@ def inspect(src: Source) -> CheckpointInfo:
     config = marian_config(cfg, f"{src.name}/config.json")
     precision = read_marian_weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
     has_tokenizer = src.has(TOKENIZER_FILES[0])
-    notes = "Tokenized with the folder's own sentencepiece models." if has_tokenizer else "No tokenizer files: token ids only."
+    notes = (
+        "Tokenized with the folder's own sentencepiece models."
+        if has_tokenizer
+        else "No tokenizer files: token ids only."
+    )
     return CheckpointInfo(
-        str(src.path), NAME, TITLE, False, False, config.d_model, config.src_vocab_size, config.tgt_vocab_size,
-        n_heads=config.n_heads, notes=" ".join(filter(None, (notes, precision_note(precision)))), precision=precision,
+        str(src.path),
+        NAME,
+        TITLE,
+        False,
+        False,
+        config.d_model,
+        config.src_vocab_size,
+        config.tgt_vocab_size,
+        n_heads=config.n_heads,
+        notes=" ".join(filter(None, (notes, precision_note(precision)))),
+        precision=precision,
     )
 
 
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
     if options.given_vocab:
-        raise CheckpointError(f"{src.name} ({TITLE}) carries its own tokenizer; vocabulary files are only for state_dict formats")
+        raise CheckpointError(
+            f"{src.name} ({TITLE}) carries its own tokenizer; vocabulary files are only for state_dict formats"
+        )
     cfg = read_marian_config(src)
     where = f"{src.name} ({TITLE})"
     config = marian_config(cfg, where)
     if options.n_heads is not None and options.n_heads != config.n_heads:
-        raise CheckpointError(f"{where}: config.json says {config.n_heads} heads, but n_heads={options.n_heads} was asked for")
+        raise CheckpointError(
+            f"{where}: config.json says {config.n_heads} heads, but n_heads={options.n_heads} was asked for"
+        )
     weights = read_marian_weights(src)
     converted = convert_marian(weights.state, config, where)
     converted.config.extra["precision"] = weights.precision
@@ -214,5 +267,7 @@ def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig,
     m.finish()
     for side, table in tables.items():
         if table.size(0) < config.max_len:
-            raise CheckpointError(f"{where}: the stored {side} positions cover {table.size(0)} rows, config.json says {config.max_len}")
+            raise CheckpointError(
+                f"{where}: the stored {side} positions cover {table.size(0)} rows, config.json says {config.max_len}"
+            )
     return Converted(config, m.out, m.origin, tables)

@@ -29,7 +29,9 @@ class MarianVocab:
     level = "subword"
     prepend_bos = False
 
-    def __init__(self, spm_path: Path, ids: Mapping[str, int], size: int, pad_id: int, bos_id: int, eos_id: int, unk_id: int):
+    def __init__(
+        self, spm_path: Path, ids: Mapping[str, int], size: int, pad_id: int, bos_id: int, eos_id: int, unk_id: int
+    ):
         import sentencepiece  # optional dependency: only Marian folders need it
 
         self.spm = sentencepiece.SentencePieceProcessor(model_file=str(spm_path))
@@ -60,8 +62,14 @@ class MarianVocab:
 
     def to_dict(self) -> dict:
         return {
-            "kind": "marian", "spm": self.spm_name, "size": self.size, "tokens": self._ids,
-            "pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id, "unk_id": self.unk_id,
+            "kind": "marian",
+            "spm": self.spm_name,
+            "size": self.size,
+            "tokens": self._ids,
+            "pad_id": self.pad_id,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+            "unk_id": self.unk_id,
         }
 
 
@@ -81,11 +89,15 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
         return Tokenizer(IdVocab(src_size, pad, start, eos, unk), IdVocab(tgt_size, pad, start, eos, unk))
     absent = [f for f in TOKENIZER_FILES if f not in present]
     if absent:
-        raise CheckpointError(f"{folder.name}: the Marian tokenizer needs {', '.join(absent)} as well as {', '.join(present)}")
+        raise CheckpointError(
+            f"{folder.name}: the Marian tokenizer needs {', '.join(absent)} as well as {', '.join(present)}"
+        )
     try:
         import sentencepiece  # noqa: F401
     except ImportError:
-        raise CheckpointError("reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece") from None
+        raise CheckpointError(
+            "reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece"
+        ) from None
     tok_cfg: dict[str, Any] = {}
     if (folder / "tokenizer_config.json").is_file():
         tok_cfg = read_json(folder / "tokenizer_config.json")
@@ -94,15 +106,22 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
     src_ids = _json_map(folder / "vocab.json")
     tgt_ids = _json_map(folder / "target_vocab.json") if tok_cfg.get("separate_vocabs") else src_ids
     sides = []
-    for name, ids, size, spm in (("source", src_ids, src_size, "source.spm"), ("target", tgt_ids, tgt_size, "target.spm")):
+    for name, ids, size, spm in (
+        ("source", src_ids, src_size, "source.spm"),
+        ("target", tgt_ids, tgt_size, "target.spm"),
+    ):
         for token, want, field in (("</s>", eos, "eos_token_id"), ("<pad>", pad, "pad_token_id")):
             if ids.get(token) != want:
-                raise CheckpointError(f"{folder.name}: the {name} vocabulary has {token} at id {ids.get(token)}, but config.json {field} is {want}")
+                raise CheckpointError(
+                    f"{folder.name}: the {name} vocabulary has {token} at id {ids.get(token)}, but config.json {field} is {want}"
+                )
         if "<unk>" not in ids:
             raise CheckpointError(f"{folder.name}: the {name} vocabulary has no <unk> token")
         too_big = [t for t, i in ids.items() if not 0 <= i < size]
         if too_big:
-            raise CheckpointError(f"{folder.name}: {len(too_big)} {name} tokens have ids outside the model's {size} embeddings")
+            raise CheckpointError(
+                f"{folder.name}: {len(too_big)} {name} tokens have ids outside the model's {size} embeddings"
+            )
         regular_file(folder / spm)
         try:
             sides.append(MarianVocab(folder / spm, ids, size, pad, start, eos, ids["<unk>"]))

@@ -34,7 +34,14 @@ def detect(src: Source) -> bool:
 def inspect(src: Source) -> CheckpointInfo:
     config = load_config(src.path, src.json(CONFIG))
     return CheckpointInfo(
-        str(src.path), NAME, TITLE, False, False, config.d_model, config.src_vocab_size, config.tgt_vocab_size,
+        str(src.path),
+        NAME,
+        TITLE,
+        False,
+        False,
+        config.d_model,
+        config.src_vocab_size,
+        config.tgt_vocab_size,
         n_heads=config.n_heads,
     )
 
@@ -42,14 +49,21 @@ def inspect(src: Source) -> CheckpointInfo:
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     folder = src.path
     if options.given_vocab:
-        raise CheckpointError(f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts")
+        raise CheckpointError(
+            f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts"
+        )
     config = load_config(folder, src.json(CONFIG))  # limits checked before anything is allocated
     if options.n_heads is not None and options.n_heads != config.n_heads:
         raise CheckpointError(f"{CONFIG} says {config.n_heads} heads, but n_heads={options.n_heads} was asked for")
     tokenizer = load_tokenizer(folder)
-    for side, side_vocab, size in (("source", tokenizer.source, config.src_vocab_size), ("target", tokenizer.target, config.tgt_vocab_size)):
+    for side, side_vocab, size in (
+        ("source", tokenizer.source, config.src_vocab_size),
+        ("target", tokenizer.target, config.tgt_vocab_size),
+    ):
         if len(side_vocab) != size:
-            raise CheckpointError(f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}")
+            raise CheckpointError(
+                f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}"
+            )
     model = skeleton(config)
     stored = read_native_weights(model, folder / WEIGHTS)  # memory-mapped by safetensors: copied into the model
     return materialize(model, stored, copy=True), tokenizer

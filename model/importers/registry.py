@@ -32,7 +32,7 @@ FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> t
 
 
 def known_formats() -> str:
-    """"name: title; ..." for error messages."""
+    """ "name: title; ..." for error messages."""
     return "; ".join(f"{name}: {title}" for name, title in FORMATS.items())
 
 
@@ -83,7 +83,9 @@ def inspect(path: str | Path) -> CheckpointInfo:
     return resolve(src, None).inspect(src)
 
 
-def load(path: str | Path, format: str | None = None, **options: VocabSpec | int | None) -> tuple[Transformer, Tokenizer]:
+def load(
+    path: str | Path, format: str | None = None, **options: VocabSpec | int | None
+) -> tuple[Transformer, Tokenizer]:
     """(model in eval mode, tokenizer) of any registered format; each file is read once."""
     src = Source(path)
     return resolve(src, format).load(src, LoadOptions(**options))

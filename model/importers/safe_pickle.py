@@ -67,7 +67,7 @@ class InertObject:
 
     qualname = "?"
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "InertObject":
+    def __new__(cls, *args: Any, **kwargs: Any) -> InertObject:
         obj = object.__new__(cls)
         obj.args, obj.kwargs, obj.state, obj.items, obj.elements = args, kwargs, None, {}, []
         return obj

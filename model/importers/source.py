@@ -138,9 +138,11 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         meta = {k: v for k, v in obj.items() if k != key and isinstance(v, (str, int, float, bool))}
     else:
         kind = f"a dict with keys {listing(map(str, obj))}" if isinstance(obj, Mapping) else f"a {type(obj).__name__}"
-        raise CheckpointError(f"{path.name} holds {kind}, not a state_dict of tensors (or one under {' / '.join(WRAPPER_KEYS)})")
+        raise CheckpointError(
+            f"{path.name} holds {kind}, not a state_dict of tensors (or one under {' / '.join(WRAPPER_KEYS)})"
+        )
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
-        state = {k[len("module."):]: v for k, v in state.items()}
+        state = {k[len("module.") :]: v for k, v in state.items()}
     return Weights(state, meta, _precision(state), mapped)
 
 

@@ -37,9 +37,19 @@ def inspect(src: Source, fmt: ModuleType) -> CheckpointInfo:
     choices = head_choices(d_model)
     default = DEFAULT_HEADS if DEFAULT_HEADS in choices else max(h for h in choices if h <= DEFAULT_HEADS)
     return CheckpointInfo(
-        str(src.path), fmt.NAME, fmt.TITLE, True, True, d_model, src_vocab, weights.state[tgt_key].shape[0],
-        head_choices=choices, default_n_heads=default, notes=" ".join(filter(None, (fmt.NOTES, precision_note(weights.precision)))),
-        metadata=weights.meta, precision=weights.precision,
+        str(src.path),
+        fmt.NAME,
+        fmt.TITLE,
+        True,
+        True,
+        d_model,
+        src_vocab,
+        weights.state[tgt_key].shape[0],
+        head_choices=choices,
+        default_n_heads=default,
+        notes=" ".join(filter(None, (fmt.NOTES, precision_note(weights.precision)))),
+        metadata=weights.meta,
+        precision=weights.precision,
     )
 
 
@@ -59,6 +69,8 @@ def load(src: Source, fmt: ModuleType, options: LoadOptions) -> tuple[Transforme
     c = converted.config
     tokenizer = build_tokenizer(fmt.CONVENTIONS, c.src_vocab_size, c.tgt_vocab_size, src_lists, tgt_lists)
     t = tokenizer.target
-    converted.config = replace(c, pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, extra={**c.extra, "precision": weights.precision})
+    converted.config = replace(
+        c, pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, extra={**c.extra, "precision": weights.precision}
+    )
     converted.mapped = weights.mapped
     return assemble(converted, where), tokenizer

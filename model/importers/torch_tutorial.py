@@ -65,7 +65,9 @@ def _attention(m: Mapper, ours: str, theirs: str) -> None:
 def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Converted:
     m = Mapper(state, where)
     m.require(
-        "src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight", "positional_encoding.pos_embedding",
+        "src_tok_emb.embedding.weight",
+        "tgt_tok_emb.embedding.weight",
+        "positional_encoding.pos_embedding",
         "transformer.encoder.layers.0.linear1.weight",
     )
     src_vocab, d_model = state["src_tok_emb.embedding.weight"].shape
@@ -75,12 +77,28 @@ def convert(state: Mapping[str, torch.Tensor], n_heads: int, where: str) -> Conv
     n_enc, n_dec = layer_count(state, "transformer.encoder.layers"), layer_count(state, "transformer.decoder.layers")
     config = make_config(
         where,
-        src_vocab_size=src_vocab, tgt_vocab_size=state["tgt_tok_emb.embedding.weight"].shape[0], d_model=d_model,
-        n_heads=n_heads, d_ff=state["transformer.encoder.layers.0.linear1.weight"].shape[0],
-        n_encoder_layers=n_enc, n_decoder_layers=max(n_dec, 1), dropout=0.0, norm_first=False, final_norm=True,
-        positional="sinusoidal", pe_layout="interleaved", max_len=table.size(0),
-        norm="layernorm", layer_norm_eps=1e-5, activation="relu", scale_embeddings=True, generator_bias=True,
-        pad_id=_SPECIALS["pad"], bos_id=_SPECIALS["bos"], eos_id=_SPECIALS["eos"], extra={"imported_from": TITLE},
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=state["tgt_tok_emb.embedding.weight"].shape[0],
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=state["transformer.encoder.layers.0.linear1.weight"].shape[0],
+        n_encoder_layers=n_enc,
+        n_decoder_layers=max(n_dec, 1),
+        dropout=0.0,
+        norm_first=False,
+        final_norm=True,
+        positional="sinusoidal",
+        pe_layout="interleaved",
+        max_len=table.size(0),
+        norm="layernorm",
+        layer_norm_eps=1e-5,
+        activation="relu",
+        scale_embeddings=True,
+        generator_bias=True,
+        pad_id=_SPECIALS["pad"],
+        bos_id=_SPECIALS["bos"],
+        eos_id=_SPECIALS["eos"],
+        extra={"imported_from": TITLE},
     )
     m.put("src_embed.weight", "src_tok_emb.embedding.weight")
     m.put("tgt_embed.weight", "tgt_tok_emb.embedding.weight")

@@ -51,7 +51,9 @@ def _check(tokens: list[str], origin: str) -> list[str]:
     if dupes:  # counted, not quoted: the tokens are the file's contents
         first = tokens.index(dupes[0], tokens.index(dupes[0]) + 1)
         n = len(dupes)
-        raise CheckpointError(f"{origin}: {n} token{' occurs' if n == 1 else 's occur'} more than once (the first repeat is entry {first}), which would make ids ambiguous")
+        raise CheckpointError(
+            f"{origin}: {n} token{' occurs' if n == 1 else 's occur'} more than once (the first repeat is entry {first}), which would make ids ambiguous"
+        )
     return list(tokens)
 
 
@@ -73,7 +75,7 @@ def _from_json(data: Any, origin: str) -> VocabLists:
             tokens = [tok for tok, _ in sorted(data.items(), key=lambda kv: kv[1])]
             return VocabLists(tokens, tokens, origin)
     raise CheckpointError(
-        f"{origin}: expected a JSON list of tokens, {{\"source\": [...], \"target\": [...]}} or a token -> id map"
+        f'{origin}: expected a JSON list of tokens, {{"source": [...], "target": [...]}} or a token -> id map'
     )
 
 
@@ -129,7 +131,9 @@ def _from_pickle(path: Path) -> VocabLists:
         parts = [obj]
     found = [torchtext_tokens(p) for p in parts]
     if not found or any(tokens is None for tokens in found):
-        raise CheckpointError(f"{origin}: no token list found in this pickled vocabulary (nothing in it was run). {EXPORT_HINT}")
+        raise CheckpointError(
+            f"{origin}: no token list found in this pickled vocabulary (nothing in it was run). {EXPORT_HINT}"
+        )
     source = _check(found[0], origin)
     target = _check(found[-1], origin) if len(found) > 1 else source
     return VocabLists(source, target, origin)

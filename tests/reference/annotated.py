@@ -10,7 +10,6 @@ import torch.nn.functional as F
 from torch import nn
 
 
-
 def clones(module: nn.Module, n: int) -> nn.ModuleList:
     return nn.ModuleList([copy.deepcopy(module) for _ in range(n)])
 
@@ -50,7 +49,8 @@ class AnnMultiHeadedAttention(nn.Module):
             mask = mask.unsqueeze(1)  # same mask for every head
         nbatches = query.size(0)
         query, key, value = [
-            lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2) for lin, x in zip(self.linears, (query, key, value))
+            lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
+            for lin, x in zip(self.linears, (query, key, value))
         ]
         x, self.attn = ann_attention(query, key, value, mask=mask)
         x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)

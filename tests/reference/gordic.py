@@ -11,7 +11,6 @@ from torch import nn
 from .annotated import clones
 
 
-
 class GorMultiHeadedAttention(nn.Module):
     def __init__(self, model_dimension, number_of_heads):
         super().__init__()
@@ -81,7 +80,9 @@ class GorDecoderLayer(nn.Module):
 
     def forward(self, trb, srb, trg_mask, src_mask):
         trb = self.sublayers[0](trb, lambda t: self.trg_multi_headed_attention(query=t, key=t, value=t, mask=trg_mask))
-        trb = self.sublayers[1](trb, lambda t: self.src_multi_headed_attention(query=t, key=srb, value=srb, mask=src_mask))
+        trb = self.sublayers[1](
+            trb, lambda t: self.src_multi_headed_attention(query=t, key=srb, value=srb, mask=src_mask)
+        )
         return self.sublayers[2](trb, self.pointwise_net)
 
 

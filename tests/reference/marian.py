@@ -8,7 +8,6 @@ import torch
 import torch.nn.functional as F
 
 
-
 def marian_positions(n_pos: int, dim: int) -> torch.Tensor:
     """Half layout: angle[p, j] = p / 10000^(2*(j//2)/dim); sin of even j in the first half, cos of odd j after."""
     p = torch.arange(n_pos, dtype=torch.float64)[:, None]
@@ -49,7 +48,11 @@ def marian_reference(state: dict, cfg: dict, src, tgt, src_keep, tgt_keep):
         return F.layer_norm(x, (D,), state[f"{name}.weight"], state[f"{name}.bias"], 1e-5)
 
     def ffn(x, p):
-        return F.linear(act(F.linear(x, state[f"{p}.fc1.weight"], state[f"{p}.fc1.bias"])), state[f"{p}.fc2.weight"], state[f"{p}.fc2.bias"])
+        return F.linear(
+            act(F.linear(x, state[f"{p}.fc1.weight"], state[f"{p}.fc1.bias"])),
+            state[f"{p}.fc2.weight"],
+            state[f"{p}.fc2.bias"],
+        )
 
     enc_mask = torch.where(src_keep[:, None, None, :], 0.0, neg)
     T = tgt.shape[1]

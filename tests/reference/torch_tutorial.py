@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 
-
 class TutPositionalEncoding(nn.Module):
     def __init__(self, emb_size: int, maxlen: int = 5000):
         super().__init__()
@@ -34,11 +33,24 @@ class TutTokenEmbedding(nn.Module):
 
 
 class Seq2SeqTransformer(nn.Module):
-    def __init__(self, num_encoder_layers, num_decoder_layers, emb_size, nhead, src_vocab_size, tgt_vocab_size, dim_feedforward=512):
+    def __init__(
+        self,
+        num_encoder_layers,
+        num_decoder_layers,
+        emb_size,
+        nhead,
+        src_vocab_size,
+        tgt_vocab_size,
+        dim_feedforward=512,
+    ):
         super().__init__()
         self.transformer = nn.Transformer(
-            d_model=emb_size, nhead=nhead, num_encoder_layers=num_encoder_layers,
-            num_decoder_layers=num_decoder_layers, dim_feedforward=dim_feedforward, dropout=0.0,
+            d_model=emb_size,
+            nhead=nhead,
+            num_encoder_layers=num_encoder_layers,
+            num_decoder_layers=num_decoder_layers,
+            dim_feedforward=dim_feedforward,
+            dropout=0.0,
         )
         self.generator = nn.Linear(emb_size, tgt_vocab_size)
         self.src_tok_emb = TutTokenEmbedding(src_vocab_size, emb_size)
@@ -48,7 +60,9 @@ class Seq2SeqTransformer(nn.Module):
     def forward(self, src, trg, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask, memory_key_padding_mask):
         src_emb = self.positional_encoding(self.src_tok_emb(src))
         tgt_emb = self.positional_encoding(self.tgt_tok_emb(trg))
-        outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None, src_padding_mask, tgt_padding_mask, memory_key_padding_mask)
+        outs = self.transformer(
+            src_emb, tgt_emb, src_mask, tgt_mask, None, src_padding_mask, tgt_padding_mask, memory_key_padding_mask
+        )
         return self.generator(outs)
 
 
