@@ -205,6 +205,7 @@ class Watch:
     def __init__(self, browser, origin: str):
         self.origin = origin
         self.context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+        self.context.set_default_timeout(WAIT_S * 1000)  # clicks and reads wait for their element as long as waits do
         self.page = self.context.new_page()
         self.blocked: list[str] = []
         self.errors: list[str] = []
@@ -421,8 +422,12 @@ def sidebar_errors(page) -> list[str]:
 # ---------------------------------------------------------------------------------------------- a model to look at
 
 
-def letters_checkpoint(folder: Path) -> Path:
-    """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>), with examples in its card."""
+LETTERS_CARD = {"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]}
+
+
+def letters_checkpoint(folder: Path, card: dict | None = None) -> Path:
+    """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>): 2 encoder and 3 decoder
+    layers of 2 heads; its card has examples (LETTERS_CARD unless another card is given)."""
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     vocab = Vocab.build("abcdefgh", level="char")
@@ -440,7 +445,7 @@ def letters_checkpoint(folder: Path) -> Path:
         build_model(config, seed=0),
         Tokenizer(vocab, vocab),
         path,
-        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]},
+        card=LETTERS_CARD if card is None else card,
     )
     return path
 

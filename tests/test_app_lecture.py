@@ -3,26 +3,14 @@ place on every page, the presentation toggle, and the gold alignment drawn only 
 
 import pytest
 
-from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 from model.demos import CHECKPOINTS
 from tests.apptest_helpers import PAGES, charts, open_page
+from tests.browser_helpers import letters_checkpoint
 
 
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
-    vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=12,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=3,
-    )
-    path = tmp_path_factory.mktemp("lecture") / "letters"
-    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
-    return f"path:{path}"
+    return f"path:{letters_checkpoint(tmp_path_factory.mktemp('lecture'), card={'examples': ['cafe']})}"
 
 
 def test_positional_selections_come_from_the_link_and_go_back_to_it(ckpt):

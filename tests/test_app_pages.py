@@ -4,9 +4,9 @@ import html
 
 import pytest
 
-from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 from model.demos import list_demos
 from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, messages, open_page
+from tests.browser_helpers import letters_checkpoint
 from viz.tokens import display_tokens
 
 EXAMPLES = ["hello", "abcab", "ceded"]
@@ -15,24 +15,7 @@ EXAMPLES = ["hello", "abcab", "ceded"]
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     """A small random char-level model (letters a-h), max_len 12, with examples in its card."""
-    vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=12,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=3,
-    )
-    path = tmp_path_factory.mktemp("ckpt") / "letters"
-    save_checkpoint(
-        build_model(config, seed=0),
-        Tokenizer(vocab, vocab),
-        path,
-        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]},
-    )
-    return f"path:{path}"
+    return f"path:{letters_checkpoint(tmp_path_factory.mktemp('ckpt'))}"
 
 
 @pytest.mark.parametrize("page", PAGES)

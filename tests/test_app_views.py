@@ -6,10 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from model import Tokenizer, TransformerConfig, Vocab, build_model, capture, save_checkpoint
+from model import capture
 from pages import common
 from pages.bounded_cache import BoundedCache, nbytes
 from tests.apptest_helpers import chart_titles, charts, open_page
+from tests.browser_helpers import letters_checkpoint
 
 ATTENTION_VIEWS = {
     "one": "Cross-attention (decoder → encoder), layer 2, average of heads",
@@ -21,19 +22,7 @@ ATTENTION_VIEWS = {
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     """A small random char-level model (letters a-h): 2 encoder and 3 decoder layers of 2 heads."""
-    vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=12,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=3,
-    )
-    path = tmp_path_factory.mktemp("views") / "letters"
-    save_checkpoint(build_model(config, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
-    return path
+    return letters_checkpoint(tmp_path_factory.mktemp("views"), card={"examples": ["cafe"]})
 
 
 @pytest.fixture

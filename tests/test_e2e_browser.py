@@ -88,7 +88,7 @@ def test_attention_page(watch, server, letters):
     assert target[0] == BOS and 2 <= len(target) <= 12
     assert "text=bead" in page.url
 
-    page.get_by_text("Encoder self-attention", exact=True).click()
+    page.get_by_text("Encoder self", exact=True).click()
     wait_ticks(watch, source_ticks("bead"), source_ticks("bead"))
     wait_title(watch, "Encoder self-attention, layer 1, average of heads")
     arrays = np.load(io.BytesIO(download(page, "Download attention and PE (.npz)")))
