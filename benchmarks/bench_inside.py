@@ -82,7 +82,8 @@ def main() -> None:
     load_before = load()
     for name, (page, _) in pages.items():
         t0 = time.perf_counter()
-        apps[name] = open_page(page, f"demo:{args.model}", text=text)
+        extra = {"model_view": "shapes"} if page == "model" else {}  # the view whose control model_change turns
+        apps[name] = open_page(page, f"demo:{args.model}", text=text, **extra)
         first[name] = time.perf_counter() - t0
         assert not apps[name].exception, apps[name].exception
     for i in range(args.repeats):  # alternate, so both pages see the same machine load
