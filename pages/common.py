@@ -1,22 +1,17 @@
-"""What app.py and every page share: the model picker, the input box, cached model calls, URL state.
+"""What app.py and every page share: the model picker, the input box, URL state, navigation.
 
 The model is loaded once per process (st.cache_resource) and shared by every browser session; it is
-never mutated. Captures, traces and bertviz HTML are cached per (model, input) in BoundedCaches (entries
-and bytes bounded, see below). Every widget's
-value also lives in the URL (st.query_params), so a link reproduces the view.
+never mutated. Captures, traces and bertviz HTML are cached per (model, input) in pages/caches.py (bounded
+by entries and bytes; re-exported here); uploads are kept by pages/uploads.py. Every widget's value also
+lives in the URL (st.query_params), so a link reproduces the view.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextvars
-import hashlib
 import logging
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +21,27 @@ from typing import Any
 import pandas  # noqa: F401
 import streamlit as st
 
-from model import Capture, CheckpointError, Trace, capture, greedy_decode, load_checkpoint
-from model.archive import safe_extract
+from model import CheckpointError, load_checkpoint
 from model.checkpoint import load_card
 from model.demos import list_demos
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
-from pages.bounded_cache import BoundedCache
+from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
+    CAPTURES,
+    HTML,
+    QKV,
+    TRACES,
+    cached_capture,
+    cached_html,
+    cached_trace,
+    capture_downloads,
+    input_key,
+    pe_downloads,
+    session_capture,
+    session_qkv_capture,
+)
+from pages.uploads import upload_path
 
 _LOG = logging.getLogger(__name__)
 
@@ -177,48 +185,6 @@ def _inspect(path: str, stamp: float) -> CheckpointInfo:
     return inspect_checkpoint(path)
 
 
-_UPLOADS: list[Path] = []  # this process's private folder for uploads (mode 0700), removed at exit
-
-
-def _upload_root() -> Path:
-    if not _UPLOADS:
-        root = Path(tempfile.mkdtemp(prefix="transformer-viz-uploads-"))  # readable by this user only
-        atexit.register(shutil.rmtree, root, True)
-        _UPLOADS.append(root)
-    return _UPLOADS[0]
-
-
-def _release_upload(local: str) -> None:
-    """Remove an upload's files when the cache lets it go (a later use writes them again)."""
-    root = _upload_root()
-    path = Path(local)
-    folder = path if path.parent == root else path.parent
-    if folder.parent == root:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@st.cache_resource(show_spinner="Reading the upload…", max_entries=8, on_release=_release_upload)
-def _saved_upload(digest: str, name: str, _data: bytes) -> str:
-    """Write an upload into the private upload folder once; a .zip is checked, then unpacked flat (model.archive)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=_upload_root()))
-    if not name.lower().endswith(".zip"):
-        target = folder / (Path(name).name or "upload.bin")
-        target.write_bytes(_data)
-        return str(target)
-    try:
-        return str(safe_extract(_data, folder, name=name))
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-
-
-def _upload_path(upload) -> tuple[str, str]:
-    """(digest, local path) of a Streamlit UploadedFile."""
-    data = upload.getvalue()
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    return digest, _saved_upload(digest, upload.name, data)
-
-
 def _load_options(path: Path) -> tuple[dict, str]:
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
     info = _inspect(str(path), _stamp(path))
@@ -241,7 +207,7 @@ def _load_options(path: Path) -> tuple[dict, str]:
             target = st.file_uploader("Target vocabulary", key="model_vocab_tgt")
         for name, upload in (("vocab", both), ("source_vocab", source), ("target_vocab", target)):
             if upload is not None:
-                digest, local = _upload_path(upload)
+                digest, local = upload_path(upload)
                 vocab.append((name, local))
                 suffix += f"|{name}={digest}"
         if not vocab:
@@ -313,7 +279,7 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
                     "or the PyTorch translation tutorial."
                 )
                 return None
-            digest, local = _upload_path(upload)
+            digest, local = upload_path(upload)
             path, key, label = Path(local), f"upload:{digest}", upload.name
             private = (local, upload.name)
         if not path.exists():
@@ -479,116 +445,3 @@ def require_session(valid_input: bool = True) -> Session:
     if valid_input and not show_input_messages(session):
         st.stop()
     return session
-
-
-# -- cached model calls --------------------------------------------------------------------------
-# Process-wide, shared by every session, keyed by (model key, input): changing only a view (tab, layer,
-# head, step) recomputes nothing about the model. Bounded by entries AND bytes (numpy nbytes, string and
-# bytes lengths), least recently used dropped first; at most 256 + 128 + 64 MB in all, models aside.
-CAPTURES: BoundedCache[Capture] = BoundedCache("captures", max_entries=64, max_bytes=256 * 2**20)
-TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=128 * 2**20)
-HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)
-QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
-
-
-def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
-    """work, under st.spinner while a page script runs (a deferred download runs it with no page to draw on)."""
-    if message is None:
-        return work
-
-    def run():
-        with st.spinner(message):
-            return work()
-
-    return run
-
-
-def cached_capture(
-    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = "Running the model…"
-) -> Capture:
-    """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
-    return CAPTURES.get(
-        (model_key, text, target), _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target))
-    )
-
-
-def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer) -> Trace:
-    """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
-    return TRACES.get(
-        (model_key, text, tuple(prefix), top_k),
-        _with_spinner("Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
-    )
-
-
-def cached_html(key: tuple, build: Callable[[], str]) -> str:
-    """An HTML view (bertviz) once per key, e.g. (model key, text, target, view, kind, layer): at most 16 and 64 MB."""
-    return HTML.get(key, _with_spinner("Drawing…", build))
-
-
-def input_key(session: Session) -> tuple[str, str, str | None]:
-    """(model key, source text, target text or None): what a capture of this session depends on."""
-    return session.key, session.check.text, session.target_check.text if session.target_check else None
-
-
-def session_capture(session: Session, spinner: str | None = "Running the model…") -> Capture:
-    return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
-
-
-def session_qkv_capture(session: Session) -> Capture:
-    """capture(..., qkv=True) once per (model key, text, target): QKV holds at most 16 of them and 128 MB."""
-    _, text, target = key = input_key(session)
-    return QKV.get(
-        key,
-        _with_spinner("Recording Q, K, V…", lambda: capture(session.model, session.tokenizer, text, target, qkv=True)),
-    )
-
-
-def _npz(session: Session) -> bytes:
-    """The session's capture as .npz bytes; built when the download is requested, never kept."""
-    from model.export import capture_npz
-
-    return capture_npz(session_capture(session, spinner=None))
-
-
-def _json(session: Session) -> str:
-    """The session's capture as JSON; built when the download is requested, never kept."""
-    from model.export import capture_json
-
-    return capture_json(session_capture(session, spinner=None))
-
-
-def capture_downloads(session: Session, page: str) -> None:
-    """Two buttons that every page shows: the captured attention and PE as .npz and as JSON.
-
-    The files are made only when a button is pressed (st.download_button runs a callable then, on its own
-    thread): a page run that nobody downloads from costs nothing here. With the capture already cached (the
-    page showed it), that is only the conversion; otherwise the model runs then, once.
-    """
-    left, right = st.columns(2)
-    left.download_button(
-        "Download attention and PE (.npz)",
-        partial(_npz, session),
-        file_name="capture.npz",
-        mime="application/octet-stream",
-        key=f"{page}_dl_npz",
-        on_click="ignore",
-    )
-    right.download_button(
-        "Download attention and PE (.json)",
-        partial(_json, session),
-        file_name="capture.json",
-        mime="application/json",
-        key=f"{page}_dl_json",
-        on_click="ignore",
-    )
-
-
-def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], bytes], Callable[[], str]]:
-    """The sinusoidal table and its wavelengths as .npz and JSON: two callables for st.download_button."""
-    from model import pe_analysis as pea
-    from model.export import pe_json, pe_npz
-
-    def arrays():
-        return dict(pe=pea.pe_table(length, d_model, base), wavelengths=pea.pe_wavelengths(d_model, base))
-
-    return (lambda: pe_npz(**arrays())), (lambda: pe_json(**arrays()))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from model import capture
-from pages import common
+from pages import caches, common
 from pages.bounded_cache import BoundedCache, nbytes
 from tests.apptest_helpers import chart_titles, charts, open_page
 from tests.browser_helpers import letters_checkpoint
@@ -29,7 +29,7 @@ def ckpt(tmp_path_factory):
 def model_runs(monkeypatch):
     """Counts every capture() and greedy_decode() the app's caches run."""
     calls = {"capture": 0, "decode": 0}
-    real_capture, real_decode = common.capture, common.greedy_decode
+    real_capture, real_decode = caches.capture, caches.greedy_decode
 
     def counted_capture(*args, **kwargs):
         calls["capture"] += 1
@@ -39,10 +39,10 @@ def model_runs(monkeypatch):
         calls["decode"] += 1
         return real_decode(*args, **kwargs)
 
-    monkeypatch.setattr(common, "capture", counted_capture)
-    monkeypatch.setattr(common, "greedy_decode", counted_decode)
-    common.CAPTURES.clear()
-    common.TRACES.clear()
+    monkeypatch.setattr(caches, "capture", counted_capture)
+    monkeypatch.setattr(caches, "greedy_decode", counted_decode)
+    caches.CAPTURES.clear()
+    caches.TRACES.clear()
     return calls
 
 

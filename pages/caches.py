@@ -1,0 +1,132 @@
+"""Cached model calls shared by every session of a server process, and the downloads made from them.
+
+Process-wide, keyed by (model key, input): changing only a view (tab, layer, head, step) recomputes nothing
+about the model. Bounded by entries AND bytes (pages/bounded_cache.py). Pages reach these through
+pages.common, which re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from model import Capture, Trace, capture, greedy_decode
+from pages.bounded_cache import BoundedCache
+
+if TYPE_CHECKING:
+    from pages.common import Session
+
+# -- cached model calls --------------------------------------------------------------------------
+# Process-wide, shared by every session, keyed by (model key, input): changing only a view (tab, layer,
+# head, step) recomputes nothing about the model. Bounded by entries AND bytes (numpy nbytes, string and
+# bytes lengths), least recently used dropped first; at most 256 + 128 + 64 MB in all, models aside.
+CAPTURES: BoundedCache[Capture] = BoundedCache("captures", max_entries=64, max_bytes=256 * 2**20)
+TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=128 * 2**20)
+HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)
+QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
+
+
+def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
+    """work, under st.spinner while a page script runs (a deferred download runs it with no page to draw on)."""
+    if message is None:
+        return work
+
+    def run():
+        with st.spinner(message):
+            return work()
+
+    return run
+
+
+def cached_capture(
+    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = "Running the model…"
+) -> Capture:
+    """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
+    return CAPTURES.get(
+        (model_key, text, target), _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target))
+    )
+
+
+def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer) -> Trace:
+    """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
+    return TRACES.get(
+        (model_key, text, tuple(prefix), top_k),
+        _with_spinner("Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
+    )
+
+
+def cached_html(key: tuple, build: Callable[[], str]) -> str:
+    """An HTML view (bertviz) once per key, e.g. (model key, text, target, view, kind, layer): at most 16 and 64 MB."""
+    return HTML.get(key, _with_spinner("Drawing…", build))
+
+
+def input_key(session: Session) -> tuple[str, str, str | None]:
+    """(model key, source text, target text or None): what a capture of this session depends on."""
+    return session.key, session.check.text, session.target_check.text if session.target_check else None
+
+
+def session_capture(session: Session, spinner: str | None = "Running the model…") -> Capture:
+    return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
+
+
+def session_qkv_capture(session: Session) -> Capture:
+    """capture(..., qkv=True) once per (model key, text, target): QKV holds at most 16 of them and 128 MB."""
+    _, text, target = key = input_key(session)
+    return QKV.get(
+        key,
+        _with_spinner("Recording Q, K, V…", lambda: capture(session.model, session.tokenizer, text, target, qkv=True)),
+    )
+
+
+def _npz(session: Session) -> bytes:
+    """The session's capture as .npz bytes; built when the download is requested, never kept."""
+    from model.export import capture_npz
+
+    return capture_npz(session_capture(session, spinner=None))
+
+
+def _json(session: Session) -> str:
+    """The session's capture as JSON; built when the download is requested, never kept."""
+    from model.export import capture_json
+
+    return capture_json(session_capture(session, spinner=None))
+
+
+def capture_downloads(session: Session, page: str) -> None:
+    """Two buttons that every page shows: the captured attention and PE as .npz and as JSON.
+
+    The files are made only when a button is pressed (st.download_button runs a callable then, on its own
+    thread): a page run that nobody downloads from costs nothing here. With the capture already cached (the
+    page showed it), that is only the conversion; otherwise the model runs then, once.
+    """
+    left, right = st.columns(2)
+    left.download_button(
+        "Download attention and PE (.npz)",
+        partial(_npz, session),
+        file_name="capture.npz",
+        mime="application/octet-stream",
+        key=f"{page}_dl_npz",
+        on_click="ignore",
+    )
+    right.download_button(
+        "Download attention and PE (.json)",
+        partial(_json, session),
+        file_name="capture.json",
+        mime="application/json",
+        key=f"{page}_dl_json",
+        on_click="ignore",
+    )
+
+
+def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], bytes], Callable[[], str]]:
+    """The sinusoidal table and its wavelengths as .npz and JSON: two callables for st.download_button."""
+    from model import pe_analysis as pea
+    from model.export import pe_json, pe_npz
+
+    def arrays():
+        return dict(pe=pea.pe_table(length, d_model, base), wavelengths=pea.pe_wavelengths(d_model, base))
+
+    return (lambda: pe_npz(**arrays())), (lambda: pe_json(**arrays()))
