@@ -108,7 +108,9 @@ def choose(vocab_size: int) -> Strategy:
             _("Top-p"), 0.01, 1.0, key="dec_sp", step=0.05, format="%.2f",
             help=_("Keep the most probable tokens until their probabilities reach p (the nucleus)."),
         )  # fmt: skip
-        cols[3].number_input(_("Seed"), 0, MAX_SEED, key="dec_seed", step=1, help=_("The same seed draws the same tokens."))
+        cols[3].number_input(
+            _("Seed"), 0, MAX_SEED, key="dec_seed", step=1, help=_("The same seed draws the same tokens.")
+        )
         settings = Strategy(name, temperature=round(float(temp), 3), top_k=int(top_k), top_p=round(float(top_p), 3),
                             seed=int(seed))  # fmt: skip
     for what in st.session_state.pop(_PROBLEMS, []):

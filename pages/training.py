@@ -110,7 +110,9 @@ weights = cross.mean(axis=0) if head == "average" else cross[int(head)]
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 em = "–" if current.exact_match is None else f"{current.exact_match:.0%}"
 st.caption(
-    _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(where=where, target=target)
+    _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
+        where=where, target=target
+    )
 )
 max_height, max_width = chart_box()
 left, right = st.columns([3, 2])
