@@ -102,16 +102,16 @@ class BeamTrace:
         done = [h for s in self.steps for h in s.finished]
         return sorted(done, key=lambda h: h.score, reverse=True)
 
-    def tree(self) -> dict[str, np.ndarray | list[str]]:
+    def tree(self) -> dict[str, np.ndarray | list]:
         """The search as plain arrays for a figure or a table, one entry per hypothesis of every step (N in all):
 
         step (N,) t; rank (N,) place among the step's 2K best extensions; parent (N,) index of the entry it
         extends (-1 at step 0); status (N,) "live" (kept), "finished" (wrote </s>) or "pruned"; token (N,) its
-        last token; text (N,) all its tokens joined by spaces; log_prob (N,); score (N,) with the length
+        last token; tokens (N,) all its tokens (a list each); log_prob (N,); score (N,) with the length
         penalty; best (N,) True on the best hypothesis's path.
         """
         on_best = {id(h) for h in self.best_path}
-        names = ("step", "rank", "parent", "status", "token", "text", "log_prob", "score", "best")
+        names = ("step", "rank", "parent", "status", "token", "tokens", "log_prob", "score", "best")
         out: dict[str, list] = {k: [] for k in names}
         parents: list[int] = []  # entry index of each live hypothesis of the step before, in `live` order
         for step in self.steps:
@@ -123,13 +123,13 @@ class BeamTrace:
                 if status == "live":
                     now[live_at[id(h)]] = len(out["step"])
                 values = (step.index, h.rank, parents[h.parent] if step.index else -1, status, h.tokens[-1],
-                          " ".join(h.tokens), h.log_prob, h.score, id(h) in on_best)  # fmt: skip
+                          list(h.tokens), h.log_prob, h.score, id(h) in on_best)  # fmt: skip
                 for key, value in zip(names, values):
                     out[key].append(value)
             parents = now
         arrays = {k: np.asarray(out[k], dtype=d) for k, d in (("step", np.int64), ("rank", np.int64),
                   ("parent", np.int64), ("log_prob", np.float64), ("score", np.float64), ("best", bool))}  # fmt: skip
-        return {**arrays, "status": out["status"], "token": out["token"], "text": out["text"]}
+        return {**arrays, "status": out["status"], "token": out["token"], "tokens": out["tokens"]}
 
 
 def _rows(recorder, kind: str, layers: int) -> np.ndarray:

@@ -70,7 +70,8 @@ def beam_json(trace: BeamTrace, decimals: int = 5) -> str:
 
 
 def beam_csv(trace: BeamTrace, decimals: int = 6) -> str:
-    """One row per hypothesis of every step: step, rank, status, parent row, token, hypothesis, log_prob, score."""
+    """One row per hypothesis of every step: step, rank, status, parent row, token, hypothesis (its tokens joined by
+    spaces), log_prob, score, on the best path (0/1)."""
     tree = trace.tree()
     rows = [
         [
@@ -79,7 +80,7 @@ def beam_csv(trace: BeamTrace, decimals: int = 6) -> str:
             tree["status"][i],
             int(tree["parent"][i]),
             tree["token"][i],
-            tree["text"][i],
+            " ".join(tree["tokens"][i]),
             round(float(tree["log_prob"][i]), decimals),
             round(float(tree["score"][i]), decimals),
             int(bool(tree["best"][i])),

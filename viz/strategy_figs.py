@@ -34,22 +34,22 @@ def _fit(token: str, px: float, size: int) -> str:
 
 
 def beam_tree(
-    tree: dict[str, np.ndarray | list[str]], title: str = "", width_px: int = 860, tick_px: int = TICK_PX
+    tree: dict[str, np.ndarray | list], title: str = "", width_px: int = 860, tick_px: int = TICK_PX
 ) -> go.Figure:
     """A beam search as a tree: steps across, the 2K ranked extensions of each step down (best on top).
 
-    tree: BeamTrace.tree()'s arrays (step, rank, parent, status, token, text, log_prob, score, best), N entries.
+    tree: BeamTrace.tree()'s arrays (step, rank, parent, status, token, tokens, log_prob, score, best), N entries.
     Kept hypotheses are blue circles labelled with their last token, finished ones green diamonds labelled with
     their penalised score, pruned ones grey crosses; a line joins each to the hypothesis it extends; the best
     hypothesis's path is red. width_px: about how wide the plot is drawn (labels are shortened to fit a step).
     """
     step = np.asarray(tree["step"], dtype=int)
     n = len(step)
-    for key in ("rank", "parent", "status", "token", "text", "log_prob", "score", "best"):
+    for key in ("rank", "parent", "status", "token", "tokens", "log_prob", "score", "best"):
         if len(tree[key]) != n:
             raise ValueError(f"tree[{key!r}] has {len(tree[key])} entries, tree['step'] has {n}")
     rank, parent = np.asarray(tree["rank"], dtype=int), np.asarray(tree["parent"], dtype=int)
-    status, token, text = list(tree["status"]), list(tree["token"]), list(tree["text"])
+    status, token, tokens = list(tree["status"]), list(tree["token"]), list(tree["tokens"])
     log_prob, score = np.asarray(tree["log_prob"], dtype=float), np.asarray(tree["score"], dtype=float)
     best = np.asarray(tree["best"], dtype=bool)
     steps = int(step.max()) + 1 if n else 1
@@ -108,7 +108,7 @@ def beam_tree(
                     line=dict(width=[2.5 if best[i] else 0 for i in idx], color=BEST_COLOR),
                 ),
                 customdata=[
-                    [" ".join(hover_token(t) for t in text[i].split(" ")), log_prob[i], score[i], rank[i] + 1, shown]
+                    [" ".join(hover_token(t) for t in tokens[i]), log_prob[i], score[i], rank[i] + 1, shown]
                     for i in idx
                 ],
                 hovertemplate=hover,
