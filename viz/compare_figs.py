@@ -38,7 +38,7 @@ def diff_bound(diff: np.ndarray, floor: float = 0.05) -> float:
     """The symmetric range of the difference scale: the largest |A - B| (at least `floor`, so identical maps stay
     white instead of showing rounding noise at full colour), rounded up to a multiple of 0.05."""
     top = float(np.nanmax(np.abs(diff))) if diff.size else 0.0
-    return float(np.ceil(max(top, floor) / 0.05) * 0.05)
+    return float(np.ceil(round(max(top, floor) / 0.05, 4)) * 0.05)  # (float32 0.4 is a hair above 8 x 0.05)
 
 
 def compare_heatmaps(
