@@ -49,8 +49,9 @@ def beam_view(session, s: Strategy) -> None:
             text=trace.text or "∅", score=trace.score, n=len(trace.steps), stop=stop
         )
     )
-    explain_beam()
     max_height, max_width = chart_box()
+    n = len(trace.steps)
+    step = common.url_state("dec_bstep", n - 1, list(range(n)), int)
     st.plotly_chart(
         strategy_figs.beam_tree(
             trace.tree(),
@@ -59,12 +60,11 @@ def beam_view(session, s: Strategy) -> None:
             ),
             width_px=max_width,
             tick_px=chart_text_px(),
+            current=step,
         ),
         key="dec_beam_tree",
     )
-
-    n = len(trace.steps)
-    step = common.url_state("dec_bstep", 0, list(range(n)), int)
+    explain_beam()
     if n > 1:
         st.select_slider(_("Step"), list(range(n)), key="dec_bstep", format_func=lambda i: str(i + 1))
     at = trace.steps[step]

@@ -72,7 +72,8 @@ def choose(vocab_size: int) -> Strategy:
     """The strategy control and its settings (in the URL as dec_strategy, dec_beam, dec_lp, dec_temp, dec_sk,
     dec_sp, dec_seed); messages for values of a link that were not valid."""
     name = _from_url("dec_strategy", "greedy", lambda v: v in STRATEGIES, str, _("the decoding strategy"))
-    st.segmented_control(
+    cols = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")  # one row: the choice, then its settings
+    cols[0].segmented_control(
         _("Strategy"),
         list(STRATEGIES),
         key="dec_strategy",
@@ -84,9 +85,8 @@ def choose(vocab_size: int) -> Strategy:
     if name == "beam":
         beam = _from_url("dec_beam", 4, lambda v: 1 <= v <= MAX_BEAM, int, _("the beam size"))
         lp = _from_url("dec_lp", 0.6, _finite(0.0, 2.0), float, _("the length penalty"))
-        left, right, _rest = st.columns([1, 1, 2])
-        left.number_input(_("Beam size"), 1, MAX_BEAM, key="dec_beam", step=1)
-        right.number_input(
+        cols[1].number_input(_("Beam size"), 1, MAX_BEAM, key="dec_beam", step=1)
+        cols[2].number_input(
             _("Length penalty α"), 0.0, 2.0, key="dec_lp", step=0.1, format="%.1f",
             help=_("score = log p / ((5 + length) / 6)^α; the paper uses α = 0.6 with beam size 4"),
         )  # fmt: skip
@@ -98,17 +98,16 @@ def choose(vocab_size: int) -> Strategy:
             st.session_state["dec_sk"] = top_k = vocab_size
         top_p = _from_url("dec_sp", 1.0, _finite(0.01, 1.0), float, _("top-p"))
         seed = _from_url("dec_seed", 0, lambda v: 0 <= v <= MAX_SEED, int, _("the seed"))
-        cols = st.columns(4)
-        cols[0].number_input(
+        cols[1].number_input(
             _("Temperature"), 0.0, MAX_TEMPERATURE, key="dec_temp", step=0.1, format="%.2f",
             help=_("Divides the logits: below 1 sharper, above 1 flatter; 0 is greedy decoding."),
         )  # fmt: skip
-        cols[1].number_input(_("Top-k (0: all)"), 0, vocab_size, key="dec_sk", step=1)
-        cols[2].number_input(
+        cols[2].number_input(_("Top-k (0: all)"), 0, vocab_size, key="dec_sk", step=1)
+        cols[3].number_input(
             _("Top-p"), 0.01, 1.0, key="dec_sp", step=0.05, format="%.2f",
             help=_("Keep the most probable tokens until their probabilities reach p (the nucleus)."),
         )  # fmt: skip
-        cols[3].number_input(
+        cols[4].number_input(
             _("Seed"), 0, MAX_SEED, key="dec_seed", step=1, help=_("The same seed draws the same tokens.")
         )
         settings = Strategy(name, temperature=round(float(temp), 3), top_k=int(top_k), top_p=round(float(top_p), 3),

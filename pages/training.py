@@ -79,12 +79,12 @@ pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
 step = common.url_state("trn_step", steps[-1], steps, int)
-st.select_slider(_("Training step"), steps, key="trn_step")
+slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
+slide.select_slider(_("Training step"), steps, key="trn_step")
 n_layers = session.model.config.n_decoder_layers
 layer = common.url_state("trn_layer", n_layers - 1, list(range(n_layers)), int)
 heads = ["average", *range(session.model.config.n_heads)]
 head = common.url_state("trn_head", "average", heads, lambda v: v if v == "average" else int(v))
-left, right = st.columns(2)
 left.selectbox(_("Layer"), list(range(n_layers)), key="trn_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(
     _("Head"),

@@ -177,7 +177,7 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
         "alignment, layer 1 (held-out)",
         "alignment of this input, layer 1",
     ]
-    assert list(field(curve["data"][0], "x")) == [0, 4, 8]
+    assert list(field(curve["data"][0], "customdata")) == [0, 4, 8]
     assert list(field(curve["data"][0], "y")) == [s.exact_match for s in snaps.items]
     at.select_slider(key="trn_step").set_value(4).run()
     assert chart_titles(at)[0].startswith("Step 4 (exact match") and at.query_params["trn_step"] == "4"

@@ -101,8 +101,9 @@ def test_the_difference_scale_is_symmetric_and_never_magnifies_noise():
 def test_training_curve_has_a_line_per_score_and_marks_the_step_shown():
     fig = training_curve([0, 10, 20], {"exact": [0.0, 0.5, 1.0], "align": [0.1, None, 0.9]}, current=10)
     assert [t.name for t in fig.data] == ["exact", "align"]
-    assert list(fig.data[0].x) == [0, 10, 20] and np.isnan(fig.data[1].y[1])
-    assert fig.layout.shapes[0].x0 == fig.layout.shapes[0].x1 == 10
+    assert list(fig.data[0].x) == [0, 1, 2] and np.isnan(fig.data[1].y[1])  # one place per snapshot
+    assert fig.layout.xaxis.ticktext == ("0", "10", "20") and list(fig.data[0].customdata) == [0, 10, 20]
+    assert fig.layout.shapes[0].x0 == fig.layout.shapes[0].x1 == 1  # the snapshot of step 10
     assert fig.layout.yaxis.tickformat == ".0%"
     with pytest.raises(ValueError, match="'align' has 2 values for 3 steps"):
         training_curve([0, 10, 20], {"align": [0.1, 0.2]})

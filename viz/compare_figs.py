@@ -126,42 +126,50 @@ def training_curve(
     series: dict[str, Sequence[float | None]],
     current: int | None = None,
     title: str = "",
-    height: int = 320,
+    height: int = 300,
     tick_px: int = TICK_PX,
 ) -> go.Figure:
-    """Scores (0..1) per training snapshot against the training step: one line per entry of `series` (name ->
-    one value per step, None where unknown); `current` (a step) is marked with a vertical line."""
+    """Scores (0..1) per training snapshot: one line per entry of `series` (name -> one value per step, None where
+    unknown); `current` (a step) is marked with a vertical line.
+
+    Snapshots are evenly spaced, each tick labelled with its training step: taken at doubling steps, the early
+    ones (where most of the change happens) would crowd together on a linear step axis.
+    """
     for name, values in series.items():
         if len(values) != len(steps):
             raise ValueError(f"series {name!r} has {len(values)} values for {len(steps)} steps")
+    x = list(range(len(steps)))
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot"]
     for i, (name, values) in enumerate(series.items()):
         ys = [np.nan if v is None else float(v) for v in values]
         fig.add_trace(
             go.Scatter(
-                x=list(steps),
+                x=x,
                 y=ys,
+                customdata=list(steps),
                 mode="lines+markers",
                 name=name,
                 line=dict(width=3, dash=dashes[i % len(dashes)]),
                 marker=dict(size=9),
-                hovertemplate=_("step {step}").format(step="%{x}") + f"<br>{name}: %{{y:.1%}}<extra></extra>",
+                hovertemplate=_("step {step}").format(step="%{customdata}") + f"<br>{name}: %{{y:.1%}}<extra></extra>",
             )
         )
-    if current is not None:
-        fig.add_vline(x=current, line=dict(color="#d62728", width=2, dash="dash"))
-        fig.add_annotation(
-            x=current, y=1.0, yref="paper", text=_("shown: step {step}").format(step=current), showarrow=False,
-            yanchor="bottom", font=dict(size=tick_px, color="#d62728"),
-        )  # fmt: skip
-    fig.update_xaxes(title_text=_("training step"), rangemode="tozero")
+    if current is not None and current in steps:
+        fig.add_vline(x=list(steps).index(current), line=dict(color="#d62728", width=2, dash="dash"))
+    fig.update_xaxes(
+        title_text=_("training step (one tick per snapshot)"),
+        tickvals=x,
+        ticktext=[str(s) for s in steps],
+        range=[-0.3, len(steps) - 0.7],
+    )
     fig.update_yaxes(title_text=_("share"), range=[-0.03, 1.03], tickformat=".0%")
+    legend_px = 24 * len(series)
     fig.update_layout(
-        title=title or _("Scores per snapshot"),
-        height=height,
-        legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"),
-        margin=dict(t=70, l=10, r=10, b=10),
+        title=dict(text=title or _("Scores per snapshot"), y=1.0, yanchor="top", pad=dict(t=12)),
+        height=height + legend_px,
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        margin=dict(t=50 + legend_px, l=10, r=10, b=10),
         hovermode="x unified",
     )
     return readable(fig, tick_px)

@@ -34,7 +34,11 @@ def _fit(token: str, px: float, size: int) -> str:
 
 
 def beam_tree(
-    tree: dict[str, np.ndarray | list], title: str = "", width_px: int = 860, tick_px: int = TICK_PX
+    tree: dict[str, np.ndarray | list],
+    title: str = "",
+    width_px: int = 860,
+    tick_px: int = TICK_PX,
+    current: int | None = None,
 ) -> go.Figure:
     """A beam search as a tree: steps across, the 2K ranked extensions of each step down (best on top).
 
@@ -42,6 +46,7 @@ def beam_tree(
     Kept hypotheses are blue circles labelled with their last token, finished ones green diamonds labelled with
     their penalised score, pruned ones grey crosses; a line joins each to the hypothesis it extends; the best
     hypothesis's path is red. width_px: about how wide the plot is drawn (labels are shortened to fit a step).
+    current: a step (from 0) to shade, the one a table beside the figure shows.
     """
     step = np.asarray(tree["step"], dtype=int)
     n = len(step)
@@ -114,6 +119,8 @@ def beam_tree(
                 hovertemplate=hover,
             )
         )
+    if current is not None:
+        fig.add_vrect(x0=current + 0.5, x1=current + 1.5, fillcolor="#fff3b0", line_width=0, layer="below")
     fig.update_xaxes(
         title_text=_("step (tokens written)"),
         range=[0.4, steps + 0.6],
