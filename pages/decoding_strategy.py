@@ -46,7 +46,9 @@ class Strategy:
 
 def _from_url(key: str, default, ok: Callable[[object], bool], cast: Callable[[str], object], what: str):
     """st.session_state[key] from the link once (else the default); a value that is not valid is remembered as a
-    message for this run (never echoed: a link's value could be anything) and the default used."""
+    message for this run (never echoed: a link's value could be anything) and the default used.
+
+    cast also rounds (e.g. to the widget's precision), so the box, the link and the computation hold one value."""
     if key not in st.session_state:
         raw = st.query_params.get(key)
         value = default
@@ -68,6 +70,11 @@ def _finite(lo: float, hi: float) -> Callable[[object], bool]:
     return lambda v: isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi
 
 
+def _rounded(decimals: int) -> Callable[[str], float]:
+    """float(text) rounded to `decimals` (nan and inf stay, and are refused by _finite)."""
+    return lambda raw: round(float(raw), decimals) if math.isfinite(float(raw)) else float(raw)
+
+
 def choose(vocab_size: int) -> Strategy:
     """The strategy control and its settings (in the URL as dec_strategy, dec_beam, dec_lp, dec_temp, dec_sk,
     dec_sp, dec_seed); messages for values of a link that were not valid."""
@@ -84,19 +91,19 @@ def choose(vocab_size: int) -> Strategy:
     settings = Strategy(name)
     if name == "beam":
         beam = _from_url("dec_beam", 4, lambda v: 1 <= v <= MAX_BEAM, int, _("the beam size"))
-        lp = _from_url("dec_lp", 0.6, _finite(0.0, 2.0), float, _("the length penalty"))
+        lp = _from_url("dec_lp", 0.6, _finite(0.0, 2.0), _rounded(1), _("the length penalty"))
         cols[1].number_input(_("Beam size"), 1, MAX_BEAM, key="dec_beam", step=1)
         cols[2].number_input(
             _("Length penalty α"), 0.0, 2.0, key="dec_lp", step=0.1, format="%.1f",
             help=_("score = log p / ((5 + length) / 6)^α; the paper uses α = 0.6 with beam size 4"),
         )  # fmt: skip
-        settings = Strategy(name, beam_size=int(beam), length_penalty=round(float(lp), 2))
+        settings = Strategy(name, beam_size=int(beam), length_penalty=round(float(lp), 1))
     elif name == "sample":
-        temp = _from_url("dec_temp", 1.0, _finite(0.0, MAX_TEMPERATURE), float, _("the temperature"))
+        temp = _from_url("dec_temp", 1.0, _finite(0.0, MAX_TEMPERATURE), _rounded(2), _("the temperature"))
         top_k = _from_url("dec_sk", 0, lambda v: 0 <= v <= vocab_size, int, _("top-k"))
         if top_k > vocab_size:  # kept from a model with a larger vocabulary
             st.session_state["dec_sk"] = top_k = vocab_size
-        top_p = _from_url("dec_sp", 1.0, _finite(0.01, 1.0), float, _("top-p"))
+        top_p = _from_url("dec_sp", 1.0, _finite(0.01, 1.0), _rounded(2), _("top-p"))
         seed = _from_url("dec_seed", 0, lambda v: 0 <= v <= MAX_SEED, int, _("the seed"))
         cols[1].number_input(
             _("Temperature"), 0.0, MAX_TEMPERATURE, key="dec_temp", step=0.1, format="%.2f",
@@ -110,7 +117,7 @@ def choose(vocab_size: int) -> Strategy:
         cols[4].number_input(
             _("Seed"), 0, MAX_SEED, key="dec_seed", step=1, help=_("The same seed draws the same tokens.")
         )
-        settings = Strategy(name, temperature=round(float(temp), 3), top_k=int(top_k), top_p=round(float(top_p), 3),
+        settings = Strategy(name, temperature=round(float(temp), 2), top_k=int(top_k), top_p=round(float(top_p), 2),
                             seed=int(seed))  # fmt: skip
     for what in st.session_state.pop(_PROBLEMS, []):
         st.warning(_("The link's value for {what} is not valid here; the default is used instead.").format(what=what))

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as hst
 
 from model import beam_search, capture, load_checkpoint, sample
 from model import train as train_mod
@@ -114,6 +116,26 @@ def test_a_bad_value_in_a_link_is_named_and_replaced(models, params, named):
     assert charts(at)  # the page still shows the strategy with its defaults
     if "dec_beam" in params:
         assert at.query_params["dec_beam"] == "4" and at.query_params["dec_lp"] == "0.6"
+
+
+JUNK = hst.one_of(
+    hst.text(max_size=12),
+    hst.integers(-(10**12), 10**12).map(str),
+    hst.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+BOUNDS = {"dec_beam": (1, 8), "dec_lp": (0, 2), "dec_temp": (0, 5), "dec_sk": (0, 11), "dec_sp": (0.01, 1),
+          "dec_seed": (0, 2**31 - 1)}  # fmt: skip
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(strategy=hst.sampled_from(["beam", "sample"]), values=hst.fixed_dictionaries({k: JUNK for k in BOUNDS}))
+def test_any_value_in_a_strategy_link_gives_a_valid_setting_and_no_traceback(models, strategy, values):
+    at = open_page("decoding", f"path:{models['a']}", text="cafe", dec_strategy=strategy, **values)
+    assert not at.exception, at.exception
+    assert charts(at)
+    for box in at.number_input:
+        lo, hi = BOUNDS[box.key]
+        assert lo <= box.value <= hi and at.query_params[box.key] == str(box.value)
 
 
 # ------------------------------------------------------------------ two models

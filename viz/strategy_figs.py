@@ -212,7 +212,7 @@ def sampling_overview(
             hoverinfo="skip",
         )
     )  # fmt: skip
-    fig.update_xaxes(title_text=_("step"), dtick=1 if px >= 22 else 5, showgrid=False)
+    fig.update_xaxes(title_text=_("step"), dtick=1 if px >= 22 else 5, showgrid=False, range=[0.5, T + 0.5])
     fig.update_yaxes(title_text=_("candidate (most probable first)"), type="category", autorange="reversed")
     fig.update_layout(
         title=title or _("What each token was drawn from"),
