@@ -46,7 +46,11 @@ def _snapshots(folder: str, stamp: float):
     return list_snapshots(folder)
 
 
-@st.cache_resource(max_entries=64, show_spinner=_("Loading a snapshot…"))
+# Every snapshot is needed at once for this input's curve: small models only (CURVE_BYTES of stored weights in all).
+CURVE_BYTES = 64 * 2**20
+
+
+@st.cache_resource(max_entries=16, show_spinner=_("Loading a snapshot…"))
 def _load_snapshot(path: str, stamp: float):
     return load_checkpoint(path)
 
@@ -102,9 +106,13 @@ def snapshot_capture(snapshot):
     return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
 
 
-captures = [snapshot_capture(s) for s in snaps.items]  # every snapshot reads the same input and decoder input
-shown = captures[steps.index(step)]
+stored = sum(
+    (s.path / "model.safetensors").stat().st_size for s in snaps.items if (s.path / "model.safetensors").is_file()
+)
 current = snaps.items[steps.index(step)]
+# every snapshot reads the same input and decoder input; all of them only when they are small
+captures = [snapshot_capture(s) for s in snaps.items] if stored <= CURVE_BYTES else None
+shown = captures[steps.index(step)] if captures else snapshot_capture(current)
 cross = shown.cross[layer]  # (H, T, S)
 weights = cross.mean(axis=0) if head == "average" else cross[int(head)]
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
@@ -140,7 +148,7 @@ series = {
     _("alignment, layer {layer} (held-out)").format(layer=layer): held_out,
 }
 mine = None
-if pairs:
+if pairs and captures:
     mine = [alignment_share(c.cross, pairs)[layer] for c in captures]
     series[_("alignment of this input, layer {layer}").format(layer=layer)] = mine
 right.plotly_chart(
@@ -153,6 +161,8 @@ right.caption(
         "head-averaged cross-attention peaks on the source token they come from (the measure of the model cards)."
     ).format(n=snaps.examples or "?")
 )
+if captures is None:
+    right.caption(_("These snapshots are large: only the one shown is run, so this input has no curve here."))
 
 left, right = st.columns(2)
 left.download_button(
@@ -163,10 +173,16 @@ left.download_button(
     key="trn_dl_csv",
     on_click="ignore",
 )
+ran = captures or [shown]
 right.download_button(
-    _("Download this input's cross-attention at every snapshot (.npz)"),
+    _("Download this input's cross-attention at every snapshot (.npz)")
+    if captures
+    else _("Download this input's cross-attention at this snapshot (.npz)"),
     lambda: comparison_npz(
-        {"cross": np.stack([c.cross for c in captures]), "steps": np.asarray(steps)},  # (N, L, H, T, S)
+        {
+            "cross": np.stack([c.cross for c in ran]),
+            "steps": np.asarray(steps if captures else [step]),
+        },  # (N, L, H, T, S)
         source_tokens=shown.source_tokens,
         target_tokens=shown.target_tokens,
     ),

@@ -73,6 +73,13 @@ def test_beam_search_shows_its_tree_and_the_chosen_hypothesis_and_keeps_the_link
     assert len(rows) == len(trace.tree()["step"])
     assert json.loads(deferred["beam.json"]())["text"] == trace.text
 
+    at.select_slider(key="dec_bstep").set_value(1).run()
+    at.selectbox(key="dec_blayer").set_value(0).run()
+    table = at.dataframe[0].value
+    link = {k: at.query_params[k] for k in at.query_params if k != "model"}
+    assert link["dec_bstep"] == "1" and link["dec_blayer"] == "0"
+    linked = open_page("decoding", at.query_params["model"], **link)  # the link shows the same step and layer
+    assert chart_titles(linked) == chart_titles(at) and linked.dataframe[0].value.equals(table)
     at.number_input(key="dec_beam").set_value(1).run()  # beam size 1: greedy decoding's output
     assert at.query_params["dec_beam"] == "1"
     greedy = capture(model, tokenizer, "cafe")
@@ -187,7 +194,7 @@ def snapshot_run(tmp_path_factory):
     return out
 
 
-def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_run):
+def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_run, deferred):
     at = open_page("training", f"path:{snapshot_run}", text="abcd")
     assert not at.exception, at.exception
     snaps = list_snapshots(snapshot_run)
@@ -206,6 +213,12 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
     model, tokenizer = load_checkpoint(snaps.items[1].path)
     expected = capture(model, tokenizer, "abcd", target="dcba").cross[1].mean(0)
     np.testing.assert_allclose(field(charts(at)[0]["data"][0]), expected, atol=1e-6)
+    rows = list(csv.DictReader(io.StringIO(deferred["snapshots.csv"]())))
+    assert [r["step"] for r in rows] == ["0", "4", "8"] and rows[1]["held_out_exact_match"] == str(
+        snaps.items[1].exact_match
+    )
+    arrays = np.load(io.BytesIO(deferred["snapshots_cross.npz"]()))
+    np.testing.assert_allclose(arrays["cross"][1, 1].mean(0), expected, atol=1e-6)  # (snapshot, L, H, T, S)
     linked = open_page("training", f"path:{snapshot_run}", text="abcd", trn_step="4", trn_head="0")
     assert chart_titles(linked)[0].startswith("Step 4") and chart_titles(linked)[0].endswith("head 0")
     bad = open_page("training", f"path:{snapshot_run}", text="abcd", trn_step="5", trn_layer="x")
