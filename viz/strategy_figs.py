@@ -104,7 +104,7 @@ def beam_tree(
                 mode="markers+text",
                 name=shown,
                 text=labels,
-                textposition="bottom center" if kind == "finished" else "top center",
+                textposition="top center",  # a finished one's label is its score, in the same place
                 textfont=dict(size=tick_px, color=text_color),
                 marker=dict(
                     symbol=symbol,
