@@ -261,8 +261,8 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             "from a well-known PyTorch implementation."
         ),
     )
-    if "_link_refused" in st.session_state:
-        st.sidebar.error(_(st.session_state["_link_refused"]))
+    if (refused := st.session_state.get("_link_refused")) is not None:
+        st.sidebar.error(_(refused))
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
