@@ -21,9 +21,11 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "of the columns. **Grey cells are masked** (weight exactly 0): in decoder self-attention the causal mask "
             "hides later positions; padding is hidden everywhere."
         ),
-        (
-            r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
-            r"\quad M_{ij}=-\infty \text{ where masked}",
+        (  # words inside \text{} make it a message: marked (N_) and translated like the texts
+            N_(
+                r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
+                r"\quad M_{ij}=-\infty \text{ where masked}"
+            ),
         ),
     ),
     "decoder_rows": (
@@ -118,7 +120,7 @@ def explain(name: str, expanded: bool = False) -> None:
     with st.expander(_(title), expanded=expanded, icon=":material/info:"):
         st.markdown(_(text))
         for formula in formulas:
-            st.latex(formula)
+            st.latex(_(formula))  # only formulas with words have a translation; the others are themselves
 
 
 def explain_row(*names: str) -> None:

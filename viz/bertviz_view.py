@@ -79,8 +79,8 @@ _HINTS = {  # marked only: translated in _page
 }
 # Words bertviz's model view writes itself: (its JavaScript, a function giving the same with translated words).
 _MODEL_VIEW_WORDS = (
-    ('.text("Heads")', lambda: f".text({json.dumps(_('Heads'))})"),
-    ('.text("Layers")', lambda: f".text({json.dumps(_('Layers'))})"),
+    ('.text("Heads")', lambda: ".text(" + json.dumps(_("Heads")) + ")"),
+    ('.text("Layers")', lambda: ".text(" + json.dumps(_("Layers")) + ")"),
     (
         """.text('Layer ' + config.layers[layerIndex] + ", Head " + config.heads[headIndex])""",
         lambda: ".text({}.replace('{{layer}}', config.layers[layerIndex]).replace('{{head}}', config.heads[headIndex]))".format(
@@ -144,7 +144,7 @@ def head_view_html(
         heads=shown,
         include_layers=layers,
     )
-    controls = f'{_("Layer:")} <select id="layer"></select> {_filter_select(kind)}'
+    controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind)}'
     return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"))
 
 
@@ -349,7 +349,7 @@ def _filter_select(kind: str) -> str:
         f'<option value="{i}"{" selected" if name == kind else ""}>{_(KIND_NAMES[name])}</option>'
         for i, name in enumerate(KINDS)
     )
-    return f'{_("Attention:")} <select id="filter">{options}</select>'
+    return _("Attention:") + f' <select id="filter">{options}</select>'
 
 
 _STYLE = f"""html,body{{margin:0;background:#fff;color:#222}}

@@ -180,10 +180,11 @@ def _attention_html(att: dict) -> str:
     heads = _select(
         "head", _("Head"), [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, _("average of heads"))], H1 - 1
     )
+    every = _esc(_("Every layer and head at once"))
     return (
         f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
         f'<div class="plot main" data-figure="{_esc(att["main"])}"></div>'
-        f"<details open><summary>{_esc(_('Every layer and head at once'))}</summary>"
+        f"<details open><summary>{every}</summary>"
         f'<div class="plot overview" data-figure="{_esc(att["overview"])}"></div></details></div>'
     )
 
@@ -195,12 +196,18 @@ def _decoding_html(dec: dict, ref: str) -> str:
         token='<b><code class="token"></code></b>',
         prob='<span class="prob"></span>',
     )
+    previous, step, next_, first = (
+        _esc(_("Previous")),
+        _esc(_("Step")),
+        _esc(_("Next")),
+        _esc(_("Step {i} of {n}").format(i=1, n=n)),
+    )
     return (
         f'<div class="decoding" data-ref="{_esc(ref)}"><div class="controls">'
-        f'<button class="prev" type="button">◀ {_esc(_("Previous"))}</button>'
-        f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="{_esc(_("Step"))}">'
-        f'<button class="next" type="button">{_esc(_("Next"))} ▶</button> '
-        f'<span class="step-label">{_esc(_("Step {i} of {n}").format(i=1, n=n))}</span></div>'
+        f'<button class="prev" type="button">◀ {previous}</button>'
+        f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="{step}">'
+        f'<button class="next" type="button">{next_} ▶</button> '
+        f'<span class="step-label">{first}</span></div>'
         f'<p class="step-text">{step_text}</p>'
         f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
         f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
@@ -235,8 +242,9 @@ def _pe_section(figs: _Figures, pe) -> str:
         what = _("This model adds a learned positional encoding; the same table for every input.")
         note = _("A learned table: nothing forces the curves to coincide.")
     plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in parts)
+    heading = _esc(_("Positional encoding of this model"))
     return (
-        f'<section id="pe"><h2>{_esc(_("Positional encoding of this model"))}</h2><p>{_esc(what)} '
+        f'<section id="pe"><h2>{heading}</h2><p>{_esc(what)} '
         f"{_esc(note)}</p>{plots}</section>"
     )
 
@@ -279,27 +287,34 @@ def lecture_pack_html(records, title: str = "") -> str:
             )
         ]
         label = _("Input {n}: {text}").format(n=n + 1, text=item.text)
+        links = [_esc(_("attention")), _esc(_("positional encoding")), _esc(_("decoding"))]
         toc.append(
-            f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">{_esc(_("attention"))}</a> · '
-            f'<a href="#{prefix}-pe">{_esc(_("positional encoding"))}</a> · '
-            f'<a href="#{prefix}-decoding">{_esc(_("decoding"))}</a></li>'
+            f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">{links[0]}</a> · '
+            f'<a href="#{prefix}-pe">{links[1]}</a> · <a href="#{prefix}-decoding">{links[2]}</a></li>'
         )
         warnings = "".join(f'<p class="warning">{_esc(_(w))}</p>' for w in item.warnings)
         kinds_html = "".join(f'<h4 id="{prefix}-{a["kind"]}">{_esc(a["title"])}</h4>{_attention_html(a)}' for a in atts)
         pe_html = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
-        dec_html = _decoding_html(dec, str(n)) if dec else f"<p>{_esc(_('The model wrote nothing.'))}</p>"
+        dec_html = _decoding_html(dec, str(n)) if dec else "<p>" + _esc(_("The model wrote nothing.")) + "</p>"
         source = f"<code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code>"
         output = f"<code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code>"
         same = _esc(_("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")).format(
-            link=f'<a href="#pe">{_esc(_("Positional encoding of this model"))}</a>'
+            link='<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"
         )
+        words = {  # escaped, for the HTML below
+            "source": _esc(_("Source tokens:")),
+            "output": _esc(_("Model output (the decoder input below):")),
+            "attention": _esc(_("Attention")),
+            "pe": _esc(_("Positional encoding")),
+            "decoding": _esc(_("Step-by-step greedy decoding")),
+        }
         body.append(
             f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
-            f"<p>{_esc(_('Source tokens:'))} {source}<br>"
-            f"{_esc(_('Model output (the decoder input below):'))} {output}</p>"
-            f'<h3 id="{prefix}-attention">{_esc(_("Attention"))}</h3>{kinds_html}'
-            f'<h3 id="{prefix}-pe">{_esc(_("Positional encoding"))}</h3><p>{same}</p>{pe_html}'
-            f'<h3 id="{prefix}-decoding">{_esc(_("Step-by-step greedy decoding"))}</h3>{dec_html}</section>'
+            f"<p>{words['source']} {source}<br>"
+            f"{words['output']} {output}</p>"
+            f'<h3 id="{prefix}-attention">{words["attention"]}</h3>{kinds_html}'
+            f'<h3 id="{prefix}-pe">{words["pe"]}</h3><p>{same}</p>{pe_html}'
+            f'<h3 id="{prefix}-decoding">{words["decoding"]}</h3>{dec_html}</section>'
         )
     pe_html = _pe_section(figs, records.pe)
     data["figures"] = figs.figures
@@ -323,14 +338,15 @@ def lecture_pack_html(records, title: str = "") -> str:
         when=f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
     )
     lang = "zh-CN" if language() == "zh" else language()
+    contents, pe_link = _esc(_("Contents")), _esc(_("Positional encoding of this model"))
     page = [
         f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
         f"<script>{get_plotlyjs()}</script></head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
-        f'<nav><h2>{_esc(_("Contents"))}</h2><ol>{"".join(toc)}</ol>'
-        f'<p><a href="#pe">{_esc(_("Positional encoding of this model"))}</a></p></nav>',
+        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol>'
+        f'<p><a href="#pe">{pe_link}</a></p></nav>',
         pe_html,
         *body,
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',
