@@ -559,3 +559,33 @@ def contrast_on_white(css_color: str) -> float:
 
     luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
     return 1.05 / (luminance + 0.05)
+
+
+# ---------------------------------------------------------------------------------------------- Chinese (issue 16)
+
+# JavaScript: whether the browser draws `text` in `font` (a CSS font shorthand) with real glyphs: each character is
+# drawn on a canvas and compared with a character no font has (U+10FFFD), which every font draws as its empty box
+# ("tofu"). A character drawn exactly like that box has no glyph in any font the stack falls back to.
+_GLYPHS_DRAWN = """([text, font]) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = 64; canvas.height = 64;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const draw = ch => {
+        ctx.clearRect(0, 0, 64, 64);
+        ctx.font = font; ctx.fillStyle = '#000'; ctx.textBaseline = 'top';
+        ctx.fillText(ch, 4, 4);
+        return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(',');
+    };
+    const tofu = draw(String.fromCodePoint(0x10FFFD));
+    return [...text].filter(ch => ch.trim() && draw(ch) === tofu);
+}"""
+
+
+def tofu(page, text: str, font: str) -> list[str]:
+    """The characters of `text` that the browser draws as an empty box in `font` (e.g. '20px "Source Sans", sans-serif')."""
+    return page.evaluate(_GLYPHS_DRAWN, [text, font])
+
+
+def sidebar_nav_texts(page) -> list[str]:
+    """The page titles in the sidebar's navigation, as shown."""
+    return [t.strip() for t in page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()]
