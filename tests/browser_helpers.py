@@ -587,5 +587,6 @@ def tofu(page, text: str, font: str) -> list[str]:
 
 
 def sidebar_nav_texts(page) -> list[str]:
-    """The page titles in the sidebar's navigation, as shown."""
-    return [t.strip() for t in page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()]
+    """The page titles in the sidebar's navigation, as shown (without the icon, whose name is its text)."""
+    links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    return [t.strip().splitlines()[-1].strip() if t.strip() else "" for t in links]

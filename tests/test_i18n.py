@@ -223,6 +223,8 @@ def test_charts_name_cjk_fonts_and_speak_chinese(name):
         fig = _builders()[name]()
     family = fig.layout.font.family or ""
     assert "WenQuanYi Micro Hei" in family and "Noto Sans CJK SC" in family and family.endswith("sans-serif")
+    # Streamlit's chart theme names its own font for titles and hover labels: the figure must name its stack there too
+    assert fig.layout.title.font.family == family and fig.layout.hoverlabel.font.family == family
     texts = [fig.layout.title.text or ""] + [a.title.text or "" for a in fig.select_xaxes()]
     texts += [note.text or "" for note in fig.layout.annotations]  # subplot titles
     assert any(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts

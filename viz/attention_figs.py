@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from i18n import N_, _
 
-from .tokens import FONT_FAMILY, CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
+from .tokens import CHAR_PX, FONTS, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
@@ -430,14 +430,14 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
     title = f"{title}{what}" if title else what.strip(" ()")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_annotations(font=dict(color=TEXT_COLOR, family=FONT_FAMILY))
+    fig.update_annotations(font=dict(color=TEXT_COLOR))
     fig.update_layout(
-        title=dict(text=title, font=dict(color=TEXT_COLOR, family=FONT_FAMILY)),
-        font_family=FONT_FAMILY,
+        title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         margin=dict(l=10, r=40, t=80, b=10),
+        **FONTS,
     )
     return fig
 

@@ -51,7 +51,12 @@ def _zmax(*arrays: np.ndarray) -> float:
 def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
     """A whole layout as one dict: the figure is built in one constructor call (plotly's update_* calls are slow)."""
     return dict(
-        title=dict(text=title), height=height, margin=dict(l=10, r=10, t=top, b=10), font_family=FONT_FAMILY, **extra
+        title=dict(text=title, font=dict(family=FONT_FAMILY)),
+        height=height,
+        margin=dict(l=10, r=10, t=top, b=10),
+        font=dict(family=FONT_FAMILY),
+        hoverlabel=dict(font=dict(family=FONT_FAMILY)),
+        **extra,
     )
 
 

@@ -28,6 +28,9 @@ FONT_FAMILY = (
     '"Source Sans", "Source Sans Pro", Arial, "Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", '
     '"Microsoft YaHei", "PingFang SC", sans-serif'
 )
+# The layout keywords that give a figure FONT_FAMILY everywhere: Streamlit's chart theme names its own font for
+# titles and hover labels, which a figure's font alone would not override.
+FONTS = dict(font_family=FONT_FAMILY, title_font_family=FONT_FAMILY, hoverlabel_font_family=FONT_FAMILY)
 
 
 def plain_token(token: str, max_chars: int = 16) -> str:
@@ -127,8 +130,6 @@ def readable(fig, tick_px: int = TICK_PX):
     fig.update_xaxes(title_font_size=tick_px)
     fig.update_yaxes(title_font_size=tick_px)
     fig.update_layout(
-        font_family=FONT_FAMILY,
-        title_font=dict(color=TEXT_COLOR, size=tick_px + 3, family=FONT_FAMILY),
-        legend_font=dict(color=TEXT_COLOR, size=tick_px),
+        title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px)
     )
-    return fig
+    return fig.update_layout(**FONTS)
