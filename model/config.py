@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
-from typing import Any
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
 PE_LAYOUTS = ("interleaved", "half")
@@ -70,9 +70,7 @@ class TransformerConfig:
             raise ValueError(_invalid(types))
         problems = limit_problems(self)
         if self.d_model % self.n_heads:
-            problems.append(
-                M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads)
-            )
+            problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
         for name, allowed in (
             ("positional", POSITIONAL_KINDS),
             ("pe_layout", PE_LAYOUTS),
@@ -244,7 +242,9 @@ def limit_problems(c: TransformerConfig) -> list[str]:
         if value < 1:
             problems.append(M_("{name} is {value}; it must be at least 1", name=name, value=value))
         elif value > bound:
-            problems.append(M_("{name} is {value}, above this app's limit of {limit}", name=name, value=value, limit=bound))
+            problems.append(
+                M_("{name} is {value}, above this app's limit of {limit}", name=name, value=value, limit=bound)
+            )
     if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
         problems.append(
             M_(

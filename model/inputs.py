@@ -102,7 +102,11 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
             )
         else:
             known = sorted(set(getattr(vocab, "tokens", ())) - set(SPECIALS))
-            hint = M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20])) if known else ""
+            hint = (
+                M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20]))
+                if known
+                else ""
+            )
         errors.append(
             M_(
                 "None of the {what}'s symbols are in this model's vocabulary ({symbols}).{hint}",

@@ -183,9 +183,7 @@ def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: in
                 )
             )
     if d_model % heads:
-        raise ValueError(
-            M_("d_model ({d}) must be divisible by the number of heads ({h})", d=d_model, h=heads)
-        )
+        raise ValueError(M_("d_model ({d}) must be divisible by the number of heads ({h})", d=d_model, h=heads))
     B, T, D, H = (int(v) for v in (batch, length, d_model, heads))
     S = T if n_keys is None else int(n_keys)
     dk = D // H

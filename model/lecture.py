@@ -71,7 +71,9 @@ def bounded_inputs(
         texts = texts[:max_inputs]
     long = [i for i, t in enumerate(texts) if len(t) > max_chars]
     if long:
-        notes.append(NM_("{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", len(long), max=max_chars))
+        notes.append(
+            NM_("{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", len(long), max=max_chars)
+        )
         texts = [t[:max_chars] for t in texts]
     return texts, notes
 

@@ -40,11 +40,21 @@ HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = common.url_state("att_view", "one", list(VIEWS))
 st.segmented_control(
-    _("View"), list(VIEWS), key="att_view", format_func=lambda v: _(VIEWS[v]), required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="att_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
 left.radio(
-    _("Attention"), list(KINDS), key="att_kind", horizontal=True, format_func=lambda k: _(SHORT[k]), label_visibility="collapsed"
+    _("Attention"),
+    list(KINDS),
+    key="att_kind",
+    horizontal=True,
+    format_func=lambda k: _(SHORT[k]),
+    label_visibility="collapsed",
 )
 layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
 mid.selectbox(
@@ -87,9 +97,9 @@ if kind == "cross" and cap.generated:
     gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
 if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
     st.caption(
-        _("The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”.").format(
-            target=known.target
-        )
+        _(
+            "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
+        ).format(target=known.target)
     )
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
@@ -126,9 +136,7 @@ elif view == "grid":
     )
 elif view == "overview":
     st.plotly_chart(
-        figs.layer_head_overview(
-            weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask
-        ),
+        figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),
         key="att_overview",
     )
 else:

@@ -84,7 +84,9 @@ def session_qkv_capture(session: Session) -> Capture:
     _, text, target = key = input_key(session)
     return QKV.get(
         key,
-        _with_spinner(N_("Recording Q, K, V…"), lambda: capture(session.model, session.tokenizer, text, target, qkv=True)),
+        _with_spinner(
+            N_("Recording Q, K, V…"), lambda: capture(session.model, session.tokenizer, text, target, qkv=True)
+        ),
     )
 
 

@@ -133,7 +133,10 @@ alignment = trace.cross_alignment()
 n_layers = alignment.shape[0]
 layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
 st.selectbox(
-    _("Layer"), list(range(n_layers)), key="dec_layer", format_func=lambda i: _("layer {i} (average of heads)").format(i=i)
+    _("Layer"),
+    list(range(n_layers)),
+    key="dec_layer",
+    format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
 )
 common.write_url(dec_layer=layer)
 max_height, max_width = chart_box()

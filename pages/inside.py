@@ -41,7 +41,10 @@ head = common.url_state("in_head", 0, list(range(H)), int)
 c3.selectbox(_("Head"), list(range(H)), key="in_head")
 query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
 c4.selectbox(
-    _("Query token"), list(range(len(q_tokens))), key="in_query", format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}"
+    _("Query token"),
+    list(range(len(q_tokens))),
+    key="in_query",
+    format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
 )
 step = inside.step_from_capture(cap, kind, layer, head, query)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
@@ -50,8 +53,10 @@ where = _("{kind}, layer {layer}, head {head}, query {query}").format(
     kind=kind_title, layer=layer, head=head, query=q_shown
 )  # for chart titles (plotly reads HTML)
 st.caption(
-    _("{kind}, layer {layer}, head {head}, query {query}").format(kind=kind_title, layer=layer, head=head, query=q_label)
-    + " · d_k = {} · ".format(step.d_k)
+    _("{kind}, layer {layer}, head {head}, query {query}").format(
+        kind=kind_title, layer=layer, head=head, query=q_label
+    )
+    + f" · d_k = {step.d_k} · "
     + _("{n} keys · decoder input: {origin}").format(
         n=len(k_tokens), origin=_("the model’s own greedy output") if cap.generated else _("the target you typed")
     )
@@ -86,9 +91,7 @@ st.selectbox(
     key="in_key",
     format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
 )
-st.markdown(
-    _("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score.")
-)
+st.markdown(_("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score."))
 st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
@@ -100,9 +103,7 @@ st.markdown(
     ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
 )
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
-st.plotly_chart(
-    figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled"
-)
+st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))
@@ -126,7 +127,9 @@ st.plotly_chart(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scale
 # -- 5. softmax, and the scale control ------------------------------------------------------------
 st.subheader(_("5 · Softmax: the attention weights"))
 st.markdown(
-    _("The softmax turns the scores into weights that are positive and sum to 1: the same row as on the Attention page.")
+    _(
+        "The softmax turns the scores into weights that are positive and sum to 1: the same row as on the Attention page."
+    )
 )
 st.latex(
     r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
@@ -139,7 +142,10 @@ st.toggle(
 )
 st.plotly_chart(
     figs.weights_row(
-        step.weights, k_tokens, step.weights_unscaled if no_scale else None, _("Attention weights: {where}").format(where=where)
+        step.weights,
+        k_tokens,
+        step.weights_unscaled if no_scale else None,
+        _("Attention weights: {where}").format(where=where),
     ),
     key="in_weights",
 )
@@ -247,16 +253,20 @@ with live:
     cfg = session.model.config
     n_q, n_k = len(q_tokens), len(k_tokens)
     st.markdown(
-        _("**This input and model**: {kind}, B = 1, {n_q} queries × {n_k} keys, d_model = {d}, h = {h}, d_k = {d_k}.").format(
-            kind=kind_title, n_q=n_q, n_k=n_k, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head
-        )
+        _(
+            "**This input and model**: {kind}, B = 1, {n_q} queries × {n_k} keys, d_model = {d}, h = {h}, d_k = {d_k}."
+        ).format(kind=kind_title, n_q=n_q, n_k=n_k, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
     )
     rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k))
     st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
     live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k)
     st.markdown(
         _("Attention weights of one layer: {h} × {n_q} × {n_k} = {n} numbers, {size}.").format(
-            h=cfg.n_heads, n_q=n_q, n_k=n_k, n=f"{live_cost.weight_elements:,}", size=figs.format_bytes(live_cost.weight_bytes)
+            h=cfg.n_heads,
+            n_q=n_q,
+            n_k=n_k,
+            n=f"{live_cost.weight_elements:,}",
+            size=figs.format_bytes(live_cost.weight_bytes),
         )
     )
 common.write_url(

@@ -70,9 +70,7 @@ if request and request[0] == session.key:
     except ValueError as err:  # an input the model cannot read at all
         st.error(_("Could not build the pack: {error}").format(error=error_text(err)))
     else:
-        st.success(
-            _("{n} inputs · {size} MB").format(n=len(request[1]), size=f"{len(page.encode('utf-8')) / 1e6:.1f}")
-        )
+        st.success(_("{n} inputs · {size} MB").format(n=len(request[1]), size=f"{len(page.encode('utf-8')) / 1e6:.1f}"))
         st.download_button(
             _("Download the lecture pack (.html)"),
             page,

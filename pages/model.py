@@ -60,7 +60,12 @@ VIEWS = {
 }
 view = common.url_state("model_view", "config", list(VIEWS))
 st.segmented_control(
-    _("View"), list(VIEWS), key="model_view", format_func=lambda v: _(VIEWS[v]), required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="model_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 common.write_url(model_view=view)
 if view == "config":

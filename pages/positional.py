@@ -52,7 +52,12 @@ VIEWS = {
 }
 view = common.url_state("pe_view", "matrix", list(VIEWS))
 st.segmented_control(
-    _("View"), list(VIEWS), key="pe_view", format_func=lambda v: _(VIEWS[v]), required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="pe_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 common.write_url(pe_view=view)
 if view == "matrix":
@@ -67,7 +72,9 @@ if view == "matrix":
         key="pe_matrix",
     )
     st.caption(
-        _("Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern.")
+        _(
+            "Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern."
+        )
     )
     explain("pe_formula")
 elif view == "curves":

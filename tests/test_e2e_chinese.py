@@ -78,9 +78,7 @@ def test_every_page_in_chinese_with_real_glyphs(browser, server):
                     font = chart_title.evaluate("e => getComputedStyle(e).fontFamily")
                     assert "WenQuanYi Micro Hei" in font, f"{name}: {text!r} in {font}"
                     assert tofu(page, text, f"20px {font}") == [], f"{name}: no glyph for some of {text!r}"
-            nav_font = page.locator('[data-testid="stSidebarNav"] a').first.evaluate(
-                "e => getComputedStyle(e).font"
-            )
+            nav_font = page.locator('[data-testid="stSidebarNav"] a').first.evaluate("e => getComputedStyle(e).font")
             assert tofu(page, "".join(titles), nav_font) == [], "navigation drawn as empty boxes"
             screenshot(page, f"zh-{name}", max_height=2400)
         assert tofu(page, "\U0010fffc", "20px sans-serif") == ["\U0010fffc"]  # the check sees a missing glyph
@@ -92,9 +90,7 @@ def test_every_page_in_chinese_with_real_glyphs(browser, server):
 def test_a_chinese_browser_gets_chinese_without_asking(browser, server):
     context = browser.new_context(locale="zh-CN", viewport=PROJECTOR)
     try:
-        context.route(
-            "**/*", lambda r: r.continue_() if r.request.url.startswith(server.origin + "/") else r.abort()
-        )
+        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server.origin + "/") else r.abort())
         page = context.new_page()
         page.goto(server.url("model"), wait_until="load", timeout=WAIT_S * 1000)
         page.get_by_text(chinese("Model and input")).first.wait_for(timeout=WAIT_S * 1000)

@@ -121,10 +121,14 @@ def test_marked_strings_are_literal_and_underscore_is_never_a_local(path):
             n
             for stmt in body
             for n in ast.walk(stmt)
-            if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)
+            if isinstance(n, ast.Name)
+            and n.id == "_"
+            and isinstance(n.ctx, ast.Store)
             and not _in_comprehension(stmt, n)
         ]
-        calls = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "_"]
+        calls = [
+            n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "_"
+        ]
         if names and calls and not isinstance(fn, ast.Module):
             shadowed.append(fn.name)
     assert shadowed == [], f"{path.name}: `_` is assigned and called in {shadowed}"
@@ -153,9 +157,7 @@ def test_a_message_is_english_text_until_shown_then_translated_with_its_values()
 
 
 def test_messages_survive_pickling_and_exceptions_carry_them():
-    count = NM_(
-        "{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", 3, max=500
-    )  # a plural
+    count = NM_("{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", 3, max=500)  # a plural
     joined = join_messages(" | ", [count, M_("missing keys: {keys}", keys="a, b"), "plain"])
     again = pickle.loads(pickle.dumps(joined))  # st.cache_data pickles records holding messages
     assert again == "3 inputs cut to 500 characters. | missing keys: a, b | plain"

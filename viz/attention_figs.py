@@ -20,7 +20,18 @@ from plotly.subplots import make_subplots
 
 from i18n import N_, _
 
-from .tokens import CHAR_PX, FONTS, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
+from .tokens import (
+    CHAR_PX,
+    FONTS,
+    TEXT_COLOR,
+    TICK_COLOR,
+    TICK_PX,
+    Ticks,
+    hover_token,
+    plain_token,
+    readable,
+    token_ticks,
+)
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
@@ -127,7 +138,7 @@ def heatmap_geometry(
     """
     nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
     label_px = LABEL_ROW_PX
-    for _ in range(2):  # once more with room for vertical x labels, if they turned out to need it
+    for _attempt in range(2):  # once more with room for vertical x labels, if they turned out to need it
         chrome = TITLE_PX + AXIS_TITLE_PX + label_px
         cell = max(1.0, min(MAX_CELL * max(1.0, max_width / MAX_WIDTH), (max_height - chrome) / nq, max_width / nk))
         x = token_ticks(key_tokens, cell, size=tick_px)

@@ -83,8 +83,10 @@ _MODEL_VIEW_WORDS = (
     ('.text("Layers")', lambda: ".text(" + json.dumps(_("Layers")) + ")"),
     (
         """.text('Layer ' + config.layers[layerIndex] + ", Head " + config.heads[headIndex])""",
-        lambda: ".text({}.replace('{{layer}}', config.layers[layerIndex]).replace('{{head}}', config.heads[headIndex]))".format(
-            json.dumps(_("Layer {layer}, Head {head}"))
+        lambda: (
+            ".text({}.replace('{{layer}}', config.layers[layerIndex]).replace('{{head}}', config.heads[headIndex]))".format(
+                json.dumps(_("Layer {layer}, Head {head}"))
+            )
         ),
     ),
 )

@@ -177,9 +177,7 @@ def _select(cls: str, label: str, options: list[tuple[int, str]], selected: int)
 def _attention_html(att: dict) -> str:
     L, H1 = att["shape"][0], att["shape"][1]
     layers = _select("layer", _("Layer"), [(i, str(i)) for i in range(L)], L - 1)
-    heads = _select(
-        "head", _("Head"), [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, _("average of heads"))], H1 - 1
-    )
+    heads = _select("head", _("Head"), [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, _("average of heads"))], H1 - 1)
     every = _esc(_("Every layer and head at once"))
     return (
         f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
@@ -225,28 +223,23 @@ def _pe_section(figs: _Figures, pe) -> str:
     parts = [
         figs.add(
             "pe-matrix",
-            positional_figs.pe_matrix(
-                pe.table, _("Positional table: {P} positions × {D} dimensions").format(P=P, D=D)
-            ),
+            positional_figs.pe_matrix(pe.table, _("Positional table: {P} positions × {D} dimensions").format(P=P, D=D)),
         )
     ]
     if pe.wavelengths is not None:
         parts.append(figs.add("pe-sinusoids", positional_figs.sinusoid_curves(pe.table, pe.dims, pe.wavelengths)))
     parts.append(figs.add("pe-offsets", positional_figs.offset_curves(pe.dots, pe.positions)))
     if pe.kind == "sinusoidal":
-        what = _("This model adds a sinusoidal positional encoding ({layout} layout, base {base}); the same table for every input.").format(
-            layout=pe.layout, base=f"{pe.base:g}"
-        )
+        what = _(
+            "This model adds a sinusoidal positional encoding ({layout} layout, base {base}); the same table for every input."
+        ).format(layout=pe.layout, base=f"{pe.base:g}")
         note = _("The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other.")
     else:
         what = _("This model adds a learned positional encoding; the same table for every input.")
         note = _("A learned table: nothing forces the curves to coincide.")
     plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in parts)
     heading = _esc(_("Positional encoding of this model"))
-    return (
-        f'<section id="pe"><h2>{heading}</h2><p>{_esc(what)} '
-        f"{_esc(note)}</p>{plots}</section>"
-    )
+    return f'<section id="pe"><h2>{heading}</h2><p>{_esc(what)} {_esc(note)}</p>{plots}</section>'
 
 
 def lecture_pack_html(records, title: str = "") -> str:
@@ -298,9 +291,9 @@ def lecture_pack_html(records, title: str = "") -> str:
         dec_html = _decoding_html(dec, str(n)) if dec else "<p>" + _esc(_("The model wrote nothing.")) + "</p>"
         source = f"<code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code>"
         output = f"<code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code>"
-        same = _esc(_("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")).format(
-            link='<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"
-        )
+        same = _esc(
+            _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")
+        ).format(link='<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>")
         words = {  # escaped, for the HTML below
             "source": _esc(_("Source tokens:")),
             "output": _esc(_("Model output (the decoder input below):")),
@@ -345,8 +338,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
         f"<script>{get_plotlyjs()}</script></head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
-        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol>'
-        f'<p><a href="#pe">{pe_link}</a></p></nav>',
+        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#pe">{pe_link}</a></p></nav>',
         pe_html,
         *body,
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',

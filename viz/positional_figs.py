@@ -32,7 +32,9 @@ def pe_matrix(pe: np.ndarray, title: str = "", max_height: int = 520) -> go.Figu
     fig.update_xaxes(title_text=_("dimension (2i: sin, 2i+1: cos)"))
     fig.update_yaxes(title_text=_("position"), autorange="reversed")
     fig.update_layout(
-        title=title or _("Positional encoding matrix"), height=min(max_height, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10)
+        title=title or _("Positional encoding matrix"),
+        height=min(max_height, max(380, 6 * pe.shape[0] + 120)),
+        margin=dict(t=60, l=10, r=10, b=10),
     )
     return readable(fig)
 
@@ -157,7 +159,9 @@ def embedding_vs_pe(
         "source": (_("source tokens"), _("Source: embedding size against positional signal")),
         "target": (_("target tokens"), _("Target: embedding size against positional signal")),
     }
-    axis_title, title = titles.get(side, (f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal"))
+    axis_title, title = titles.get(
+        side, (f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal")
+    )
     fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=axis_title)
     fig.update_yaxes(title_text=_("L2 norm"))
     fig.update_layout(

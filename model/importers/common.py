@@ -50,7 +50,11 @@ def chunk(index: int, parts: int = 3) -> Callable[[torch.Tensor], torch.Tensor]:
     def take(t: torch.Tensor) -> torch.Tensor:
         if t.size(0) % parts:
             raise CheckpointError(
-                M_("a fused tensor of shape {shape} cannot be split into {parts} equal parts", shape=tuple(t.shape), parts=parts)
+                M_(
+                    "a fused tensor of shape {shape} cannot be split into {parts} equal parts",
+                    shape=tuple(t.shape),
+                    parts=parts,
+                )
             )
         return t.chunk(parts, dim=0)[index]
 

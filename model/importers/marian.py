@@ -254,7 +254,12 @@ def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
         m.take(key)
         if m.state[key].shape != same_as.shape or not torch.equal(m.state[key], same_as):
             raise CheckpointError(
-                M_("{where}: {key} differs from {what}, although config.json ties them", where=m.where, key=key, what=what)
+                M_(
+                    "{where}: {key} differs from {what}, although config.json ties them",
+                    where=m.where,
+                    key=key,
+                    what=what,
+                )
             )
 
 

@@ -58,7 +58,11 @@ def load_torch_file(path: Path, mmap: bool = False) -> Any:
         raise CheckpointError(M_("{name} {refusal}{named}", name=path.name, refusal=REFUSAL, named=named)) from None
     except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as err:
         raise CheckpointError(
-            M_("{name} is not a readable PyTorch file ({problem})", name=path.name, problem=f"{type(err).__name__}: {err}")
+            M_(
+                "{name} is not a readable PyTorch file ({problem})",
+                name=path.name,
+                problem=f"{type(err).__name__}: {err}",
+            )
         ) from None
 
 
@@ -139,5 +143,9 @@ def load_inert_pickle(path: Path) -> Any:
         raise
     except Exception as err:  # any malformed stream: report it, never retry with a real unpickler
         raise CheckpointError(
-            M_("{name} could not be read as a pickle ({problem})", name=path.name, problem=f"{type(err).__name__}: {err}")
+            M_(
+                "{name} could not be read as a pickle ({problem})",
+                name=path.name,
+                problem=f"{type(err).__name__}: {err}",
+            )
         ) from None

@@ -84,7 +84,11 @@ def _from_json(data: Any, origin: str) -> VocabLists:
             ids = sorted(data.values())
             if ids != list(range(len(ids))):
                 raise CheckpointError(
-                    M_("{origin}: a token -> id map must use the ids 0..{last} exactly once", origin=origin, last=len(ids) - 1)
+                    M_(
+                        "{origin}: a token -> id map must use the ids 0..{last} exactly once",
+                        origin=origin,
+                        last=len(ids) - 1,
+                    )
                 )
             tokens = [tok for tok, _ in sorted(data.items(), key=lambda kv: kv[1])]
             return VocabLists(tokens, tokens, origin)
