@@ -22,6 +22,13 @@ template and values, and are translated where they are shown:
 `M_` returns a `Message`: a str holding the English text (so str(err), comparisons and logs are unchanged)
 that also remembers its template and values; `_(message)` translates the template and formats it after.
 Values that are Messages themselves are translated too; `join_messages` keeps a list of them.
+
+Rules (tests/test_i18n.py checks them): a literal inside the marker (`_("...").format(...)`, never `_(f"...")`), and
+no marked literal inside an f-string's braces (`f"{_('x')}"`): Babel cannot see it there before Python 3.12.
+A function that calls _() must not use `_` as a throwaway name. After adding strings: scripts/i18n.py sync,
+translate what `scripts/i18n.py missing` lists in the .po, scripts/i18n.py compile.
+AppTest calls widgets' format functions in the test's own thread: tests of a Chinese page run inside
+`language_scope("zh")` (see tests/test_app_chinese.py).
 """
 
 from __future__ import annotations
