@@ -5,9 +5,12 @@
     .venv/bin/python scripts/i18n.py compile    messages.po -> messages.mo (what the app reads)
     .venv/bin/python scripts/i18n.py missing    msgids of the tree with no translation, or a fuzzy one; exit 1 if any
     .venv/bin/python scripts/i18n.py sync       extract, update and compile in one go
+    .venv/bin/python scripts/i18n.py todo [FILE]     the entries still to translate, alone, as a small .po
+    .venv/bin/python scripts/i18n.py merge FILE      copy the translations of such a file into messages.po, compile
 
-After adding strings: `sync`, translate the entries `missing` lists (edit messages.po: fill msgstr, delete the
-"#, fuzzy" line once a proposed translation is checked), then `compile` and `missing` again (exit 0).
+After adding strings: `sync`, then either translate the entries `missing` lists in messages.po itself (fill msgstr,
+delete the "#, fuzzy" line once a proposed translation is checked) and `compile`, or `todo todo.po`, fill in
+todo.po, `merge todo.po`. `missing` exits 0 once every marked string has its translation.
 Keywords: _ and N_ (one string), ngettext (singular, plural), M_ (a Message kept with its values), NM_ (its
 plural form); see i18n/__init__.py. Babel is a development tool (requirements-dev.txt); the app reads the
 .mo with the standard library's gettext.
@@ -124,14 +127,59 @@ def missing(lang: str = "zh") -> list[tuple[str, str]]:
     return found
 
 
+def todo(out: Path, lang: str = "zh") -> int:
+    """Write the entries of `lang`'s .po that are empty or fuzzy (run `update` first) to `out`; their count."""
+    from babel.messages.pofile import write_po
+
+    catalog = read_catalog(po_path(lang))
+    for message in list(catalog):
+        if message.id and not _untranslated(message):
+            del catalog[message.id]
+    with open(out, "wb") as fh:
+        write_po(fh, catalog, width=0, include_previous=True)
+    return sum(1 for m in catalog if m.id)
+
+
+def merge(source: Path, lang: str = "zh") -> int:
+    """Copy every non-empty, non-fuzzy translation of `source` (a .po, e.g. a filled `todo` file) into `lang`'s
+    .po, for msgids it holds; write it and compile. Returns how many entries were taken."""
+    from babel.messages.pofile import write_po
+
+    filled, catalog = read_catalog(source), read_catalog(po_path(lang))
+    taken = 0
+    for message in filled:
+        target = catalog.get(message.id) if message.id else None
+        if target is None or message.fuzzy or _untranslated(message):
+            continue
+        target.string = message.string
+        target.flags.discard("fuzzy")
+        taken += 1
+    with open(po_path(lang), "wb") as fh:
+        write_po(fh, catalog, width=0, ignore_obsolete=True)
+    compile_catalogs()
+    return taken
+
+
 def _msgid_text(msgid) -> str:
     return " | ".join(msgid) if isinstance(msgid, (list, tuple)) else msgid
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["extract", "update", "compile", "missing", "sync"])
+    parser.add_argument("command", choices=["extract", "update", "compile", "missing", "sync", "todo", "merge"])
+    parser.add_argument(
+        "file", nargs="?", type=Path, help="todo: where to write (default todo.zh.po); merge: what to read"
+    )
     args = parser.parse_args(argv)
+    if args.command == "todo":
+        out = args.file or Path("todo.zh.po")
+        print(f"wrote {todo(out)} entries to translate to {out}")
+        return 0
+    if args.command == "merge":
+        if args.file is None:
+            parser.error("merge needs the .po file to read")
+        print(f"took {merge(args.file)} translations from {args.file}; compiled")
+        return 0
     if args.command in ("extract", "sync"):
         extract()
         print(f"wrote {POT.relative_to(ROOT)}")

@@ -264,3 +264,35 @@ def test_the_lecture_pack_is_written_in_the_current_language():
 def test_catalogs_live_where_the_app_reads_them():
     assert (LOCALE_DIR / "zh" / "LC_MESSAGES" / "messages.mo").is_file()
     assert TOOL.mo_path("zh") == LOCALE_DIR / "zh" / "LC_MESSAGES" / "messages.mo"
+
+
+def test_todo_lists_what_to_translate_and_merge_takes_it_back(tmp_path, monkeypatch):
+    """The lead's step after merging pages with new strings: todo -> fill the small file -> merge."""
+    import shutil
+
+    from babel.messages.pofile import write_po
+
+    po = tmp_path / "messages.po"
+    shutil.copy(TOOL.po_path("zh"), po)
+    original = TOOL.read_catalog(po)
+    monkeypatch.setattr(TOOL, "po_path", lambda lang: po)
+    monkeypatch.setattr(TOOL, "compile_catalogs", lambda: None)
+
+    def save(catalog, path):
+        with open(path, "wb") as fh:
+            write_po(fh, catalog, width=0)
+
+    catalog = TOOL.read_catalog(po)  # as after `update` with a new string and a changed one
+    catalog["Model"].string = ""
+    catalog["Step"].flags.add("fuzzy")
+    save(catalog, po)
+    assert TOOL.todo(tmp_path / "todo.po") == 2
+    todo = TOOL.read_catalog(tmp_path / "todo.po")
+    assert sorted(m.id for m in todo if m.id) == ["Model", "Step"]
+    todo["Model"].string = "模型"
+    todo["Step"].flags.discard("fuzzy")  # checked by a person
+    save(todo, tmp_path / "todo.po")
+    assert TOOL.merge(tmp_path / "todo.po") == 2
+    merged = TOOL.read_catalog(po)
+    assert merged["Model"].string == "模型" and not merged["Step"].fuzzy
+    assert [m.id for m in merged] == [m.id for m in original]  # nothing else lost or added
