@@ -454,12 +454,12 @@ def choose_language() -> str:
 
 def language_switch() -> None:
     """English / 中文 in the sidebar; kept in the URL as lang=zh (lang=en only where the browser would pick Chinese)."""
-    st.sidebar.segmented_control(
+    st.sidebar.radio(
         LANGUAGE_LABEL,
         list(LANGUAGES),
         key="lang",
         format_func=LANGUAGES.get,
-        required=True,
+        horizontal=True,
         label_visibility="collapsed",
     )
     lang = st.session_state["lang"]

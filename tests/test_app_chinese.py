@@ -101,7 +101,7 @@ def test_the_language_comes_from_the_link_else_the_browser_and_the_switch_change
     with language_scope("zh"):
         assert at.title[0].value == _("Model") != "Model"
     assert at.query_params["lang"] == "zh"  # the link now says it
-    at.button_group(key="lang").set_value("en").run()
+    at.radio(key="lang").set_value("en").run()
     assert at.title[0].value == "Model" and at.query_params["lang"] == "en"  # en kept: the browser says zh
 
     for link in ("en", "xx"):  # a link's language wins over the browser's; an unknown one reads as English

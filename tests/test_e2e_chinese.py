@@ -97,7 +97,7 @@ def test_a_chinese_browser_gets_chinese_without_asking(browser, server):
         wait_idle(page)
         assert sidebar_nav_texts(page)[0] == chinese("Attention")
         page.wait_for_function("() => location.search.includes('lang=zh')", timeout=WAIT_S * 1000)
-        page.get_by_role("radio", name="English", exact=True).click()  # the switch: back to English
+        page.get_by_text("English", exact=True).click()  # the switch: back to English
         page.get_by_text("Model and input", exact=True).first.wait_for(timeout=WAIT_S * 1000)
         wait_idle(page)
         assert sidebar_nav_texts(page)[0] == "Attention" and "lang=en" in page.url
