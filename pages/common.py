@@ -22,7 +22,7 @@ from typing import Any
 import pandas  # noqa: F401
 import streamlit as st
 
-from i18n import LANGUAGES, M_, N_, _, error_text, normalize, set_language
+from i18n import M_, N_, _, error_text
 from model import CheckpointError, load_checkpoint
 from model.checkpoint import load_card
 from model.demos import card_description, list_demos
@@ -424,50 +424,9 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
     return pages
 
 
-# -- language ------------------------------------------------------------------------------------
-LANGUAGE_LABEL = "Language · 语言"  # the switch's label: in both languages, so anyone finds it
-
-
-def browser_language() -> str:
-    """The browser's language as a key of LANGUAGES: st.context.locale (navigator.language), else the first
-    language of the Accept-Language header; English when neither is known or neither is offered."""
-    try:
-        locale = st.context.locale
-    except Exception:  # no browser (a bare script run)
-        locale = None
-    if not locale:
-        try:
-            header = st.context.headers.get("Accept-Language") or ""
-        except Exception:
-            header = ""
-        locale = header.split(",", 1)[0].split(";", 1)[0]
-    return normalize(locale)
-
-
-def choose_language() -> str:
-    """Set this run's language before anything is drawn: the switch's value, first taken from the URL (lang=zh)
-    and otherwise from the browser's language. Returns the language code."""
-    if "_lang_default" not in st.session_state:
-        st.session_state["_lang_default"] = browser_language()
-    return set_language(url_state("lang", st.session_state["_lang_default"], list(LANGUAGES), normalize))
-
-
-def language_switch() -> None:
-    """English / 中文 in the sidebar; kept in the URL as lang=zh (lang=en only where the browser would pick Chinese)."""
-    st.sidebar.radio(
-        LANGUAGE_LABEL,
-        list(LANGUAGES),
-        key="lang",
-        format_func=LANGUAGES.get,
-        horizontal=True,
-        label_visibility="collapsed",
-    )
-    lang = st.session_state["lang"]
-    write_url(lang=None if lang == st.session_state["_lang_default"] == "en" else lang)
-
-
 def run_app(default: str = "attention") -> None:
     """The language, the navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    from pages.language import choose_language, language_switch
     from pages.presentation import presentation_mode
 
     global _threads_set
