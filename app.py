@@ -10,9 +10,11 @@ Options after `--` belong to the app (model/serving.py reads them); see docs/ser
 
 import streamlit as st
 
+from i18n import N_
+
 # An emoji icon, not ":material/...": Streamlit fetches a material favicon from fonts.gstatic.com, and the
 # app must not reach outside (the browser tests block and report every request that leaves the server).
-st.set_page_config(page_title="Transformer attention explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title=N_("Transformer attention explorer"), page_icon="🔍", layout="wide")  # run_app translates
 
 from pages.common import run_app  # noqa: E402  (set_page_config must come first)
 

@@ -8,8 +8,27 @@ The language belongs to one script run (a ContextVar: sessions served by differe
 the app sets it from the URL (`lang=zh`) before anything is drawn. Code outside a run (tests, the CLI,
 the lecture pack builder) gets English unless it calls `set_language` or uses `language_scope`.
 Catalogs: i18n/locale/<lang>/LC_MESSAGES/messages.po (edited by people) and messages.mo (compiled by
-Babel); the standard library's gettext reads the .mo at run time, so Babel is only a development tool.
+Babel); the standard library's gettext reads the .mo at run time, so Babel is only a development tool
+(scripts/i18n.py: extract, update, compile, missing).
 Pure standard library: model/, viz/ and pages/ may all import it.
+
+Messages made where no language is known yet (model/ errors and warnings, cached records) keep their
+template and values, and are translated where they are shown:
+
+    raise CheckpointError(M_("{name} is missing from {folder}", name=path.name, folder=path.parent))
+    ...
+    st.error(error_text(err))         # the template translated, then formatted with the values
+
+`M_` returns a `Message`: a str holding the English text (so str(err), comparisons and logs are unchanged)
+that also remembers its template and values; `_(message)` translates the template and formats it after.
+Values that are Messages themselves are translated too; `join_messages` keeps a list of them.
+
+Rules (tests/test_i18n.py checks them): a literal inside the marker (`_("...").format(...)`, never `_(f"...")`), and
+no marked literal inside an f-string's braces (`f"{_('x')}"`): Babel cannot see it there before Python 3.12.
+A function that calls _() must not use `_` as a throwaway name. After adding strings: scripts/i18n.py sync,
+translate what `scripts/i18n.py missing` lists in the .po, scripts/i18n.py compile.
+AppTest calls widgets' format functions in the test's own thread: tests of a Chinese page run inside
+`language_scope("zh")` (see tests/test_app_chinese.py).
 """
 
 from __future__ import annotations
@@ -67,13 +86,90 @@ def language_scope(code: object) -> Iterator[str]:
 
 
 def _(message: str) -> str:
-    """`message` in the current language (itself where the catalog has no translation)."""
+    """`message` in the current language (itself where the catalog has no translation).
+
+    A `Message` (from M_, NM_ or join_messages) is translated as its template, then formatted with its values."""
+    if isinstance(message, Message):
+        return message.translated()
+    if not message:  # gettext("") would return the catalog's header
+        return message
     return translations(_current.get()).gettext(message)
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form of a message for count n, in the current language."""
     return translations(_current.get()).ngettext(singular, plural, n)
+
+
+class Message(str):
+    """A message whose language is chosen where it is shown: the English text, plus what translating it needs.
+
+    Build one with M_ (a template and its values), NM_ (singular and plural templates and a count) or
+    join_messages; show it with _(message). As a str it is the English text, formatted."""
+
+    template: str = ""
+    plural: str | None = None  # the plural template (NM_), chosen by values["n"]
+    values: dict = {}
+    parts: tuple = ()  # join_messages: the joined messages, and the separator in `template`
+    joined: bool = False
+
+    def __reduce__(self):  # cache_data pickles records holding messages: keep what translating needs
+        return (_rebuild, (str(self), self.template, self.plural, dict(self.values), tuple(self.parts), self.joined))
+
+    def translated(self) -> str:
+        """The message in the current language."""
+        if self.joined:
+            return self.template.join(_(part) for part in self.parts)
+        if self.plural is not None:
+            text = ngettext(self.template, self.plural, self.values["n"])
+        else:
+            text = translations(_current.get()).gettext(self.template) if self.template else self.template
+        values = {k: _(v) if isinstance(v, Message) else v for k, v in self.values.items()}
+        return text.format(**values)
+
+
+def _rebuild(text: str, template: str, plural, values: dict, parts: tuple, joined: bool) -> Message:
+    message = Message(text)
+    message.template, message.plural, message.values, message.parts, message.joined = (
+        template,
+        plural,
+        values,
+        parts,
+        joined,
+    )
+    return message
+
+
+def M_(template: str, **values: object) -> Message:
+    """Mark `template` for extraction and keep it with its values: str() is the English text, _() translates.
+
+    For messages made outside a page run (model/ errors and warnings): M_("{name} is missing", name=n).
+    Values may be Messages (translated with the template) or anything str.format takes."""
+    return _rebuild(template.format(**values), template, None, values, (), False)
+
+
+def NM_(singular: str, plural: str, n: int, **values: object) -> Message:
+    """M_ with a count: the singular or plural template is chosen for n (also a value: {n})."""
+    values = {"n": n, **values}
+    return _rebuild((singular if n == 1 else plural).format(**values), singular, plural, values, (), False)
+
+
+def join_messages(separator: str, parts) -> Message:
+    """Messages (or plain strings) joined by `separator`; each part is translated where the whole is shown."""
+    parts = tuple(parts)
+    return _rebuild(separator.join(str(p) for p in parts), separator, None, {}, parts, True)
+
+
+def error_text(err: BaseException) -> str:
+    """What an exception says, in the current language: its Message translated, or its text as it is."""
+    if len(err.args) == 1 and isinstance(err.args[0], Message):
+        return _(err.args[0])
+    return str(err)
+
+
+def message_of(err: BaseException) -> str:
+    """The exception's Message (to build a larger Message around it) or its plain text."""
+    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], Message) else str(err)
 
 
 def N_(message: str) -> str:

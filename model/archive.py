@@ -21,6 +21,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from i18n import M_
+
 from .errors import CheckpointError
 from .safe_io import size_text
 
@@ -48,46 +50,88 @@ def _method_name(method: int) -> str:
     return known.get(method, f"method {method}")
 
 
+def _member(leaf: str, name: str, problem):
+    """ "LEAF in NAME PROBLEM" as one Message (PROBLEM: a Message)."""
+    return M_("{leaf} in {name} {problem}", leaf=leaf, name=name, problem=problem)
+
+
 def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "the .zip") -> list[zipfile.ZipInfo]:
     """The file members to unpack, after checking the whole directory against `limits`."""
     members = [m for m in archive.infolist() if not m.is_dir()]
     if not members:
-        raise CheckpointError(f"{name} holds no files")
+        raise CheckpointError(M_("{name} holds no files", name=name))
     if len(members) > limits.max_members:
-        raise CheckpointError(f"{name} holds {len(members)} files; a checkpoint holds at most {limits.max_members}")
+        raise CheckpointError(
+            M_(
+                "{name} holds {n} files; a checkpoint holds at most {max}",
+                name=name,
+                n=len(members),
+                max=limits.max_members,
+            )
+        )
     total = 0
     seen: set[str] = set()
     for m in members:
         leaf = PurePosixPath(m.filename.replace("\\", "/")).name
         if m.flag_bits & 0x1:
-            raise CheckpointError(f"{leaf} in {name} is encrypted; upload an archive without a password")
+            raise CheckpointError(_member(leaf, name, M_("is encrypted; upload an archive without a password")))
         if m.compress_type not in METHODS:
             raise CheckpointError(
-                f"{leaf} in {name} is compressed with {_method_name(m.compress_type)}, which this server "
-                "does not read; use stored or deflate"
+                _member(
+                    leaf,
+                    name,
+                    M_(
+                        "is compressed with {method}, which this server does not read; use stored or deflate",
+                        method=_method_name(m.compress_type),
+                    ),
+                )
             )
         if stat.S_ISLNK(m.external_attr >> 16):
-            raise CheckpointError(f"{leaf} in {name} is a link; only plain files are unpacked")
+            raise CheckpointError(_member(leaf, name, M_("is a link; only plain files are unpacked")))
         if not leaf or leaf in (".", ".."):
-            raise CheckpointError(f"{name} has a member without a file name")
+            raise CheckpointError(M_("{name} has a member without a file name", name=name))
         if leaf in seen:
             raise CheckpointError(
-                f"{name} holds more than one {leaf} (folders are flattened): zip one checkpoint folder"
+                M_(
+                    "{name} holds more than one {leaf} (folders are flattened): zip one checkpoint folder",
+                    name=name,
+                    leaf=leaf,
+                )
             )
         seen.add(leaf)
         if m.file_size > limits.max_member_bytes:
             raise CheckpointError(
-                f"{leaf} in {name} unpacks to {size_text(m.file_size)}, above the limit of {size_text(limits.max_member_bytes)}"
+                _member(
+                    leaf,
+                    name,
+                    M_(
+                        "unpacks to {size}, above the limit of {limit}",
+                        size=size_text(m.file_size),
+                        limit=size_text(limits.max_member_bytes),
+                    ),
+                )
             )
         if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
             raise CheckpointError(
-                f"{leaf} in {name} expands {m.file_size / max(m.compress_size, 1):.0f} times, above the limit of "
-                f"{limits.max_ratio:.0f} (a checkpoint's weights hardly compress)"
+                _member(
+                    leaf,
+                    name,
+                    M_(
+                        "expands {ratio} times, above the limit of {limit} (a checkpoint's weights hardly compress)",
+                        ratio=f"{m.file_size / max(m.compress_size, 1):.0f}",
+                        limit=f"{limits.max_ratio:.0f}",
+                    ),
+                )
             )
         total += m.file_size
     if total > limits.max_total_bytes:
         raise CheckpointError(
-            f"{name} would unpack to {size_text(total)}, above the limit of {size_text(limits.max_total_bytes)}"
+            M_(
+                "{name} would unpack to {size}, above the limit of {limit}",
+                name=name,
+                size=size_text(total),
+                limit=size_text(limits.max_total_bytes),
+            )
         )
     return members
 
@@ -100,7 +144,7 @@ def safe_extract(
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
-        raise CheckpointError(f"{name} is not a readable .zip file") from None
+        raise CheckpointError(M_("{name} is not a readable .zip file", name=name)) from None
     written: list[Path] = []
     with archive:
         members = check_archive(archive, limits, name)
@@ -114,10 +158,10 @@ def safe_extract(
                     while chunk := src.read(CHUNK):
                         count += len(chunk)
                         if count > m.file_size:
-                            raise CheckpointError(f"{leaf} in {name} is larger than its directory says")
+                            raise CheckpointError(_member(leaf, name, M_("is larger than its directory says")))
                         out.write(chunk)
                 if count != m.file_size:
-                    raise CheckpointError(f"{leaf} in {name} is shorter than its directory says")
+                    raise CheckpointError(_member(leaf, name, M_("is shorter than its directory says")))
         except CheckpointError:
             _remove(written)
             raise
@@ -131,8 +175,12 @@ def safe_extract(
             RuntimeError,
         ) as err:
             _remove(written)
-            what = "fails its CRC check" if "CRC" in str(err) else "is damaged"
-            raise CheckpointError(f"{leaf} in {name} {what}; the upload was not unpacked") from None
+            what = (
+                M_("fails its CRC check; the upload was not unpacked")
+                if "CRC" in str(err)
+                else M_("is damaged; the upload was not unpacked")
+            )
+            raise CheckpointError(_member(leaf, name, what)) from None
     return dest
 
 

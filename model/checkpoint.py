@@ -22,6 +22,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from i18n import M_, join_messages, message_of
+
 from .config import TransformerConfig
 from .errors import CheckpointError
 from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
@@ -62,10 +64,15 @@ def save_checkpoint(
     return folder
 
 
+def missing_file(path: Path) -> CheckpointError:
+    """The error for a file a checkpoint folder lacks, named with its folder."""
+    return CheckpointError(M_("{name} is missing from {folder}", name=path.name, folder=str(path.parent)))
+
+
 def _read_json(path: Path) -> Any:
     """A bounded JSON file of the folder (see safe_io); a missing one is named with its folder."""
     if not path.exists():
-        raise CheckpointError(f"{path.name} is missing from {path.parent}")
+        raise missing_file(path)
     return read_json(path)
 
 
@@ -76,19 +83,19 @@ def load_config(folder: Path, data: Any = None) -> TransformerConfig:
     except (TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
-        raise CheckpointError(f"{CONFIG}: {err}") from err
+        raise CheckpointError(M_("{file}: {problem}", file=CONFIG, problem=message_of(err))) from err
 
 
 def load_tokenizer(folder: Path) -> Tokenizer:
     try:
         data = _read_json(folder / TOKENIZER)
         if not isinstance(data, dict):
-            raise CheckpointError(f"{TOKENIZER} must hold a JSON object")
+            raise CheckpointError(M_("{file} must hold a JSON object", file=TOKENIZER))
         return Tokenizer.from_dict(data)
     except (TypeError, ValueError, KeyError) as err:
         if isinstance(err, CheckpointError):
             raise
-        raise CheckpointError(f"{TOKENIZER}: {err}") from err
+        raise CheckpointError(M_("{file}: {problem}", file=TOKENIZER, problem=message_of(err))) from err
 
 
 def skeleton(config: TransformerConfig) -> Transformer:
@@ -186,35 +193,46 @@ def materialize(
 def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
     """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do)."""
     if not path.exists():
-        raise CheckpointError(f"{path.name} is missing from {path.parent}")
+        raise missing_file(path)
     regular_file(path)
     try:
         stored = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from err
+        raise CheckpointError(unreadable_safetensors(path.name, err)) from err
     expected = expected_shapes(model)
     missing = [k for k in expected if k not in stored]
     unexpected = [k for k in stored if k not in expected]
     wrong = [
-        f"{k}: file has {tuple(stored[k].shape)}, the config needs {v}"
+        M_("{key}: file has {found}, the config needs {needed}", key=k, found=tuple(stored[k].shape), needed=v)
         for k, v in expected.items()
         if k in stored and tuple(stored[k].shape) != v
     ]
     problems = []
     if missing:
-        problems.append(
-            f"missing keys: {', '.join(missing[:8])}" + (f" (+{len(missing) - 8} more)" if len(missing) > 8 else "")
-        )
+        problems.append(M_("missing keys: {keys}", keys=", ".join(missing[:8]) + _more(missing)))
     if unexpected:
-        problems.append(
-            f"unexpected keys: {', '.join(unexpected[:8])}"
-            + (f" (+{len(unexpected) - 8} more)" if len(unexpected) > 8 else "")
-        )
+        problems.append(M_("unexpected keys: {keys}", keys=", ".join(unexpected[:8]) + _more(unexpected)))
     if wrong:
-        problems.append("wrong shapes: " + "; ".join(wrong[:8]))
+        problems.append(M_("wrong shapes: {shapes}", shapes=join_messages("; ", wrong[:8])))
     if problems:
-        raise CheckpointError(f"{path.name} does not match {CONFIG}: " + " | ".join(problems))
+        raise CheckpointError(
+            M_(
+                "{name} does not match {config}: {problems}",
+                name=path.name,
+                config=CONFIG,
+                problems=join_messages(" | ", problems),
+            )
+        )
     return stored
+
+
+def _more(items: list, shown: int = 8) -> str:
+    return f" (+{len(items) - shown} more)" if len(items) > shown else ""
+
+
+def unreadable_safetensors(name: str, err: Exception):
+    """The message for a .safetensors file that cannot be read (the library's own words in brackets)."""
+    return M_("{name} is not a readable safetensors file ({problem})", name=name, problem=str(err))
 
 
 def load_weights(model: nn.Module, path: Path) -> None:

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from i18n import M_, N_, NM_, join_messages
+
 POSITIONAL_KINDS = ("sinusoidal", "learned")
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "silu")
@@ -62,13 +64,13 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         """Check types, then LIMITS, then the combinations: all before any tensor is built.
 
-        Messages name the field and the limit; string values from a file are never echoed."""
+        Messages name the field and the limit; string values from a file are never echoed (i18n Messages)."""
         types = _type_problems(self)
         if types:
-            raise ValueError("invalid TransformerConfig: " + "; ".join(types))
+            raise ValueError(_invalid(types))
         problems = limit_problems(self)
         if self.d_model % self.n_heads:
-            problems.append(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+            problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
         for name, allowed in (
             ("positional", POSITIONAL_KINDS),
             ("pe_layout", PE_LAYOUTS),
@@ -76,24 +78,28 @@ class TransformerConfig:
             ("norm", NORM_KINDS),
         ):
             if getattr(self, name) not in allowed:
-                problems.append(f"{name} is not one of {', '.join(allowed)}")
+                problems.append(M_("{name} is not one of {allowed}", name=name, allowed=", ".join(allowed)))
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
-                f"share_embeddings needs equal vocabularies, got {self.src_vocab_size} and {self.tgt_vocab_size}"
+                M_(
+                    "share_embeddings needs equal vocabularies, got {src} and {tgt}",
+                    src=self.src_vocab_size,
+                    tgt=self.tgt_vocab_size,
+                )
             )
         if self.d_model % 2:
-            problems.append(f"d_model={self.d_model} must be even for sinusoidal positions")
+            problems.append(M_("d_model={d} must be even for sinusoidal positions", d=self.d_model))
         if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
-            problems.append("pe_base must be a finite number above 1")
+            problems.append(M_("pe_base must be a finite number above 1"))
         if not (0 <= self.dropout < 1):
-            problems.append("dropout must lie in [0, 1)")
+            problems.append(M_("dropout must lie in [0, 1)"))
         if not (0 < self.layer_norm_eps < 1):
-            problems.append("layer_norm_eps must lie in (0, 1)")
+            problems.append(M_("layer_norm_eps must lie in (0, 1)"))
         for name in ("pad_id", "bos_id", "eos_id"):
             if not 0 <= getattr(self, name) < min(self.src_vocab_size, self.tgt_vocab_size) and not problems:
-                problems.append(f"{name}={getattr(self, name)} is outside the vocabulary")
+                problems.append(M_("{name}={value} is outside the vocabulary", name=name, value=getattr(self, name)))
         if problems:
-            raise ValueError("invalid TransformerConfig: " + "; ".join(problems))
+            raise ValueError(_invalid(problems))
 
     @property
     def d_head(self) -> int:
@@ -111,15 +117,21 @@ class TransformerConfig:
     def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
         """Build from a dict (a parsed config.json); unknown fields are counted, never named (they are file contents)."""
         if not isinstance(data, dict):
-            raise ValueError("a TransformerConfig must be a JSON object of fields")
+            raise ValueError(M_("a TransformerConfig must be a JSON object of fields"))
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = [k for k in data if k not in known]
         if unknown:
             n = len(unknown)
-            raise ValueError(f"the config has {n} field{'s' * (n != 1)} this project does not know (not named here)")
+            raise ValueError(
+                NM_(
+                    "the config has {n} field this project does not know (not named here)",
+                    "the config has {n} fields this project does not know (not named here)",
+                    n,
+                )
+            )
         missing = [n for n in ("src_vocab_size", "tgt_vocab_size") if n not in data]
         if missing:
-            raise ValueError(f"TransformerConfig is missing required fields: {', '.join(missing)}")
+            raise ValueError(M_("TransformerConfig is missing required fields: {fields}", fields=", ".join(missing)))
         return cls(**data)
 
     @classmethod
@@ -148,32 +160,52 @@ _BOOLS = ("norm_first", "share_embeddings", "tie_generator", "generator_bias", "
 _STRINGS = ("positional", "pe_layout", "activation", "norm")
 
 
+def _invalid(problems: list) -> str:
+    """ValueError's message for a config with these problems (i18n Messages)."""
+    return M_("invalid TransformerConfig: {problems}", problems=join_messages("; ", problems))
+
+
+_KINDS = {  # JSON types, as the messages name them
+    bool: N_("true/false"),
+    int: N_("an integer"),
+    float: N_("a number with a fraction"),
+    str: N_("text"),
+    list: N_("a list"),
+    dict: N_("an object"),
+    type(None): "null",
+}
+
+
 def _type_problems(c: TransformerConfig) -> list[str]:
     """Fields of the wrong JSON type (a float d_model, true for a layer count, ...), named with the type found."""
 
     def kind(v: Any) -> str:
-        return {
-            bool: "true/false",
-            int: "an integer",
-            float: "a number with a fraction",
-            str: "text",
-            list: "a list",
-            dict: "an object",
-            type(None): "null",
-        }.get(type(v), type(v).__name__)
+        return M_(_KINDS[type(v)]) if type(v) in _KINDS else type(v).__name__
 
-    problems = [f"{n} must be an integer, not {kind(getattr(c, n))}" for n in _INTS if type(getattr(c, n)) is not int]
-    problems += [
-        f"{n} must be a number, not {kind(getattr(c, n))}" for n in _REALS if type(getattr(c, n)) not in (int, float)
+    problems = [
+        M_("{name} must be an integer, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _INTS
+        if type(getattr(c, n)) is not int
     ]
     problems += [
-        f"{n} must be true or false, not {kind(getattr(c, n))}" for n in _BOOLS if type(getattr(c, n)) is not bool
+        M_("{name} must be a number, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _REALS
+        if type(getattr(c, n)) not in (int, float)
     ]
-    problems += [f"{n} must be text, not {kind(getattr(c, n))}" for n in _STRINGS if type(getattr(c, n)) is not str]
+    problems += [
+        M_("{name} must be true or false, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _BOOLS
+        if type(getattr(c, n)) is not bool
+    ]
+    problems += [
+        M_("{name} must be text, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _STRINGS
+        if type(getattr(c, n)) is not str
+    ]
     if c.final_norm is not None and type(c.final_norm) is not bool:
-        problems.append(f"final_norm must be true, false or null, not {kind(c.final_norm)}")
+        problems.append(M_("final_norm must be true, false or null, not {kind}", kind=kind(c.final_norm)))
     if not isinstance(c.extra, dict):
-        problems.append(f"extra must be an object, not {kind(c.extra)}")
+        problems.append(M_("extra must be an object, not {kind}", kind=kind(c.extra)))
     return problems
 
 
@@ -193,7 +225,7 @@ def parameter_count(c: TransformerConfig) -> int:
 
 
 def limit_problems(c: TransformerConfig) -> list[str]:
-    """Each field outside 1..LIMITS, and the total size, as a sentence naming the limit."""
+    """Each field outside 1..LIMITS, and the total size, as a sentence naming the limit (i18n Messages)."""
     bounds = {
         "d_model": LIMITS["d_model"],
         "n_heads": LIMITS["n_heads"],
@@ -208,12 +240,18 @@ def limit_problems(c: TransformerConfig) -> list[str]:
     for name, bound in bounds.items():
         value = getattr(c, name)
         if value < 1:
-            problems.append(f"{name} is {value}; it must be at least 1")
+            problems.append(M_("{name} is {value}; it must be at least 1", name=name, value=value))
         elif value > bound:
-            problems.append(f"{name} is {value}, above this app's limit of {bound}")
+            problems.append(
+                M_("{name} is {value}, above this app's limit of {limit}", name=name, value=value, limit=bound)
+            )
     if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
         problems.append(
-            f"the model would hold {n / 1e6:,.0f} million numbers, above this app's limit of {LIMITS['parameters'] / 1e6:,.0f} million"
+            M_(
+                "the model would hold {n} million numbers, above this app's limit of {limit} million",
+                n=f"{n / 1e6:,.0f}",
+                limit=f"{LIMITS['parameters'] / 1e6:,.0f}",
+            )
         )
     return problems
 

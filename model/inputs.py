@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from i18n import M_, N_, NM_, Message, join_messages
+
 from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
 
 
@@ -53,8 +55,8 @@ class InputCheck:
     """What the app should say about a typed text before running the model."""
 
     text: str  # the text the model will read (control characters removed)
-    errors: list[str]  # reasons not to run at all
-    warnings: list[str]  # things the user should know, the model still runs
+    errors: list[str]  # reasons not to run at all (i18n Messages: translate where shown, _(message))
+    warnings: list[str]  # things the user should know, the model still runs (Messages too)
     unknown: list[str]  # distinct symbols the vocabulary does not know
 
 
@@ -64,45 +66,77 @@ def _content_ids(vocab, text: str) -> list[int]:
     return ids[1:] if getattr(vocab, "prepend_bos", False) else ids
 
 
+WHAT = {"input": N_("input"), "target": N_("target")}  # what check_text's messages call the text
+
+
 def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
     """Clean pasted text and say what is wrong with it, in words meant for the person who typed it.
 
     vocab: any side vocabulary (Vocab, ListVocab, IdVocab, a sentencepiece vocabulary);
     max_tokens: how many tokens the model reads (max_len minus the special token).
+    Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
     """
     cleaned = clean_text(text)
     errors, warnings = [], []
+    name = M_(WHAT.get(what, what))
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
     if dropped:
-        warnings.append(f"Removed {dropped} control or invisible character{'s' * (dropped != 1)} from the {what}.")
+        warnings.append(
+            NM_(
+                "Removed {n} control or invisible character from the {what}.",
+                "Removed {n} control or invisible characters from the {what}.",
+                dropped,
+                what=name,
+            )
+        )
     symbols = vocab.split(cleaned) if hasattr(vocab, "split") else cleaned.split()
     if not symbols:
-        errors.append(f"The {what} is empty: type some text, or pick an example.")
+        errors.append(M_("The {what} is empty: type some text, or pick an example.", what=name))
         return InputCheck(cleaned, errors, warnings, [])
     unknown = list(dict.fromkeys(s for s in symbols if all(i == vocab.unk_id for i in _content_ids(vocab, s))))
     if unknown and len(unknown) == len(set(symbols)):
         if isinstance(vocab, IdVocab):
-            hint = f" This model has no vocabulary file: type token ids from 0 to {len(vocab) - 1}, e.g. 12 7 431."
+            hint = M_(
+                " This model has no vocabulary file: type token ids from 0 to {last}, e.g. 12 7 431.",
+                last=len(vocab) - 1,
+            )
         else:
             known = sorted(set(getattr(vocab, "tokens", ())) - set(SPECIALS))
-            hint = f" It knows {len(known)} symbols, e.g. {' '.join(known[:20])}." if known else ""
-        errors.append(f"None of the {what}'s symbols are in this model's vocabulary ({_quote(unknown)}).{hint}")
+            hint = (
+                M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20]))
+                if known
+                else ""
+            )
+        errors.append(
+            M_(
+                "None of the {what}'s symbols are in this model's vocabulary ({symbols}).{hint}",
+                what=name,
+                symbols=_quote(unknown),
+                hint=hint,
+            )
+        )
     elif unknown:
-        warnings.append(f"Not in the vocabulary, read as <unk>: {_quote(unknown)}.")
+        warnings.append(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols=_quote(unknown)))
     ids = _content_ids(vocab, cleaned)
     room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0)
     if len(ids) > room:
         kept = vocab.detokenize(vocab.decode(ids[:room]))
         warnings.append(
-            f"The {what} has {len(ids)} tokens but this model reads at most {room}: "
-            f"cut after “{kept[-40:]}” ({len(ids) - room} tokens dropped)."
+            M_(
+                "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped).",
+                what=name,
+                n=len(ids),
+                room=room,
+                kept=kept[-40:],
+                dropped=len(ids) - room,
+            )
         )
     return InputCheck(cleaned, errors, warnings, unknown)
 
 
-def _quote(symbols: list[str], limit: int = 12) -> str:
-    shown = ", ".join(f"“{s}”" if s.strip() else "a space" for s in symbols[:limit])
-    return shown + (f" and {len(symbols) - limit} more" if len(symbols) > limit else "")
+def _quote(symbols: list[str], limit: int = 12) -> Message:
+    shown = join_messages(", ", (f"“{s}”" if s.strip() else M_("a space") for s in symbols[:limit]))
+    return M_("{shown} and {n} more", shown=shown, n=len(symbols) - limit) if len(symbols) > limit else shown
 
 
 def trained_range_warning(card: dict, text: str, vocab) -> str | None:
@@ -121,8 +155,13 @@ def trained_range_warning(card: dict, text: str, vocab) -> str | None:
     n = len(symbols)
     if low <= n <= high or n == 0:
         return None
-    return (
-        f"This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+    units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
+    return M_(
+        "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
         "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-        "as what an untrained length does, not as what the model learned."
+        "as what an untrained length does, not as what the model learned.",
+        low=low,
+        high=high,
+        unit=M_(units[unit]) if unit in units else unit,
+        n=n,
     )

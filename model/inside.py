@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from torch import nn
 
+from i18n import M_
+
 KINDS = ("encoder_self", "decoder_self", "cross")
 # bounds of attention_cost's inputs: large enough for any real model, small enough for exact, readable numbers
 COST_LIMITS = {"batch": 4096, "length": 1_048_576, "keys": 1_048_576, "d_model": 65_536, "heads": 1024}
@@ -170,11 +172,18 @@ def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: in
         values["keys"] = n_keys
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name} must be a whole number, got {value!r}")
+            raise ValueError(M_("{name} must be a whole number, got {value}", name=name, value=repr(value)))
         if not 1 <= value <= COST_LIMITS[name]:
-            raise ValueError(f"{name} must be between 1 and {COST_LIMITS[name]:,}, got {value:,}")
+            raise ValueError(
+                M_(
+                    "{name} must be between 1 and {max}, got {value}",
+                    name=name,
+                    max=f"{COST_LIMITS[name]:,}",
+                    value=f"{value:,}",
+                )
+            )
     if d_model % heads:
-        raise ValueError(f"d_model ({d_model}) must be divisible by the number of heads ({heads})")
+        raise ValueError(M_("d_model ({d}) must be divisible by the number of heads ({h})", d=d_model, h=heads))
     B, T, D, H = (int(v) for v in (batch, length, d_model, heads))
     S = T if n_keys is None else int(n_keys)
     dk = D // H

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from torch import nn
 
+from i18n import N_
+
 
 def parameter_counts(model: nn.Module) -> dict[str, int]:
     """Parameters per top-level part (embeddings, each encoder/decoder layer, norms, generator); shared tensors once."""
@@ -38,8 +40,8 @@ def weight_stats(model: nn.Module) -> list[WeightStats]:
 
 @dataclass
 class ShapeStep:
-    what: str  # the operation, in words
-    formula: str  # as in the paper
+    what: str  # the operation, in words (marked for translation: show it as _(what))
+    formula: str  # as in the paper (the two with words are marked: show it as _(formula))
     shape: tuple[int, ...]  # the real shape for the current input
 
 
@@ -48,17 +50,17 @@ def attention_shape_walk(d_model: int, n_heads: int, n_queries: int, n_keys: int
     dk = d_model // n_heads
     B, Tq, Tk, H = batch, n_queries, n_keys, n_heads
     return [
-        ShapeStep("query input", "X", (B, Tq, d_model)),
-        ShapeStep("key/value input", "Y (= X for self-attention)", (B, Tk, d_model)),
-        ShapeStep("project queries", "Q = X W^Q", (B, Tq, d_model)),
-        ShapeStep("project keys and values", "K = Y W^K, V = Y W^V", (B, Tk, d_model)),
-        ShapeStep("split into heads", "Q_h (view + transpose)", (B, H, Tq, dk)),
-        ShapeStep("split keys/values into heads", "K_h, V_h", (B, H, Tk, dk)),
-        ShapeStep("scores", "Q_h K_h^T / sqrt(d_k)", (B, H, Tq, Tk)),
-        ShapeStep("attention weights (what the heatmaps show)", "softmax(scores + mask)", (B, H, Tq, Tk)),
-        ShapeStep("weighted values", "weights V_h", (B, H, Tq, dk)),
-        ShapeStep("concatenate heads", "Concat(head_1..head_h)", (B, Tq, d_model)),
-        ShapeStep("output projection", "Concat(...) W^O", (B, Tq, d_model)),
+        ShapeStep(N_("query input"), "X", (B, Tq, d_model)),
+        ShapeStep(N_("key/value input"), N_("Y (= X for self-attention)"), (B, Tk, d_model)),
+        ShapeStep(N_("project queries"), "Q = X W^Q", (B, Tq, d_model)),
+        ShapeStep(N_("project keys and values"), "K = Y W^K, V = Y W^V", (B, Tk, d_model)),
+        ShapeStep(N_("split into heads"), "Q_h (view + transpose)", (B, H, Tq, dk)),
+        ShapeStep(N_("split keys/values into heads"), "K_h, V_h", (B, H, Tk, dk)),
+        ShapeStep(N_("scores"), "Q_h K_h^T / sqrt(d_k)", (B, H, Tq, Tk)),
+        ShapeStep(N_("attention weights (what the heatmaps show)"), "softmax(scores + mask)", (B, H, Tq, Tk)),
+        ShapeStep(N_("weighted values"), N_("weights V_h"), (B, H, Tq, dk)),
+        ShapeStep(N_("concatenate heads"), "Concat(head_1..head_h)", (B, Tq, d_model)),
+        ShapeStep(N_("output projection"), "Concat(...) W^O", (B, Tq, d_model)),
     ]
 
 

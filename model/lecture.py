@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch import nn
 
+from i18n import M_, NM_, join_messages
+
 from . import pe_analysis as pea
 from .capture import Capture, capture
 from .decoding import Trace, greedy_decode
@@ -60,15 +62,18 @@ class PackRecords:
 def bounded_inputs(
     lines: Sequence[str], max_inputs: int = MAX_INPUTS, max_chars: int = MAX_CHARS
 ) -> tuple[list[str], list[str]]:
-    """Non-empty stripped lines, duplicates dropped, at most max_inputs of at most max_chars; and what was cut."""
+    """Non-empty stripped lines, duplicates dropped, at most max_inputs of at most max_chars; and what was cut
+    (i18n Messages: translate where shown)."""
     texts = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
     notes = []
     if len(texts) > max_inputs:
-        notes.append(f"Only the first {max_inputs} of {len(texts)} inputs are used.")
+        notes.append(M_("Only the first {max} of {n} inputs are used.", max=max_inputs, n=len(texts)))
         texts = texts[:max_inputs]
     long = [i for i, t in enumerate(texts) if len(t) > max_chars]
     if long:
-        notes.append(f"{len(long)} input{'s' * (len(long) != 1)} cut to {max_chars} characters.")
+        notes.append(
+            NM_("{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", len(long), max=max_chars)
+        )
         texts = [t[:max_chars] for t in texts]
     return texts, notes
 
@@ -116,7 +121,7 @@ def pack_records(
     for i, text in enumerate(texts):
         check = check_text(text, tokenizer.source, room)
         if check.errors:
-            raise ValueError(f"input {i + 1}: {' '.join(check.errors)}")
+            raise ValueError(M_("input {i}: {errors}", i=i + 1, errors=join_messages(" ", check.errors)))
         cap, trace = run(check.text) if run is not None else run_input(model, tokenizer, check.text)
         inputs.append(PackInput(check.text, cap, trace, check.warnings))
         if progress is not None:

@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from i18n import M_
+
 from .errors import CheckpointError
 
 JSON_MAX_BYTES = 64 * 2**20  # a 64k-token tokenizer.json is a few MB
@@ -43,17 +45,25 @@ def size_text(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def _UNREADABLE(path: Path):  # noqa: N802  (a message, named like one)
+    return M_("{name} cannot be read (no such file, or no permission)", name=path.name)
+
+
+def _NOT_REGULAR(path: Path):  # noqa: N802
+    return M_(
+        "{name} is not a regular file (a pipe, device or system entry); only plain files are read", name=path.name
+    )
+
+
 def regular_file(path: str | Path) -> os.stat_result:
     """stat() of a regular file (symlinks followed); CheckpointError for anything else, without opening it."""
     path = Path(path)
     try:
         info = os.stat(path)
     except OSError:
-        raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
+        raise CheckpointError(_UNREADABLE(path)) from None
     if not stat.S_ISREG(info.st_mode) or _special_root(path):
-        raise CheckpointError(
-            f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read"
-        )
+        raise CheckpointError(_NOT_REGULAR(path))
     return info
 
 
@@ -63,20 +73,25 @@ def read_bytes(path: str | Path, max_bytes: int) -> bytes:
     info = regular_file(path)
     if info.st_size > max_bytes:
         raise CheckpointError(
-            f"{path.name} is {size_text(info.st_size)}, above the limit of {size_text(max_bytes)} for this kind of file"
+            M_(
+                "{name} is {size}, above the limit of {limit} for this kind of file",
+                name=path.name,
+                size=size_text(info.st_size),
+                limit=size_text(max_bytes),
+            )
         )
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
-        raise CheckpointError(f"{path.name} cannot be read (no such file, or no permission)") from None
+        raise CheckpointError(_UNREADABLE(path)) from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CheckpointError(
-                f"{path.name} is not a regular file (a pipe, device or system entry); only plain files are read"
-            )
+            raise CheckpointError(_NOT_REGULAR(path))
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise CheckpointError(f"{path.name} grew above the limit of {size_text(max_bytes)} while being read")
+        raise CheckpointError(
+            M_("{name} grew above the limit of {limit} while being read", name=path.name, limit=size_text(max_bytes))
+        )
     return data
 
 
@@ -97,13 +112,23 @@ def json_depth(obj: Any, limit: int) -> int:
 def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """json.loads with the nesting depth checked first; CheckpointError naming `origin` when refused."""
     too_deep = CheckpointError(
-        f"{origin} nests deeper than {max_depth} levels; this is not a file this app writes or reads"
+        M_(
+            "{origin} nests deeper than {max} levels; this is not a file this app writes or reads",
+            origin=origin,
+            max=max_depth,
+        )
     )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise CheckpointError(
-            f"{origin} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+            M_(
+                "{origin} is not valid JSON (line {line}, column {column}: {problem})",
+                origin=origin,
+                line=err.lineno,
+                column=err.colno,
+                problem=err.msg,
+            )
         ) from None
     except RecursionError:  # the C parser stops itself near the interpreter's recursion limit
         raise too_deep from None
@@ -122,5 +147,5 @@ def read_json(
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise CheckpointError(f"{origin} is not UTF-8 text") from None
+        raise CheckpointError(M_("{origin} is not UTF-8 text", origin=origin)) from None
     return parse_json(text, origin, max_depth)

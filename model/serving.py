@@ -26,13 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from i18n import M_, N_
+
 ENV = "TRANSFORMER_VIZ_FOLDERS"
 MAX_ENTRIES = 256  # a checkpoint folder holds a handful of files; more is not a checkpoint
 MAX_PATH_CHARS = 1024
 SYSTEM = (Path("/proc"), Path("/sys"), Path("/dev"))  # never opened, even when an allowed folder contains them
 
-OFF = "opening server folders is turned off on this server"
-OUTSIDE = "{raw} is not inside the folders this server may open"
+OFF = M_("opening server folders is turned off on this server")  # an i18n Message: _(OFF) where shown
+OUTSIDE = N_("{raw} is not inside the folders this server may open")  # a template: M_(OUTSIDE, raw=...)
 
 
 class PathRefused(ValueError):
@@ -106,7 +108,7 @@ class ServerFolders:
             raise PathRefused(OFF)
         raw = raw.strip()
         shown = "".join(c if c.isprintable() else "?" for c in raw[:200]) + ("…" if len(raw) > 200 else "")
-        refused = PathRefused(OUTSIDE.format(raw=shown))
+        refused = PathRefused(M_(OUTSIDE, raw=shown))
         if not raw or len(raw) > MAX_PATH_CHARS or "\x00" in raw:
             raise refused
         text = raw
@@ -129,11 +131,11 @@ class ServerFolders:
         try:
             info = real.stat()
         except OSError:
-            raise PathRefused(f"no checkpoint at {shown}") from None
+            raise PathRefused(M_("no checkpoint at {path}", path=shown)) from None
         if stat.S_ISDIR(info.st_mode):
             self._check_folder(real, shown)
         elif not stat.S_ISREG(info.st_mode):
-            raise PathRefused(f"{shown} is not a regular file")
+            raise PathRefused(M_("{path} is not a regular file", path=shown))
         return real
 
     def _check_folder(self, folder: Path, shown: str) -> None:
@@ -142,17 +144,27 @@ class ServerFolders:
             for count, entry in enumerate(entries, 1):
                 if count > MAX_ENTRIES:
                     raise PathRefused(
-                        f"{shown} holds more than {MAX_ENTRIES} entries; a checkpoint folder holds a few files"
+                        M_(
+                            "{path} holds more than {max} entries; a checkpoint folder holds a few files",
+                            path=shown,
+                            max=MAX_ENTRIES,
+                        )
                     )
                 try:
                     mode = os.stat(entry.path).st_mode
                 except OSError:  # a dangling link
                     continue
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    raise PathRefused(f"{shown} holds {entry.name}, which is not a regular file")
+                    raise PathRefused(
+                        M_("{path} holds {name}, which is not a regular file", path=shown, name=entry.name)
+                    )
                 if entry.is_symlink() and not any(_inside(Path(entry.path).resolve(), f) for f in self.resolved):
                     raise PathRefused(
-                        f"{shown} holds {entry.name}, a link that leads outside the folders this server may open"
+                        M_(
+                            "{path} holds {name}, a link that leads outside the folders this server may open",
+                            path=shown,
+                            name=entry.name,
+                        )
                     )
 
 

@@ -18,6 +18,8 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from i18n import M_
+
 from .task_lexicon import (
     ADJECTIVES,
     CONJUNCTION,
@@ -49,7 +51,7 @@ class Task:
     name: str
     source_level: str  # "char" or "word": how the source text splits into tokens
     target_level: str  # "char" or "word"
-    description: str  # one sentence for the app's UI
+    description: str  # one sentence for the app's UI (an i18n Message: _(description) where shown)
 
     def sample(self, rng: random.Random) -> Example:
         """Draw one random example using only `rng` (so a seed fixes the result)."""
@@ -90,7 +92,9 @@ class SymbolTask(Task):
         self.reverse = reverse
         self.name = "reverse" if reverse else "copy"
         self.description = (
-            f"{'Reverse' if reverse else 'Copy'} a string of 1-{MAX_SYMBOLS} letters a-t, character by character."
+            M_("Reverse a string of 1-{n} letters a-t, character by character.", n=MAX_SYMBOLS)
+            if reverse
+            else M_("Copy a string of 1-{n} letters a-t, character by character.", n=MAX_SYMBOLS)
         )
 
     def sample(self, rng: random.Random) -> Example:
@@ -209,7 +213,7 @@ class TranslateTask(Task):
 
     name = "translate"
     source_level = target_level = "word"
-    description = (
+    description = M_(
         "Translate simple English sentences into French: adjectives move after the noun "
         "(except petit, grand, beau...), and determiners, adjectives and verbs agree."
     )
@@ -358,7 +362,7 @@ class DatesTask(Task):
 
     name = "dates"
     source_level = target_level = "char"
-    description = (
+    description = M_(
         "Turn an English date such as 'sat, 21st of nov 2026' or '21/11/2026' (numbers are "
         "day/month/year) into ISO form, 2026-11-21."
     )

@@ -5,23 +5,34 @@ Only the chosen view is built and sent (a selector, not st.tabs, which would bui
 
 import streamlit as st
 
+from i18n import N_, _
 from model.gold import gold_alignment, gold_example
 from pages import common
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs as figs
 
-st.title("Attention")
+st.title(_("Attention"))
 session = common.require_session()
 
 cap = common.session_capture(session)
+SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the axes' sides, translated by the figure builder
 KINDS = {
-    "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, "source", "source"),
-    "decoder_self": (cap.decoder_self, cap.target_tokens, cap.target_tokens, "decoder input", "decoder input"),
-    "cross": (cap.cross, cap.target_tokens, cap.source_tokens, "decoder input", "source"),
+    "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, SOURCE, SOURCE),
+    "decoder_self": (cap.decoder_self, cap.target_tokens, cap.target_tokens, DECODER_INPUT, DECODER_INPUT),
+    "cross": (cap.cross, cap.target_tokens, cap.source_tokens, DECODER_INPUT, SOURCE),
 }
-SHORT = {"encoder_self": "Encoder self", "decoder_self": "Decoder self (causal)", "cross": "Cross (decoder → encoder)"}
-VIEWS = {"one": "One head", "grid": "All heads of the layer", "overview": "All layers × heads", "bertviz": "bertviz"}
+SHORT = {
+    "encoder_self": N_("Encoder self"),
+    "decoder_self": N_("Decoder self (causal)"),
+    "cross": N_("Cross (decoder → encoder)"),
+}
+VIEWS = {
+    "one": N_("One head"),
+    "grid": N_("All heads of the layer"),
+    "overview": N_("All layers × heads"),
+    "bertviz": "bertviz",
+}
 kind = common.url_state("att_kind", "cross", list(KINDS))
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
@@ -29,43 +40,56 @@ HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = common.url_state("att_view", "one", list(VIEWS))
 st.segmented_control(
-    "View", list(VIEWS), key="att_view", format_func=VIEWS.get, required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="att_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
 left.radio(
-    "Attention", list(KINDS), key="att_kind", horizontal=True, format_func=SHORT.get, label_visibility="collapsed"
+    _("Attention"),
+    list(KINDS),
+    key="att_kind",
+    horizontal=True,
+    format_func=lambda k: _(SHORT[k]),
+    label_visibility="collapsed",
 )
 layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
 mid.selectbox(
-    "Layer",
+    _("Layer"),
     list(range(n_layers)),
     key="att_layer",
     disabled=view in ("overview",),
-    format_func=lambda i: f"layer {i}",
+    format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
 head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
 right.selectbox(
-    "Head",
+    _("Head"),
     HEAD_CHOICES,
     key="att_head",
     disabled=view != "one",
     label_visibility="collapsed",
-    format_func=lambda h: "average of heads" if h == "average" else f"head {h}",
+    format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-BERT_VIEWS = ["head view", "model view"]
+BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
 bert_view = common.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
 common.write_url(
     att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
 )
 
 st.caption(
-    f"Source: {len(cap.source_tokens)} tokens · decoder input: {len(cap.target_tokens)} tokens "
-    f"({'the model’s own greedy output' if cap.generated else 'the target you typed'}) · "
-    f"model predicts: {session.tokenizer.target.detokenize(cap.predicted_tokens) or '∅'}"
+    _("Source: {source} tokens · decoder input: {target} tokens ({origin}) · model predicts: {predicted}").format(
+        source=len(cap.source_tokens),
+        target=len(cap.target_tokens),
+        origin=_("the model’s own greedy output") if cap.generated else _("the target you typed"),
+        predicted=session.tokenizer.target.detokenize(cap.predicted_tokens) or "∅",
+    )
 )
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
-title = figs.KIND_TITLES[kind]
+title = _(figs.KIND_TITLES[kind])
 max_height, max_width = chart_box()
 # A demo's gold alignment, over the cross-attention of the model's own output when that output is the gold target.
 gold = None
@@ -73,18 +97,19 @@ if kind == "cross" and cap.generated:
     gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
 if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
     st.caption(
-        f"The gold alignment is known for this input but not drawn: the decoder input is not the gold target "
-        f"“{known.target}”."
+        _(
+            "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
+        ).format(target=known.target)
     )
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
-    which = "average of heads" if head == "average" else f"head {head}"
+    which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
     st.plotly_chart(
         figs.attention_heatmap(
             shown,
             q_tokens,
             k_tokens,
-            f"{title}, layer {layer}, {which}",
+            _("{title}, layer {layer}, {which}").format(title=title, layer=layer, which=which),
             mask=mask,
             query_label=q_label,
             key_label=k_label,
@@ -101,7 +126,7 @@ elif view == "grid":
             weights[layer],
             q_tokens,
             k_tokens,
-            f"{title}, layer {layer}",
+            _("{title}, layer {layer}").format(title=title, layer=layer),
             mask=mask,
             max_height=max_height,
             max_width=max_width,
@@ -111,12 +136,13 @@ elif view == "grid":
     )
 elif view == "overview":
     st.plotly_chart(
-        figs.layer_head_overview(weights, f"{title}: rows are layers, columns heads", mask=mask), key="att_overview"
+        figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),
+        key="att_overview",
     )
 else:
     from viz.bertviz_view import head_view_html, model_view_html
 
-    st.radio("bertviz view", BERT_VIEWS, horizontal=True, key="att_bertviz")
+    st.radio(_("bertviz view"), BERT_VIEWS, horizontal=True, key="att_bertviz", format_func=_)
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
@@ -127,14 +153,16 @@ else:
     else:
         every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
         if not every_layer:
-            st.caption(f"A long input: the model view shows layer {layer} only (choose the layer above).")
+            st.caption(
+                _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)
+            )
         html = common.cached_html(
             (*common.input_key(session), "model", bert_kind, None if every_layer else layer),
             lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
         )
     st.iframe(html, height=640 if bert_view == "head view" else 900)
     st.download_button(
-        "Download this view (.html, works offline)",
+        _("Download this view (.html, works offline)"),
         lambda: html,
         file_name=f"bertviz-{bert_view.split()[0]}.html",
         mime="text/html",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from model import Capture, Trace, capture, greedy_decode
 from pages.bounded_cache import BoundedCache
 
@@ -26,24 +26,27 @@ if TYPE_CHECKING:
 # bytes lengths), least recently used dropped first; at most 256 + 128 + 64 MB in all, models aside.
 CAPTURES: BoundedCache[Capture] = BoundedCache("captures", max_entries=64, max_bytes=256 * 2**20)
 TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=128 * 2**20)
-HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)
+HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)  # keys hold the language
+RUNNING = N_("Running the model…")  # spinner texts: marked here, translated when shown
 QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
 
 
 def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
-    """work, under st.spinner while a page script runs (a deferred download runs it with no page to draw on)."""
+    """work, under st.spinner while a page script runs (a deferred download runs it with no page to draw on).
+
+    message: the spinner's English text (marked with N_), translated here."""
     if message is None:
         return work
 
     def run():
-        with st.spinner(message):
+        with st.spinner(_(message)):
             return work()
 
     return run
 
 
 def cached_capture(
-    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = "Running the model…"
+    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = RUNNING
 ) -> Capture:
     """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
     return CAPTURES.get(
@@ -55,13 +58,16 @@ def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int,
     """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
     return TRACES.get(
         (model_key, text, tuple(prefix), top_k),
-        _with_spinner("Decoding…", lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
+        _with_spinner(N_("Decoding…"), lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
     )
 
 
 def cached_html(key: tuple, build: Callable[[], str]) -> str:
-    """An HTML view (bertviz) once per key, e.g. (model key, text, target, view, kind, layer): at most 16 and 64 MB."""
-    return HTML.get(key, _with_spinner("Drawing…", build))
+    """An HTML view (bertviz) once per key and language, e.g. (model key, text, target, view, kind, layer): at most 16
+    and 64 MB. The page's words are in the reader's language, so the language is part of the key."""
+    from i18n import language
+
+    return HTML.get((*key, language()), _with_spinner(N_("Drawing…"), build))
 
 
 def input_key(session: Session) -> tuple[str, str, str | None]:
@@ -69,7 +75,7 @@ def input_key(session: Session) -> tuple[str, str, str | None]:
     return session.key, session.check.text, session.target_check.text if session.target_check else None
 
 
-def session_capture(session: Session, spinner: str | None = "Running the model…") -> Capture:
+def session_capture(session: Session, spinner: str | None = RUNNING) -> Capture:
     return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
 
 
@@ -78,7 +84,9 @@ def session_qkv_capture(session: Session) -> Capture:
     _, text, target = key = input_key(session)
     return QKV.get(
         key,
-        _with_spinner("Recording Q, K, V…", lambda: capture(session.model, session.tokenizer, text, target, qkv=True)),
+        _with_spinner(
+            N_("Recording Q, K, V…"), lambda: capture(session.model, session.tokenizer, text, target, qkv=True)
+        ),
     )
 
 
@@ -105,7 +113,7 @@ def capture_downloads(session: Session, page: str) -> None:
     """
     left, right = st.columns(2)
     left.download_button(
-        "Download attention and PE (.npz)",
+        _("Download attention and PE (.npz)"),
         partial(_npz, session),
         file_name="capture.npz",
         mime="application/octet-stream",
@@ -113,7 +121,7 @@ def capture_downloads(session: Session, page: str) -> None:
         on_click="ignore",
     )
     right.download_button(
-        "Download attention and PE (.json)",
+        _("Download attention and PE (.json)"),
         partial(_json, session),
         file_name="capture.json",
         mime="application/json",

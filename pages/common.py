@@ -3,7 +3,8 @@
 The model is loaded once per process (st.cache_resource) and shared by every browser session; it is
 never mutated. Captures, traces and bertviz HTML are cached per (model, input) in pages/caches.py (bounded
 by entries and bytes; re-exported here); uploads are kept by pages/uploads.py. Every widget's value also
-lives in the URL (st.query_params), so a link reproduces the view.
+lives in the URL (st.query_params), so a link reproduces the view. The language of the run (lang=zh in the
+URL, else the browser's) is set first, before the navigation and the sidebar are drawn (i18n).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 import pandas  # noqa: F401
 import streamlit as st
 
+from i18n import M_, N_, _, error_text
 from model import CheckpointError, load_checkpoint
 from model.checkpoint import load_card
-from model.demos import list_demos
+from model.demos import card_description, list_demos
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
@@ -46,16 +48,16 @@ from pages.uploads import upload_path
 _LOG = logging.getLogger(__name__)
 
 PAGES_DIR = Path(__file__).resolve().parent
-# url_path -> (file, title, icon); the first is the default page
+# url_path -> (file, title, icon); the first is the default page. Titles are marked (N_) and translated in _pages.
 PAGES = {
-    "attention": ("attention.py", "Attention", ":material/grid_on:"),
-    "inside": ("inside.py", "Inside attention", ":material/calculate:"),
-    "positional": ("positional.py", "Positional encoding", ":material/waves:"),
-    "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
-    "compare": ("compare.py", "Compare two models", ":material/compare:"),
-    "training": ("training.py", "Training", ":material/timeline:"),
-    "model": ("model.py", "Model", ":material/account_tree:"),
-    "lecture_pack": ("lecture_pack.py", "Lecture pack", ":material/school:"),
+    "attention": ("attention.py", N_("Attention"), ":material/grid_on:"),
+    "inside": ("inside.py", N_("Inside attention"), ":material/calculate:"),
+    "positional": ("positional.py", N_("Positional encoding"), ":material/waves:"),
+    "decoding": ("decoding.py", N_("Step-by-step decoding"), ":material/skip_next:"),
+    "compare": ("compare.py", N_("Compare two models"), ":material/compare:"),
+    "training": ("training.py", N_("Training"), ":material/timeline:"),
+    "model": ("model.py", N_("Model"), ":material/account_tree:"),
+    "lecture_pack": ("lecture_pack.py", N_("Lecture pack"), ":material/school:"),
 }
 THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
 
@@ -95,7 +97,8 @@ def _under_apptest() -> bool:
 _threads_set = (
     False  # set_server_threads() runs at the server's first page run (not under AppTest: tests keep the default)
 )
-PATH_CHOICE, UPLOAD_CHOICE = "Checkpoint folder on this computer…", "Upload a checkpoint…"
+# The model box's two non-demo choices: values kept in English (session state, tests), shown translated.
+PATH_CHOICE, UPLOAD_CHOICE = N_("Checkpoint folder on this computer…"), N_("Upload a checkpoint…")
 
 
 @dataclass
@@ -177,9 +180,16 @@ def server_folders() -> ServerFolders:
     return ServerFolders.from_environment()
 
 
-@st.cache_resource(show_spinner="Loading model…", max_entries=8)
-def _load(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _load_cached(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
     return load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+
+
+def _load(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+    """The model, loaded once per process; a spinner in the reader's language while it loads (shown after a moment:
+    never for a model already loaded)."""
+    with st.spinner(_("Loading model…")):
+        return _load_cached(path, stamp, n_heads, vocab)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -191,30 +201,30 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
     where = st.sidebar if where is None else where
     info = _inspect(str(path), _stamp(path))
-    where.caption(f"Format: {info.title}. {info.notes}".strip())
+    where.caption(_("Format: {title}. {notes}").format(title=_(info.title), notes=_(info.notes)).strip())
     options: dict[str, Any] = {"n_heads": None, "vocab": ()}
     suffix = ""
     if info.needs_n_heads:
         url_state(f"{prefix}_heads", info.default_n_heads, info.head_choices, int)
         options["n_heads"] = where.selectbox(
-            "Attention heads (this file does not record them)", info.head_choices, key=f"{prefix}_heads"
+            _("Attention heads (this file does not record them)"), info.head_choices, key=f"{prefix}_heads"
         )
         suffix += f"|heads={options['n_heads']}"
     if info.takes_vocabulary:
         vocab = []
         both = where.file_uploader(
-            "Vocabulary: JSON, one token per line, or vocab.pt (optional)", key=f"{prefix}_vocab"
+            _("Vocabulary: JSON, one token per line, or vocab.pt (optional)"), key=f"{prefix}_vocab"
         )
-        with where.expander("Separate source and target vocabularies"):
-            source = st.file_uploader("Source vocabulary", key=f"{prefix}_vocab_src")
-            target = st.file_uploader("Target vocabulary", key=f"{prefix}_vocab_tgt")
+        with where.expander(_("Separate source and target vocabularies")):
+            source = st.file_uploader(_("Source vocabulary"), key=f"{prefix}_vocab_src")
+            target = st.file_uploader(_("Target vocabulary"), key=f"{prefix}_vocab_tgt")
         for name, upload in (("vocab", both), ("source_vocab", source), ("target_vocab", target)):
             if upload is not None:
                 digest, local = upload_path(upload)
                 vocab.append((name, local))
                 suffix += f"|{name}={digest}"
         if not vocab:
-            where.info("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>.")
+            where.info(_("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>."))
         options["vocab"] = tuple(vocab)
     return options, suffix
 
@@ -229,7 +239,7 @@ def _forget_refused_link(prefix: str = "model") -> None:
 
 
 def _pick_model(
-    prefix: str = "model", where: Any = None, default: str | None = None, label: str = "Model"
+    prefix: str = "model", where: Any = None, default: str | None = None, label: str = N_("Model")
 ) -> tuple[str, str, Any, Any, dict] | None:
     """A model picker; returns (key, label, model, tokenizer, card) or None after showing why not.
 
@@ -245,7 +255,7 @@ def _pick_model(
     folders = server_folders()
     if f"{prefix}_choice" not in st.session_state:
         if url_key.startswith("path:") and not folders.enabled:  # refused before anything is looked at
-            st.session_state[refused] = f"Could not open the linked model: {OFF}."
+            st.session_state[refused] = M_("Could not open the linked model: {reason}.", reason=OFF)
         elif url_key.startswith("path:"):
             st.session_state[f"{prefix}_path"] = url_key[5:]
             st.session_state[f"{prefix}_choice"] = PATH_CHOICE
@@ -253,16 +263,19 @@ def _pick_model(
             st.session_state[f"{prefix}_choice"] = url_key[5:]
     choice = url_state(f"{prefix}_choice", default if default in choices else choices[0], choices)
     where.selectbox(
-        label,
+        _(label),
         choices,
         key=f"{prefix}_choice",
         on_change=_forget_refused_link,
         args=(prefix,),
-        help="Trained demo models ship with the app; you can also open your own checkpoint or one "
-        "from a well-known PyTorch implementation.",
+        format_func=lambda c: _(c) if c in (PATH_CHOICE, UPLOAD_CHOICE) else c,  # demo names stay as they are
+        help=_(
+            "Trained demo models ship with the app; you can also open your own checkpoint or one "
+            "from a well-known PyTorch implementation."
+        ),
     )
-    if refused in st.session_state:
-        where.error(st.session_state[refused])
+    if (refused_message := st.session_state.get(refused)) is not None:
+        where.error(_(refused_message))
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
@@ -271,43 +284,51 @@ def _pick_model(
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
             raw = where.text_input(
-                "Checkpoint folder or file",
+                _("Checkpoint folder or file"),
                 key=f"{prefix}_path",
                 placeholder="/path/to/checkpoint",
-                help=f"This server opens checkpoints inside: {folders.describe()}",
+                help=_("This server opens checkpoints inside: {folders}").format(folders=folders.describe()),
             )
             if not raw.strip():
-                where.info(f"Type the path of a checkpoint folder or .pt file inside {folders.describe()}.")
+                where.info(
+                    _("Type the path of a checkpoint folder or .pt file inside {folders}.").format(
+                        folders=folders.describe()
+                    )
+                )
                 return None
             path = folders.open_path(raw)  # PathRefused unless inside an allowed folder; resolved
             key, label = f"path:{path}", path.name
         else:
             upload = where.file_uploader(
-                "Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict", key=f"{prefix}_upload"
+                _("Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict"), key=f"{prefix}_upload"
             )
             if upload is None:
                 where.info(
-                    "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
-                    "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
-                    "or the PyTorch translation tutorial."
+                    _(
+                        "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
+                        "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
+                        "or the PyTorch translation tutorial."
+                    )
                 )
                 return None
             digest, local = upload_path(upload)
             path, key, label = Path(local), f"upload:{digest}", upload.name
             private = (local, upload.name)
         if not path.exists():
-            raise CheckpointError(f"no checkpoint at {path}")
+            raise CheckpointError(M_("no checkpoint at {path}", path=str(path)))
         options, suffix = _load_options(path, prefix, where)
         model, tok = _load(str(path), _stamp(path), options["n_heads"], options["vocab"])
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
-        message = str(err) if private is None else str(err).replace(*private)  # the upload's name, not a temp path
-        where.error(f"Could not load this model: {message}")
+        message = error_text(err)  # in the reader's language
+        if private is not None:
+            message = message.replace(*private)  # the upload's name, not a temp path
+        where.error(_("Could not load this model: {message}").format(message=message))
         return None
     except Exception as err:  # untrusted input must not reach a traceback; the server log keeps it
         _LOG.warning("loading %s failed", choice, exc_info=True)
-        where.error(f"Could not load this model: it could not be read ({type(err).__name__}).")
+        where.error(_("Could not load this model: it could not be read ({error}).").format(error=type(err).__name__))
         return None
 
 
@@ -323,12 +344,14 @@ def _use_example() -> None:
 
 def sidebar() -> Session | None:
     """Render the shared sidebar; None when no model could be loaded (the reason is shown)."""
-    st.sidebar.header("Model and input")
+    st.sidebar.header(_("Model and input"))
     picked = _pick_model()
     if picked is None:
         if not list_demos():
             st.sidebar.warning(
-                "No demo models found in checkpoints/. Train one: python -m model.train --task reverse --out checkpoints/reverse"
+                _("No demo models found in checkpoints/. Train one: {command}").format(
+                    command="python -m model.train --task reverse --out checkpoints/reverse"
+                )
             )
         return None
     key, label, model, tok, card = picked
@@ -342,14 +365,14 @@ def sidebar() -> Session | None:
     st.session_state["_text_model"] = base_key
     url_state("text", examples[0] if examples else "")
     st.sidebar.text_area(
-        "Input text (source)",
+        _("Input text (source)"),
         key="text",
         height=90,
-        help="What the encoder reads. The decoder then produces its output token by token.",
+        help=_("What the encoder reads. The decoder then produces its output token by token."),
     )
     if examples:
         st.sidebar.selectbox(
-            "Try an example",
+            _("Try an example"),
             [None, *examples],
             key="example_pick",
             on_change=_use_example,
@@ -357,13 +380,15 @@ def sidebar() -> Session | None:
         )
     url_state("target", "")
     st.sidebar.text_input(
-        "Target (optional)",
+        _("Target (optional)"),
         key="target",
-        help="Leave empty to show the model's own greedy output; type a target to see the "
-        "attention with that text as the decoder input (teacher forcing).",
+        help=_(
+            "Leave empty to show the model's own greedy output; type a target to see the "
+            "attention with that text as the decoder input (teacher forcing)."
+        ),
     )
-    if card.get("description"):
-        st.sidebar.caption(card["description"])
+    if description := card_description(card):
+        st.sidebar.caption(_(description))
     text, target = st.session_state["text"], st.session_state["target"]
     room = model.config.max_len - 1
     check = check_text(text, tok.source, room)
@@ -385,9 +410,9 @@ def show_input_messages(session: Session) -> bool:
         if check is None:
             continue
         for message in check.errors:
-            st.error(message)
+            st.error(_(message))
         for message in check.warnings:
-            st.warning(message)
+            st.warning(_(message))
     return session.ok
 
 
@@ -400,6 +425,7 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
     shared /attention opens that page rather than a "Page not found" dialog."""
     pages = []
     for name, (file, title, icon) in PAGES.items():
+        title = _(title)
         shown = icon if icons else None
         if name == default:
             pages.append(st.Page(PAGES_DIR / file, title=title, icon=shown, url_path=f"{name}-home", default=True))
@@ -410,14 +436,18 @@ def _pages(default: str = "attention", icons: bool = True) -> list:
 
 
 def run_app(default: str = "attention") -> None:
-    """Navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    """The language, the navigation over pages/, the shared sidebar, then the chosen page (tests pick the default page)."""
+    from pages.language import choose_language, language_switch
     from pages.presentation import presentation_mode
 
     global _threads_set
     if not _threads_set and not _under_apptest():
         set_server_threads()
         _threads_set = True
+    choose_language()  # first: page titles, the navigation and every label below follow it
+    st.set_page_config(page_title=_("Transformer attention explorer"))
     page = st.navigation(_pages(default))
+    language_switch()
     st.session_state["_session"] = sidebar()
     presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
     token = _THROUGH_APP.set(True)
@@ -453,7 +483,7 @@ def require_session(valid_input: bool = True) -> Session:
     """The sidebar's session; stops the page with a message when there is no model (or, if asked, no valid input)."""
     session = current()
     if session is None:
-        st.info("Choose a model in the sidebar to begin.")
+        st.info(_("Choose a model in the sidebar to begin."))
         st.stop()
     if valid_input and not show_input_messages(session):
         st.stop()

@@ -4,6 +4,7 @@ import time
 
 import streamlit as st
 
+from i18n import N_, _
 from model.export import trace_json
 from model.gold import gold_alignment
 from pages import common
@@ -15,7 +16,7 @@ from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
 
-st.title("Step-by-step decoding")
+st.title(_("Step-by-step decoding"))
 session = common.require_session()
 strategy = strategies.choose(session.model.config.tgt_vocab_size)  # greedy, beam search or sampling
 if strategy.name == "beam":
@@ -53,9 +54,9 @@ def go_to(index: int) -> None:
 
 
 cols = st.columns([1, 1, 1, 1, 1, 2])
-cols[0].button("Start", icon=":material/first_page:", on_click=go_to, args=(0,), key="dec_first", width="stretch")
+cols[0].button(_("Start"), icon=":material/first_page:", on_click=go_to, args=(0,), key="dec_first", width="stretch")
 cols[1].button(
-    "Previous",
+    _("Previous"),
     icon=":material/chevron_left:",
     on_click=go_to,
     args=(step_index - 1,),
@@ -64,7 +65,7 @@ cols[1].button(
     width="stretch",
 )
 cols[2].button(
-    "Next",
+    _("Next"),
     icon=":material/chevron_right:",
     on_click=go_to,
     args=(step_index + 1,),
@@ -72,71 +73,82 @@ cols[2].button(
     disabled=step_index >= last,
     width="stretch",
 )
-cols[3].button("End", icon=":material/last_page:", on_click=go_to, args=(last,), key="dec_last", width="stretch")
+cols[3].button(_("End"), icon=":material/last_page:", on_click=go_to, args=(last,), key="dec_last", width="stretch")
 playing = st.session_state.setdefault("dec_playing", False) and step_index < last
 cols[4].button(
-    "Pause" if playing else "Play",
+    _("Pause") if playing else _("Play"),
     icon=":material/pause:" if playing else ":material/play_arrow:",
     key="dec_play_button",
     width="stretch",
     disabled=step_index >= last,
     on_click=lambda: st.session_state.update(dec_playing=not playing),
 )
-cols[5].selectbox("Candidates shown", [3, 5, 10], key="dec_topk")
+cols[5].selectbox(_("Candidates shown"), [3, 5, 10], key="dec_topk")
 if last > 0:
-    st.select_slider("Step", list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
+    st.select_slider(_("Step"), list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
 step = trace.steps[step_index]
 common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
 
 inputs = trace.decoder_inputs(step_index)
 st.markdown(
-    f"**Step {step_index + 1} of {len(trace.steps)}** · decoder input so far: "
-    + " ".join(f"`{plain_token(t)}`" for t in inputs)
-    + f" → writes **`{plain_token(step.token)}`** (p = {step.prob:.1%}{', your choice' if step.forced else ''})"
+    _("**Step {i} of {n}** · decoder input so far: {inputs} → writes **{token}** (p = {p})").format(
+        i=step_index + 1,
+        n=len(trace.steps),
+        inputs=" ".join(f"`{plain_token(t)}`" for t in inputs),
+        token=f"`{plain_token(step.token)}`",
+        p=f"{step.prob:.1%}" + (_(", your choice") if step.forced else ""),
+    )
 )
 left, right = st.columns([1, 2])
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
     st.plotly_chart(
-        figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
+        figs.top_k_bars(
+            step.top_tokens, step.top_probs, chosen, _("Top {k} next tokens").format(k=len(step.top_tokens))
+        ),
         key="dec_topk_chart",
     )
     options = list(range(len(step.top_ids)))
     # One box per step and forced prefix: a box kept across steps showed an earlier step's candidate and probability.
     if strategy.name == "greedy":  # a forced choice continues greedily
         pick = st.selectbox(
-            "Continue with another candidate",
+            _("Continue with another candidate"),
             options,
             key=f"dec_pick_{step_index}_{len(prefix)}",
             format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
         )
-        if st.button("Decode from this choice", key="dec_apply"):
+        if st.button(_("Decode from this choice"), key="dec_apply"):
             st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
             st.rerun()
-        if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
+        if prefix and st.button(_("Back to pure greedy decoding"), key="dec_reset"):
             st.session_state["dec_prefix"] = ()
             st.rerun()
 with right:
     width = int(chart_box()[1] * 0.62)
     st.plotly_chart(
         figs.step_rows(
-            step.cross, trace.source_tokens, "Cross-attention of the new position over the source", width_px=width
+            step.cross, trace.source_tokens, _("Cross-attention of the new position over the source"), width_px=width
         ),
         key="dec_cross",
     )
     st.plotly_chart(
-        figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position", width_px=width),
+        figs.step_rows(step.decoder_self, inputs, _("Decoder self-attention of the new position"), width_px=width),
         key="dec_self",
     )
 explain_row("greedy", "specials")
 if strategy.name == "sample":
     strategies.sampling_view(trace, strategy)
 
-st.subheader("Alignment of all steps")
+st.subheader(_("Alignment of all steps"))
 alignment = trace.cross_alignment()
 n_layers = alignment.shape[0]
 layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
-st.selectbox("Layer", list(range(n_layers)), key="dec_layer", format_func=lambda i: f"layer {i} (average of heads)")
+st.selectbox(
+    _("Layer"),
+    list(range(n_layers)),
+    key="dec_layer",
+    format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
+)
 common.write_url(dec_layer=layer)
 max_height, max_width = chart_box()
 st.plotly_chart(
@@ -144,9 +156,9 @@ st.plotly_chart(
         attention_figs.head_average(alignment[layer]),
         trace.output_tokens,
         trace.source_tokens,
-        f"Output tokens (rows) against source tokens (columns), layer {layer}",
-        query_label="output",
-        key_label="source",
+        _("Output tokens (rows) against source tokens (columns), layer {layer}").format(layer=layer),
+        query_label=N_("output"),
+        key_label=N_("source"),
         gold=gold_alignment(session.card, session.check.text, trace.text),
         max_height=max_height,
         max_width=max_width,
@@ -155,12 +167,17 @@ st.plotly_chart(
     key="dec_alignment",
 )
 st.caption(
-    f"Output: {trace.text or '∅'} · stopped at {'</s>' if trace.stop_reason == 'eos' else 'the length limit'}. "
-    "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
-    "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
+    _("Output: {output} · stopped at {stop}.").format(
+        output=trace.text or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
+    )
+    + " "
+    + _(
+        "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
+        "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
+    )
 )
 st.download_button(
-    "Download this decoding, step by step (.json)",
+    _("Download this decoding, step by step (.json)"),
     lambda: trace_json(trace),
     file_name="decoding.json",
     mime="application/json",

@@ -1,80 +1,101 @@
 """Short explanations shown in place, one or two sentences each, collapsible for lecturers who talk over them.
 
-Pages call `explain(name)` where a reader needs it; the texts live here once (and are what a translation
-catalogue will cover). Formulas are LaTeX (st.latex), everything else markdown.
+Pages call `explain(name)` where a reader needs it; the texts live here once, in English, and the translation
+catalogues (i18n/locale) hold them in the other languages. Formulas are LaTeX (st.latex), everything else markdown.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-# name -> (expander title, markdown, LaTeX lines shown after the text)
+from i18n import N_, _
+
+# name -> (expander title, markdown, LaTeX lines shown after the text); title and text are marked for translation
+# (the gettext catalogs in i18n/locale hold them in every language) and translated where shown.
 TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "attention_map": (
-        "How to read an attention map",
-        "Each **row** is a query position (a token that looks), each **column** a key position (a token looked "
-        "at). A row's weights sum to 1: the row *writes* into its position the weighted sum of the value vectors "
-        "of the columns. **Grey cells are masked** (weight exactly 0): in decoder self-attention the causal mask "
-        "hides later positions; padding is hidden everywhere.",
-        (
-            r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
-            r"\quad M_{ij}=-\infty \text{ where masked}",
+        N_("How to read an attention map"),
+        N_(
+            "Each **row** is a query position (a token that looks), each **column** a key position (a token looked "
+            "at). A row's weights sum to 1: the row *writes* into its position the weighted sum of the value vectors "
+            "of the columns. **Grey cells are masked** (weight exactly 0): in decoder self-attention the causal mask "
+            "hides later positions; padding is hidden everywhere."
+        ),
+        (  # words inside \text{} make it a message: marked (N_) and translated like the texts
+            N_(
+                r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
+                r"\quad M_{ij}=-\infty \text{ where masked}"
+            ),
         ),
     ),
     "decoder_rows": (
-        "Rows of the decoder: inputs, not outputs",
-        "Here the decoder's rows are its **inputs**: `<s>` then the output so far (teacher forcing). Row t is "
-        "the position that *predicts* output token t+1. The decoding page labels each step with the token it "
-        "wrote instead.",
+        N_("Rows of the decoder: inputs, not outputs"),
+        N_(
+            "Here the decoder's rows are its **inputs**: `<s>` then the output so far (teacher forcing). Row t is "
+            "the position that *predicts* output token t+1. The decoding page labels each step with the token it "
+            "wrote instead."
+        ),
         (),
     ),
     "specials": (
-        "<s>, </s>, <unk>",
-        "`<s>` starts every decoder input; `</s>` ends the source and is the token with which the decoder says it "
-        "is done; `<unk>` stands for any symbol the vocabulary does not know.",
+        N_("<s>, </s>, <unk>"),
+        N_(
+            "`<s>` starts every decoder input; `</s>` ends the source and is the token with which the decoder says it "
+            "is done; `<unk>` stands for any symbol the vocabulary does not know."
+        ),
         (),
     ),
     "heads": (
-        "Heads and d_k",
-        "Each of the h heads projects the d_model-wide vectors to queries, keys and values of width "
-        "d_k = d_model / h, attends on its own, and the h outputs are concatenated and mixed by W^O. Dividing "
-        "by √d_k keeps the dot products from growing with d_k and saturating the softmax.",
+        N_("Heads and d_k"),
+        N_(
+            "Each of the h heads projects the d_model-wide vectors to queries, keys and values of width "
+            "d_k = d_model / h, attends on its own, and the h outputs are concatenated and mixed by W^O. Dividing "
+            "by √d_k keeps the dot products from growing with d_k and saturating the softmax."
+        ),
         (
             r"\mathrm{head}_i=\mathrm{Attention}(XW_i^Q, XW_i^K, XW_i^V),\quad"
             r"\mathrm{MultiHead}(X)=[\mathrm{head}_1;\dots;\mathrm{head}_h]\,W^O",
         ),
     ),
     "post_ln": (
-        "Post-LN and pre-LN",
-        "The paper normalises after the residual sum (post-LN); many implementations normalise the sublayer's "
-        "input instead (pre-LN), which trains more easily when deep. The Model page says which one is loaded.",
+        N_("Post-LN and pre-LN"),
+        N_(
+            "The paper normalises after the residual sum (post-LN); many implementations normalise the sublayer's "
+            "input instead (pre-LN), which trains more easily when deep. The Model page says which one is loaded."
+        ),
         (
             r"\text{post-LN: } x \leftarrow \mathrm{LayerNorm}(x+\mathrm{Sublayer}(x))\qquad"
             r"\text{pre-LN: } x \leftarrow x+\mathrm{Sublayer}(\mathrm{LayerNorm}(x))",
         ),
     ),
     "pe_formula": (
-        "The formula",
-        "Position p and pair index i (dimensions 2i and 2i+1 share a frequency ωᵢ): a sine on the even "
-        "dimension, a cosine on the odd one. Wavelengths grow geometrically from 2π to base·2π.",
+        N_("The formula"),
+        N_(
+            "Position p and pair index i (dimensions 2i and 2i+1 share a frequency ωᵢ): a sine on the even "
+            "dimension, a cosine on the odd one. Wavelengths grow geometrically from 2π to base·2π."
+        ),
         (
             r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
             r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}",
         ),
     ),
     "pe_dot": (
-        "Why the dot product depends on the offset only",
-        "Pair up the sine and cosine of each frequency and use sin a sin b + cos a cos b = cos(a − b): "
-        "the position p cancels, so every starting position gives the same curve.",
+        N_("Why the dot product depends on the offset only"),
+        N_(
+            "Pair up the sine and cosine of each frequency and use sin a sin b + cos a cos b = cos(a − b): "
+            "the position p cancels, so every starting position gives the same curve."
+        ),
         (
             r"PE(p)\cdot PE(p+k)=\sum_i \big[\sin(p\omega_i)\sin((p+k)\omega_i)+\cos(p\omega_i)\cos((p+k)\omega_i)\big]"
             r"=\sum_i \cos(k\,\omega_i)",
         ),
     ),
     "pe_rotation": (
-        "Why a shift is a rotation",
-        "For each pair, the values at p+k are those at p rotated by the angle k·ωᵢ. Stacking these 2×2 "
-        "rotations gives one fixed matrix M_k, the same for every p: a linear layer can read relative position.",
+        N_("Why a shift is a rotation"),
+        N_(
+            "For each pair, the values at p+k are those at p rotated by the angle k·ωᵢ. Stacking these 2×2 "
+            "rotations gives one fixed matrix M_k, the same for every p: a linear layer can read relative position."
+        ),
         (
             r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix}="
             r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
@@ -82,10 +103,12 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "greedy": (
-        "Greedy decoding",
-        "The decoder starts from `<s>`, and at each step writes the single most probable next token, appends it "
-        "to its input, and repeats until it writes `</s>` (or reaches the length limit). Earlier positions' keys "
-        "and values are kept (a cache), so each step computes only the newest position.",
+        N_("Greedy decoding"),
+        N_(
+            "The decoder starts from `<s>`, and at each step writes the single most probable next token, appends it "
+            "to its input, and repeats until it writes `</s>` (or reaches the length limit). Earlier positions' keys "
+            "and values are kept (a cache), so each step computes only the newest position."
+        ),
         (r"y_{t+1}=\arg\max_y\; P(y \mid y_{\le t},\, x)",),
     ),
 }
@@ -94,10 +117,10 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 def explain(name: str, expanded: bool = False) -> None:
     """The explanation `name` of TEXTS in a collapsed expander (a lecturer opens it, or talks over it)."""
     title, text, formulas = TEXTS[name]
-    with st.expander(title, expanded=expanded, icon=":material/info:"):
-        st.markdown(text)
+    with st.expander(_(title), expanded=expanded, icon=":material/info:"):
+        st.markdown(_(text))
         for formula in formulas:
-            st.latex(formula)
+            st.latex(_(formula))  # only formulas with words have a translation; the others are themselves
 
 
 def explain_row(*names: str) -> None:

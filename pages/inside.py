@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from i18n import _, error_text
 from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
@@ -10,10 +11,12 @@ from viz import inside_figs as figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
 
-st.title("Inside attention")
+st.title(_("Inside attention"))
 st.markdown(
-    "Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one head and one query** with the numbers "
-    "of your input: pick them below and follow the formula from top to bottom."
+    _(
+        "Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, computed for **one head and one query** with the numbers "
+        "of your input: pick them below and follow the formula from top to bottom."
+    )
 )
 session = common.require_session()
 
@@ -31,145 +34,192 @@ kind = common.url_state("in_kind", "cross", list(inside.KINDS))
 q_tokens, k_tokens = TOKENS[kind]
 L, H = cap.qkv[kind][0].shape[:2]
 c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
-c1.radio("Attention", list(inside.KINDS), key="in_kind", horizontal=True, format_func=lambda k: KIND_TITLES[k])
+c1.radio(_("Attention"), list(inside.KINDS), key="in_kind", horizontal=True, format_func=lambda k: _(KIND_TITLES[k]))
 layer = common.url_state("in_layer", 0, list(range(L)), int)
-c2.selectbox("Layer", list(range(L)), key="in_layer")
+c2.selectbox(_("Layer"), list(range(L)), key="in_layer")
 head = common.url_state("in_head", 0, list(range(H)), int)
-c3.selectbox("Head", list(range(H)), key="in_head")
+c3.selectbox(_("Head"), list(range(H)), key="in_head")
 query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
 c4.selectbox(
-    "Query token", list(range(len(q_tokens))), key="in_query", format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}"
+    _("Query token"),
+    list(range(len(q_tokens))),
+    key="in_query",
+    format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
 )
 step = inside.step_from_capture(cap, kind, layer, head, query)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
-where = f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_shown}"  # for chart titles (plotly reads HTML)
+kind_title = _(KIND_TITLES[kind])
+where = _("{kind}, layer {layer}, head {head}, query {query}").format(
+    kind=kind_title, layer=layer, head=head, query=q_shown
+)  # for chart titles (plotly reads HTML)
 st.caption(
-    f"{KIND_TITLES[kind]}, layer {layer}, head {head}, query {q_label} · d_k = {step.d_k} · {len(k_tokens)} keys · decoder input: "
-    f"{'the model’s own greedy output' if cap.generated else 'the target you typed'}"
+    _("{kind}, layer {layer}, head {head}, query {query}").format(
+        kind=kind_title, layer=layer, head=head, query=q_label
+    )
+    + f" · d_k = {step.d_k} · "
+    + _("{n} keys · decoder input: {origin}").format(
+        n=len(k_tokens), origin=_("the model’s own greedy output") if cap.generated else _("the target you typed")
+    )
 )
 
 # -- 1. queries and keys ---------------------------------------------------------------------------
-st.subheader("1 · Query and keys")
+st.subheader(_("1 · Query and keys"))
 st.markdown(
-    "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
-    f"dimensions. The query comes from **{'the decoder' if kind != 'encoder_self' else 'the source'}**, the keys "
-    f"from **{'the source' if kind != 'decoder_self' else 'the decoder input'}**."
+    _(
+        "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
+        "dimensions. The query comes from **{query_side}**, the keys from **{key_side}**."
+    ).format(
+        query_side=_("the decoder") if kind != "encoder_self" else _("the source"),
+        key_side=_("the source") if kind != "decoder_self" else _("the decoder input"),
+    )
 )
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
 st.plotly_chart(
-    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, f"Query and keys: {where}"), key="in_qk"
+    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
+    key="in_qk",
 )
 
 # -- 2. raw scores and what drives them ------------------------------------------------------------
-st.subheader("2 · Raw scores")
-st.markdown("How well the query matches each key: the dot product, a sum over the d_k dimensions.")
+st.subheader(_("2 · Raw scores"))
+st.markdown(_("How well the query matches each key: the dot product, a sum over the d_k dimensions."))
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
-st.plotly_chart(figs.scores(step.raw, None, step.allowed, k_tokens, "Raw scores q·k_j"), key="in_raw")
+st.plotly_chart(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
 key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_tokens))), int)
 st.selectbox(
-    "Key for the elementwise products",
+    _("Key for the elementwise products"),
     list(range(len(k_tokens))),
     key="in_key",
     format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
 )
-st.markdown("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score.")
+st.markdown(_("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score."))
 st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
-st.subheader("3 · Scaled scores")
+st.subheader(_("3 · Scaled scores"))
 st.markdown(
-    f"Dot products of d_k = {step.d_k} terms grow like √d_k, so they are divided by √d_k = {step.scale:.3g} "
-    "before the softmax, which would otherwise saturate."
+    _(
+        "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
+        "before the softmax, which would otherwise saturate."
+    ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
 )
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
-st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, "Raw and scaled scores"), key="in_scaled")
+st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 
 # -- 4. mask ---------------------------------------------------------------------------------------
-st.subheader("4 · Mask")
+st.subheader(_("4 · Mask"))
 if kind == "decoder_self":
     st.markdown(
-        f"The decoder may not look ahead: keys after position {query} get −∞, so their weight will be exactly 0."
+        _(
+            "The decoder may not look ahead: keys after position {query} get −∞, so their weight will be exactly 0."
+        ).format(query=query)
     )
 else:
-    st.markdown("Every key of this input may be seen (no padding): the mask adds 0 everywhere.")
+    st.markdown(_("Every key of this input may be seen (no padding): the mask adds 0 everywhere."))
 st.latex(
-    r"m_j = \begin{cases} 0 & \text{key } j \text{ visible} \\ -\infty & \text{key } j \text{ hidden (after the query in the decoder)} \end{cases}"
+    r"m_j = \begin{cases} 0 & \text{"
+    + _("key {j} visible").replace("{j}", "} j \\text{")
+    + r"} \\ -\infty & \text{"
+    + _("key {j} hidden (after the query in the decoder)").replace("{j}", "} j \\text{")
+    + r"} \end{cases}"
 )
-st.plotly_chart(figs.mask_row(step.allowed, k_tokens, "Mask added to the scaled scores"), key="in_mask")
+st.plotly_chart(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
 
 # -- 5. softmax, and the scale control ------------------------------------------------------------
-st.subheader("5 · Softmax: the attention weights")
+st.subheader(_("5 · Softmax: the attention weights"))
 st.markdown(
-    "The softmax turns the scores into weights that are positive and sum to 1: the same row as on the Attention page."
+    _(
+        "The softmax turns the scores into weights that are positive and sum to 1: the same row as on the Attention page."
+    )
 )
 st.latex(
     r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
 )
 no_scale = common.url_state("in_noscale", False, [False, True], flag)
 st.toggle(
-    "Compare: without 1/√d_k",
+    _("Compare: without 1/√d_k"),
     key="in_noscale",
-    help="The same scores without the division by √d_k: the paper's reason for the scale.",
+    help=_("The same scores without the division by √d_k: the paper's reason for the scale."),
 )
 st.plotly_chart(
     figs.weights_row(
-        step.weights, k_tokens, step.weights_unscaled if no_scale else None, f"Attention weights: {where}"
+        step.weights,
+        k_tokens,
+        step.weights_unscaled if no_scale else None,
+        _("Attention weights: {where}").format(where=where),
     ),
     key="in_weights",
 )
 m1, m2, m3 = st.columns(3)
-m1.metric("Entropy with 1/√d_k", f"{step.entropy:.2f} bits")
+bits = _("{x} bits")
+m1.metric(_("Entropy with 1/√d_k"), bits.format(x=f"{step.entropy:.2f}"))
 m2.metric(
-    "Entropy without it",
-    f"{step.entropy_unscaled:.2f} bits",
-    f"{step.entropy_unscaled - step.entropy:+.2f} bits",
+    _("Entropy without it"),
+    bits.format(x=f"{step.entropy_unscaled:.2f}"),
+    bits.format(x=f"{step.entropy_unscaled - step.entropy:+.2f}"),
     delta_color="off",
 )
-m3.metric("Largest weight with → without", f"{step.weights.max():.2f} → {step.weights_unscaled.max():.2f}")
+m3.metric(_("Largest weight with → without"), f"{step.weights.max():.2f} → {step.weights_unscaled.max():.2f}")
 if no_scale:
     st.caption(
-        "Lower entropy means a sharper row: without the scale, softmax puts more weight on fewer keys and its "
-        "gradients for the others shrink towards 0 — why the paper divides by √d_k."
+        _(
+            "Lower entropy means a sharper row: without the scale, softmax puts more weight on fewer keys and its "
+            "gradients for the others shrink towards 0 — why the paper divides by √d_k."
+        )
     )
 
 # -- 6. values and weighted sum --------------------------------------------------------------------
-st.subheader("6 · Values and their weighted sum")
-st.markdown("The head's output for this query mixes the value vectors in the proportions of the weights.")
+st.subheader(_("6 · Values and their weighted sum"))
+st.markdown(_("The head's output for this query mixes the value vectors in the proportions of the weights."))
 st.latex(r"\text{head}_h = \sum_j a_j\, v_j")
 st.plotly_chart(
-    figs.values_and_output(step.values, step.weights, step.output, k_tokens, "Values and this head's output"),
+    figs.values_and_output(step.values, step.weights, step.output, k_tokens, _("Values and this head's output")),
     key="in_values",
 )
 
 # -- 7. all heads, W^O ----------------------------------------------------------------------------
-st.subheader("7 · All heads together, then W^O")
+st.subheader(_("7 · All heads together, then W^O"))
 w_o, b_o = inside.output_projection(session.model, kind, layer)
 out = inside.output_step(cap.head_outputs[kind][layer], w_o, b_o, query)
 st.markdown(
-    f"The {H} heads' outputs for this query are put side by side ({H} × {step.d_k} = {out.concat.shape[0]} dimensions; "
-    f"head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token."
+    _(
+        "The {H} heads' outputs for this query are put side by side ({H} × {d_k} = {D} dimensions; "
+        "head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token."
+    ).format(H=H, d_k=step.d_k, D=out.concat.shape[0], head=head)
 )
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
 st.plotly_chart(
-    figs.concat_and_output(out.concat, out.output, H, head, f"Concatenation and W^O, query {q_shown}"), key="in_concat"
+    figs.concat_and_output(
+        out.concat, out.output, H, head, _("Concatenation and W^O, query {query}").format(query=q_shown)
+    ),
+    key="in_concat",
 )
-with st.expander("W^O of this layer"):
+with st.expander(_("W^O of this layer")):
     if w_o.shape[0] <= 256:
         st.plotly_chart(
-            figs.matrix(w_o, f"W^O, {KIND_TITLES[kind]} layer {layer} ({w_o.shape[0]} × {w_o.shape[1]})"), key="in_wo"
+            figs.matrix(
+                w_o,
+                _("W^O, {kind} layer {layer} ({rows} × {cols})").format(
+                    kind=kind_title, layer=layer, rows=w_o.shape[0], cols=w_o.shape[1]
+                ),
+            ),
+            key="in_wo",
         )
     else:
-        st.caption(f"W^O is {w_o.shape[0]} × {w_o.shape[1]}: too large to draw here; it is in the model's weights.")
+        st.caption(
+            _("W^O is {rows} × {cols}: too large to draw here; it is in the model's weights.").format(
+                rows=w_o.shape[0], cols=w_o.shape[1]
+            )
+        )
 
 # -- shapes with your own numbers -----------------------------------------------------------------
-st.subheader("Shapes with your own numbers")
+st.subheader(_("Shapes with your own numbers"))
 mine, live = st.columns(2)
 DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}
 LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 with mine:
     cols = st.columns(4)
     for col, (name, label) in zip(
-        cols, (("in_batch", "Batch B"), ("in_len", "Length T"), ("in_d", "d_model"), ("in_h", "Heads h"))
+        cols, (("in_batch", _("Batch B")), ("in_len", _("Length T")), ("in_d", "d_model"), ("in_h", _("Heads h")))
     ):
         value = common.url_state(name, DEFAULTS[name], None, int)
         if not isinstance(value, int) or not 1 <= value <= inside.COST_LIMITS[LIMITS[name]]:
@@ -179,16 +229,21 @@ with mine:
     try:
         cost = inside.attention_cost(B, T, D, heads)
     except ValueError as err:
-        st.error(str(err))
+        st.error(error_text(err))
         cost = None
     if cost is not None:
         rows = figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B))
         st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
         st.markdown(
-            f"Attention weights B × h × T × T = **{figs.format_count(cost.weight_elements)}** numbers, "
-            f"**{figs.format_bytes(cost.weight_bytes)}** at float32, per layer and kind of attention. "
-            f"QKᵀ and weights·V: {figs.format_count(cost.score_flops)} FLOPs; the four projections: "
-            f"{figs.format_count(cost.projection_flops)}."
+            _(
+                "Attention weights B × h × T × T = **{n}** numbers, **{size}** at float32, per layer and kind of "
+                "attention. QKᵀ and weights·V: {score_flops} FLOPs; the four projections: {projection_flops}."
+            ).format(
+                n=figs.format_count(cost.weight_elements),
+                size=figs.format_bytes(cost.weight_bytes),
+                score_flops=figs.format_count(cost.score_flops),
+                projection_flops=figs.format_count(cost.projection_flops),
+            )
         )
         scaling = inside.length_scaling(B, T, D, heads)
         st.plotly_chart(
@@ -198,15 +253,21 @@ with live:
     cfg = session.model.config
     n_q, n_k = len(q_tokens), len(k_tokens)
     st.markdown(
-        f"**This input and model**: {KIND_TITLES[kind]}, B = 1, {n_q} queries × {n_k} keys, "
-        f"d_model = {cfg.d_model}, h = {cfg.n_heads}, d_k = {cfg.d_head}."
+        _(
+            "**This input and model**: {kind}, B = 1, {n_q} queries × {n_k} keys, d_model = {d}, h = {h}, d_k = {d_k}."
+        ).format(kind=kind_title, n_q=n_q, n_k=n_k, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
     )
     rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k))
     st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
     live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k)
     st.markdown(
-        f"Attention weights of one layer: {cfg.n_heads} × {n_q} × {n_k} = {live_cost.weight_elements:,} numbers, "
-        f"{figs.format_bytes(live_cost.weight_bytes)}."
+        _("Attention weights of one layer: {h} × {n_q} × {n_k} = {n} numbers, {size}.").format(
+            h=cfg.n_heads,
+            n_q=n_q,
+            n_k=n_k,
+            n=f"{live_cost.weight_elements:,}",
+            size=figs.format_bytes(live_cost.weight_bytes),
+        )
     )
 common.write_url(
     in_kind=kind,
@@ -219,9 +280,9 @@ common.write_url(
 )
 
 # -- downloads -------------------------------------------------------------------------------------
-st.subheader("Downloads")
+st.subheader(_("Downloads"))
 st.download_button(
-    "Download Q, K, V of every layer and head (.npz)",
+    _("Download Q, K, V of every layer and head (.npz)"),
     lambda: qkv_npz(cap),
     file_name="qkv.npz",
     mime="application/octet-stream",

@@ -2,28 +2,32 @@
 
 import streamlit as st
 
+from i18n import _, error_text, language
 from model.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
 from pages import common
 from viz.lecture_pack import lecture_pack_html
 
-st.title("Lecture pack")
+st.title(_("Lecture pack"))
 session = common.require_session(valid_input=False)
 st.markdown(
-    "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
-    "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
-    "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it."
+    _(
+        "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
+        "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
+        "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it."
+    )
 )
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def pack_html(model_key: str, texts: tuple[str, ...], _records) -> str:
-    """The pack's HTML for one model and list of inputs: a few MB, so few entries, shared by every session."""
+def pack_html(model_key: str, texts: tuple[str, ...], lang: str, _records) -> str:
+    """The pack's HTML for one model, list of inputs and language (its text follows the page's): a few MB, so few
+    entries, shared by every session."""
     return lecture_pack_html(_records)
 
 
 def build(texts: tuple[str, ...]) -> str:
     """Run the inputs through the app's own caches (the decoding page's too), with a progress bar, then the HTML."""
-    bar = st.progress(0.0, text=f"Running the model on {len(texts)} inputs…")
+    bar = st.progress(0.0, text=_("Running the model on {n} inputs…").format(n=len(texts)))
 
     def run(text: str):
         return (
@@ -31,10 +35,12 @@ def build(texts: tuple[str, ...]) -> str:
             common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
         )
 
-    report = lambda done, total: bar.progress(done / (total + 1), text=f"Ran {done} of {total} inputs…")  # noqa: E731
+    report = lambda done, total: bar.progress(  # noqa: E731
+        done / (total + 1), text=_("Ran {done} of {total} inputs…").format(done=done, total=total)
+    )
     records = pack_records(session.model, session.tokenizer, texts, label=session.label, progress=report, run=run)
-    bar.progress(len(texts) / (len(texts) + 1), text="Writing the HTML…")
-    page = pack_html(session.key, texts, records)
+    bar.progress(len(texts) / (len(texts) + 1), text=_("Writing the HTML…"))
+    page = pack_html(session.key, texts, language(), records)
     bar.empty()
     return page
 
@@ -46,27 +52,27 @@ if st.session_state.get("pack_model") != session.key:
         dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip())
     )
 raw = st.text_area(
-    f"Inputs, one per line (at most {MAX_INPUTS}, each at most {MAX_CHARS} characters)",
+    _("Inputs, one per line (at most {n}, each at most {chars} characters)").format(n=MAX_INPUTS, chars=MAX_CHARS),
     key="pack_inputs",
     height=180,
     max_chars=MAX_INPUTS * (MAX_CHARS + 1),
 )
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
-    st.warning(note)
+    st.warning(_(note))
 
-if st.button("Build the lecture pack", key="pack_build", type="primary", disabled=not texts):
+if st.button(_("Build the lecture pack"), key="pack_build", type="primary", disabled=not texts):
     st.session_state["pack_request"] = (session.key, tuple(texts))
 request = st.session_state.get("pack_request")
 if request and request[0] == session.key:
     try:
         page = build(request[1])
     except ValueError as err:  # an input the model cannot read at all
-        st.error(f"Could not build the pack: {err}")
+        st.error(_("Could not build the pack: {error}").format(error=error_text(err)))
     else:
-        st.success(f"{len(request[1])} inputs · {len(page.encode('utf-8')) / 1e6:.1f} MB")
+        st.success(_("{n} inputs · {size} MB").format(n=len(request[1]), size=f"{len(page.encode('utf-8')) / 1e6:.1f}"))
         st.download_button(
-            "Download the lecture pack (.html)",
+            _("Download the lecture pack (.html)"),
             page,
             file_name="lecture_pack.html",
             mime="text/html",
@@ -75,6 +81,6 @@ if request and request[0] == session.key:
             on_click="ignore",
         )
         if request[1] != tuple(texts):
-            st.caption("The inputs changed since this pack was built: build it again to include them.")
+            st.caption(_("The inputs changed since this pack was built: build it again to include them."))
 elif not texts:
-    st.info("Type at least one input.")
+    st.info(_("Type at least one input."))

@@ -2,12 +2,14 @@
 
 import streamlit as st
 
+from i18n import N_, _
+from model.demos import card_description
 from model.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
 from pages.explain import explain_row
 from viz import model_figs as figs
 
-st.title("Model")
+st.title(_("Model"))
 session = common.require_session(valid_input=False)
 
 
@@ -19,43 +21,62 @@ def _weights(model_key: str, _model) -> tuple[dict, list]:
 
 cfg = session.model.config
 counts, stats = _weights(session.key, session.model)
+POSITIONS = {"sinusoidal": N_("sinusoidal positions"), "learned": N_("learned positions")}
 st.markdown(
-    f"**{session.label}** · {sum(counts.values()):,} parameters · "
-    f"{'pre-LN' if cfg.norm_first else 'post-LN (as in the paper)'} · {cfg.positional} positions"
+    _("**{label}** · {n} parameters · {norm} · {positions}").format(
+        label=session.label,
+        n=f"{sum(counts.values()):,}",
+        norm="pre-LN" if cfg.norm_first else _("post-LN (as in the paper)"),
+        positions=_(POSITIONS[cfg.positional]) if cfg.positional in POSITIONS else f"{cfg.positional} positions",
+    )
 )
 card = session.card
 if card:
-    lines = [card.get("description", "")]
+    lines = [_(card_description(card))]
     if "held_out_exact_match" in card:
         lines.append(
-            f"Exact match on {card.get('held_out_examples', 'held-out')} fresh examples: "
-            f"**{card['held_out_exact_match']:.1%}**"
+            _("Exact match on {n} fresh examples: **{share}**").format(
+                n=card.get("held_out_examples", _("held-out")), share=f"{card['held_out_exact_match']:.1%}"
+            )
         )
     if "training_seconds" in card:
         lines.append(
-            f"Trained in {card['training_seconds'] / 60:.1f} min ({card.get('steps', '?')} steps) on "
-            f"{card.get('trained_on', 'a CPU')}"
+            _("Trained in {minutes} min ({steps} steps) on {machine}").format(
+                minutes=f"{card['training_seconds'] / 60:.1f}",
+                steps=card.get("steps", "?"),
+                machine=card.get("trained_on", _("a CPU")),
+            )
         )
     st.markdown("  \n".join(line for line in lines if line))
     if "command" in card:
         st.code(card["command"], language="bash")
 
 # One view at a time (st.tabs would build all four on every run); the choice is in the URL.
-VIEWS = {"config": "Configuration", "params": "Parameters", "weights": "Weights", "shapes": "Shapes in attention"}
+VIEWS = {
+    "config": N_("Configuration"),
+    "params": N_("Parameters"),
+    "weights": N_("Weights"),
+    "shapes": N_("Shapes in attention"),
+}
 view = common.url_state("model_view", "config", list(VIEWS))
 st.segmented_control(
-    "View", list(VIEWS), key="model_view", format_func=VIEWS.get, required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="model_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 common.write_url(model_view=view)
 if view == "config":
-    rows = [{"field": k, "value": str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
+    rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
     st.dataframe(rows, hide_index=True, width="stretch")
 elif view == "params":
     st.plotly_chart(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
-    PARTS = ["all", "encoder", "decoder", "embeddings and generator"]
+    PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
     part = common.url_state("model_part", PARTS[0], PARTS)
-    st.selectbox("Part", PARTS, key="model_part")
+    st.selectbox(_("Part"), PARTS, key="model_part", format_func=_)
     common.write_url(model_part=part)
     keep = [
         s
@@ -69,25 +90,30 @@ elif view == "weights":
         key="model_weights",
     )
     st.dataframe(
-        [{"tensor": s.name, "shape": str(s.shape), "mean": s.mean, "std": s.std, "max |w|": s.max_abs} for s in keep],
+        [
+            {_("tensor"): s.name, _("shape"): str(s.shape), _("mean"): s.mean, _("std"): s.std, "max |w|": s.max_abs}
+            for s in keep
+        ],
         hide_index=True,
         width="stretch",
     )
 elif session.ok:  # what is wrong with the input, if anything, is named below
     cap = common.session_capture(session)
     S, T = len(cap.source_tokens), len(cap.target_tokens)
-    SHAPE_KINDS = ["encoder self", "decoder self", "cross"]
+    SHAPE_KINDS = [N_("encoder self"), N_("decoder self"), N_("cross")]  # values in the URL: English
     which = common.url_state("model_shape_kind", SHAPE_KINDS[0], SHAPE_KINDS)
-    st.radio("Attention", SHAPE_KINDS, horizontal=True, key="model_shape_kind")
+    st.radio(_("Attention"), SHAPE_KINDS, horizontal=True, key="model_shape_kind", format_func=_)
     common.write_url(model_shape_kind=which)
     n_q, n_k = {"encoder self": (S, S), "decoder self": (T, T), "cross": (T, S)}[which]
     st.markdown(
-        f"For the current input: S = {S} source tokens, T = {T} decoder tokens, d_model = {cfg.d_model}, "
-        f"h = {cfg.n_heads} heads, d_k = d_model / h = {cfg.d_head}."
+        _(
+            "For the current input: S = {S} source tokens, T = {T} decoder tokens, d_model = {d}, "
+            "h = {h} heads, d_k = d_model / h = {d_k}."
+        ).format(S=S, T=T, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
     )
     walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
     st.dataframe(
-        [{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in walk],
+        [{_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in walk],
         hide_index=True,
         width="stretch",
     )

@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from i18n import N_, _
 from model import pe_analysis as pea
 from model.inspect import positional_tables
 from pages import common
@@ -10,10 +11,12 @@ from pages.explain import explain
 from pages.presentation import chart_box
 from viz import positional_figs as figs
 
-st.title("Positional encoding")
+st.title(_("Positional encoding"))
 st.caption(
-    "No recurrence: the Transformer adds this position signal to every token embedding "
-    "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
+    _(
+        "No recurrence: the Transformer adds this position signal to every token embedding "
+        "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
+    )
 )
 st.latex(
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
@@ -25,14 +28,14 @@ model_d = session.model.config.d_model if session else 64
 D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
 c1, c2, c3 = st.columns(3)
 d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
-c1.select_slider("d_model (dimensions)", D_CHOICES, key="pe_d")
+c1.select_slider(_("d_model (dimensions)"), D_CHOICES, key="pe_d")
 length = common.url_state("pe_len", 100, None, int)
 st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
-c2.slider("Length (positions)", 2, 1024, key="pe_len")
+c2.slider(_("Length (positions)"), 2, 1024, key="pe_len")
 base = common.url_state("pe_base", 10000.0, None, float)
 if not np.isfinite(base) or not 2.0 <= base <= 1e9:
     st.session_state["pe_base"] = base = 10000.0
-c3.number_input("Base", min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
+c3.number_input(_("Base"), min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
 d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
 common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
 
@@ -40,81 +43,98 @@ pe = pea.pe_table(length, d_model, base)
 lam = pea.pe_wavelengths(d_model, base)
 # One view at a time (st.tabs would build all six on every run); the choice is in the URL.
 VIEWS = {
-    "matrix": "PE matrix",
-    "curves": "Sinusoids",
-    "offsets": "Dot product vs offset",
-    "similarity": "Similarity",
-    "shift": "Shift is a rotation",
-    "mine": "This model & input",
+    "matrix": N_("PE matrix"),
+    "curves": N_("Sinusoids"),
+    "offsets": N_("Dot product vs offset"),
+    "similarity": N_("Similarity"),
+    "shift": N_("Shift is a rotation"),
+    "mine": N_("This model & input"),
 }
 view = common.url_state("pe_view", "matrix", list(VIEWS))
 st.segmented_control(
-    "View", list(VIEWS), key="pe_view", format_func=VIEWS.get, required=True, label_visibility="collapsed"
+    _("View"),
+    list(VIEWS),
+    key="pe_view",
+    format_func=lambda v: _(VIEWS[v]),
+    required=True,
+    label_visibility="collapsed",
 )
 common.write_url(pe_view=view)
 if view == "matrix":
     st.plotly_chart(
         figs.pe_matrix(
-            pe, f"PE matrix: {length} positions × {d_model} dimensions, base {base:g}", max_height=chart_box()[0] - 40
+            pe,
+            _("PE matrix: {length} positions × {d} dimensions, base {base}").format(
+                length=length, d=d_model, base=f"{base:g}"
+            ),
+            max_height=chart_box()[0] - 40,
         ),
         key="pe_matrix",
     )
     st.caption(
-        "Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern."
+        _(
+            "Left columns oscillate fast (short wavelengths), right columns slowly: every position gets a unique pattern."
+        )
     )
     explain("pe_formula")
 elif view == "curves":
     default_dims = sorted({d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model})
     dims = common.url_ints("pe_dims", default_dims, range(d_model))
-    st.multiselect("Dimensions (2i: sin, 2i+1: cos)", list(range(d_model)), key="pe_dims")
+    st.multiselect(_("Dimensions (2i: sin, 2i+1: cos)"), list(range(d_model)), key="pe_dims")
     common.write_url(pe_dims=",".join(map(str, dims)) or "none")
     if dims:
         st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
         explain("pe_formula")
     else:
-        st.info("Pick at least one dimension.")
+        st.info(_("Pick at least one dimension."))
 elif view == "offsets":
     max_offset = min(length - 1, 60)
     starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
     positions = common.url_ints("pe_starts", starts, range(max(1, length - max_offset)))
-    st.multiselect("Starting positions p", list(range(max(1, length - max_offset))), key="pe_starts")
+    st.multiselect(_("Starting positions p"), list(range(max(1, length - max_offset))), key="pe_starts")
     common.write_url(pe_starts=",".join(map(str, positions)) or "none")
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
         st.caption(
-            f"The curves coincide: across the chosen p, the dot product at each offset varies by at most "
-            f"{spread:.1e} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ)."
+            _(
+                "The curves coincide: across the chosen p, the dot product at each offset varies by at most "
+                "{spread} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ)."
+            ).format(spread=f"{spread:.1e}")
         )  # above the chart: in view
         st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
         explain("pe_dot")
     else:
-        st.info("Pick at least one starting position.")
+        st.info(_("Pick at least one starting position."))
 elif view == "similarity":
     shown = min(length, 200)
     st.plotly_chart(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
     if shown < length:
-        st.caption(f"First {shown} positions shown.")
+        st.caption(_("First {n} positions shown.").format(n=shown))
 elif view == "shift":
     k_max = min(length - 1, 100)
     if k_max > 1:
         k = common.url_state("pe_k", min(5, k_max), list(range(1, k_max + 1)), int)
-        st.slider("Offset k", 1, k_max, key="pe_k")
+        st.slider(_("Offset k"), 1, k_max, key="pe_k")
         common.write_url(pe_k=k)
     else:  # a slider needs two values to choose from
         k = 1
-        st.caption("With 2 positions the only offset is k = 1.")
+        st.caption(_("With 2 positions the only offset is k = 1."))
     check = pea.shift_check(length, d_model, base, k)
-    st.metric(f"max |M_k·PE(p) − PE(p+k)| over {check.positions_checked} positions", f"{check.max_error:.1e}")
+    st.metric(
+        _("max |M_k·PE(p) − PE(p+k)| over {n} positions").format(n=check.positions_checked), f"{check.max_error:.1e}"
+    )
     st.markdown(
-        "One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
-        "steps later, so a linear layer can read relative position."
+        _(
+            "One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
+            "steps later, so a linear layer can read relative position."
+        )
     )
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
     explain("pe_rotation")
 else:
     if session is None:
-        st.info("Load a model in the sidebar to compare its embeddings with the PE.")
+        st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
     elif session.ok:  # what is wrong with the input, if anything, is named below
         cap = common.session_capture(session)
         for side, tokens, emb, rows in (
@@ -128,12 +148,13 @@ else:
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
             st.plotly_chart(
-                figs.pe_matrix(table, "This model's learned positional table (source side)"), key="pe_learned"
+                figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned"
             )
         else:
             st.caption(
-                f"This model uses the fixed sinusoidal encoding (d_model {cfg.d_model}, base {cfg.pe_base:g}, "
-                f"{cfg.pe_layout} layout)."
+                _("This model uses the fixed sinusoidal encoding (d_model {d}, base {base}, {layout} layout).").format(
+                    d=cfg.d_model, base=f"{cfg.pe_base:g}", layout=cfg.pe_layout
+                )
             )
 
 if session is not None and common.show_input_messages(session):  # names what is wrong with the input
@@ -141,7 +162,7 @@ if session is not None and common.show_input_messages(session):  # names what is
 left, right = st.columns(2)
 table_npz, table_json = common.pe_downloads(length, d_model, base)
 left.download_button(
-    "Download this PE table (.npz)",
+    _("Download this PE table (.npz)"),
     table_npz,
     file_name=f"pe_{length}x{d_model}.npz",
     mime="application/octet-stream",
@@ -149,7 +170,7 @@ left.download_button(
     on_click="ignore",
 )
 right.download_button(
-    "Download this PE table (.json)",
+    _("Download this PE table (.json)"),
     table_json,
     file_name=f"pe_{length}x{d_model}.json",
     mime="application/json",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from i18n import _
+
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
 <style>
@@ -46,11 +48,13 @@ def presentation_mode() -> bool:
         # The sidebar collapses when the mode is switched on (or a link opens in it); its arrow brings it back.
         st.set_page_config(initial_sidebar_state="collapsed" if present else "expanded")
     st.sidebar.toggle(
-        "Presentation mode",
+        _("Presentation mode"),
         key="present",
         on_change=_changed,
-        help="For a projector: hides this sidebar (its arrow at the top left brings it back), larger "
-        "text, one chart per screen. Kept in the link (present=1).",
+        help=_(
+            "For a projector: hides this sidebar (its arrow at the top left brings it back), larger "
+            "text, one chart per screen. Kept in the link (present=1)."
+        ),
     )
     if present:
         st.query_params["present"] = "1"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from i18n import _
 from model.archive import safe_extract
 
 _UPLOADS: list[Path] = []  # this process's private folder for uploads (mode 0700), removed at exit
@@ -33,7 +34,7 @@ def _release_upload(local: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@st.cache_resource(show_spinner="Reading the upload…", max_entries=8, on_release=_release_upload)
+@st.cache_resource(show_spinner=False, max_entries=8, on_release=_release_upload)
 def _saved_upload(digest: str, name: str, _data: bytes) -> str:
     """Write an upload into the private upload folder once; a .zip is checked, then unpacked flat (model.archive)."""
     folder = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=_upload_root()))
@@ -52,4 +53,5 @@ def upload_path(upload) -> tuple[str, str]:
     """(digest, local path) of a Streamlit UploadedFile."""
     data = upload.getvalue()
     digest = hashlib.sha256(data).hexdigest()[:16]
-    return digest, _saved_upload(digest, upload.name, data)
+    with st.spinner(_("Reading the upload…")):  # shown after a moment: not for an upload already kept
+        return digest, _saved_upload(digest, upload.name, data)

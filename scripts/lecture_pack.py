@@ -2,6 +2,7 @@
 
     python -m scripts.lecture_pack --model checkpoints/translate --out pack.html
     python -m scripts.lecture_pack --model reverse --input "stressed" --input "drawer" --out pack.html
+    python -m scripts.lecture_pack --model reverse --lang zh --out pack-zh.html      (the pack's text in Chinese)
 
 --model is a checkpoint folder (or file) or the name of a shipped demo; without --input the examples of
 the checkpoint's card.json are used. The file opens in any browser with no server and no network.
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from i18n import LANGUAGES, language_scope  # noqa: E402
 from model import CheckpointError, load_checkpoint  # noqa: E402
 from model.checkpoint import load_card  # noqa: E402
 from model.demos import list_demos  # noqa: E402
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs-file", type=Path, help="a text file with one input per line")
     parser.add_argument("--out", type=Path, default=Path("lecture_pack.html"), help="the HTML file to write")
     parser.add_argument("--title", default="Lecture pack")
+    parser.add_argument("--lang", choices=list(LANGUAGES), default="en", help="the language of the pack's text")
     args = parser.parse_args(argv)
     try:
         path = resolve_model(args.model)
@@ -72,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         progress = lambda done, total: print(f"\r{done}/{total} inputs run", end="", file=sys.stderr, flush=True)  # noqa: E731
         records = pack_records(model, tokenizer, texts, label=path.name, progress=progress)
         print(file=sys.stderr)
-        page = lecture_pack_html(records).encode("utf-8")
+        with language_scope(args.lang):
+            page = lecture_pack_html(records).encode("utf-8")
     except (CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a virtual environment in .venv with everything the app needs.
 #   scripts/setup.sh         runtime only (to run the app)
-#   scripts/setup.sh --dev   plus the test tools, and Debian's chromium and nginx for the browser tests
+#   scripts/setup.sh --dev   plus the test tools, and Debian's chromium, nginx and a Chinese font for the browser tests
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ if [ "${1:-}" = "--dev" ]; then
   missing=""
   [ -x /usr/bin/chromium ] || missing="$missing chromium"
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
+  # Chinese pages (lang=zh) in the browser tests and screenshots: a small CJK font (5 MB) unless one is installed.
+  if ! fc-list :lang=zh 2>/dev/null | grep -q .; then missing="$missing fonts-wqy-microhei"; fi
   if [ -n "$missing" ]; then
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
     $sudo_ apt-get update -q && $sudo_ apt-get install -y -q $missing

@@ -570,3 +570,34 @@ def pick_segment(page, group: str, name: str) -> None:
     page.get_by_role("radiogroup", name=group, exact=True).get_by_role("radio", name=name, exact=True).click(
         timeout=WAIT_S * 1000
     )
+
+
+# ---------------------------------------------------------------------------------------------- Chinese (issue 16)
+
+# JavaScript: whether the browser draws `text` in `font` (a CSS font shorthand) with real glyphs: each character is
+# drawn on a canvas and compared with a character no font has (U+10FFFD), which every font draws as its empty box
+# ("tofu"). A character drawn exactly like that box has no glyph in any font the stack falls back to.
+_GLYPHS_DRAWN = """([text, font]) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = 64; canvas.height = 64;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const draw = ch => {
+        ctx.clearRect(0, 0, 64, 64);
+        ctx.font = font; ctx.fillStyle = '#000'; ctx.textBaseline = 'top';
+        ctx.fillText(ch, 4, 4);
+        return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(',');
+    };
+    const tofu = draw(String.fromCodePoint(0x10FFFD));
+    return [...text].filter(ch => ch.trim() && draw(ch) === tofu);
+}"""
+
+
+def tofu(page, text: str, font: str) -> list[str]:
+    """The characters of `text` that the browser draws as an empty box in `font` (e.g. '20px "Source Sans", sans-serif')."""
+    return page.evaluate(_GLYPHS_DRAWN, [text, font])
+
+
+def sidebar_nav_texts(page) -> list[str]:
+    """The page titles in the sidebar's navigation, as shown (without the icon, whose name is its text)."""
+    links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    return [t.strip().splitlines()[-1].strip() if t.strip() else "" for t in links]

@@ -60,10 +60,10 @@ def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
     assert not at.get("iframe")
     at.segmented_control(key="att_view").set_value("bertviz").run()
     assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
-    key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2)
-    assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer)
+    key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, "en")
+    assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
     at.selectbox(key="att_layer").set_value(0).run()
-    assert (*key[:-1], 0) in common.HTML and key in common.HTML
+    assert (*key[:-2], 0, "en") in common.HTML and key in common.HTML
 
 
 def test_a_view_change_runs_nothing_of_the_model(ckpt, model_runs):

@@ -18,16 +18,29 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Ticks, hover_token, plain_token, readable, token_ticks
+from i18n import N_, _
+
+from .tokens import (
+    CHAR_PX,
+    FONTS,
+    TEXT_COLOR,
+    TICK_COLOR,
+    TICK_PX,
+    Ticks,
+    hover_token,
+    plain_token,
+    readable,
+    token_ticks,
+)
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
 GOLD_COLOR = "#d62728"  # open red circles: visible on every shade of Blues
 LEGEND_PX = 34  # a one-line legend under the plot
-KIND_TITLES = {
-    "encoder_self": "Encoder self-attention",
-    "decoder_self": "Decoder self-attention (causal)",
-    "cross": "Cross-attention (decoder → encoder)",
+KIND_TITLES = {  # marked only: translate where shown, _(KIND_TITLES[kind])
+    "encoder_self": N_("Encoder self-attention"),
+    "decoder_self": N_("Decoder self-attention (causal)"),
+    "cross": N_("Cross-attention (decoder → encoder)"),
 }
 
 
@@ -76,7 +89,7 @@ def _heatmap_trace(
         y=None if q_labels is None else list(q_labels),
         coloraxis=coloraxis,
         hoverongaps=False,
-        hovertemplate=f"{what}query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
+        hovertemplate=what + _("query %{y}<br>key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
     )
 
 
@@ -87,7 +100,7 @@ def _coloraxis(showscale: bool = True) -> dict:
         cmin=0.0,
         cmax=1.0,
         showscale=showscale,
-        colorbar=dict(title=dict(text="weight"), thickness=14, tickfont=dict(size=TICK_PX, color=TICK_COLOR)),
+        colorbar=dict(title=dict(text=_("weight")), thickness=14, tickfont=dict(size=TICK_PX, color=TICK_COLOR)),
     )
 
 
@@ -125,7 +138,7 @@ def heatmap_geometry(
     """
     nq, nk = max(1, len(query_tokens)), max(1, len(key_tokens))
     label_px = LABEL_ROW_PX
-    for _ in range(2):  # once more with room for vertical x labels, if they turned out to need it
+    for _attempt in range(2):  # once more with room for vertical x labels, if they turned out to need it
         chrome = TITLE_PX + AXIS_TITLE_PX + label_px
         cell = max(1.0, min(MAX_CELL * max(1.0, max_width / MAX_WIDTH), (max_height - chrome) / nq, max_width / nk))
         x = token_ticks(key_tokens, cell, size=tick_px)
@@ -209,7 +222,7 @@ def _legend_marks(
                 x=[k_labels[c]],
                 y=[q_labels[r]],
                 mode="markers",
-                name="masked (weight 0, not attended)",
+                name=_("masked (weight 0, not attended)"),
                 marker=dict(symbol="square", size=14, color=MASKED_COLOR, line=dict(width=0)),
                 hoverinfo="skip",
             )
@@ -221,11 +234,11 @@ def _legend_marks(
                 x=[k_labels[s] for s, _ in pairs],
                 y=[q_labels[t] for _, t in pairs],
                 mode="markers",
-                name="gold alignment (where the output token comes from)",
+                name=_("gold alignment (where the output token comes from)"),
                 marker=dict(
                     symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)
                 ),
-                hovertemplate="gold: query %{y}<br>comes from key %{x}<extra></extra>",
+                hovertemplate=_("gold: query %{y}<br>comes from key %{x}") + "<extra></extra>",
             )
         )
     if len(fig.data) > 1:
@@ -243,8 +256,8 @@ def attention_heatmap(
     key_tokens: Sequence[str],
     title: str = "",
     mask: np.ndarray | None = None,
-    query_label: str = "query",
-    key_label: str = "key",
+    query_label: str = N_("query"),
+    key_label: str = N_("key"),
     gold: Sequence[tuple[int, int]] | None = None,
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
@@ -253,6 +266,7 @@ def attention_heatmap(
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
     gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment).
+    query_label, key_label: what the rows and columns are ("source", "decoder input"), translated here.
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
     """
     _check(weights, query_tokens, key_tokens, 2)
@@ -267,8 +281,8 @@ def attention_heatmap(
     _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
     _token_axes(fig, geo, len(query_tokens), len(key_tokens))
     _square(fig, ratio=geo.ratio)
-    fig.update_xaxes(title_text=f"{key_label} tokens (attended to)")
-    fig.update_yaxes(title_text=f"{query_label} tokens (attending)")
+    fig.update_xaxes(title_text=_("{side} tokens (attended to)").format(side=_(key_label)))
+    fig.update_yaxes(title_text=_("{side} tokens (attending)").format(side=_(query_label)))
     fig.update_layout(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=geo.height,
@@ -322,7 +336,7 @@ def head_grid(
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=[f"head {h}" for h in range(n_heads)],
+        subplot_titles=[_("head {h}").format(h=h) for h in range(n_heads)],
         shared_xaxes=True,
         shared_yaxes=True,
         horizontal_spacing=0.015,
@@ -330,7 +344,10 @@ def head_grid(
     )
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
     fig.add_traces(
-        [_heatmap_trace(weights[h], q_labels, k_labels, mask, what=f"head {h}<br>") for h in range(n_heads)],
+        [
+            _heatmap_trace(weights[h], q_labels, k_labels, mask, what=_("head {h}").format(h=h) + "<br>")
+            for h in range(n_heads)
+        ],
         rows=[h // cols + 1 for h in range(n_heads)],
         cols=[h % cols + 1 for h in range(n_heads)],
     )
@@ -392,14 +409,18 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
         cols=H,
         horizontal_spacing=0.015,
         vertical_spacing=0.03,
-        row_titles=[f"layer {i}" for i in range(L)],
-        column_titles=[f"head {h}" for h in range(H)],
+        row_titles=[_("layer {i}").format(i=i) for i in range(L)],
+        column_titles=[_("head {h}").format(h=h) for h in range(H)],
     )
     if a == 1 and b == 1:
-        what, where = "", "query %{y}<br>key %{x}<br>weight %{z:.3f}"
+        what, where = "", _("query %{y}<br>key %{x}<br>weight %{z:.3f}")
     else:  # numeric axes of block starts: the hover names the block
-        what = f" (each cell: the mean of {a} × {b} positions)"
-        where = f"queries %{{y}}–%{{y}}+{a - 1}<br>keys %{{x}}–%{{x}}+{b - 1}<br>mean weight %{{z:.3f}}"
+        what = _(" (each cell: the mean of {a} × {b} positions)").format(a=a, b=b)
+        where = (
+            _("queries %{y}–%{y}+{a}<br>keys %{x}–%{x}+{b}<br>mean weight %{z:.3f}")
+            .replace("{a}", str(a - 1))
+            .replace("{b}", str(b - 1))
+        )
     ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
     fig.add_traces(
         [
@@ -409,7 +430,7 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
                 y=ys,
                 coloraxis="coloraxis",
                 hoverongaps=False,
-                hovertemplate=f"layer {layer}, head {h}<br>{where}<extra></extra>",
+                hovertemplate=_("layer {layer}, head {h}").format(layer=layer, h=h) + f"<br>{where}<extra></extra>",
             )
             for layer in range(L)
             for h in range(H)
@@ -420,12 +441,14 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
     title = f"{title}{what}" if title else what.strip(" ()")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    fig.update_annotations(font=dict(color=TEXT_COLOR))
     fig.update_layout(
-        title=title,
+        title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         margin=dict(l=10, r=40, t=80, b=10),
+        **FONTS,
     )
     return fig
 

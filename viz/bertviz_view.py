@@ -19,7 +19,8 @@ encoder-decoder model (attention kinds "Encoder", "Decoder", "Cross"). Two thing
   loads require.js from the CDN, as stock does.
 
 Token strings go into the page only as JSON inside a script (with <, > and & escaped), so a token
-such as "</script>" stays a token.
+such as "</script>" stays a token. The page's own words (menus, hints, the model view's axis names) are in
+the current language (i18n).
 """
 
 from __future__ import annotations
@@ -35,11 +36,17 @@ from pathlib import Path
 
 import numpy as np
 
+from i18n import N_, _, language
+
 __all__ = ["BertvizAssetError", "head_view_html", "model_view_html", "prettify", "weights_json"]
 
 KINDS = ("Encoder", "Decoder", "Cross")  # attention kinds, in bertviz's order; the filter select's values are 0, 1, 2
+KIND_NAMES = {"Encoder": N_("Encoder"), "Decoder": N_("Decoder"), "Cross": N_("Cross")}  # shown in the menu
 REQUIRE_JS_URL = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"  # what stock bertviz loads
-FONT = "'Helvetica Neue', Helvetica, Arial, sans-serif"  # bertviz's font stack
+FONT = (  # bertviz's font stack, then CJK fonts for Chinese
+    "'Helvetica Neue', Helvetica, Arial, 'Noto Sans CJK SC', 'Source Han Sans SC', 'WenQuanYi Micro Hei', "
+    "'Microsoft YaHei', 'PingFang SC', sans-serif"
+)
 MAX_DECIMALS = 10
 
 # Answers the views' require.config(...) / requirejs(['jquery', 'd3'], callback) with the inlined globals.
@@ -63,11 +70,26 @@ _DECODE_JS = """function bertvizDecode(params, scale) {
   return params;
 }"""
 
-_HINTS = {
-    "head": "Hover over a token to see where it attends. Click a coloured square to show or hide a head; "
-    "double-click to show that head alone.",
-    "model": "Rows are layers, columns heads. Click a thumbnail to enlarge it; hover over a token on its left.",
+_HINTS = {  # marked only: translated in _page
+    "head": N_(
+        "Hover over a token to see where it attends. Click a coloured square to show or hide a head; "
+        "double-click to show that head alone."
+    ),
+    "model": N_("Rows are layers, columns heads. Click a thumbnail to enlarge it; hover over a token on its left."),
 }
+# Words bertviz's model view writes itself: (its JavaScript, a function giving the same with translated words).
+_MODEL_VIEW_WORDS = (
+    ('.text("Heads")', lambda: ".text(" + json.dumps(_("Heads")) + ")"),
+    ('.text("Layers")', lambda: ".text(" + json.dumps(_("Layers")) + ")"),
+    (
+        """.text('Layer ' + config.layers[layerIndex] + ", Head " + config.heads[headIndex])""",
+        lambda: (
+            ".text({}.replace('{{layer}}', config.layers[layerIndex]).replace('{{head}}', config.heads[headIndex]))".format(
+                json.dumps(_("Layer {layer}, Head {head}"))
+            )
+        ),
+    ),
+)
 
 
 class BertvizAssetError(RuntimeError):
@@ -124,8 +146,8 @@ def head_view_html(
         heads=shown,
         include_layers=layers,
     )
-    controls = f'Layer: <select id="layer"></select> {_filter_select(kind)}'
-    return _page("head", vis_id, controls, params, decimals, offline, "Attention: head view")
+    controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind)}'
+    return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"))
 
 
 def model_view_html(
@@ -171,7 +193,7 @@ def model_view_html(
         include_heads=include_heads,
         total_heads=n_heads,
     )
-    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, "Attention: model view")
+    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, _("Attention: model view"))
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -326,9 +348,10 @@ def _vis_id() -> str:
 def _filter_select(kind: str) -> str:
     """bertviz's "Attention:" menu, opened on the kind that is drawn first (stock bertviz always shows "Encoder")."""
     options = "".join(
-        f'<option value="{i}"{" selected" if name == kind else ""}>{name}</option>' for i, name in enumerate(KINDS)
+        f'<option value="{i}"{" selected" if name == kind else ""}>{_(KIND_NAMES[name])}</option>'
+        for i, name in enumerate(KINDS)
     )
-    return f'Attention: <select id="filter">{options}</select>'
+    return _("Attention:") + f' <select id="filter">{options}</select>'
 
 
 _STYLE = f"""html,body{{margin:0;background:#fff;color:#222}}
@@ -342,18 +365,21 @@ svg text{{font-family:{FONT}}}"""
 def _page(view: str, vis_id: str, controls: str, params: str, decimals: int, offline: bool, title: str) -> str:
     """The full document: controls and the drawing area inside the root div, then the scripts."""
     script = _view_js(view, offline).replace(_PARAMS_MARKER, f"bertvizDecode({params}, {10**decimals})", 1)
+    if view == "model" and language() != "en":  # after the cache of the script: the words follow the language
+        for stock, translated in _MODEL_VIEW_WORDS:
+            script = script.replace(stock, translated(), 1)
     if offline:
         libraries = "".join(f"<script>{js}</script>\n" for js in _offline_libraries())
     else:
         libraries = f'<script src="{REQUIRE_JS_URL}"></script>\n'
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<html lang="{language()}">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{title}</title>\n<style>\n{_STYLE}\n</style>\n"
         f"{libraries}</head>\n<body>\n"
         f'<div id="{vis_id}" style="font-family:{FONT};">\n'
         f'<span style="user-select:none">{controls}</span>\n'
-        f'<div class="hint">{_HINTS[view]}</div>\n'
+        f'<div class="hint">{_(_HINTS[view])}</div>\n'
         "<div id='vis'></div>\n</div>\n"
         f"<script>\n{_DECODE_JS}\n</script>\n"
         f'<script type="text/javascript">\n{script}\n</script>\n'

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .attention_figs import COLORSCALE, token_labels
 from .tokens import display_token, readable, token_ticks
 
@@ -30,11 +32,11 @@ def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0,
             hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="probability", range=[0, 1])
+    fig.update_xaxes(title_text=_("probability"), range=[0, 1])
     # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
     fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=14))
     fig.update_layout(
-        title=title or "Next-token candidates", height=80 + 36 * len(tokens), margin=dict(t=50, l=10, r=10, b=10)
+        title=title or _("Next-token candidates"), height=80 + 36 * len(tokens), margin=dict(t=50, l=10, r=10, b=10)
     )
     return readable(fig)
 
@@ -55,13 +57,13 @@ def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px:
             x=token_labels(key_tokens),
             y=names,
             coloraxis="coloraxis",
-            hovertemplate="%{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
+            hovertemplate="%{y}<br>" + _("key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
         )
     )
     fig.update_xaxes(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1)).axis())
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_layout(
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text="weight"), thickness=14))
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14))
     )
     fig.update_layout(title=title, height=max(200, 20 * L * H + 110), margin=dict(t=50, l=10, r=10, b=10))
     return readable(fig)

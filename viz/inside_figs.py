@@ -11,7 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .tokens import display_token, indexed
+from i18n import _
+
+from .tokens import FONT_FAMILY, display_token, indexed
 
 DIVERGING = "RdBu_r"
 MASKED_COLOR = "#bdbdbd"
@@ -36,7 +38,7 @@ def _vector_heatmap(z: np.ndarray, labels: Sequence[str], zmax: float, showscale
         xaxis="x" + axes,
         yaxis="y" + axes,
         customdata=np.repeat(np.array(labels, dtype=object)[:, None], z.shape[1], 1),
-        hovertemplate="%{customdata}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>",
+        hovertemplate="%{customdata}<br>" + _("dimension %{x}<br>value %{z:.4f}") + "<extra></extra>",
         colorbar=dict(thickness=12, len=0.8) if showscale else None,
     )
 
@@ -48,7 +50,14 @@ def _zmax(*arrays: np.ndarray) -> float:
 
 def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
     """A whole layout as one dict: the figure is built in one constructor call (plotly's update_* calls are slow)."""
-    return dict(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=top, b=10), **extra)
+    return dict(
+        title=dict(text=title, font=dict(family=FONT_FAMILY)),
+        height=height,
+        margin=dict(l=10, r=10, t=top, b=10),
+        font=dict(family=FONT_FAMILY),
+        hoverlabel=dict(font=dict(family=FONT_FAMILY)),
+        **extra,
+    )
 
 
 def _rows_figure(
@@ -59,7 +68,7 @@ def _rows_figure(
     titles: tuple[str, str],
     title: str,
     shapes: Sequence[dict] = (),
-    xtitle: str = "dimension i",
+    xtitle: str = "",
 ) -> go.Figure:
     """Two stacked vector heatmaps (top on axes x/y, bottom on x2/y2) sharing the dimension axis and one colour scale."""
     n_top, n_bottom = max(top.shape[0], 1), max(bottom.shape[0], 1)
@@ -81,7 +90,7 @@ def _rows_figure(
         shapes=list(shapes),
         xaxis=dict(anchor="y", matches="x2", showticklabels=False),
         yaxis=y_axis(top_labels, [split + gap, 1], "x"),
-        xaxis2=dict(anchor="y2", title=dict(text=xtitle)),
+        xaxis2=dict(anchor="y2", title=dict(text=xtitle or _("dimension i"))),
         yaxis2=y_axis(bottom_labels, [0, split], "x2"),
         annotations=[
             dict(text=t, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False)
@@ -105,8 +114,8 @@ def query_keys(
         [f"q: {display_token(query_token)}"],
         keys,
         indexed(key_tokens),
-        ("query q", "keys k_j"),
-        title or "Query and key vectors",
+        (_("query q"), _("keys k_j")),
+        title or _("Query and key vectors"),
     )
 
 
@@ -126,8 +135,8 @@ def values_and_output(
         labels,
         output[None, :],
         ["Σ a_j v_j"],
-        ("values v_j (with their weights a_j)", "this head's output"),
-        title or "Values and their weighted sum",
+        (_("values v_j (with their weights a_j)"), _("this head's output")),
+        title or _("Values and their weighted sum"),
     )
 
 
@@ -138,7 +147,7 @@ def _key_axis(key_tokens: Sequence[str]) -> dict:
         tickvals=list(range(n)),
         ticktext=indexed(key_tokens),
         tickangle=-45 if n > 10 else 0,
-        title=dict(text="key"),
+        title=dict(text=_("key")),
     )
 
 
@@ -151,16 +160,16 @@ def scores(
     """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them.
 
     Keys the mask hides are grey and marked −∞."""
-    shown = [("q·k_j (raw)", raw, RAW_COLOR)] + (
-        [] if scaled is None else [("q·k_j / √d_k (scaled)", scaled, SCALED_COLOR)]
+    shown = [(_("q·k_j (raw)"), raw, RAW_COLOR)] + (
+        [] if scaled is None else [(_("q·k_j / √d_k (scaled)"), scaled, SCALED_COLOR)]
     )
-    for name, values, _ in shown:
+    for name, values, _color in shown:
         if values.shape != (len(key_tokens),) or allowed.shape != values.shape:
             raise ValueError(
                 f"{name}: {values.shape} scores and {allowed.shape} mask entries for {len(key_tokens)} key tokens"
             )
     x = np.arange(len(key_tokens))
-    text = np.where(allowed, "", "masked → −∞")
+    text = np.where(allowed, "", _("masked → −∞"))
     traces = [
         go.Bar(
             x=x,
@@ -169,20 +178,20 @@ def scores(
             marker_color=np.where(allowed, color, MASKED_COLOR).tolist(),
             text=text if i == len(shown) - 1 else None,
             textposition="outside",
-            hovertemplate="key %{x}<br>score %{y:.4f}<extra></extra>",
+            hovertemplate=_("key %{x}<br>score %{y:.4f}") + "<extra></extra>",
         )
         for i, (name, values, color) in enumerate(shown)
     ]
     return go.Figure(
         traces,
         _layout(
-            title or "Scores",
+            title or _("Scores"),
             340,
             barmode="group",
             showlegend=True,
             legend=_LEGEND,
             xaxis=_key_axis(key_tokens),
-            yaxis=dict(title=dict(text="score")),
+            yaxis=dict(title=dict(text=_("score"))),
         ),
     )
 
@@ -203,13 +212,13 @@ def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") ->
         colorscale=[[0, "#ffffff"], [1, "#ffffff"]],
         showscale=False,
         hoverongaps=False,
-        hovertemplate="key %{x}: %{text}<extra></extra>",
+        hovertemplate=_("key %{x}: %{text}") + "<extra></extra>",
         xgap=2,
     )
     return go.Figure(
         trace,
         _layout(
-            title or "Mask",
+            title or _("Mask"),
             190,
             top=50,
             plot_bgcolor=MASKED_COLOR,
@@ -231,7 +240,7 @@ def weights_row(
             y=weights,
             name="softmax(q·k_j / √d_k)",
             marker_color=SCALED_COLOR,
-            hovertemplate="key %{x}<br>weight %{y:.4f}<extra></extra>",
+            hovertemplate=_("key %{x}<br>weight %{y:.4f}") + "<extra></extra>",
         )
     ]
     if unscaled is not None:
@@ -241,21 +250,21 @@ def weights_row(
             go.Bar(
                 x=x,
                 y=unscaled,
-                name="without 1/√d_k",
+                name=_("without 1/√d_k"),
                 marker_color=RAW_COLOR,
-                hovertemplate="key %{x}<br>weight without the scale %{y:.4f}<extra></extra>",
+                hovertemplate=_("key %{x}<br>weight without the scale %{y:.4f}") + "<extra></extra>",
             )
         )
     return go.Figure(
         traces,
         _layout(
-            title or "Attention weights",
+            title or _("Attention weights"),
             340,
             barmode="group",
             showlegend=True,
             legend=_LEGEND,
             xaxis=_key_axis(key_tokens),
-            yaxis=dict(title=dict(text="weight"), range=[0, 1.05]),
+            yaxis=dict(title=dict(text=_("weight")), range=[0, 1.05]),
         ),
     )
 
@@ -269,15 +278,16 @@ def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
         x=np.arange(values.shape[0]),
         y=values,
         marker_color=colors,
-        hovertemplate="dimension %{x}<br>q_i·k_i %{y:.4f}<extra></extra>",
+        hovertemplate=_("dimension %{x}") + "<br>q_i·k_i %{y:.4f}<extra></extra>",
     )
     return go.Figure(
         trace,
         _layout(
-            title or f"q_i · k_i for key {key_label}: they sum to {values.sum():.3f}",
+            title
+            or _("q_i · k_i for key {key}: they sum to {total}").format(key=key_label, total=f"{values.sum():.3f}"),
             320,
             top=60,
-            xaxis=dict(title=dict(text="dimension i")),
+            xaxis=dict(title=dict(text=_("dimension i"))),
             yaxis=dict(title=dict(text="q_i · k_i")),
         ),
     )
@@ -314,10 +324,10 @@ def concat_and_output(
         ["Concat(head_1..head_h)"],
         output[None, :],
         ["· W^O + b^O"],
-        ("heads side by side", "the layer's attention output"),
-        title or "Concatenation and W^O",
+        (_("heads side by side"), _("the layer's attention output")),
+        title or _("Concatenation and W^O"),
         shapes,
-        xtitle="dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)",
+        xtitle=_("dimension (head h holds dimensions h·d_k … (h+1)·d_k − 1)"),
     )
     fig.layout.height = 300
     return fig
@@ -334,7 +344,7 @@ def matrix(w: np.ndarray, title: str = "") -> go.Figure:
         zmax=zmax,
         zmid=0,
         colorscale=DIVERGING,
-        hovertemplate="out %{y}, in %{x}<br>%{z:.4f}<extra></extra>",
+        hovertemplate=_("out %{y}, in %{x}") + "<br>%{z:.4f}<extra></extra>",
     )
     return go.Figure(
         trace,
@@ -342,8 +352,8 @@ def matrix(w: np.ndarray, title: str = "") -> go.Figure:
             title or "W^O",
             420,
             top=50,
-            xaxis=dict(title=dict(text="input dimension (concatenated heads)")),
-            yaxis=dict(title=dict(text="output dimension"), autorange="reversed"),
+            xaxis=dict(title=dict(text=_("input dimension (concatenated heads)"))),
+            yaxis=dict(title=dict(text=_("output dimension")), autorange="reversed"),
         ),
     )
 
@@ -353,7 +363,7 @@ def format_bytes(n: int) -> str:
     value = float(n)
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if value < 1024 or unit == "PiB":
-            return f"{int(value)} bytes" if unit == "bytes" else f"{value:,.1f} {unit}"
+            return _("{n} bytes").format(n=int(value)) if unit == "bytes" else f"{value:,.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
 
@@ -369,8 +379,10 @@ def format_count(n: int) -> str:
 
 
 def shape_rows(steps: Sequence) -> list[dict[str, str]]:
-    """Rows for a table from model.inspect.ShapeStep-like objects (what, formula, shape)."""
-    return [{"step": s.what, "formula": s.formula, "shape": " × ".join(map(str, s.shape))} for s in steps]
+    """Rows for a table from model.inspect.ShapeStep-like objects (what, formula, shape); headers and steps translated."""
+    return [
+        {_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in steps
+    ]
 
 
 def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: int, title: str = "") -> go.Figure:
@@ -384,17 +396,17 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
         mode="lines+markers+text",
         text=text,
         textposition="top center",
-        hovertemplate="length %{x}<br>%{text}<extra></extra>",
+        hovertemplate=_("length %{x}") + "<br>%{text}<extra></extra>",
         cliponaxis=False,
         marker=dict(size=[14 if t == current else 8 for t in lengths]),
     )
     return go.Figure(
         trace,
         _layout(
-            title or "Memory grows with T²",
+            title or _("Memory grows with T²"),
             360,
             top=60,
-            xaxis=dict(type="log", title=dict(text="sequence length T (2× the length: 4× the memory)")),
-            yaxis=dict(type="log", exponentformat="SI", title=dict(text="attention weights, bytes")),
+            xaxis=dict(type="log", title=dict(text=_("sequence length T (2× the length: 4× the memory)"))),
+            yaxis=dict(type="log", exponentformat="SI", title=dict(text=_("attention weights, bytes"))),
         ),
     )

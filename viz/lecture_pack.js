@@ -4,6 +4,8 @@
   "use strict";
   const DATA = JSON.parse(document.getElementById("pack-data").textContent);
   const CONFIG = {displaylogo: false, responsive: true};
+  const TEXT = DATA.text;  // the words this script writes, in the pack's language, with {placeholders}
+  const fillIn = (template, values) => template.replace(/\{(\w+)\}/g, (m, k) => (k in values ? String(values[k]) : m));
 
   function weights(b64) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
     const bin = atob(b64);
@@ -40,12 +42,12 @@
     const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
     const main = box.querySelector(".main"), overview = box.querySelector(".overview");
     const layer = box.querySelector("select.layer"), head = box.querySelector("select.head");
-    const title = () => `${att.title}, layer ${layer.value}, ` +
-      (+head.value === H1 - 1 ? "average of heads" : `head ${head.value}`);
+    const title = () => fillIn(+head.value === H1 - 1 ? TEXT.layer_average : TEXT.layer_head,
+      {title: att.title, layer: layer.value, head: head.value});
     tasks.push(() => {
       const f = figure(main.dataset.figure);
       f.data[0].z = map(+layer.value, +head.value);
-      f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => `query ${i}: ${q}<br>key ${j}: ${k}`));
+      f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => fillIn(TEXT.cell, {i, q, j, k})));
       f.layout.title = {text: title()};
       return Plotly.newPlot(main, f.data, f.layout, CONFIG);
     });
@@ -69,7 +71,7 @@
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
     function show(t) {
       const text = dec.text[t];
-      box.querySelector(".step-label").textContent = `Step ${t + 1} of ${dec.n}`;
+      box.querySelector(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
       box.querySelector(".inputs").textContent = text.inputs;
       box.querySelector(".token").textContent = text.token;
       box.querySelector(".prob").textContent = text.prob;

@@ -9,6 +9,8 @@ shown map out of them; so every layer and head is viewable without one figure pe
 Input records are duck-typed (no import of model/): `records` has .label, .n_parameters, .config (dict),
 .inputs and .pe as built by model.lecture.pack_records; each input has .text, .warnings, .capture
 (a model.Capture) and .trace (a model.Trace).
+
+The pack is written in the current language (i18n): its text, its figures, and the few words its script writes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
+
+from i18n import _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
@@ -68,14 +72,17 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, quer
     data = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, Tq, Tk)
     if mask is not None:
         data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
-    main = attention_heatmap(weights[-1].mean(axis=0), query_tokens, key_tokens, KIND_TITLES[kind], mask)
+    title = _(KIND_TITLES[kind])
+    main = attention_heatmap(weights[-1].mean(axis=0), query_tokens, key_tokens, title, mask)
     # The script writes 'query i: q<br>key j: k' per cell from the token lists, and the weight comes from z:
     # one template serves every layer and head, and no string per cell travels in the file.
-    main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>")
-    overview = layer_head_overview(weights, f"{KIND_TITLES[kind]}: every layer (rows) and head (columns)", mask)
+    main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
+    overview = layer_head_overview(
+        weights, _("{title}: every layer (rows) and head (columns)").format(title=title), mask
+    )
     return {
         "kind": kind,
-        "title": KIND_TITLES[kind],
+        "title": title,
         "shape": [L, H + 1, Tq, Tk],
         "z": _weights(data),
         "q": display_tokens(query_tokens, 40),
@@ -89,7 +96,7 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
     """Step-by-step greedy decoding: per step the candidates, the text, and the new position's attention rows."""
     steps = trace.steps
     T, S = len(steps), len(trace.source_tokens)
-    L, H, _ = steps[0].cross.shape
+    L, H = steps[0].cross.shape[:2]
     inputs = trace.decoder_inputs(T - 1)  # <s> y_1 .. y_{T-1}: the keys of the last step's self-attention
     cross = np.stack([s.cross.reshape(L * H, S) for s in steps])  # (T, L*H, S)
     self_rows = np.full((T, L * H, T), np.nan, dtype=np.float32)  # (T, L*H, T): keys after step t not yet written
@@ -98,9 +105,7 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
     top, text = [], []
     for s in steps:
         chosen = int(list(s.top_ids).index(s.token_id)) if s.token_id in s.top_ids else None
-        bar = decoding_figs.top_k_bars(s.top_tokens, s.top_probs, chosen, f"Top {len(s.top_tokens)} next tokens").data[
-            0
-        ]
+        bar = decoding_figs.top_k_bars(s.top_tokens, s.top_probs, chosen, _top_title(len(s.top_tokens))).data[0]
         top.append(
             {
                 "x": [round(float(p), 5) for p in s.top_probs],
@@ -117,12 +122,12 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
             }
         )
     first = steps[0]
-    topk = decoding_figs.top_k_bars(first.top_tokens, first.top_probs, 0, f"Top {len(first.top_tokens)} next tokens")
+    topk = decoding_figs.top_k_bars(first.top_tokens, first.top_probs, 0, _top_title(len(first.top_tokens)))
     cross_fig = decoding_figs.step_rows(
-        cross[0].reshape(L, H, S), trace.source_tokens, "Cross-attention of the new position over the source"
+        cross[0].reshape(L, H, S), trace.source_tokens, _("Cross-attention of the new position over the source")
     )
     self_fig = decoding_figs.step_rows(
-        np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs, "Decoder self-attention of the new position"
+        np.nan_to_num(self_rows[-1]).reshape(L, H, T), inputs, _("Decoder self-attention of the new position")
     )
     self_fig.data[0].hoverongaps = False  # no hover (so no token) over keys not yet written
     return {
@@ -135,7 +140,7 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
         "top": top,
         "ticks": list(self_fig.layout.xaxis.ticktext),
         "text": text,
-        "stop": "</s>" if trace.stop_reason == "eos" else "the length limit",
+        "stop": "</s>" if trace.stop_reason == "eos" else _("the length limit"),
         "output": trace.text,
         "topk_fig": figs.add(f"{prefix}-topk", topk),
         "cross_fig": figs.add(f"{prefix}-cross-rows", cross_fig, keep_z=False),
@@ -143,12 +148,16 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
     }
 
 
+def _top_title(k: int) -> str:
+    return _("Top {k} next tokens").format(k=k)
+
+
 def _pe_rows(cap) -> go.Figure:
     """The PE rows added to this input's source tokens, one row per token."""
-    fig = positional_figs.pe_matrix(cap.source_pe, "Positional rows added to this input's source tokens")
+    fig = positional_figs.pe_matrix(cap.source_pe, _("Positional rows added to this input's source tokens"))
     n = len(cap.source_tokens)
     fig.update_yaxes(
-        title_text="source token",
+        title_text=_("source token"),
         tickmode="array",
         tickvals=list(range(n)),
         ticktext=[f"{i}: {t}" for i, t in enumerate(display_tokens(cap.source_tokens))],
@@ -167,56 +176,75 @@ def _select(cls: str, label: str, options: list[tuple[int, str]], selected: int)
 
 def _attention_html(att: dict) -> str:
     L, H1 = att["shape"][0], att["shape"][1]
-    layers = _select("layer", "Layer", [(i, str(i)) for i in range(L)], L - 1)
-    heads = _select("head", "Head", [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, "average of heads")], H1 - 1)
+    layers = _select("layer", _("Layer"), [(i, str(i)) for i in range(L)], L - 1)
+    heads = _select("head", _("Head"), [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, _("average of heads"))], H1 - 1)
+    every = _esc(_("Every layer and head at once"))
     return (
         f'<div class="attention" data-ref="{_esc(att["ref"])}"><div class="controls">{layers} {heads}</div>'
         f'<div class="plot main" data-figure="{_esc(att["main"])}"></div>'
-        f"<details open><summary>Every layer and head at once</summary>"
+        f"<details open><summary>{every}</summary>"
         f'<div class="plot overview" data-figure="{_esc(att["overview"])}"></div></details></div>'
     )
 
 
 def _decoding_html(dec: dict, ref: str) -> str:
     n = dec["n"]
+    step_text = _esc(_("Decoder input so far: {inputs} → writes {token} (p = {prob})")).format(
+        inputs='<code class="inputs"></code>',
+        token='<b><code class="token"></code></b>',
+        prob='<span class="prob"></span>',
+    )
+    previous, step, next_, first = (
+        _esc(_("Previous")),
+        _esc(_("Step")),
+        _esc(_("Next")),
+        _esc(_("Step {i} of {n}").format(i=1, n=n)),
+    )
     return (
         f'<div class="decoding" data-ref="{_esc(ref)}"><div class="controls">'
-        '<button class="prev" type="button">◀ Previous</button>'
-        f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="Step">'
-        '<button class="next" type="button">Next ▶</button> '
-        f'<span class="step-label">Step 1 of {n}</span></div>'
-        '<p class="step-text">Decoder input so far: <code class="inputs"></code> → writes <b><code class="token">'
-        '</code></b> (p = <span class="prob"></span>)</p>'
+        f'<button class="prev" type="button">◀ {previous}</button>'
+        f'<input class="step" type="range" min="0" max="{n - 1}" value="0" step="1" aria-label="{step}">'
+        f'<button class="next" type="button">{next_} ▶</button> '
+        f'<span class="step-label">{first}</span></div>'
+        f'<p class="step-text">{step_text}</p>'
         f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
         f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
         f'<div class="plot self-rows" data-figure="{_esc(dec["self_fig"])}"></div></div></div>'
-        f"<p>Output: <code>{_esc(dec['output'] or '∅')}</code> · stopped at {_esc(dec['stop'])}.</p></div>"
+        "<p>"
+        + _esc(_("Output: {output} · stopped at {stop}.")).format(
+            output=f"<code>{_esc(dec['output'] or '∅')}</code>", stop=_esc(dec["stop"])
+        )
+        + "</p></div>"
     )
 
 
 def _pe_section(figs: _Figures, pe) -> str:
     P, D = pe.table.shape
     parts = [
-        figs.add("pe-matrix", positional_figs.pe_matrix(pe.table, f"Positional table: {P} positions × {D} dimensions"))
+        figs.add(
+            "pe-matrix",
+            positional_figs.pe_matrix(pe.table, _("Positional table: {P} positions × {D} dimensions").format(P=P, D=D)),
+        )
     ]
     if pe.wavelengths is not None:
         parts.append(figs.add("pe-sinusoids", positional_figs.sinusoid_curves(pe.table, pe.dims, pe.wavelengths)))
     parts.append(figs.add("pe-offsets", positional_figs.offset_curves(pe.dots, pe.positions)))
-    what = f"sinusoidal ({pe.layout} layout, base {pe.base:g})" if pe.kind == "sinusoidal" else "learned"
-    note = (
-        "The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other."
-        if pe.kind == "sinusoidal"
-        else "A learned table: nothing forces the curves to coincide."
-    )
+    if pe.kind == "sinusoidal":
+        what = _(
+            "This model adds a sinusoidal positional encoding ({layout} layout, base {base}); the same table for every input."
+        ).format(layout=pe.layout, base=f"{pe.base:g}")
+        note = _("The dot product PE(p) · PE(p+k) depends on the offset k only: the curves lie on top of each other.")
+    else:
+        what = _("This model adds a learned positional encoding; the same table for every input.")
+        note = _("A learned table: nothing forces the curves to coincide.")
     plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in parts)
-    return (
-        f'<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds a {_esc(what)} '
-        f"positional encoding; the same table for every input. {_esc(note)}</p>{plots}</section>"
-    )
+    heading = _esc(_("Positional encoding of this model"))
+    return f'<section id="pe"><h2>{heading}</h2><p>{_esc(what)} {_esc(note)}</p>{plots}</section>'
 
 
-def lecture_pack_html(records, title: str = "Lecture pack") -> str:
-    """The whole pack as one HTML string (see the module docstring for what `records` holds)."""
+def lecture_pack_html(records, title: str = "") -> str:
+    """The whole pack as one HTML string (see the module docstring for what `records` holds), in the current language."""
+    title = title or _("Lecture pack")
     if not records.inputs:
         raise ValueError("a lecture pack needs at least one input")
     figs, data, toc, body = _Figures(), {"inputs": []}, [], []
@@ -251,40 +279,66 @@ def lecture_pack_html(records, title: str = "Lecture pack") -> str:
                 ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
             )
         ]
-        label = f"Input {n + 1}: {item.text}"
+        label = _("Input {n}: {text}").format(n=n + 1, text=item.text)
+        links = [_esc(_("attention")), _esc(_("positional encoding")), _esc(_("decoding"))]
         toc.append(
-            f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">attention</a> · '
-            f'<a href="#{prefix}-pe">positional encoding</a> · <a href="#{prefix}-decoding">decoding</a></li>'
+            f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">{links[0]}</a> · '
+            f'<a href="#{prefix}-pe">{links[1]}</a> · <a href="#{prefix}-decoding">{links[2]}</a></li>'
         )
-        warnings = "".join(f'<p class="warning">{_esc(w)}</p>' for w in item.warnings)
+        warnings = "".join(f'<p class="warning">{_esc(_(w))}</p>' for w in item.warnings)
         kinds_html = "".join(f'<h4 id="{prefix}-{a["kind"]}">{_esc(a["title"])}</h4>{_attention_html(a)}' for a in atts)
         pe_html = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
-        dec_html = _decoding_html(dec, str(n)) if dec else "<p>The model wrote nothing.</p>"
+        dec_html = _decoding_html(dec, str(n)) if dec else "<p>" + _esc(_("The model wrote nothing.")) + "</p>"
+        source = f"<code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code>"
+        output = f"<code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code>"
+        same = _esc(
+            _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")
+        ).format(link='<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>")
+        words = {  # escaped, for the HTML below
+            "source": _esc(_("Source tokens:")),
+            "output": _esc(_("Model output (the decoder input below):")),
+            "attention": _esc(_("Attention")),
+            "pe": _esc(_("Positional encoding")),
+            "decoding": _esc(_("Step-by-step greedy decoding")),
+        }
         body.append(
             f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
-            f"<p>Source tokens: <code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code><br>"
-            f"Model output (the decoder input below): <code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code></p>"
-            f'<h3 id="{prefix}-attention">Attention</h3>{kinds_html}'
-            f'<h3 id="{prefix}-pe">Positional encoding</h3><p>The table, its sinusoids and the dot product against offset are '
-            f'the same for every input: <a href="#pe">Positional encoding of this model</a>.</p>{pe_html}'
-            f'<h3 id="{prefix}-decoding">Step-by-step greedy decoding</h3>{dec_html}</section>'
+            f"<p>{words['source']} {source}<br>"
+            f"{words['output']} {output}</p>"
+            f'<h3 id="{prefix}-attention">{words["attention"]}</h3>{kinds_html}'
+            f'<h3 id="{prefix}-pe">{words["pe"]}</h3><p>{same}</p>{pe_html}'
+            f'<h3 id="{prefix}-decoding">{words["decoding"]}</h3>{dec_html}</section>'
         )
     pe_html = _pe_section(figs, records.pe)
     data["figures"] = figs.figures
     data["template"] = pio.templates["plotly"].to_plotly_json()
+    data["text"] = {  # the words lecture_pack.js writes; {placeholders} filled there
+        "layer_head": _("{title}, layer {layer}, head {head}"),
+        "layer_average": _("{title}, layer {layer}, average of heads"),
+        "cell": _("query {i}: {q}<br>key {j}: {k}"),
+        "step": _("Step {i} of {n}"),
+    }
     cfg = records.config
-    about = (
-        f"{records.n_parameters:,} parameters · {cfg.get('n_encoder_layers')} encoder and {cfg.get('n_decoder_layers')} "
-        f"decoder layers · {cfg.get('n_heads')} heads · d_model {cfg.get('d_model')} · made "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    about = _(
+        "{parameters} parameters · {encoder} encoder and {decoder} decoder layers · {heads} heads · "
+        "d_model {d_model} · made {when} UTC"
+    ).format(
+        parameters=f"{records.n_parameters:,}",
+        encoder=cfg.get("n_encoder_layers"),
+        decoder=cfg.get("n_decoder_layers"),
+        heads=cfg.get("n_heads"),
+        d_model=cfg.get("d_model"),
+        when=f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
     )
+    lang = "zh-CN" if language() == "zh" else language()
+    contents, pe_link = _esc(_("Contents")), _esc(_("Positional encoding of this model"))
     page = [
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
         f"<script>{get_plotlyjs()}</script></head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
-        f'<nav><h2>Contents</h2><ol>{"".join(toc)}</ol><p><a href="#pe">Positional encoding of this model</a></p></nav>',
+        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#pe">{pe_link}</a></p></nav>',
         pe_html,
         *body,
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .tokens import readable
 
 
@@ -20,13 +22,13 @@ def parameter_bars(counts: Mapping[str, int]) -> go.Figure:
             orientation="h",
             text=[f"{v:,} ({v / total:.1%})" for v in values],
             textposition="auto",
-            hovertemplate="%{y}<br>%{x:,} parameters<extra></extra>",
+            hovertemplate="%{y}<br>" + _("%{x:,} parameters") + "<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="parameters")
+    fig.update_xaxes(title_text=_("parameters"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
-        title=f"Parameters per part ({total:,} in all)",
+        title=_("Parameters per part ({total} in all)").format(total=f"{total:,}"),
         height=120 + 28 * len(names),
         margin=dict(t=50, l=10, r=10, b=10),
     )
@@ -39,14 +41,14 @@ def weight_spread(names: Sequence[str], std: Sequence[float], max_abs: Sequence[
         raise ValueError(f"{len(names)} names, {len(std)} std values, {len(max_abs)} max values")
     fig = go.Figure(
         [
-            go.Bar(x=list(std), y=list(names), orientation="h", name="std"),
+            go.Bar(x=list(std), y=list(names), orientation="h", name=_("std")),
             go.Bar(x=list(max_abs), y=list(names), orientation="h", name="max |w|"),
         ]
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
         barmode="group",
-        title="Weight statistics per tensor",
+        title=_("Weight statistics per tensor"),
         height=120 + 24 * len(names),
         legend=dict(orientation="h", y=1.02, yanchor="bottom"),
         margin=dict(t=70, l=10, r=10, b=10),

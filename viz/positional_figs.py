@@ -7,12 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .tokens import readable, token_ticks
 
 DIVERGING = "RdBu"
 
 
-def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix", max_height: int = 520) -> go.Figure:
+def pe_matrix(pe: np.ndarray, title: str = "", max_height: int = 520) -> go.Figure:
     """(P, D) table: positions down, dimensions across, values in [-1, 1] on a diverging scale; at most max_height px."""
     if pe.ndim != 2:
         raise ValueError(f"pe must be (positions, dimensions), got shape {pe.shape}")
@@ -23,14 +25,16 @@ def pe_matrix(pe: np.ndarray, title: str = "Positional encoding matrix", max_hei
             zmin=-bound,
             zmax=bound,
             colorscale=DIVERGING,
-            colorbar=dict(title="value", thickness=14),
-            hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
+            colorbar=dict(title=_("value"), thickness=14),
+            hovertemplate=_("position %{y}<br>dimension %{x}<br>value %{z:.3f}") + "<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="dimension (2i: sin, 2i+1: cos)")
-    fig.update_yaxes(title_text="position", autorange="reversed")
+    fig.update_xaxes(title_text=_("dimension (2i: sin, 2i+1: cos)"))
+    fig.update_yaxes(title_text=_("position"), autorange="reversed")
     fig.update_layout(
-        title=title, height=min(max_height, max(380, 6 * pe.shape[0] + 120)), margin=dict(t=60, l=10, r=10, b=10)
+        title=title or _("Positional encoding matrix"),
+        height=min(max_height, max(380, 6 * pe.shape[0] + 120)),
+        margin=dict(t=60, l=10, r=10, b=10),
     )
     return readable(fig)
 
@@ -47,14 +51,19 @@ def sinusoid_curves(pe: np.ndarray, dims: Sequence[int], wavelengths: np.ndarray
                 x=np.arange(pe.shape[0]),
                 y=pe[:, d],
                 mode="lines",
-                name=f"dim {d} ({kind}), wavelength {wavelengths[d]:,.1f}",
-                hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.3f}}<extra></extra>",
+                name=_("dim {d} ({kind}), wavelength {wavelength}").format(
+                    d=d, kind=kind, wavelength=f"{wavelengths[d]:,.1f}"
+                ),
+                hovertemplate=_("dim {d}").format(d=d)
+                + "<br>"
+                + _("position %{x}<br>value %{y:.3f}")
+                + "<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="position")
-    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1])
+    fig.update_xaxes(title_text=_("position"))
+    fig.update_yaxes(title_text=_("PE value"), range=[-1.1, 1.1])
     fig.update_layout(
-        title="Sinusoids of chosen dimensions",
+        title=_("Sinusoids of chosen dimensions"),
         height=400,
         legend=dict(orientation="h", y=-0.25),
         margin=dict(t=60, l=10, r=10, b=10),
@@ -76,13 +85,13 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
                 mode="lines",
                 name=f"p = {p}",
                 line=dict(dash=dashes[row % len(dashes)], width=2 + (len(positions) - row) * 0.6),
-                hovertemplate=f"p = {p}<br>offset k %{{x}}<br>PE(p)·PE(p+k) %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"p = {p}<br>" + _("offset k %{x}") + "<br>PE(p)·PE(p+k) %{y:.3f}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="offset k")
+    fig.update_xaxes(title_text=_("offset k"))
     fig.update_yaxes(title_text="PE(p) · PE(p+k)")
     fig.update_layout(
-        title="Dot product against offset, for several starting positions p",
+        title=_("Dot product against offset, for several starting positions p"),
         height=380,
         margin=dict(t=60, l=10, r=10, b=10),
     )
@@ -97,13 +106,13 @@ def similarity_matrix(sim: np.ndarray) -> go.Figure:
         go.Heatmap(
             z=sim,
             colorscale="Viridis",
-            colorbar=dict(title="dot", thickness=14),
-            hovertemplate="position %{y} · position %{x}<br>%{z:.3f}<extra></extra>",
+            colorbar=dict(title=_("dot"), thickness=14),
+            hovertemplate=_("position %{y} · position %{x}") + "<br>%{z:.3f}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="position j", constrain="domain")
-    fig.update_yaxes(title_text="position i", autorange="reversed", scaleanchor="x")
-    fig.update_layout(title="Similarity of positions PE(i) · PE(j)", height=480, margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_xaxes(title_text=_("position j"), constrain="domain")
+    fig.update_yaxes(title_text=_("position i"), autorange="reversed", scaleanchor="x")
+    fig.update_layout(title=_("Similarity of positions PE(i) · PE(j)"), height=480, margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 
 
@@ -117,13 +126,13 @@ def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
             zmax=1,
             colorscale=DIVERGING,
             colorbar=dict(thickness=14),
-            hovertemplate="row %{y}, column %{x}<br>%{z:.3f}<extra></extra>",
+            hovertemplate=_("row %{y}, column %{x}") + "<br>%{z:.3f}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="dimension of PE(p)", constrain="domain")
-    fig.update_yaxes(title_text="dimension of PE(p+k)", autorange="reversed", scaleanchor="x")
+    fig.update_xaxes(title_text=_("dimension of PE(p)"), constrain="domain")
+    fig.update_yaxes(title_text=_("dimension of PE(p+k)"), autorange="reversed", scaleanchor="x")
     fig.update_layout(
-        title=f"M_k for k = {offset} (first {corner.shape[0]} dimensions)",
+        title=_("M_k for k = {k} (first {n} dimensions)").format(k=offset, n=corner.shape[0]),
         height=400,
         margin=dict(t=60, l=10, r=10, b=10),
     )
@@ -135,21 +144,29 @@ def embedding_vs_pe(
 ) -> go.Figure:
     """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it.
 
+    side: "source" or "target" (translated here).
     width_px: about how wide the plot is drawn, so that long inputs label every n-th token rather than crowd."""
     if not len(tokens) == len(embedding_norms) == len(pe_norms):
         raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
     x = np.arange(len(tokens))
     fig = go.Figure(
         [
-            go.Bar(x=x, y=embedding_norms, name="‖token embedding × √d‖"),
-            go.Bar(x=x, y=pe_norms, name="‖positional encoding‖"),
+            go.Bar(x=x, y=embedding_norms, name=_("‖token embedding × √d‖")),
+            go.Bar(x=x, y=pe_norms, name=_("‖positional encoding‖")),
         ]
     )
-    fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=f"{side} tokens")
-    fig.update_yaxes(title_text="L2 norm")
+    titles = {
+        "source": (_("source tokens"), _("Source: embedding size against positional signal")),
+        "target": (_("target tokens"), _("Target: embedding size against positional signal")),
+    }
+    axis_title, title = titles.get(
+        side, (f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal")
+    )
+    fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=axis_title)
+    fig.update_yaxes(title_text=_("L2 norm"))
     fig.update_layout(
         barmode="group",
-        title=f"{side.capitalize()}: embedding size against positional signal",
+        title=title,
         height=380,
         legend=dict(orientation="h", y=-0.3),
         margin=dict(t=60, l=10, r=10, b=10),

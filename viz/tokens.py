@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from i18n import _
+
 _VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"}
 SPACE = _VISIBLE[" "]
 
@@ -19,6 +21,16 @@ TICK_COLOR = "#222222"  # on white: 15.9:1 contrast (WCAG asks 7:1 for AAA); Str
 TEXT_COLOR = "#222222"
 MIN_TICK_GAP_PX = 20  # centre-to-centre distance: a 14 px label's box is about 18 px high
 CHAR_PX = 8.5  # average width of one character of a 14 px sans-serif label
+# Every chart's text (plotly draws with the browser's fonts): Streamlit's own font first, then common CJK fonts so
+# that Chinese titles and labels never show as empty boxes (Linux: fonts-noto-cjk or fonts-wqy-microhei; Windows
+# and macOS have one of the others).
+FONT_FAMILY = (
+    '"Source Sans", "Source Sans Pro", Arial, "Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", '
+    '"Microsoft YaHei", "PingFang SC", sans-serif'
+)
+# The layout keywords that give a figure FONT_FAMILY everywhere: Streamlit's chart theme names its own font for
+# titles and hover labels, which a figure's font alone would not override.
+FONTS = dict(font_family=FONT_FAMILY, title_font_family=FONT_FAMILY, hoverlabel_font_family=FONT_FAMILY)
 
 
 def plain_token(token: str, max_chars: int = 16) -> str:
@@ -38,7 +50,7 @@ def display_tokens(tokens: Sequence[str], max_chars: int = 16) -> list[str]:
 
 def hover_token(token: str, max_chars: int = 40) -> str:
     """A token for hover text: like display_token, but a space is named ("space"), not drawn as a symbol."""
-    return "space" if token == " " else display_token(token, max_chars)
+    return _("space") if token == " " else display_token(token, max_chars)
 
 
 def indexed(tokens: Sequence[str]) -> list[str]:
@@ -110,7 +122,7 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
 
 def readable(fig, tick_px: int = TICK_PX):
     """Dark text at least tick_px high on every axis, title and legend of a figure (Streamlit's theme draws
-    ticks grey, about 3.7:1 on white); sizes already larger stay. Returns the figure."""
+    ticks grey, about 3.7:1 on white), in FONT_FAMILY; sizes already larger stay. Returns the figure."""
     fig.update_xaxes(tickfont=dict(color=TICK_COLOR), title_font=dict(color=TEXT_COLOR))
     fig.update_yaxes(tickfont=dict(color=TICK_COLOR), title_font=dict(color=TEXT_COLOR))
     fig.for_each_xaxis(lambda a: a.update(tickfont_size=max(tick_px, a.tickfont.size or 0)))
@@ -120,4 +132,4 @@ def readable(fig, tick_px: int = TICK_PX):
     fig.update_layout(
         title_font=dict(color=TEXT_COLOR, size=tick_px + 3), legend_font=dict(color=TEXT_COLOR, size=tick_px)
     )
-    return fig
+    return fig.update_layout(**FONTS)

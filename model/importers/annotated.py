@@ -18,16 +18,18 @@ from collections.abc import Mapping
 
 import torch
 
+from i18n import M_
+
 from . import state_dicts
 from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "annotated"
-TITLE = "The Annotated Transformer (harvardnlp)"
+TITLE = M_("The Annotated Transformer (harvardnlp)")
 SIGNATURE = ("src_embed.0.lut.weight", "generator.proj.weight")
 EMBEDDINGS = ("src_embed.0.lut.weight", "tgt_embed.0.lut.weight")
-NOTES = "Source and target sentences are <s> ... </s>; padding is <blank> (id 2 without a vocabulary)."
+NOTES = M_("Source and target sentences are <s> ... </s>; padding is <blank> (id 2 without a vocabulary).")
 
 _SPECIALS = {"bos": 0, "eos": 1, "pad": 2, "unk": 3}  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS, starts_with_bos=False))

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from i18n import M_, join_messages, message_of
+
 from ..checkpoint import CheckpointError, expected_shapes, materialize, sinusoid, skeleton
 from ..config import TransformerConfig
 from ..positional import sinusoidal_encoding
@@ -30,6 +32,11 @@ def listing(names: Iterable[str], limit: int = 8) -> str:
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
+def where(name: str, title: str):
+    """ "NAME (FORMAT TITLE)": where a message's problem is, e.g. "model.pt (The Annotated Transformer (harvardnlp))"."""
+    return M_("{name} ({format})", name=name, format=title)
+
+
 def layer_count(keys: Iterable[str], prefix: str) -> int:
     """1 + the largest i in keys "prefix.i....", 0 when there are none (gaps show up later as missing keys)."""
     pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
@@ -42,7 +49,13 @@ def chunk(index: int, parts: int = 3) -> Callable[[torch.Tensor], torch.Tensor]:
 
     def take(t: torch.Tensor) -> torch.Tensor:
         if t.size(0) % parts:
-            raise CheckpointError(f"a fused tensor of shape {tuple(t.shape)} cannot be split into {parts} equal parts")
+            raise CheckpointError(
+                M_(
+                    "a fused tensor of shape {shape} cannot be split into {parts} equal parts",
+                    shape=tuple(t.shape),
+                    parts=parts,
+                )
+            )
         return t.chunk(parts, dim=0)[index]
 
     return take
@@ -53,7 +66,7 @@ class Mapper:
 
     def __init__(self, state: Mapping[str, torch.Tensor], where: str):
         self.state = state
-        self.where = where  # e.g. "model.pt (Annotated Transformer)"
+        self.where = where  # e.g. "model.pt (Annotated Transformer)": a str, or an i18n Message (see where())
         self.used: set[str] = set()
         self.missing: list[str] = []
         self.out: dict[str, torch.Tensor] = {}
@@ -63,7 +76,7 @@ class Mapper:
         """Refuse now, naming them, if keys the shape inference depends on are absent."""
         absent = [k for k in keys if k not in self.state]
         if absent:
-            raise CheckpointError(f"{self.where}: missing keys: {listing(absent)}")
+            raise CheckpointError(M_("{where}: missing keys: {keys}", where=self.where, keys=listing(absent)))
 
     def take(self, theirs: str) -> torch.Tensor | None:
         """The foreign tensor (marked as used), or None after recording it as missing."""
@@ -83,7 +96,9 @@ class Mapper:
         try:
             self.out[ours] = transform(tensor) if transform else tensor
         except CheckpointError as err:
-            raise CheckpointError(f"{self.where}: {theirs}: {err}") from None
+            raise CheckpointError(
+                M_("{where}: {key}: {problem}", where=self.where, key=theirs, problem=message_of(err))
+            ) from None
         self.origin[ours] = theirs + note
 
     def put_linear(self, ours: str, theirs: str, bias: bool = True) -> None:
@@ -96,11 +111,13 @@ class Mapper:
         unexpected = [k for k in self.state if k not in self.used]
         problems = []
         if self.missing:
-            problems.append(f"missing keys: {listing(self.missing)}")
+            problems.append(M_("missing keys: {keys}", keys=listing(self.missing)))
         if unexpected:
-            problems.append(f"unexpected keys (this format's model has no place for them): {listing(unexpected)}")
+            problems.append(
+                M_("unexpected keys (this format's model has no place for them): {keys}", keys=listing(unexpected))
+            )
         if problems:
-            raise CheckpointError(f"{self.where}: " + " | ".join(problems))
+            raise CheckpointError(M_("{where}: {problem}", where=self.where, problem=join_messages(" | ", problems)))
 
 
 def pe_tolerance(length: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -159,7 +176,13 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
     table = stored.detach().float()
     if table.dim() != 2 or table.size(1) != d_model:
         raise CheckpointError(
-            f"{where}: {key} has shape {tuple(stored.shape)}; expected (max_len, {d_model}) positional rows"
+            M_(
+                "{where}: {key} has shape {shape}; expected (max_len, {d_model}) positional rows",
+                where=where,
+                key=key,
+                shape=tuple(stored.shape),
+                d_model=d_model,
+            )
         )
     exact = sinusoid(table.size(0), d_model, 10000.0, layout)
     tolerance = pe_tolerance(table.size(0), stored.dtype)
@@ -173,10 +196,19 @@ def sinusoid_table(stored: torch.Tensor, key: str, d_model: int, layout: str, wh
         other = "half" if layout == "interleaved" else "interleaved"
         hint = ""
         if bool(((table - sinusoidal_encoding(table.size(0), d_model, layout=other)).abs() <= tolerance).all()):
-            hint = f"; it is the {other} layout, which this format's code does not use"
+            hint = M_("; it is the {other} layout, which this format's code does not use", other=other)
         raise CheckpointError(
-            f"{where}: {key} is not the sinusoidal positional encoding this format defines ({layout} sin/cos, "
-            f"base 10000): it differs by {diff:.3g} at position {pos}, dimension {dim}{hint}"
+            M_(
+                "{where}: {key} is not the sinusoidal positional encoding this format defines ({layout} sin/cos, "
+                "base 10000): it differs by {diff} at position {pos}, dimension {dim}{hint}",
+                where=where,
+                key=key,
+                layout=layout,
+                diff=f"{diff:.3g}",
+                pos=pos,
+                dim=dim,
+                hint=hint,
+            )
         )
     return table
 
@@ -196,14 +228,22 @@ def make_config(where: str, **fields) -> TransformerConfig:
     """TransformerConfig, with n_heads that do not divide d_model (and any other bad value) as CheckpointError."""
     d, h = fields["d_model"], fields["n_heads"]
     if type(h) is not int:
-        raise CheckpointError(f"{where}: n_heads must be an integer")
+        raise CheckpointError(M_("{where}: n_heads must be an integer", where=where))
     if type(d) is int and (h < 1 or d % h):
         divisors = [n for n in range(1, min(d, 64) + 1) if d % n == 0]
-        raise CheckpointError(f"{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}")
+        raise CheckpointError(
+            M_(
+                "{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}",
+                where=where,
+                h=h,
+                d=d,
+                divisors=divisors,
+            )
+        )
     try:
         return TransformerConfig(**fields)
     except ValueError as err:
-        raise CheckpointError(f"{where}: {err}") from None
+        raise CheckpointError(M_("{where}: {problem}", where=where, problem=message_of(err))) from None
 
 
 def assemble(converted: Converted, where: str) -> Transformer:
@@ -221,14 +261,22 @@ def assemble(converted: Converted, where: str) -> Transformer:
     expected = expected_shapes(model)
     absent = [k for k in expected if state.get(k) is None]
     if absent:  # a mapping bug rather than a bad file, but still never a half-loaded model
-        raise CheckpointError(f"{where}: nothing maps onto {listing(absent)}")
+        raise CheckpointError(M_("{where}: nothing maps onto {keys}", where=where, keys=listing(absent)))
     c = converted.config
     wrong = [
-        f"{converted.origin.get(k, k)} has shape {tuple(state[k].shape)}, but d_model={c.d_model}, d_ff={c.d_ff} "
-        f"needs {shape}"
+        M_(
+            "{key} has shape {shape}, but d_model={d_model}, d_ff={d_ff} needs {needed}",
+            key=converted.origin.get(k, k),
+            shape=tuple(state[k].shape),
+            d_model=c.d_model,
+            d_ff=c.d_ff,
+            needed=shape,
+        )
         for k, shape in expected.items()
         if tuple(state[k].shape) != shape
     ]
     if wrong:
-        raise CheckpointError(f"{where}: inconsistent shapes: " + "; ".join(wrong[:6]))
+        raise CheckpointError(
+            M_("{where}: inconsistent shapes: {shapes}", where=where, shapes=join_messages("; ", wrong[:6]))
+        )
     return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from i18n import M_
+
 from ..checkpoint import CheckpointError
 from ..tokenizer import SPECIAL_NAMES, IdVocab, ListVocab, Tokenizer, find_specials
 from .vocab_files import VocabLists
@@ -43,7 +45,13 @@ def _vocab(side: Side, name: str, size: int, tokens: list[str] | None, origin: s
     else:
         if len(tokens) != size:
             raise CheckpointError(
-                f"{origin} has {len(tokens)} {name} tokens but the model's {name} embedding has {size} rows"
+                M_(
+                    "{origin} has {n} {side} tokens but the model's {side} embedding has {size} rows",
+                    origin=origin,
+                    n=len(tokens),
+                    side=name,
+                    size=size,
+                )
             )
         ids = {role: i for role, i in find_specials(tokens).items() if i is not None}
     needed = ["pad", "unk"] + ["bos"] * side.starts_with_bos + ["eos"] * side.ends_with_eos
@@ -52,7 +60,14 @@ def _vocab(side: Side, name: str, size: int, tokens: list[str] | None, origin: s
     absent = [role for role in dict.fromkeys(needed) if role not in ids]
     if absent:
         looked = "; ".join(f"{role}: {' or '.join(SPECIAL_NAMES[role])}" for role in absent)
-        raise CheckpointError(f"{origin}: the {name} vocabulary lacks special tokens the format needs ({looked})")
+        raise CheckpointError(
+            M_(
+                "{origin}: the {side} vocabulary lacks special tokens the format needs ({looked})",
+                origin=origin,
+                side=name,
+                looked=looked,
+            )
+        )
     eos = ids["eos"] if side.ends_with_eos else ids["pad"]  # see the module docstring
     bos = ids.get("bos", ids["pad"])
     if tokens is None:
@@ -76,7 +91,11 @@ def build_tokenizer(
     )
     if src.pad_id != tgt.pad_id:
         raise CheckpointError(
-            f"the source vocabulary pads with id {src.pad_id} and the target with id {tgt.pad_id}; "
-            "this model masks one padding id on both sides"
+            M_(
+                "the source vocabulary pads with id {src} and the target with id {tgt}; "
+                "this model masks one padding id on both sides",
+                src=src.pad_id,
+                tgt=tgt.pad_id,
+            )
         )
     return Tokenizer(src, tgt)

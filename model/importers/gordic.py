@@ -18,16 +18,18 @@ from collections.abc import Mapping
 
 import torch
 
+from i18n import M_
+
 from . import state_dicts
 from .common import Converted, Mapper, layer_count, make_config, sinusoid_tables
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "gordic"
-TITLE = "pytorch-original-transformer (gordicaleksa)"
+TITLE = M_("pytorch-original-transformer (gordicaleksa)")
 SIGNATURE = ("src_embedding.embeddings_table.weight", "decoder_generator.linear.weight")
 EMBEDDINGS = ("src_embedding.embeddings_table.weight", "trg_embedding.embeddings_table.weight")
-NOTES = (
+NOTES = M_(
     "Sources carry no <s> or </s> in this format: the end marker the app appends is <pad>, which attention "
     "masks out (a zero column). Targets are <s> ... </s>."
 )

@@ -22,28 +22,32 @@ from typing import Any
 
 import torch
 
+from i18n import M_, N_, join_messages
+
 from ..checkpoint import CheckpointError
 from ..config import TransformerConfig
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
 from .common import Converted, Mapper, assemble, make_config, sinusoid_table
+from .common import where as place
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
 from .source import CheckpointInfo, LoadOptions, Source, Weights, precision_note
 
 NAME = "marian"
-TITLE = "Hugging Face MarianMT folder"
+TITLE = M_("Hugging Face MarianMT folder")
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 # config.json fields (from older Marian/BART configs) whose non-default value this model cannot follow.
 UNSUPPORTED = {
-    "normalize_before": (False, "pre-LN blocks"),
-    "add_final_layer_norm": (False, "a final LayerNorm on each stack"),
-    "normalize_embedding": (False, "a LayerNorm on the embeddings"),
-    "layernorm_embedding": (False, "a LayerNorm on the embeddings"),
-    "add_bias_logits": (False, "a bias inside the output projection"),
-    "static_position_embeddings": (True, "learned position embeddings"),
-    "is_encoder_decoder": (True, "a decoder-only model"),
+    "normalize_before": (False, N_("pre-LN blocks")),
+    "add_final_layer_norm": (False, N_("a final LayerNorm on each stack")),
+    "normalize_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "layernorm_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "add_bias_logits": (False, N_("a bias inside the output projection")),
+    "static_position_embeddings": (True, N_("learned position embeddings")),
+    "is_encoder_decoder": (True, N_("a decoder-only model")),
 }
+NOT_SET, IS_SET = N_("{field} is not set ({meaning})"), N_("{field} is set ({meaning})")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
@@ -62,7 +66,10 @@ def read_marian_config(src: Source) -> dict[str, Any]:
     where = f"{src.name}/config.json"
     if not isinstance(raw, dict) or raw.get("model_type") != "marian":
         raise CheckpointError(
-            f"{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported"
+            M_(
+                "{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported",
+                where=where,
+            )
         )
     cfg = {
         "vocab_size": 58101,
@@ -88,23 +95,33 @@ def read_marian_config(src: Source) -> dict[str, Any]:
     if isinstance(cfg["eos_token_id"], list):
         if len(cfg["eos_token_id"]) != 1:
             raise CheckpointError(
-                f"{where}: eos_token_id lists {len(cfg['eos_token_id'])} ids; this model stops at a single end token"
+                M_(
+                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
+                    where=where,
+                    n=len(cfg["eos_token_id"]),
+                )
             )
         cfg["eos_token_id"] = cfg["eos_token_id"][0]
     problems = [
-        f"{field} is {'not ' * ok}set ({meaning})"
+        M_(NOT_SET if ok else IS_SET, field=field, meaning=M_(meaning))
         for field, (ok, meaning) in UNSUPPORTED.items()
         if field in raw and bool(raw[field]) != ok
     ]
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
         if cfg[a] != cfg[b]:
-            problems.append(f"{a} differs from {b} (this model uses one value for both stacks)")
+            problems.append(M_("{a} differs from {b} (this model uses one value for both stacks)", a=a, b=b))
     if not isinstance(cfg["activation_function"], str) or cfg["activation_function"] not in ACTIVATIONS:
-        problems.append(f"activation_function is not one of {', '.join(ACTIVATIONS)}")
+        problems.append(M_("activation_function is not one of {allowed}", allowed=", ".join(ACTIVATIONS)))
     if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
-        problems.append("decoder_vocab_size differs from the shared vocab_size")
+        problems.append(M_("decoder_vocab_size differs from the shared vocab_size"))
     if problems:
-        raise CheckpointError(f"{where}: this model cannot be mapped exactly: " + "; ".join(problems))
+        raise CheckpointError(
+            M_(
+                "{where}: this model cannot be mapped exactly: {problems}",
+                where=where,
+                problems=join_messages("; ", problems),
+            )
+        )
     return cfg
 
 
@@ -113,7 +130,10 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
     shared, tied = cfg["share_encoder_decoder_embeddings"], cfg["tie_word_embeddings"]
     if not (isinstance(shared, bool) and isinstance(tied, bool) and isinstance(cfg["scale_embedding"], bool)):
         raise CheckpointError(
-            f"{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false"
+            M_(
+                "{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false",
+                where=where,
+            )
         )
     return make_config(
         where,
@@ -154,14 +174,24 @@ def read_marian_weights(src: Source) -> Weights:
         names = list(dict.fromkeys(weight_map.values())) if isinstance(weight_map, dict) else []
         if not names or len(names) > MAX_SHARDS or not all(isinstance(n, str) and n == Path(n).name for n in names):
             raise CheckpointError(
-                f"{src.name}/model.safetensors.index.json does not list 1..{MAX_SHARDS} shard files of this folder"
+                M_(
+                    "{name}/model.safetensors.index.json does not list 1..{max} shard files of this folder",
+                    name=src.name,
+                    max=MAX_SHARDS,
+                )
             )
         parts = [src.weights(name) for name in names]
         state = {k: v for part in parts for k, v in part.state.items()}
         return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
     if src.has("pytorch_model.bin"):
         return src.weights("pytorch_model.bin")
-    raise CheckpointError(f"{src.name} has a Marian config.json but no weights ({' or '.join(WEIGHT_FILES)})")
+    raise CheckpointError(
+        M_(
+            "{name} has a Marian config.json but no weights ({files})",
+            name=src.name,
+            files=" or ".join(WEIGHT_FILES),
+        )
+    )
 
 
 def inspect(src: Source) -> CheckpointInfo:
@@ -170,9 +200,9 @@ def inspect(src: Source) -> CheckpointInfo:
     precision = read_marian_weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
     has_tokenizer = src.has(TOKENIZER_FILES[0])
     notes = (
-        "Tokenized with the folder's own sentencepiece models."
+        M_("Tokenized with the folder's own sentencepiece models.")
         if has_tokenizer
-        else "No tokenizer files: token ids only."
+        else M_("No tokenizer files: token ids only.")
     )
     return CheckpointInfo(
         str(src.path),
@@ -184,7 +214,7 @@ def inspect(src: Source) -> CheckpointInfo:
         config.src_vocab_size,
         config.tgt_vocab_size,
         n_heads=config.n_heads,
-        notes=" ".join(filter(None, (notes, precision_note(precision)))),
+        notes=join_messages(" ", filter(None, (notes, precision_note(precision)))),
         precision=precision,
     )
 
@@ -193,14 +223,22 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
     if options.given_vocab:
         raise CheckpointError(
-            f"{src.name} ({TITLE}) carries its own tokenizer; vocabulary files are only for state_dict formats"
+            M_(
+                "{where} carries its own tokenizer; vocabulary files are only for state_dict formats",
+                where=place(src.name, TITLE),
+            )
         )
     cfg = read_marian_config(src)
-    where = f"{src.name} ({TITLE})"
+    where = place(src.name, TITLE)
     config = marian_config(cfg, where)
     if options.n_heads is not None and options.n_heads != config.n_heads:
         raise CheckpointError(
-            f"{where}: config.json says {config.n_heads} heads, but n_heads={options.n_heads} was asked for"
+            M_(
+                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                where=where,
+                n=config.n_heads,
+                asked=options.n_heads,
+            )
         )
     weights = read_marian_weights(src)
     converted = convert_marian(weights.state, config, where)
@@ -215,7 +253,14 @@ def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
     if key in m.state:
         m.take(key)
         if m.state[key].shape != same_as.shape or not torch.equal(m.state[key], same_as):
-            raise CheckpointError(f"{m.where}: {key} differs from {what}, although config.json ties them")
+            raise CheckpointError(
+                M_(
+                    "{where}: {key} differs from {what}, although config.json ties them",
+                    where=m.where,
+                    key=key,
+                    what=what,
+                )
+            )
 
 
 def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig, where: str) -> Converted:

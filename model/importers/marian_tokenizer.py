@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from i18n import M_
+
 from ..checkpoint import CheckpointError
 from ..safe_io import read_json, regular_file
 from ..tokenizer import IdVocab, Tokenizer
@@ -76,7 +78,7 @@ class MarianVocab:
 def _json_map(path: Path) -> dict[str, int]:
     data = read_json(path)
     if not isinstance(data, dict) or not all(type(v) is int for v in data.values()):
-        raise CheckpointError(f"{path.name} must map each token to an integer id")
+        raise CheckpointError(M_("{name} must map each token to an integer id", name=path.name))
     return data
 
 
@@ -90,19 +92,24 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
     absent = [f for f in TOKENIZER_FILES if f not in present]
     if absent:
         raise CheckpointError(
-            f"{folder.name}: the Marian tokenizer needs {', '.join(absent)} as well as {', '.join(present)}"
+            M_(
+                "{name}: the Marian tokenizer needs {absent} as well as {present}",
+                name=folder.name,
+                absent=", ".join(absent),
+                present=", ".join(present),
+            )
         )
     try:
         import sentencepiece  # noqa: F401
     except ImportError:
         raise CheckpointError(
-            "reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece"
+            M_("reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece")
         ) from None
     tok_cfg: dict[str, Any] = {}
     if (folder / "tokenizer_config.json").is_file():
         tok_cfg = read_json(folder / "tokenizer_config.json")
         if not isinstance(tok_cfg, dict):
-            raise CheckpointError(f"{folder.name}/tokenizer_config.json must hold a JSON object")
+            raise CheckpointError(M_("{name}/tokenizer_config.json must hold a JSON object", name=folder.name))
     src_ids = _json_map(folder / "vocab.json")
     tgt_ids = _json_map(folder / "target_vocab.json") if tok_cfg.get("separate_vocabs") else src_ids
     sides = []
@@ -113,18 +120,41 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
         for token, want, field in (("</s>", eos, "eos_token_id"), ("<pad>", pad, "pad_token_id")):
             if ids.get(token) != want:
                 raise CheckpointError(
-                    f"{folder.name}: the {name} vocabulary has {token} at id {ids.get(token)}, but config.json {field} is {want}"
+                    M_(
+                        "{folder}: the {side} vocabulary has {token} at id {id}, but config.json {field} is {want}",
+                        folder=folder.name,
+                        side=name,
+                        token=token,
+                        id=ids.get(token),
+                        field=field,
+                        want=want,
+                    )
                 )
         if "<unk>" not in ids:
-            raise CheckpointError(f"{folder.name}: the {name} vocabulary has no <unk> token")
+            raise CheckpointError(
+                M_("{folder}: the {side} vocabulary has no <unk> token", folder=folder.name, side=name)
+            )
         too_big = [t for t, i in ids.items() if not 0 <= i < size]
         if too_big:
             raise CheckpointError(
-                f"{folder.name}: {len(too_big)} {name} tokens have ids outside the model's {size} embeddings"
+                M_(
+                    "{folder}: {n} {side} tokens have ids outside the model's {size} embeddings",
+                    folder=folder.name,
+                    n=len(too_big),
+                    side=name,
+                    size=size,
+                )
             )
         regular_file(folder / spm)
         try:
             sides.append(MarianVocab(folder / spm, ids, size, pad, start, eos, ids["<unk>"]))
         except (OSError, RuntimeError) as err:
-            raise CheckpointError(f"{folder.name}: {spm} is not a readable sentencepiece model ({err})") from None
+            raise CheckpointError(
+                M_(
+                    "{folder}: {file} is not a readable sentencepiece model ({problem})",
+                    folder=folder.name,
+                    file=spm,
+                    problem=str(err),
+                )
+            ) from None
     return Tokenizer(*sides)

@@ -3,6 +3,8 @@ written by model.checkpoint.save_checkpoint: the format protocol around model.ch
 
 from __future__ import annotations
 
+from i18n import M_
+
 from ..checkpoint import (
     CONFIG,
     TOKENIZER,
@@ -19,7 +21,7 @@ from ..transformer import Transformer
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "transformer-viz"
-TITLE = "this project's checkpoint folder"
+TITLE = M_("this project's checkpoint folder")
 DOC = f"a folder holding {WEIGHTS}, {CONFIG} and {TOKENIZER} (python -m model.train, save_checkpoint)"
 
 
@@ -50,11 +52,22 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     folder = src.path
     if options.given_vocab:
         raise CheckpointError(
-            f"{folder.name} carries its own {TOKENIZER}; vocabulary files are only for imported state_dicts"
+            M_(
+                "{name} carries its own {file}; vocabulary files are only for imported state_dicts",
+                name=folder.name,
+                file=TOKENIZER,
+            )
         )
     config = load_config(folder, src.json(CONFIG))  # limits checked before anything is allocated
     if options.n_heads is not None and options.n_heads != config.n_heads:
-        raise CheckpointError(f"{CONFIG} says {config.n_heads} heads, but n_heads={options.n_heads} was asked for")
+        raise CheckpointError(
+            M_(
+                "{file} says {n} heads, but n_heads={asked} was asked for",
+                file=CONFIG,
+                n=config.n_heads,
+                asked=options.n_heads,
+            )
+        )
     tokenizer = load_tokenizer(folder)
     for side, side_vocab, size in (
         ("source", tokenizer.source, config.src_vocab_size),
@@ -62,7 +75,14 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     ):
         if len(side_vocab) != size:
             raise CheckpointError(
-                f"{TOKENIZER} has {len(side_vocab)} {side} tokens but {CONFIG} says {side} vocabulary {size}"
+                M_(
+                    "{file} has {n} {side} tokens but {config} says {side} vocabulary {size}",
+                    file=TOKENIZER,
+                    n=len(side_vocab),
+                    side=side,
+                    config=CONFIG,
+                    size=size,
+                )
             )
     model = skeleton(config)
     stored = read_native_weights(model, folder / WEIGHTS)  # memory-mapped by safetensors: copied into the model

@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from i18n import M_, join_messages, message_of
+
 from ..checkpoint import CheckpointError
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
@@ -33,14 +35,14 @@ FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> t
 
 def known_formats() -> str:
     """ "name: title; ..." for error messages."""
-    return "; ".join(f"{name}: {title}" for name, title in FORMATS.items())
+    return join_messages("; ", (M_("{name}: {title}", name=name, title=title) for name, title in FORMATS.items()))
 
 
 def by_name(name: str) -> ModuleType:
     for fmt in REGISTRY:
         if fmt.NAME == name:
             return fmt
-    raise CheckpointError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")
+    raise CheckpointError(M_("unknown format {name}; known: {known}", name=repr(name), known=", ".join(FORMATS)))
 
 
 def detect(src: Source) -> ModuleType:
@@ -50,15 +52,24 @@ def detect(src: Source) -> ModuleType:
             if fmt.detect(src):
                 return fmt
     except UnknownContent as err:
-        raise CheckpointError(f"{err} Known formats: {known_formats()}") from None
+        raise CheckpointError(
+            M_("{problem} Known formats: {known}", problem=message_of(err), known=known_formats())
+        ) from None
     if src.is_dir:  # only a Hugging Face config.json of another model type gets here
         raise CheckpointError(
-            f"{src.name}/config.json describes a Hugging Face model of a type other than marian; "
-            "of Hugging Face models only MarianMT folders can be imported"
+            M_(
+                "{name}/config.json describes a Hugging Face model of a type other than marian; "
+                "of Hugging Face models only MarianMT folders can be imported",
+                name=src.name,
+            )
         )
     raise CheckpointError(
-        f"{src.name}: a state_dict that matches none of the formats I know ({known_formats()}); "
-        f"its first keys: {listing(src.weights().state, 6)}"
+        M_(
+            "{name}: a state_dict that matches none of the formats I know ({known}); its first keys: {keys}",
+            name=src.name,
+            known=known_formats(),
+            keys=listing(src.weights().state, 6),
+        )
     )
 
 
@@ -69,7 +80,14 @@ def resolve(src: Source, format: str | None) -> ModuleType:
     fmt = by_name(format)
     if not fmt.detect(src):
         found = detect(src)
-        raise CheckpointError(f"{src.name} does not look like {fmt.TITLE}; its contents are those of {found.TITLE}")
+        raise CheckpointError(
+            M_(
+                "{name} does not look like {format}; its contents are those of {found}",
+                name=src.name,
+                format=fmt.TITLE,
+                found=found.TITLE,
+            )
+        )
     return fmt
 
 

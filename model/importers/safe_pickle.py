@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from i18n import M_
+
 from ..checkpoint import CheckpointError
 from ..safe_io import read_bytes, regular_file
 
@@ -29,7 +31,7 @@ LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C  # first object of torch.save's pre-
 
 MAX_PICKLE_BYTES = 256 * 2**20  # a pickled vocabulary (vocab.pt) is a few MB
 
-REFUSAL = (
+REFUSAL = M_(
     "contains pickled code or objects that are not plain tensors; refusing to run it "
     "(checkpoints are untrusted files and are only read as tensors). "
     "Re-save just the weights where you trained the model: torch.save(model.state_dict(), 'model.pt')"
@@ -52,10 +54,16 @@ def load_torch_file(path: Path, mmap: bool = False) -> Any:
         return torch.load(str(path), map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         culprits = sorted(set(re.findall(r"GLOBAL ([\w.]+)", str(err))))
-        named = f" (it names {', '.join(culprits)})" if culprits else ""
-        raise CheckpointError(f"{path.name} {REFUSAL}{named}") from None
+        named = M_(" (it names {names})", names=", ".join(culprits)) if culprits else ""
+        raise CheckpointError(M_("{name} {refusal}{named}", name=path.name, refusal=REFUSAL, named=named)) from None
     except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as err:
-        raise CheckpointError(f"{path.name} is not a readable PyTorch file ({type(err).__name__}: {err})") from None
+        raise CheckpointError(
+            M_(
+                "{name} is not a readable PyTorch file ({problem})",
+                name=path.name,
+                problem=f"{type(err).__name__}: {err}",
+            )
+        ) from None
 
 
 class InertObject:
@@ -126,10 +134,18 @@ def load_inert_pickle(path: Path) -> Any:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
                 names = [n for n in archive.namelist() if n.endswith("data.pkl")]
                 if not names:
-                    raise CheckpointError(f"{path.name} is a zip archive without the data.pkl of a torch.save file")
+                    raise CheckpointError(
+                        M_("{name} is a zip archive without the data.pkl of a torch.save file", name=path.name)
+                    )
                 data = archive.read(names[0])
         return _unpickle(data)
     except CheckpointError:
         raise
     except Exception as err:  # any malformed stream: report it, never retry with a real unpickler
-        raise CheckpointError(f"{path.name} could not be read as a pickle ({type(err).__name__}: {err})") from None
+        raise CheckpointError(
+            M_(
+                "{name} could not be read as a pickle ({problem})",
+                name=path.name,
+                problem=f"{type(err).__name__}: {err}",
+            )
+        ) from None

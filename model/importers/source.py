@@ -21,7 +21,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from ..checkpoint import CheckpointError
+from i18n import M_
+
+from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import read_json, regular_file
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
@@ -88,7 +90,7 @@ def precision_note(precision: str) -> str:
     """The caption sentence for a file stored in half precision ("" for float32)."""
     if not any(name in precision for name in HALF.values()):
         return ""
-    return f"Stored in half precision ({precision}); the weights were cast to float32."
+    return M_("Stored in half precision ({precision}); the weights were cast to float32.", precision=precision)
 
 
 def _is_safetensors(head: bytes, size: int) -> bool:
@@ -121,15 +123,18 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         try:
             obj: Any = load_file(str(path))  # memory-mapped by safetensors
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-            raise CheckpointError(f"{path.name} is not a readable safetensors file ({err})") from None
+            raise CheckpointError(unreadable_safetensors(path.name, err)) from None
     elif looks_like_pickle(head):
         mapped = mmap and head.startswith(ZIP_MAGIC)
         obj = load_torch_file(path, mmap=mapped)
     else:
         raise UnknownContent(
-            f"{path.name} is a file that holds no checkpoint format I know; a checkpoint is a folder holding "
-            "model.safetensors, config.json and tokenizer.json, a MarianMT folder, or a PyTorch .pt/.pth "
-            "(or .safetensors) file of a state_dict."
+            M_(
+                "{name} is a file that holds no checkpoint format I know; a checkpoint is a folder holding "
+                "model.safetensors, config.json and tokenizer.json, a MarianMT folder, or a PyTorch .pt/.pth "
+                "(or .safetensors) file of a state_dict.",
+                name=path.name,
+            )
         )
     if _tensor_dict(obj):
         state, meta = dict(obj), {}
@@ -137,9 +142,18 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         state = dict(obj[key])
         meta = {k: v for k, v in obj.items() if k != key and isinstance(v, (str, int, float, bool))}
     else:
-        kind = f"a dict with keys {listing(map(str, obj))}" if isinstance(obj, Mapping) else f"a {type(obj).__name__}"
+        kind = (
+            M_("a dict with keys {keys}", keys=listing(map(str, obj)))
+            if isinstance(obj, Mapping)
+            else f"a {type(obj).__name__}"
+        )
         raise CheckpointError(
-            f"{path.name} holds {kind}, not a state_dict of tensors (or one under {' / '.join(WRAPPER_KEYS)})"
+            M_(
+                "{name} holds {kind}, not a state_dict of tensors (or one under {keys})",
+                name=path.name,
+                kind=kind,
+                keys=" / ".join(WRAPPER_KEYS),
+            )
         )
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
         state = {k[len("module.") :]: v for k, v in state.items()}
@@ -158,7 +172,7 @@ class Source:
         self.path = Path(path)
         self.mmap = mmap  # inspecting: map torch files instead of reading them
         if not self.path.exists():
-            raise CheckpointError(f"no checkpoint at {self.path}")
+            raise CheckpointError(M_("no checkpoint at {path}", path=str(self.path)))
         self.is_dir = self.path.is_dir()
         if not self.is_dir:
             regular_file(self.path)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from types import ModuleType
 
+from i18n import M_, join_messages
+
 from ..checkpoint import CheckpointError
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
-from .common import DEFAULT_HEADS, assemble
+from .common import DEFAULT_HEADS, assemble, where
 from .conventions import build_tokenizer
 from .source import CheckpointInfo, LoadOptions, Source, precision_note
 from .vocab_files import VocabLists, VocabSpec, read_vocabulary
@@ -32,7 +34,9 @@ def inspect(src: Source, fmt: ModuleType) -> CheckpointInfo:
     src_key, tgt_key = fmt.EMBEDDINGS
     missing = [k for k in (src_key, tgt_key) if k not in weights.state]
     if missing:
-        raise CheckpointError(f"{src.name} ({fmt.TITLE}): missing keys: {', '.join(missing)}")
+        raise CheckpointError(
+            M_("{where}: missing keys: {keys}", where=where(src.name, fmt.TITLE), keys=", ".join(missing))
+        )
     src_vocab, d_model = weights.state[src_key].shape
     choices = head_choices(d_model)
     default = DEFAULT_HEADS if DEFAULT_HEADS in choices else max(h for h in choices if h <= DEFAULT_HEADS)
@@ -47,7 +51,7 @@ def inspect(src: Source, fmt: ModuleType) -> CheckpointInfo:
         weights.state[tgt_key].shape[0],
         head_choices=choices,
         default_n_heads=default,
-        notes=" ".join(filter(None, (fmt.NOTES, precision_note(weights.precision)))),
+        notes=join_messages(" ", filter(None, (fmt.NOTES, precision_note(weights.precision)))),
         metadata=weights.meta,
         precision=weights.precision,
     )
@@ -59,10 +63,12 @@ def _vocab_lists(spec: VocabSpec | None) -> VocabLists | None:
 
 def load(src: Source, fmt: ModuleType, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     if src.is_dir:
-        raise CheckpointError(f"{src.name} is a folder; {fmt.TITLE} checkpoints are single .pt/.pth files")
+        raise CheckpointError(
+            M_("{name} is a folder; {format} checkpoints are single .pt/.pth files", name=src.name, format=fmt.TITLE)
+        )
     weights = src.weights()
-    where = f"{src.name} ({fmt.TITLE})"
-    converted = fmt.convert(weights.state, DEFAULT_HEADS if options.n_heads is None else options.n_heads, where)
+    place = where(src.name, fmt.TITLE)
+    converted = fmt.convert(weights.state, DEFAULT_HEADS if options.n_heads is None else options.n_heads, place)
     both = _vocab_lists(options.vocab)
     src_lists = _vocab_lists(options.source_vocab) or both
     tgt_lists = _vocab_lists(options.target_vocab) or both
@@ -73,4 +79,4 @@ def load(src: Source, fmt: ModuleType, options: LoadOptions) -> tuple[Transforme
         c, pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, extra={**c.extra, "precision": weights.precision}
     )
     converted.mapped = weights.mapped
-    return assemble(converted, where), tokenizer
+    return assemble(converted, place), tokenizer

@@ -20,16 +20,20 @@ from collections.abc import Mapping
 
 import torch
 
+from i18n import M_
+
 from . import state_dicts
 from .common import Converted, Mapper, chunk, layer_count, make_config, sinusoid_table
 from .conventions import Conventions, Side
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "torch-tutorial"
-TITLE = "PyTorch translation tutorial (Seq2SeqTransformer around nn.Transformer)"
+TITLE = M_("PyTorch translation tutorial (Seq2SeqTransformer around nn.Transformer)")
 SIGNATURE = ("src_tok_emb.embedding.weight", "positional_encoding.pos_embedding")
 EMBEDDINGS = ("src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight")
-NOTES = "Source and target sentences are <bos> ... <eos>; post-LN with ReLU (the tutorial's nn.Transformer defaults) is assumed."
+NOTES = M_(
+    "Source and target sentences are <bos> ... <eos>; post-LN with ReLU (the tutorial's nn.Transformer defaults) is assumed."
+)
 
 _SPECIALS = {"unk": 0, "pad": 1, "bos": 2, "eos": 3}  # special_symbols = ['<unk>', '<pad>', '<bos>', '<eos>']
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS))

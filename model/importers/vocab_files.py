@@ -19,16 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from i18n import M_, NM_
+
 from ..checkpoint import CheckpointError
 from ..safe_io import JSON_MAX_BYTES, parse_json, read_bytes
 from .safe_pickle import InertObject, load_inert_pickle, looks_like_pickle
 
 VocabSpec = Union[str, "os.PathLike[str]", Sequence[str]]
 
-EXPORT_HINT = (
-    "Export the token lists where torchtext is installed and give the JSON instead: "
-    "import json, torch; src, tgt = torch.load('vocab.pt'); "
-    "json.dump({'source': src.get_itos(), 'target': tgt.get_itos()}, open('vocab.json', 'w'))"
+EXPORT_HINT = M_(
+    "Export the token lists where torchtext is installed and give the JSON instead: {code}",
+    code="import json, torch; src, tgt = torch.load('vocab.pt'); "
+    "json.dump({'source': src.get_itos(), 'target': tgt.get_itos()}, open('vocab.json', 'w'))",
 )
 
 
@@ -43,16 +45,24 @@ class VocabLists:
 
 def _check(tokens: list[str], origin: str) -> list[str]:
     if not tokens:
-        raise CheckpointError(f"{origin}: the vocabulary is empty")
+        raise CheckpointError(M_("{origin}: the vocabulary is empty", origin=origin))
     bad = [i for i, t in enumerate(tokens) if not isinstance(t, str)]
     if bad:
-        raise CheckpointError(f"{origin}: vocabulary entries must be strings; entry {bad[0]} is not")
+        raise CheckpointError(
+            M_("{origin}: vocabulary entries must be strings; entry {entry} is not", origin=origin, entry=bad[0])
+        )
     dupes = [t for t, n in Counter(tokens).items() if n > 1]
     if dupes:  # counted, not quoted: the tokens are the file's contents
         first = tokens.index(dupes[0], tokens.index(dupes[0]) + 1)
         n = len(dupes)
         raise CheckpointError(
-            f"{origin}: {n} token{' occurs' if n == 1 else 's occur'} more than once (the first repeat is entry {first}), which would make ids ambiguous"
+            NM_(
+                "{origin}: {n} token occurs more than once (the first repeat is entry {first}), which would make ids ambiguous",
+                "{origin}: {n} tokens occur more than once (the first repeat is entry {first}), which would make ids ambiguous",
+                n,
+                origin=origin,
+                first=first,
+            )
         )
     return list(tokens)
 
@@ -66,16 +76,28 @@ def _from_json(data: Any, origin: str) -> VocabLists:
         tgt = next((data[k] for k in ("target", "tgt") if k in data), None)
         if src is not None or tgt is not None:
             if src is None or tgt is None:
-                raise CheckpointError(f"{origin}: a two-sided vocabulary needs both 'source' and 'target' lists")
+                raise CheckpointError(
+                    M_("{origin}: a two-sided vocabulary needs both 'source' and 'target' lists", origin=origin)
+                )
             return VocabLists(_check(src, origin + " (source)"), _check(tgt, origin + " (target)"), origin)
         if data and all(isinstance(v, int) for v in data.values()):
             ids = sorted(data.values())
             if ids != list(range(len(ids))):
-                raise CheckpointError(f"{origin}: a token -> id map must use the ids 0..{len(ids) - 1} exactly once")
+                raise CheckpointError(
+                    M_(
+                        "{origin}: a token -> id map must use the ids 0..{last} exactly once",
+                        origin=origin,
+                        last=len(ids) - 1,
+                    )
+                )
             tokens = [tok for tok, _ in sorted(data.items(), key=lambda kv: kv[1])]
             return VocabLists(tokens, tokens, origin)
     raise CheckpointError(
-        f'{origin}: expected a JSON list of tokens, {{"source": [...], "target": [...]}} or a token -> id map'
+        M_(
+            "{origin}: expected a JSON list of tokens, {example} or a token -> id map",
+            origin=origin,
+            example='{"source": [...], "target": [...]}',
+        )
     )
 
 
@@ -86,7 +108,13 @@ def _from_text(text: str, origin: str) -> VocabLists:
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     empty = [i + 1 for i, line in enumerate(lines) if line == ""]
     if empty:
-        raise CheckpointError(f"{origin}: line {empty[0]} is empty; a vocabulary file holds one token on every line")
+        raise CheckpointError(
+            M_(
+                "{origin}: line {line} is empty; a vocabulary file holds one token on every line",
+                origin=origin,
+                line=empty[0],
+            )
+        )
     tokens = _check(lines, origin)
     return VocabLists(tokens, tokens, origin)
 
@@ -132,7 +160,11 @@ def _from_pickle(path: Path) -> VocabLists:
     found = [torchtext_tokens(p) for p in parts]
     if not found or any(tokens is None for tokens in found):
         raise CheckpointError(
-            f"{origin}: no token list found in this pickled vocabulary (nothing in it was run). {EXPORT_HINT}"
+            M_(
+                "{origin}: no token list found in this pickled vocabulary (nothing in it was run). {hint}",
+                origin=origin,
+                hint=EXPORT_HINT,
+            )
         )
     source = _check(found[0], origin)
     target = _check(found[-1], origin) if len(found) > 1 else source
@@ -146,14 +178,16 @@ def read_vocabulary(spec: VocabSpec) -> VocabLists:
         return VocabLists(tokens, tokens, "the given token list")
     path = Path(spec)
     if not path.exists():
-        raise CheckpointError(f"vocabulary file {path.name} does not exist")
+        raise CheckpointError(M_("vocabulary file {name} does not exist", name=path.name))
     raw = read_bytes(path, JSON_MAX_BYTES)
     if looks_like_pickle(raw[:4]) or path.suffix in (".pt", ".pth", ".pkl"):
         return _from_pickle(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise CheckpointError(f"{path.name}: a vocabulary file must be UTF-8 text ({err})") from None
+        raise CheckpointError(
+            M_("{name}: a vocabulary file must be UTF-8 text ({problem})", name=path.name, problem=str(err))
+        ) from None
     if path.suffix == ".json":
         return _from_json(parse_json(text, path.name), path.name)
     if text.lstrip()[:1] in ("[", "{"):  # JSON without the .json name; a text file may start with "[PAD]"

@@ -1,0 +1,112 @@
+"""Every page in Chinese (issue 16), through AppTest: with lang=zh no visible string is left in English only.
+
+The visible strings (tests/i18n_helpers.py) of each page and each of its views are listed; every one must hold
+Chinese or be on the allow-list (tokens, formulas, numbers, model names, file names). The language comes from
+the URL (lang=zh), else from the browser (st.context.locale), and the sidebar's switch changes it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from i18n import _, language_scope
+from model.demos import list_demos
+from pages.common import PAGES, UPLOAD_CHOICE
+from tests.apptest_helpers import TITLES, open_page
+from tests.i18n_helpers import has_cjk, untranslated, visible_strings
+
+# Each page, and the key and values of its view selector (None: one view).
+VIEWS = {
+    "attention": ("att_view", ["one", "grid", "overview", "bertviz"]),
+    "inside": (None, []),
+    "positional": ("pe_view", ["matrix", "curves", "offsets", "similarity", "shift", "mine"]),
+    "decoding": (None, []),
+    "model": ("model_view", ["config", "params", "weights", "shapes"]),
+    "lecture_pack": (None, []),
+}
+# The same in every language: the demo models' names and example inputs (tokens), the languages' own names, and the
+# few formulas charts use as a title or a legend entry.
+ALLOWED = {d.name for d in list_demos()} | {e for d in list_demos() for e in d.examples}
+ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)"}
+
+
+@pytest.fixture(autouse=True)
+def chinese():
+    """AppTest calls the widgets' format functions in the test's own thread: give it the app's language."""
+    with language_scope("zh"):
+        yield
+
+
+def check(at, where: str) -> list[tuple[str, str]]:
+    assert not at.exception, f"{where}: {[e.value for e in at.exception]}"
+    strings = visible_strings(at)
+    left = untranslated(strings, ALLOWED)
+    assert left == [], f"{where}: English left in Chinese: {left}"
+    return strings
+
+
+def test_every_page_in_the_list():
+    assert set(VIEWS) == set(PAGES)  # a page added to PAGES is checked here too (add its views above)
+
+
+@pytest.mark.parametrize("page", list(VIEWS))
+def test_every_page_and_view_speaks_chinese(page):
+    at = open_page(page, lang="zh")
+    strings = check(at, page)
+    navigation = [text for where, text in strings if where == "navigation"]
+    assert len(navigation) >= len(PAGES) and all(has_cjk(t) for t in navigation)
+    if page in TITLES:
+        assert at.title[0].value == _(TITLES[page]) and has_cjk(at.title[0].value)
+    assert any(where.endswith("label") for where, _text in strings)  # the walk saw the widgets
+    key, views = VIEWS[page]
+    for view in views[1:]:
+        at.button_group(key=key).set_value(view).run()
+        check(at, f"{page}, view {view}")
+    assert at.query_params["lang"] == "zh"  # kept in the link through every rerun
+
+
+def test_messages_about_the_input_and_the_model_are_in_chinese(monkeypatch):
+    at = open_page("attention", lang="zh", text="ABC 123")  # the reverse demo reads a-t only
+    strings = check(at, "unreadable input")
+    assert at.error and all(has_cjk(e.value) for e in at.error)
+    at.selectbox(key="model_choice").set_value(UPLOAD_CHOICE).run()
+    check(at, "upload")
+    assert any(has_cjk(i.value) for i in at.sidebar.info)
+    monkeypatch.delenv("TRANSFORMER_VIZ_FOLDERS", raising=False)  # server folders off: a path link is refused
+    refused = open_page("attention", model="path:/srv/models/x", lang="zh")
+    check(refused, "refused link")
+    assert refused.sidebar.error and has_cjk(refused.sidebar.error[0].value)
+    assert strings
+
+
+def test_the_lecture_pack_page_builds_in_chinese():
+    at = open_page("lecture_pack", lang="zh")
+    at.button(key="pack_build").click().run()
+    strings = check(at, "lecture pack built")
+    assert at.success and has_cjk(at.success[0].value)
+    assert any(where == "download_button label" and has_cjk(text) for where, text in strings)
+
+
+def test_the_language_comes_from_the_link_else_the_browser_and_the_switch_changes_it():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_helpers import app_script
+
+    english = open_page("model")
+    assert english.title[0].value == "Model" and "lang" not in english.query_params  # no browser language known
+
+    at = AppTest.from_string(app_script("model"), default_timeout=english.default_timeout)
+    at.context = {"locale": "zh-CN"}  # navigator.language of a Chinese browser
+    at.run()
+    with language_scope("zh"):
+        assert at.title[0].value == _("Model") != "Model"
+    assert at.query_params["lang"] == "zh"  # the link now says it
+    at.radio(key="lang").set_value("en").run()
+    assert at.title[0].value == "Model" and at.query_params["lang"] == "en"  # en kept: the browser says zh
+
+    for link in ("en", "xx"):  # a link's language wins over the browser's; an unknown one reads as English
+        at = AppTest.from_string(app_script("model"), default_timeout=english.default_timeout)
+        at.context = {"locale": "zh-CN"}
+        at.query_params["lang"] = link
+        at.run()
+        assert at.title[0].value == "Model", link
