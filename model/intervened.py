@@ -138,4 +138,3 @@ def exact_match_with(
             failure = (ex.source, ex.target, vocab.detokenize(vocab.decode(strip_eos(out, model.config.eos_id))))
             break
     return MatchResult(score, len(examples), changes.describe(), failure)
-

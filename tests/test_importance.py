@@ -8,8 +8,8 @@ import torch
 
 from model import capture, greedy_decode
 from model.importance import head_importance, output_log_probs
-from model.interventions import Interventions
 from model.intervened import _decode_fallback, exact_match_with, fresh_examples
+from model.interventions import Interventions
 from model.pe_analysis import cosine_similarity
 from model.tasks import dataset, get_task
 
@@ -37,7 +37,11 @@ def test_head_importance_is_the_drop_of_each_ablated_capture(tiny, char_tokenize
     plain = output_log_probs(capture(tiny, char_tokenizer, "hello", target="abc"), tiny.config.eos_id).sum()
     assert found.baseline == pytest.approx(plain, abs=1e-4)
     assert found.output_tokens == ["a", "b", "c", "</s>"]
-    assert {k: d.shape for k, d in found.drops.items()} == {"encoder_self": (3, 3), "decoder_self": (2, 3), "cross": (2, 3)}
+    assert {k: d.shape for k, d in found.drops.items()} == {
+        "encoder_self": (3, 3),
+        "decoder_self": (2, 3),
+        "cross": (2, 3),
+    }
     for kind, layer, head in [("encoder_self", 2, 1), ("decoder_self", 0, 2), ("cross", 1, 0)]:
         other = without_head(tiny, kind, layer, head)
         ablated = output_log_probs(capture(other, char_tokenizer, "hello", target="abc"), tiny.config.eos_id).sum()
