@@ -95,6 +95,13 @@ def _decode_fallback(model, tokenizer, source, changes: Interventions, top_k: in
     return trace
 
 
+def max_shift(model: nn.Module, tokenizer: Tokenizer, source: str) -> int:
+    """The largest k for positional="shifted" that decoding `source` allows: every position p + k of the source and
+    of the longest decoder input must stay within max_len (0: no room to shift)."""
+    src_len = len(prepare_source(model, tokenizer, source).ids)
+    return max(0, model.config.max_len - max(src_len, step_limit(model, src_len)))
+
+
 def fresh_examples(card: dict, n: int = 200) -> list[Example]:
     """n examples of a shipped demo's task that it never trained on (its card names task, seed and train_size).
 

@@ -7,6 +7,7 @@ import streamlit as st
 from model.export import trace_json
 from model.gold import gold_alignment
 from pages import common
+from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs
@@ -33,7 +34,8 @@ if any(not 0 <= i < vocab_size for i in prefix):
     st.session_state["dec_prefix"] = prefix = ()
 top_k = common.url_state("dec_topk", 5, [3, 5, 10], int)
 
-trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer)
+changes = heads_ui.head_switch("dec", session)  # heads switched off (issue 14), in the URL as dec_off
+trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer, changes)
 last = len(trace.steps) - 1
 if st.session_state.pop("dec_advance", False) and st.session_state.get("dec_step", 0) < last:
     st.session_state["dec_step"] += 1  # the Play loop's next frame
@@ -80,6 +82,8 @@ if last > 0:
 step = trace.steps[step_index]
 common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
 
+if changes:
+    effect = heads_ui.show_effect(session, changes, trace.text)
 inputs = trace.decoder_inputs(step_index)
 st.markdown(
     f"**Step {step_index + 1} of {len(trace.steps)}** · decoder input so far: "
@@ -150,13 +154,15 @@ st.caption(
 )
 st.download_button(
     "Download this decoding, step by step (.json)",
-    lambda: trace_json(trace),
+    lambda: trace_json(trace, interventions=changes.describe()),
     file_name="decoding.json",
     mime="application/json",
     key="dec_dl",
     on_click="ignore",
 )
-common.capture_downloads(session, "dec")  # the capture (a second decoding) runs only when one is downloaded
+if changes:
+    heads_ui.effect_chart("dec", effect)
+common.capture_downloads(session, "dec", changes)  # the capture (a second decoding) runs only when one is downloaded
 
 if playing:
     time.sleep(0.8)

@@ -8,7 +8,7 @@ import torch
 
 from model import capture, greedy_decode
 from model.importance import head_importance, output_log_probs
-from model.intervened import _decode_fallback, exact_match_with, fresh_examples
+from model.intervened import _decode_fallback, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
 from model.pe_analysis import cosine_similarity
 from model.tasks import dataset, get_task
@@ -83,6 +83,12 @@ def test_decoding_without_positions_and_from_a_forced_prefix(tiny, char_tokenize
     assert [s.prob for s in trace.steps] == pytest.approx([s.prob for s in reference.steps], abs=1e-5)
     with pytest.raises(ValueError, match="max_len"):
         _decode_fallback(tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=10**5), 3, ())
+    room = max_shift(tiny, char_tokenizer, "hello")
+    assert room > 0 and _decode_fallback(
+        tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=room), 3, ()
+    )
+    with pytest.raises(ValueError, match="max_len"):
+        _decode_fallback(tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=room + 1), 3, ())
 
 
 def test_exact_match_under_an_intervention():

@@ -22,6 +22,7 @@ KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_NAMES = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self"), "cross": N_("Cross")}
 DIVERGING = "RdBu_r"  # red: the output needs the head (a drop); blue: more likely without it
 MAX_CELL, MIN_CELL = 40, 14  # px of one head's cell
+MIN_HEIGHT = 300  # px: room for the colour bar's labels when there are only a layer or two
 OFF_COLOR = "#111111"
 
 
@@ -85,8 +86,7 @@ def importance_heatmap(
                 customdata=[[kind, i, h, float(z[i, h])] for i, h in marks],
                 hovertemplate=hover.replace("{kind}", _(KIND_NAMES[kind])),
                 name=_("switched off"),
-                legendgroup="off",
-                showlegend=bool(marks) and not any(t.legendgroup == "off" and t.showlegend for t in fig.data),
+                showlegend=False,
             ),
             row=1,
             col=col,
@@ -102,9 +102,10 @@ def importance_heatmap(
     fig.update_annotations(font=dict(size=tick_px + 1, color=TEXT_COLOR))
     fig.update_layout(
         title=title or _("Drop in the output's log-probability when one head is switched off"),
-        height=int(L * cell + 150),
-        coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound, colorbar=dict(title=_("drop"), thickness=14)),
-        legend=dict(orientation="h", y=-0.15),
+        height=int(max(MIN_HEIGHT, L * cell + 150)),
+        coloraxis=dict(
+            colorscale=DIVERGING, cmin=-bound, cmax=bound, colorbar=dict(title=_("drop"), thickness=14, len=1.0)
+        ),
         margin=dict(t=80, l=10, r=10, b=10),
         clickmode="event+select",
         dragmode=False,
