@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, ngettext
 from model import Capture
 from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
@@ -183,9 +183,17 @@ def show_effect(session: common.Session, changes: Interventions, new_output: str
     n = len(changes.ablate)
     st.markdown(
         (
-            _("With {n} heads off the model writes **`{new}`** (plain model: `{old}`).")
+            ngettext(
+                "With {n} head off the model writes **`{new}`** (plain model: `{old}`).",
+                "With {n} heads off the model writes **`{new}`** (plain model: `{old}`).",
+                n,
+            )
             if plain.generated
-            else _("With {n} heads off the model writes **`{new}`** (your target: `{old}`).")
+            else ngettext(
+                "With {n} head off the model writes **`{new}`** (your target: `{old}`).",
+                "With {n} heads off the model writes **`{new}`** (your target: `{old}`).",
+                n,
+            )
         ).format(n=n, new=new_output or "∅", old=old or "∅")
         + " "
         + _(
@@ -247,11 +255,12 @@ def importance_panel(prefix: str, session: common.Session, changes: Intervention
             )
         )
         if not caches.has_importance(session):
-            if not st.button(_("Measure all {n} heads").format(n=total), key=f"{prefix}_importance_go"):
+            slot = st.empty()  # the button, then the progress bar in its place, then nothing
+            if not slot.button(_("Measure all {n} heads").format(n=total), key=f"{prefix}_importance_go"):
                 return
-            bar = st.progress(0.0, text=_("Switching heads off one at a time…"))
+            bar = slot.progress(0.0, text=_("Switching heads off one at a time…"))
             result = caches.session_importance(session, lambda done, n: bar.progress(done / n))
-            bar.empty()
+            slot.empty()
         else:
             result = caches.session_importance(session)
         st.plotly_chart(

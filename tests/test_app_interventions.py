@@ -9,8 +9,8 @@ import pytest
 from model import capture, load_checkpoint
 from model.demos import Demo, list_demos
 from model.importance import head_importance, output_log_probs
-from model.interventions import Interventions
 from model.intervened import decode
+from model.interventions import Interventions
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 from tests.browser_helpers import letters_checkpoint
 
@@ -177,7 +177,10 @@ def test_the_reverse_models_side_by_side(tmp_path, monkeypatch):
 
     sinusoidal = letters_checkpoint(tmp_path / "s", card=reverse_card("sinusoidal"))
     learned = _letters(tmp_path / "l", "learned", 12, reverse_card("learned"))
-    demos = [Demo("reverse", sinusoidal, reverse_card("sinusoidal")), Demo("reverse_learned", learned, reverse_card("learned"))]
+    demos = [
+        Demo("reverse", sinusoidal, reverse_card("sinusoidal")),
+        Demo("reverse_learned", learned, reverse_card("learned")),
+    ]
     monkeypatch.setattr(positional_interventions, "list_demos", lambda: demos)
     at = open_page("positional", f"path:{sinusoidal}", text="cafe", pe_view="models")
     assert not at.exception, at.exception
