@@ -144,15 +144,18 @@ def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:
     top[2].button(_("All of this kind on"), key=f"{prefix}_off_kind_on", on_click=_whole,
                   args=(prefix, kind, every, n_heads, False), width="stretch")  # fmt: skip
     top[3].button(_("Every head on"), key=f"{prefix}_off_reset", on_click=_keep, args=(prefix, ()), width="stretch")
+    def name(h: int) -> str:  # up to 8 heads say "head 3"; 16 heads fit one row of a 1366 px screen as numbers
+        return _("head {head}").format(head=h) if n_heads <= 8 else str(h)
+
     for layer in every:
         key = _pills_key(prefix, kind, layer)
         st.session_state[key] = sorted(h for k, i, h in heads if (k, i) == (kind, layer))  # from the one record
-        row = st.columns([1.1, 7, 1.3, 1.3], vertical_alignment="center")
+        row = st.columns([1, 10, 1.1, 1.1], vertical_alignment="center")
         row[0].markdown(_("**Layer {layer}**").format(layer=layer))
         row[1].pills(
             _("Heads of layer {layer} switched off").format(layer=layer), list(range(n_heads)),
             selection_mode="multi", key=key, on_change=_toggled, args=(prefix, kind, layer),
-            format_func=lambda h: _("head {head}").format(head=h), label_visibility="collapsed",
+            format_func=name, label_visibility="collapsed", wrap=True,
         )  # fmt: skip
         row[2].button(_("all off"), key=f"{key}_all", on_click=_whole, args=(prefix, kind, [layer], n_heads, True),
                       width="stretch")  # fmt: skip
