@@ -102,15 +102,19 @@ def max_shift(model: nn.Module, tokenizer: Tokenizer, source: str) -> int:
     return max(0, model.config.max_len - max(src_len, step_limit(model, src_len)))
 
 
+class UnknownTraining(ValueError):
+    """A model's card does not say what it was trained on: no fresh examples can be drawn for it."""
+
+
 def fresh_examples(card: dict, n: int = 200) -> list[Example]:
     """n examples of a shipped demo's task that it never trained on (its card names task, seed and train_size).
 
-    ValueError when the card does not say how the model was trained."""
+    UnknownTraining (a ValueError) when the card does not say how the model was trained."""
     try:
         task = get_task(card["task"])
         seed, size = int(card["seed"]), int(card["recipe"]["train_size"])
     except (KeyError, TypeError, ValueError):
-        raise ValueError("the model's card does not name a known task, seed and training size") from None
+        raise UnknownTraining("the model's card does not name a known task, seed and training size") from None
     train = {e.source for e in dataset(task, size, seed)}
     return held_out(task, n, seed + FRESH_SEED_OFFSET, exclude=train)
 

@@ -115,7 +115,8 @@ def demo_exact_match(
     model_key: str, model, tokenizer, card: dict, changes: Interventions, n: int = 200
 ) -> intervened.MatchResult:
     """Exact match of a shipped demo on n fresh examples of its task with `changes` applied, once per
-    (model key, changes, n). ValueError when the card does not say how the model was trained."""
+    (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
+    a change does not fit the examples (a shift past max_len)."""
     examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
     return MATCHES.get(
         (model_key, changes, n), lambda: intervened.exact_match_with(model, tokenizer, examples, changes)

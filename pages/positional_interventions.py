@@ -13,7 +13,7 @@ import streamlit as st
 from i18n import N_, _
 from model.demos import list_demos
 from model.inspect import positional_tables
-from model.intervened import max_shift
+from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
 from model.pe_analysis import cosine_similarity, pe_table
 from pages import caches, common
@@ -118,8 +118,12 @@ def _verdict(session: common.Session, changes: Interventions, what: str) -> None
         with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
             before, after = (caches.demo_exact_match(session.key, session.model, session.tokenizer, session.card, c, FRESH)
                              for c in (NONE, changes))  # fmt: skip
-    except ValueError:
+    except UnknownTraining:
         st.caption(_("This demo's card does not say how it was trained: no fresh examples to score."))
+        return
+    except ValueError:  # the shift runs past max_len for the longer fresh examples
+        st.caption(_("Shifted by {k}, the longer fresh examples run past the model's max_len: no verdict for this k.")
+                   .format(k=changes.shift))  # fmt: skip
         return
     line = _("Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
              "{after:.1%} {what}.").format(n=FRESH, before=before.exact_match, after=after.exact_match, what=what)  # fmt: skip
@@ -165,7 +169,7 @@ def models_view() -> None:
                 key = f"demo:{found[kind].name}"
                 results[kind] = caches.demo_exact_match(key, model, tokenizer, found[kind].card, NONE, FRESH)
             column.metric(_(REVERSE_KINDS[kind]), f"{results[kind].exact_match:.1%}", help=found[kind].name)
-        except ValueError:
+        except UnknownTraining:
             column.metric(_(REVERSE_KINDS[kind]), "—", help=_("its card does not say how it was trained"))
     if "none" in results and results["none"].failure is not None:
         source, target, output = results["none"].failure

@@ -8,7 +8,7 @@ import torch
 
 from model import capture, greedy_decode
 from model.importance import head_importance, output_log_probs
-from model.intervened import _decode_fallback, exact_match_with, fresh_examples, max_shift
+from model.intervened import UnknownTraining, _decode_fallback, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
 from model.pe_analysis import cosine_similarity
 from model.tasks import dataset, get_task
@@ -117,9 +117,9 @@ def test_fresh_examples_were_not_trained_on():
     assert len(fresh) == 50 and not {e.source for e in fresh} & trained
     assert all(e.target == e.source[::-1] for e in fresh)
     assert [e.source for e in fresh_examples(card, 50)] == [e.source for e in fresh]  # the same every time
-    with pytest.raises(ValueError, match="card"):
+    with pytest.raises(UnknownTraining, match="card"):
         fresh_examples({"task": "no such task", "seed": 0, "recipe": {"train_size": 1}})
-    with pytest.raises(ValueError, match="card"):
+    with pytest.raises(UnknownTraining, match="card"):
         fresh_examples({"task": "reverse"})
 
 
