@@ -18,7 +18,7 @@ import gettext
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -29,7 +29,7 @@ DEFAULT = "en"
 _current: ContextVar[str] = ContextVar("transformer_viz_language", default=DEFAULT)
 
 
-@lru_cache(maxsize=None)
+@cache
 def translations(code: str) -> gettext.NullTranslations:
     """The compiled catalog of one language (English and unknown codes: the identity)."""
     if code == DEFAULT:

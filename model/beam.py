@@ -41,6 +41,7 @@ class Hypothesis:
     parent: int  # index of the hypothesis it extends in the previous step's `live` (0 at step 0)
     cross: np.ndarray  # (L, H, S) cross-attention of the decoder position that wrote the last token
     decoder_self: np.ndarray  # (L, H, t+1) that position's self-attention over <s> y_1 .. y_t
+    rank: int = 0  # its place among the step's 2K best extensions, by log_prob (0: the most probable)
 
 
 @dataclass
@@ -79,11 +80,56 @@ class BeamTrace:
     def score(self) -> float:
         return self.best.score if self.best else float("-inf")
 
-    def cross_alignment(self) -> np.ndarray:
-        """(L, H, T, S): row t is the cross-attention that wrote the best hypothesis's token t."""
-        if not self.best_path:
+    def cross_alignment(self, path: list[Hypothesis] | None = None) -> np.ndarray:
+        """(L, H, T, S): row t is the cross-attention that wrote token t of the best hypothesis (or of `path`)."""
+        path = self.best_path if path is None else path
+        if not path:
             return np.zeros((0, 0, 0, len(self.source_tokens)), dtype=np.float32)
-        return np.stack([h.cross for h in self.best_path], axis=2)
+        return np.stack([h.cross for h in path], axis=2)
+
+    def path(self, hyp: Hypothesis) -> list[Hypothesis]:
+        """The hypotheses that led to `hyp` (one per step, `hyp` last): follows the parents back to step 0."""
+        t = len(hyp.output_ids) - 1
+        out = [hyp]
+        while t > 0:
+            hyp = self.steps[t - 1].live[hyp.parent]
+            out.append(hyp)
+            t -= 1
+        return out[::-1]
+
+    def finished(self) -> list[Hypothesis]:
+        """Every hypothesis that ended with </s>, best score first (the best one first when it finished)."""
+        done = [h for s in self.steps for h in s.finished]
+        return sorted(done, key=lambda h: h.score, reverse=True)
+
+    def tree(self) -> dict[str, np.ndarray | list]:
+        """The search as plain arrays for a figure or a table, one entry per hypothesis of every step (N in all):
+
+        step (N,) t; rank (N,) place among the step's 2K best extensions; parent (N,) index of the entry it
+        extends (-1 at step 0); status (N,) "live" (kept), "finished" (wrote </s>) or "pruned"; token (N,) its
+        last token; tokens (N,) all its tokens (a list each); log_prob (N,); score (N,) with the length
+        penalty; best (N,) True on the best hypothesis's path.
+        """
+        on_best = {id(h) for h in self.best_path}
+        names = ("step", "rank", "parent", "status", "token", "tokens", "log_prob", "score", "best")
+        out: dict[str, list] = {k: [] for k in names}
+        parents: list[int] = []  # entry index of each live hypothesis of the step before, in `live` order
+        for step in self.steps:
+            live_at = {id(h): i for i, h in enumerate(step.live)}
+            entries = [(h, "live") for h in step.live] + [(h, "finished") for h in step.finished]
+            entries += [(h, "pruned") for h in step.pruned]
+            now = [0] * len(step.live)
+            for h, status in sorted(entries, key=lambda e: e[0].rank):
+                if status == "live":
+                    now[live_at[id(h)]] = len(out["step"])
+                values = (step.index, h.rank, parents[h.parent] if step.index else -1, status, h.tokens[-1],
+                          list(h.tokens), h.log_prob, h.score, id(h) in on_best)  # fmt: skip
+                for key, value in zip(names, values):
+                    out[key].append(value)
+            parents = now
+        arrays = {k: np.asarray(out[k], dtype=d) for k, d in (("step", np.int64), ("rank", np.int64),
+                  ("parent", np.int64), ("log_prob", np.float64), ("score", np.float64), ("best", bool))}  # fmt: skip
+        return {**arrays, "status": out["status"], "token": out["token"], "tokens": out["tokens"]}
 
 
 def _rows(recorder, kind: str, layers: int) -> np.ndarray:
@@ -129,7 +175,7 @@ def beam_search(
                 row, tok = divmod(i, V)
                 ids = (live[row].output_ids if live else []) + [tok]
                 hyp = Hypothesis(ids, vocab.decode(ids), value, length_penalty_score(value, len(ids), length_penalty),
-                                 row, cross[row], dself[row])  # fmt: skip
+                                 row, cross[row], dself[row], rank)  # fmt: skip
                 path_of[id(hyp)] = (path_of[id(live[row])] if live else []) + [hyp]
                 if tok == vocab.eos_id and rank < beam_size:
                     step.finished.append(hyp)

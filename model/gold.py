@@ -7,7 +7,10 @@ letters; translate: its hand-picked sentences; dates: any date its templates wri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
+
+import numpy as np
 
 from .tasks import TASKS, Example
 
@@ -33,3 +36,20 @@ def gold_alignment(card: dict, source_text: str, output_text: str | None = None)
     if example is None or (output_text is not None and output_text != example.target):
         return None
     return [tuple(pair) for pair in example.alignment]
+
+
+def alignment_share(cross: np.ndarray, pairs: Sequence[tuple[int, int]]) -> list[float]:
+    """Per decoder layer, the cards' alignment measure (model/evaluate.py) on one input read with its gold target.
+
+    cross: (L, H, T, S) cross-attention with the decoder input <s> + the gold target, so that row j is the
+    position that writes target token j. Of the target tokens with a gold link, the share whose head-averaged
+    row peaks on a source token linked to them. [] when no target token has a link.
+    """
+    links: dict[int, set[int]] = {}
+    for s, t in pairs:
+        links.setdefault(int(t), set()).add(int(s))
+    rows = [j for j in sorted(links) if j < cross.shape[2]]
+    if not rows:
+        return []
+    peaks = cross.mean(axis=1).argmax(axis=-1)  # (L, T): head average, then the source position it peaks on
+    return [sum(int(peaks[layer, j]) in links[j] for j in rows) / len(rows) for layer in range(cross.shape[0])]

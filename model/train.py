@@ -28,7 +28,7 @@ import random
 import shlex
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,10 @@ from torch import nn
 
 from .checkpoint import save_checkpoint
 from .config import PRESETS, TransformerConfig
-from .evaluate import evaluate, pad_batch
+from .evaluate import Evaluation, evaluate, pad_batch
+from .snapshots import FOLDER as SNAPSHOT_FOLDER
+from .snapshots import INDEX as SNAPSHOT_INDEX
+from .snapshots import save_snapshot, snapshot_steps, write_index
 from .tasks import TASKS, Example, Task, dataset, get_task, held_out
 from .tokenizer import Tokenizer, Vocab
 from .transformer import Transformer, build_model
@@ -47,6 +50,7 @@ from .transformer import Transformer, build_model
 REPORT_EXAMPLES = 500  # held-out examples of the final report
 REPORT_SEED_OFFSET = 1  # held_out seed of the final report: seed + 1
 PROGRESS_SEED_OFFSET = 2  # held_out seed of the small set shown on the progress bar: seed + 2
+SNAPSHOT_EXAMPLES = 100  # held-out examples that score each training snapshot when the progress set is off
 # (the tests of the shipped models use yet another seed, so their examples are fresh to the card too)
 
 # Per-task defaults: running `python -m model.train --task T --out checkpoints/T` with nothing else
@@ -185,6 +189,7 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)  # the training loss of every step
     progress: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out exact match)
     averaged: int = 1  # how many snapshots the final weights average
+    snapshot_examples: int = 0  # size of the held-out set that scored the training snapshots (--snapshots)
 
 
 def train(
@@ -206,11 +211,16 @@ def train(
     average: int = 1,
     average_every: int = 250,
     bucket: int = 50,
+    snapshots: int = 0,
+    on_snapshot: Callable[[int, Transformer, Evaluation], None] | None = None,
 ) -> TrainResult:
     """Train a fresh model; deterministic for a given seed and thread count.
 
     average > 1: the returned weights are the mean of the last `average` snapshots taken every
     `average_every` steps (the final step included), as the paper averages its last 5 checkpoints.
+    snapshots > 0: at `snapshot_steps(steps, snapshots)` (step 0 before any update included) the model is
+    scored on the progress set (or SNAPSHOT_EXAMPLES fresh held-out examples), exact match and alignment, and
+    handed to on_snapshot(step, model in eval mode, scores); the run's weights do not depend on it.
     """
     rng = random.Random(f"train:{task.name}:{seed}")
     examples = dataset(task, train_size, seed)
@@ -222,7 +232,18 @@ def train(
     optimizer, scheduler = make_optimizer(model, warmup, lr_factor)
     stream = batches(pairs, batch_size, rng, bucket)
     result = TrainResult(model, tokenizer, train_sources, 0, 0.0, False)
-    snapshots: list[dict[str, torch.Tensor]] = []
+    snapshots_to_average: list[dict[str, torch.Tensor]] = []
+    snapshot_at = set(snapshot_steps(steps, snapshots)) if snapshots else set()
+    snapshot_set = probe or (
+        held_out(task, SNAPSHOT_EXAMPLES, seed + PROGRESS_SEED_OFFSET, exclude=train_sources) if snapshot_at else []
+    )
+    result.snapshot_examples = len(snapshot_set) if snapshot_at else 0
+
+    def take_snapshot(step: int) -> None:
+        if step in snapshot_at and on_snapshot is not None:
+            model.eval()
+            on_snapshot(step, model, evaluate(model, tokenizer, snapshot_set, alignment=True))
+            model.train()
 
     from tqdm import tqdm  # only the command needs it
 
@@ -230,6 +251,7 @@ def train(
     start = time.perf_counter()
     smooth = None
     accuracy = float("nan")
+    take_snapshot(0)
     for step in range(1, steps + 1):
         if max_minutes is not None and time.perf_counter() - start > 60 * max_minutes:
             result.stopped_early = True
@@ -243,7 +265,7 @@ def train(
         scheduler.step()
         result.steps = step
         if average > 1 and (steps - step) % average_every == 0 and steps - step < average * average_every:
-            snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+            snapshots_to_average.append({k: v.detach().clone() for k, v in model.state_dict().items()})
         value = loss.item()
         result.losses.append(value)
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
@@ -252,14 +274,15 @@ def train(
             accuracy = evaluate(model, tokenizer, probe, alignment=False).exact_match
             model.train()
             result.progress.append((step, accuracy))
+        take_snapshot(step)
         bar.set_postfix(
             loss=f"{smooth:.3f}", held_out=f"{accuracy:.1%}", lr=f"{scheduler.get_last_lr()[0]:.2e}", refresh=False
         )
         bar.update(1)
     bar.close()
-    if len(snapshots) > 1 and not result.stopped_early:
-        model.load_state_dict(average_weights(snapshots))
-    result.averaged = len(snapshots) if len(snapshots) > 1 and not result.stopped_early else 1
+    if len(snapshots_to_average) > 1 and not result.stopped_early:
+        model.load_state_dict(average_weights(snapshots_to_average))
+    result.averaged = len(snapshots_to_average) if len(snapshots_to_average) > 1 and not result.stopped_early else 1
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
@@ -337,6 +360,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--max-minutes", type=float, help="stop training after this many minutes (a safety guard)")
     g.add_argument("--threads", type=int, help="torch CPU threads")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument(
+        "--snapshots",
+        type=int,
+        default=0,
+        help="also save N float16 snapshots along the run (step 0, then doubling) in OUT/snapshots/, each scored "
+        "on a small held-out set; they do not change the trained weights",
+    )
     return p.parse_args(argv)
 
 
@@ -392,8 +422,40 @@ def report(model: Transformer, tokenizer: Tokenizer, examples: Sequence[Example]
 
 
 def recorded_command(argv: Sequence[str]) -> str:
-    """The command for the card: the arguments that decide the weights (--overwrite left out)."""
-    return "python -m model.train " + shlex.join([a for a in argv if a != "--overwrite"])
+    """The command for the card: the arguments that decide the weights (--overwrite and --snapshots left out)."""
+    kept, skip = [], False
+    for a in argv:
+        if skip or a == "--overwrite" or a.startswith("--snapshots="):
+            skip = False
+            continue
+        if a == "--snapshots":
+            skip = True
+            continue
+        kept.append(a)
+    return "python -m model.train " + shlex.join(kept)
+
+
+def snapshot_writer(out: Path, tokenizer: Tokenizer, entries: list[dict[str, Any]]):
+    """on_snapshot for train(): each snapshot saved under out/snapshots/ as it is taken (a run stopped later keeps
+    the ones written); the index is rewritten after each. Earlier snapshots of an overwritten run are removed."""
+    import shutil
+
+    root = out / SNAPSHOT_FOLDER
+    if root.is_dir():
+        for old in root.glob("step-*"):
+            if old.is_dir():
+                shutil.rmtree(old)
+        (root / SNAPSHOT_INDEX).unlink(missing_ok=True)
+
+    def write(step: int, model: Transformer, scores: Evaluation) -> None:
+        entry = save_snapshot(model, tokenizer, root, step, {
+            "exact_match": round(scores.exact_match, 4),
+            "alignment": [round(a, 4) for a in scores.alignment or []],
+        })  # fmt: skip
+        entries.append(entry)
+        write_index(root, entries, examples=len(scores.outputs))
+
+    return write
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -401,6 +463,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     check_out(Path(args.out), args.overwrite)
+    if not 0 <= args.snapshots <= 64:
+        raise SystemExit("--snapshots takes 0 to 64 snapshots")
     wall = time.perf_counter()
     recipe, overrides = resolve(args)
     torch.set_num_threads(recipe["threads"])
@@ -425,6 +489,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         average=recipe["average"],
         average_every=recipe["average_every"],
         bucket=recipe["bucket"],
+        snapshots=args.snapshots,
+        on_snapshot=snapshot_writer(Path(args.out), tokenizer, entries := []) if args.snapshots else None,
     )
     if result.stopped_early:
         print(
@@ -464,6 +530,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         },
         "examples": task.examples(),
     }
+    if args.snapshots:
+        card["snapshots"] = {
+            "folder": SNAPSHOT_FOLDER,
+            "steps": [e["step"] for e in entries],
+            "held_out_examples": result.snapshot_examples,
+            "held_out_seed": recipe["seed"] + PROGRESS_SEED_OFFSET,
+            "precision": "float16",
+            "command": recorded_command(argv) + f" --snapshots {args.snapshots}",
+        }
+        write_index(Path(args.out) / SNAPSHOT_FOLDER, entries, task=task.name, total_steps=result.steps,
+                    examples=result.snapshot_examples, held_out_seed=recipe["seed"] + PROGRESS_SEED_OFFSET,
+                    precision="float16", command=card["snapshots"]["command"])  # fmt: skip
     # Save first: whatever runs after training may fail, the trained weights must not be lost.
     folder = save_checkpoint(model, tokenizer, args.out, card=card)
     try:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from i18n import _
 from model import Capture, Trace, capture, greedy_decode, intervened
 from model.importance import HeadImportance, head_importance
 from model.interventions import NONE, Interventions
@@ -182,3 +183,35 @@ def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], b
         return dict(pe=pea.pe_table(length, d_model, base), wavelengths=pea.pe_wavelengths(d_model, base))
 
     return (lambda: pe_npz(**arrays())), (lambda: pe_json(**arrays()))
+
+
+# -- decoding strategies and training snapshots (issue 15) ---------------------------------------
+# A beam search keeps every step's 2K hypotheses with their attention rows: 32 of them and 128 MB at most.
+BEAMS: BoundedCache[Any] = BoundedCache("beam searches", max_entries=32, max_bytes=128 * 2**20)
+
+
+def cached_beam(model_key: str, text: str, beam_size: int, length_penalty: float, _model, _tokenizer):
+    """beam_search() once per (model key, text, beam size, length penalty): BEAMS holds at most 32 and 128 MB."""
+    from model import beam_search
+
+    return BEAMS.get(
+        (model_key, text, int(beam_size), float(length_penalty)),
+        _with_spinner(
+            _("Searching…"), lambda: beam_search(_model, _tokenizer, text, beam_size, length_penalty=length_penalty)
+        ),
+    )
+
+
+def cached_sample(
+    model_key: str, text: str, temperature: float, top_k: int, top_p: float, seed: int, shown: int, _model, _tokenizer
+) -> Trace:
+    """sample() once per (model key, text, settings, seed, candidates shown), in TRACES beside greedy traces."""
+    from model import sample
+
+    return TRACES.get(
+        (model_key, text, "sample", float(temperature), int(top_k), float(top_p), int(seed), int(shown)),
+        _with_spinner(
+            _("Sampling…"),
+            lambda: sample(_model, _tokenizer, text, temperature, top_k, top_p, seed, shown=shown),
+        ),
+    )

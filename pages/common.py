@@ -52,6 +52,8 @@ PAGES = {
     "inside": ("inside.py", "Inside attention", ":material/calculate:"),
     "positional": ("positional.py", "Positional encoding", ":material/waves:"),
     "decoding": ("decoding.py", "Step-by-step decoding", ":material/skip_next:"),
+    "compare": ("compare.py", "Compare two models", ":material/compare:"),
+    "training": ("training.py", "Training", ":material/timeline:"),
     "model": ("model.py", "Model", ":material/account_tree:"),
     "lecture_pack": ("lecture_pack.py", "Lecture pack", ":material/school:"),
 }
@@ -185,33 +187,34 @@ def _inspect(path: str, stamp: float) -> CheckpointInfo:
     return inspect_checkpoint(path)
 
 
-def _load_options(path: Path) -> tuple[dict, str]:
+def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple[dict, str]:
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
+    where = st.sidebar if where is None else where
     info = _inspect(str(path), _stamp(path))
-    st.sidebar.caption(f"Format: {info.title}. {info.notes}".strip())
+    where.caption(f"Format: {info.title}. {info.notes}".strip())
     options: dict[str, Any] = {"n_heads": None, "vocab": ()}
     suffix = ""
     if info.needs_n_heads:
-        url_state("model_heads", info.default_n_heads, info.head_choices, int)
-        options["n_heads"] = st.sidebar.selectbox(
-            "Attention heads (this file does not record them)", info.head_choices, key="model_heads"
+        url_state(f"{prefix}_heads", info.default_n_heads, info.head_choices, int)
+        options["n_heads"] = where.selectbox(
+            "Attention heads (this file does not record them)", info.head_choices, key=f"{prefix}_heads"
         )
         suffix += f"|heads={options['n_heads']}"
     if info.takes_vocabulary:
         vocab = []
-        both = st.sidebar.file_uploader(
-            "Vocabulary: JSON, one token per line, or vocab.pt (optional)", key="model_vocab"
+        both = where.file_uploader(
+            "Vocabulary: JSON, one token per line, or vocab.pt (optional)", key=f"{prefix}_vocab"
         )
-        with st.sidebar.expander("Separate source and target vocabularies"):
-            source = st.file_uploader("Source vocabulary", key="model_vocab_src")
-            target = st.file_uploader("Target vocabulary", key="model_vocab_tgt")
+        with where.expander("Separate source and target vocabularies"):
+            source = st.file_uploader("Source vocabulary", key=f"{prefix}_vocab_src")
+            target = st.file_uploader("Target vocabulary", key=f"{prefix}_vocab_tgt")
         for name, upload in (("vocab", both), ("source_vocab", source), ("target_vocab", target)):
             if upload is not None:
                 digest, local = upload_path(upload)
                 vocab.append((name, local))
                 suffix += f"|{name}={digest}"
         if not vocab:
-            st.sidebar.info("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>.")
+            where.info("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>.")
         options["vocab"] = tuple(vocab)
     return options, suffix
 
@@ -221,35 +224,45 @@ def model_choices() -> list[str]:
     return [d.name for d in list_demos()] + ([PATH_CHOICE] if server_folders().enabled else []) + [UPLOAD_CHOICE]
 
 
-def _forget_refused_link() -> None:
-    st.session_state.pop("_link_refused", None)
+def _forget_refused_link(prefix: str = "model") -> None:
+    st.session_state.pop("_link_refused" if prefix == "model" else f"_{prefix}_link_refused", None)
 
 
-def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
-    """Sidebar model picker; returns (key, label, model, tokenizer, card) or None after showing why not."""
+def _pick_model(
+    prefix: str = "model", where: Any = None, default: str | None = None, label: str = "Model"
+) -> tuple[str, str, Any, Any, dict] | None:
+    """A model picker; returns (key, label, model, tokenizer, card) or None after showing why not.
+
+    The sidebar's (prefix "model", in the URL as model=) by default; another page may ask for a second model with
+    another prefix (widget keys {prefix}_choice, {prefix}_path, ...; URL key {prefix}), drawn in `where`, starting
+    from `default` (a choice) when the link names none.
+    """
+    where = st.sidebar if where is None else where
+    refused = "_link_refused" if prefix == "model" else f"_{prefix}_link_refused"
     demos = {d.name: d for d in list_demos()}
     choices = model_choices()
-    url_key = st.query_params.get("model", "")
+    url_key = st.query_params.get(prefix, "")
     folders = server_folders()
-    if "model_choice" not in st.session_state:
+    if f"{prefix}_choice" not in st.session_state:
         if url_key.startswith("path:") and not folders.enabled:  # refused before anything is looked at
-            st.session_state["_link_refused"] = f"Could not open the linked model: {OFF}."
+            st.session_state[refused] = f"Could not open the linked model: {OFF}."
         elif url_key.startswith("path:"):
-            st.session_state["model_path"] = url_key[5:]
-            st.session_state["model_choice"] = PATH_CHOICE
+            st.session_state[f"{prefix}_path"] = url_key[5:]
+            st.session_state[f"{prefix}_choice"] = PATH_CHOICE
         elif url_key.startswith("demo:") and url_key[5:] in demos:
-            st.session_state["model_choice"] = url_key[5:]
-    choice = url_state("model_choice", choices[0], choices)
-    st.sidebar.selectbox(
-        "Model",
+            st.session_state[f"{prefix}_choice"] = url_key[5:]
+    choice = url_state(f"{prefix}_choice", default if default in choices else choices[0], choices)
+    where.selectbox(
+        label,
         choices,
-        key="model_choice",
+        key=f"{prefix}_choice",
         on_change=_forget_refused_link,
+        args=(prefix,),
         help="Trained demo models ship with the app; you can also open your own checkpoint or one "
         "from a well-known PyTorch implementation.",
     )
-    if "_link_refused" in st.session_state:
-        st.sidebar.error(st.session_state["_link_refused"])
+    if refused in st.session_state:
+        where.error(st.session_state[refused])
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
@@ -257,23 +270,23 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             model, tok = _load(str(demo.path), _stamp(demo.path), None, ())
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
-            raw = st.sidebar.text_input(
+            raw = where.text_input(
                 "Checkpoint folder or file",
-                key="model_path",
+                key=f"{prefix}_path",
                 placeholder="/path/to/checkpoint",
                 help=f"This server opens checkpoints inside: {folders.describe()}",
             )
             if not raw.strip():
-                st.sidebar.info(f"Type the path of a checkpoint folder or .pt file inside {folders.describe()}.")
+                where.info(f"Type the path of a checkpoint folder or .pt file inside {folders.describe()}.")
                 return None
             path = folders.open_path(raw)  # PathRefused unless inside an allowed folder; resolved
             key, label = f"path:{path}", path.name
         else:
-            upload = st.sidebar.file_uploader(
-                "Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict", key="model_upload"
+            upload = where.file_uploader(
+                "Checkpoint: a .zip of a checkpoint folder, or a .pt / .pth state_dict", key=f"{prefix}_upload"
             )
             if upload is None:
-                st.sidebar.info(
+                where.info(
                     "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
                     "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
                     "or the PyTorch translation tutorial."
@@ -284,17 +297,17 @@ def _pick_model() -> tuple[str, str, Any, Any, dict] | None:
             private = (local, upload.name)
         if not path.exists():
             raise CheckpointError(f"no checkpoint at {path}")
-        options, suffix = _load_options(path)
+        options, suffix = _load_options(path, prefix, where)
         model, tok = _load(str(path), _stamp(path), options["n_heads"], options["vocab"])
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
         message = str(err) if private is None else str(err).replace(*private)  # the upload's name, not a temp path
-        st.sidebar.error(f"Could not load this model: {message}")
+        where.error(f"Could not load this model: {message}")
         return None
     except Exception as err:  # untrusted input must not reach a traceback; the server log keeps it
         _LOG.warning("loading %s failed", choice, exc_info=True)
-        st.sidebar.error(f"Could not load this model: it could not be read ({type(err).__name__}).")
+        where.error(f"Could not load this model: it could not be read ({type(err).__name__}).")
         return None
 
 

@@ -6,8 +6,11 @@ import streamlit as st
 
 from model.export import trace_json
 from model.gold import gold_alignment
+from model.interventions import NONE
 from pages import common
+from pages import decoding_strategy as strategies
 from pages import interventions_ui as heads_ui
+from pages.decoding_beam import beam_view
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs
@@ -16,6 +19,10 @@ from viz.tokens import plain_token
 
 st.title("Step-by-step decoding")
 session = common.require_session()
+strategy = strategies.choose(session.model.config.tgt_vocab_size)  # greedy, beam search or sampling
+if strategy.name == "beam":
+    beam_view(session, strategy)
+    st.stop()
 
 
 def parse_prefix(raw: str) -> tuple[int, ...]:
@@ -34,8 +41,11 @@ if any(not 0 <= i < vocab_size for i in prefix):
     st.session_state["dec_prefix"] = prefix = ()
 top_k = common.url_state("dec_topk", 5, [3, 5, 10], int)
 
-changes = heads_ui.head_switch("dec", session)  # heads switched off (issue 14), in the URL as dec_off
+# Heads switched off (issue 14), in the URL as dec_off: greedy decoding only until the strategies take them too.
+changes = heads_ui.head_switch("dec", session) if strategy.name == "greedy" else NONE
 trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer, changes)
+if strategy.name == "sample":
+    trace = strategies.sampled_trace(session, strategy, top_k)
 last = len(trace.steps) - 1
 if st.session_state.pop("dec_advance", False) and st.session_state.get("dec_step", 0) < last:
     st.session_state["dec_step"] += 1  # the Play loop's next frame
@@ -99,18 +109,19 @@ with left:
     )
     options = list(range(len(step.top_ids)))
     # One box per step and forced prefix: a box kept across steps showed an earlier step's candidate and probability.
-    pick = st.selectbox(
-        "Continue with another candidate",
-        options,
-        key=f"dec_pick_{step_index}_{len(prefix)}",
-        format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
-    )
-    if st.button("Decode from this choice", key="dec_apply"):
-        st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
-        st.rerun()
-    if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
-        st.session_state["dec_prefix"] = ()
-        st.rerun()
+    if strategy.name == "greedy":  # a forced choice continues greedily
+        pick = st.selectbox(
+            "Continue with another candidate",
+            options,
+            key=f"dec_pick_{step_index}_{len(prefix)}",
+            format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
+        )
+        if st.button("Decode from this choice", key="dec_apply"):
+            st.session_state["dec_prefix"] = tuple(trace.output_ids[:step_index]) + (int(step.top_ids[pick]),)
+            st.rerun()
+        if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
+            st.session_state["dec_prefix"] = ()
+            st.rerun()
 with right:
     width = int(chart_box()[1] * 0.62)
     st.plotly_chart(
@@ -124,6 +135,8 @@ with right:
         key="dec_self",
     )
 explain_row("greedy", "specials")
+if strategy.name == "sample":
+    strategies.sampling_view(trace, strategy)
 
 st.subheader("Alignment of all steps")
 alignment = trace.cross_alignment()

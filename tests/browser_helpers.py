@@ -561,6 +561,17 @@ def contrast_on_white(css_color: str) -> float:
     return 1.05 / (luminance + 0.05)
 
 
+# ---------------------------------------------------------------------------------------------- issue 15
+
+
+def pick_segment(page, group: str, name: str) -> None:
+    """Click the segment `name` of the segmented control labelled `group` (e.g. "Strategy"), once the last run is over."""
+    wait_idle(page)
+    page.get_by_role("radiogroup", name=group, exact=True).get_by_role("radio", name=name, exact=True).click(
+        timeout=WAIT_S * 1000
+    )
+
+
 # ---------------------------------------------------------------------------------------------- interventions (issue 14)
 
 

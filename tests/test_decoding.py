@@ -153,6 +153,7 @@ def test_beam_steps_keep_prune_and_finish_with_penalised_scores(char_tokenizer):
 
 @pytest.mark.parametrize("name", ["reverse", "translate"])
 def test_beam_never_scores_below_greedy_on_shipped_demos(name):
+    """25 held-out inputs of each of two demos (50 in all); on the first 3, beam size 1 is greedy, attention too."""
     from pathlib import Path
 
     from model import beam_search, load_checkpoint
@@ -160,12 +161,16 @@ def test_beam_never_scores_below_greedy_on_shipped_demos(name):
     from model.tasks import get_task, held_out
 
     model, tokenizer = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / name)
-    for example in held_out(get_task(name), 12, seed=11, exclude=set()):
+    for i, example in enumerate(held_out(get_task(name), 25, seed=11, exclude=set())):
         greedy = greedy_decode(model, tokenizer, example.source)
         greedy_log_prob = sum(float(np.log(s.prob)) for s in greedy.steps)
         greedy_score = length_penalty_score(greedy_log_prob, len(greedy.steps), 0.6)
         beam = beam_search(model, tokenizer, example.source, beam_size=4, length_penalty=0.6)
         assert beam.score >= greedy_score - 1e-4, (example.source, beam.text, greedy.text)
+        if i < 3:
+            one = beam_search(model, tokenizer, example.source, beam_size=1, length_penalty=0.6)
+            assert one.output_ids == greedy.output_ids and one.score == pytest.approx(greedy_score, abs=1e-4)
+            np.testing.assert_allclose(one.cross_alignment(), greedy.cross_alignment(), atol=1e-5)
 
 
 def test_sampling_is_reproducible_and_cools_to_greedy(char_tokenizer):
@@ -196,3 +201,37 @@ def test_sampling_draws_only_from_the_kept_tokens(char_tokenizer):
     trace = sample(model, char_tokenizer, "hello", top_k=3, seed=0, max_len=10, shown=5)
     for step in trace.steps:  # only the three most probable tokens carry probability, and one was drawn
         assert (step.top_probs[3:] == 0).all() and step.token_id in step.top_ids[:3]
+
+
+def test_each_sampled_step_reports_the_distribution_it_was_drawn_from(char_tokenizer):
+    """prob and top_probs are the model's distribution after temperature and the nucleus cut, checked by hand."""
+    from model import sample
+
+    model = make_tiny(char_tokenizer, seed=4)
+    trace = sample(model, char_tokenizer, "hello", temperature=0.7, top_p=0.5, seed=3, max_len=6, shown=4)
+    with torch.no_grad():
+        memory, mask = model.encode(torch.tensor([trace.source_ids]))
+        logits = model.decode(torch.tensor([[1] + trace.output_ids[:-1]]), memory, mask)[0]  # (T, V)
+    for t, step in enumerate(trace.steps):
+        probs = (logits[t] / 0.7).softmax(-1)
+        order = probs.argsort(descending=True)
+        mass = probs[order].cumsum(0) - probs[order]
+        kept = order[mass < 0.5]  # the nucleus: tokens whose more probable neighbours hold < top_p
+        expected = torch.zeros_like(probs)
+        expected[kept] = probs[kept] / probs[kept].sum()
+        assert step.token_id in kept.tolist()
+        assert step.prob == pytest.approx(float(expected[step.token_id]), abs=1e-5)
+        np.testing.assert_allclose(step.top_probs, expected.sort(descending=True).values[:4].numpy(), atol=1e-5)
+
+
+def test_sampling_a_demo_model_reproduces_its_draw_and_cools_to_greedy():
+    from pathlib import Path
+
+    from model import load_checkpoint, sample
+
+    model, tokenizer = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / "translate")
+    source = "the red car sees a small dog"
+    hot = [sample(model, tokenizer, source, temperature=3.0, seed=5).output_ids for _ in range(2)]
+    assert hot[0] == hot[1]
+    greedy = greedy_decode(model, tokenizer, source)
+    assert sample(model, tokenizer, source, temperature=1e-6, seed=9).output_ids == greedy.output_ids

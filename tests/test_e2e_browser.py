@@ -9,6 +9,7 @@ One screenshot per page goes to test-artifacts/.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -26,6 +27,7 @@ from tests.browser_helpers import (
     download,
     input_box,
     letters_checkpoint,
+    pick_segment,
     pick_view,
     plot_data,
     screenshot,
@@ -35,6 +37,7 @@ from tests.browser_helpers import (
     wait_text,
     wait_ticks,
     wait_title,
+    wait_url,
 )
 
 EOS, BOS = "</s>", "<s>"
@@ -188,6 +191,21 @@ def test_decoding_page(watch, server, letters):
     assert all(len(s["top_tokens"]) == 3 for s in trace["steps"])
     assert np.shape(trace["steps"][1]["cross"])[-1] == 5  # each step's cross rows span the source
     screenshot(page, "e2e_decoding")
+
+    # Beam search (issue 15): the tree of hypotheses, its settings in the link, every hypothesis in a CSV.
+    pick_segment(page, "Strategy", "Beam search")
+    wait_title(watch, "Beam size 4, length penalty 0.6: kept, finished and pruned hypotheses")
+    wait_ticks(watch, None, plot="Each row: the cross-attention that wrote that token")
+    assert ticks(page, "x", "Each row: the cross-attention that wrote that token") == source_ticks("bead")
+    wait_url(watch, "dec_strategy=beam", "dec_beam=4", "dec_lp=0.6")
+    rows = list(csv.DictReader(io.StringIO(download(page, "Download every hypothesis (.csv)").decode())))
+    assert rows and {r["status"] for r in rows} <= {"live", "finished", "pruned"} and rows[0]["step"] == "1"
+    markers = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").count()
+    assert markers == len(rows)  # one marker per hypothesis (edges and the best path are lines without points)
+    screenshot(page, "e2e_decoding_beam")
+    pick_segment(page, "Strategy", "Sampling")
+    wait_title(watch, "Drawn with temperature 1.0, top-k all, top-p 1.0, seed 0", plot=3)  # after the step's three
+    wait_url(watch, "dec_strategy=sample", "dec_seed=0")
     watch.assert_clean()
 
 

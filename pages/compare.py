@@ -1,0 +1,224 @@
+"""Compare two models on the same input: model A (the sidebar's) and model B side by side, and their difference.
+
+Maps are subtracted only where they line up (model/compare.py): same layers and heads, same source tokens,
+and for the decoder's kinds the same decoder input (by default both read model A's output). Otherwise the
+page says why, and still shows both.
+"""
+
+import streamlit as st
+
+from i18n import N_, _
+from model.checkpoint import load_tokenizer
+from model.compare import KINDS, attention_map, decoder_input_text, mismatches
+from model.demos import list_demos
+from model.inputs import check_text
+from model.strategy_export import comparison_json, comparison_npz
+from pages import common
+from pages.presentation import chart_box, chart_text_px
+from viz import attention_figs
+from viz.compare_figs import compare_heatmaps
+from viz.tokens import plain_token
+
+st.title(_("Compare two models"))
+session = common.require_session()
+
+SHORT = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self (causal)"), "cross": N_("Cross")}
+INPUTS = {"a": N_("A's output, for both"), "b": N_("B's output, for both"), "own": N_("each model's own output")}
+WHY = {
+    "layers": N_(
+        "A has {a} layers for this kind of attention, B has {b}: a difference needs the same layers and heads, so the "
+        "two are shown side by side, at a layer both have."
+    ),
+    "heads": N_(
+        "A has {a} heads per layer, B has {b}: a difference needs the same layers and heads, so the two are shown "
+        "side by side (heads both have, or their average)."
+    ),
+    "source_tokens": N_(
+        "The two models split the input differently (A: {a} tokens, B: {b}), so their maps have "
+        "different columns and cannot be subtracted."
+    ),
+    "target_tokens": N_(
+        "The two decoders read different inputs (A: “{a}”, B: “{b}”), so their rows are different positions; let "
+        "both read one model's output to subtract them."
+    ),
+}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
+    """Another demo to start B from: one that reads the same tokens and has the same shape, if there is one."""
+    from model.checkpoint import load_config
+
+    best, rank = None, 3
+    for demo in list_demos():
+        if f"demo:{demo.name}" == a_key.split("|", 1)[0]:
+            continue
+        cfg = load_config(demo.path)
+        same_shape = (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads) == layers
+        same_tokens = load_tokenizer(demo.path).to_dict() == _a_tokenizer.to_dict()
+        r = 0 if same_shape and same_tokens else 1 if same_shape else 2
+        if r < rank:
+            best, rank = demo.name, r
+    return best
+
+
+cfg_a = session.model.config
+st.caption(_("Model A is the sidebar's; choose model B here. Both read the sidebar's input."))
+col_a, col_b = st.columns(2)
+col_a.markdown(_("**A:** {label}").format(label=session.label))
+if session.card.get("description"):
+    col_a.caption(session.card["description"])
+start = default_b(session.key, session.tokenizer, (cfg_a.n_encoder_layers, cfg_a.n_decoder_layers, cfg_a.n_heads))
+picked = common._pick_model("model_b", where=col_b, default=start, label=_("Model B"))
+if picked is None:
+    st.stop()
+b_key, b_label, model_b, tok_b, card_b = picked
+common.write_url(
+    model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],
+    model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
+)
+text = session.check.text
+check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
+
+kind = common.url_state("cmp_kind", "cross", list(KINDS))
+left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
+left.radio(
+    _("Attention"),
+    list(KINDS),
+    key="cmp_kind",
+    horizontal=True,
+    format_func=lambda k: _(SHORT[k]),
+    label_visibility="collapsed",
+)
+fed = common.url_state("cmp_input", "a", list(INPUTS))
+if kind != "encoder_self" and session.target is None:
+    st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
+
+
+def capture_a(target):
+    return common.cached_capture(session.key, text, target, session.model, session.tokenizer)
+
+
+def capture_b(target):
+    return common.cached_capture(b_key, text, target, model_b, tok_b)
+
+
+if check_b.errors:  # B cannot read the input at all: A alone, and why
+    cap_a, cap_b = capture_a(session.target), None
+else:
+    typed = session.target
+    if typed is not None or fed == "own" or kind == "encoder_self":
+        cap_a, cap_b = capture_a(typed), capture_b(typed)
+    elif fed == "a":
+        cap_a = capture_a(None)
+        cap_b = capture_b(decoder_input_text(cap_a, session.tokenizer.target.detokenize))
+    else:
+        cap_b = capture_b(None)
+        cap_a = capture_a(decoder_input_text(cap_b, tok_b.target.detokenize))
+
+w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
+w_b = getattr(cap_b, kind) if cap_b is not None else w_a
+n_layers, n_heads = min(w_a.shape[0], w_b.shape[0]), min(w_a.shape[1], w_b.shape[1])
+layer = common.url_state("cmp_layer", n_layers - 1, list(range(n_layers)), int)
+mid.selectbox(
+    _("Layer"),
+    list(range(n_layers)),
+    key="cmp_layer",
+    format_func=lambda i: _("layer {i}").format(i=i),
+    label_visibility="collapsed",
+)
+heads = ["average", *range(n_heads)]
+head = common.url_state("cmp_head", "average", heads, lambda v: v if v == "average" else int(v))
+right.selectbox(
+    _("Head"),
+    heads,
+    key="cmp_head",
+    label_visibility="collapsed",
+    format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
+)
+common.write_url(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=None if fed == "a" else fed)
+
+which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
+h = None if head == "average" else int(head)
+max_height, max_width = chart_box()
+SIDES = {"encoder_self": ("source", "source"), "decoder_self": ("target", "target"), "cross": ("target", "source")}
+
+
+def tokens(cap) -> tuple[list[str], list[str]]:
+    """(query tokens, key tokens) of the chosen kind."""
+    return tuple(getattr(cap, f"{side}_tokens") for side in SIDES[kind])
+
+
+def mask(cap):
+    return attention_figs.causal_mask(*getattr(cap, kind).shape[-2:]) if kind == "decoder_self" else None
+
+
+if cap_b is None:
+    for message in check_b.errors:
+        st.error(_("Model B cannot read this input: {why}").format(why=message))
+problems = mismatches(cap_a, cap_b, kind) if cap_b is not None else []
+arrays = {"a": attention_map(cap_a, kind, layer, h)}
+if cap_b is not None:
+    arrays["b"] = attention_map(cap_b, kind, layer, h)
+title = _("{kind}, layer {layer}, {which}").format(kind=_(SHORT[kind]), layer=layer, which=which)
+names = (_("A: {m}").format(m=session.label), _("B: {m}").format(m=b_label))
+if cap_b is not None and not problems:
+    arrays["a_minus_b"] = arrays["a"] - arrays["b"]
+    fig = compare_heatmaps(
+        arrays["a"],
+        arrays["b"],
+        *tokens(cap_a),
+        names,
+        title,
+        mask=mask(cap_a),
+        max_height=max_height,
+        max_width=max_width,
+        tick_px=chart_text_px(),
+    )
+    st.plotly_chart(fig, key="cmp_figure")
+    st.caption(
+        _("Right: A − B. Blue where A attends more, red where B does; the largest difference is {d:.3f}.").format(
+            d=float(abs(arrays["a_minus_b"]).max()) if arrays["a_minus_b"].size else 0.0
+        )
+    )
+else:
+    for p in problems:
+        if p.what == "target_tokens":  # the two decoder inputs, as text (model outputs, or what was typed)
+            values = {k: " ".join(plain_token(t) for t in v[1:])[:80] for k, v in (("a", p.a), ("b", p.b))}
+        else:  # numbers of layers or heads, or of source tokens
+            values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
+        st.info(_(WHY[p.what]).format(**values))
+    shown = [("a", cap_a)] + ([("b", cap_b)] if cap_b is not None else [])
+    for column, (side, cap) in zip(st.columns(len(shown)), shown):
+        fig = attention_figs.attention_heatmap(
+            arrays[side],
+            *tokens(cap),
+            _("{m}: {title}").format(m=names[side == "b"], title=title),
+            mask=mask(cap),
+            max_height=max_height,
+            max_width=max_width // len(shown),
+            tick_px=chart_text_px(),
+        )
+        column.plotly_chart(fig, key=f"cmp_{side}")
+
+settings = {"model_a": session.key, "model_b": b_key, "kind": kind, "layer": layer, "head": head, "input": text}
+token_lists = dict(zip(("a_query_tokens", "a_key_tokens"), tokens(cap_a)))
+if cap_b is not None:
+    token_lists.update(zip(("b_query_tokens", "b_key_tokens"), tokens(cap_b)))
+left, right = st.columns(2)
+left.download_button(
+    _("Download these maps (.npz)"),
+    lambda: comparison_npz(arrays, **token_lists),
+    file_name="comparison.npz",
+    mime="application/octet-stream",
+    key="cmp_dl_npz",
+    on_click="ignore",
+)
+right.download_button(
+    _("Download these maps (.json)"),
+    lambda: comparison_json(arrays, settings, **token_lists),
+    file_name="comparison.json",
+    mime="application/json",
+    key="cmp_dl_json",
+    on_click="ignore",
+)

@@ -1,0 +1,140 @@
+"""Beam search on the decoding page: the tree of hypotheses, one step's hypotheses with their scores, and the
+cross-attention of a chosen hypothesis at each of its steps. Called by pages/decoding.py."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from i18n import N_, _
+from model.gold import gold_alignment
+from model.strategy_export import beam_csv, beam_json
+from pages import common
+from pages.caches import cached_beam
+from pages.decoding_strategy import Strategy
+from pages.presentation import chart_box, chart_text_px
+from viz import attention_figs, strategy_figs
+from viz.tokens import plain_token
+
+STATUS = {"live": N_("kept"), "finished": N_("finished"), "pruned": N_("pruned")}
+STOPS = {
+    "finished": N_("{k} hypotheses finished and none live could beat them"),
+    "eos": N_("no hypothesis was left to extend"),
+    "max_len": N_("the length limit"),
+}
+
+
+def explain_beam() -> None:
+    with st.expander(_("Beam search"), icon=":material/info:"):
+        st.markdown(
+            _(
+                "Instead of one output, the search keeps the **k** most probable partial outputs (the beam). Each "
+                "step extends every kept hypothesis by every token, ranks the 2k best extensions by their summed "
+                "log-probability, keeps the k best that did not end, sets aside those that wrote `</s>` "
+                "(finished), and drops the rest (pruned). The winner is the finished hypothesis with the best "
+                "score: its log-probability divided by a length penalty, so that longer outputs are not "
+                "punished for every extra token. With k = 1 this is greedy decoding."
+            )
+        )
+        st.latex(r"\mathrm{score}(y)=\frac{\log P(y\mid x)}{\left((5+|y|)/6\right)^{\alpha}}")
+
+
+def beam_view(session, s: Strategy) -> None:
+    """Everything the page shows for a beam search of the session's input with settings s."""
+    trace = cached_beam(session.key, session.check.text, s.beam_size, s.length_penalty, session.model,
+                        session.tokenizer)  # fmt: skip
+    detok = session.tokenizer.target.detokenize
+    stop = _(STOPS[trace.stop_reason]).format(k=trace.beam_size)
+    st.markdown(
+        _("**Best hypothesis:** {text} · score {score:.3f} · {n} steps, stopped: {stop}").format(
+            text=trace.text or "∅", score=trace.score, n=len(trace.steps), stop=stop
+        )
+    )
+    max_height, max_width = chart_box()
+    n = len(trace.steps)
+    step = common.url_state("dec_bstep", n - 1, list(range(n)), int)
+    st.plotly_chart(
+        strategy_figs.beam_tree(
+            trace.tree(),
+            title=_("Beam size {k}, length penalty {a}: kept, finished and pruned hypotheses").format(
+                k=trace.beam_size, a=trace.length_penalty
+            ),
+            width_px=max_width,
+            tick_px=chart_text_px(),
+            current=step,
+        ),
+        key="dec_beam_tree",
+    )
+    explain_beam()
+    if n > 1:
+        st.select_slider(_("Step"), list(range(n)), key="dec_bstep", format_func=lambda i: str(i + 1))
+    at = trace.steps[step]
+    rows = [
+        {
+            _("status"): _(STATUS[status]),
+            _("rank"): h.rank + 1,
+            _("hypothesis"): " ".join(plain_token(t) for t in h.tokens),
+            "log p": round(h.log_prob, 4),
+            _("score"): round(h.score, 4),
+        }
+        for status in ("live", "finished", "pruned")
+        for h in getattr(at, status)
+    ]
+    st.dataframe(sorted(rows, key=lambda r: r[_("rank")]), hide_index=True, width="stretch")
+
+    st.subheader(_("Cross-attention of a hypothesis, step by step"))
+    chosen = trace.finished() or ([trace.best] if trace.best else [])
+    if not chosen:
+        st.info(_("The search wrote nothing."))
+        return
+    pick = common.url_state("dec_bhyp", 0, list(range(len(chosen))), int)
+    left, right = st.columns([3, 1])
+    left.selectbox(
+        _("Hypothesis"),
+        list(range(len(chosen))),
+        key="dec_bhyp",
+        format_func=lambda i: _("{text}  (score {score:.3f})").format(text=detok(chosen[i].tokens) or "∅",
+                                                                      score=chosen[i].score),
+    )  # fmt: skip
+    path = trace.path(chosen[pick])
+    alignment = trace.cross_alignment(path)  # (L, H, T, S)
+    n_layers = alignment.shape[0]
+    layer = common.url_state("dec_blayer", n_layers - 1, list(range(n_layers)), int)
+    right.selectbox(
+        _("Layer"), list(range(n_layers)), key="dec_blayer",
+        format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
+    )  # fmt: skip
+    common.write_url(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
+    tokens = path[-1].tokens
+    st.plotly_chart(
+        attention_figs.attention_heatmap(
+            attention_figs.head_average(alignment[layer]),
+            tokens,
+            trace.source_tokens,
+            _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
+            query_label=_("output"),
+            key_label=_("source"),
+            gold=gold_alignment(session.card, session.check.text, detok(tokens)),
+            max_height=max_height,
+            max_width=max_width,
+            tick_px=chart_text_px(),
+        ),
+        key="dec_beam_alignment",
+    )
+    left, right = st.columns(2)
+    left.download_button(
+        _("Download this beam search (.json)"),
+        lambda: beam_json(trace),
+        file_name="beam.json",
+        mime="application/json",
+        key="dec_dl_beam_json",
+        on_click="ignore",
+    )
+    right.download_button(
+        _("Download every hypothesis (.csv)"),
+        lambda: beam_csv(trace),
+        file_name="beam.csv",
+        mime="text/csv",
+        key="dec_dl_beam_csv",
+        on_click="ignore",
+    )
+    common.capture_downloads(session, "dec")

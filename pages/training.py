@@ -1,0 +1,193 @@
+"""Training: attention forming while a model learns, from the snapshots its run saved (model/snapshots.py).
+
+A slider over the snapshots' steps shows the cross-attention of the sidebar's input at that step (every
+snapshot reads the same decoder input, so the rows stay the same positions), with the exact match of that
+snapshot; the scores of every snapshot are a curve beside it.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from i18n import _
+from model import CheckpointError, load_checkpoint
+from model.compare import decoder_input_text
+from model.demos import list_demos
+from model.gold import alignment_share, gold_alignment, gold_example
+from model.snapshots import list_snapshots
+from model.strategy_export import comparison_npz, snapshots_csv
+from pages import common
+from pages.presentation import chart_box, chart_text_px
+from viz import attention_figs
+from viz.compare_figs import training_curve
+
+st.title(_("Training"))
+session = common.require_session()
+
+
+def checkpoint_folder(key: str) -> Path | None:
+    """The folder of the session's model when it is a demo or a server folder (uploads keep no snapshots)."""
+    base = key.split("|", 1)[0]
+    if base.startswith("demo:"):
+        return next((d.path for d in list_demos() if d.name == base[5:]), None)
+    if base.startswith("path:"):
+        folders = common.server_folders()
+        try:
+            path = folders.open_path(base[5:]) if folders.enabled else None
+        except ValueError:
+            return None
+        return path if path is not None and path.is_dir() else None
+    return None
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _snapshots(folder: str, stamp: float):
+    return list_snapshots(folder)
+
+
+# Every snapshot is needed at once for this input's curve: small models only (CURVE_BYTES of stored weights in all).
+CURVE_BYTES = 64 * 2**20
+
+
+@st.cache_resource(max_entries=16, show_spinner=_("Loading a snapshot…"))
+def _load_snapshot(path: str, stamp: float):
+    return load_checkpoint(path)
+
+
+folder = checkpoint_folder(session.key)
+try:
+    snaps = _snapshots(str(folder), common._stamp(folder / "snapshots")) if folder is not None else None
+except (CheckpointError, OSError) as err:
+    st.error(_("This model's training snapshots could not be read: {why}").format(why=err))
+    st.stop()
+if not snaps or not snaps.items:
+    st.info(
+        _(
+            "This model has no training snapshots. The translate demo ships some; a run of "
+            "`python -m model.train --task TASK --out FOLDER --snapshots 8` saves them beside its checkpoint."
+        )
+    )
+    st.stop()
+
+text = session.check.text
+gold = gold_example(session.card, text)
+if session.target is not None:
+    target, where = session.target, _("the target you typed")
+elif gold is not None:
+    target, where = gold.target, _("the gold target of this input")
+else:
+    target = decoder_input_text(common.session_capture(session), session.tokenizer.target.detokenize)
+    where = _("the trained model's own output")
+pairs = gold_alignment(session.card, text, target)
+
+steps = snaps.steps
+step = common.url_state("trn_step", steps[-1], steps, int)
+slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
+slide.select_slider(_("Training step"), steps, key="trn_step")
+n_layers = session.model.config.n_decoder_layers
+layer = common.url_state("trn_layer", n_layers - 1, list(range(n_layers)), int)
+heads = ["average", *range(session.model.config.n_heads)]
+head = common.url_state("trn_head", "average", heads, lambda v: v if v == "average" else int(v))
+left.selectbox(_("Layer"), list(range(n_layers)), key="trn_layer", format_func=lambda i: _("layer {i}").format(i=i))
+right.selectbox(
+    _("Head"),
+    heads,
+    key="trn_head",
+    format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
+)
+common.write_url(trn_step=step, trn_layer=layer, trn_head=head)
+
+
+def snapshot_capture(snapshot):
+    stamp = common._stamp(snapshot.path)
+    model, tokenizer = _load_snapshot(str(snapshot.path), stamp)
+    key = f"snapshot:{snapshot.path}:{stamp}"
+    return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
+
+
+stored = sum(
+    (s.path / "model.safetensors").stat().st_size for s in snaps.items if (s.path / "model.safetensors").is_file()
+)
+current = snaps.items[steps.index(step)]
+# every snapshot reads the same input and decoder input; all of them only when they are small
+captures = [snapshot_capture(s) for s in snaps.items] if stored <= CURVE_BYTES else None
+shown = captures[steps.index(step)] if captures else snapshot_capture(current)
+cross = shown.cross[layer]  # (H, T, S)
+weights = cross.mean(axis=0) if head == "average" else cross[int(head)]
+which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
+em = "–" if current.exact_match is None else f"{current.exact_match:.0%}"
+st.caption(
+    _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
+        where=where, target=target
+    )
+)
+max_height, max_width = chart_box()
+left, right = st.columns([3, 2])
+left.plotly_chart(
+    attention_figs.attention_heatmap(
+        weights,
+        shown.target_tokens,
+        shown.source_tokens,
+        _("Step {step} (exact match {em}): cross-attention, layer {layer}, {which}").format(
+            step=step, em=em, layer=layer, which=which
+        ),
+        query_label=_("decoder input"),
+        key_label=_("source"),
+        gold=pairs,
+        max_height=max_height,
+        max_width=int(max_width * 0.6),
+        tick_px=chart_text_px(),
+    ),
+    key="trn_heatmap",
+)
+exact = [s.exact_match for s in snaps.items]
+held_out = [s.alignment[layer] if layer < len(s.alignment) else None for s in snaps.items]
+series = {
+    _("exact match (held-out)"): exact,
+    _("alignment, layer {layer} (held-out)").format(layer=layer): held_out,
+}
+mine = None
+if pairs and captures:
+    mine = [alignment_share(c.cross, pairs)[layer] for c in captures]
+    series[_("alignment of this input, layer {layer}").format(layer=layer)] = mine
+right.plotly_chart(
+    training_curve(steps, series, current=step, title=_("Scores per snapshot"), tick_px=chart_text_px()),
+    key="trn_curve",
+)
+right.caption(
+    _(
+        "Held-out: {n} fresh examples, the same for every snapshot. Alignment: the share of output tokens whose "
+        "head-averaged cross-attention peaks on the source token they come from (the measure of the model cards)."
+    ).format(n=snaps.examples or "?")
+)
+if captures is None:
+    right.caption(_("These snapshots are large: only the one shown is run, so this input has no curve here."))
+
+left, right = st.columns(2)
+left.download_button(
+    _("Download the scores per snapshot (.csv)"),
+    lambda: snapshots_csv(steps, exact, held_out, mine),
+    file_name="snapshots.csv",
+    mime="text/csv",
+    key="trn_dl_csv",
+    on_click="ignore",
+)
+ran = captures or [shown]
+right.download_button(
+    _("Download this input's cross-attention at every snapshot (.npz)")
+    if captures
+    else _("Download this input's cross-attention at this snapshot (.npz)"),
+    lambda: comparison_npz(
+        {
+            "cross": np.stack([c.cross for c in ran]),
+            "steps": np.asarray(steps if captures else [step]),
+        },  # (N, L, H, T, S)
+        source_tokens=shown.source_tokens,
+        target_tokens=shown.target_tokens,
+    ),
+    file_name="snapshots_cross.npz",
+    mime="application/octet-stream",
+    key="trn_dl_npz",
+    on_click="ignore",
+)
