@@ -144,6 +144,7 @@ def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:
     top[2].button(_("All of this kind on"), key=f"{prefix}_off_kind_on", on_click=_whole,
                   args=(prefix, kind, every, n_heads, False), width="stretch")  # fmt: skip
     top[3].button(_("Every head on"), key=f"{prefix}_off_reset", on_click=_keep, args=(prefix, ()), width="stretch")
+
     def name(h: int) -> str:  # up to 8 heads say "head 3"; 16 heads fit one row of a 1366 px screen as numbers
         return _("head {head}").format(head=h) if n_heads <= 8 else str(h)
 

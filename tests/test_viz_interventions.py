@@ -9,7 +9,11 @@ from viz.positional_figs import similarity_matrix
 
 def drops():
     rng = np.random.default_rng(0)
-    return {"encoder_self": rng.normal(size=(3, 4)), "decoder_self": rng.normal(size=(2, 4)), "cross": rng.normal(size=(2, 4))}
+    return {
+        "encoder_self": rng.normal(size=(3, 4)),
+        "decoder_self": rng.normal(size=(2, 4)),
+        "cross": rng.normal(size=(2, 4)),
+    }
 
 
 def test_importance_panels_hold_each_kinds_drops_and_clickable_cells():

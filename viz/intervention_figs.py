@@ -96,9 +96,14 @@ def importance_heatmap(
         zeroline=False, constrain="domain",
     )  # fmt: skip
     fig.update_yaxes(
-        tickmode="array", tickvals=list(range(L)), range=[L - 0.5, -0.5], showgrid=False, zeroline=False,
-        constrain="domain", constraintoward="top",
-    )  # fmt: skip  (both axes give way, so the head labels sit right under the cells)
+        tickmode="array",
+        tickvals=list(range(L)),
+        range=[L - 0.5, -0.5],
+        showgrid=False,
+        zeroline=False,
+        constrain="domain",
+        constraintoward="top",
+    )  # both axes give way, so the head labels sit right under the cells
     fig.update_yaxes(title_text=_("layer"), col=1)
     for col in range(1, len(kinds) + 1):
         fig.update_xaxes(scaleanchor=f"y{'' if col == 1 else col}", row=1, col=col)
