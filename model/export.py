@@ -20,6 +20,7 @@ def capture_npz(capture: Capture) -> bytes:
         source_tokens=np.array(capture.source_tokens, dtype=str),
         target_tokens=np.array(capture.target_tokens, dtype=str),
         predicted_tokens=np.array(capture.predicted_tokens, dtype=str),
+        interventions=np.array(json.dumps(capture.interventions)),  # what was changed: "{}" for nothing
     )
     return buf.getvalue()
 
@@ -73,8 +74,9 @@ def capture_json(capture: Capture, decimals: int = 5) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def trace_json(trace: Trace, decimals: int = 5) -> str:
-    """A greedy decoding as JSON: one entry per step with candidates and attention rows."""
+def trace_json(trace: Trace, decimals: int = 5, interventions: dict | None = None) -> str:
+    """A greedy decoding as JSON: one entry per step with candidates and attention rows; `interventions` (the
+    describe() of what was changed while decoding) is written as it is, {} for nothing."""
     steps = [
         {
             "index": s.index,
@@ -91,7 +93,13 @@ def trace_json(trace: Trace, decimals: int = 5) -> str:
         for s in trace.steps
     ]
     return json.dumps(
-        {"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason, "steps": steps},
+        {
+            "source_tokens": trace.source_tokens,
+            "text": trace.text,
+            "stop_reason": trace.stop_reason,
+            "interventions": interventions or {},
+            "steps": steps,
+        },
         ensure_ascii=False,
         separators=(",", ":"),
     )

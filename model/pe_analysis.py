@@ -37,6 +37,16 @@ def similarity(pe: np.ndarray) -> np.ndarray:
     return pe @ pe.T
 
 
+def cosine_similarity(table: np.ndarray) -> np.ndarray:
+    """(P, P) cosine similarity between the rows of a (P, D) positional table, learned or fixed (zero rows: 0).
+
+    Bands parallel to the diagonal mean a row's similarity to another depends on their distance only."""
+    rows = np.asarray(table, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    return unit @ unit.T
+
+
 @dataclass
 class ShiftCheck:
     offset: int

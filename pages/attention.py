@@ -8,6 +8,7 @@ import streamlit as st
 from i18n import N_, _
 from model.gold import gold_alignment, gold_example
 from pages import common
+from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs as figs
@@ -15,7 +16,8 @@ from viz import attention_figs as figs
 st.title(_("Attention"))
 session = common.require_session()
 
-cap = common.session_capture(session)
+changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
+cap = common.session_capture(session, changes=changes)
 SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the axes' sides, translated by the figure builder
 KINDS = {
     "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, SOURCE, SOURCE),
@@ -88,6 +90,9 @@ st.caption(
         predicted=session.tokenizer.target.detokenize(cap.predicted_tokens) or "∅",
     )
 )
+if changes:
+    new = common.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
+    effect = heads_ui.show_effect(session, changes, new.text)
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
 title = _(figs.KIND_TITLES[kind])
 max_height, max_width = chart_box()
@@ -145,9 +150,10 @@ else:
     st.radio(_("bertviz view"), BERT_VIEWS, horizontal=True, key="att_bertviz", format_func=_)
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
+    changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
         html = common.cached_html(
-            (*common.input_key(session), "head", bert_kind, layer),
+            (*common.input_key(session), "head", bert_kind, layer, *changed),
             lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True),
         )
     else:
@@ -157,7 +163,7 @@ else:
                 _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)
             )
         html = common.cached_html(
-            (*common.input_key(session), "model", bert_kind, None if every_layer else layer),
+            (*common.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
             lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
         )
     st.iframe(html, height=640 if bert_view == "head view" else 900)
@@ -170,10 +176,13 @@ else:
         on_click="ignore",
     )
 
+if changes:
+    heads_ui.effect_chart("att", effect)
+heads_ui.importance_panel("att", session, changes)
 explain_row(
     "attention_map",
     "decoder_rows" if kind != "encoder_self" else "heads",
     "specials",
     "heads" if kind != "encoder_self" else "post_ln",
 )
-common.capture_downloads(session, "att")
+common.capture_downloads(session, "att", changes)

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from i18n import N_, _
-from model import Capture, Trace, capture, greedy_decode
+from model import Capture, Trace, capture, greedy_decode, intervened
+from model.importance import HeadImportance, head_importance
+from model.interventions import NONE, Interventions
 from pages.bounded_cache import BoundedCache
 
 if TYPE_CHECKING:
@@ -29,6 +31,11 @@ TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=1
 HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)  # keys hold the language
 RUNNING = N_("Running the model…")  # spinner texts: marked here, translated when shown
 QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
+# Issue 14: head importance per input (L x H floats per kind), exact match of a demo under an intervention, and the
+# fresh examples that score it (one list per model).
+IMPORTANCE: BoundedCache[HeadImportance] = BoundedCache("head importance", max_entries=64, max_bytes=16 * 2**20)
+MATCHES: BoundedCache[intervened.MatchResult] = BoundedCache("exact match", max_entries=128, max_bytes=4 * 2**20)
+EXAMPLES: BoundedCache[list] = BoundedCache("fresh examples", max_entries=8, max_bytes=16 * 2**20)
 
 
 def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:
@@ -45,20 +52,41 @@ def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], 
     return run
 
 
+def _changed(key: tuple, changes: Interventions) -> tuple:
+    """A cache key, with the interventions at the end when there are some (the plain key stays as it was)."""
+    return (*key, changes) if changes else key
+
+
 def cached_capture(
-    model_key: str, text: str, target: str | None, _model, _tokenizer, spinner: str | None = RUNNING
+    model_key: str,
+    text: str,
+    target: str | None,
+    _model,
+    _tokenizer,
+    spinner: str | None = RUNNING,
+    changes: Interventions = NONE,
 ) -> Capture:
-    """capture() once per (model key, text, target): CAPTURES holds at most 64 of them and 256 MB."""
+    """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB."""
+    kwargs = dict(ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift, seed=changes.seed)
     return CAPTURES.get(
-        (model_key, text, target), _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target))
+        _changed((model_key, text, target), changes),
+        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs)),
     )
 
 
-def cached_trace(model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer) -> Trace:
-    """greedy_decode() once per (model key, text, forced prefix, top_k): TRACES holds at most 64 and 128 MB."""
+def cached_trace(
+    model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
+) -> Trace:
+    """Greedy decoding once per (model key, text, forced prefix, top_k, interventions): TRACES holds at most 64 and
+    128 MB. With interventions, through model/intervened.py (the switch to greedy_decode(ablate=...))."""
+
+    def decode() -> Trace:
+        if not changes:
+            return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
+        return intervened.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
+
     return TRACES.get(
-        (model_key, text, tuple(prefix), top_k),
-        _with_spinner(N_("Decoding…"), lambda: greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)),
+        _changed((model_key, text, tuple(prefix), top_k), changes), _with_spinner(N_("Decoding…"), decode)
     )
 
 
@@ -75,8 +103,31 @@ def input_key(session: Session) -> tuple[str, str, str | None]:
     return session.key, session.check.text, session.target_check.text if session.target_check else None
 
 
-def session_capture(session: Session, spinner: str | None = RUNNING) -> Capture:
-    return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner)
+def session_capture(session: Session, spinner: str | None = RUNNING, changes: Interventions = NONE) -> Capture:
+    return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner, changes=changes)
+
+
+def session_importance(session: Session, progress: Callable[[int, int], None] | None = None) -> HeadImportance:
+    """head_importance() of the session's input once per (model key, text, target): at most 64 and 16 MB."""
+    _, text, target = key = input_key(session)
+    return IMPORTANCE.get(key, lambda: head_importance(session.model, session.tokenizer, text, target, progress))
+
+
+def has_importance(session: Session) -> bool:
+    """Whether the head importance of the session's input is computed already (shown without asking)."""
+    return input_key(session) in IMPORTANCE
+
+
+def demo_exact_match(
+    model_key: str, model, tokenizer, card: dict, changes: Interventions, n: int = 200
+) -> intervened.MatchResult:
+    """Exact match of a shipped demo on n fresh examples of its task with `changes` applied, once per
+    (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
+    a change does not fit the examples (a shift past max_len)."""
+    examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
+    return MATCHES.get(
+        (model_key, changes, n), lambda: intervened.exact_match_with(model, tokenizer, examples, changes)
+    )
 
 
 def session_qkv_capture(session: Session) -> Capture:
@@ -90,31 +141,32 @@ def session_qkv_capture(session: Session) -> Capture:
     )
 
 
-def _npz(session: Session) -> bytes:
+def _npz(session: Session, changes: Interventions = NONE) -> bytes:
     """The session's capture as .npz bytes; built when the download is requested, never kept."""
     from model.export import capture_npz
 
-    return capture_npz(session_capture(session, spinner=None))
+    return capture_npz(session_capture(session, spinner=None, changes=changes))
 
 
-def _json(session: Session) -> str:
+def _json(session: Session, changes: Interventions = NONE) -> str:
     """The session's capture as JSON; built when the download is requested, never kept."""
     from model.export import capture_json
 
-    return capture_json(session_capture(session, spinner=None))
+    return capture_json(session_capture(session, spinner=None, changes=changes))
 
 
-def capture_downloads(session: Session, page: str) -> None:
+def capture_downloads(session: Session, page: str, changes: Interventions = NONE) -> None:
     """Two buttons that every page shows: the captured attention and PE as .npz and as JSON.
 
     The files are made only when a button is pressed (st.download_button runs a callable then, on its own
     thread): a page run that nobody downloads from costs nothing here. With the capture already cached (the
-    page showed it), that is only the conversion; otherwise the model runs then, once.
+    page showed it), that is only the conversion; otherwise the model runs then, once. With `changes`, the
+    capture of the changed model, which records them (Capture.interventions, in both files).
     """
     left, right = st.columns(2)
     left.download_button(
         _("Download attention and PE (.npz)"),
-        partial(_npz, session),
+        partial(_npz, session, changes),
         file_name="capture.npz",
         mime="application/octet-stream",
         key=f"{page}_dl_npz",
@@ -122,7 +174,7 @@ def capture_downloads(session: Session, page: str) -> None:
     )
     right.download_button(
         _("Download attention and PE (.json)"),
-        partial(_json, session),
+        partial(_json, session, changes),
         file_name="capture.json",
         mime="application/json",
         key=f"{page}_dl_json",

@@ -7,8 +7,10 @@ import streamlit as st
 from i18n import N_, _
 from model.export import trace_json
 from model.gold import gold_alignment
+from model.interventions import NONE
 from pages import common
 from pages import decoding_strategy as strategies
+from pages import interventions_ui as heads_ui
 from pages.decoding_beam import beam_view
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
@@ -40,7 +42,9 @@ if any(not 0 <= i < vocab_size for i in prefix):
     st.session_state["dec_prefix"] = prefix = ()
 top_k = common.url_state("dec_topk", 5, [3, 5, 10], int)
 
-trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer)
+# Heads switched off (issue 14), in the URL as dec_off: greedy decoding only until the strategies take them too.
+changes = heads_ui.head_switch("dec", session) if strategy.name == "greedy" else NONE
+trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer, changes)
 if strategy.name == "sample":
     trace = strategies.sampled_trace(session, strategy, top_k)
 last = len(trace.steps) - 1
@@ -89,6 +93,8 @@ if last > 0:
 step = trace.steps[step_index]
 common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
 
+if changes:
+    effect = heads_ui.show_effect(session, changes, trace.text)
 inputs = trace.decoder_inputs(step_index)
 st.markdown(
     _("**Step {i} of {n}** · decoder input so far: {inputs} → writes **{token}** (p = {p})").format(
@@ -178,13 +184,15 @@ st.caption(
 )
 st.download_button(
     _("Download this decoding, step by step (.json)"),
-    lambda: trace_json(trace),
+    lambda: trace_json(trace, interventions=changes.describe()),
     file_name="decoding.json",
     mime="application/json",
     key="dec_dl",
     on_click="ignore",
 )
-common.capture_downloads(session, "dec")  # the capture (a second decoding) runs only when one is downloaded
+if changes:
+    heads_ui.effect_chart("dec", effect)
+common.capture_downloads(session, "dec", changes)  # the capture (a second decoding) runs only when one is downloaded
 
 if playing:
     time.sleep(0.8)

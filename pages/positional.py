@@ -6,7 +6,9 @@ import streamlit as st
 from i18n import N_, _
 from model import pe_analysis as pea
 from model.inspect import positional_tables
+from model.interventions import NONE
 from pages import common
+from pages import positional_interventions as changed_positions
 from pages.explain import explain
 from pages.presentation import chart_box
 from viz import positional_figs as figs
@@ -49,8 +51,11 @@ VIEWS = {
     "similarity": N_("Similarity"),
     "shift": N_("Shift is a rotation"),
     "mine": N_("This model & input"),
+    "infer": N_("Positions at inference"),
+    "models": N_("Learned vs none"),
 }
 view = common.url_state("pe_view", "matrix", list(VIEWS))
+changes = NONE
 st.segmented_control(
     _("View"),
     list(VIEWS),
@@ -132,6 +137,10 @@ elif view == "shift":
     )
     st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
     explain("pe_rotation")
+elif view == "infer":  # issue 14: positions off, shuffled or shifted while the model runs
+    changes = changed_positions.inference_view(session)
+elif view == "models":  # issue 14: three reverse models that differ only in their positions
+    changed_positions.models_view()
 else:
     if session is None:
         st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
@@ -158,7 +167,7 @@ else:
             )
 
 if session is not None and common.show_input_messages(session):  # names what is wrong with the input
-    common.capture_downloads(session, "pe")  # made only when pressed
+    common.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
 left, right = st.columns(2)
 table_npz, table_json = common.pe_downloads(length, d_model, base)
 left.download_button(

@@ -601,3 +601,27 @@ def sidebar_nav_texts(page) -> list[str]:
     """The page titles in the sidebar's navigation, as shown (without the icon, whose name is its text)."""
     links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     return [t.strip().splitlines()[-1].strip() if t.strip() else "" for t in links]
+
+
+# ---------------------------------------------------------------------------------------------- interventions (issue 14)
+
+
+def click_chart_point(watch: Watch, plot: int | str, x: float, y: float, panel: int = 1) -> None:
+    """Click a chart (index or title prefix) where subplot `panel` draws the data point (x, y), as a person would:
+    the chart is scrolled into view and the mouse clicks that spot (plotly turns it into a selection)."""
+    wait_idle(watch.page)
+    spot = watch.page.evaluate(
+        f"""([n, panel, x, y]) => {{ {_FIND_PLOT}
+        const plot = findPlot(n);
+        if (!plot || !plot._fullLayout) return null;
+        plot.scrollIntoView({{block: 'center'}});
+        const suffix = panel === 1 ? '' : String(panel);
+        const xa = plot._fullLayout['xaxis' + suffix], ya = plot._fullLayout['yaxis' + suffix];
+        const box = plot.getBoundingClientRect();
+        return {{x: box.left + xa._offset + xa.l2p(x), y: box.top + ya._offset + ya.l2p(y)}};
+    }}""",
+        [plot, panel, x, y],
+    )
+    if spot is None:
+        raise AssertionError(f"no chart {plot!r} to click; {_failure(watch, f'click {plot}')}")
+    watch.page.mouse.click(spot["x"], spot["y"])

@@ -5,6 +5,8 @@
   the same at 1920x1080.
 - On every page, a view made by clicking (views, kinds, layers, heads, positions, dimensions, offset, steps,
   candidates, presentation mode) is put in the URL; the URL opened in a fresh browser context shows the same view.
+- Interventions (issue 14) too: heads switched off with their buttons, or by a click on the head importance chart,
+  are in the URL, and the link shows the same changed model.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tests.browser_helpers import (
     chart_layout,
     choose,
     chromium,
+    click_chart_point,
     contrast_on_white,
     pick_view,
     screenshot,
@@ -26,6 +29,7 @@ from tests.browser_helpers import (
     wait_idle,
     wait_signature,
     wait_text,
+    wait_ticks,
     wait_title,
     wait_url,
 )
@@ -234,6 +238,38 @@ def test_decoding_and_model_views_are_in_the_link(browser, server, model):
         page.get_by_text("cross", exact=True).click()
         wait_url(maker, "model_view=shapes", "model_shape_kind=cross")
         wait_text(maker, "S = 9 source tokens")
+        round_trip(browser, server, maker)
+        maker.assert_clean()
+    finally:
+        maker.close()
+
+
+def test_switched_off_heads_are_in_the_link(browser, server, model):
+    maker = fresh(browser, server, PROJECTOR)
+    page = maker.page
+    try:
+        maker.goto(server.url(model=model, text="abcdefgh"))
+        wait_title(maker, f"{CROSS}, layer 1, average of heads")
+        page.get_by_text("Switch heads off", exact=True).click()
+        page.locator(".st-key-att_off_c1").get_by_role("button", name="head 2", exact=True).click()
+        wait_url(maker, "att_off=c1.2")
+        wait_text(maker, "With 1 head off the model writes")
+        wait_ticks(maker, None, plot="Change in each output token")  # drawn (the title goes on with the total)
+        screenshot(page, "lecture_heads_switched_off")
+        page.get_by_text("Switch heads off", exact=True).click()  # closed, as a fresh visitor finds it
+        page.locator(".st-key-att_off_c1").wait_for(state="detached")
+        shown = round_trip(browser, server, maker)
+        assert any(m.startswith("With 1 head off") for m in shown["markdown"])
+
+        page.get_by_text("Which heads matter for this input?", exact=True).click()
+        page.get_by_role("button", name="Measure all 24 heads").click()
+        wait_title(maker, "Drop in the output's log-probability when one head is switched off", plot=2)
+        click_chart_point(maker, "Drop in the output", x=3, y=0, panel=3)  # cross-attention, layer 0, head 3
+        wait_url(maker, "att_off=c0.3,c1.2")
+        wait_text(maker, "With 2 heads off the model writes")
+        screenshot(page, "lecture_head_importance")
+        page.get_by_text("Which heads matter for this input?", exact=True).click()
+        page.locator(".js-plotly-plot").nth(2).wait_for(state="detached")  # the importance chart goes with it
         round_trip(browser, server, maker)
         maker.assert_clean()
     finally:

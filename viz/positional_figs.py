@@ -98,21 +98,24 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
     return readable(fig)
 
 
-def similarity_matrix(sim: np.ndarray) -> go.Figure:
-    """(P, P) PE(i) . PE(j) for all pairs: bands parallel to the diagonal show it depends on i - j."""
+def similarity_matrix(
+    sim: np.ndarray, title: str = "Similarity of positions PE(i) · PE(j)", value_label: str = "dot", height: int = 480
+) -> go.Figure:
+    """(P, P) PE(i) . PE(j) for all pairs (or another similarity: title, value_label): bands parallel to the diagonal
+    show it depends on i - j."""
     if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
         raise ValueError(f"similarity must be square, got shape {sim.shape}")
     fig = go.Figure(
         go.Heatmap(
             z=sim,
             colorscale="Viridis",
-            colorbar=dict(title=_("dot"), thickness=14),
+            colorbar=dict(title=_(value_label), thickness=14),
             hovertemplate=_("position %{y} · position %{x}") + "<br>%{z:.3f}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text=_("position j"), constrain="domain")
     fig.update_yaxes(title_text=_("position i"), autorange="reversed", scaleanchor="x")
-    fig.update_layout(title=_("Similarity of positions PE(i) · PE(j)"), height=480, margin=dict(t=60, l=10, r=10, b=10))
+    fig.update_layout(title=_(title), height=height, margin=dict(t=60, l=10, r=10, b=10))
     return readable(fig)
 
 

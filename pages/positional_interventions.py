@@ -1,0 +1,214 @@
+"""Two views of the positional page (issue 14): positions changed at inference, and three reverse models that differ
+only in their positions (sinusoidal, learned, none).
+
+Positions at inference: off / shuffled / shifted by k, in the URL as pe_pos, pe_shift, pe_seed. The page shows the
+output with and without the change, the cross-attention of both, and a verdict: for a shipped demo with a task,
+exact match on 200 fresh examples with and without the change.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from i18n import N_, _
+from model.demos import list_demos
+from model.inspect import positional_tables
+from model.intervened import UnknownTraining, max_shift
+from model.interventions import NONE, Interventions
+from model.pe_analysis import cosine_similarity, pe_table
+from pages import caches, common
+from pages.presentation import chart_box, chart_text_px
+from viz import attention_figs
+from viz import positional_figs as figs
+
+CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
+WHAT = {
+    "off": N_("with no positional encoding"),
+    "shuffled": N_("with the positions shuffled"),
+    "shifted": N_("with every position shifted by {k}"),
+}
+FRESH = 200  # fresh examples behind a verdict
+SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
+REVERSE_KINDS = {"sinusoidal": N_("Sinusoidal (fixed)"), "learned": N_("Learned"), "none": N_("None")}
+
+
+def _changes_from_controls(session: common.Session) -> Interventions:
+    """The off / shuffled / shifted controls, kept valid and in the URL."""
+    kind = common.url_state("pe_pos", "off", list(CHANGES))
+    st.segmented_control(
+        _("Positions at inference"),
+        list(CHANGES),
+        key="pe_pos",
+        required=True,
+        format_func=lambda c: _(CHANGES[c]),
+        label_visibility="collapsed",
+    )
+    room = min(100, max_shift(session.model, session.tokenizer, session.check.text))
+    shift = seed = None
+    if kind == "shifted":
+        if room < 1:
+            st.warning(_("This input leaves no room to shift: its positions already reach the model's max_len."))
+            kind = "none"
+        else:
+            shift = common.url_state("pe_shift", min(5, room), list(range(1, room + 1)), int)
+            if room > 1:
+                st.slider(_("k: every position p reads the encoding of p + k"), 1, room, key="pe_shift")
+    if kind == "shuffled":
+        seed = common.url_state("pe_seed", 0, list(range(1000)), int)
+        st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
+    common.write_url(pe_pos=kind, pe_shift=shift, pe_seed=seed)
+    if kind == "none":
+        return NONE
+    return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+
+
+def _cross(trace, title: str, width: int):
+    """The last decoder layer's cross-attention of a decoding, head average: output tokens down, source across."""
+    alignment = trace.cross_alignment()
+    if not trace.steps:
+        return None
+    return attention_figs.attention_heatmap(
+        attention_figs.head_average(alignment[-1]), trace.output_tokens, trace.source_tokens, title,
+        query_label=_("output"), key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
+        tick_px=chart_text_px(),
+    )  # fmt: skip
+
+
+def inference_view(session: common.Session | None) -> Interventions:
+    """Positions changed at inference: the output, the attention and a one-line verdict; returns the change."""
+    if session is None:
+        st.info(_("Load a model in the sidebar to change its positions."))
+        return NONE
+    if not session.ok:  # what is wrong with the input is named below the view
+        return NONE
+    changes = _changes_from_controls(session)
+    args = (session.key, session.check.text, (), 5, session.model, session.tokenizer)
+    plain = common.cached_trace(*args)
+    if not changes:
+        st.markdown(_("As trained, the model writes **`{out}`**.").format(out=plain.text or "∅"))
+        return changes
+    changed = common.cached_trace(*args, changes)
+    what = _(WHAT[changes.positional]).format(k=changes.shift)
+    st.markdown(
+        _("As trained the model writes **`{plain}`**; {what} it writes **`{changed}`**.").format(
+            plain=plain.text or "∅", what=what, changed=changed.text or "∅"
+        )
+    )
+    _verdict(session, changes, what)
+    width = chart_box()[1] // 2
+    left, right = st.columns(2)
+    for column, trace, title, key in (
+        (left, plain, _("As trained: cross-attention, last layer"), "pe_cross_plain"),
+        (right, changed, _("Changed: cross-attention, last layer"), "pe_cross_changed"),
+    ):
+        fig = _cross(trace, title, width)
+        if fig is None:
+            column.info(_("Nothing written: no attention to show."))
+        else:
+            column.plotly_chart(fig, key=key)
+    return changes
+
+
+def _verdict(session: common.Session, changes: Interventions, what: str) -> None:
+    """One line: exact match on fresh examples with and without the change (shipped demos with a task only)."""
+    if not (session.key.startswith("demo:") and session.card.get("task")):
+        st.caption(_("Not a shipped demo with a task: only this input's output is compared."))
+        return
+    try:
+        with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
+            before, after = (caches.demo_exact_match(session.key, session.model, session.tokenizer, session.card, c, FRESH)
+                             for c in (NONE, changes))  # fmt: skip
+    except UnknownTraining:
+        st.caption(_("This demo's card does not say how it was trained: no fresh examples to score."))
+        return
+    except ValueError:  # the shift runs past max_len for the longer fresh examples
+        st.caption(_("Shifted by {k}, the longer fresh examples run past the model's max_len: no verdict for this k.")
+                   .format(k=changes.shift))  # fmt: skip
+        return
+    line = _("Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
+             "{after:.1%} {what}.").format(n=FRESH, before=before.exact_match, after=after.exact_match, what=what)  # fmt: skip
+    if after.failure is not None:
+        source, target, output = after.failure
+        line += " " + _("For example `{source}` → `{output}` (should be `{target}`).").format(
+            source=source, output=output or "∅", target=target
+        )
+    st.markdown(line)
+
+
+def _reverse_models() -> dict[str, object]:
+    """The shipped reverse demos by their positional kind (from each card: task and config.positional)."""
+    found = {}
+    for demo in list_demos():
+        config = demo.card.get("config") or {}
+        kind = config.get("positional") if isinstance(config, dict) else None
+        if demo.card.get("task") == "reverse" and kind in REVERSE_KINDS and kind not in found:
+            found[kind] = demo
+    return found
+
+
+def models_view() -> None:
+    """The reverse models that differ only in positions, side by side: exact match, a failure, the tables."""
+    found = _reverse_models()
+    missing = [_(REVERSE_KINDS[k]).lower() for k in REVERSE_KINDS if k not in found]
+    if missing:
+        st.info(
+            _("Not shipped with this installation: the reverse model whose positional encoding is {missing}. The "
+              "comparison shows the ones that are.").format(missing=_(" or ").join(missing))
+        )  # fmt: skip
+    if not found:
+        return
+    loaded = {kind: common._load(str(d.path), common._stamp(d.path), None, ()) for kind, d in found.items()}
+    st.markdown(
+        _("**Exact match on {n} fresh examples** (reverse: the same task, only the positions differ)").format(n=FRESH)
+    )
+    results = {}
+    for column, kind in zip(st.columns(len(found)), (k for k in REVERSE_KINDS if k in found)):
+        model, tokenizer = loaded[kind]
+        try:
+            with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
+                key = f"demo:{found[kind].name}"
+                results[kind] = caches.demo_exact_match(key, model, tokenizer, found[kind].card, NONE, FRESH)
+            column.metric(_(REVERSE_KINDS[kind]), f"{results[kind].exact_match:.1%}", help=found[kind].name)
+        except UnknownTraining:
+            column.metric(_(REVERSE_KINDS[kind]), "—", help=_("its card does not say how it was trained"))
+    if "none" in results and results["none"].failure is not None:
+        source, target, output = results["none"].failure
+        st.markdown(
+            _("A typical failure without positions: `{source}` → `{output}` (should be `{target}`): the model knows "
+              "which letters to write, not in which order.").format(source=source, output=output or "∅", target=target)
+        )  # fmt: skip
+    _tables(loaded)
+
+
+def _tables(loaded: dict) -> None:
+    """The learned table beside the sinusoid, and the cosine similarity of each one's position rows."""
+    tables = {}
+    for kind in ("sinusoidal", "learned"):
+        if kind in loaded:
+            table = positional_tables(loaded[kind][0])["source"][:SHOWN_POSITIONS]  # (P, D)
+            tables[kind] = table
+    if "sinusoidal" not in tables and "learned" in tables:
+        cfg = loaded["learned"][0].config
+        tables["sinusoidal"] = pe_table(SHOWN_POSITIONS, cfg.d_model, cfg.pe_base)
+    if not tables:
+        return
+    height = chart_box()[0] - 80
+    st.markdown(_("**The tables**: the first {n} positions (source side)").format(n=SHOWN_POSITIONS))
+    columns = st.columns(len(tables))
+    for column, (kind, table) in zip(columns, tables.items()):
+        column.plotly_chart(
+            figs.pe_matrix(table, _("{kind}: positions × dimensions").format(kind=_(REVERSE_KINDS[kind])), height),
+            key=f"pe_models_table_{kind}",
+        )
+    st.markdown(
+        _("**Cosine similarity of positions**: bands parallel to the diagonal mean a position is similar to another "
+          "by their distance only (relative structure).")
+    )  # fmt: skip
+    for column, (kind, table) in zip(st.columns(len(tables)), tables.items()):
+        column.plotly_chart(
+            figs.similarity_matrix(
+                cosine_similarity(table), _("{kind}: cosine similarity").format(kind=_(REVERSE_KINDS[kind])),
+                value_label="cos", height=height,
+            ),
+            key=f"pe_models_similarity_{kind}",
+        )  # fmt: skip
