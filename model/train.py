@@ -38,9 +38,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checkpoint import save_checkpoint
-from .config import PRESETS, TransformerConfig
+from .config import POSITIONAL_KINDS, PRESETS, TransformerConfig
 from .evaluate import evaluate, pad_batch
-from .tasks import TASKS, Example, Task, dataset, get_task, held_out
+from .tasks import TASKS, Example, Task, dataset, get_task, held_out, tokens
 from .tokenizer import Tokenizer, Vocab
 from .transformer import Transformer, build_model
 
@@ -311,6 +311,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--encoder-layers", type=int)
     g.add_argument("--decoder-layers", type=int)
     g.add_argument("--dropout", type=float)
+    g.add_argument(
+        "--positional",
+        choices=POSITIONAL_KINDS,
+        help="positional encoding: sinusoidal (the paper), learned (a trained table) or none (embeddings alone)",
+    )
     g.add_argument("--pe-base", type=float, help="base of the sinusoid wavelengths (the paper: 10000)")
     g.add_argument(
         "--share",
@@ -350,7 +355,8 @@ def resolve(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
             recipe[name] = getattr(args, name)
     flags = dict(d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff, n_encoder_layers=args.encoder_layers,
                  n_decoder_layers=args.decoder_layers, dropout=args.dropout, norm_first=args.pre_ln,
-                 pe_base=args.pe_base, share_embeddings=args.share, tie_generator=args.share)  # fmt: skip
+                 pe_base=args.pe_base, positional=args.positional, share_embeddings=args.share,
+                 tie_generator=args.share)  # fmt: skip
     model.update({k: v for k, v in flags.items() if v is not None})
     return recipe, model
 
@@ -389,6 +395,12 @@ def report(model: Transformer, tokenizer: Tokenizer, examples: Sequence[Example]
             "that produced the token, on the model's own greedy output) peaks on a gold-aligned source token",
         },
     }
+
+
+def input_range(task: Task, sources: set[str]) -> dict[str, Any]:
+    """The card's input_tokens: the shortest and longest training source, in the task's source tokens."""
+    lengths = [len(tokens(s, task.source_level)) for s in sources] or [0]
+    return {"min": min(lengths), "max": max(lengths), "unit": "characters" if task.source_level == "char" else "words"}
 
 
 def recorded_command(argv: Sequence[str]) -> str:
@@ -463,6 +475,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "final_loss": round(sum(result.losses[-50:]) / max(1, len(result.losses[-50:])), 4),
         },
         "examples": task.examples(),
+        "input_tokens": input_range(task, result.train_sources),
     }
     # Save first: whatever runs after training may fail, the trained weights must not be lost.
     folder = save_checkpoint(model, tokenizer, args.out, card=card)
