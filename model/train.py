@@ -74,10 +74,8 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "translate": dict(
         preset="demo", model={}, steps=4000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000
     ),
-    # the translate recipe with a longer run and the paper's checkpoint average (more words, more sentence forms)
-    "fr_en": dict(
-        preset="demo", model={}, steps=5000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000, average=5
-    ),
+    "fr_en": dict(preset="demo", model={}, steps=5000, batch_size=64, warmup=400, lr_factor=1.0,
+                  train_size=100_000, average=5),  # translate's, longer and averaged: more words and forms  # fmt: skip
 }
 COMMON_DEFAULTS: dict[str, Any] = dict(
     seed=0,
@@ -398,8 +396,10 @@ def report(model: Transformer, tokenizer: Tokenizer, examples: Sequence[Example]
 
 
 def recorded_command(argv: Sequence[str]) -> str:
-    """The command for the card: the arguments that decide the weights (--overwrite left out)."""
-    return "python -m model.train " + shlex.join([a for a in argv if a != "--overwrite"])
+    """The command for the card: what decides the weights (not --overwrite, nor the --max-minutes guard)."""
+    cut = {i for i, a in enumerate(argv) if a == "--max-minutes"}
+    kept = [a for i, a in enumerate(argv) if i not in cut and i - 1 not in cut and a != "--overwrite"]
+    return "python -m model.train " + shlex.join([a for a in kept if not a.startswith("--max-minutes=")])
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
