@@ -91,7 +91,8 @@ def trace_json(trace: Trace, decimals: int = 5) -> str:
         for s in trace.steps
     ]
     return json.dumps(
-        {"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason, "steps": steps},
+        {"source_tokens": trace.source_tokens, "text": trace.text, "stop_reason": trace.stop_reason,
+         "interventions": trace.interventions, "steps": steps},  # fmt: skip
         ensure_ascii=False,
         separators=(",", ":"),
     )

@@ -1,10 +1,13 @@
 """greedy_decode / beam_search / sample / greedy_ids with interventions: the same hooks as capture, every step."""
 
+import json
+
 import numpy as np
 import pytest
 
 from model import beam_search, capture, greedy_decode, sample
 from model.decoding import greedy_ids
+from model.export import trace_json
 from model.interventions import Interventions
 from tests.conftest import make_tiny
 
@@ -36,6 +39,7 @@ def test_without_cross_attention_decoding_no_longer_depends_on_the_source(tiny, 
     cut = [forced_steps(tiny, char_tokenizer, s, prefix, ablate=all_heads("cross", 2)) for s in ("hello", "world wide")]
     np.testing.assert_allclose(cut[0][0], cut[1][0], atol=1e-6)
     assert cut[0][1].interventions == {"ablate": [list(h) for h in all_heads("cross", 2)]}
+    assert json.loads(trace_json(cut[0][1]))["interventions"] == cut[0][1].interventions  # downloads say it too
     # and free greedy decoding (to the same step limit) writes the same text for both sources
     texts = {greedy_decode(tiny, char_tokenizer, s, max_len=20, ablate=all_heads("cross", 2)).text
              for s in ("hello", "world wide")}  # fmt: skip
