@@ -74,7 +74,7 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "translate": dict(
         preset="demo", model={}, steps=4000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000
     ),
-    "fr_en": dict(preset="demo", model={}, steps=5000, batch_size=64, warmup=400, lr_factor=1.0,
+    "fr_en": dict(preset="demo", model={}, steps=8000, batch_size=64, warmup=400, lr_factor=1.0,
                   train_size=100_000, average=5),  # translate's, longer and averaged: more words and forms  # fmt: skip
 }
 COMMON_DEFAULTS: dict[str, Any] = dict(
