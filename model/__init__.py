@@ -5,6 +5,8 @@ from .capture import Capture, capture
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import PRESETS, TransformerConfig
 from .decoding import Step, Trace, greedy_decode, sample
+from .importance import HeadImportance, head_importance
+from .pe_experiment import PositionalExperiment, positional_experiment
 from .positional import sinusoidal_encoding
 from .recording import record
 from .tokenizer import Tokenizer, Vocab
@@ -18,6 +20,8 @@ __all__ = [
     "greedy_decode",
     "beam_search",
     "sample",
+    "head_importance",
+    "positional_experiment",
     "Capture",
     "Trace",
     "BeamTrace",
@@ -25,6 +29,8 @@ __all__ = [
     "load_checkpoint",
     # also useful
     "CheckpointError",
+    "HeadImportance",
+    "PositionalExperiment",
     "PRESETS",
     "Step",
     "Tokenizer",

@@ -13,14 +13,16 @@ finished one, the best live hypothesis. With beam_size 1 this is greedy decoding
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from .decoding import DecoderSession, step_limit
+from .decoding import DecoderSession, checked_limit
 from .inputs import device_of, prepare_source, require_eval
+from .interventions import Interventions
 from .recording import record
 from .tokenizer import Tokenizer
 
@@ -67,6 +69,7 @@ class BeamTrace:
     truncated: int = 0
     text: str = ""
     start_token: str = "<s>"
+    interventions: dict = field(default_factory=dict)  # what was changed while searching (Interventions.describe())
 
     @property
     def output_ids(self) -> list[int]:
@@ -146,23 +149,31 @@ def beam_search(
     beam_size: int = 4,
     length_penalty: float = 0.6,
     max_len: int | None = None,
+    ablate: Sequence[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    seed: int = 0,
 ) -> BeamTrace:
-    """Beam search of `source` (see the module docstring), recording every step's hypotheses."""
+    """Beam search of `source` (see the module docstring), recording every step's hypotheses.
+
+    ablate, positional, shift, seed: interventions as in `greedy_decode`, applied to every hypothesis.
+    """
     require_eval(model)
+    changes = Interventions.make(ablate, positional, shift, seed)
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
     vocab = tokenizer.target
     src_in = prepare_source(model, tokenizer, source)
     trace = BeamTrace(src_in.tokens, src_in.ids, beam_size, length_penalty, truncated=src_in.truncated,
-                      start_token=vocab.token(vocab.bos_id))  # fmt: skip
-    limit = step_limit(model, len(src_in.ids), max_len)
+                      start_token=vocab.token(vocab.bos_id), interventions=changes.describe())  # fmt: skip
+    limit = checked_limit(model, len(src_in.ids), max_len, changes)
     n_layers = len(model.decoder.layers)
     V = model.config.tgt_vocab_size
     finished: list[Hypothesis] = []
     live: list[Hypothesis] = []
     path_of: dict[int, list[Hypothesis]] = {}  # id(hypothesis) -> its path, for the best one at the end
-    with record(model) as rec:
-        session = DecoderSession(model, [src_in.ids], vocab.bos_id)
+    with record(model, interventions=changes) as rec:
+        session = DecoderSession(model, [src_in.ids], vocab.bos_id, use_cache=not changes.needs_full_prefix)
         totals = torch.zeros(1, device=device_of(model))  # (R,) each live row's log-probability
         for t in range(limit):
             rec.clear()

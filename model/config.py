@@ -14,7 +14,7 @@ from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
 
-POSITIONAL_KINDS = ("sinusoidal", "learned")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "none")
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "silu")
 NORM_KINDS = ("layernorm", "std")
@@ -45,7 +45,9 @@ class TransformerConfig:
     dropout: float = 0.1  # on sublayer outputs, attention weights and embeddings+PE (training only)
     norm_first: bool = False  # False: post-LN as in the paper, LayerNorm(x + Sublayer(x)); True: pre-LN
     final_norm: bool | None = None  # a LayerNorm after each stack; None means "same as norm_first"
-    positional: str = "sinusoidal"  # "sinusoidal" (fixed, paper) or "learned" (an embedding table)
+    positional: str = (
+        "sinusoidal"  # "sinusoidal" (fixed, paper), "learned" (an embedding table) or "none" (no positions)
+    )
     pe_base: float = 10000.0  # the base of the sinusoid wavelengths
     pe_layout: str = "interleaved"  # "interleaved": sin on even dims, cos on odd; "half": sin block, cos block
     max_len: int = 512  # longest sequence the positional encoding covers, on each side

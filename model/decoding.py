@@ -10,7 +10,9 @@ reference implementations do (same tokens and attention rows, for benchmarks and
 input <s> y_1 .. y_n that `capture` and `evaluate` feed back always fits the positional table.
 `generate` is the loop of every strategy with one hypothesis per row (greedy, forced prefix,
 sampling): `greedy_decode` runs it for one source and records each step's attention, `greedy_ids`
-for many sources at once with nothing recorded.
+for many sources at once with nothing recorded. Interventions (heads switched off, positions changed,
+model/interventions.py) are arguments of every strategy, applied by the same recording hooks as
+`capture`'s and written into the Trace.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 from torch import nn
 
 from .inputs import device_of, prepare_source, require_eval
+from .interventions import NONE, Interventions
 from .recording import record
 from .tokenizer import Tokenizer
 
@@ -54,6 +57,8 @@ class Trace:
     truncated: int = 0  # source tokens cut to fit the model's max_len
     text: str = ""  # the generated text, specials left out
     start_token: str = "<s>"  # the decoder's first input (Marian starts from <pad>)
+    # what was changed while decoding, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "off"}
+    interventions: dict = field(default_factory=dict)
 
     @property
     def output_ids(self) -> list[int]:
@@ -94,6 +99,17 @@ def step_limit(model: nn.Module, source_len: int, requested: int | None = None) 
     the decoder input <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table."""
     wanted = 2 * source_len + DEFAULT_SLACK if requested is None else requested
     return max(0, min(int(wanted), model.config.max_len - 1))
+
+
+def checked_limit(model: nn.Module, source_len: int, requested: int | None, changes: Interventions) -> int:
+    """`step_limit`, under positional="shifted" also short enough that the shifted decoder positions
+    (the last input sits at position limit - 1 + shift) stay inside the positional table; ValueError
+    (from Interventions.check) when the changes do not fit this model or this source."""
+    limit = step_limit(model, source_len, requested)
+    if changes.positional == "shifted":
+        limit = max(0, min(limit, model.config.max_len - changes.shift))
+    changes.check(model, (source_len, limit))
+    return limit
 
 
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -209,14 +225,31 @@ def greedy_ids(
     batch_size: int = 256,
     bos_id: int | None = None,
     eos_id: int | None = None,
+    interventions: Interventions = NONE,
 ) -> list[list[int]]:
     """Cached greedy decoding of many sources at once, nothing recorded: each one's output ids,
-    ending with </s> when it was written; `step_limit` applies per source."""
+    ending with </s> when it was written; `step_limit` applies per source (`checked_limit` with
+    interventions, which the recording hooks apply to every row; nothing is kept)."""
+    if interventions.needs_full_prefix and len({len(s) for s in sources}) > 1:
+        # a shuffle permutes the padded length's positions: decode each source length apart, as one source alone
+        by_length: dict[int, list[int]] = {}
+        for i, s in enumerate(sources):
+            by_length.setdefault(len(s), []).append(i)
+        found: dict[int, list[int]] = {}
+        for rows in by_length.values():
+            part = greedy_ids(model, [sources[i] for i in rows], max_steps, batch_size, bos_id, eos_id, interventions)
+            found.update(zip(rows, part))
+        return [found[i] for i in range(len(sources))]
     out: list[list[int]] = []
     for start in range(0, len(sources), batch_size):
         chunk = sources[start : start + batch_size]
-        limits = [step_limit(model, len(s), max_steps) for s in chunk]
-        out += generate(model, chunk, limits, bos_id=bos_id, eos_id=eos_id)
+        limits = [checked_limit(model, len(s), max_steps, interventions) for s in chunk]
+        if not interventions:  # the fused attention path
+            out += generate(model, chunk, limits, bos_id=bos_id, eos_id=eos_id)
+            continue
+        with record(model, interventions=interventions, keep=False):
+            out += generate(model, chunk, limits, bos_id=bos_id, eos_id=eos_id,
+                            use_cache=not interventions.needs_full_prefix)  # fmt: skip
     return out
 
 
@@ -236,15 +269,19 @@ def decode_trace(
     stop_at_eos: bool = True,
     distribution: Callable[[torch.Tensor], torch.Tensor] | None = None,
     forced: Callable[[int], bool] = lambda t: False,
+    interventions: Interventions = NONE,
 ) -> Trace:
     """Decode one source with `choose`, recording every step's attention rows and top-k candidates.
 
     distribution(logits (V,)) -> probabilities (V,) the step reports (default: the model's softmax).
+    interventions change every step (the same hooks as `capture`); the Trace records them.
     """
     require_eval(model)
     vocab = tokenizer.target
     src_in = prepare_source(model, tokenizer, source)
-    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id))
+    limit = checked_limit(model, len(src_in.ids), max_len, interventions)
+    trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id),
+                  interventions=interventions.describe())  # fmt: skip
     n_layers = len(model.decoder.layers)
     k = max(1, min(top_k, model.config.tgt_vocab_size))
     probs_of = distribution or (lambda logits: logits.float().softmax(-1))
@@ -270,8 +307,8 @@ def decode_trace(
         )
         rec.clear()
 
-    limit = step_limit(model, len(src_in.ids), max_len)
-    with record(model) as rec:
+    use_cache = use_cache and not interventions.needs_full_prefix
+    with record(model, interventions=interventions) as rec:
         out = generate(model, [src_in.ids], [limit], choose, bos_id=vocab.bos_id, eos_id=vocab.eos_id,
                        use_cache=use_cache, stop_at_eos=stop_at_eos, observe=observe)[0]  # fmt: skip
     if stop_at_eos and out[-1:] == [vocab.eos_id]:
@@ -290,13 +327,20 @@ def greedy_decode(
     use_cache: bool = True,
     prefix: Sequence[int] = (),
     stop_at_eos: bool = True,
+    ablate: Sequence[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    seed: int = 0,
 ) -> Trace:
     """Decode `source` greedily, recording each step's attention rows and top-k candidates.
 
     max_len: most tokens to generate (default and bound: `step_limit`). prefix: token ids to force as
     the first outputs (the user picked other candidates); greedy choice continues after them.
     stop_at_eos=False keeps going past </s> (for benchmarks).
+    ablate, positional, shift, seed: interventions, as in `capture` (model/interventions.py), applied at
+    every step; ValueError names a bad one before any work. Trace.interventions records them.
     """
+    changes = Interventions.make(ablate, positional, shift, seed)
     bad = [i for i in prefix if not 0 <= int(i) < model.config.tgt_vocab_size]
     if bad:
         raise ValueError(f"prefix ids {bad} are outside the target vocabulary (0..{model.config.tgt_vocab_size - 1})")
@@ -308,7 +352,7 @@ def greedy_decode(
         return logits.argmax(-1)
 
     return decode_trace(model, tokenizer, source, choose, max_len, top_k, use_cache, stop_at_eos,
-                        forced=lambda t: t < len(forced))  # fmt: skip
+                        forced=lambda t: t < len(forced), interventions=changes)  # fmt: skip
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
@@ -342,13 +386,20 @@ def sample(
     seed: int = 0,
     max_len: int | None = None,
     shown: int = 5,
+    ablate: Sequence[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    shuffle_seed: int = 0,
 ) -> Trace:
     """Decode `source` by drawing each token from `sampling_distribution`, recording every step like
     `greedy_decode`. The same seed gives the same draw; temperature 0 is greedy decoding.
 
     Each Step's prob, top_ids and top_probs describe the distribution the token was drawn from
     (after temperature, top_k and top_p); `shown` candidates are kept per step.
+    ablate, positional, shift: interventions as in `greedy_decode`; shuffle_seed is their `seed` (which
+    permutation positional="shuffled" uses), named apart from the seed of the draw.
     """
+    changes = Interventions.make(ablate, positional, shift, shuffle_seed)
     if temperature < 0 or not 0 < top_p <= 1 or top_k < 0:
         raise ValueError("sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0")
     generator = torch.Generator(device=device_of(model)).manual_seed(int(seed))
@@ -361,4 +412,5 @@ def sample(
             return logits.argmax(-1)
         return torch.multinomial(distribution(logits), 1, generator=generator)[:, 0]
 
-    return decode_trace(model, tokenizer, source, choose, max_len, shown, distribution=distribution)
+    return decode_trace(model, tokenizer, source, choose, max_len, shown, distribution=distribution,
+                        interventions=changes)  # fmt: skip

@@ -9,7 +9,9 @@ from typing import Any
 from .checkpoint import CONFIG, load_card
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
-ORDER = ("reverse", "translate", "dates", "copy")  # the app's default is the first one present
+# the app's default is the first one present; then the worked example (French to English) and the two
+# reverse models that differ from the first only in their positions (learned table, none at all)
+ORDER = ("reverse", "translate", "dates", "copy", "fr_en", "reverse_learned", "reverse_nope")
 
 
 @dataclass

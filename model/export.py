@@ -97,7 +97,7 @@ def trace_json(trace: Trace, decimals: int = 5, interventions: dict | None = Non
             "source_tokens": trace.source_tokens,
             "text": trace.text,
             "stop_reason": trace.stop_reason,
-            "interventions": interventions or {},
+            "interventions": interventions if interventions is not None else trace.interventions,
             "steps": steps,
         },
         ensure_ascii=False,

@@ -1,19 +1,18 @@
-"""How much each head matters for one input: the drop in log-probability of the model's output when that head
-alone is switched off (issue 14).
+"""Head importance for one input: how much the output's log-probability drops when one head is switched off.
 
-    output   = the decoder input shifted by one, ending with </s>: y_1 .. y_n </s> for the input <s> y_1 .. y_n
-               (the model's own greedy output when no target is given, as `capture` makes it)
-    score    = sum over output positions of log p(output token | source, decoder input so far)
-    drop     = score(plain model) - score(model with that one head's output zeroed before W^O)
+For each attention head (kind, layer, head) the model runs teacher-forced on one output (its own greedy
+output for the source, or a given target) with that head alone ablated (its output zeroed before W^O, as
+`capture(..., ablate=...)` does); the importance is the baseline total log-probability of the output minus
+the ablated one. Positive: the head helps this output; about 0: it does not matter here.
 
-A positive drop: the head helped the model write this output; near zero: it does not matter here; negative: the
-output became more likely without it. One teacher-forced pass per head (the decoder input stays the plain
-model's output); ablating a decoder head reuses the plain encoder output, which that head cannot change.
+All ablations run as batches of one pass: row b of the batch switches off its own head (the per-row
+masks of model/interventions.py, applied by the same recording hooks). The encoder runs once for the
+unchanged model plus once per encoder head; rows that switch off a decoder head reuse the unchanged memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +21,13 @@ from torch import nn
 
 from .capture import Capture
 from .decoding import greedy_ids
-from .inputs import as_batch, prepare_source, prepare_target, require_eval
+from .inputs import device_of, prepare_source, prepare_target, require_eval
 from .interventions import KINDS, Interventions
 from .recording import record
 from .tokenizer import Tokenizer
+
+LOGIT_BUDGET = 1 << 25  # most logits (rows x positions x vocabulary) one batch holds: 128 MB in float32
+MAX_ROWS = 64  # most ablations per batch
 
 
 def output_log_probs(cap: Capture, eos_id: int) -> np.ndarray:
@@ -38,16 +40,36 @@ def output_log_probs(cap: Capture, eos_id: int) -> np.ndarray:
 
 @dataclass
 class HeadImportance:
-    """drops[kind]: (layers, heads) drop in the output's summed log-probability when that head alone is ablated."""
+    """The drop in the output's total log-probability when each head alone is switched off.
 
-    baseline: float  # summed log-probability of the output under the plain model
-    drops: dict[str, np.ndarray]  # kind (encoder_self, decoder_self, cross) -> (L, H) float64
-    output_tokens: list[str]  # the output scored: y_1 .. y_n </s>
+    L = layers of that kind's stack, H = heads. drop[kind] and log_prob[kind] are (L, H) float64 arrays
+    for kind in encoder_self, decoder_self, cross.
+    """
+
+    source_tokens: list[str]  # S, ending with </s>
+    target_tokens: list[str]  # T: the decoder's inputs <s> y_1 .. y_{T-1} (as Capture.target_tokens)
+    output_tokens: list[str]  # the scored tokens y_1 .. y_T, </s> last when the output ended with it (else T - 1)
+    generated: bool  # True when the output is the model's own greedy output
+    baseline: float  # total log-probability of the output, no head switched off (but `interventions` applied)
+    log_prob: dict[str, np.ndarray]  # kind -> (L, H) total log-probability with that head switched off
+    drop: dict[str, np.ndarray]  # kind -> (L, H) baseline - log_prob: positive where the head helps
+    interventions: dict  # what was changed in every row, also the baseline (Interventions.describe())
 
     def ranked(self) -> list[tuple[str, int, int, float]]:
         """Every head as (kind, layer, head, drop), the largest drop first."""
-        rows = [(k, int(i), int(h), float(d[i, h])) for k, d in self.drops.items() for i, h in np.ndindex(d.shape)]
-        return sorted(rows, key=lambda r: -r[3])
+        heads = [(k, int(i), int(h), float(d[i, h])) for k, d in self.drop.items() for i, h in np.ndindex(d.shape)]
+        return sorted(heads, key=lambda x: -x[3])
+
+
+def _heads(model: nn.Module) -> list[tuple[str, int, int]]:
+    """Every (kind, layer, head) of the model, in KINDS order, then layer, then head."""
+    cfg = model.config
+    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    return [(k, i, h) for k in KINDS for i in range(layers[k]) for h in range(cfg.n_heads)]
+
+
+def _chunks(n: int, size: int) -> list[range]:
+    return [range(start, min(n, start + size)) for start in range(0, n, size)]
 
 
 @torch.no_grad()
@@ -56,44 +78,80 @@ def head_importance(
     tokenizer: Tokenizer,
     source: str,
     target: str | None = None,
+    ablate: Sequence[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    seed: int = 0,
+    batch_size: int = MAX_ROWS,
     progress: Callable[[int, int], None] | None = None,
 ) -> HeadImportance:
-    """For every head of every kind and layer, the drop in the output's log-probability when it alone is ablated.
+    """For each head, the drop in total log-probability of the output when that head alone is switched off.
 
-    target=None scores the model's own greedy output; a target text scores that text (teacher forcing).
-    progress(done, total) is called after each head (for a progress bar).
+    The output is `target` (its tokens then </s>) or, with target=None, the unchanged model's greedy output
+    for the source (as `capture` uses), teacher-forced. ablate/positional/shift/seed: a change applied to
+    every pass, the baseline too (e.g. the heads a user already switched off); ValueError names a bad one.
+    batch_size: most ablations per pass (also bounded by LOGIT_BUDGET).
+    progress(done, total): called after each batched pass of the decoder, with the rows done so far.
     """
     require_eval(model)
-    cfg, vocab = model.config, tokenizer.target
+    base = Interventions.make(ablate, positional, shift, seed)
+    vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
-        out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]
-        tgt_ids = [vocab.bos_id] + [i for i in out if i != vocab.eos_id]
+        scored = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]
     else:
-        tgt_ids, _ = prepare_target(model, vocab, target)
-    written = torch.tensor(tgt_ids[1:] + [vocab.eos_id], device=as_batch(model, tgt_ids).device)  # (T,)
-    src_batch, tgt_batch = as_batch(model, src.ids), as_batch(model, tgt_ids)  # (1, S), (1, T)
+        ids, _ = prepare_target(model, vocab, target)
+        scored = ids[1:] + [vocab.eos_id]
+    # the decoder inputs of `capture`: <s> and the output without </s>; input t predicts scored[t] (an output cut
+    # by the step limit leaves the last input predicting nothing that is scored)
+    inputs = [vocab.bos_id] + [i for i in scored if i != vocab.eos_id]
+    base.check(model, (len(src.ids), len(inputs)))
+    heads = _heads(model)
+    encoder_heads = [h for h in heads if h[0] == "encoder_self"]
+    # row 0: nothing more switched off; row 1 + j: heads[j] switched off
+    rows = [frozenset()] + [frozenset({h}) for h in heads]
+    # the encoder row each row reads: 0 (unchanged memory) or 1 + its encoder head's index
+    memory_of = [0] + [1 + encoder_heads.index(h) if h[0] == "encoder_self" else 0 for h in heads]
+    device = device_of(model)
+    total = torch.zeros(len(rows), dtype=torch.float64)
+    if scored:
+        src_ids = torch.tensor([src.ids], device=device)  # (1, S)
+        tgt_ids = torch.tensor([inputs], device=device)  # (1, T)
+        gold = torch.tensor(scored, device=device)  # (T,)
+        enc_rows = [frozenset()] + [frozenset({h}) for h in encoder_heads]
+        size = max(1, min(batch_size, LOGIT_BUDGET // (len(inputs) * model.config.tgt_vocab_size)))
+        memories, mask = [], None
+        for part in _chunks(len(enc_rows), size):
+            with record(model, interventions=_rows(base, [enc_rows[r] for r in part]), keep=False):
+                memory, mask = model.encode(src_ids.expand(len(part), -1))  # (b, S, D)
+            memories.append(memory)
+        memory = torch.cat(memories)  # (1 + encoder heads, S, D)
+        for part in _chunks(len(rows), size):
+            with record(model, interventions=_rows(base, [rows[r] for r in part]), keep=False):
+                mem = memory[[memory_of[r] for r in part]]  # (b, S, D)
+                logits = model.decode(tgt_ids.expand(len(part), -1), mem, mask)  # (b, T, V)
+            logp = logits.double().log_softmax(-1)[:, torch.arange(len(scored)), gold]  # (b, len(scored))
+            total[list(part)] = logp.sum(-1).cpu()
+            if progress is not None:
+                progress(part.stop, len(rows))
+    baseline = float(total[0])
+    cfg = model.config
+    shapes = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    log_prob = {k: np.zeros((n, cfg.n_heads)) for k, n in shapes.items()}
+    for (kind, layer, head), value in zip(heads, total[1:].tolist()):
+        log_prob[kind][layer, head] = value
+    return HeadImportance(
+        source_tokens=src.tokens,
+        target_tokens=vocab.decode(inputs),
+        output_tokens=vocab.decode(scored),
+        generated=target is None,
+        baseline=baseline,
+        log_prob=log_prob,
+        drop={k: baseline - v for k, v in log_prob.items()},
+        interventions=base.describe(),
+    )
 
-    def score(changes: Interventions, memory=None) -> float:
-        with record(model, interventions=changes):  # the explicit attention path for every pass, plain included
-            mem = memory if memory is not None else model.encode(src_batch)[0]  # (1, S, D)
-            logits = model.decode(tgt_batch, mem, plain_mask)[0].float()  # (T, V)
-        return float(logits.log_softmax(-1).gather(-1, written[:, None]).sum())
 
-    with record(model):
-        plain_memory, plain_mask = model.encode(src_batch)  # (1, S, D): decoder heads cannot change it
-    baseline = score(Interventions(), plain_memory)
-    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-    total, done = sum(layers.values()) * cfg.n_heads, 0
-    drops = {}
-    for kind in KINDS:
-        d = np.zeros((layers[kind], cfg.n_heads))
-        for layer in range(layers[kind]):
-            for head in range(cfg.n_heads):
-                changes = Interventions.make([(kind, layer, head)])
-                d[layer, head] = baseline - score(changes, None if kind == "encoder_self" else plain_memory)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-        drops[kind] = d
-    return HeadImportance(baseline, drops, vocab.decode(written.tolist()))
+def _rows(base: Interventions, rows: list[frozenset]) -> Interventions:
+    """The base change in every row, plus each row's own switched-off heads."""
+    return Interventions(base.ablate, base.positional, base.shift, base.seed, per_row=tuple(rows))

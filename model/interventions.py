@@ -6,8 +6,13 @@ sharing the model are not affected and nothing on the model changes.
 
     ablate=[("cross", 1, 0)]   head 0 of layer 1's cross-attention outputs zeros before W^O
     positional="off"           no positional encoding is added (the embeddings alone)
-    positional="shuffled"      the rows are added in a fixed random order of the positions (seed)
+    positional="shuffled"      the rows are added in a fixed random order of the positions (seed): a permutation
+                               of the sequence's own positions 0..T-1, so decoding recomputes the whole prefix
+                               at each step (`needs_full_prefix`) instead of keeping earlier steps' shuffles
     positional="shifted"       every position p gets the row of p + shift
+
+`per_row` (for head importance, not for one view): batch row b additionally switches off the heads in
+per_row[b], so one batched pass runs many different ablations of the same input.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class Interventions:
     positional: str | None = None
     shift: int = 1  # for positional="shifted": every position p reads the row of p + shift
     seed: int = 0  # for positional="shuffled": which permutation
+    per_row: tuple[frozenset[tuple[str, int, int]], ...] = ()  # row b of the batch also ablates per_row[b]
 
     @classmethod
     def make(
@@ -60,7 +66,7 @@ class Interventions:
         return cls(frozenset(heads), positional, shift, seed)
 
     def __bool__(self) -> bool:
-        return bool(self.ablate) or self.positional is not None
+        return bool(self.ablate) or self.positional is not None or any(self.per_row)
 
     def check(self, model: nn.Module, lengths: Iterable[int] = ()) -> None:
         """ValueError when a head does not exist in this model, or a shift runs past max_len for these lengths."""
@@ -70,7 +76,7 @@ class Interventions:
             "decoder_self": cfg.n_decoder_layers,
             "cross": cfg.n_decoder_layers,
         }
-        for kind, layer, head in sorted(self.ablate):
+        for kind, layer, head in sorted(self.ablate.union(*self.per_row)):
             if not 0 <= layer < n_layers[kind]:
                 raise ValueError(
                     f"ablated head ({kind}, {layer}, {head}): the model has {n_layers[kind]} {kind} layers"
@@ -88,6 +94,27 @@ class Interventions:
     def heads(self, kind: str, layer: int) -> list[int]:
         """The ablated heads of one attention module, ascending."""
         return sorted(h for k, i, h in self.ablate if (k, i) == (kind, layer))
+
+    @property
+    def needs_full_prefix(self) -> bool:
+        """True when a decoding step must re-run the whole prefix: with a key/value cache each earlier
+        token would keep the shuffle of its own step, not the permutation of the current length."""
+        return self.positional == "shuffled"
+
+    def touches(self, kind: str, layer: int) -> bool:
+        """Whether any head of this attention module is ablated, in every row or in some."""
+        return any((k, i) == (kind, layer) for k, i, _ in self.ablate.union(*self.per_row))
+
+    def keep_mask(self, kind: str, layer: int, batch: int, n_heads: int, device: torch.device) -> torch.Tensor:
+        """(B, H, 1, 1) bool: False where row b's head h of this module is switched off."""
+        keep = torch.ones(batch, n_heads, dtype=torch.bool)
+        keep[:, self.heads(kind, layer)] = False
+        if self.per_row:
+            if len(self.per_row) != batch:
+                raise ValueError(f"per-row ablation for {len(self.per_row)} rows, but the batch has {batch}")
+            for b, row in enumerate(self.per_row):
+                keep[b, [h for k, i, h in row if (k, i) == (kind, layer)]] = False
+        return keep[:, :, None, None].to(device)
 
     def rows(self, module: nn.Module, offset: int, length: int) -> torch.Tensor:
         """The (length, D) positional rows to add instead of module.rows(offset, length)."""
@@ -118,8 +145,6 @@ class Interventions:
 NONE = Interventions()
 
 
-def zero_heads(output: torch.Tensor, heads: list[int]) -> torch.Tensor:
-    """A copy of head outputs (B, H, Tq, dk) with the given heads set to zero."""
-    out = output.clone()
-    out[:, heads] = 0
-    return out
+def zero_heads(output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Head outputs (B, H, Tq, dk) with exact zeros where keep (B, H, 1, 1) is False."""
+    return torch.where(keep, output, torch.zeros((), dtype=output.dtype, device=output.device))

@@ -41,7 +41,7 @@ class PackPE:
     """The model's positional table and the numbers of the PE figures (the same for every input)."""
 
     table: np.ndarray  # (P, D) the first P rows of the source side's positional table
-    kind: str  # "sinusoidal" or "learned"
+    kind: str  # "sinusoidal", "learned" or "none" (a table of zeros)
     layout: str  # "interleaved" or "half" (sinusoidal only)
     base: float
     wavelengths: np.ndarray | None  # (D,) wavelength of each dimension, interleaved sinusoids only

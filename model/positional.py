@@ -1,6 +1,6 @@
-"""Positional encodings: the paper's fixed sinusoids, and a learned table.
+"""Positional encodings: the paper's fixed sinusoids, a learned table, and none at all.
 
-Both modules take token embeddings that are already scaled by sqrt(d_model) and return them with the
+The modules take token embeddings that are already scaled by sqrt(d_model) and return them with the
 positional rows added. `rows(offset, length)` gives exactly the rows that are added, which is what the
 capture hooks record.
 """
@@ -91,6 +91,27 @@ class LearnedPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         return x + self.rows(offset, x.size(1))
+
+
+class NoPositionalEncoding(nn.Module):
+    """Adds nothing: the model sees the token embeddings alone (a bag of tokens, up to the causal mask).
+
+    `rows` and `table` are zeros, so recording and the positional page read it like the other kinds.
+    The zero table is a non-persistent buffer: checkpoints store nothing for it.
+    """
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+        self.register_buffer("table", torch.zeros(max_len, d_model), persistent=False)
+
+    def rows(self, offset: int, length: int) -> torch.Tensor:
+        check_length(offset, length, self.max_len)
+        return self.table[offset : offset + length]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_length(offset, x.size(1), self.max_len)
+        return x
 
 
 def relative_position_map(offset: int, d_model: int, base: float = 10000.0) -> torch.Tensor:

@@ -56,6 +56,7 @@ class Recorder:
     positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
     vectors: dict[tuple[str, int, str], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
     qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
+    keep: bool = True  # False: nothing is kept, the block only applies its interventions
     interventions: Interventions = NONE  # what this block's passes change (heads ablated, positions)
 
     def layers(self, kind: str) -> list[int]:
@@ -91,42 +92,48 @@ def _positional_hook(recorder: Recorder, side: str):
         offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
         changed = recorder.interventions.positional is not None
         rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
-        recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
+        if recorder.keep:
+            recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
         return x + rows if changed else None
 
     return hook
 
 
-def _ablation_hook(recorder: Recorder, heads: list[int]):
-    """On a head-output probe: zero the given heads (before W^O) while `recorder` is active."""
+def _ablation_hook(recorder: Recorder, kind: str, layer: int):
+    """On a head-output probe: zero the ablated heads of this module (before W^O) while `recorder` is active."""
 
     def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
-        return zero_heads(output, heads) if _ACTIVE.get() is recorder else None
+        if _ACTIVE.get() is not recorder:
+            return None
+        B, H = output.shape[:2]
+        return zero_heads(output, recorder.interventions.keep_mask(kind, layer, B, H, output.device))
 
     return hook
 
 
 @contextlib.contextmanager
-def record(model: nn.Module, qkv: bool = False, interventions: Interventions | None = None) -> Iterator[Recorder]:
+def record(
+    model: nn.Module, qkv: bool = False, interventions: Interventions | None = None, keep: bool = True
+) -> Iterator[Recorder]:
     """Record every attention map and positional row the model computes inside the block.
 
     The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
     `positional_encodings()` -> iterable of (side, module); with qkv=True or ablated heads also
     `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
-    block's passes only (see model/interventions.py). Nested blocks are allowed; only the innermost one
+    block's passes only (see model/interventions.py). keep=False records nothing and only applies the
+    interventions (many sources decoded at once). Nested blocks are allowed; only the innermost one
     receives records and applies its interventions.
     """
-    recorder = Recorder(qkv=qkv, interventions=interventions or NONE)
+    recorder = Recorder(qkv=qkv and keep, interventions=interventions or NONE, keep=keep)
     handles = []
     token = _ACTIVE.set(recorder)
     try:
-        for kind, layer, probe in model.attention_probes():
+        for kind, layer, probe in model.attention_probes() if keep else ():
             handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
-        if recorder.interventions.ablate:  # before the qkv hooks: the recorded head outputs are what W^O receives
+        if recorder.interventions:  # before the qkv hooks: the recorded head outputs are what W^O receives
             for kind, layer, name, probe in model.vector_probes():
-                heads = recorder.interventions.heads(kind, layer)
-                if name == "heads" and heads:
-                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, heads)))
+                if name == "heads" and recorder.interventions.touches(kind, layer):
+                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, kind, layer)))
         if recorder.qkv:
             for kind, layer, name, probe in model.vector_probes():
                 handles.append(

@@ -158,3 +158,77 @@ ADJECTIVES: dict[str, Adjective] = {
 }
 VERBS: dict[str, Verb] = {e[0]: Verb(*e) for e in _entries(_VERBS)}
 DETERMINERS: dict[str, Determiner] = {e[0]: Determiner(*e) for e in _entries(_DETERMINERS)}
+
+
+# ----------------------------------------------------------------------------- for fr_en: pronouns, être, avoir
+
+
+@dataclass(frozen=True)
+class Pronoun:
+    """A subject pronoun: French, English, grammatical person ("1s" .. "3p") and gender (None: either)."""
+
+    fr: str
+    en: str
+    person: str
+    gender: str | None
+
+    @property
+    def plural(self) -> bool:
+        return self.person.endswith("p")
+
+
+# French, English, person, gender ("-": the speaker's or listeners' gender, either)
+_PRONOUNS = """
+je i 1s -;  tu you 2s -;  il he 3s m;  elle she 3s f
+nous we 1p -;  vous you 2p -;  ils they 3p m;  elles they 3p f
+"""
+
+# person -> (French, English) present tense of être (to be) and avoir (to have); "je ai" is written "j'ai"
+ETRE: dict[str, tuple[str, str]] = {
+    "1s": ("suis", "am"), "2s": ("es", "are"), "3s": ("est", "is"),
+    "1p": ("sommes", "are"), "2p": ("êtes", "are"), "3p": ("sont", "are"),
+}  # fmt: skip
+AVOIR: dict[str, tuple[str, str]] = {
+    "1s": ("ai", "have"), "2s": ("as", "have"), "3s": ("a", "has"),
+    "1p": ("avons", "have"), "2p": ("avez", "have"), "3p": ("ont", "have"),
+}  # fmt: skip
+J_AI = "j'ai"  # je + ai, elided: one French word for "i have"
+
+
+@dataclass(frozen=True)
+class Profession:
+    """A profession after être, without an article in French: "je suis étudiant" = "i am a student"."""
+
+    en: str
+    en_pl: str
+    m: str
+    f: str
+    m_pl: str
+    f_pl: str
+
+    def french(self, gender: str, plural: bool) -> str:
+        if gender == "m":
+            return self.m_pl if plural else self.m
+        return self.f_pl if plural else self.f
+
+
+# English singular, plural, then French m, f, m plural, f plural
+_PROFESSIONS = """
+student students étudiant étudiante étudiants étudiantes;  doctor doctors médecin médecin médecins médecins
+teacher teachers professeur professeure professeurs professeures
+baker bakers boulanger boulangère boulangers boulangères;  singer singers chanteur chanteuse chanteurs chanteuses
+cook cooks cuisinier cuisinière cuisiniers cuisinières;  farmer farmers fermier fermière fermiers fermières
+painter painters peintre peintre peintres peintres;  engineer engineers ingénieur ingénieure ingénieurs ingénieures
+artist artists artiste artiste artistes artistes;  lawyer lawyers avocat avocate avocats avocates
+nurse nurses infirmier infirmière infirmiers infirmières;  dancer dancers danseur danseuse danseurs danseuses
+writer writers écrivain écrivaine écrivains écrivaines
+"""
+
+# adjectives (keys of ADJECTIVES) that describe a person after être: "elle est fatiguée" = "she is tired"
+PERSON_ADJECTIVES = (
+    "happy", "sad", "tired", "sick", "lazy", "curious", "famous", "quiet", "young", "old", "small", "big",
+    "beautiful", "good", "bad", "pretty", "fat", "fast", "cold", "hot", "strange", "clean", "dirty", "heavy",
+)  # fmt: skip
+
+PRONOUNS: list[Pronoun] = [Pronoun(e[0], e[1], e[2], None if e[3] == "-" else e[3]) for e in _entries(_PRONOUNS)]
+PROFESSIONS: dict[str, Profession] = {e[0]: Profession(*e) for e in _entries(_PROFESSIONS)}

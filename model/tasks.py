@@ -7,6 +7,7 @@ Standard library only: everything is generated here, nothing is downloaded.
 - copy / reverse: random strings over a 20-letter alphabet (a-t), char-level.
 - translate: a toy English-to-French grammar (see `model/task_lexicon.py`), word-level.
 - dates: free-form English dates to ISO "YYYY-MM-DD", char-level.
+- fr_en: the translate grammar the other way, plus pronouns with être and avoir (`model/task_fr_en.py`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Task:
     source_level: str  # "char" or "word": how the source text splits into tokens
     target_level: str  # "char" or "word"
     description: str  # one sentence for the app's UI (an i18n Message: _(description) where shown)
+    lowercase: bool = False  # the source vocabulary lower-cases typed text ("Je" reads as "je")
 
     def sample(self, rng: random.Random) -> Example:
         """Draw one random example using only `rng` (so a seed fixes the result)."""
@@ -436,6 +438,12 @@ def dataset(task: Task, n: int, seed: int) -> list[Example]:
     return [task.sample(rng) for _ in range(n)]
 
 
+def input_range(task: Task, sources: set[str]) -> dict[str, int | str]:
+    """A card's input_tokens: the shortest and longest of these (training) sources, in the task's source tokens."""
+    lengths = [len(tokens(s, task.source_level)) for s in sources] or [0]
+    return {"min": min(lengths), "max": max(lengths), "unit": "characters" if task.source_level == "char" else "words"}
+
+
 def held_out(task: Task, n: int, seed: int, exclude: set[str]) -> list[Example]:
     """`n` examples with distinct sources, none of them in `exclude` (e.g. the training sources)."""
     rng = random.Random(f"held_out:{task.name}:{seed}")
@@ -450,3 +458,7 @@ def held_out(task: Task, n: int, seed: int, exclude: set[str]) -> list[Example]:
     if len(out) < n:
         raise ValueError(f"could only find {len(out)} of {n} fresh {task.name} examples")
     return out
+
+
+# fr_en builds on the translate grammar above and adds itself to TASKS (imported last: either module may come first)
+from . import task_fr_en  # noqa: E402, F401

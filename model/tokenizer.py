@@ -70,6 +70,8 @@ class Vocab:
         return len(self.tokens)
 
     def split(self, text: str) -> list[str]:
+        """Symbols of the text; accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it)."""
+        text = unicodedata.normalize("NFC", text)
         return split(text.lower() if self.lowercase else text, self.level)
 
     def ids(self, symbols: Sequence[str]) -> list[int]:

@@ -38,12 +38,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checkpoint import save_checkpoint
-from .config import PRESETS, TransformerConfig
+from .config import POSITIONAL_KINDS, PRESETS, TransformerConfig
 from .evaluate import Evaluation, evaluate, pad_batch
 from .snapshots import FOLDER as SNAPSHOT_FOLDER
 from .snapshots import INDEX as SNAPSHOT_INDEX
 from .snapshots import save_snapshot, snapshot_steps, write_index
-from .tasks import TASKS, Example, Task, dataset, get_task, held_out
+from .tasks import TASKS, Example, Task, dataset, get_task, held_out, input_range
 from .tokenizer import Tokenizer, Vocab
 from .transformer import Transformer, build_model
 
@@ -78,6 +78,9 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "translate": dict(
         preset="demo", model={}, steps=4000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000
     ),
+    "fr_en": dict(
+        preset="demo", model={}, steps=8000, batch_size=64, warmup=400, lr_factor=1.0, train_size=100_000, average=5
+    ),  # translate's, longer and averaged: more words and forms  # fmt: skip
 }
 COMMON_DEFAULTS: dict[str, Any] = dict(
     seed=0,
@@ -129,8 +132,8 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, labe
 
 def build_tokenizer(task: Task) -> Tokenizer:
     """One vocabulary per side from the task's symbols; one shared object when the sets are equal."""
-    source = Vocab.build(task.source_symbols(), level=task.source_level)
-    if task.source_symbols() == task.target_symbols() and task.source_level == task.target_level:
+    source = Vocab.build(task.source_symbols(), level=task.source_level, lowercase=task.lowercase)
+    if task.source_symbols() == task.target_symbols() and task.source_level == task.target_level and not task.lowercase:
         return Tokenizer(source, source)
     return Tokenizer(source, Vocab.build(task.target_symbols(), level=task.target_level))
 
@@ -334,6 +337,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--encoder-layers", type=int)
     g.add_argument("--decoder-layers", type=int)
     g.add_argument("--dropout", type=float)
+    g.add_argument("--positional", choices=POSITIONAL_KINDS, help="sinusoidal (the paper), learned (a table) or none")
     g.add_argument("--pe-base", type=float, help="base of the sinusoid wavelengths (the paper: 10000)")
     g.add_argument(
         "--share",
@@ -380,7 +384,8 @@ def resolve(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
             recipe[name] = getattr(args, name)
     flags = dict(d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff, n_encoder_layers=args.encoder_layers,
                  n_decoder_layers=args.decoder_layers, dropout=args.dropout, norm_first=args.pre_ln,
-                 pe_base=args.pe_base, share_embeddings=args.share, tie_generator=args.share)  # fmt: skip
+                 pe_base=args.pe_base, positional=args.positional, share_embeddings=args.share,
+                 tie_generator=args.share)  # fmt: skip
     model.update({k: v for k, v in flags.items() if v is not None})
     return recipe, model
 
@@ -422,13 +427,14 @@ def report(model: Transformer, tokenizer: Tokenizer, examples: Sequence[Example]
 
 
 def recorded_command(argv: Sequence[str]) -> str:
-    """The command for the card: the arguments that decide the weights (--overwrite and --snapshots left out)."""
+    """The command for the card: the arguments that decide the weights (not --overwrite, --snapshots, nor the
+    --max-minutes guard)."""
     kept, skip = [], False
     for a in argv:
-        if skip or a == "--overwrite" or a.startswith("--snapshots="):
+        if skip or a == "--overwrite" or a.startswith(("--snapshots=", "--max-minutes=")):
             skip = False
             continue
-        if a == "--snapshots":
+        if a in ("--snapshots", "--max-minutes"):
             skip = True
             continue
         kept.append(a)
@@ -529,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "final_loss": round(sum(result.losses[-50:]) / max(1, len(result.losses[-50:])), 4),
         },
         "examples": task.examples(),
+        "input_tokens": input_range(task, result.train_sources),
     }
     if args.snapshots:
         card["snapshots"] = {

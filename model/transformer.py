@@ -20,7 +20,7 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
-from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from .positional import LearnedPositionalEncoding, NoPositionalEncoding, SinusoidalPositionalEncoding
 
 ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
@@ -172,6 +172,8 @@ class Transformer(nn.Module):
     def _positional(config: TransformerConfig) -> nn.Module:
         if config.positional == "learned":
             return LearnedPositionalEncoding(config.d_model, config.max_len)
+        if config.positional == "none":
+            return NoPositionalEncoding(config.d_model, config.max_len)
         return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.pe_base, config.pe_layout)
 
     def reset_parameters(self) -> None:

@@ -110,7 +110,9 @@ def session_capture(session: Session, spinner: str | None = RUNNING, changes: In
 def session_importance(session: Session, progress: Callable[[int, int], None] | None = None) -> HeadImportance:
     """head_importance() of the session's input once per (model key, text, target): at most 64 and 16 MB."""
     _, text, target = key = input_key(session)
-    return IMPORTANCE.get(key, lambda: head_importance(session.model, session.tokenizer, text, target, progress))
+    return IMPORTANCE.get(
+        key, lambda: head_importance(session.model, session.tokenizer, text, target, progress=progress)
+    )
 
 
 def has_importance(session: Session) -> bool:

@@ -268,7 +268,7 @@ def importance_panel(prefix: str, session: common.Session, changes: Intervention
         else:
             result = caches.session_importance(session)
         st.plotly_chart(
-            figs.importance_heatmap(result.drops, changes.ablate, max_width=chart_box()[1], tick_px=chart_text_px()),
+            figs.importance_heatmap(result.drop, changes.ablate, max_width=chart_box()[1], tick_px=chart_text_px()),
             key=f"{prefix}_importance",
             on_select=lambda: _clicked(prefix, layers, n_heads),
             selection_mode="points",

@@ -107,7 +107,7 @@ def test_head_importance_is_measured_on_request_and_a_click_switches_the_top_hea
     found = head_importance(*letters, "bead")
     heat = [t for t in panels["data"] if t["type"] == "heatmap"]
     for trace, kind in zip(heat, ("encoder_self", "decoder_self", "cross")):
-        np.testing.assert_allclose(values(trace["z"]), found.drops[kind], atol=1e-4)
+        np.testing.assert_allclose(values(trace["z"]), found.drop[kind], atol=1e-4)
     kind, layer, head, _ = found.ranked()[0]
     at.button(key="att_importance_top").click().run()
     code = {"encoder_self": "e", "decoder_self": "d", "cross": "c"}[kind]

@@ -20,7 +20,12 @@ def outputs(model):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"positional": "learned", "norm_first": True}, {"share_embeddings": True, "tie_generator": True}],
+    [
+        {},
+        {"positional": "learned", "norm_first": True},
+        {"share_embeddings": True, "tie_generator": True},
+        {"positional": "none"},
+    ],
 )
 def test_round_trip_gives_identical_outputs(tmp_path, char_tokenizer, overrides):
     model = make_tiny(char_tokenizer, seed=7, **overrides)

@@ -1,131 +1,77 @@
-"""Head importance, decoding and exact match under interventions, checked against models changed by hand."""
-
-import copy
+"""head_importance: the drop in the output's log-probability when one head alone is switched off."""
 
 import numpy as np
 import pytest
 import torch
 
-from model import capture, greedy_decode
-from model.importance import head_importance, output_log_probs
-from model.intervened import UnknownTraining, _decode_fallback, exact_match_with, fresh_examples, max_shift
-from model.interventions import Interventions
-from model.pe_analysis import cosine_similarity
-from model.tasks import dataset, get_task
+from model import capture
+from model.importance import head_importance
+from tests.conftest import make_tiny
 
 
-def without_head(model, kind, layer, head):
-    """A copy whose W^O ignores one head: the same as zeroing that head's output before W^O."""
-    other = copy.deepcopy(model)
-    module = dict(((k, i), m) for k, i, m in other.attention_modules())[(kind, layer)]
-    dk = other.config.d_model // other.config.n_heads
-    with torch.no_grad():
-        module.out_proj.weight[:, head * dk : (head + 1) * dk] = 0
-    return other
+def output_log_prob(cap, ended=True) -> float:
+    """Total log-probability of a capture's output: its decoder inputs shifted by one, then </s> if it ended."""
+    scored = list(cap.target_ids[1:]) + ([2] if ended else [])
+    return float(sum(cap.log_probs[t, i] for t, i in enumerate(scored)))
 
 
-def without_positions(model):
-    other = copy.deepcopy(model)
-    for _, module in other.positional_encodings():
-        module.table.zero_()
-    return other
+def every_head(model):
+    cfg = model.config
+    n = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    return [(k, i, h) for k, layers in n.items() for i in range(layers) for h in range(cfg.n_heads)]
 
 
-def test_head_importance_is_the_drop_of_each_ablated_capture(tiny, char_tokenizer):
-    done = []
-    found = head_importance(tiny, char_tokenizer, "hello", target="abc", progress=lambda d, n: done.append((d, n)))
-    plain = output_log_probs(capture(tiny, char_tokenizer, "hello", target="abc"), tiny.config.eos_id).sum()
-    assert found.baseline == pytest.approx(plain, abs=1e-4)
-    assert found.output_tokens == ["a", "b", "c", "</s>"]
-    assert {k: d.shape for k, d in found.drops.items()} == {
+def test_each_drop_is_the_one_head_capture(char_tokenizer):
+    model = make_tiny(char_tokenizer, seed=5)
+    imp = head_importance(model, char_tokenizer, "hello world", target="dlrow")
+    plain = capture(model, char_tokenizer, "hello world", target="dlrow")
+    assert imp.baseline == pytest.approx(output_log_prob(plain), abs=1e-4)
+    assert imp.output_tokens == list("dlrow") + ["</s>"] and not imp.generated
+    assert {k: v.shape for k, v in imp.drop.items()} == {
         "encoder_self": (3, 3),
         "decoder_self": (2, 3),
         "cross": (2, 3),
     }
-    for kind, layer, head in [("encoder_self", 2, 1), ("decoder_self", 0, 2), ("cross", 1, 0)]:
-        other = without_head(tiny, kind, layer, head)
-        ablated = output_log_probs(capture(other, char_tokenizer, "hello", target="abc"), tiny.config.eos_id).sum()
-        assert found.drops[kind][layer, head] == pytest.approx(plain - ablated, abs=1e-4)
-    assert done == [(i, 21) for i in range(1, 22)]
-    ranked = found.ranked()
-    assert len(ranked) == 21 and [r[3] for r in ranked] == sorted((r[3] for r in ranked), reverse=True)
-    assert np.abs(found.drops["cross"]).max() > 1e-4  # heads of a random model matter somewhat
+    for kind, layer, head in every_head(model):
+        cut = capture(model, char_tokenizer, "hello world", target="dlrow", ablate=[(kind, layer, head)])
+        assert imp.log_prob[kind][layer, head] == pytest.approx(output_log_prob(cut), abs=1e-4)
+        assert imp.drop[kind][layer, head] == pytest.approx(imp.baseline - output_log_prob(cut), abs=1e-4)
+    assert len({round(float(d), 4) for d in np.concatenate([d.ravel() for d in imp.drop.values()])}) > 10
 
 
-def test_head_importance_scores_the_models_own_output(tiny, char_tokenizer):
-    found = head_importance(tiny, char_tokenizer, "hello")
-    cap = capture(tiny, char_tokenizer, "hello")
-    assert found.output_tokens == cap.target_tokens[1:] + ["</s>"]
-    assert found.baseline == pytest.approx(output_log_probs(cap, tiny.config.eos_id).sum(), abs=1e-4)
+def test_a_head_that_writes_nothing_has_no_importance_and_switching_everything_off_hurts(char_tokenizer):
+    model = make_tiny(char_tokenizer, seed=6)
+    dk = model.config.d_head
+    with torch.no_grad():  # head 1 of decoder layer 0's cross-attention: its W^O columns are zero
+        model.decoder.layers[0].cross_attn.out_proj.weight[:, dk : 2 * dk] = 0
+    imp = head_importance(model, char_tokenizer, "stressed")
+    assert imp.generated
+    assert abs(imp.drop["cross"][0, 1]) < 1e-5  # float32 rounding of other batch rows
+    others = [abs(imp.drop[k][i, h]) for k, i, h in every_head(model) if (k, i, h) != ("cross", 0, 1)]
+    assert min(others) > 1e-3  # every other head changes the output's probability
+    greedy = capture(model, char_tokenizer, "stressed")
+    assert imp.target_tokens == greedy.target_tokens
+    ended = imp.output_tokens[-1] == "</s>"
+    assert len(imp.output_tokens) == len(imp.target_tokens) - (not ended)
+    assert imp.baseline == pytest.approx(output_log_prob(greedy, ended), abs=1e-4)
+    everything = capture(model, char_tokenizer, "stressed", ablate=every_head(model))
+    assert output_log_prob(everything, ended) < imp.baseline - 1.0
+    assert imp.ranked()[0][3] == max(float(d.max()) for d in imp.drop.values())
+    assert len(imp.ranked()) == len(every_head(model))
 
 
-def test_decoding_with_a_head_off_is_decoding_the_model_without_it(tiny, char_tokenizer):
-    changes = Interventions.make([("cross", 1, 2), ("decoder_self", 0, 0)])
-    trace = _decode_fallback(tiny, char_tokenizer, "hello", changes, top_k=4, prefix=())
-    other = without_head(without_head(tiny, "cross", 1, 2), "decoder_self", 0, 0)
-    reference = greedy_decode(other, char_tokenizer, "hello", top_k=4)
-    assert trace.output_ids == reference.output_ids and trace.text == reference.text
-    assert trace.stop_reason == reference.stop_reason and len(trace.steps) > 1
-    for mine, theirs in zip(trace.steps, reference.steps):
-        assert mine.prob == pytest.approx(theirs.prob, abs=1e-5)
-        assert list(mine.top_ids) == list(theirs.top_ids) and mine.top_tokens == theirs.top_tokens
-        np.testing.assert_allclose(mine.cross, theirs.cross, atol=1e-5)
-        np.testing.assert_allclose(mine.decoder_self, theirs.decoder_self, atol=1e-5)
-    assert trace.output_ids != greedy_decode(tiny, char_tokenizer, "hello").output_ids  # the heads mattered
-
-
-def test_decoding_without_positions_and_from_a_forced_prefix(tiny, char_tokenizer):
-    changes = Interventions.make(positional="off")
-    trace = _decode_fallback(tiny, char_tokenizer, "hello", changes, top_k=3, prefix=(5, 6))
-    reference = greedy_decode(without_positions(tiny), char_tokenizer, "hello", top_k=3, prefix=(5, 6))
-    assert trace.output_ids == reference.output_ids and trace.output_ids[:2] == [5, 6]
-    assert [s.forced for s in trace.steps[:3]] == [True, True, False]
-    assert [s.prob for s in trace.steps] == pytest.approx([s.prob for s in reference.steps], abs=1e-5)
-    with pytest.raises(ValueError, match="max_len"):
-        _decode_fallback(tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=10**5), 3, ())
-    room = max_shift(tiny, char_tokenizer, "hello")
-    assert room > 0 and _decode_fallback(
-        tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=room), 3, ()
-    )
-    with pytest.raises(ValueError, match="max_len"):
-        _decode_fallback(tiny, char_tokenizer, "hello", Interventions.make(positional="shifted", shift=room + 1), 3, ())
-
-
-def test_exact_match_under_an_intervention():
-    from model import load_checkpoint
-    from model.demos import CHECKPOINTS
-    from model.evaluate import exact_match
-
-    if not (CHECKPOINTS / "reverse").is_dir():
-        pytest.skip("checkpoints/reverse is not there")
-    model, tokenizer = load_checkpoint(CHECKPOINTS / "reverse")
-    examples = fresh_examples({"task": "reverse", "seed": 0, "recipe": {"train_size": 1000}}, 40)
-    plain = exact_match_with(model, tokenizer, examples)
-    assert plain.exact_match == exact_match(model, tokenizer, examples) and plain.exact_match >= 0.9
-    off = exact_match_with(model, tokenizer, examples, Interventions.make(positional="off"))
-    reference = without_positions(model)
-    assert off.exact_match == exact_match(reference, tokenizer, examples) < plain.exact_match
-    assert off.examples == 40 and off.interventions == {"positional": "off"}
-    source, target, output = off.failure
-    assert target == source[::-1] and output == greedy_decode(reference, tokenizer, source).text != target
-
-
-def test_fresh_examples_were_not_trained_on():
-    card = {"task": "reverse", "seed": 3, "recipe": {"train_size": 300}}
-    fresh = fresh_examples(card, 50)
-    trained = {e.source for e in dataset(get_task("reverse"), 300, 3)}
-    assert len(fresh) == 50 and not {e.source for e in fresh} & trained
-    assert all(e.target == e.source[::-1] for e in fresh)
-    assert [e.source for e in fresh_examples(card, 50)] == [e.source for e in fresh]  # the same every time
-    with pytest.raises(UnknownTraining, match="card"):
-        fresh_examples({"task": "no such task", "seed": 0, "recipe": {"train_size": 1}})
-    with pytest.raises(UnknownTraining, match="card"):
-        fresh_examples({"task": "reverse"})
-
-
-def test_cosine_similarity_of_positional_rows():
-    table = np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0], [-6.0, -8.0]])
-    sim = cosine_similarity(table)
-    assert sim.shape == (4, 4) and np.allclose(sim, sim.T)
-    assert sim[0, 0] == pytest.approx(1) and sim[0, 3] == pytest.approx(-1) and sim[0, 1] == pytest.approx(0.8)
-    assert (sim[2] == 0).all()  # a zero row is similar to nothing
+def test_batches_of_any_size_and_a_base_change_give_the_same_numbers(char_tokenizer):
+    model = make_tiny(char_tokenizer, seed=7)
+    one = head_importance(model, char_tokenizer, "abc def", target="fed cba", batch_size=1)
+    many = head_importance(model, char_tokenizer, "abc def", target="fed cba", batch_size=5)
+    for kind in one.drop:
+        np.testing.assert_allclose(one.drop[kind], many.drop[kind], atol=1e-5)
+    # with a head already switched off everywhere: that head's drop is 0, and the baseline is the ablated capture
+    base = [("cross", 1, 2)]
+    on_top = head_importance(model, char_tokenizer, "abc def", target="fed cba", ablate=base, positional="off")
+    cut = capture(model, char_tokenizer, "abc def", target="fed cba", ablate=base, positional="off")
+    assert on_top.baseline == pytest.approx(output_log_prob(cut), abs=1e-4)
+    assert abs(on_top.drop["cross"][1, 2]) < 1e-5
+    assert on_top.interventions == {"ablate": [["cross", 1, 2]], "positional": "off"}
+    with pytest.raises(ValueError, match="the model has 2 cross layers"):
+        head_importance(model, char_tokenizer, "abc", ablate=[("cross", 5, 0)])

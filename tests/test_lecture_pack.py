@@ -304,3 +304,12 @@ def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
     code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_a_model_without_positions_gets_a_sentence_instead_of_pe_figures(page):
+    records = fake_records(1)
+    records.pe = PackPE(np.zeros((20, D)), "none", "interleaved", 10000.0, None, [0, 1, 4], [0, 5], np.zeros((2, 11)))
+    none = lecture_pack_html(records)
+    assert "adds no positional encoding" in none and "learned" not in none
+    assert not {"pe-matrix", "pe-offsets"} & set(pack_data(none)["figures"])
+    assert {"pe-matrix", "pe-offsets"} <= set(pack_data(page)["figures"])  # the sinusoidal one has them

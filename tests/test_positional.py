@@ -1,10 +1,14 @@
 import math
 
+import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
-from model import sinusoidal_encoding
+from model import capture, load_checkpoint, save_checkpoint, sinusoidal_encoding
+from model.config import TransformerConfig
 from model.positional import relative_position_map, wavelengths
+from tests.conftest import make_tiny
 
 
 def test_matches_the_papers_formula_entry_by_entry():
@@ -58,3 +62,27 @@ def test_rejects_odd_width_and_unknown_layout():
         sinusoidal_encoding(10, 7)
     with pytest.raises(ValueError, match="layout"):
         sinusoidal_encoding(10, 8, layout="spiral")
+
+
+def test_a_model_without_positions_reads_its_source_as_a_bag_of_tokens(char_tokenizer, tmp_path):
+    model = make_tiny(char_tokenizer, seed=3, positional="none")
+    assert model.config.positional == "none"
+    plain = capture(model, char_tokenizer, "abcde", target="xyz")
+    assert (plain.source_pe == 0).all() and (plain.target_pe == 0).all()
+    # no positions: the encoder is permutation-equivariant, so the decoder cannot tell a source from its anagram
+    anagram = capture(model, char_tokenizer, "dbeca", target="xyz")
+    np.testing.assert_allclose(plain.log_probs, anagram.log_probs, atol=1e-5)
+    positioned = make_tiny(char_tokenizer, seed=3)  # the same weights with sinusoids added
+    a, b = (capture(positioned, char_tokenizer, s, target="xyz") for s in ("abcde", "dbeca"))
+    assert np.abs(a.log_probs - b.log_probs).max() > 1e-3
+    # the intervention that removes positions changes nothing here; the decoder still sees its causal mask
+    off = capture(model, char_tokenizer, "abcde", target="xyz", positional="off")
+    np.testing.assert_array_equal(off.log_probs, plain.log_probs)
+    # saved and loaded by the native format, which stores no positional table for it
+    save_checkpoint(model, char_tokenizer, tmp_path / "nope")
+    assert not [k for k in load_file(str(tmp_path / "nope" / "model.safetensors")) if "_pe" in k]
+    loaded, _ = load_checkpoint(tmp_path / "nope")
+    assert loaded.config.positional == "none"
+    np.testing.assert_array_equal(capture(loaded, char_tokenizer, "abcde", target="xyz").log_probs, plain.log_probs)
+    with pytest.raises(ValueError, match="positional is not one of sinusoidal, learned, none"):
+        TransformerConfig(10, 10, positional="rotary")

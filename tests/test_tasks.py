@@ -24,7 +24,7 @@ from model.tasks import (
     tokens,
 )
 
-NAMES = ["copy", "reverse", "translate", "dates"]
+NAMES = ["copy", "reverse", "translate", "dates", "fr_en"]
 N_SAMPLES = 3000
 
 
@@ -37,7 +37,7 @@ def samples() -> dict[str, list[Example]]:
 # --------------------------------------------------------------------------- all tasks
 
 
-def test_registry_has_the_four_tasks_with_their_token_levels():
+def test_registry_has_the_five_tasks_with_their_token_levels():
     assert sorted(TASKS) == sorted(NAMES)
     levels = {n: (t.source_level, t.target_level) for n, t in TASKS.items()}
     assert levels == {
@@ -45,6 +45,7 @@ def test_registry_has_the_four_tasks_with_their_token_levels():
         "reverse": ("char", "char"),
         "translate": ("word", "word"),
         "dates": ("char", "char"),
+        "fr_en": ("word", "word"),
     }
     for name, task in TASKS.items():
         assert task.name == name and task.description.strip()

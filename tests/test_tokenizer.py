@@ -46,3 +46,14 @@ def test_invalid_vocabularies_are_named():
 
 def test_clean_text_drops_control_characters():
     assert clean_text("a\x00b\u200bc\td\n\ne  ") == "abc d e"
+
+
+def test_accents_read_the_same_composed_or_decomposed_and_capitals_where_the_vocabulary_lowercases():
+    words = Vocab.build(["je", "suis", "étudiant", "à"], level="word", lowercase=True)
+    composed = words.encode("je suis étudiant")
+    assert words.unk_id not in composed
+    assert words.encode("Je suis e\u0301tudiant") == composed  # "e" + combining acute accent, a capital J
+    assert words.encode("Je Suis ÉTUDIANT") == composed
+    chars = Vocab.build(list("éeà"), level="char")
+    assert chars.encode("e\u0301a\u0300") == chars.encode("éà") == [4, 6]
+    assert chars.encode("E") == [chars.unk_id]  # no lowercasing unless the vocabulary asks for it

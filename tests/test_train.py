@@ -176,7 +176,8 @@ def test_command_writes_a_loadable_checkpoint_with_a_complete_card(tmp_path):
     out = tmp_path / "ckpt"
     argv = ["--task", "reverse", "--out", str(out), "--preset", "tiny", "--d-model", "24", "--heads", "3",
             "--steps", "20", "--batch-size", "16", "--warmup", "10", "--train-size", "300",
-            "--eval-every", "10", "--eval-examples", "20", "--report-examples", "40", "--seed", "3", "--no-progress"]  # fmt: skip
+            "--eval-every", "10", "--eval-examples", "20", "--report-examples", "40", "--seed", "3", "--no-progress",
+            "--positional", "learned"]  # fmt: skip
     card = train_mod.main(argv)
     model, tokenizer = load_checkpoint(out)
     assert load_card(out) == card
@@ -191,6 +192,9 @@ def test_command_writes_a_loadable_checkpoint_with_a_complete_card(tmp_path):
     assert train_mod.parse_args(shlex.split(card["command"])[3:]) == train_mod.parse_args(argv)
     assert len(card["alignment"]["per_layer"]) == model.config.n_decoder_layers
     assert card["examples"] == get_task("reverse").examples()
+    assert model.config.positional == card["config"]["positional"] == "learned"
+    train_lengths = [len(e.source) for e in dataset(get_task("reverse"), 300, 3)]
+    assert card["input_tokens"] == {"min": min(train_lengths), "max": max(train_lengths), "unit": "characters"}
     # the card's numbers are the loaded model's numbers on the same held-out examples
     train_sources = {e.source for e in dataset(get_task("reverse"), 300, 3)}
     report = held_out(get_task("reverse"), 40, card["held_out_seed"], exclude=train_sources)

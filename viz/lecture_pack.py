@@ -219,6 +219,11 @@ def _decoding_html(dec: dict, ref: str) -> str:
 
 
 def _pe_section(figs: _Figures, pe) -> str:
+    if pe.kind == "none":
+        return (
+            '<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds no positional '
+            "encoding: it sees its tokens without their order (the table is all zeros).</p></section>"
+        )
     P, D = pe.table.shape
     parts = [
         figs.add(
