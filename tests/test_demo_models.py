@@ -35,7 +35,8 @@ EXACT_MATCH_TARGET = {
 EXACT_MATCH_BELOW = {"reverse_nope": 0.2}  # without positions the model cannot know where a letter was
 ALIGNMENT_TARGET = {"reverse": 0.90, "translate": 0.80, "fr_en": 0.80, "reverse_learned": 0.90}
 CARD_TOLERANCE = 0.02  # the card's numbers (other fresh examples) agree with ours within 2 points
-SIZE_LIMIT = 16 * 1024 * 1024
+SIZE_LIMIT = 20 * 1024 * 1024  # seven models of <= 3 MB and the translate demo's training snapshots
+SNAPSHOTS_LIMIT = 8_000_000  # a demo's snapshots/ folder (issue 15)
 MODEL_SIZE_LIMIT = 3_000_000  # each shipped checkpoint folder
 # wall time of one thread on the shared 2-core machine that trained them: reverse 456 s when idle, its two
 # variants 1054 s (learned) under a load average of 7-9 from other work; the limit says "minutes, not hours"
@@ -79,8 +80,10 @@ def test_checkpoints_fit_the_size_budget():
     total = sum(f.stat().st_size for f in CHECKPOINTS.rglob("*") if f.is_file())
     assert total <= SIZE_LIMIT, f"checkpoints/ holds {total / 1e6:.1f} MB"
     for name in DEMOS:
-        size = sum(f.stat().st_size for f in (CHECKPOINTS / name).iterdir())
+        size = sum(f.stat().st_size for f in (CHECKPOINTS / name).iterdir() if f.is_file())
         assert size <= MODEL_SIZE_LIMIT, f"checkpoints/{name} holds {size / 1e6:.2f} MB"
+        snapshots = sum(f.stat().st_size for f in (CHECKPOINTS / name / "snapshots").rglob("*") if f.is_file())
+        assert snapshots <= SNAPSHOTS_LIMIT, f"checkpoints/{name}/snapshots holds {snapshots / 1e6:.2f} MB"
 
 
 @pytest.mark.parametrize("name", sorted(EXACT_MATCH_TARGET))
