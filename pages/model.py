@@ -21,7 +21,11 @@ def _weights(model_key: str, _model) -> tuple[dict, list]:
 
 cfg = session.model.config
 counts, stats = _weights(session.key, session.model)
-POSITIONS = {"sinusoidal": N_("sinusoidal positions"), "learned": N_("learned positions")}
+POSITIONS = {
+    "sinusoidal": N_("sinusoidal positions"),
+    "learned": N_("learned positions"),
+    "none": N_("no positional encoding"),
+}
 st.markdown(
     _("**{label}** · {n} parameters · {norm} · {positions}").format(
         label=session.label,

@@ -159,6 +159,12 @@ else:
             st.plotly_chart(
                 figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned"
             )
+        elif cfg.positional == "none":
+            st.caption(
+                _(
+                    "This model adds no positional encoding: the embeddings alone, so attention cannot tell where a token is."
+                )
+            )
         else:
             st.caption(
                 _("This model uses the fixed sinusoidal encoding (d_model {d}, base {base}, {layout} layout).").format(
