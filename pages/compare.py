@@ -155,7 +155,7 @@ def mask(cap):
 
 if cap_b is None:
     for message in check_b.errors:
-        st.error(_("Model B cannot read this input: {why}").format(why=message))
+        st.error(_("Model B cannot read this input: {why}").format(why=_(message)))
 problems = mismatches(cap_a, cap_b, kind) if cap_b is not None else []
 arrays = {"a": attention_map(cap_a, kind, layer, h)}
 if cap_b is not None:
