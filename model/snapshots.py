@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from i18n import M_
+
 from .checkpoint import save_checkpoint
 from .errors import CheckpointError
 from .safe_io import read_json
@@ -116,24 +118,28 @@ def list_snapshots(checkpoint: str | Path) -> Snapshots | None:
     data = read_json(index)
     entries = data.get("snapshots") if isinstance(data, dict) else None
     if not isinstance(entries, list) or len(entries) > MAX_SNAPSHOTS:
-        raise CheckpointError(f"{INDEX}: 'snapshots' must be a list of at most {MAX_SNAPSHOTS} entries")
+        raise CheckpointError(
+            M_("{file}: 'snapshots' must be a list of at most {max} entries", file=INDEX, max=MAX_SNAPSHOTS)
+        )
     items = []
     real_root = root.resolve()
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("step"), int) or entry["step"] < 0:
-            raise CheckpointError(f"{INDEX}: each entry needs a step (a whole number >= 0)")
+            raise CheckpointError(M_("{file}: each entry needs a step (a whole number >= 0)", file=INDEX))
         name = entry.get("folder")
         if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", ".."):
-            raise CheckpointError(f"{INDEX}: the entry of step {entry['step']} names no folder inside snapshots/")
+            raise CheckpointError(
+                M_("{file}: the entry of step {step} names no folder inside snapshots/", file=INDEX, step=entry["step"])
+            )
         folder = root / name
         if folder.resolve().parent != real_root or not (folder / "config.json").is_file():
-            raise CheckpointError(f"{INDEX}: the snapshot of step {entry['step']} is missing")
+            raise CheckpointError(M_("{file}: the snapshot of step {step} is missing", file=INDEX, step=entry["step"]))
         alignment = entry.get("alignment")
         layers = tuple(float(a) for a in alignment if _number(a) is not None) if isinstance(alignment, list) else ()
         items.append(Snapshot(entry["step"], folder, _number(entry.get("exact_match")), layers))
     items.sort(key=lambda s: s.step)
     if len({s.step for s in items}) != len(items):
-        raise CheckpointError(f"{INDEX}: two snapshots have the same step")
+        raise CheckpointError(M_("{file}: two snapshots have the same step", file=INDEX))
     total = data.get("total_steps")
     examples = data.get("examples")
     info = {k: v for k, v in data.items() if k != "snapshots"}

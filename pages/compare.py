@@ -10,7 +10,7 @@ import streamlit as st
 from i18n import N_, _
 from model.checkpoint import load_tokenizer
 from model.compare import KINDS, attention_map, decoder_input_text, mismatches
-from model.demos import list_demos
+from model.demos import card_description, list_demos
 from model.inputs import check_text
 from model.strategy_export import comparison_json, comparison_npz
 from pages import common
@@ -66,10 +66,10 @@ cfg_a = session.model.config
 st.caption(_("Model A is the sidebar's; choose model B here. Both read the sidebar's input."))
 col_a, col_b = st.columns(2)
 col_a.markdown(_("**A:** {label}").format(label=session.label))
-if session.card.get("description"):
-    col_a.caption(session.card["description"])
+if description := card_description(session.card):
+    col_a.caption(_(description))  # a built-in task's sentence in the reader's language
 start = default_b(session.key, session.tokenizer, (cfg_a.n_encoder_layers, cfg_a.n_decoder_layers, cfg_a.n_heads))
-picked = common._pick_model("model_b", where=col_b, default=start, label=_("Model B"))
+picked = common._pick_model("model_b", where=col_b, default=start, label=N_("Model B"))
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
@@ -155,7 +155,7 @@ def mask(cap):
 
 if cap_b is None:
     for message in check_b.errors:
-        st.error(_("Model B cannot read this input: {why}").format(why=message))
+        st.error(_("Model B cannot read this input: {why}").format(why=_(message)))
 problems = mismatches(cap_a, cap_b, kind) if cap_b is not None else []
 arrays = {"a": attention_map(cap_a, kind, layer, h)}
 if cap_b is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from i18n import _
+from i18n import _, error_text
 from model import CheckpointError, load_checkpoint
 from model.compare import decoder_input_text
 from model.demos import list_demos
@@ -59,7 +59,7 @@ folder = checkpoint_folder(session.key)
 try:
     snaps = _snapshots(str(folder), common._stamp(folder / "snapshots")) if folder is not None else None
 except (CheckpointError, OSError) as err:
-    st.error(_("This model's training snapshots could not be read: {why}").format(why=err))
+    st.error(_("This model's training snapshots could not be read: {why}").format(why=error_text(err)))
     st.stop()
 if not snaps or not snaps.items:
     st.info(

@@ -10,7 +10,9 @@ from __future__ import annotations
 import pytest
 
 from i18n import _, language_scope
+from model.checkpoint import load_config, load_tokenizer
 from model.demos import list_demos
+from model.inputs import check_text
 from pages.common import PAGES, UPLOAD_CHOICE
 from tests.apptest_helpers import TITLES, open_page
 from tests.i18n_helpers import has_cjk, untranslated, visible_strings
@@ -20,14 +22,18 @@ VIEWS = {
     "attention": ("att_view", ["one", "grid", "overview", "bertviz"]),
     "inside": (None, []),
     "positional": ("pe_view", ["matrix", "curves", "offsets", "similarity", "shift", "mine"]),
-    "decoding": (None, []),
+    "decoding": ("dec_strategy", ["greedy", "beam", "sample"]),
+    "compare": ("cmp_kind", ["cross", "encoder_self", "decoder_self"]),
+    "training": (None, []),
     "model": ("model_view", ["config", "params", "weights", "shapes"]),
     "lecture_pack": (None, []),
 }
+# URL parameters a page needs to show its content: the translate demo ships training snapshots.
+LINKS = {"training": {"model": "demo:translate"}}
 # The same in every language: the demo models' names and example inputs (tokens), the languages' own names, and the
-# few formulas charts use as a title or a legend entry.
+# few formulas charts and tables use as a title, a legend entry or a column header (log p: the beam table).
 ALLOWED = {d.name for d in list_demos()} | {e for d in list_demos() for e in d.examples}
-ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)"}
+ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)", "log p"}
 
 
 @pytest.fixture(autouse=True)
@@ -45,13 +51,23 @@ def check(at, where: str) -> list[tuple[str, str]]:
     return strings
 
 
+def selector(at, key: str):
+    """A page's view selector: a segmented control (a button group) or a radio."""
+    for widgets in (at.button_group, at.radio):
+        try:
+            return widgets(key=key)
+        except KeyError:
+            continue
+    raise KeyError(key)
+
+
 def test_every_page_in_the_list():
     assert set(VIEWS) == set(PAGES)  # a page added to PAGES is checked here too (add its views above)
 
 
 @pytest.mark.parametrize("page", list(VIEWS))
 def test_every_page_and_view_speaks_chinese(page):
-    at = open_page(page, lang="zh")
+    at = open_page(page, lang="zh", **LINKS.get(page, {}))
     strings = check(at, page)
     navigation = [text for where, text in strings if where == "navigation"]
     assert len(navigation) >= len(PAGES) and all(has_cjk(t) for t in navigation)
@@ -60,7 +76,7 @@ def test_every_page_and_view_speaks_chinese(page):
     assert any(where.endswith("label") for where, _text in strings)  # the walk saw the widgets
     key, views = VIEWS[page]
     for view in views[1:]:
-        at.button_group(key=key).set_value(view).run()
+        selector(at, key).set_value(view).run()
         check(at, f"{page}, view {view}")
     assert at.query_params["lang"] == "zh"  # kept in the link through every rerun
 
@@ -77,6 +93,20 @@ def test_messages_about_the_input_and_the_model_are_in_chinese(monkeypatch):
     check(refused, "refused link")
     assert refused.sidebar.error and has_cjk(refused.sidebar.error[0].value)
     assert strings
+
+
+def test_the_compare_page_says_in_chinese_why_it_cannot_subtract():
+    at = open_page("compare", "demo:translate", lang="zh", model_b="demo:dates")  # other tokens, other outputs
+    check(at, "compare, two tokenizers")
+    assert len(at.info) == 2 and all(has_cjk(i.value) for i in at.info)  # source tokens and decoder inputs differ
+    assert len(at.get("plotly_chart")) == 2  # side by side, no difference
+
+    at = open_page("compare", "demo:reverse", lang="zh", text="stressed", model_b="demo:translate")
+    check(at, "compare, B cannot read the input")
+    translate = next(d.path for d in list_demos() if d.name == "translate")
+    why = check_text("stressed", load_tokenizer(translate).source, load_config(translate).max_len - 1).errors
+    assert why and all(_(w) != str(w) for w in why)  # the reasons have their Chinese
+    assert [e.value for e in at.error] == [_("Model B cannot read this input: {why}").format(why=_(w)) for w in why]
 
 
 def test_the_lecture_pack_page_builds_in_chinese():

@@ -2,7 +2,8 @@
 
 Each page is opened with ?lang=zh; once its run is over and its charts are drawn, the navigation, the sidebar and
 the chart titles must be Chinese, drawn with real glyphs (no empty boxes), and a screenshot of each page goes to
-test-artifacts/zh-<page>.png. A browser whose language is Chinese gets Chinese without lang= in the link.
+test-artifacts/zh-<page>.png (zh-decoding-beam.png, zh-decoding-sample.png: the other
+strategies). A browser whose language is Chinese gets Chinese without lang= in the link.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from tests.browser_helpers import (
 )
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-CHARTS = {"attention", "inside", "positional", "decoding"}  # pages that draw a chart in their first view
+CHARTS = {"attention", "inside", "positional", "decoding", "compare", "training"}  # they draw a chart at once
+# (screenshot, page, URL parameters): every page with its content (the translate demo ships training snapshots),
+# then the decoding page's other strategies.
+LINKS = {"training": {"model": "demo:translate"}}
+VISITS = [(name, name, LINKS.get(name, {})) for name in PAGES] + [
+    ("decoding-beam", "decoding", {"dec_strategy": "beam"}),
+    ("decoding-sample", "decoding", {"dec_strategy": "sample"}),
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +65,8 @@ def test_every_page_in_chinese_with_real_glyphs(browser, server):
     try:
         watch.page.set_viewport_size(PROJECTOR)
         page = watch.page
-        for name in PAGES:
-            watch.goto(server.url(name, lang="zh"))
+        for shot, name, params in VISITS:
+            watch.goto(server.url(name, lang="zh", **params))
             # This run drew the page (a title in Chinese), the sidebar to its last widget, and the first chart.
             page.locator('[data-testid="stMain"] h1', has_text=CJK).first.wait_for(timeout=WAIT_S * 1000)
             wait_text(watch, chinese("Presentation mode"))
@@ -79,7 +87,7 @@ def test_every_page_in_chinese_with_real_glyphs(browser, server):
                     assert tofu(page, text, f"20px {font}") == [], f"{name}: no glyph for some of {text!r}"
             nav_font = page.locator('[data-testid="stSidebarNav"] a').first.evaluate("e => getComputedStyle(e).font")
             assert tofu(page, "".join(titles), nav_font) == [], "navigation drawn as empty boxes"
-            screenshot(page, f"zh-{name}", max_height=2400)
+            screenshot(page, f"zh-{shot}", max_height=2400)
         assert tofu(page, "\U0010fffc", "20px sans-serif") == ["\U0010fffc"]  # the check sees a missing glyph
         watch.assert_clean()
     finally:

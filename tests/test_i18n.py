@@ -87,6 +87,34 @@ def test_every_translation_keeps_the_placeholders_of_its_msgid(lang):
     assert wrong == []
 
 
+def _emphasis(text: str) -> tuple[int, int, int]:
+    """(bold runs, italic runs, asterisks left as plain text) of `text` read as CommonMark, as st.markdown reads it;
+    placeholders stand for a word (a value is never empty)."""
+    from markdown_it import MarkdownIt
+
+    bold = italic = stars = 0
+    for token in MarkdownIt("commonmark").parseInline(PLACEHOLDER.sub("X", text)):
+        for child in token.children or []:
+            bold += child.type == "strong_open"
+            italic += child.type == "em_open"
+            stars += child.content.count("*") if child.type == "text" else 0
+    return bold, italic, stars
+
+
+@pytest.mark.parametrize("lang", ["zh"])
+def test_every_translation_keeps_the_bold_and_italics_of_its_msgid(lang):
+    """CommonMark closes ** only where it is not wedged between punctuation and a letter: "**模型 A：**reverse" shows
+    its asterisks (a full-width colon is punctuation), "**模型 A**：reverse" is bold."""
+    wrong = []
+    for message in TOOL.read_catalog(TOOL.po_path(lang)):
+        ids = message.id if isinstance(message.id, (list, tuple)) else (message.id,)
+        strings = message.string if isinstance(message.string, (list, tuple)) else (message.string,)
+        if not message.id or "*" not in ids[0]:
+            continue
+        wrong += [(ids[0], text) for text in strings if text and _emphasis(text) != _emphasis(ids[0])]
+    assert wrong == []
+
+
 def _marker_calls(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in TOOL_MARKERS:
