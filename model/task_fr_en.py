@@ -31,7 +31,7 @@ from .task_lexicon import (
     VERBS,
     Pronoun,
 )
-from .tasks import TASKS, Example, NounPhrase, Task, TranslateTask, _phrase, render_sentence
+from .tasks import TASKS, Example, HandPickedTask, NounPhrase, TranslateTask, _phrase, render_sentence
 
 AMBIGUOUS = ("his", "her")  # son/sa/ses: French does not say whose, so these determiners are left out
 FR_DETERMINERS = tuple(d for d in sorted(DETERMINERS) if d not in AMBIGUOUS)
@@ -91,7 +91,7 @@ def render_pronoun_sentence(pronoun: Pronoun, form: str, word: str, gender: str 
     return Example(" ".join(fr + fr_np), " ".join(en + en_np), tuple(sorted(align)))
 
 
-class FrenchToEnglishTask(Task):
+class FrenchToEnglishTask(HandPickedTask):
     """Translate simple French sentences into English: pronouns with être and avoir, and translate's grammar."""
 
     name = "fr_en"
@@ -143,13 +143,6 @@ class FrenchToEnglishTask(Task):
         words |= {p.en for p in PRONOUNS} | {en for _, en in ETRE.values()} | {en for _, en in AVOIR.values()}
         words |= {w for p in PROFESSIONS.values() for w in (p.en, p.en_pl)} | {"a", "an"}
         return sorted(words)
-
-    def examples(self) -> list[str]:
-        return [e.source for e in self._example_pairs()]
-
-    def example_for(self, source: str) -> Example | None:
-        """Known for the hand-picked examples (the grammar is not parsed back from arbitrary text)."""
-        return next((e for e in self._example_pairs() if e.source == source), None)
 
     @staticmethod
     def _example_pairs() -> list[Example]:

@@ -79,6 +79,21 @@ class Task:
         return f"{type(self).__name__}({self.name!r})"
 
 
+class HandPickedTask(Task):
+    """A task whose app examples are a fixed list of pairs: their targets and gold alignments are known, and no
+    other source's (the grammar is not parsed back from arbitrary text)."""
+
+    @staticmethod
+    def _example_pairs() -> list[Example]:
+        raise NotImplementedError
+
+    def examples(self) -> list[str]:
+        return [e.source for e in self._example_pairs()]
+
+    def example_for(self, source: str) -> Example | None:
+        return next((e for e in self._example_pairs() if e.source == source), None)
+
+
 # --------------------------------------------------------------------------- copy / reverse
 
 ALPHABET = "abcdefghijklmnopqrst"  # 20 symbols, easy to type
@@ -210,7 +225,7 @@ def render_sentence(
     return Example(" ".join(en), " ".join(fr), tuple(align))
 
 
-class TranslateTask(Task):
+class TranslateTask(HandPickedTask):
     """Translate sentences of a toy English grammar into French (word order, gender, agreement)."""
 
     name = "translate"
@@ -249,13 +264,6 @@ class TranslateTask(Task):
         words |= {w for n in NOUNS.values() for w in (n.fr, n.fr_pl)}
         words |= {w for v in VERBS.values() for w in (v.fr, v.fr_pl)}
         return sorted(words)
-
-    def examples(self) -> list[str]:
-        return [e.source for e in self._example_pairs()]
-
-    def example_for(self, source: str) -> Example | None:
-        """Known for the hand-picked examples (the grammar is not parsed back from arbitrary text)."""
-        return next((e for e in self._example_pairs() if e.source == source), None)
 
     @staticmethod
     def _example_pairs() -> list[Example]:

@@ -73,3 +73,25 @@ def deferred(monkeypatch):
 
     monkeypatch.setattr(MediaFileManager, "add_deferred", record)
     return registered
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per browser-test module (skips the module when Chromium or playwright is missing)."""
+    from tests.browser_helpers import chromium
+
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory, browser):  # browser first: without Chromium the test skips before a server starts
+    """One app server per browser-test module, visited once so that later pages load warm."""
+    from tests.browser_helpers import AppServer
+
+    srv = AppServer(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]))
+    try:
+        srv.first_visit(browser)
+        yield srv
+    finally:
+        srv.stop()

@@ -23,7 +23,6 @@ from tests.browser_helpers import (
     AppServer,
     Watch,
     choose,
-    chromium,
     download,
     input_box,
     letters_checkpoint,
@@ -46,23 +45,6 @@ EOS, BOS = "</s>", "<s>"
 def source_ticks(text: str) -> list[str]:
     """What the letters model reads: one token per letter, then </s>."""
     return [*text, EOS]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser):  # browser first: without Chromium the test skips before starting a server
-    tmp = tmp_path_factory.mktemp("e2e_server")
-    srv = AppServer(tmp)
-    try:
-        srv.first_visit(browser)
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from i18n import _, language_scope
 from pages.common import PAGES
 from tests.browser_helpers import (
     PROJECTOR,
     WAIT_S,
-    AppServer,
     Watch,
-    chromium,
     screenshot,
     sidebar_nav_texts,
     tofu,
@@ -36,22 +32,6 @@ VISITS = [(name, name, LINKS.get(name, {})) for name in PAGES] + [
     ("decoding-beam", "decoding", {"dec_strategy": "beam"}),
     ("decoding-sample", "decoding", {"dec_strategy": "sample"}),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser):
-    srv = AppServer(tmp_path_factory.mktemp("zh_server"))
-    try:
-        srv.first_visit(browser)
-        yield srv
-    finally:
-        srv.stop()
 
 
 def chinese(text: str) -> str:

@@ -16,11 +16,9 @@ import pytest
 from tests.browser_helpers import (
     PROJECTOR,
     WAIT_S,
-    AppServer,
     Watch,
     chart_layout,
     choose,
-    chromium,
     click_chart_point,
     contrast_on_white,
     pick_view,
@@ -37,22 +35,6 @@ from tests.browser_helpers import (
 LETTERS = "abcdefghijklmnopqrst"
 FORTY = (LETTERS * 2)[:39]  # 39 letters and </s>: 40 source tokens
 CROSS = "Cross-attention (decoder → encoder)"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser):
-    srv = AppServer(tmp_path_factory.mktemp("lecture_server"))
-    try:
-        srv.first_visit(browser)
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,8 @@ import numpy as np
 import pytest
 
 from tests.browser_helpers import (
-    AppServer,
     Watch,
     choose,
-    chromium,
     letters_checkpoint,
     plot_data,
     screenshot,
@@ -40,22 +38,6 @@ SECOND = ["hgfedcbahgf", "bbbbbbbbbb", "ceceaceca", "dadadada", "fffeee", "gahha
 
 def source(text: str) -> list[str]:
     return [*text, EOS]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser):
-    srv = AppServer(tmp_path_factory.mktemp("load_server"))
-    try:
-        srv.first_visit(browser)
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")
