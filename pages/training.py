@@ -118,7 +118,9 @@ def snapshot_capture(snapshot):
         key = f"snapshot:{snapshot.path}:{stamp}"
         return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
     except (CheckpointError, OSError, ValueError) as err:  # what the folder holds is not trusted
-        why = _("The snapshot of step {step} could not be loaded: {why}").format(step=snapshot.step, why=error_text(err))
+        why = _("The snapshot of step {step} could not be loaded: {why}").format(
+            step=snapshot.step, why=error_text(err)
+        )
     except Exception:  # anything else: the server log keeps it, the page says which step
         _LOG.warning("running the snapshot of step %s failed", snapshot.step, exc_info=True)
         why = _("The snapshot of step {step} could not be run with this model's input.").format(step=snapshot.step)

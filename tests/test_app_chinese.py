@@ -136,8 +136,10 @@ def test_heads_switched_off_and_their_importance_in_chinese(page):
 def test_positions_changed_at_inference_in_chinese(change):
     at = open_page("positional", "demo:reverse", lang="zh", text="stressed", pe_view="infer", **change)
     check(at, f"positions at inference, {change}")
-    verdict = _("Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
-                "{after:.1%} {what}.")
+    verdict = _(
+        "Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
+        "{after:.1%} {what}."
+    )
     assert has_cjk(verdict) and any(m.value.startswith(verdict.split("{")[0]) for m in at.markdown)  # in Chinese
 
 
