@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import random
 
+from i18n import M_
+
 from .task_lexicon import (
     ADJECTIVES,
     AVOIR,
@@ -97,7 +99,7 @@ class FrenchToEnglishTask(HandPickedTask):
     name = "fr_en"
     source_level = target_level = "word"
     lowercase = True  # "Je suis étudiant" reads as "je suis étudiant"
-    description = (
+    description = M_(
         "Translate simple French sentences into English: pronouns with être and avoir "
         "(je suis étudiant → i am a student), adjectives move before the noun, verbs agree."
     )

@@ -5,6 +5,7 @@ snapshot reads the same decoder input, so the rows stay the same positions), wit
 snapshot; the scores of every snapshot are a curve beside it.
 """
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ from pages import common
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs
 from viz.compare_figs import training_curve
+
+_LOG = logging.getLogger(__name__)
 
 st.title(_("Training"))
 session = common.require_session()
@@ -58,8 +61,12 @@ def _load_snapshot(path: str, stamp: float):
 folder = checkpoint_folder(session.key)
 try:
     snaps = _snapshots(str(folder), common._stamp(folder / "snapshots")) if folder is not None else None
-except (CheckpointError, OSError) as err:
+except (CheckpointError, OSError, ValueError) as err:
     st.error(_("This model's training snapshots could not be read: {why}").format(why=error_text(err)))
+    st.stop()
+except Exception:  # an index no check foresaw: the server log keeps it
+    _LOG.warning("reading the snapshots of %s failed", session.key, exc_info=True)
+    st.error(_("This model's training snapshots could not be read."))
     st.stop()
 if not snaps or not snaps.items:
     st.info(
@@ -99,11 +106,25 @@ right.selectbox(
 common.write_url(trn_step=step, trn_layer=layer, trn_head=head)
 
 
+class DamagedSnapshot(Exception):
+    """A snapshot's files could not be loaded or run; the message (translated) names its step, no file contents."""
+
+
 def snapshot_capture(snapshot):
-    stamp = common._stamp(snapshot.path)
-    model, tokenizer = _load_snapshot(str(snapshot.path), stamp)
-    key = f"snapshot:{snapshot.path}:{stamp}"
-    return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
+    """This input through one snapshot; DamagedSnapshot when its folder cannot be read or does not fit the model."""
+    try:
+        stamp = common._stamp(snapshot.path)
+        model, tokenizer = _load_snapshot(str(snapshot.path), stamp)
+        key = f"snapshot:{snapshot.path}:{stamp}"
+        return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
+    except (CheckpointError, OSError, ValueError) as err:  # what the folder holds is not trusted
+        why = _("The snapshot of step {step} could not be loaded: {why}").format(
+            step=snapshot.step, why=error_text(err)
+        )
+    except Exception:  # anything else: the server log keeps it, the page says which step
+        _LOG.warning("running the snapshot of step %s failed", snapshot.step, exc_info=True)
+        why = _("The snapshot of step {step} could not be run with this model's input.").format(step=snapshot.step)
+    raise DamagedSnapshot(why)
 
 
 stored = sum(
@@ -111,8 +132,19 @@ stored = sum(
 )
 current = snaps.items[steps.index(step)]
 # every snapshot reads the same input and decoder input; all of them only when they are small
-captures = [snapshot_capture(s) for s in snaps.items] if stored <= CURVE_BYTES else None
-shown = captures[steps.index(step)] if captures else snapshot_capture(current)
+captures, damaged = None, None
+try:
+    if stored <= CURVE_BYTES:
+        captures = [snapshot_capture(s) for s in snaps.items]
+except DamagedSnapshot as err:  # the curve needs every snapshot: without it, the step chosen alone
+    damaged = err
+try:
+    shown = captures[steps.index(step)] if captures else snapshot_capture(current)
+except DamagedSnapshot as err:
+    st.error(str(err))
+    st.stop()
+if damaged is not None:
+    st.warning(str(damaged))
 cross = shown.cross[layer]  # (H, T, S)
 weights = cross.mean(axis=0) if head == "average" else cross[int(head)]
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
@@ -161,7 +193,7 @@ right.caption(
         "head-averaged cross-attention peaks on the source token they come from (the measure of the model cards)."
     ).format(n=snaps.examples or "?")
 )
-if captures is None:
+if captures is None and damaged is None:
     right.caption(_("These snapshots are large: only the one shown is run, so this input has no curve here."))
 
 left, right = st.columns(2)

@@ -21,7 +21,7 @@ from tests.i18n_helpers import has_cjk, untranslated, visible_strings
 VIEWS = {
     "attention": ("att_view", ["one", "grid", "overview", "bertviz"]),
     "inside": (None, []),
-    "positional": ("pe_view", ["matrix", "curves", "offsets", "similarity", "shift", "mine"]),
+    "positional": ("pe_view", ["matrix", "curves", "offsets", "similarity", "shift", "mine", "infer", "models"]),
     "decoding": ("dec_strategy", ["greedy", "beam", "sample"]),
     "compare": ("cmp_kind", ["cross", "encoder_self", "decoder_self"]),
     "training": (None, []),
@@ -31,9 +31,10 @@ VIEWS = {
 # URL parameters a page needs to show its content: the translate demo ships training snapshots.
 LINKS = {"training": {"model": "demo:translate"}}
 # The same in every language: the demo models' names and example inputs (tokens), the languages' own names, and the
-# few formulas charts and tables use as a title, a legend entry or a column header (log p: the beam table).
+# few formulas charts and tables use as a title, a legend entry or a column header (log p: the beam table; cos: the
+# colour bar of a cosine similarity).
 ALLOWED = {d.name for d in list_demos()} | {e for d in list_demos() for e in d.examples}
-ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)", "log p"}
+ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)", "log p", "cos"}
 
 
 @pytest.fixture(autouse=True)
@@ -107,6 +108,39 @@ def test_the_compare_page_says_in_chinese_why_it_cannot_subtract():
     why = check_text("stressed", load_tokenizer(translate).source, load_config(translate).max_len - 1).errors
     assert why and all(_(w) != str(w) for w in why)  # the reasons have their Chinese
     assert [e.value for e in at.error] == [_("Model B cannot read this input: {why}").format(why=_(w)) for w in why]
+
+
+@pytest.mark.parametrize("page", ["attention", "decoding"])
+def test_heads_switched_off_and_their_importance_in_chinese(page):
+    prefix = page[:3]  # att, dec: the pages' URL keys att_off, dec_off
+    at = open_page(page, "demo:reverse", lang="zh", text="stressed", **{f"{prefix}_off": "c1.0,e0.3"})
+    check(at, f"{page}, heads switched off")
+    assert any(has_cjk(m.value) and "`" in m.value for m in at.markdown)  # the one-line summary of the change
+    at.session_state[f"{prefix}_off_open"] = True  # open the "Switch heads off" expander
+    if page == "attention":
+        at.session_state["att_importance_open"] = True  # and "Which heads matter" (the attention page's)
+    at.run()
+    check(at, f"{page}, switches open")
+    assert at.button_group(key=f"{prefix}_off_c1").value == [0]  # the link's head, ticked
+    if page == "attention":
+        at.button(key="att_importance_go").click().run()
+        strings = check(at, "attention, importance measured")
+        title = _("Drop in the output's log-probability when one head is switched off")
+        assert has_cjk(title) and ("chart title", title) in strings
+    at = open_page(page, "demo:reverse", lang="zh", text="stressed", **{f"{prefix}_off": "x9.9"})
+    check(at, f"{page}, a heads link it cannot read")
+    assert at.warning and has_cjk(at.warning[0].value)
+
+
+@pytest.mark.parametrize("change", [{"pe_pos": "shifted", "pe_shift": "3"}, {"pe_pos": "shuffled", "pe_seed": "2"}])
+def test_positions_changed_at_inference_in_chinese(change):
+    at = open_page("positional", "demo:reverse", lang="zh", text="stressed", pe_view="infer", **change)
+    check(at, f"positions at inference, {change}")
+    verdict = _(
+        "Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
+        "{after:.1%} {what}."
+    )
+    assert has_cjk(verdict) and any(m.value.startswith(verdict.split("{")[0]) for m in at.markdown)  # in Chinese
 
 
 def test_the_lecture_pack_page_builds_in_chinese():

@@ -229,3 +229,57 @@ def test_a_model_without_snapshots_says_how_to_make_them(models):
     at = open_page("training", f"path:{models['a']}", text="cafe")
     assert not at.exception and not charts(at)
     assert "--snapshots 8" in messages(at)
+
+
+def damaged_copy(run, tmp_path, step: int, file: str, data: bytes):
+    """A copy of a snapshot run whose snapshot of `step` has `file` overwritten with `data`."""
+    import shutil
+
+    from model.snapshots import step_folder
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    (copy / "snapshots" / step_folder(step) / file).write_bytes(data)
+    return copy
+
+
+SECRET = b"secret-contents-7f3a"  # bytes that must never reach the page
+
+
+def test_a_damaged_snapshot_is_named_by_its_step_never_a_traceback(snapshot_run, tmp_path):
+    bad = SECRET + b"\x00" * 16  # not a safetensors header
+    run = damaged_copy(snapshot_run, tmp_path, 4, "model.safetensors", bad)
+    at = open_page("training", f"path:{run}", text="abcd")  # step 8 shown: the curve cannot run step 4
+    assert not at.exception, at.exception
+    assert "snapshot of step 4 could not be loaded" in messages(at) and "secret" not in messages(at)
+    assert chart_titles(at)[0].startswith("Step 8") and "no curve here" not in caption(at)
+    assert [t["name"] for t in charts(at)[1]["data"]][-1] == "alignment, layer 1 (held-out)"  # none for this input
+    at.select_slider(key="trn_step").set_value(4).run()  # the damaged one itself: a message, no chart
+    assert not at.exception and at.error and "snapshot of step 4" in at.error[0].value and not charts(at)
+
+    run = damaged_copy(snapshot_run, tmp_path / "config", 8, "config.json", b"{" + SECRET)
+    at = open_page("training", f"path:{run}", text="abcd")
+    assert not at.exception and "snapshot of step 8 could not be loaded" in at.error[0].value
+    assert "secret" not in messages(at)
+
+
+def test_an_unforeseen_snapshot_failure_is_logged_and_named_generically(snapshot_run, tmp_path, monkeypatch, caplog):
+    import shutil
+
+    import model
+
+    run = tmp_path / "run"  # a folder of its own: no snapshot of it is in the page's caches yet
+    shutil.copytree(snapshot_run, run)
+
+    real = model.load_checkpoint
+
+    def failing(path, *args, **kwargs):  # an error no check foresaw, from the snapshot of step 0 only
+        if path.endswith("step-00000"):
+            raise RuntimeError(SECRET.decode())
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(model, "load_checkpoint", failing)
+    at = open_page("training", f"path:{run}", text="abcd", trn_step="0")
+    assert not at.exception, at.exception
+    assert at.error and "step 0 could not be run" in at.error[0].value and "secret" not in messages(at)
+    assert SECRET.decode() in caplog.text  # the server log keeps the cause

@@ -3,7 +3,8 @@
 Each page is opened with ?lang=zh; once its run is over and its charts are drawn, the navigation, the sidebar and
 the chart titles must be Chinese, drawn with real glyphs (no empty boxes), and a screenshot of each page goes to
 test-artifacts/zh-<page>.png (zh-decoding-beam.png, zh-decoding-sample.png: the other
-strategies). A browser whose language is Chinese gets Chinese without lang= in the link.
+strategies; zh-attention-heads-off.png, zh-positional-infer.png: two heads switched off, positions removed at
+inference). A browser whose language is Chinese gets Chinese without lang= in the link.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ LINKS = {"training": {"model": "demo:translate"}}
 VISITS = [(name, name, LINKS.get(name, {})) for name in PAGES] + [
     ("decoding-beam", "decoding", {"dec_strategy": "beam"}),
     ("decoding-sample", "decoding", {"dec_strategy": "sample"}),
+    ("attention-heads-off", "attention", {"text": "stressed", "att_off": "c1.0,c1.1"}),  # issue 14's views
+    ("positional-infer", "positional", {"text": "stressed", "pe_view": "infer", "pe_pos": "off"}),
 ]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import _
+from i18n import N_, _
 
 from .tokens import readable, token_ticks
 
@@ -99,7 +99,10 @@ def offset_curves(dots: np.ndarray, positions: Sequence[int]) -> go.Figure:
 
 
 def similarity_matrix(
-    sim: np.ndarray, title: str = "Similarity of positions PE(i) · PE(j)", value_label: str = "dot", height: int = 480
+    sim: np.ndarray,
+    title: str = N_("Similarity of positions PE(i) · PE(j)"),
+    value_label: str = N_("dot"),
+    height: int = 480,
 ) -> go.Figure:
     """(P, P) PE(i) . PE(j) for all pairs (or another similarity: title, value_label): bands parallel to the diagonal
     show it depends on i - j."""
