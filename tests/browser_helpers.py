@@ -396,10 +396,23 @@ def type_input(page, text: str) -> None:
     box.press("Control+Enter")
 
 
-def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label`."""
-    page.get_by_role("combobox", name=label, exact=True).click()
-    page.get_by_role("option", name=option, exact=True).click()
+def choose(page, label: str, option: str, attempts: int = 3) -> None:
+    """Pick `option` in the selectbox labelled `label`, once the last run is over.
+
+    Under heavy load a rerun that lands while the list is open closes it, and the option never shows: the
+    person opens the list again (the condition is the option present), as many as `attempts` times."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.get_by_role("combobox", name=label, exact=True).click(timeout=WAIT_S * 1000)
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=WAIT_S * 1000 / attempts)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
 
 
 def download(page, button: str | re.Pattern) -> bytes:
