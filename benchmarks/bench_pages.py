@@ -15,7 +15,7 @@ calls, figures, serialisation), in this process:
 "first" is the first run of a new input: the model runs then (capture, or the greedy trace on the decoding page).
 The base model is TransformerConfig.preset("base") with vocabulary 8000 and random weights, saved with
 save_checkpoint in a temporary folder and opened through the app's path: link. Random weights never write
-</s>, so its decoding runs the full default length (2S + 16 steps): the worst case.
+</s>, so its decoding runs the full default length (S + 50 steps, the paper's limit): the worst case.
 """
 
 from __future__ import annotations
