@@ -8,7 +8,7 @@ from model.export import trace_json
 from model.gold import gold_alignment
 from pages import common
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, presenting
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
@@ -86,11 +86,15 @@ st.markdown(
     + " ".join(f"`{plain_token(t)}`" for t in inputs)
     + f" → writes **`{plain_token(step.token)}`** (p = {step.prob:.1%}{', your choice' if step.forced else ''})"
 )
-left, right = st.columns([1, 2])
+# On a projector the two step charts stand side by side (one screen); beside the sidebar, stacked.
+shares = [1, 1.35, 1.35] if presenting() else [1, 2]
+left, *right = st.columns(shares)
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
     st.plotly_chart(
-        figs.top_k_bars(step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens"),
+        figs.top_k_bars(
+            step.top_tokens, step.top_probs, chosen, f"Top {len(step.top_tokens)} next tokens", chart_text_px()
+        ),
         key="dec_topk_chart",
     )
     options = list(range(len(step.top_ids)))
@@ -107,16 +111,27 @@ with left:
     if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
         st.session_state["dec_prefix"] = ()
         st.rerun()
-with right:
-    width = int(chart_box()[1] * 0.62)
+width = int(chart_box()[1] * (0.22 if presenting() else 0.62))  # a step chart's plot: its column less labels and colour bar
+with right[0]:
     st.plotly_chart(
         figs.step_rows(
-            step.cross, trace.source_tokens, "Cross-attention of the new position over the source", width_px=width
+            step.cross,
+            trace.source_tokens,
+            "Cross-attention of the new position over the source",
+            width_px=width,
+            tick_px=chart_text_px(),
         ),
         key="dec_cross",
     )
+with right[-1]:
     st.plotly_chart(
-        figs.step_rows(step.decoder_self, inputs, "Decoder self-attention of the new position", width_px=width),
+        figs.step_rows(
+            step.decoder_self,
+            inputs,
+            "Decoder self-attention of the new position",
+            width_px=width,
+            tick_px=chart_text_px(),
+        ),
         key="dec_self",
     )
 explain_row("greedy", "specials")

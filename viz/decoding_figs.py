@@ -8,11 +8,24 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .attention_figs import COLORSCALE, token_labels
-from .tokens import display_token, readable, token_ticks
+from .tokens import TICK_PX, display_token, label_px, readable, token_ticks
 
 
-def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "") -> go.Figure:
-    """Horizontal bars of the k most probable next tokens, most probable on top; the chosen one highlighted."""
+def wrap_title(title: str, width_px: float, size: int) -> str:
+    """The title on one line if it fits width_px at `size` px, else on two ("<br>" at the space nearest its middle)."""
+    if label_px(title, size) <= width_px or " " not in title:
+        return title
+    spaces = [i for i, ch in enumerate(title) if ch == " "]
+    cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return title[:cut] + "<br>" + title[cut + 1 :]
+
+
+def top_k_bars(
+    tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "", tick_px: int = TICK_PX
+) -> go.Figure:
+    """Horizontal bars of the k most probable next tokens, most probable on top; the chosen one highlighted.
+
+    tick_px: the size of the labels and the probabilities on the bars (larger in presentation mode)."""
     if len(tokens) != len(probs):
         raise ValueError(f"{len(tokens)} candidate tokens but {len(probs)} probabilities")
     labels = [f"{i + 1}. {display_token(t)}" for i, t in enumerate(tokens)]
@@ -25,24 +38,29 @@ def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0,
             marker_color=colors,
             text=[f"{p:.1%}" for p in probs],
             textposition="auto",
-            outsidetextfont=dict(color="#222222", size=14),
-            insidetextfont=dict(color="white", size=14),
+            outsidetextfont=dict(color="#222222", size=tick_px),
+            insidetextfont=dict(color="white", size=tick_px),
             hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text="probability", range=[0, 1])
     # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
-    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=14))
+    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=tick_px))
     fig.update_layout(
-        title=title or "Next-token candidates", height=80 + 36 * len(tokens), margin=dict(t=50, l=10, r=10, b=10)
+        title=title or "Next-token candidates",
+        height=80 + 36 * len(tokens),  # 36 px a bar: room for labels up to 24 px
+        margin=dict(t=50, l=10, r=10, b=10),
     )
-    return readable(fig)
+    return readable(fig, tick_px)
 
 
-def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px: int = 560) -> go.Figure:
+def step_rows(
+    rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px: int = 560, tick_px: int = TICK_PX
+) -> go.Figure:
     """(L, H, Tk) attention rows of the newest position: one line per layer x head, keys across.
 
     width_px: about how wide the plot is drawn, so that key labels are thinned rather than crowded.
+    tick_px: the size of the labels (larger in presentation mode).
     """
     if rows.ndim != 3 or rows.shape[-1] != len(key_tokens):
         raise ValueError(f"rows must be (layers, heads, {len(key_tokens)}), got shape {rows.shape}")
@@ -58,10 +76,14 @@ def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px:
             hovertemplate="%{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1)).axis())
+    fig.update_xaxes(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1), size=tick_px).axis())
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_layout(
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text="weight"), thickness=14))
     )
-    fig.update_layout(title=title, height=max(200, 20 * L * H + 110), margin=dict(t=50, l=10, r=10, b=10))
-    return readable(fig)
+    row_px = max(20, tick_px + 6)  # a row per layer x head, its label readable
+    # The figure is about the plot plus row labels and colour bar wide; a longer title takes two lines.
+    shown = wrap_title(title, width_px + 150, tick_px + 3)
+    top = 50 + (tick_px + 9) * shown.count("<br>")
+    fig.update_layout(title=shown, height=max(200, row_px * L * H + 60 + top), margin=dict(t=top, l=10, r=10, b=10))
+    return readable(fig, tick_px)
