@@ -205,3 +205,12 @@ def test_wide_special_labels_among_characters_widen_the_cells_a_little_rather_th
     fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k)
     assert list(fig.layout.xaxis.ticktext) == ["c", "a", "f", "e", "&lt;unk&gt;", "&lt;unk&gt;", "&lt;/s&gt;"]
     assert fig.layout.xaxis.tickangle == 0 and 1 < fig.layout.xaxis.scaleratio <= 1.6  # roughly square
+
+
+def test_a_tall_map_of_few_columns_labels_every_column():
+    """60 output rows over 9 source characters: rows thin their labels, the 9 columns keep every one (wider cells)."""
+    q, k = ["<s>", *("j" * 59)], [*"abcdefgh", "</s>"]
+    fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k, tick_px=18, max_height=470, max_width=1180)
+    assert len(fig.layout.xaxis.ticktext) == len(k) and fig.layout.xaxis.tickangle == 0
+    assert len(fig.layout.yaxis.ticktext) < len(q)  # the rows: every n-th label
+    assert fig.layout.height <= 470 + figs.LEGEND_PX

@@ -140,7 +140,7 @@ def heatmap_geometry(
         # cells, never past the width there is (height is what a projector lacks; a few wide columns cost nothing),
         # preferring the narrowest cells that label every token, upright if that fits too
         found = None
-        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0):
+        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0):  # tall maps (long outputs) need the most
             wider = token_ticks(key_tokens, cell * r, size=tick_px)
             if wider.step == 1 and nk * cell * r <= max_width:
                 found = found or (wider, r)
