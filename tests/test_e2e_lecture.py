@@ -109,6 +109,8 @@ def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server
             assert min(contrast_on_white(c) for c in facts["colors"]) >= 7, where  # dark (WCAG AAA)
             assert facts["overlaps"] == [], where  # thinned, never crowded, also between grid panels
             assert facts["rotated"] == [], where  # single characters stand upright
+            assert watch.page.locator('[data-testid="stAppDeployButton"]').count() == 0  # no Deploy button
+            assert watch.page.get_by_role("button", name="Deploy").count() == 0
             if viewport == PROJECTOR:
                 screenshot(watch.page, f"lecture_{view}_{kind}_40_tokens")
             watch.assert_clean()
