@@ -111,7 +111,8 @@ with left:
     if prefix and st.button("Back to pure greedy decoding", key="dec_reset"):
         st.session_state["dec_prefix"] = ()
         st.rerun()
-width = int(chart_box()[1] * (0.22 if presenting() else 0.62))  # a step chart's plot: its column less labels and colour bar
+# The plot of a step chart: its column less row labels and colour bar.
+width = int(chart_box()[1] * (0.22 if presenting() else 0.62))
 with right[0]:
     st.plotly_chart(
         figs.step_rows(

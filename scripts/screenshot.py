@@ -36,7 +36,8 @@ def main() -> None:
         server = AppServer(Path(tmp))
         try:
             server.first_visit(browser)
-            watch = Watch(browser, server.origin)  # offline but for the app: the shot shows what a room without internet sees
+            # Offline but for the app: the shot shows what a room without internet sees.
+            watch = Watch(browser, server.origin)
             try:
                 watch.page.set_viewport_size({"width": args.width, "height": args.height})
                 watch.goto(server.url(model=f"demo:{args.model}", text=args.text, att_kind="cross"))
