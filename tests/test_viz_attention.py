@@ -195,8 +195,13 @@ def test_head_grid_takes_fewer_columns_for_wide_inputs():
     """A wide map (11 x 31) in four columns would make tiny cells: two columns of two rows keep them larger."""
     wide = figs.head_grid(softmax_rows((4, 11, 31)), list("abcdefghijk"), list("x" * 31))
     square = figs.head_grid(softmax_rows((4, 8, 8)), list("abcdefgh"), list("abcdefgh"))
-    assert len(wide._grid_ref) == 2 and len(wide._grid_ref[0]) == 2  # rows, columns
-    assert len(square._grid_ref) == 1 and len(square._grid_ref[0]) == 4
+
+    def grid(fig) -> tuple[int, int]:  # (rows, columns): the distinct vertical and horizontal panel positions
+        axes = fig.to_plotly_json()["layout"]
+        rows = {tuple(v["domain"]) for k, v in axes.items() if k.startswith("yaxis")}
+        return len(rows), len({tuple(v["domain"]) for k, v in axes.items() if k.startswith("xaxis")})
+
+    assert grid(wide) == (2, 2) and grid(square) == (1, 4)
     assert wide.layout.height <= figs.MAX_HEIGHT and square.layout.height <= figs.MAX_HEIGHT
 
 
