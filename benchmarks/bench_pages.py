@@ -183,7 +183,9 @@ def main() -> None:
     from model.demos import list_demos
     from pages.common import set_server_threads
 
-    print(f"torch threads {set_server_threads()} (the server's setting, as `streamlit run app.py` has it); {load()}")
+    print(
+        f"torch and numpy BLAS threads {set_server_threads()} (the server's setting, as `streamlit run app.py` has it); {load()}"
+    )
     summary = []
     if not args.skip_demo and any(d.name == "reverse" for d in list_demos()):
         rows = [
