@@ -6,6 +6,8 @@ Target 2 (issue 11): base model at 128 source tokens, from the new text submitte
 drawn <= 3 s. Printed beside it: the server's CPU time in the same interval (read from /proc), so server and
 browser can be told apart; "new input" runs the model (a capture, or the greedy trace), "seen input" is a text
 this server already holds (its caches answer; what is left is building, sending and drawing).
+The pages take turns (one measurement each per round), so on a shared machine each page's median sees the same
+neighbours; every row prints the range of load averages (1 minute) its samples started and ended at.
 --watcher also starts the server with Streamlit's file watcher on (fileWatcherType auto) beside the app's
 setting (none) and prints the server's CPU until the first page is drawn. Needs /usr/bin/chromium and playwright.
 """
@@ -161,50 +163,57 @@ def main() -> None:
             args.pages, args.watcher = [], True
         try:
             server.first_visit(browser)
-            for p_index, page_name in enumerate(args.pages):
-                seeds = [p_index * 10 + i for i in range(args.repeats + 1)]  # inputs no earlier page has seen
-                texts, firsts = [words(n, seed) for seed in seeds], [f"w{seed * 101 % 7996}" for seed in seeds]
-                params, _ = PAGES[page_name]
-                w = Watch(browser, server.origin)
-                try:
+            # Pages take turns, one measurement each per round: on a shared machine every page sees the same
+            # spread of neighbours' load, and each row prints the range of load averages its samples saw.
+            windows, texts, firsts = {}, {}, {}
+            samples = {(p, kind): [] for p in args.pages for kind in ("new", "seen")}
+            try:
+                for p_index, page_name in enumerate(args.pages):
+                    seeds = [p_index * 10 + i for i in range(args.repeats + 1)]  # inputs no other page has seen
+                    texts[page_name] = [words(n, seed) for seed in seeds]
+                    firsts[page_name] = [f"w{seed * 101 % 7996}" for seed in seeds]
+                    w = windows[page_name] = Watch(browser, server.origin)
                     w.goto(
                         server.url(
-                            "" if page_name == "attention" else page_name,
-                            model=f"path:{path}",  # the default page is /
-                            text=texts[0],
-                            **params,
+                            "" if page_name == "attention" else page_name,  # the default page is /
+                            model=f"path:{path}",
+                            text=texts[page_name][0],
+                            **PAGES[page_name][0],
                         )
                     )
-                    wait_drawn(w.page, page_name, firsts[0], n)
-                    new, seen = [], []
-                    for i in range(1, args.repeats + 1):
-                        for kind, index, out in (("new", i, new), ("seen", i - 1, seen)):
+                    wait_drawn(w.page, page_name, firsts[page_name][0], n)
+                for i in range(1, args.repeats + 1):
+                    for page_name in args.pages:
+                        for kind, index in (("new", i), ("seen", i - 1)):
+                            page, before = windows[page_name].page, os.getloadavg()[0]
                             cpu0, t0 = cpu_seconds(server.process.pid), time.perf_counter()
-                            submit(w.page, texts[index])
-                            wait_drawn(w.page, page_name, firsts[index], n)
-                            out.append((time.perf_counter() - t0, cpu_seconds(server.process.pid) - cpu0))
-                    for kind, out in (("new input (model runs)", new), ("seen input (cached)", seen)):
-                        wall = statistics.median(o[0] for o in out)
-                        cpu = statistics.median(o[1] for o in out)
-                        rows.append(
-                            [
-                                page_name,
-                                kind,
-                                f"{wall:.2f}",
-                                f"{cpu:.2f}",
-                                f"{max(0.0, wall - cpu):.2f}",
-                                "yes" if wall <= 3 else "NO",
-                                load(),
-                            ]
-                        )
-                except Exception:
-                    print(
-                        f"failed on {page_name}: screenshot {screenshot(w.page, 'bench-browser-failure')}; "
-                        f"{w.problems()}; server log: {server.log()[-1500:]}"
-                    )
-                    raise
-                finally:
+                            submit(page, texts[page_name][index])
+                            wait_drawn(page, page_name, firsts[page_name][index], n)
+                            wall, cpu = time.perf_counter() - t0, cpu_seconds(server.process.pid) - cpu0
+                            samples[page_name, kind].append((wall, cpu, before, os.getloadavg()[0]))
+            except Exception:
+                for page_name, w in windows.items():
+                    print(f"{page_name}: screenshot {screenshot(w.page, f'bench-browser-{page_name}')}; {w.problems()}")
+                print(f"server log: {server.log()[-1500:]}")
+                raise
+            finally:
+                for w in windows.values():
                     w.close()
+            for (page_name, kind), out in samples.items():
+                wall = statistics.median(o[0] for o in out)
+                cpu = statistics.median(o[1] for o in out)
+                loads = [o[2] for o in out] + [o[3] for o in out]
+                rows.append(
+                    [
+                        page_name,
+                        "new input (model runs)" if kind == "new" else "seen input (cached)",
+                        f"{wall:.2f}",
+                        f"{cpu:.2f}",
+                        f"{max(0.0, wall - cpu):.2f}",
+                        "yes" if wall <= 3 else "NO",
+                        f"{min(loads):.1f}-{max(loads):.1f}",
+                    ]
+                )
         finally:
             server.stop()
         if rows:

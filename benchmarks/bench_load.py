@@ -10,6 +10,9 @@ changes with it or dies with SIGBUS, so load_checkpoint copies what it maps.
 Files are written to a temporary folder and read once untimed, so every row measures reads from the page
 cache; each row alternates its two calls (baseline, then ours) so both see the same machine, and prints
 the median of the repeats with the load average at that moment.
+Both sides run with the server's torch threads (pages.common.set_server_threads: one, or $VIZ_TORCH_THREADS),
+as the app loads a model; --threads N adds rows with N threads (torch's default is one per core: on a busy
+machine its parallel regions wait for a second core, and both sides slow down unevenly).
 """
 
 from __future__ import annotations
@@ -36,23 +39,31 @@ from tests.reference.annotated import ann_make_model  # noqa: E402
 TARGET = 1.5
 
 
-def side_by_side(baseline, ours, repeats: int) -> tuple[float, float, float]:
-    """(median seconds of baseline, of ours, load average) with the two calls alternated."""
+def side_by_side(baseline, ours, repeats: int) -> tuple[float, float, float, float, float]:
+    """Medians (wall s of baseline, of ours, CPU s of baseline, of ours) with the two calls alternated, and the load
+    average. CPU time (this process) says what the work costs; on a shared machine wall time adds the waits."""
     baseline(), ours()  # warm the page cache and the code paths
-    base, mine = [], []
+    walls: tuple[list[float], list[float]] = ([], [])
+    cpus: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        for fn, out in ((baseline, base), (ours, mine)):
-            t0 = time.perf_counter()
+        for i, fn in enumerate((baseline, ours)):
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            out.append(time.perf_counter() - t0)
-    return statistics.median(base), statistics.median(mine), os.getloadavg()[0]
+            walls[i].append(time.perf_counter() - t0)
+            cpus[i].append(time.process_time() - c0)
+    med = statistics.median
+    return med(walls[0]), med(walls[1]), med(cpus[0]), med(cpus[1]), os.getloadavg()[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, nargs="*", default=[], help="also measure with these thread counts")
     args = parser.parse_args()
+    from pages.common import set_server_threads
+
+    server_threads = set_server_threads()
     layers = 2 if args.quick else 6
     torch.manual_seed(0)
     ref = ann_make_model(8000, 8000, N=layers, d_model=512, d_ff=2048, h=8)  # vocabulary 8000, max_len 5000
@@ -93,27 +104,34 @@ def main() -> None:
             ),
         ]
         rows = []
-        for label, path, baseline, ours, base_name in rows_spec:
-            b, o, load = side_by_side(baseline, ours, args.repeats)
-            ratio = o / b
-            verdict = "" if "inspect" in label else ("ok" if ratio <= TARGET else "OVER")
-            rows.append(
-                [
-                    label,
-                    f"{path.stat().st_size / 1e6:.0f} MB",
-                    base_name,
-                    f"{b * 1000:.0f}",
-                    f"{o * 1000:.0f}",
-                    f"{ratio:.2f}x",
-                    verdict,
-                    f"{load:.1f}",
-                ]
-            )
+        for threads in dict.fromkeys([server_threads, *args.threads]):
+            torch.set_num_threads(threads)
+            setting = f"{threads} (server)" if threads == server_threads else str(threads)
+            for label, path, baseline, ours, base_name in rows_spec:
+                b, o, b_cpu, o_cpu, load = side_by_side(baseline, ours, args.repeats)
+                ratio, cpu_ratio = o / b, o_cpu / b_cpu
+                verdict = "" if "inspect" in label else ("ok" if ratio <= TARGET else "OVER")
+                rows.append(
+                    [
+                        label,
+                        setting,
+                        f"{path.stat().st_size / 1e6:.0f} MB",
+                        base_name,
+                        f"{b * 1000:.0f}",
+                        f"{o * 1000:.0f}",
+                        f"{ratio:.2f}x",
+                        verdict,
+                        f"{b_cpu * 1000:.0f} / {o_cpu * 1000:.0f}",
+                        f"{cpu_ratio:.2f}x",
+                        f"{load:.1f}",
+                    ]
+                )
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; median of {args.repeats}, "
-        f"calls alternated; target: load <= {TARGET}x the bare read"
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs; median of {args.repeats}, calls alternated; "
+        f"target: load <= {TARGET}x the bare read"
     )
-    print(table(["file", "size", "baseline", "baseline ms", "load_checkpoint ms", "ratio", "target", "load avg"], rows))
+    headers = ["file", "torch threads", "size", "baseline", "baseline ms", "load_checkpoint ms", "ratio", "target"]
+    print(table([*headers, "CPU ms (baseline / ours)", "CPU ratio", "load avg"], rows))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Every problem on loading raises CheckpointError naming the file, the key and the
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import json
@@ -20,13 +21,12 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from i18n import M_, join_messages, message_of
 
 from .config import TransformerConfig
 from .errors import CheckpointError
-from .positional import SinusoidalPositionalEncoding, sinusoidal_encoding
+from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_encoding
 from .safe_io import read_json, regular_file
 from .tokenizer import Tokenizer
 from .transformer import Transformer
@@ -104,10 +104,14 @@ def skeleton(config: TransformerConfig) -> Transformer:
     which tensors to load and their shapes; materialize() then replaces them.
 
     (Not the meta device: the first meta operation in a process imports torch's Python decompositions,
-    several seconds.)"""
+    several seconds. Not a TorchFunctionMode that drops the fills either: it sees every torch call of the
+    construction, and cost a base model's load more than its skipped work saved.)"""
     sinusoidal = config.positional == "sinusoidal"
-    with _SkipInit():  # sinusoid tables are built (or taken from the file) by materialize, not twice
+    token = _SKIP_INIT.set(True)
+    try:  # sinusoid tables are built (or taken from the file) by materialize, not twice
         model = Transformer(dataclasses.replace(config, max_len=1) if sinusoidal else config)
+    finally:
+        _SKIP_INIT.reset(token)
     model.config = config
     for module in model.modules():
         if isinstance(module, SinusoidalPositionalEncoding):
@@ -115,30 +119,32 @@ def skeleton(config: TransformerConfig) -> Transformer:
     return model
 
 
-class _SkipInit(TorchFunctionMode):
-    """Inside skeleton(): the in-place fills of parameter initialisation (torch.nn.init and the modules'
-    reset_parameters) return their parameter untouched."""
+# Inside skeleton() (this context only: other threads and sessions are not affected) the modules' own
+# reset_parameters, which draw every parameter at random, return at once. Every module of the Transformer that
+# initialises a parameter does it there: torch's Linear, Embedding and LayerNorm, and this project's
+# Transformer and LearnedPositionalEncoding (StdNorm's ones and zeros cost nothing).
+_SKIP_INIT: contextvars.ContextVar[bool] = contextvars.ContextVar("skeleton_skips_init", default=False)
+_INITIALISED = (nn.Linear, nn.Embedding, nn.LayerNorm, Transformer, LearnedPositionalEncoding)
 
-    FILLS = frozenset(
-        {
-            "uniform_",
-            "normal_",
-            "zeros_",
-            "ones_",
-            "zero_",
-            "fill_",
-            "xavier_uniform_",
-            "kaiming_uniform_",
-            "trunc_normal_",
-        }
-    )
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes tensor= as a keyword
-        if getattr(func, "__name__", "") in self.FILLS and isinstance(target, nn.Parameter):
-            return target
-        return func(*args, **kwargs)
+def _skippable(cls: type[nn.Module]) -> None:
+    """Wrap cls.reset_parameters once so that it does nothing inside skeleton()."""
+    original = cls.__dict__["reset_parameters"]
+    if getattr(original, "skipped_in_skeleton", False):
+        return
+
+    @functools.wraps(original)
+    def reset_parameters(self, *args, **kwargs):
+        if _SKIP_INIT.get():
+            return None
+        return original(self, *args, **kwargs)
+
+    reset_parameters.skipped_in_skeleton = True
+    cls.reset_parameters = reset_parameters
+
+
+for _cls in _INITIALISED:
+    _skippable(_cls)
 
 
 @functools.lru_cache(maxsize=1)  # read-only: one table is kept (10 MB at 5000 x 512); both sides share it

@@ -90,14 +90,15 @@ class Trace:
         return out
 
 
-DEFAULT_SLACK = 16  # default step limit: twice the source length plus this many tokens
+DEFAULT_SLACK = 50  # default step limit: the source length plus this many tokens (the paper's setting)
 
 
 def step_limit(model: nn.Module, source_len: int, requested: int | None = None) -> int:
     """The most tokens one decoding of a source of `source_len` tokens writes: `requested`, by default
-    twice the source plus 16 (enough for every demo task), and never more than max_len - 1, so that
-    the decoder input <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table."""
-    wanted = 2 * source_len + DEFAULT_SLACK if requested is None else requested
+    the source plus 50 as in the paper ("maximum output length during inference to input length + 50",
+    section 6.1; enough for every demo task), and never more than max_len - 1, so that the decoder input
+    <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table."""
+    wanted = source_len + DEFAULT_SLACK if requested is None else requested
     return max(0, min(int(wanted), model.config.max_len - 1))
 
 

@@ -79,6 +79,9 @@ class LearnedPositionalEncoding(nn.Module):
         super().__init__()
         self.max_len = max_len
         self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
         nn.init.normal_(self.weight, std=0.02)
 
     @property

@@ -63,17 +63,21 @@ THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
 
 
 def set_server_threads() -> int:
-    """Give torch one thread (or $VIZ_TORCH_THREADS) for the whole server process, once, at start.
+    """Give torch one thread (or $VIZ_TORCH_THREADS) for the whole server process, once, at start; numpy's BLAS
+    (OpenBLAS, one thread per core by default) gets the same number.
 
     Every browser session runs the model on its own thread; with torch's default (one OpenMP thread per
     core, per session) concurrent sessions oversubscribe the cores, and issue 11 measured 10-24x more CPU for
     the same work (benchmarks/bench_threads.py measures it on your machine). One thread per session lets
     sessions share the cores; a single researcher on a big machine may raise it. The inter-op
-    pool can only be sized before torch first uses it: later calls leave it as it is.
+    pool can only be sized before torch first uses it: later calls leave it as it is. numpy's products (the
+    positional page's similarity and shift check) spun a second BLAS thread for matrices this small: twice the
+    CPU for the same wall time.
     """
     import os
 
     import torch
+    from threadpoolctl import threadpool_limits
 
     try:
         n = max(1, int(os.environ.get(THREADS_ENV, "1")))
@@ -85,6 +89,7 @@ def set_server_threads() -> int:
         torch.set_num_interop_threads(n)
     except RuntimeError:  # already started (or set) in this process
         pass
+    threadpool_limits(limits=n, user_api="blas")  # for the whole process, not only a block
     return n
 
 

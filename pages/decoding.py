@@ -13,7 +13,7 @@ from pages import decoding_strategy as strategies
 from pages import interventions_ui as heads_ui
 from pages.decoding_beam import beam_view
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, presenting
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
@@ -105,12 +105,18 @@ st.markdown(
         p=f"{step.prob:.1%}" + (_(", your choice") if step.forced else ""),
     )
 )
-left, right = st.columns([1, 2])
+# On a projector the two step charts stand side by side (one screen); beside the sidebar, stacked.
+shares = [1, 1.35, 1.35] if presenting() else [1, 2]
+left, *right = st.columns(shares)
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
     st.plotly_chart(
         figs.top_k_bars(
-            step.top_tokens, step.top_probs, chosen, _("Top {k} next tokens").format(k=len(step.top_tokens))
+            step.top_tokens,
+            step.top_probs,
+            chosen,
+            _("Top {k} next tokens").format(k=len(step.top_tokens)),
+            chart_text_px(),
         ),
         key="dec_topk_chart",
     )
@@ -129,16 +135,28 @@ with left:
         if prefix and st.button(_("Back to pure greedy decoding"), key="dec_reset"):
             st.session_state["dec_prefix"] = ()
             st.rerun()
-with right:
-    width = int(chart_box()[1] * 0.62)
+# The plot of a step chart: its column less row labels and colour bar.
+width = int(chart_box()[1] * (0.22 if presenting() else 0.62))
+with right[0]:
     st.plotly_chart(
         figs.step_rows(
-            step.cross, trace.source_tokens, _("Cross-attention of the new position over the source"), width_px=width
+            step.cross,
+            trace.source_tokens,
+            _("Cross-attention of the new position over the source"),
+            width_px=width,
+            tick_px=chart_text_px(),
         ),
         key="dec_cross",
     )
+with right[-1]:
     st.plotly_chart(
-        figs.step_rows(step.decoder_self, inputs, _("Decoder self-attention of the new position"), width_px=width),
+        figs.step_rows(
+            step.decoder_self,
+            inputs,
+            _("Decoder self-attention of the new position"),
+            width_px=width,
+            tick_px=chart_text_px(),
+        ),
         key="dec_self",
     )
 explain_row("greedy", "specials")

@@ -45,18 +45,24 @@ def build(texts: tuple[str, ...]) -> str:
     return page
 
 
-# Prefilled with the current input and the model's examples, once per model (what the user typed is kept).
+# The list comes from a link (pack_inputs) on a session's first visit; otherwise it is prefilled with the current
+# input and the model's examples, once per model (what the user typed is kept).
+MAX_BOX = MAX_INPUTS * (MAX_CHARS + 1)
 if st.session_state.get("pack_model") != session.key:
+    linked = st.query_params.get("pack_inputs") if "pack_model" not in st.session_state else None
     st.session_state["pack_model"] = session.key
-    st.session_state["pack_inputs"] = "\n".join(
-        dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip())
+    st.session_state["pack_inputs"] = (
+        linked[:MAX_BOX]
+        if linked is not None
+        else "\n".join(dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip()))
     )
 raw = st.text_area(
     _("Inputs, one per line (at most {n}, each at most {chars} characters)").format(n=MAX_INPUTS, chars=MAX_CHARS),
     key="pack_inputs",
     height=180,
-    max_chars=MAX_INPUTS * (MAX_CHARS + 1),
+    max_chars=MAX_BOX,
 )
+common.write_url(pack_inputs=raw)
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
     st.warning(_(note))

@@ -64,6 +64,11 @@ def presentation_mode() -> bool:
     return present
 
 
+def presenting() -> bool:
+    """True in presentation mode (the sidebar's toggle)."""
+    return bool(st.session_state.get("present"))
+
+
 def chart_box() -> tuple[int, int]:
     """(max height, max width) in px for one chart, for the current mode."""
     return PRESENT_BOX if st.session_state.get("present") else NORMAL_BOX

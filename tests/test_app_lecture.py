@@ -38,6 +38,17 @@ def test_attention_model_and_decoding_selections_are_in_the_link(ckpt):
     assert at.selectbox(key="dec_layer").value == 1 and at.query_params["dec_layer"] == "1"
 
 
+def test_lecture_pack_inputs_come_from_the_link_and_go_back_to_it(ckpt):
+    at = open_page("lecture_pack", ckpt, text="cafe", pack_inputs="bead\nhead")
+    assert at.text_area(key="pack_inputs").value == "bead\nhead"  # the link's list, not the prefilled one
+    at.text_area(key="pack_inputs").set_value("cafe\nfade").run()
+    assert at.query_params["pack_inputs"] == "cafe\nfade"
+    at = open_page("lecture_pack", ckpt, text="cafe", pack_inputs="x" * 50_000)  # bounded like the box
+    from model.lecture import MAX_CHARS, MAX_INPUTS
+
+    assert len(at.text_area(key="pack_inputs").value) == MAX_INPUTS * (MAX_CHARS + 1) and not at.exception
+
+
 EXPLAINED = {
     "attention": {"How to read an attention map", "Rows of the decoder: inputs, not outputs", "<s>, </s>, <unk>"},
     "positional": {"The formula"},

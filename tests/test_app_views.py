@@ -177,23 +177,25 @@ def test_cached_values_are_read_only_and_sized_from_their_arrays(ckpt):
 
 
 def test_server_threads_are_set_from_the_environment():
-    """One torch thread per server process unless VIZ_TORCH_THREADS says otherwise (run apart: it is process-wide)."""
+    """One torch thread and one numpy BLAS thread per server process unless VIZ_TORCH_THREADS says otherwise (run
+    apart: it is process-wide)."""
     import subprocess
     import sys
 
     from tests.apptest_helpers import ROOT
 
-    code = """import os, torch
+    code = """import os, numpy, torch
+from threadpoolctl import threadpool_info
 from pages.common import set_server_threads as s
 for value in ("3", None, "lots", "2"):
     os.environ.pop("VIZ_TORCH_THREADS", None)
     if value is not None:
         os.environ["VIZ_TORCH_THREADS"] = value
-    print(s(), torch.get_num_threads())
+    print(s(), torch.get_num_threads(), *sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}))
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[-5:-1] == ["3 3", "1 1", "1 1", "2 2"], out.stdout
+    assert out.stdout.split("\n")[-5:-1] == ["3 3 3", "1 1 1", "1 1 1", "2 2 2"], out.stdout
 
 
 def test_the_server_config_names_options_this_streamlit_knows():

@@ -153,3 +153,24 @@ def test_a_loaded_model_survives_its_files_being_overwritten(saved, tmp_path):
     weight = imported.generator.weight.clone()
     (tmp_path / "a.safetensors").write_bytes(b"")
     assert torch.equal(imported.generator.weight, weight)
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_a_skeleton_draws_nothing_at_random_and_leaves_other_models_initialised(positional):
+    """skeleton() skips every reset_parameters (the random generator does not move), only inside itself."""
+    import threading
+
+    from model.checkpoint import skeleton
+
+    config = TransformerConfig.preset("tiny", src_vocab_size=20, tgt_vocab_size=21, positional=positional)
+    before = torch.get_rng_state()
+    model = skeleton(config)
+    assert torch.equal(torch.get_rng_state(), before)  # nothing drawn: no parameter was initialised
+    assert {tuple(p.shape) for p in model.parameters()} == {tuple(p.shape) for p in build_model(config).parameters()}
+    assert not torch.equal(torch.get_rng_state(), before)  # build_model after it initialises as ever
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(build_model(config, seed=3).generator.weight.std().item()))
+    thread.start()
+    thread.join()
+    assert seen[0] > 0.01  # another thread's model is drawn at random (xavier), not left empty
+    assert torch.equal(build_model(config, seed=3).generator.weight, build_model(config, seed=3).generator.weight)

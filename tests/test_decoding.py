@@ -76,6 +76,22 @@ def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
     assert trace.decoder_inputs(2) == ["<id 1>"] + trace.output_tokens[:2]
 
 
+def test_default_step_limit_is_the_source_plus_50_as_in_the_paper(char_tokenizer):
+    """A model that never writes </s> stops after S + 50 tokens (the paper's inference limit), or at max_len - 1."""
+    from model.beam import beam_search
+
+    model = make_tiny(char_tokenizer, seed=2, max_len=128)
+    with torch.no_grad():
+        model.generator.bias[2] = -1e4  # </s> is impossible
+    long = "abcdefghijklmnopqrstuvwxyz" * 3  # 79 tokens: 129 would not fit max_len 128
+    for source, expected in (("hello", 6 + 50), (long, 127)):
+        trace = greedy_decode(model, char_tokenizer, source)
+        assert len(trace.source_ids) == len(source) + 1
+        assert len(trace.steps) == expected and trace.stop_reason == "max_len"
+    beams = beam_search(model, char_tokenizer, "hello", beam_size=2)
+    assert len(beams.steps) == 6 + 50 and len(beams.output_ids) == 6 + 50
+
+
 def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
     """One step limit for all four callers: the decoder input <s> + output never passes max_len."""
     from model import capture
@@ -92,12 +108,12 @@ def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
     for source in sources:
         trace = greedy_decode(model, char_tokenizer, source)
         n = len(trace.source_ids)
-        assert len(trace.steps) == step_limit(model, n) == min(19, 2 * n + 16)
+        assert len(trace.steps) == step_limit(model, n) == min(19, n + 50)
         assert trace.stop_reason == "max_len" and "</s>" not in trace.output_tokens
         cap = capture(model, char_tokenizer, source)
         assert cap.target_tokens == ["<s>"] + trace.output_tokens and len(cap.target_tokens) <= 20
     scores = evaluate(model, char_tokenizer, examples)
-    assert [len(o) for o in scores.outputs] == [min(19, 2 * (len(s) + 1) + 16) for s in sources]  # 19 each
+    assert [len(o) for o in scores.outputs] == [min(19, len(s) + 1 + 50) for s in sources]  # 19 each
     assert scores.outputs == [greedy_decode(model, char_tokenizer, s).output_ids for s in sources]
     assert scores.exact_match == 0.0
     card_fields = report(model, char_tokenizer, examples)

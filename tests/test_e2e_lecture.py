@@ -4,15 +4,21 @@
   inside the window, with dark tick labels of at least 14 px, no two overlapping and no single character rotated;
   the same at 1920x1080.
 - On every page, a view made by clicking (views, kinds, layers, heads, positions, dimensions, offset, steps,
-  candidates, presentation mode) is put in the URL; the URL opened in a fresh browser context shows the same view.
+  candidates, queries, keys, sizes, lecture-pack inputs, presentation mode) is put in the URL; the URL opened in a
+  fresh browser context shows the same view.
+- The decoding page in presentation mode fits a projector's screen (its step charts side by side), and after
+  Play the candidate box shows the last step's candidate with the probability the chart gives it.
 - Interventions (issue 14) too: heads switched off with their buttons, or by a click on the head importance chart,
   are in the URL, and the link shows the same changed model.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from model.demos import CHECKPOINTS
 from tests.browser_helpers import (
     PROJECTOR,
     WAIT_S,
@@ -89,6 +95,8 @@ def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server
             assert min(contrast_on_white(c) for c in facts["colors"]) >= 7, where  # dark (WCAG AAA)
             assert facts["overlaps"] == [], where  # thinned, never crowded, also between grid panels
             assert facts["rotated"] == [], where  # single characters stand upright
+            assert watch.page.locator('[data-testid="stAppDeployButton"]').count() == 0  # no Deploy button
+            assert watch.page.get_by_role("button", name="Deploy").count() == 0
             if viewport == PROJECTOR:
                 screenshot(watch.page, f"lecture_{view}_{kind}_40_tokens")
             watch.assert_clean()
@@ -96,14 +104,17 @@ def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server
             watch.close()
 
 
-def round_trip(browser, server, maker: Watch) -> dict:
-    """The URL of the view `maker` shows, opened in a fresh browser context, shows the same view."""
+def round_trip(browser, server, maker: Watch, boxes: tuple[str, ...] = ()) -> dict:
+    """The URL of the view `maker` shows, opened in a fresh browser context, shows the same view (and the same
+    text in the text areas labelled `boxes`)."""
     wait_idle(maker.page)
     shown = view_signature(maker.page)
+    typed = {label: maker.page.get_by_label(label, exact=True).input_value() for label in boxes}
     taker = fresh(browser, server, maker.page.viewport_size)
     try:
         taker.goto(maker.page.url)
         wait_signature(taker, shown)
+        assert {label: taker.page.get_by_label(label, exact=True).input_value() for label in boxes} == typed
         taker.assert_clean()
     finally:
         taker.close()
@@ -256,3 +267,108 @@ def test_switched_off_heads_are_in_the_link(browser, server, model):
         maker.assert_clean()
     finally:
         maker.close()
+
+
+def choose_below(page, label: str, option: str) -> None:
+    """`choose` for a select box below the fold: scrolled into view first (a click that scrolls the page's main
+    area to it lands before the box has settled, and the list stays closed)."""
+    box = page.get_by_role("combobox", name=label, exact=True)
+    box.scroll_into_view_if_needed()
+    box.click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server, model):
+    maker = fresh(browser, server)
+    page = maker.page
+    try:
+        maker.goto(server.url("inside", model=model, text="abcdefgh", target="hgfe"))
+        wait_title(maker, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
+        page.get_by_text("Decoder self-attention (causal)", exact=True).click()
+        wait_url(maker, "in_kind=decoder_self")
+        choose(page, "Layer", "1")
+        choose(page, "Head", "2")
+        choose(page, "Query token", "2: g")
+        wait_url(maker, "in_layer=1", "in_head=2", "in_query=2")
+        choose_below(page, "Key for the elementwise products", "1: h")
+        page.get_by_text("Compare: without 1/√d_k", exact=True).click()
+        wait_url(maker, "in_key=1", "in_noscale=1")
+        length = page.get_by_label("Length T", exact=True)
+        length.fill("256")
+        length.press("Enter")
+        wait_url(maker, "in_len=256")
+        wait_title(maker, "Query and keys: Decoder self-attention (causal), layer 1, head 2, query 2: g")
+        shown = round_trip(browser, server, maker)
+        from model.inside import attention_cost
+        from viz.inside_figs import format_count
+
+        weights = format_count(attention_cost(32, 256, 768, 12).weight_elements)  # B, T, d_model, h: T from the link
+        assert shown["toggles"][-1] is True and any(f"T × T = {weights} numbers" in m for m in shown["markdown"])
+
+        label = "Inputs, one per line (at most 20, each at most 500 characters)"
+        maker.goto(server.url("lecture_pack", model=model, text="abc"))
+        box = page.get_by_label(label, exact=True)
+        box.fill("bead\nface")
+        box.press("Control+Enter")
+        wait_url(maker, "pack_inputs=bead\nface")
+        round_trip(browser, server, maker, boxes=(label,))
+        maker.assert_clean()
+    finally:
+        maker.close()
+
+
+def test_decoding_in_presentation_mode_fits_a_projector(browser, server, model):
+    watch = fresh(browser, server, PROJECTOR)
+    page = watch.page
+    try:
+        watch.goto(server.url("decoding", model=model, text="abcdefgh", present="1"))
+        wait_title(watch, "Output tokens (rows) against source tokens (columns), layer 1", plot=3)
+        wait_idle(page)
+        top_k, cross, own = (chart_layout(page, i) for i in range(3))
+        where = f"{top_k}, {cross}, {own}"
+        assert top_k["right"] <= cross["left"] and cross["right"] <= own["left"], where  # side by side
+        assert max(c["bottom"] for c in (top_k, cross, own)) <= PROJECTOR["height"], where  # one screen
+        assert min(min(c["sizes"]) for c in (top_k, cross, own)) >= 18, where  # the presentation text size
+        assert cross["overlaps"] == [] and own["overlaps"] == [] and cross["rotated"] == [], where
+        button = page.get_by_role("button", name="Decode from this choice").bounding_box()
+        assert button["y"] + button["height"] <= PROJECTOR["height"], button  # the choice needs no scrolling
+        screenshot(page, "lecture_decoding_presentation")
+        watch.assert_clean()
+    finally:
+        watch.close()
+
+
+CANDIDATE = "Continue with another candidate"
+_STEP_SHOWN = """() => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    const step = [...main.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+        .map(e => e.innerText).find(t => t.startsWith('Step ')) || '';
+    const box = [...main.querySelectorAll('[data-testid="stSelectbox"]')].find(b => b.innerText.startsWith('CANDIDATE'));
+    const bars = main.querySelector('.js-plotly-plot').data[0];
+    const red = bars.marker.color.indexOf('#d62728');
+    return {step, box: box ? box.querySelector('input').value : null, chosen: red < 0 ? null : bars.text[red]};
+}""".replace("CANDIDATE", CANDIDATE)
+
+
+@pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
+def test_after_play_the_candidate_box_shows_the_last_step(browser, server):
+    """Play runs to the last step; the box then offers that step's candidates, its choice with its probability."""
+    watch = fresh(browser, server)
+    page = watch.page
+    try:
+        watch.goto(server.url("decoding", model="demo:reverse", text="abcd"))
+        wait_text(watch, "Step 1 of 5")
+        wait_title(watch, "Top 5 next tokens")
+        wait_idle(page)
+        first = page.evaluate(_STEP_SHOWN)
+        page.get_by_role("button", name="Play").click()
+        wait_text(watch, "Step 5 of 5")
+        page.get_by_role("button", name="Play").and_(page.locator("[disabled]")).wait_for(timeout=WAIT_S * 1000)
+        wait_idle(page)
+        last = page.evaluate(_STEP_SHOWN)
+        token, p = re.search(r"writes (\S+) \(p = ([\d.]+%)\)", last["step"]).groups()
+        assert last["box"] == f"{token}  ({p})" and last["chosen"] == p, last  # the step, the box, the chart agree
+        assert token == "</s>" and last["box"] != first["box"], (first, last)  # it moved on from step 1's candidate
+        watch.assert_clean()
+    finally:
+        watch.close()

@@ -195,8 +195,13 @@ def test_head_grid_takes_fewer_columns_for_wide_inputs():
     """A wide map (11 x 31) in four columns would make tiny cells: two columns of two rows keep them larger."""
     wide = figs.head_grid(softmax_rows((4, 11, 31)), list("abcdefghijk"), list("x" * 31))
     square = figs.head_grid(softmax_rows((4, 8, 8)), list("abcdefgh"), list("abcdefgh"))
-    assert len(wide._grid_ref) == 2 and len(wide._grid_ref[0]) == 2  # rows, columns
-    assert len(square._grid_ref) == 1 and len(square._grid_ref[0]) == 4
+
+    def grid(fig) -> tuple[int, int]:  # (rows, columns): the distinct vertical and horizontal panel positions
+        axes = fig.to_plotly_json()["layout"]
+        rows = {tuple(v["domain"]) for k, v in axes.items() if k.startswith("yaxis")}
+        return len(rows), len({tuple(v["domain"]) for k, v in axes.items() if k.startswith("xaxis")})
+
+    assert grid(wide) == (2, 2) and grid(square) == (1, 4)
     assert wide.layout.height <= figs.MAX_HEIGHT and square.layout.height <= figs.MAX_HEIGHT
 
 
@@ -205,3 +210,12 @@ def test_wide_special_labels_among_characters_widen_the_cells_a_little_rather_th
     fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k)
     assert list(fig.layout.xaxis.ticktext) == ["c", "a", "f", "e", "&lt;unk&gt;", "&lt;unk&gt;", "&lt;/s&gt;"]
     assert fig.layout.xaxis.tickangle == 0 and 1 < fig.layout.xaxis.scaleratio <= 1.6  # roughly square
+
+
+def test_a_tall_map_of_few_columns_labels_every_column():
+    """60 output rows over 9 source characters: rows thin their labels, the 9 columns keep every one (wider cells)."""
+    q, k = ["<s>", *("j" * 59)], [*"abcdefgh", "</s>"]
+    fig = figs.attention_heatmap(softmax_rows((len(q), len(k))), q, k, tick_px=18, max_height=470, max_width=1180)
+    assert len(fig.layout.xaxis.ticktext) == len(k) and fig.layout.xaxis.tickangle == 0
+    assert len(fig.layout.yaxis.ticktext) < len(q)  # the rows: every n-th label
+    assert fig.layout.height <= 470 + figs.LEGEND_PX

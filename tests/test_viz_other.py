@@ -77,6 +77,20 @@ def test_step_rows_list_every_layer_and_head():
     np.testing.assert_allclose(np.array(fig.data[0].z)[4], rows[1, 1], rtol=1e-6)
 
 
+def test_decoding_charts_take_the_presentation_text_size_and_wrap_a_long_title():
+    rows = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3))
+    title = "Cross-attention of the new position over the source"
+    wide = decoding_figs.step_rows(rows, list("abcde"), title, width_px=560)
+    narrow = decoding_figs.step_rows(rows, list("abcde"), title, width_px=200, tick_px=18)
+    assert wide.layout.title.text == title and wide.layout.xaxis.tickfont.size == 14
+    assert narrow.layout.title.text.replace("<br>", " ") == title and narrow.layout.title.text.count("<br>") == 1
+    assert narrow.layout.xaxis.tickfont.size == narrow.layout.yaxis.tickfont.size == 18
+    assert narrow.layout.margin.t > wide.layout.margin.t  # room for the second line of the title
+    bars = decoding_figs.top_k_bars(["la", "le"], np.array([0.7, 0.3]), tick_px=18)
+    assert bars.layout.yaxis.tickfont.size == 18 and bars.data[0].insidetextfont.size == 18
+    assert decoding_figs.wrap_title("short", 100, 14) == "short"
+
+
 def test_model_figures():
     fig = model_figs.parameter_bars({"src_embed": 300, "encoder.layers.0": 700})
     assert list(fig.data[0].y) == ["src_embed", "encoder.layers.0"] and "1,000 in all" in fig.layout.title.text

@@ -11,6 +11,7 @@ from the axes; nothing is formatted per cell in Python.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from .tokens import (
     Ticks,
     hover_token,
     plain_token,
-    readable,
+    readable_layout,
     token_ticks,
 )
 
@@ -153,7 +154,7 @@ def heatmap_geometry(
         # cells, never past the width there is (height is what a projector lacks; a few wide columns cost nothing),
         # preferring the narrowest cells that label every token, upright if that fits too
         found = None
-        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0):
+        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0):  # tall maps (long outputs) need the most
             wider = token_ticks(key_tokens, cell * r, size=tick_px)
             if wider.step == 1 and nk * cell * r <= max_width:
                 found = found or (wider, r)
@@ -165,59 +166,50 @@ def heatmap_geometry(
     return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y, ratio)
 
 
-def _square(fig: go.Figure, n: int = 1, ratio: float = 1.0) -> None:
-    """Square cells (or `ratio` times as wide as tall): each subplot's x axis keeps y's scale, so the plot shrinks
-    to fit rather than stretch."""
-    for i in range(1, n + 1):
-        suffix = "" if i == 1 else str(i)
-        fig.layout[f"xaxis{suffix}"].update(scaleanchor=f"y{suffix}", scaleratio=ratio, constrain="domain")
-        fig.layout[f"yaxis{suffix}"].update(constrain="domain", constraintoward="top")
+def _token_axes(geo: Geometry, nq: int, nk: int, i: int = 1, x_labels: bool = True, y_labels: bool = True) -> dict:
+    """Layout entries for the two token axes of subplot i (from 1, numbered row by row as make_subplots does).
 
+    Categorical axes (the traces' x and y are the "i: token" labels); numeric tick values are category positions.
+    Fixed ranges: exactly the cells (markers over them would otherwise pad the range with an empty border).
+    Square cells (or geo.ratio times as wide as tall): the x axis keeps y's scale, so the plot shrinks to fit
+    rather than stretch. Returned as a dict for one fig.update_layout of every axis: an update per axis and
+    property (plotly walks the figure each time) cost a grid of heads more than the rest of its page.
+    """
+    suffix = "" if i == 1 else str(i)
 
-def _token_axes(
-    fig: go.Figure, geo: Geometry, nq: int, nk: int, row=None, col=None, x_labels: bool = True, y_labels: bool = True
-) -> None:
-    # Categorical axes (the traces' x and y are the "i: token" labels); numeric tick values are category positions.
-    # Fixed ranges: exactly the cells (markers over them would otherwise pad the range with an empty border).
-    fig.update_xaxes(
-        type="category",
-        range=[-0.5, nk - 0.5],
-        showticklabels=x_labels,
-        side="bottom",
-        showgrid=False,
-        zeroline=False,
-        automargin=True,
-        title_font=dict(color=TEXT_COLOR),
-        **geo.x.axis(),
-        row=row,
-        col=col,
-    )
-    fig.update_yaxes(
-        type="category",
-        range=[nq - 0.5, -0.5],
-        showticklabels=y_labels,
-        showgrid=False,
-        zeroline=False,
-        automargin=True,
-        title_font=dict(color=TEXT_COLOR),
-        **geo.y.axis(),
-        row=row,
-        col=col,
-    )
+    def axis(ticks: Ticks, shown: bool, **more) -> dict:
+        return dict(
+            type="category",
+            showticklabels=shown,
+            showgrid=False,
+            zeroline=False,
+            automargin=True,
+            title=dict(font=dict(color=TEXT_COLOR)),
+            **ticks.axis(),
+            constrain="domain",
+            **more,
+        )
+
+    return {
+        f"xaxis{suffix}": axis(
+            geo.x, x_labels, range=[-0.5, nk - 0.5], side="bottom", scaleanchor=f"y{suffix}", scaleratio=geo.ratio
+        ),
+        f"yaxis{suffix}": axis(geo.y, y_labels, range=[nq - 0.5, -0.5], constraintoward="top"),
+    }
 
 
 def _legend_marks(
-    fig: go.Figure,
     mask: np.ndarray | None,
     gold: Sequence[tuple[int, int]] | None,
     q_labels: Sequence[str],
     k_labels: Sequence[str],
     cell: float,
-) -> None:
+) -> list[go.Scatter]:
     """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers."""
+    marks = []
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
-        fig.add_trace(
+        marks.append(
             go.Scatter(
                 x=[k_labels[c]],
                 y=[q_labels[r]],
@@ -229,7 +221,7 @@ def _legend_marks(
         )
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
-        fig.add_trace(
+        marks.append(
             go.Scatter(
                 x=[k_labels[s] for s, _ in pairs],
                 y=[q_labels[t] for _, t in pairs],
@@ -241,13 +233,10 @@ def _legend_marks(
                 hovertemplate=_("gold: query %{y}<br>comes from key %{x}") + "<extra></extra>",
             )
         )
-    if len(fig.data) > 1:
-        fig.update_layout(
-            showlegend=True,
-            legend=dict(
-                orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left", font=dict(size=TICK_PX, color=TEXT_COLOR)
-            ),
-        )
+    return marks
+
+
+LEGEND = dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left", font=dict(size=TICK_PX, color=TEXT_COLOR))
 
 
 def attention_heatmap(
@@ -277,13 +266,11 @@ def attention_heatmap(
     geo = heatmap_geometry(
         query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px
     )
-    fig = go.Figure(_heatmap_trace(weights, q_labels, k_labels, mask))
-    _legend_marks(fig, mask, gold, q_labels, k_labels, geo.cell)
-    _token_axes(fig, geo, len(query_tokens), len(key_tokens))
-    _square(fig, ratio=geo.ratio)
-    fig.update_xaxes(title_text=_("{side} tokens (attended to)").format(side=_(key_label)))
-    fig.update_yaxes(title_text=_("{side} tokens (attending)").format(side=_(query_label)))
-    fig.update_layout(
+    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell)
+    layout = _token_axes(geo, len(query_tokens), len(key_tokens))
+    layout["xaxis"]["title"]["text"] = _("{side} tokens (attended to)").format(side=_(key_label))
+    layout["yaxis"]["title"]["text"] = _("{side} tokens (attending)").format(side=_(query_label))
+    layout.update(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=geo.height,
         plot_bgcolor=MASKED_COLOR,
@@ -291,7 +278,12 @@ def attention_heatmap(
         showlegend=legend,
         margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10),
     )
-    return readable(fig, tick_px)
+    if marks:
+        layout["legend"] = copy.deepcopy(LEGEND)
+    # One Figure from finished data and layout: plotly validates each once (updates walk the figure every time).
+    return go.Figure(
+        data=[_heatmap_trace(weights, q_labels, k_labels, mask), *marks], layout=readable_layout(layout, tick_px)
+    )
 
 
 def head_grid(
@@ -343,29 +335,27 @@ def head_grid(
         vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0,
     )
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
-    fig.add_traces(
-        [
-            _heatmap_trace(weights[h], q_labels, k_labels, mask, what=_("head {h}").format(h=h) + "<br>")
-            for h in range(n_heads)
-        ],
-        rows=[h // cols + 1 for h in range(n_heads)],
-        cols=[h % cols + 1 for h in range(n_heads)],
-    )
-    for r in range(1, rows + 1):
-        for c in range(1, cols + 1):
-            below = (r - 1) * cols + c + cols > n_heads  # no panel under this one: it carries the x labels
-            _token_axes(fig, geo, len(query_tokens), len(key_tokens), row=r, col=c, x_labels=below, y_labels=c == 1)
-    _square(fig, rows * cols, geo.ratio)
-    fig.update_annotations(font=dict(size=TICK_PX, color=TEXT_COLOR))
-    fig.update_layout(
+    traces = [
+        _heatmap_trace(weights[h], q_labels, k_labels, mask, what=_("head {h}").format(h=h) + "<br>")
+        for h in range(n_heads)
+    ]
+    for h, trace in enumerate(traces):  # head h in panel h + 1, row by row, as make_subplots numbers them
+        trace.update(xaxis=f"x{h + 1 if h else ''}", yaxis=f"y{h + 1 if h else ''}")
+    layout = fig.layout.to_plotly_json()  # make_subplots' domains, anchors, shared axes and panel titles
+    for i in range(1, rows * cols + 1):
+        below = i + cols > n_heads  # no panel under this one: it carries the x labels
+        for name, axis in _token_axes(geo, len(query_tokens), len(key_tokens), i, below, (i - 1) % cols == 0).items():
+            layout[name] = {**layout.get(name, {}), **axis}
+    for note in layout.get("annotations", []):
+        note["font"] = dict(size=tick_px, color=TEXT_COLOR)
+    layout.update(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=height,
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10),
     )
-    fig.update_annotations(font_size=tick_px)
-    return readable(fig, tick_px)
+    return go.Figure(data=traces, layout=readable_layout(layout, tick_px))
 
 
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
@@ -422,35 +412,35 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             .replace("{b}", str(b - 1))
         )
     ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
-    fig.add_traces(
-        [
-            go.Heatmap(
-                z=z[layer, h],
-                x=xs,
-                y=ys,
-                coloraxis="coloraxis",
-                hoverongaps=False,
-                hovertemplate=_("layer {layer}, head {h}").format(layer=layer, h=h) + f"<br>{where}<extra></extra>",
-            )
-            for layer in range(L)
-            for h in range(H)
-        ],
-        rows=[layer + 1 for layer in range(L) for _ in range(H)],
-        cols=[h + 1 for _ in range(L) for h in range(H)],
-    )
+    traces = [
+        go.Heatmap(
+            z=z[layer, h],
+            x=xs,
+            y=ys,
+            xaxis=f"x{i + 1 if i else ''}",  # panel i + 1, row by row, as make_subplots numbers them
+            yaxis=f"y{i + 1 if i else ''}",
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            hovertemplate=_("layer {layer}, head {h}").format(layer=layer, h=h) + f"<br>{where}<extra></extra>",
+        )
+        for i, (layer, h) in enumerate((layer, h) for layer in range(L) for h in range(H))
+    ]
     title = f"{title}{what}" if title else what.strip(" ()")
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_annotations(font=dict(color=TEXT_COLOR))
-    fig.update_layout(
-        title=dict(text=title, font=dict(color=TEXT_COLOR)),
+    layout = fig.layout.to_plotly_json()  # make_subplots' domains, anchors and row and column titles
+    for name in list(layout):
+        if name.startswith("xaxis"):
+            layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+        elif name.startswith("yaxis"):
+            layout[name].update(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    layout.update(
+        title=dict(text=title),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         margin=dict(l=10, r=40, t=80, b=10),
         **FONTS,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)  # built once: see attention_heatmap
 
 
 def head_average(weights: np.ndarray) -> np.ndarray:

@@ -10,60 +10,82 @@ import plotly.graph_objects as go
 from i18n import _
 
 from .attention_figs import COLORSCALE, token_labels
-from .tokens import display_token, readable, token_ticks
+from .tokens import TICK_PX, display_token, label_px, readable_layout, token_ticks
 
 
-def top_k_bars(tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "") -> go.Figure:
-    """Horizontal bars of the k most probable next tokens, most probable on top; the chosen one highlighted."""
+def wrap_title(title: str, width_px: float, size: int) -> str:
+    """The title on one line if it fits width_px at `size` px, else on two ("<br>" at the space nearest its middle)."""
+    if label_px(title, size) <= width_px or " " not in title:
+        return title
+    spaces = [i for i, ch in enumerate(title) if ch == " "]
+    cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return title[:cut] + "<br>" + title[cut + 1 :]
+
+
+def top_k_bars(
+    tokens: Sequence[str], probs: np.ndarray, chosen: int | None = 0, title: str = "", tick_px: int = TICK_PX
+) -> go.Figure:
+    """Horizontal bars of the k most probable next tokens, most probable on top; the chosen one highlighted.
+
+    tick_px: the size of the labels and the probabilities on the bars (larger in presentation mode)."""
     if len(tokens) != len(probs):
         raise ValueError(f"{len(tokens)} candidate tokens but {len(probs)} probabilities")
     labels = [f"{i + 1}. {display_token(t)}" for i, t in enumerate(tokens)]
     colors = ["#d62728" if i == chosen else "#1f77b4" for i in range(len(tokens))]
-    fig = go.Figure(
-        go.Bar(
-            x=probs,
-            y=labels,
-            orientation="h",
-            marker_color=colors,
-            text=[f"{p:.1%}" for p in probs],
-            textposition="auto",
-            outsidetextfont=dict(color="#222222", size=14),
-            insidetextfont=dict(color="white", size=14),
-            hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
-        )
+    bars = go.Bar(
+        x=probs,
+        y=labels,
+        orientation="h",
+        marker_color=colors,
+        text=[f"{p:.1%}" for p in probs],
+        textposition="auto",
+        outsidetextfont=dict(color="#222222", size=tick_px),
+        insidetextfont=dict(color="white", size=tick_px),
+        hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
     )
-    fig.update_xaxes(title_text=_("probability"), range=[0, 1])
-    # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
-    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=14))
-    fig.update_layout(
-        title=title or _("Next-token candidates"), height=80 + 36 * len(tokens), margin=dict(t=50, l=10, r=10, b=10)
+    layout = dict(
+        xaxis=dict(title=dict(text=_("probability")), range=[0, 1]),
+        # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
+        yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=tick_px)),
+        title=dict(text=title or _("Next-token candidates")),
+        height=80 + 36 * len(tokens),  # 36 px a bar: room for labels up to 24 px
+        margin=dict(t=50, l=10, r=10, b=10),
     )
-    return readable(fig)
+    return go.Figure(data=[bars], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap
 
 
-def step_rows(rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px: int = 560) -> go.Figure:
+def step_rows(
+    rows: np.ndarray, key_tokens: Sequence[str], title: str, width_px: int = 560, tick_px: int = TICK_PX
+) -> go.Figure:
     """(L, H, Tk) attention rows of the newest position: one line per layer x head, keys across.
 
     width_px: about how wide the plot is drawn, so that key labels are thinned rather than crowded.
+    tick_px: the size of the labels (larger in presentation mode).
     """
     if rows.ndim != 3 or rows.shape[-1] != len(key_tokens):
         raise ValueError(f"rows must be (layers, heads, {len(key_tokens)}), got shape {rows.shape}")
     L, H, Tk = rows.shape
     names = [f"L{layer} H{h}" for layer in range(L) for h in range(H)]
     z = np.asarray(rows, dtype=np.float32).reshape(L * H, Tk)  # (L*H, Tk): row layer*H + head
-    fig = go.Figure(
-        go.Heatmap(  # categorical axes: hover reads the row name and the "i: token" label from them
-            z=z,
-            x=token_labels(key_tokens),
-            y=names,
-            coloraxis="coloraxis",
-            hovertemplate="%{y}<br>" + _("key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
-        )
+    rows_map = go.Heatmap(  # categorical axes: hover reads the row name and the "i: token" label from them
+        z=z,
+        x=token_labels(key_tokens),
+        y=names,
+        coloraxis="coloraxis",
+        hovertemplate="%{y}<br>" + _("key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
     )
-    fig.update_xaxes(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1)).axis())
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_layout(
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14))
+    row_px = max(20, tick_px + 6)  # a row per layer x head, its label readable
+    # The figure is about the plot plus row labels and colour bar wide; a longer title takes two lines.
+    shown = wrap_title(title, width_px + 150, tick_px + 3)
+    top = 50 + (tick_px + 9) * shown.count("<br>")
+    layout = dict(
+        xaxis=dict(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1), size=tick_px).axis()),
+        yaxis=dict(type="category", autorange="reversed"),
+        coloraxis=dict(
+            colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14)
+        ),
+        title=dict(text=shown),
+        height=max(200, row_px * L * H + 60 + top),
+        margin=dict(t=top, l=10, r=10, b=10),
     )
-    fig.update_layout(title=title, height=max(200, 20 * L * H + 110), margin=dict(t=50, l=10, r=10, b=10))
-    return readable(fig)
+    return go.Figure(data=[rows_map], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap
