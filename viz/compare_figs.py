@@ -23,7 +23,6 @@ from .attention_figs import (
     _check,
     _coloraxis,
     _heatmap_trace,
-    _square,
     _token_axes,
     heatmap_geometry,
     token_labels,
@@ -85,10 +84,9 @@ def compare_heatmaps(
     total = 3 * panel_w + 2 * COLORBAR_PX + 16
     w, bar, gap = panel_w / total, COLORBAR_PX / total, 8 / total
     domains = [(0, w), (w + gap, 2 * w + gap), (2 * w + gap + bar, 3 * w + gap + bar)]
-    for i, (lo, hi) in enumerate(domains, start=1):
+    for i, (lo, hi) in enumerate(domains, start=1):  # token axes with square cells, then each panel's new place
+        fig.update_layout(_token_axes(geo, nq, nk, i, y_labels=i == 1))
         fig.layout[f"xaxis{'' if i == 1 else i}"].domain = [lo, hi]
-        _token_axes(fig, geo, nq, nk, row=1, col=i, y_labels=i == 1)
-    _square(fig, 3, geo.ratio)
     for annotation, (lo, hi) in zip(fig.layout.annotations, domains):  # the panels' titles over their new places
         annotation.update(x=(lo + hi) / 2)
     fig.update_xaxes(title_text=_("key tokens (attended to)"))
