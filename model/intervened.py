@@ -47,10 +47,11 @@ def decode(
 
 
 def max_shift(model: nn.Module, tokenizer: Tokenizer, source: str) -> int:
-    """The largest k for positional="shifted" that decoding `source` allows: every position p + k of the source and
-    of the longest decoder input must stay within max_len (0: no room to shift)."""
+    """The largest k for positional="shifted" that decoding `source` allows: every source position p + k must stay
+    within max_len (0: no room to shift); the decoder then gets max_len - k steps at most (the one core's
+    `checked_limit` shortens its step limit so that its shifted positions fit too)."""
     src_len = len(prepare_source(model, tokenizer, source).ids)
-    return max(0, model.config.max_len - max(src_len, step_limit(model, src_len)))
+    return max(0, min(model.config.max_len - src_len, model.config.max_len - 1))
 
 
 class UnknownTraining(ValueError):

@@ -26,6 +26,7 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 2rem 2rem 2rem; }
 [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
 </style>
 """
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact

@@ -74,7 +74,7 @@ def step_rows(
         coloraxis="coloraxis",
         hovertemplate="%{y}<br>" + _("key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
     )
-    row_px = max(20, tick_px + 6)  # a row per layer x head, its label readable
+    row_px = max(20, tick_px + 2)  # a row per layer x head, its label readable (presentation: 18 px text, 20 px rows)
     # The figure is about the plot plus row labels and colour bar wide; a longer title takes two lines.
     shown = wrap_title(title, width_px + 150, tick_px + 3)
     top = 50 + (tick_px + 9) * shown.count("<br>")
@@ -85,7 +85,7 @@ def step_rows(
             colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14)
         ),
         title=dict(text=shown),
-        height=max(200, row_px * L * H + 60 + top),
+        height=max(200, row_px * L * H + 50 + top),
         margin=dict(t=top, l=10, r=10, b=10),
     )
     return go.Figure(data=[rows_map], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap
