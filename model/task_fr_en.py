@@ -104,10 +104,8 @@ class FrenchToEnglishTask(HandPickedTask):
         "(je suis étudiant → i am a student), adjectives move before the noun, verbs agree."
     )
 
-    @staticmethod
-    def _random_phrase(rng: random.Random) -> NounPhrase:
-        adj = rng.choice(sorted(ADJECTIVES)) if rng.random() < 0.45 else None
-        return NounPhrase(rng.choice(FR_DETERMINERS), rng.choice(sorted(NOUNS)), rng.random() < 0.4, adj)
+    determiners = tuple(FR_DETERMINERS)
+    _random_phrase = TranslateTask._random_phrase  # the same draw, from this task's determiners
 
     def sample(self, rng: random.Random) -> Example:
         form = rng.choices(FORMS, WEIGHTS)[0]

@@ -235,10 +235,11 @@ class TranslateTask(HandPickedTask):
         "(except petit, grand, beau...), and determiners, adjectives and verbs agree."
     )
 
-    @staticmethod
-    def _random_phrase(rng: random.Random) -> NounPhrase:
+    determiners: tuple[str, ...] = tuple(sorted(DETERMINERS))  # what a random noun phrase starts with
+
+    def _random_phrase(self, rng: random.Random) -> NounPhrase:
         adj = rng.choice(sorted(ADJECTIVES)) if rng.random() < 0.45 else None
-        return NounPhrase(rng.choice(sorted(DETERMINERS)), rng.choice(sorted(NOUNS)), rng.random() < 0.4, adj)
+        return NounPhrase(rng.choice(self.determiners), rng.choice(sorted(NOUNS)), rng.random() < 0.4, adj)
 
     def sample(self, rng: random.Random) -> Example:
         form = rng.choice(["simple", "prep", "and_subject", "and_object"])
