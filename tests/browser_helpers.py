@@ -389,6 +389,23 @@ def input_box(page):
     return page.get_by_role("textbox", name="Input text (source)", exact=True)
 
 
+def wait_value(watch: Watch, locator, value: str, what: str, timeout_s: float = WAIT_S) -> None:
+    """Wait until an input shows `value`: after a load the sidebar can still be redrawn once the chart is there
+    (Streamlit re-sends it when a run follows the one that drew the chart). On a timeout, say what it showed."""
+    from playwright.sync_api import expect
+
+    try:
+        expect(locator).to_have_value(value, timeout=timeout_s * 1000)  # the locator is found again at each try
+    except AssertionError as e:
+        try:
+            shown = repr(locator.input_value(timeout=1000))
+        except Exception:
+            shown = "nothing"
+        raise AssertionError(
+            f"{what} never showed {value!r} (it shows {shown}) at {watch.page.url}; {_failure(watch, what)}"
+        ) from e
+
+
 def type_input(page, text: str) -> None:
     """Replace the sidebar's input text and submit it (Ctrl+Enter), as a person would."""
     box = input_box(page)

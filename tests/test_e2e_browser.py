@@ -37,6 +37,7 @@ from tests.browser_helpers import (
     wait_ticks,
     wait_title,
     wait_url,
+    wait_value,
 )
 
 EOS, BOS = "</s>", "<s>"
@@ -274,8 +275,8 @@ def test_a_link_to_a_page_as_the_first_visit_after_a_start(browser, letters, tmp
                 wait_title(w, "PE matrix: 100 positions × 16 dimensions, base 10000")  # the model's d_model
                 pick_view(w.page, "This model & input")
                 wait_ticks(w, source_ticks(text), plot="Source: embedding size")
-            wait_idle(w.page)  # the run that drew the chart is over: the sidebar is final
-            assert input_box(w.page).input_value() == text
+            wait_idle(w.page)  # the run that drew the chart is over
+            wait_value(w, input_box(w.page), text, f"the input box of the {page} page")
             nav = w.page.locator('[data-testid="stSidebarNav"]').inner_text().split("\n")
             assert {"Attention", "Positional encoding", "Step-by-step decoding", "Model"} <= set(nav), nav
             assert not {"app", "common", "model info"} & set(nav), nav  # not the folder's files
@@ -303,9 +304,9 @@ def test_the_default_start_shows_a_shipped_demo(watch, server):
     page = watch.page
     watch.goto(server.url())
     wait_ticks(watch, expected)
-    wait_idle(page)  # the run that drew the chart is over: the sidebar is final
-    assert page.get_by_role("combobox", name="Model", exact=True).input_value() == demo.name
-    assert input_box(page).input_value() == example
+    wait_idle(page)  # the run that drew the chart is over
+    wait_value(watch, page.get_by_role("combobox", name="Model", exact=True), demo.name, "the model box")
+    wait_value(watch, input_box(page), example, "the input box")
     screenshot(page, "e2e_default_start")
     watch.assert_clean()
 
