@@ -280,4 +280,4 @@ def load_checkpoint(
     )
     if torch.device(device) != torch.device("cpu"):  # loaders build on the CPU; .to() walks every module
         model = model.to(device)
-    return model.eval(), tokenizer
+    return model, tokenizer  # in eval mode: every format's load returns it so (materialize), and .to() keeps it

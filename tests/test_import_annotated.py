@@ -85,6 +85,21 @@ def test_wrong_positional_buffer_is_refused_naming_the_difference(tmp_path, refe
         load_checkpoint(tmp_path / "bad.pt", n_heads=3)
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_positional_table_with_a_value_that_is_no_number_is_refused(tmp_path, reference, value):
+    state = reference.state_dict()
+    state["tgt_embed.1.pe"] = state["tgt_embed.1.pe"].clone()
+    state["tgt_embed.1.pe"][0, 4000, 7] = value  # far down the table, where the tolerance is widest
+    torch.save(state, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match=r"tgt_embed\.1\.pe is not the sinusoidal"):
+        load_checkpoint(tmp_path / "bad.pt", n_heads=3)
+
+
+def test_loaded_models_are_in_eval_mode(saved):
+    model, _ = load_checkpoint(saved, n_heads=3)
+    assert not any(m.training for m in model.modules())
+
+
 def test_half_layout_table_is_named(tmp_path, reference):
     from model.positional import sinusoidal_encoding
 
