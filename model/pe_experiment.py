@@ -74,7 +74,9 @@ def describe_change(changes: Interventions) -> str:
     if changes.ablate:
         n = len(changes.ablate)
         parts.append(ngettext("{n} head switched off", "{n} heads switched off", n).format(n=n))
-    return ", ".join(parts)
+    if len(parts) == 2:
+        return _("{change}, {other_change}").format(change=parts[0], other_change=parts[1])
+    return "".join(parts)
 
 
 def verdict(before: float, after: float, n: int, changes: Interventions) -> str:

@@ -156,6 +156,10 @@ def mask(cap):
 if cap_b is None:
     for message in check_b.errors:
         st.error(_("Model B cannot read this input: {why}").format(why=_(message)))
+shown = {_(m) for m in session.check.warnings}  # the sidebar's model (A) already said these
+for message in check_b.warnings:
+    if _(message) not in shown:
+        st.warning(_("Model B: {why}").format(why=_(message)))
 problems = mismatches(cap_a, cap_b, kind) if cap_b is not None else []
 arrays = {"a": attention_map(cap_a, kind, layer, h)}
 if cap_b is not None:

@@ -159,7 +159,7 @@ with right[-1]:
         ),
         key="dec_self",
     )
-explain_row("greedy", "specials")
+explain_row(*(["greedy"] if strategy.name == "greedy" else []), "specials")  # sampling explains itself below
 if strategy.name == "sample":
     strategies.sampling_view(trace, strategy)
 

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--inputs-file", type=Path, help="a text file with one input per line")
     parser.add_argument("--out", type=Path, default=Path("lecture_pack.html"), help="the HTML file to write")
-    parser.add_argument("--title", default="Lecture pack")
+    parser.add_argument("--title", default="", help="the page's heading (default: 'Lecture pack', in --lang)")
     parser.add_argument("--lang", choices=list(LANGUAGES), default="en", help="the language of the pack's text")
     args = parser.parse_args(argv)
     try:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         records = pack_records(model, tokenizer, texts, label=path.name, progress=progress)
         print(file=sys.stderr)
         with language_scope(args.lang):
-            page = lecture_pack_html(records).encode("utf-8")
+            page = lecture_pack_html(records, title=args.title).encode("utf-8")
     except (CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -23,8 +23,8 @@ def letters_like(folder, seed: int, **overrides):
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     vocab = Vocab.build("abcdefgh", level="char")
-    shape = {"n_heads": 2, "n_encoder_layers": 2, "n_decoder_layers": 3, **overrides}
-    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=12, **shape)
+    shape = {"n_heads": 2, "n_encoder_layers": 2, "n_decoder_layers": 3, "max_len": 12, **overrides}
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), **shape)
     path = folder / f"letters_{seed}"
     save_checkpoint(build_model(config, seed=seed), Tokenizer(vocab, vocab), path, card={"examples": ["cafe"]})
     return path
@@ -37,6 +37,7 @@ def models(tmp_path_factory):
         "a": letters_checkpoint(folder),
         "b": letters_like(folder, seed=1),
         "deeper": letters_like(folder, seed=2, n_decoder_layers=2, n_heads=4),
+        "shorter": letters_like(folder, seed=3, max_len=6),
     }
 
 
@@ -100,6 +101,10 @@ def test_sampling_draws_the_same_tokens_from_the_same_link(models):
     overview = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Drawn with temperature 2.0"))
     assert len(field(overview["data"][0], "x")) == len(drawn.steps)
     assert not [b for b in at.selectbox if b.key and b.key.startswith("dec_pick_")]  # forcing is greedy's
+    boxes = [e.label for e in at.expander]
+    assert "Greedy decoding" not in boxes and "<s>, </s>, <unk>" in boxes  # greedy's explanation is greedy's too
+    greedy = open_page("decoding", f"path:{models['a']}", text="cafe")
+    assert "Greedy decoding" in [e.label for e in greedy.expander]
     again = open_page("decoding", f"path:{models['a']}", **params)
     assert caption(again) == caption(at)
     at.number_input(key="dec_seed").set_value(6).run()
@@ -192,6 +197,17 @@ def snapshot_run(tmp_path_factory):
                     "--steps", "8", "--batch-size", "16", "--warmup", "4", "--train-size", "200",
                     "--eval-examples", "0", "--report-examples", "10", "--no-progress", "--snapshots", "3"])  # fmt: skip
     return out
+
+
+def test_what_only_model_b_cuts_from_the_input_is_said_as_model_bs(models):
+    at = open_page("compare", f"path:{models['a']}", text="cafebead", model_b=f"path:{models['shorter']}")
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning]
+    assert any(w.startswith("Model B: The input has 8 tokens but this model reads at most 5") for w in said), said
+    assert not any("reads at most 11" in w for w in said)  # A reads all 8 tokens: nothing to say about A
+    assert len(charts(at)) >= 2  # both models are still drawn, B on what it kept
+    same = open_page("compare", f"path:{models['a']}", text="cafebead", model_b=f"path:{models['b']}")
+    assert not [w.value for w in same.warning if w.value.startswith("Model B")]
 
 
 def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_run, deferred):

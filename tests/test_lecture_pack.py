@@ -240,6 +240,8 @@ def test_the_command_writes_a_pack_for_a_demo(tmp_path):
             "abc",
             "--out",
             str(out),
+            "--title",
+            "Week 3 <seq2seq>",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -251,6 +253,7 @@ def test_the_command_writes_a_pack_for_a_demo(tmp_path):
     page = out.read_text(encoding="utf-8")
     data = pack_data(page)
     assert len(data["inputs"]) == 2 and "Input 1: stressed" in page and "Input 2: abc" in page
+    assert "<h1>Week 3 &lt;seq2seq&gt;: reverse</h1>" in page and "Lecture pack" not in page  # the title, escaped
     assert all(item["decoding"]["n"] >= 1 for item in data["inputs"])
 
 

@@ -6,7 +6,7 @@ from model import greedy_decode, load_checkpoint
 from model.demos import CHECKPOINTS
 from model.evaluate import exact_match
 from model.interventions import Interventions
-from model.pe_experiment import Failure, positional_experiment, typical_failure, verdict
+from model.pe_experiment import Failure, describe_change, positional_experiment, typical_failure, verdict
 from model.tasks import Example, get_task, held_out
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
@@ -65,6 +65,16 @@ def test_verdicts_name_the_change_and_the_direction():
     heads = Interventions.make([("cross", 0, 0), ("cross", 1, 0)], positional="off")
     assert verdict(0.9, 0.5, 200, heads).startswith("With positions removed, 2 heads switched off, exact match drops")
     assert "With 1 head switched off" in verdict(0.9, 0.5, 200, Interventions.make([("cross", 0, 0)]))
+
+
+def test_two_changes_are_joined_in_the_language_of_the_verdict():
+    from i18n import language_scope
+
+    heads = Interventions.make([("cross", 0, 0)], positional="off")
+    with language_scope("zh"):
+        words = describe_change(heads)
+    assert "，" in words and ", " not in words  # the Chinese comma, not the English one
+    assert describe_change(heads).count(", ") == 1
 
 
 def test_the_typical_failure_has_the_median_length_among_failures():
