@@ -416,13 +416,17 @@ def type_input(page, text: str) -> None:
 def choose(page, label: str, option: str, attempts: int = 3) -> None:
     """Pick `option` in the selectbox labelled `label`, once the last run is over.
 
-    Under heavy load a rerun that lands while the list is open closes it, and the option never shows: the
-    person opens the list again (the condition is the option present), as many as `attempts` times."""
+    The box is scrolled into view first: a click that scrolls the page's main area to a box below the fold
+    lands before the box has settled, and the list stays closed. Under heavy load a rerun that lands while
+    the list is open closes it, and the option never shows: the person opens the list again (the condition
+    is the option present), as many as `attempts` times."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for attempt in range(attempts):
         wait_idle(page)
-        page.get_by_role("combobox", name=label, exact=True).click(timeout=WAIT_S * 1000)
+        box = page.get_by_role("combobox", name=label, exact=True)
+        box.scroll_into_view_if_needed(timeout=WAIT_S * 1000)
+        box.click(timeout=WAIT_S * 1000)
         try:
             page.get_by_role("option", name=option, exact=True).click(timeout=WAIT_S * 1000 / attempts)
             return

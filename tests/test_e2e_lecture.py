@@ -269,15 +269,6 @@ def test_switched_off_heads_are_in_the_link(browser, server, model):
         maker.close()
 
 
-def choose_below(page, label: str, option: str) -> None:
-    """`choose` for a select box below the fold: scrolled into view first (a click that scrolls the page's main
-    area to it lands before the box has settled, and the list stays closed)."""
-    box = page.get_by_role("combobox", name=label, exact=True)
-    box.scroll_into_view_if_needed()
-    box.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server, model):
     maker = fresh(browser, server)
     page = maker.page
@@ -290,7 +281,7 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
         choose(page, "Head", "2")
         choose(page, "Query token", "2: g")
         wait_url(maker, "in_layer=1", "in_head=2", "in_query=2")
-        choose_below(page, "Key for the elementwise products", "1: h")
+        choose(page, "Key for the elementwise products", "1: h")
         page.get_by_text("Compare: without 1/√d_k", exact=True).click()
         wait_url(maker, "in_key=1", "in_noscale=1")
         length = page.get_by_label("Length T", exact=True)
