@@ -413,25 +413,37 @@ def type_input(page, text: str) -> None:
     box.press("Control+Enter")
 
 
-def choose(page, label: str, option: str, attempts: int = 3) -> None:
+def escalating_timeouts(total_s: float = WAIT_S, first_s: float = 10.0) -> list[float]:
+    """Timeouts (s) for the tries of a person's action that a rerun can spoil: short at first (a spoiled try is
+    seen and repeated soon), doubling, and together at most total_s (10, 20, 40, 80, 90 for 240 s)."""
+    out, step, left = [], first_s, total_s
+    while left > 0:
+        out.append(min(step, left))
+        left -= out[-1]
+        step *= 2
+    return out
+
+
+def choose(page, label: str, option: str) -> None:
     """Pick `option` in the selectbox labelled `label`, once the last run is over.
 
     The box is scrolled into view first: a click that scrolls the page's main area to a box below the fold
     lands before the box has settled, and the list stays closed. Under heavy load a rerun that lands while
     the list is open closes it, and the option never shows: the person opens the list again (the condition
-    is the option present), as many as `attempts` times."""
+    is the option present), with ever longer waits (escalating_timeouts)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    for attempt in range(attempts):
+    tries = escalating_timeouts()
+    for i, timeout_s in enumerate(tries):
         wait_idle(page)
         box = page.get_by_role("combobox", name=label, exact=True)
         box.scroll_into_view_if_needed(timeout=WAIT_S * 1000)
         box.click(timeout=WAIT_S * 1000)
         try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=WAIT_S * 1000 / attempts)
+            page.get_by_role("option", name=option, exact=True).click(timeout=timeout_s * 1000)
             return
         except PlaywrightTimeout:
-            if attempt == attempts - 1:
+            if i == len(tries) - 1:
                 raise
             page.keyboard.press("Escape")
 

@@ -27,6 +27,7 @@ from tests.browser_helpers import (
     choose,
     click_chart_point,
     contrast_on_white,
+    escalating_timeouts,
     pick_view,
     screenshot,
     view_signature,
@@ -157,22 +158,29 @@ def test_attention_views_are_in_the_link(browser, server, model):
         maker.close()
 
 
-def add_option(watch, label: str, option: str, *url_parts: str, attempts: int = 3) -> None:
+def add_option(watch, label: str, option: str, *url_parts: str) -> None:
     """Add `option` to the multiselect `label` as a person does (open, click, Escape) until the URL holds it.
 
     Under heavy load a rerun that lands while the list is open can close it under the click; the condition (the
-    URL) decides, and the person clicks again, as many as `attempts` times."""
+    URL) decides. While it does not hold, the person opens the list again and clicks the option if it is still
+    offered (a chosen one leaves the list: then the change is on its way), with ever longer waits."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page = watch.page
-    for attempt in range(attempts):
+    tries = escalating_timeouts(first_s=20.0)
+    for i, timeout_s in enumerate(tries):
         wait_idle(page)
         page.get_by_role("combobox", name=label).click()
-        page.get_by_role("option", name=option, exact=True).click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=(30 if i == 0 else 5) * 1000)
+        except PlaywrightTimeout:
+            pass  # not offered (any more): the URL below decides
         page.keyboard.press("Escape")  # close the list (while open, the rest of the page is hidden from roles)
         try:
-            wait_url(watch, *url_parts, timeout_s=WAIT_S / attempts)
+            wait_url(watch, *url_parts, timeout_s=timeout_s)
             return
         except AssertionError:
-            if attempt == attempts - 1:
+            if i == len(tries) - 1:
                 raise
 
 
