@@ -18,6 +18,16 @@ torch.set_num_threads(1)
 
 LETTERS = list("abcdefghijklmnopqrstuvwxyz ")
 
+# How the two pytest-xdist workers share the suite (pytest.ini: --dist loadgroup): each file's tests stay on one
+# worker, so a file's browser and server fixtures start once; the two files that open eight browser sessions at
+# once share one group, so they never run at the same time (together they made each other several times slower).
+SAME_WORKER = {"test_e2e_load.py": "eight sessions", "test_proxy.py": "eight sessions"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))
+
 
 @pytest.fixture
 def char_tokenizer() -> Tokenizer:
