@@ -76,7 +76,7 @@ def describe_change(changes: Interventions) -> str:
         parts.append(ngettext("{n} head switched off", "{n} heads switched off", n).format(n=n))
     if len(parts) == 2:
         return _("{change}, {other_change}").format(change=parts[0], other_change=parts[1])
-    return "".join(parts)
+    return parts[0] if parts else ""
 
 
 def verdict(before: float, after: float, n: int, changes: Interventions) -> str:

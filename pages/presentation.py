@@ -72,9 +72,9 @@ def presenting() -> bool:
 
 def chart_box() -> tuple[int, int]:
     """(max height, max width) in px for one chart, for the current mode."""
-    return PRESENT_BOX if st.session_state.get("present") else NORMAL_BOX
+    return PRESENT_BOX if presenting() else NORMAL_BOX
 
 
 def chart_text_px() -> int:
     """The size in px of charts' tick labels and legends, for the current mode."""
-    return PRESENT_TEXT_PX if st.session_state.get("present") else NORMAL_TEXT_PX
+    return PRESENT_TEXT_PX if presenting() else NORMAL_TEXT_PX

@@ -73,6 +73,8 @@ def test_overview_is_layers_by_heads():
     np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1], rtol=1e-6)
     assert fig.data[4 * 2 + 1].hovertemplate.startswith("layer 2, head 1<br>")
     assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+    dark = {a.font.color for a in fig.layout.annotations} | {figs.layer_head_overview(w, "T").layout.title.font.color}
+    assert dark == {figs.TEXT_COLOR}  # titles dark, not the theme's grey
 
 
 @pytest.mark.parametrize("build", ["heatmap", "grid", "overview"])

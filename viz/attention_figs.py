@@ -432,8 +432,10 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
         elif name.startswith("yaxis"):
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    for note in layout.get("annotations", []):  # the row and column titles, dark like every chart's text
+        note.setdefault("font", {})["color"] = TEXT_COLOR
     layout.update(
-        title=dict(text=title),
+        title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
