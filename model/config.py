@@ -64,15 +64,14 @@ class TransformerConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
 
     def __post_init__(self) -> None:
-        """Check types, then LIMITS, then the combinations: all before any tensor is built.
+        """Check types, then each field against LIMITS and its allowed values, then the relations between fields
+        (only once every field is valid alone): all before any tensor is built.
 
         Messages name the field and the limit; string values from a file are never echoed (i18n Messages)."""
         types = _type_problems(self)
         if types:
             raise ValueError(_invalid(types))
-        problems = limit_problems(self)
-        if self.d_model % self.n_heads:
-            problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
+        problems = limit_problems(self)  # each field alone: its range or its allowed values
         for name, allowed in (
             ("positional", POSITIONAL_KINDS),
             ("pe_layout", PE_LAYOUTS),
@@ -81,6 +80,19 @@ class TransformerConfig:
         ):
             if getattr(self, name) not in allowed:
                 problems.append(M_("{name} is not one of {allowed}", name=name, allowed=", ".join(allowed)))
+        if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
+            problems.append(M_("pe_base must be a finite number above 1"))
+        if not (0 <= self.dropout < 1):
+            problems.append(M_("dropout must lie in [0, 1)"))
+        if not (0 < self.layer_norm_eps < 1):
+            problems.append(M_("layer_norm_eps must lie in (0, 1)"))
+        for name in ("pad_id", "bos_id", "eos_id"):
+            if getattr(self, name) < 0:
+                problems.append(M_("{name} is {value}; it must be at least 0", name=name, value=getattr(self, name)))
+        if problems:  # relations only between fields that are each valid (no division by a zero n_heads)
+            raise ValueError(_invalid(problems))
+        if self.d_model % self.n_heads:
+            problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
                 M_(
@@ -91,14 +103,8 @@ class TransformerConfig:
             )
         if self.d_model % 2:
             problems.append(M_("d_model={d} must be even for sinusoidal positions", d=self.d_model))
-        if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
-            problems.append(M_("pe_base must be a finite number above 1"))
-        if not (0 <= self.dropout < 1):
-            problems.append(M_("dropout must lie in [0, 1)"))
-        if not (0 < self.layer_norm_eps < 1):
-            problems.append(M_("layer_norm_eps must lie in (0, 1)"))
         for name in ("pad_id", "bos_id", "eos_id"):
-            if not 0 <= getattr(self, name) < min(self.src_vocab_size, self.tgt_vocab_size) and not problems:
+            if getattr(self, name) >= min(self.src_vocab_size, self.tgt_vocab_size):
                 problems.append(M_("{name}={value} is outside the vocabulary", name=name, value=getattr(self, name)))
         if problems:
             raise ValueError(_invalid(problems))

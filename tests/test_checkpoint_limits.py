@@ -6,6 +6,8 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import torch
 
 from model import CheckpointError, TransformerConfig, load_checkpoint, save_checkpoint
@@ -61,6 +63,10 @@ def test_the_papers_big_model_is_within_the_limits():
         ({"n_decoder_layers": True}, r"n_decoder_layers must be an integer, not true/false"),
         ({"norm_first": 1}, r"norm_first must be true or false, not an integer"),
         ({"activation": "db_password=hunter2"}, r"activation is not one of relu, gelu, silu"),
+        # issue 22: limits before relations (d_model % n_heads divided by zero here before)
+        ({"n_heads": 0}, r"n_heads is 0; it must be at least 1"),
+        ({"n_heads": -4, "d_model": 30}, r"n_heads is -4; it must be at least 1"),
+        ({"eos_id": -1}, r"eos_id is -1; it must be at least 0"),
     ],
 )
 def test_a_config_outside_the_limits_is_refused_before_any_tensor(saved, no_model_built, changes, message):
@@ -168,3 +174,55 @@ def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_rea
         with pytest.raises(CheckpointError, match=r"max_len is 1000000000, above this app's limit of 16384"):
             attempt(folder)
     assert reads == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(
+            [
+                "d_model",
+                "n_heads",
+                "d_ff",
+                "n_encoder_layers",
+                "n_decoder_layers",
+                "max_len",
+                "src_vocab_size",
+                "tgt_vocab_size",
+                "pad_id",
+                "bos_id",
+                "eos_id",
+                "dropout",
+                "pe_base",
+                "layer_norm_eps",
+                "positional",
+                "norm_first",
+                "share_embeddings",
+                "final_norm",
+                "extra",
+            ]
+        ),
+        st.one_of(
+            st.integers(-(2**63), 2**63),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.booleans(),
+            st.none(),
+            st.text(max_size=8),
+            st.lists(st.integers(), max_size=2),
+        ),
+        max_size=4,
+    )
+)
+def test_any_config_json_is_loaded_or_refused_with_a_message(tmp_path, char_tokenizer, changes):
+    """Issue 22: whatever a config.json holds, load_checkpoint loads it or raises CheckpointError (never another
+    exception: ZeroDivisionError, OverflowError, TypeError ...), and a refusal never quotes a text value."""
+    folder = tmp_path / f"c{abs(hash(json.dumps(changes, default=str))) % 10**9}"
+    if not folder.exists():
+        save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, folder)
+    edit_config(folder, **changes)
+    try:
+        load_checkpoint(folder)
+    except CheckpointError as err:
+        for value in changes.values():
+            if isinstance(value, str) and len(value) > 3:
+                assert value not in str(err).replace("TransformerConfig", "")
