@@ -34,7 +34,7 @@ AppTest calls widgets' format functions in the test's own thread: tests of a Chi
 from __future__ import annotations
 
 import gettext
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
@@ -116,16 +116,31 @@ class Message(str):
     def __reduce__(self):  # cache_data pickles records holding messages: keep what translating needs
         return (_rebuild, (str(self), self.template, self.plural, dict(self.values), tuple(self.parts), self.joined))
 
-    def translated(self) -> str:
-        """The message in the current language."""
+    def translated(self, escape: Callable[[str], str] | None = None) -> str:
+        """The message in the current language.
+
+        escape: applied to every text value (and plain-text part of a joined message) before it goes into the
+        translated template, never to a template: e.g. Markdown escaping, so that a file name or a typed symbol
+        quoted in an error box shows as text (pages/safe_text.py). Nested Messages pass it on."""
         if self.joined:
-            return self.template.join(_(part) for part in self.parts)
+            return self.template.join(
+                _value(part, escape) if isinstance(part, Message) else _value(_(part), escape) for part in self.parts
+            )
         if self.plural is not None:
             text = ngettext(self.template, self.plural, self.values["n"])
         else:
             text = translations(_current.get()).gettext(self.template) if self.template else self.template
-        values = {k: _(v) if isinstance(v, Message) else v for k, v in self.values.items()}
+        values = {k: _value(v, escape) for k, v in self.values.items()}
         return text.format(**values)
+
+
+def _value(value: object, escape: Callable[[str], str] | None) -> object:
+    """One value of a message, translated (a Message) and escaped (text) as `escape` asks."""
+    if isinstance(value, Message):
+        return value.translated(escape)
+    if escape is not None and isinstance(value, str):
+        return escape(value)
+    return value
 
 
 def _rebuild(text: str, template: str, plural, values: dict, parts: tuple, joined: bool) -> Message:

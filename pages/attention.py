@@ -11,6 +11,7 @@ from pages import common
 from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import esc
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
@@ -87,7 +88,7 @@ st.caption(
         source=len(cap.source_tokens),
         target=len(cap.target_tokens),
         origin=_("the model’s own greedy output") if cap.generated else _("the target you typed"),
-        predicted=session.tokenizer.target.detokenize(cap.predicted_tokens) or "∅",
+        predicted=esc(session.tokenizer.target.detokenize(cap.predicted_tokens)) or "∅",
     )
 )
 if changes:
@@ -104,7 +105,7 @@ if kind == "cross" and gold is None and (known := gold_example(session.card, ses
     st.caption(
         _(
             "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
-        ).format(target=known.target)
+        ).format(target=esc(known.target))
     )
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]

@@ -22,7 +22,7 @@ from typing import Any
 import pandas  # noqa: F401
 import streamlit as st
 
-from i18n import M_, N_, _, error_text
+from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
 from model.checkpoint import load_card
 from model.demos import card_description, list_demos
@@ -43,6 +43,7 @@ from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached
     session_capture,
     session_qkv_capture,
 )
+from pages.safe_text import esc, md
 from pages.uploads import upload_path
 
 _LOG = logging.getLogger(__name__)
@@ -206,7 +207,7 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
     where = st.sidebar if where is None else where
     info = _inspect(str(path), _stamp(path))
-    where.caption(_("Format: {title}. {notes}").format(title=_(info.title), notes=_(info.notes)).strip())
+    where.caption(_("Format: {title}. {notes}").format(title=md(info.title), notes=md(info.notes)).strip())
     options: dict[str, Any] = {"n_heads": None, "vocab": ()}
     suffix = ""
     if info.needs_n_heads:
@@ -280,7 +281,7 @@ def _pick_model(
         ),
     )
     if (refused_message := st.session_state.get(refused)) is not None:
-        where.error(_(refused_message))
+        where.error(md(refused_message))
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     try:
         if choice in demos:
@@ -326,9 +327,9 @@ def _pick_model(
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
-        message = error_text(err)  # in the reader's language
-        if private is not None:
-            message = message.replace(*private)  # the upload's name, not a temp path
+        message = md(message_of(err))  # in the reader's language, what it quotes escaped
+        if private is not None:  # the upload's name, never the server's copy of it
+            message = message.replace(esc(private[0]), esc(private[1])).replace(private[0], esc(private[1]))
         where.error(_("Could not load this model: {message}").format(message=message))
         return None
     except Exception as err:  # untrusted input must not reach a traceback; the server log keeps it
@@ -415,9 +416,9 @@ def show_input_messages(session: Session) -> bool:
         if check is None:
             continue
         for message in check.errors:
-            st.error(_(message))
+            st.error(md(message))
         for message in check.warnings:
-            st.warning(_(message))
+            st.warning(md(message))
     return session.ok
 
 

@@ -5,6 +5,8 @@ and for the decoder's kinds the same decoder input (by default both read model A
 page says why, and still shows both.
 """
 
+import html
+
 import streamlit as st
 
 from i18n import N_, _
@@ -15,6 +17,7 @@ from model.inputs import check_text
 from model.strategy_export import comparison_json, comparison_npz
 from pages import common
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import esc, md
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import plain_token
@@ -65,7 +68,7 @@ def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | N
 cfg_a = session.model.config
 st.caption(_("Model A is the sidebar's; choose model B here. Both read the sidebar's input."))
 col_a, col_b = st.columns(2)
-col_a.markdown(_("**A:** {label}").format(label=session.label))
+col_a.markdown(_("**A:** {label}").format(label=esc(session.label)))
 if description := card_description(session.card):
     col_a.caption(_(description))  # a built-in task's sentence in the reader's language
 start = default_b(session.key, session.tokenizer, (cfg_a.n_encoder_layers, cfg_a.n_decoder_layers, cfg_a.n_heads))
@@ -155,17 +158,20 @@ def mask(cap):
 
 if cap_b is None:
     for message in check_b.errors:
-        st.error(_("Model B cannot read this input: {why}").format(why=_(message)))
+        st.error(_("Model B cannot read this input: {why}").format(why=md(message)))
 shown = {_(m) for m in session.check.warnings}  # the sidebar's model (A) already said these
 for message in check_b.warnings:
     if _(message) not in shown:
-        st.warning(_("Model B: {why}").format(why=_(message)))
+        st.warning(_("Model B: {why}").format(why=md(message)))
 problems = mismatches(cap_a, cap_b, kind) if cap_b is not None else []
 arrays = {"a": attention_map(cap_a, kind, layer, h)}
 if cap_b is not None:
     arrays["b"] = attention_map(cap_b, kind, layer, h)
 title = _("{kind}, layer {layer}, {which}").format(kind=_(SHORT[kind]), layer=layer, which=which)
-names = (_("A: {m}").format(m=session.label), _("B: {m}").format(m=b_label))
+names = (
+    _("A: {m}").format(m=html.escape(session.label)),
+    _("B: {m}").format(m=html.escape(b_label)),
+)  # plotly reads HTML
 if cap_b is not None and not problems:
     arrays["a_minus_b"] = arrays["a"] - arrays["b"]
     fig = compare_heatmaps(
@@ -188,7 +194,7 @@ if cap_b is not None and not problems:
 else:
     for p in problems:
         if p.what == "target_tokens":  # the two decoder inputs, as text (model outputs, or what was typed)
-            values = {k: " ".join(plain_token(t) for t in v[1:])[:80] for k, v in (("a", p.a), ("b", p.b))}
+            values = {k: esc(" ".join(plain_token(t) for t in v[1:])[:80]) for k, v in (("a", p.a), ("b", p.b))}
         else:  # numbers of layers or heads, or of source tokens
             values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
         st.info(_(WHY[p.what]).format(**values))

@@ -14,6 +14,7 @@ from pages import interventions_ui as heads_ui
 from pages.decoding_beam import beam_view
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px, presenting
+from pages.safe_text import code, esc
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
@@ -100,8 +101,8 @@ st.markdown(
     _("**Step {i} of {n}** · decoder input so far: {inputs} → writes **{token}** (p = {p})").format(
         i=step_index + 1,
         n=len(trace.steps),
-        inputs=" ".join(f"`{plain_token(t)}`" for t in inputs),
-        token=f"`{plain_token(step.token)}`",
+        inputs=" ".join(code(plain_token(t)) for t in inputs),
+        token=code(plain_token(step.token)),
         p=f"{step.prob:.1%}" + (_(", your choice") if step.forced else ""),
     )
 )
@@ -192,7 +193,7 @@ st.plotly_chart(
 )
 st.caption(
     _("Output: {output} · stopped at {stop}.").format(
-        output=trace.text or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
+        output=esc(trace.text) or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
     )
     + " "
     + _(

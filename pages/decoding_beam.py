@@ -12,6 +12,7 @@ from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import esc
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
 
@@ -46,7 +47,7 @@ def beam_view(session, s: Strategy) -> None:
     stop = _(STOPS[trace.stop_reason]).format(k=trace.beam_size)
     st.markdown(
         _("**Best hypothesis:** {text} · score {score:.3f} · {n} steps, stopped: {stop}").format(
-            text=trace.text or "∅", score=trace.score, n=len(trace.steps), stop=stop
+            text=esc(trace.text) or "∅", score=trace.score, n=len(trace.steps), stop=stop
         )
     )
     max_height, max_width = chart_box()

@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from i18n import _, error_text
+from i18n import _, message_of
 from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common
+from pages.safe_text import esc, md
 from viz import inside_figs as figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
@@ -54,7 +55,7 @@ where = _("{kind}, layer {layer}, head {head}, query {query}").format(
 )  # for chart titles (plotly reads HTML)
 st.caption(
     _("{kind}, layer {layer}, head {head}, query {query}").format(
-        kind=kind_title, layer=layer, head=head, query=q_label
+        kind=kind_title, layer=layer, head=head, query=esc(q_label)
     )
     + f" · d_k = {step.d_k} · "
     + _("{n} keys · decoder input: {origin}").format(
@@ -229,7 +230,7 @@ with mine:
     try:
         cost = inside.attention_cost(B, T, D, heads)
     except ValueError as err:
-        st.error(error_text(err))
+        st.error(md(message_of(err)))
         cost = None
     if cost is not None:
         rows = figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B))

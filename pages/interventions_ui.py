@@ -24,6 +24,7 @@ from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import code
 from viz import intervention_figs as figs
 
 Head = tuple[str, int, int]
@@ -188,17 +189,17 @@ def show_effect(session: common.Session, changes: Interventions, new_output: str
     st.markdown(
         (
             ngettext(
-                "With {n} head off the model writes **`{new}`** (plain model: `{old}`).",
-                "With {n} heads off the model writes **`{new}`** (plain model: `{old}`).",
+                "With {n} head off the model writes **{new}** (plain model: {old}).",
+                "With {n} heads off the model writes **{new}** (plain model: {old}).",
                 n,
             )
             if plain.generated
             else ngettext(
-                "With {n} head off the model writes **`{new}`** (your target: `{old}`).",
-                "With {n} heads off the model writes **`{new}`** (your target: `{old}`).",
+                "With {n} head off the model writes **{new}** (your target: {old}).",
+                "With {n} heads off the model writes **{new}** (your target: {old}).",
                 n,
             )
-        ).format(n=n, new=new_output or "∅", old=old or "∅")
+        ).format(n=n, new=code(new_output or "∅"), old=code(old or "∅"))
         + " "
         + _(
             "Log-probability of the {what}: {delta:+.3f} (p × {factor:.3g}). Attention below: the changed model."

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from i18n import _, error_text, language
+from i18n import _, language, message_of
 from model.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
 from pages import common
+from pages.safe_text import md
 from viz.lecture_pack import lecture_pack_html
 
 st.title(_("Lecture pack"))
@@ -65,7 +66,7 @@ raw = st.text_area(
 common.write_url(pack_inputs=raw)
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
-    st.warning(_(note))
+    st.warning(md(note))
 
 if st.button(_("Build the lecture pack"), key="pack_build", type="primary", disabled=not texts):
     st.session_state["pack_request"] = (session.key, tuple(texts))
@@ -74,7 +75,7 @@ if request and request[0] == session.key:
     try:
         page = build(request[1])
     except ValueError as err:  # an input the model cannot read at all
-        st.error(_("Could not build the pack: {error}").format(error=error_text(err)))
+        st.error(_("Could not build the pack: {error}").format(error=md(message_of(err))))
     else:
         st.success(_("{n} inputs · {size} MB").format(n=len(request[1]), size=f"{len(page.encode('utf-8')) / 1e6:.1f}"))
         st.download_button(

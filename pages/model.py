@@ -7,6 +7,7 @@ from model.demos import card_description
 from model.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
 from pages.explain import explain_row
+from pages.safe_text import esc
 from viz import model_figs as figs
 
 st.title(_("Model"))
@@ -28,7 +29,7 @@ POSITIONS = {
 }
 st.markdown(
     _("**{label}** · {n} parameters · {norm} · {positions}").format(
-        label=session.label,
+        label=esc(session.label),
         n=f"{sum(counts.values()):,}",
         norm="pre-LN" if cfg.norm_first else _("post-LN (as in the paper)"),
         positions=_(POSITIONS[cfg.positional]) if cfg.positional in POSITIONS else f"{cfg.positional} positions",
@@ -48,7 +49,7 @@ if card:
             _("Trained in {minutes} min ({steps} steps) on {machine}").format(
                 minutes=f"{card['training_seconds'] / 60:.1f}",
                 steps=card.get("steps", "?"),
-                machine=card.get("trained_on", _("a CPU")),
+                machine=esc(card.get("trained_on", _("a CPU"))),
             )
         )
     st.markdown("  \n".join(line for line in lines if line))

@@ -18,6 +18,7 @@ from model.interventions import NONE, Interventions
 from model.pe_analysis import cosine_similarity, pe_table
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import code
 from viz import attention_figs
 from viz import positional_figs as figs
 
@@ -85,13 +86,13 @@ def inference_view(session: common.Session | None) -> Interventions:
     args = (session.key, session.check.text, (), 5, session.model, session.tokenizer)
     plain = common.cached_trace(*args)
     if not changes:
-        st.markdown(_("As trained, the model writes **`{out}`**.").format(out=plain.text or "∅"))
+        st.markdown(_("As trained, the model writes **{out}**.").format(out=code(plain.text or "∅")))
         return changes
     changed = common.cached_trace(*args, changes)
     what = _(WHAT[changes.positional]).format(k=changes.shift)
     st.markdown(
-        _("As trained the model writes **`{plain}`**; {what} it writes **`{changed}`**.").format(
-            plain=plain.text or "∅", what=what, changed=changed.text or "∅"
+        _("As trained the model writes **{plain}**; {what} it writes **{changed}**.").format(
+            plain=code(plain.text or "∅"), what=what, changed=code(changed.text or "∅")
         )
     )
     _verdict(session, changes, what)
@@ -174,8 +175,9 @@ def models_view() -> None:
     if "none" in results and results["none"].failure is not None:
         source, target, output = results["none"].failure
         st.markdown(
-            _("A typical failure without positions: `{source}` → `{output}` (should be `{target}`): the model knows "
-              "which letters to write, not in which order.").format(source=source, output=output or "∅", target=target)
+            _("A typical failure without positions: {source} → {output} (should be {target}): the model knows "
+              "which letters to write, not in which order.").format(source=code(source), output=code(output or "∅"),
+                                                                     target=code(target))
         )  # fmt: skip
     _tables(loaded)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from i18n import _, error_text
+from i18n import _, message_of
 from model import CheckpointError, load_checkpoint
 from model.compare import decoder_input_text
 from model.demos import list_demos
@@ -20,6 +20,7 @@ from model.snapshots import list_snapshots
 from model.strategy_export import comparison_npz, snapshots_csv
 from pages import common
 from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import esc, md
 from viz import attention_figs
 from viz.compare_figs import training_curve
 
@@ -62,7 +63,7 @@ folder = checkpoint_folder(session.key)
 try:
     snaps = _snapshots(str(folder), common._stamp(folder / "snapshots")) if folder is not None else None
 except (CheckpointError, OSError, ValueError) as err:
-    st.error(_("This model's training snapshots could not be read: {why}").format(why=error_text(err)))
+    st.error(_("This model's training snapshots could not be read: {why}").format(why=md(message_of(err))))
     st.stop()
 except Exception:  # an index no check foresaw: the server log keeps it
     _LOG.warning("reading the snapshots of %s failed", session.key, exc_info=True)
@@ -119,7 +120,7 @@ def snapshot_capture(snapshot):
         return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
     except (CheckpointError, OSError, ValueError) as err:  # what the folder holds is not trusted
         why = _("The snapshot of step {step} could not be loaded: {why}").format(
-            step=snapshot.step, why=error_text(err)
+            step=snapshot.step, why=md(message_of(err))
         )
     except Exception:  # anything else: the server log keeps it, the page says which step
         _LOG.warning("running the snapshot of step %s failed", snapshot.step, exc_info=True)
@@ -151,7 +152,7 @@ which = _("average of heads") if head == "average" else _("head {h}").format(h=h
 em = "–" if current.exact_match is None else f"{current.exact_match:.0%}"
 st.caption(
     _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
-        where=where, target=target
+        where=where, target=esc(target)
     )
 )
 max_height, max_width = chart_box()
