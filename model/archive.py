@@ -4,8 +4,10 @@
 
 The archive's directory is read first and refused as a whole (CheckpointError) for: more than
 max_members files; a total uncompressed size above max_total_bytes or one file above max_member_bytes;
-a compression ratio above max_ratio (a zip bomb); a method other than stored or deflate; an encrypted
-member; a link. Members are written flattened (only their file name, so nothing lands outside `dest`);
+a compression ratio above max_ratio (a zip bomb), or above weights_max_ratio for a weights file (tensors
+hardly compress); a config, vocabulary or tokenizer file above text_max_bytes (what its reader accepts); a
+method other than stored or deflate; an encrypted member; a link. Files of no kind a checkpoint reader opens
+(README.md, other frameworks' weights) are left packed (member_kind). Members are written flattened (only their file name, so nothing lands outside `dest`);
 two members with the same name are refused. While unpacking, the bytes written are counted against the
 sizes the directory declared and each CRC is checked; on any error the files written so far are removed.
 Messages name the archive (`name`: what the person uploaded), the member's file name and the limit, never
@@ -24,10 +26,26 @@ from pathlib import Path, PurePosixPath
 from i18n import M_
 
 from .errors import CheckpointError
-from .safe_io import size_text
+from .safe_io import JSON_MAX_BYTES, size_text
 
 METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 CHUNK = 2**20
+
+
+# What a checkpoint folder holds, by file kind (issue 22: unpacked size bounded by what a checkpoint needs).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".pkl")  # tensors: they hardly compress
+TEXT_SUFFIXES = (".json", ".txt", ".model", ".spm", ".vocab")  # configs, vocabularies, tokenizer models
+# Anything else (README.md, .gitattributes, flax_model.msgpack, tf_model.h5 ...) is left packed: no reader uses it.
+
+
+def member_kind(leaf: str) -> str | None:
+    """ "weights", "text", or None for a file no checkpoint reader opens (it is not unpacked)."""
+    lower = leaf.lower()
+    if lower.endswith(WEIGHT_SUFFIXES):
+        return "weights"
+    if lower.endswith(TEXT_SUFFIXES):
+        return "text"
+    return None
 
 
 @dataclass(frozen=True)
@@ -37,6 +55,8 @@ class ArchiveLimits:
     max_member_bytes: int = 2 * 2**30
     max_ratio: float = 200.0  # uncompressed / compressed, for members above ratio_floor_bytes
     ratio_floor_bytes: int = 2**20  # small files (JSON) may compress well without being bombs
+    weights_max_ratio: float = 20.0  # float tensors compress 1.1-2x; zeros padded to gigabytes compress 1000x
+    text_max_bytes: int = JSON_MAX_BYTES  # a config, vocabulary or tokenizer model: what the readers accept
 
 
 def _method_name(method: int) -> str:
@@ -71,6 +91,7 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
         )
     total = 0
     seen: set[str] = set()
+    kept = []
     for m in members:
         leaf = PurePosixPath(m.filename.replace("\\", "/")).name
         if m.flag_bits & 0x1:
@@ -111,7 +132,23 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
                     ),
                 )
             )
-        if m.file_size > limits.ratio_floor_bytes and m.file_size > limits.max_ratio * max(m.compress_size, 1):
+        kind = member_kind(leaf)
+        if kind is None:
+            continue  # no reader opens it: left packed, counted nowhere
+        if kind == "text" and m.file_size > limits.text_max_bytes:
+            raise CheckpointError(
+                _member(
+                    leaf,
+                    name,
+                    M_(
+                        "unpacks to {size}, above the limit of {limit} for this kind of file",
+                        size=size_text(m.file_size),
+                        limit=size_text(limits.text_max_bytes),
+                    ),
+                )
+            )
+        ratio_limit = limits.weights_max_ratio if kind == "weights" else limits.max_ratio
+        if m.file_size > limits.ratio_floor_bytes and m.file_size > ratio_limit * max(m.compress_size, 1):
             raise CheckpointError(
                 _member(
                     leaf,
@@ -119,11 +156,12 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
                     M_(
                         "expands {ratio} times, above the limit of {limit} (a checkpoint's weights hardly compress)",
                         ratio=f"{m.file_size / max(m.compress_size, 1):.0f}",
-                        limit=f"{limits.max_ratio:.0f}",
+                        limit=f"{ratio_limit:.0f}",
                     ),
                 )
             )
         total += m.file_size
+        kept.append(m)
     if total > limits.max_total_bytes:
         raise CheckpointError(
             M_(
@@ -133,7 +171,22 @@ def check_archive(archive: zipfile.ZipFile, limits: ArchiveLimits, name: str = "
                 limit=size_text(limits.max_total_bytes),
             )
         )
-    return members
+    if not kept:
+        raise CheckpointError(M_("{name} holds no file of a checkpoint (weights, config or vocabulary)", name=name))
+    return kept
+
+
+def unpacked_size(data: bytes, limits: ArchiveLimits = ArchiveLimits(), name: str = "the .zip") -> int:
+    """The bytes safe_extract would write for this .zip, after check_archive (nothing is written)."""
+    with _open(data, name) as archive:
+        return sum(m.file_size for m in check_archive(archive, limits, name))
+
+
+def _open(data: bytes, name: str) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
+        raise CheckpointError(M_("{name} is not a readable .zip file", name=name)) from None
 
 
 def safe_extract(
@@ -141,10 +194,7 @@ def safe_extract(
 ) -> Path:
     """Unpack the .zip `data` into the existing folder `dest` (flattened), after check_archive; returns dest."""
     dest = Path(dest)
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
-        raise CheckpointError(M_("{name} is not a readable .zip file", name=name)) from None
+    archive = _open(data, name)
     written: list[Path] = []
     with archive:
         members = check_archive(archive, limits, name)

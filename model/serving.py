@@ -7,7 +7,8 @@
 variable; folders from both count). `open_path(raw)` turns what a visitor typed (or a link's
 `path:...`) into a resolved path inside an allowed folder, or raises `PathRefused` with a message that
 says nothing about what exists outside those folders:
-- turned off: refused before anything is looked at (no `~` expansion, no stat, no open);
+- turned off: refused before anything is looked at (no stat, no open);
+- never a `~` expansion (it would tell which users exist): `~x/...` is a folder named `~x` like any other;
 - the path is first checked as text (absolute, normalised) against the allowed folders, so a path
   outside them is refused without touching the file system; then it is resolved (symlinks followed)
   and checked again, so a link inside an allowed folder cannot lead outside;
@@ -111,15 +112,10 @@ class ServerFolders:
         refused = PathRefused(M_(OUTSIDE, raw=shown))
         if not raw or len(raw) > MAX_PATH_CHARS or "\x00" in raw:
             raise refused
-        text = raw
-        if raw.startswith("~"):
-            try:
-                text = os.path.expanduser(raw)  # reads the password database, not the file system
-            except (KeyError, RuntimeError, OSError):
-                raise refused from None
-            if text.startswith("~"):  # no such user: the same answer as any path outside
-                raise refused
-        candidate = _lexical(text, self.folders[0])
+        # No ~ expansion: "~user" would ask the password database, and its answer (the user exists or not) would
+        # show in the reply. A leading ~ is an ordinary folder name, taken inside the first folder like any
+        # relative path, so every path outside gets the same answer before anything is looked up.
+        candidate = _lexical(raw, self.folders[0])
         if not any(_inside(candidate, f) for f in self.folders + self.resolved):
             raise refused  # outside as text: nothing was looked at
         try:

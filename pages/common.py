@@ -43,8 +43,8 @@ from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached
     session_capture,
     session_qkv_capture,
 )
-from pages.safe_text import esc, md
-from pages.uploads import upload_path
+from pages.safe_text import md
+from pages.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 
 _LOG = logging.getLogger(__name__)
 
@@ -235,6 +235,13 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
     return options, suffix
 
 
+def _refuse_upload(upload, err: BaseException, remember: bool) -> None:
+    """A checkpoint upload that could not be loaded: its files go now (issue 22). Its error is kept for the
+    session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it)."""
+    if upload is not None and not isinstance(err, RefusedUpload):
+        refuse_upload(upload, err, remember)
+
+
 def model_choices() -> list[str]:
     """Demos, uploads, and server folders only when whoever started the server allowed some."""
     return [d.name for d in list_demos()] + ([PATH_CHOICE] if server_folders().enabled else []) + [UPLOAD_CHOICE]
@@ -283,6 +290,7 @@ def _pick_model(
     if (refused_message := st.session_state.get(refused)) is not None:
         where.error(md(refused_message))
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
+    suffix, upload = "", None  # the load options' cache-key part ("" when the file alone decides), the upload
     try:
         if choice in demos:
             demo = demos[choice]
@@ -317,7 +325,11 @@ def _pick_model(
                     )
                 )
                 return None
-            digest, local = upload_path(upload)
+            try:
+                digest, local = upload_path(upload)
+            except RefusedUpload as refused:  # refused earlier in this process: the same answer, nothing unpacked
+                private = (refused.local, upload.name)
+                raise
             path, key, label = Path(local), f"upload:{digest}", upload.name
             private = (local, upload.name)
         if not path.exists():
@@ -329,11 +341,14 @@ def _pick_model(
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
         message = md(message_of(err))  # in the reader's language, what it quotes escaped
         if private is not None:  # the upload's name, never the server's copy of it
-            message = message.replace(esc(private[0]), esc(private[1])).replace(private[0], esc(private[1]))
+            message = scrub(message, *private)
+            _refuse_upload(upload, err, remember=not suffix)
         where.error(_("Could not load this model: {message}").format(message=message))
         return None
     except Exception as err:  # untrusted input must not reach a traceback; the server log keeps it
         _LOG.warning("loading %s failed", choice, exc_info=True)
+        if private is not None:
+            _refuse_upload(upload, err, remember=not suffix)
         where.error(_("Could not load this model: it could not be read ({error}).").format(error=type(err).__name__))
         return None
 

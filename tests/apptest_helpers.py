@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -50,5 +52,14 @@ def chart_titles(at: AppTest) -> list[str]:
     return [c["layout"].get("title", {}).get("text", "") for c in charts(at)]
 
 
+def shown(markdown: str) -> str:
+    """What a reader sees of a Markdown element: rendered as CommonMark (as Streamlit's frontend does), tags dropped,
+    entities read; escapes such as \\( or `code` delimiters are gone, the characters themselves stay."""
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(markdown)
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
+
+
 def messages(at: AppTest) -> str:
-    return " ".join([e.value for e in at.error] + [w.value for w in at.warning] + [i.value for i in at.info])
+    return " ".join(shown(e.value) for e in [*at.error, *at.warning, *at.info])

@@ -11,7 +11,7 @@ from model.demos import Demo, list_demos
 from model.importance import head_importance, output_log_probs
 from model.intervened import decode
 from model.interventions import Interventions
-from tests.apptest_helpers import chart_titles, charts, messages, open_page
+from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
 
 TWO_CROSS = [("cross", 2, 0), ("cross", 2, 1)]  # every head of the letters model's last cross layer
@@ -62,7 +62,7 @@ def test_ticking_heads_changes_the_attention_page_and_its_link(ckpt, letters, de
     heat = figure(at, "Cross-attention")  # the changed model's attention (head average of the last layer)
     np.testing.assert_allclose(values(heat["data"][0]["z"]), changed.cross[2].mean(0), atol=1e-5)
     new = decode(*letters, "cafe", Interventions.make(TWO_CROSS)).text
-    assert any(f"With 2 heads off the model writes **`{new}`**" in m.value for m in at.markdown)
+    assert any(f"With 2 heads off the model writes {new} (" in shown(m.value) for m in at.markdown)
     saved = json.loads(deferred["capture.json"]())  # the download says what was changed
     assert saved["interventions"] == {"ablate": [["cross", 2, 0], ["cross", 2, 1]]}
 
@@ -140,7 +140,9 @@ def test_positions_at_inference_on_any_model(roomy):
     model = load_checkpoint(roomy)
     changed = decode(*model, "cafe", Interventions.make(positional="shifted", shift=3))
     plain = decode(*model, "cafe")
-    assert f"it writes **`{changed.text or '∅'}`**" in at.markdown[0].value and plain.text in at.markdown[0].value
+    assert (
+        shown(at.markdown[0].value).endswith(f"it writes {changed.text or '∅'}.") and plain.text in at.markdown[0].value
+    )
     assert "Not a shipped demo" in " ".join(c.value for c in at.caption)
     assert chart_titles(at)[:2] == ["As trained: cross-attention, last layer", "Changed: cross-attention, last layer"]
     at.segmented_control(key="pe_pos").set_value("shuffled").run()

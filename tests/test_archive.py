@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.archive import ArchiveLimits, safe_extract
+from model.archive import ArchiveLimits, safe_extract, unpacked_size
 from tests.conftest import make_tiny
 from tests.zip_helpers import (
     bad_crc_zip,
@@ -54,8 +54,40 @@ def test_a_zip_bomb_is_refused_before_unpacking(tmp_path):
     refused(
         tmp_path,
         zip_bytes({"model.safetensors": bytes(20 * 2**20)}),
-        r"model\.safetensors in the \.zip expands \d+ times, above the limit of 200",
+        r"model\.safetensors in the \.zip expands \d+ times, above the limit of 20 ",
     )
+    refused(tmp_path, zip_bytes({"config.json": bytes(20 * 2**20)}), r"config\.json .* above the limit of 200")
+
+
+def pattern_bytes(n: int, period: int) -> bytes:
+    """n bytes of a repeating random block: deflate finds the repeats only within its 32 KB window."""
+    import random
+
+    block = random.Random(period).randbytes(period)
+    return (block * (n // period + 1))[:n]
+
+
+def test_weights_that_expand_tenfold_more_than_tensors_do_are_refused(tmp_path):
+    """Issue 22: a 23.5 MB zip whose one member expanded 130x (under the 200x rule) wrote 1.9 GB per upload.
+    Tensors compress 1.1-2x: a weights file beyond 20x is refused from the directory, before anything is written."""
+    data = zip_bytes({"model.safetensors": pattern_bytes(24 * 2**20, 16384)})  # about 134x, as found
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        ratio = z.infolist()[0].file_size / z.infolist()[0].compress_size
+    assert 20 < ratio < 200  # the old rule let it through
+    refused(tmp_path, data, r"model\.safetensors in the \.zip expands \d+ times, above the limit of 20 ")
+
+
+def test_files_no_reader_opens_are_left_packed_and_text_files_are_bounded(tmp_path, char_tokenizer):
+    folder = save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    data = zip_bytes({**files, "README.md": b"# hi", "flax_model.msgpack": bytes(2**20)})
+    (tmp_path / "out").mkdir()
+    out = safe_extract(data, tmp_path / "out")
+    assert sorted(p.name for p in out.iterdir()) == sorted(files)
+    assert unpacked_size(data) == sum(len(b) for b in files.values())
+    small = ArchiveLimits(text_max_bytes=100)
+    refused(tmp_path, zip_bytes({"vocab.json": b"[" + b'"a",' * 100 + b'"b"]'}), "above the limit of 100 bytes", small)
+    refused(tmp_path, zip_bytes({"notes.md": b"x"}), "holds no file of a checkpoint")
 
 
 def test_sizes_and_member_counts_are_bounded(tmp_path):

@@ -6,9 +6,9 @@ import os
 import time
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import torch
 
 from model import CheckpointError, TransformerConfig, load_checkpoint, save_checkpoint
 from model.config import LIMITS, parameter_count

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, open_page
+from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, open_page, shown
 from tests.browser_helpers import letters_checkpoint
 
 LETTERS = "abcdefgh"  # the letters model's whole vocabulary (char level)
@@ -196,7 +196,7 @@ def apps(ckpt):
 
 
 def shown_messages(at) -> list[str]:
-    return [m.value for m in [*at.error, *at.warning]]
+    return [shown(m.value) for m in [*at.error, *at.warning]]
 
 
 def check_attention(at, sel: dict, text: str, target: str) -> None:
@@ -450,7 +450,7 @@ BAD_MODELS = {  # the suite allows pytest's temp folder only (tests/conftest.py)
 def test_links_to_checkpoints_that_do_not_exist(model):
     at = open_page("attention", model)
     assert not at.exception, at.exception
-    errors = [e.value for e in at.sidebar.error]
+    errors = [shown(e.value) for e in at.sidebar.error]
     assert len(errors) == 1 and errors[0].startswith("Could not load this model: "), errors
     assert BAD_MODELS[model] in errors[0]
     assert at.info[0].value == "Choose a model in the sidebar to begin." and not charts(at)

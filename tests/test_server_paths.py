@@ -10,7 +10,7 @@ import pytest
 
 from model import serving
 from model.serving import ENV, MAX_ENTRIES, OFF, PathRefused, ServerFolders, folder_stamp, parse_folders
-from tests.apptest_helpers import open_page
+from tests.apptest_helpers import open_page, shown
 from tests.browser_helpers import letters_checkpoint
 
 
@@ -77,10 +77,9 @@ def test_outside_gets_one_answer_whether_it_exists_or_not(area, monkeypatch):
         "/proc/self/environ",
         f"{allowed}/../outside/letters",
         str(allowed / "escape"),
-        "~root",
-        "~nosuchuser",
-        "~nosuchuser/x",
-        "~",
+        "~root/../../outside/letters",
+        "~nosuchuser/../../outside/letters",
+        "~daemon/../../../outside/letters",
         "a\x00b",
         "x" * 5000,
     ]
@@ -91,6 +90,24 @@ def test_outside_gets_one_answer_whether_it_exists_or_not(area, monkeypatch):
         for shown in ["".join(c if c.isprintable() else "?" for c in raw[:200]) + ("…" if len(raw) > 200 else "")]
     }
     assert shapes == {"RAW is not inside the folders this server may open"}, answers
+
+
+def test_a_tilde_is_an_ordinary_folder_name_and_tells_nothing_about_users(area, monkeypatch):
+    """Issue 22: `~daemon/../../<allowed>/letters` loaded while `~nosuchuser/...` was refused (which users exist).
+    No visitor path is expanded: both are folders named `~...` inside the first allowed folder, answered alike."""
+    allowed, _ = area
+    monkeypatch.setattr(os.path, "expanduser", lambda p: pytest.fail("a visitor's ~ was expanded"))
+    folders = ServerFolders.of([allowed])
+    (allowed / "~me").mkdir()
+    letters_checkpoint(allowed / "~me")
+    assert folders.open_path("~me/letters") == (allowed / "~me" / "letters").resolve()
+    trail = "/".join([".."] * (len(allowed.parts) + 1)) + str(allowed) + "/letters"
+    opened = {user: folders.open_path(f"~{user}/{trail}") for user in ("root", "daemon", "nosuchuser")}
+    assert set(opened.values()) == {(allowed / "letters").resolve()}  # the same for every name, real user or not
+    short = "/".join([".."] * 2) + str(allowed) + "/letters"  # lands outside: refused alike
+    answers = {refusal(folders, f"~{u}/{short}")[len(u) + 1 :] for u in ("root", "daemon", "nosuchuser")}
+    assert len(answers) == 1 and next(iter(answers)).endswith("is not inside the folders this server may open")
+    assert {refusal(folders, f"~{u}").replace(u, "U") for u in ("root", "nosuchuser")} == {"no checkpoint at ~U"}
 
 
 def test_system_folders_are_refused_even_when_allowed():
@@ -159,7 +176,7 @@ def test_folders_come_from_the_command_line_and_the_environment(tmp_path):
 
 
 def sidebar_errors(at) -> list[str]:
-    return [e.value for e in at.sidebar.error]
+    return [shown(e.value) for e in at.sidebar.error]
 
 
 def test_the_app_refuses_path_links_when_off(area, monkeypatch):
@@ -176,7 +193,7 @@ def test_the_app_gives_one_answer_outside_and_opens_inside(area, monkeypatch):
     allowed, outside = area
     monkeypatch.setenv(ENV, str(allowed))
     answers = []
-    for raw in [str(outside / "letters"), str(outside / "nothing"), "~nosuchuser", "~root/.ssh"]:
+    for raw in [str(outside / "letters"), str(outside / "nothing"), "~nosuchuser/../../x", "~root/../../.ssh"]:
         at = open_page("attention", f"path:{raw}", timeout=30)
         assert not at.exception, at.exception
         answers.append([e.replace(raw, "RAW") for e in sidebar_errors(at)])
