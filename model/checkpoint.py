@@ -27,7 +27,7 @@ from i18n import M_, join_messages, message_of
 from .config import TransformerConfig
 from .errors import CheckpointError
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_encoding
-from .safe_io import read_json, regular_file
+from .safe_io import check_safetensors_header, read_json
 from .tokenizer import Tokenizer
 from .transformer import Transformer
 
@@ -200,7 +200,7 @@ def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tenso
     """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do)."""
     if not path.exists():
         raise missing_file(path)
-    regular_file(path)
+    check_safetensors_header(path)  # regular file, bounded header and tensor count
     try:
         stored = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:

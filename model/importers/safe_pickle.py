@@ -23,7 +23,7 @@ import torch
 from i18n import M_
 
 from ..checkpoint import CheckpointError
-from ..safe_io import read_bytes, regular_file
+from ..safe_io import check_zip_entries, read_bytes, regular_file
 
 ZIP_MAGIC = b"PK\x03\x04"
 PICKLE_PROTO = 0x80  # the PROTO opcode that starts every pickle of protocol 2 or later
@@ -50,6 +50,7 @@ def load_torch_file(path: Path, mmap: bool = False) -> Any:
     bytes are read once, when they are copied into the model.
     """
     regular_file(path)
+    check_zip_entries(path)  # a zip archive of a million storages is refused from its directory
     try:
         return torch.load(str(path), map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:

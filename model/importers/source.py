@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from i18n import M_
 
 from ..checkpoint import CheckpointError, unreadable_safetensors
-from ..safe_io import read_json, regular_file
+from ..safe_io import check_safetensors_header, read_json, regular_file
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
 from .vocab_files import VocabSpec
@@ -120,6 +120,7 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         head = fh.read(16)
     mapped = True
     if _is_safetensors(head, info.st_size):
+        check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
         try:
             obj: Any = load_file(str(path))  # memory-mapped by safetensors
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
