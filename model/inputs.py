@@ -67,6 +67,9 @@ def _content_ids(vocab, text: str) -> list[int]:
 
 
 WHAT = {"input": N_("input"), "target": N_("target")}  # what check_text's messages call the text
+MAX_LEN_CUT = N_(
+    "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped)."
+)  # check_text's warning when the model's max_len cuts a text (model/budget.py replaces it when it cuts more)
 
 
 def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
@@ -123,7 +126,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
         kept = vocab.detokenize(vocab.decode(ids[:room]))
         warnings.append(
             M_(
-                "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped).",
+                MAX_LEN_CUT,
                 what=name,
                 n=len(ids),
                 room=room,

@@ -14,6 +14,7 @@ from torch import nn
 from i18n import M_, NM_, join_messages
 
 from . import pe_analysis as pea
+from .budget import WorkBudget, apply_budget
 from .capture import Capture, capture
 from .decoding import Trace, greedy_decode
 from .inputs import check_text
@@ -111,15 +112,19 @@ def pack_records(
     label: str = "",
     progress: Callable[[int, int], None] | None = None,
     run: Callable[[str], tuple[Capture, Trace]] | None = None,
+    budget: WorkBudget | None = None,
 ) -> PackRecords:
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
+    Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
 
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
     """
     room = model.config.max_len - 1
+    budget = WorkBudget.from_environment() if budget is None else budget
     inputs = []
     for i, text in enumerate(texts):
         check = check_text(text, tokenizer.source, room)
+        apply_budget(check, tokenizer.source, model.config, budget)  # the app's work budget: the same cut
         if check.errors:
             raise ValueError(M_("input {i}: {errors}", i=i + 1, errors=join_messages(" ", check.errors)))
         cap, trace = run(check.text) if run is not None else run_input(model, tokenizer, check.text)

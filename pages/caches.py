@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from i18n import N_, _
+from i18n import M_, N_, _
 from model import Capture, Trace, capture, greedy_decode, intervened
-from model.importance import HeadImportance, head_importance
+from model.budget import BudgetExceeded, WorkBudget, importance_batch, importance_row_bytes, source_length, steps_for
+from model.importance import MAX_ROWS, HeadImportance, head_importance
 from model.interventions import NONE, Interventions
 from pages.bounded_cache import BoundedCache
 
@@ -110,8 +111,22 @@ def session_capture(session: Session, spinner: str | None = RUNNING, changes: In
 def session_importance(session: Session, progress: Callable[[int, int], None] | None = None) -> HeadImportance:
     """head_importance() of the session's input once per (model key, text, target): at most 64 and 16 MB."""
     _, text, target = key = input_key(session)
+    cfg = session.model.config
+    source = source_length(session.tokenizer.source, cfg, text)
+    decoder = steps_for(cfg, source) + 1 if target is None else source_length(session.tokenizer.target, cfg, target)
+    budget = WorkBudget.from_environment()
+    rows = importance_batch(cfg, source, decoder, budget, MAX_ROWS)  # batched passes sized to the budget
+    if rows < 1:
+        raise BudgetExceeded(
+            budget.refusal(
+                M_("Head importance on this input"),
+                importance_row_bytes(cfg, source, decoder),
+                M_("a shorter input is needed."),
+            )
+        )
     return IMPORTANCE.get(
-        key, lambda: head_importance(session.model, session.tokenizer, text, target, progress=progress)
+        key,
+        lambda: head_importance(session.model, session.tokenizer, text, target, progress=progress, batch_size=rows),
     )
 
 

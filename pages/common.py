@@ -24,6 +24,7 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
+from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget
 from model.checkpoint import load_card
 from model.demos import card_description, list_demos
 from model.importers import CheckpointInfo, inspect_checkpoint
@@ -385,10 +386,13 @@ def sidebar() -> Session | None:
         st.session_state["text"], st.session_state["target"] = examples[0], ""
     st.session_state["_text_model"] = base_key
     url_state("text", examples[0] if examples else "")
+    url_state("target", "")
+    long_link = _bound_typed_text()
     st.sidebar.text_area(
         _("Input text (source)"),
         key="text",
         height=90,
+        max_chars=MAX_TEXT_CHARS,
         help=_("What the encoder reads. The decoder then produces its output token by token."),
     )
     if examples:
@@ -399,10 +403,10 @@ def sidebar() -> Session | None:
             on_change=_use_example,
             format_func=lambda e: "—" if e is None else e,
         )
-    url_state("target", "")
     st.sidebar.text_input(
         _("Target (optional)"),
         key="target",
+        max_chars=MAX_TEXT_CHARS,
         help=_(
             "Leave empty to show the model's own greedy output; type a target to see the "
             "attention with that text as the decoder input (teacher forcing)."
@@ -412,8 +416,14 @@ def sidebar() -> Session | None:
         st.sidebar.caption(_(description))
     text, target = st.session_state["text"], st.session_state["target"]
     room = model.config.max_len - 1
+    budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work (issue 22)
     check = check_text(text, tok.source, room)
+    check.warnings[:0] = long_link
+    apply_budget(check, tok.source, model.config, budget)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
+    if target_check is not None:
+        source_tokens = min(len(tok.source.encode(check.text)) + 1, model.config.max_len)
+        apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens)
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
     write_url(
@@ -422,7 +432,27 @@ def sidebar() -> Session | None:
         target=target or None,
         model_heads=st.session_state.get("model_heads") if "|heads=" in key else None,
     )
-    return Session(key, label, model, tok, card, text, check, target.strip() or None, target_check, examples)
+    typed_target = target_check.text if target_check is not None else None  # cleaned and cut as the model reads it
+    return Session(key, label, model, tok, card, text, check, typed_target or None, target_check, examples)
+
+
+def _bound_typed_text() -> list:
+    """Both boxes hold at most MAX_TEXT_CHARS characters (the browser stops typing there; a link may carry more):
+    a longer text from a link is cut here, before anything reads it, with a warning to show above the result."""
+    notes = []
+    for key, what in (("text", N_("input")), ("target", N_("target"))):
+        value = st.session_state.get(key) or ""
+        if len(value) > MAX_TEXT_CHARS:
+            st.session_state[key] = value[:MAX_TEXT_CHARS]
+            notes.append(
+                M_(
+                    "The link's {what} has {n} characters; this app reads at most {max}: the rest was left out.",
+                    what=M_(what),
+                    n=len(value),
+                    max=MAX_TEXT_CHARS,
+                )
+            )
+    return notes
 
 
 def show_input_messages(session: Session) -> bool:

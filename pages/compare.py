@@ -10,6 +10,7 @@ import html
 import streamlit as st
 
 from i18n import N_, _
+from model.budget import WorkBudget, apply_budget
 from model.checkpoint import load_tokenizer
 from model.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.demos import card_description, list_demos
@@ -82,6 +83,8 @@ common.write_url(
 )
 text = session.check.text
 check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
+apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment())  # B's heads may cost more than A's
+text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
 
 kind = common.url_state("cmp_kind", "cross", list(KINDS))
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
@@ -103,7 +106,7 @@ def capture_a(target):
 
 
 def capture_b(target):
-    return common.cached_capture(b_key, text, target, model_b, tok_b)
+    return common.cached_capture(b_key, text_b, target, model_b, tok_b)
 
 
 if check_b.errors:  # B cannot read the input at all: A alone, and why

@@ -6,13 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
+from model.budget import WorkBudget, beam_refusal, source_length
 from model.gold import gold_alignment
 from model.strategy_export import beam_csv, beam_json
 from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy
 from pages.presentation import chart_box, chart_text_px
-from pages.safe_text import esc
+from pages.safe_text import esc, md
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
 
@@ -41,6 +42,11 @@ def explain_beam() -> None:
 
 def beam_view(session, s: Strategy) -> None:
     """Everything the page shows for a beam search of the session's input with settings s."""
+    cfg = session.model.config
+    source = source_length(session.tokenizer.source, cfg, session.check.text)
+    if (refusal := beam_refusal(cfg, source, s.beam_size, WorkBudget.from_environment())) is not None:
+        st.error(md(refusal))  # before any work: a wide beam over a long input keeps 2k rows of every map per step
+        return
     trace = cached_beam(session.key, session.check.text, s.beam_size, s.length_penalty, session.model,
                         session.tokenizer)  # fmt: skip
     detok = session.tokenizer.target.detokenize

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _, ngettext
+from i18n import N_, _, message_of, ngettext
 from model import Capture
+from model.budget import BudgetExceeded
 from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px
-from pages.safe_text import code
+from pages.safe_text import code, md
 from viz import intervention_figs as figs
 
 Head = tuple[str, int, int]
@@ -264,7 +265,11 @@ def importance_panel(prefix: str, session: common.Session, changes: Intervention
             if not slot.button(_("Measure all {n} heads").format(n=total), key=f"{prefix}_importance_go"):
                 return
             bar = slot.progress(0.0, text=_("Switching heads off one at a time…"))
-            result = caches.session_importance(session, lambda done, n: bar.progress(done / n))
+            try:
+                result = caches.session_importance(session, lambda done, n: bar.progress(done / n))
+            except BudgetExceeded as refusal:  # checked before any pass
+                slot.error(md(message_of(refusal)))
+                return
             slot.empty()
         else:
             result = caches.session_importance(session)

@@ -1,0 +1,151 @@
+"""Issue 22: the work budget (model/budget.py). Its estimates bound what capture, decoding and beam search really
+hold; the rooms it gives keep every page's work under the budget; texts are cut to a prefix of what was typed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model import TransformerConfig, Vocab, beam_search, build_model, capture, greedy_decode
+from model.budget import (
+    WorkBudget,
+    apply_budget,
+    beam_refusal,
+    capture_bytes,
+    decode_bytes,
+    fit_text,
+    importance_batch,
+    page_bytes,
+    steps_for,
+)
+from model.inputs import check_text
+from model.lecture import pack_records
+from model.tokenizer import Tokenizer
+
+LETTERS = "abcdefgh"
+
+
+def nbytes(obj) -> int:
+    """Every numpy array reachable from a record (dataclasses, lists, dicts, tuples)."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(nbytes(o) for o in obj.values())
+    if hasattr(obj, "__dataclass_fields__"):
+        return sum(nbytes(getattr(obj, f)) for f in obj.__dataclass_fields__)
+    return 0
+
+
+@pytest.fixture(scope="module")
+def many_heads():
+    """The shape of the issue's hostile checkpoint, scaled down: many heads of width 1, a long max_len."""
+    vocab = Vocab.build(LETTERS, level="char")
+    cfg = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32, n_heads=32, d_ff=32,
+        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=4096,
+    )  # fmt: skip
+    return build_model(cfg, seed=0).eval(), Tokenizer(vocab, vocab)
+
+
+@pytest.mark.parametrize("length", [1, 7, 40])
+def test_the_estimates_bound_what_capture_and_decoding_record(many_heads, length):
+    model, tok = many_heads
+    text = (LETTERS * 10)[:length]
+    cfg = model.config
+    cap = capture(model, tok, text, qkv=True)
+    S, T = len(cap.source_tokens), len(cap.target_tokens)
+    assert nbytes(cap) <= capture_bytes(cfg, S, T, qkv=True)
+    # the maps alone already take a quarter of the estimate: it is a bound, not a multiple of it
+    assert nbytes(cap) >= capture_bytes(cfg, S, T, qkv=True) / 8
+    trace = greedy_decode(model, tok, text)
+    assert len(trace.steps) <= steps_for(cfg, S) and nbytes(trace) <= decode_bytes(cfg, S, len(trace.steps))
+    beam = beam_search(model, tok, text, beam_size=3)
+    assert nbytes(beam) <= decode_bytes(cfg, S, len(beam.steps), beams=3)
+    assert page_bytes(cfg, S) >= max(capture_bytes(cfg, S, T, qkv=True), decode_bytes(cfg, S, len(trace.steps)))
+
+
+def test_the_source_room_is_the_longest_input_whose_page_fits(many_heads):
+    cfg = many_heads[0].config
+    budget = WorkBudget(64 * 2**20)
+    room = budget.source_room(cfg)
+    assert 1 < room < cfg.max_len
+    assert page_bytes(cfg, room) <= budget.max_bytes < page_bytes(cfg, room + 1)
+    assert WorkBudget(2**40).source_room(cfg) == cfg.max_len  # a large budget: the model's own limit binds
+
+
+def test_the_issues_input_is_cut_to_the_room_with_a_notice(many_heads):
+    """A 16,000-character input to a model of 32 heads and a long max_len: cut before any work, never refused."""
+    model, tok = many_heads
+    budget = WorkBudget(64 * 2**20)
+    check = check_text("abcdefgh" * 2000, tok.source, model.config.max_len - 1)
+    apply_budget(check, tok.source, model.config, budget)
+    room = budget.source_room(model.config) - 1
+    assert not check.errors and len(check.text) == room and ("abcdefgh" * 2000).startswith(check.text)
+    notice = str(check.warnings[-1])
+    assert (
+        "has 16000 tokens" in notice
+        and len(check.warnings) == 1
+        and "32 heads, 2 layers" in notice
+        and f"at most {room}:" in notice
+    )
+    assert "work budget of 64.0 MB" in notice
+    cap = capture(model, tok, check.text)
+    assert page_bytes(model.config, len(cap.source_tokens)) <= budget.max_bytes
+
+
+def test_a_target_is_cut_beside_its_source(many_heads):
+    model, tok = many_heads
+    budget = WorkBudget(64 * 2**20)
+    check = check_text("ab" * 3000, tok.target, model.config.max_len - 1, what="target")
+    apply_budget(check, tok.target, model.config, budget, "target", 20)
+    assert "target has" in str(check.warnings[-1])
+    assert page_bytes(model.config, 20, len(check.text) + 1) <= budget.max_bytes
+
+
+def test_nothing_fits_is_an_error_naming_the_budget(many_heads):
+    model, tok = many_heads
+    check = check_text("abc", tok.source, model.config.max_len - 1)
+    apply_budget(check, tok.source, model.config, WorkBudget(1000))
+    assert "does not fit this server's work budget of 1000 bytes even for one token" in str(check.errors[0])
+
+
+def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(many_heads):
+    cfg = many_heads[0].config
+    budget = WorkBudget(64 * 2**20)
+    S = 100
+    refusal = beam_refusal(cfg, S, 64, budget)
+    k = budget.beam_room(cfg, S, steps_for(cfg, S))
+    assert 1 <= k < 64 and f"a beam of {k} fits this input" in str(refusal) and "A beam of 64" in str(refusal)
+    assert beam_refusal(cfg, S, k, budget) is None
+
+
+def test_head_importance_batches_follow_the_budget(many_heads):
+    cfg = many_heads[0].config
+    assert importance_batch(cfg, 10, 10, WorkBudget(2**40), 64) == 64
+    small = importance_batch(cfg, 400, 400, WorkBudget(64 * 2**20), 64)
+    assert 0 < small < 64
+    assert importance_batch(cfg, 4000, 4000, WorkBudget(2**20), 64) == 0
+
+
+def test_the_lecture_pack_applies_the_same_budget(many_heads):
+    model, tok = many_heads
+    budget = WorkBudget(8 * 2**20)
+    records = pack_records(model, tok, ["abcdefgh" * 100], budget=budget)
+    room = budget.source_room(model.config) - 1
+    assert len(records.inputs[0].capture.source_tokens) == room + 1
+    assert any("work budget" in str(w) for w in records.inputs[0].warnings)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet="abch xyz", max_size=60), n=st.integers(1, 30))
+def test_fit_text_keeps_a_prefix_within_n_tokens(text, n):
+    for level in ("char", "word"):
+        vocab = Vocab.build("abch" if level == "char" else ["ab", "c", "h", "abc"], level=level)
+        kept = fit_text(vocab, text, n)
+        assert text.startswith(kept) and len(vocab.encode(kept)) <= n
+        if len(vocab.encode(text)) <= n:
+            assert kept == text
