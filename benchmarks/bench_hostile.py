@@ -1,0 +1,251 @@
+"""Hostile visitors beside a working room (issue 22): does the server hold?
+
+    python -m benchmarks.bench_hostile [--sessions 10] [--interval 4] [--changes 8] [--work-mb 256]
+
+A real `streamlit run app.py` on 127.0.0.1 (loopback only). Phase 1: N ordinary sessions on the reverse demo,
+spread over the pages, each typing a new input every `--interval` seconds (Streamlit's websocket protocol,
+tests/stream_client.py). Phase 2: the same, while one hostile visitor sends, one after the other, what the
+issue's adversarial run found: a checkpoint of 32 heads and max_len 16384 (a few hundred KB) with a
+16,000-character input; the reverse demo with </s> suppressed and max_len 16384 decoding 4,000 characters; a
+link carrying 5 MB of text; a beam of 8 on a long input; and, through headless Chromium, uploads: a zip whose
+weights expand 130x, a safetensors file of a million one-element tensors (zipped), files named `..` and 300
+characters long. Printed: the ordinary sessions' change p50/p95 in each phase and the p95 growth (target
+<= 1.5x), the server's RSS at the start and its peak (sampled every 0.1 s) against start + the work budget,
+tracebacks anywhere (pages and server log), and the bytes under the server's upload folder before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import struct
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_classroom import pct  # noqa: E402
+from benchmarks.common import table  # noqa: E402
+from tests.browser_helpers import AppServer, Watch, chromium, choose, wait_text  # noqa: E402
+from tests.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
+
+PAGES = ["", "inside", "positional", "decoding", "model"]
+
+
+def hostile_models(folder: Path) -> dict[str, Path]:
+    """The issue's two hostile checkpoints, written into `folder` (a server folder the benchmark allows)."""
+    import torch
+
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
+
+    vocab = Vocab.build("abcdefghijklmnopqrstuvwxyz", level="char")
+    wide = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32, n_heads=32, d_ff=64,
+        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=16384,
+    )  # fmt: skip
+    save_checkpoint(build_model(wide, seed=0), Tokenizer(vocab, vocab), folder / "wide", card={"examples": ["abc"]})
+    model, tok = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / "reverse")
+    config = TransformerConfig.from_dict({**model.config.to_dict(), "max_len": 16384})
+    noeos = build_model(config, seed=0)
+    state = {k: v for k, v in model.state_dict().items() if "pe" not in k.split(".")[0]}
+    noeos.load_state_dict(state, strict=False)
+    with torch.no_grad():
+        noeos.generator.bias[config.eos_id] = -1e4  # never ends: decodes to the step limit
+    save_checkpoint(noeos.eval(), tok, folder / "noeos", card={"examples": ["abc"]})
+    return {"wide": folder / "wide", "noeos": folder / "noeos"}
+
+
+def hostile_uploads(folder: Path) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the uploads the issue found: they must be refused without filling memory or disk."""
+    import random
+
+    block = random.Random(0).randbytes(16384)  # deflate sees no repeat within its window: about 130x
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("model.safetensors", (block * (256 * 2**20 // len(block))))
+        z.writestr("config.json", b"{}")
+    expands = buf.getvalue()
+    n = 1_000_000
+    header = json.dumps(
+        {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
+    ).encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("model.safetensors", struct.pack("<Q", len(header)) + header + bytes(4 * n))
+    many = buf.getvalue()
+    return [
+        ("expands130.zip", expands),
+        ("million_tensors.zip", many),
+        ("..", b"not a checkpoint" * 64),
+        ("x" * 300 + ".pt", b"not a checkpoint" * 64),
+    ]
+
+
+def upload_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("transformer-viz-uploads-*/**/*") if p.is_file())
+
+
+async def ordinary(origin: str, page: str, texts: list[str], interval: float, offset: float, out: dict) -> None:
+    async with StreamSession(origin) as s:
+        run = await s.open(page, model="demo:reverse", text=texts[0])
+        out["exceptions"] += run.exceptions
+        start = time.perf_counter() + offset
+        for k, text in enumerate(texts[1:]):
+            await asyncio.sleep(max(0.0, start + k * interval - time.perf_counter()))
+            run = await s.type_text(text)
+            out["changes"].append(run.seconds)
+            out["exceptions"] += run.exceptions
+
+
+async def hostile_inputs(origin: str, models: dict[str, Path], out: dict) -> None:
+    """The issue's inputs, one after the other, each a fresh session (as a visitor opening links)."""
+    links = [
+        ("", {"model": f"path:{models['wide']}", "text": "abcdefghij" * 1600}),
+        ("decoding", {"model": f"path:{models['noeos']}", "text": "stressed" * 500}),
+        ("", {"model": "demo:reverse", "text": "a" * 5_000_000}),
+        ("decoding", {"model": f"path:{models['wide']}", "text": "abc" * 3000, "dec_strategy": "beam", "dec_beam": "8"}),
+        ("inside", {"model": f"path:{models['wide']}", "text": "abcdefghij" * 1600}),
+    ]
+    for page, params in links:
+        async with StreamSession(origin) as s:
+            run = await s.open(page, **params)
+            out["hostile"].append((page or "attention", run.seconds, run.status))
+            out["exceptions"] += run.exceptions
+
+
+def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out: dict) -> None:
+    with chromium() as browser:
+        watch = Watch(browser, server.origin)
+        try:
+            watch.goto(server.url(model="demo:reverse", text="abc"))
+            choose(watch.page, "Model", "Upload a checkpoint…")
+            wait_text(watch, "Choose a model in the sidebar to begin.")
+            files = watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+            for name, data in uploads:
+                started = time.perf_counter()
+                files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": data})
+                error = wait_text(watch, "Could not load this model").inner_text()
+                out["uploads"].append((name[:20], time.perf_counter() - started, "/tmp" in error or "uploads-" in error))
+            out["exceptions"] += watch.tracebacks()
+        finally:
+            watch.close()
+
+
+def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=None) -> dict:
+    out = {"changes": [], "exceptions": [], "hostile": [], "uploads": [], "peak": 0}
+    pid, stop = server.process.pid, threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            out["peak"] = max(out["peak"], rss_bytes(pid))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    uploader = None
+    if hostile:
+        uploader = threading.Thread(target=upload_all, args=(server, uploads, out), daemon=True)
+        uploader.start()
+
+    async def room() -> None:
+        tasks = [
+            ordinary(server.origin, PAGES[i % len(PAGES)], texts[i], args.interval, args.interval * i / args.sessions, out)
+            for i in range(args.sessions)
+        ]
+        if hostile:
+            tasks.append(hostile_inputs(server.origin, models, out))
+        await asyncio.gather(*tasks)
+
+    asyncio.run(room())
+    if uploader is not None:
+        uploader.join()
+    stop.set()
+    sampler.join()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--interval", type=float, default=4.0)
+    parser.add_argument("--changes", type=int, default=8)
+    parser.add_argument("--work-mb", type=int, default=256)
+    args = parser.parse_args()
+    from model.serving import ENV
+
+    all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=3)
+    texts = [all_texts[i * (args.changes + 1) : (i + 1) * (args.changes + 1)] for i in range(2 * args.sessions)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "models").mkdir()
+        (tmp / "app").mkdir()
+        models = hostile_models(tmp / "models")
+        uploads = hostile_uploads(tmp)
+        os.environ[ENV] = str(tmp / "models")
+        os.environ["VIZ_WORK_MB"] = str(args.work_mb)
+        server = AppServer(tmp / "app")
+        try:
+            with chromium() as browser:
+                server.first_visit(browser)
+            asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+            start_rss = rss_bytes(server.process.pid)
+            disk_before = upload_bytes(tmp / "app")
+            quiet = phase(server, args, texts[: args.sessions], hostile=False)
+            loud = phase(server, args, texts[args.sessions :], hostile=True, models=models, uploads=uploads)
+            disk_after = upload_bytes(tmp / "app")
+            log_tracebacks = server.log().count("Traceback")
+        finally:
+            server.stop()
+    budget = start_rss + args.work_mb * 2**20
+    rows = []
+    for name, r in (("ordinary only", quiet), ("ordinary + hostile", loud)):
+        rows.append(
+            [
+                name,
+                f"{pct(r['changes'], 0.5):.2f}",
+                f"{pct(r['changes'], 0.95):.2f}",
+                f"{pct(r['changes'], 0.95) / pct(quiet['changes'], 0.95):.2f}x",
+                f"{start_rss / 2**20:.0f} / {r['peak'] / 2**20:.0f}",
+                "yes" if r["peak"] <= budget else "NO",
+                len(r["exceptions"]),
+                " ".join(f"{x:.1f}" for x in os.getloadavg()),
+            ]
+        )
+    print(
+        f"\n{args.sessions} ordinary sessions (reverse demo), a new input every {args.interval:g} s, {args.changes} "
+        f"changes each; work budget {args.work_mb} MB; {time.strftime('%Y-%m-%d')}"
+    )
+    print(
+        table(
+            ["phase", "change p50 (s)", "change p95 (s)", "p95 vs ordinary only", "server RSS start / peak (MB)",
+             "peak <= start + budget", "tracebacks on pages", "load average"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        table(
+            ["hostile input", "seconds", "ended"],
+            [[page, f"{seconds:.2f}", status] for page, seconds, status in loud["hostile"]],
+        )
+    )
+    print(
+        table(
+            ["hostile upload", "seconds to the refusal", "private path shown"],
+            [[name, f"{seconds:.2f}", "YES" if leak else "no"] for name, seconds, leak in loud["uploads"]],
+        )
+    )
+    print(
+        f"upload folder: {disk_before} bytes before, {disk_after} after the hostile uploads; "
+        f"tracebacks in the server log: {log_tracebacks}"
+    )
+
+
+if __name__ == "__main__":
+    main()
