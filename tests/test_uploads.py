@@ -4,6 +4,7 @@ path in any message (pages/uploads.py)."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 
 import pytest
@@ -12,6 +13,7 @@ from model import CheckpointError, load_checkpoint, save_checkpoint
 from pages import uploads
 from pages.safe_text import md
 from pages.uploads import RefusedUpload, UploadStore, scrub, stored_name
+from tests.apptest_helpers import shown
 from tests.conftest import make_tiny
 
 
@@ -87,3 +89,19 @@ def test_a_refused_upload_is_deleted_at_once_and_answered_again_without_unpackin
     assert str(again.value) == str(err.value) and again.value.local == str(path)
     store.refuse("s" * 16, err.value, remember=False)  # a refusal that depended on other choices: not kept
     assert "s" * 16 not in store._refused
+
+
+@pytest.mark.parametrize(
+    "config",
+    [json.dumps({"d_model": 8}).encode("utf-16"), ("[" * 200 + "]" * 200).encode()],
+    ids=["utf-16", "too deep"],
+)
+def test_a_bad_config_in_a_zip_names_the_upload_not_the_private_folder(store, tmp_path, char_tokenizer, config):
+    folder = save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
+    (folder / "config.json").write_bytes(config)
+    path = store.path("c" * 16, "my model.zip", zipped(folder))
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    text = shown(scrub(md(err.value.args[0]), str(path), "my model.zip"))  # as the reader sees it
+    assert text.startswith("my model.zip/config.json ")
+    assert str(store.root) not in text and "c" * 16 not in text and str(tmp_path) not in text
