@@ -169,12 +169,12 @@ def _too_many(name: str, n: int):
 def check_safetensors_header(path: str | Path) -> None:
     """Refuse a safetensors file whose header is too long or names too many tensors, reading only the header."""
     path = Path(path)
-    regular_file(path)
+    info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(8)
-        if len(head) < 8:
-            return  # too short to be safetensors: the reader says so
         size = int.from_bytes(head, "little")
+        if len(head) < 8 or size > info.st_size - 8:
+            return  # not a safetensors file (too short, or a header longer than the file): its reader says so
         if size > SAFETENSORS_MAX_HEADER:
             raise CheckpointError(
                 M_(

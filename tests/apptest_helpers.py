@@ -57,7 +57,7 @@ def shown(markdown: str) -> str:
     entities read; escapes such as \\( or `code` delimiters are gone, the characters themselves stay."""
     from markdown_it import MarkdownIt
 
-    rendered = MarkdownIt("commonmark").render(markdown)
+    rendered = MarkdownIt("commonmark", {"html": False}).render(markdown)  # raw HTML shows as text, as in Streamlit
     return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
 
 
