@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_classroom import pct  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import AppServer, Watch, chromium, choose, wait_text  # noqa: E402
+from tests.browser_helpers import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
 from tests.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
@@ -110,7 +110,10 @@ async def hostile_inputs(origin: str, models: dict[str, Path], out: dict) -> Non
         ("", {"model": f"path:{models['wide']}", "text": "abcdefghij" * 1600}),
         ("decoding", {"model": f"path:{models['noeos']}", "text": "stressed" * 500}),
         ("", {"model": "demo:reverse", "text": "a" * 5_000_000}),
-        ("decoding", {"model": f"path:{models['wide']}", "text": "abc" * 3000, "dec_strategy": "beam", "dec_beam": "8"}),
+        (
+            "decoding",
+            {"model": f"path:{models['wide']}", "text": "abc" * 3000, "dec_strategy": "beam", "dec_beam": "8"},
+        ),
         ("inside", {"model": f"path:{models['wide']}", "text": "abcdefghij" * 1600}),
     ]
     for page, params in links:
@@ -132,7 +135,9 @@ def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out: dict) -
                 started = time.perf_counter()
                 files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": data})
                 error = wait_text(watch, "Could not load this model").inner_text()
-                out["uploads"].append((name[:20], time.perf_counter() - started, "/tmp" in error or "uploads-" in error))
+                out["uploads"].append(
+                    (name[:20], time.perf_counter() - started, "/tmp" in error or "uploads-" in error)
+                )
             out["exceptions"] += watch.tracebacks()
         finally:
             watch.close()
@@ -156,7 +161,9 @@ def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=No
 
     async def room() -> None:
         tasks = [
-            ordinary(server.origin, PAGES[i % len(PAGES)], texts[i], args.interval, args.interval * i / args.sessions, out)
+            ordinary(
+                server.origin, PAGES[i % len(PAGES)], texts[i], args.interval, args.interval * i / args.sessions, out
+            )
             for i in range(args.sessions)
         ]
         if hostile:
