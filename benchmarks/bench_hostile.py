@@ -123,7 +123,10 @@ async def hostile_inputs(origin: str, models: dict[str, Path], out: dict) -> Non
             out["exceptions"] += run.exceptions
 
 
-def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out: dict) -> None:
+def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out) -> None:
+    """In a process of its own at the lowest priority: the hostile visitor's browser runs on the visitor's machine,
+    not on the server's cores (its Chromium would otherwise take CPU from the sessions measured)."""
+    os.nice(19)
     with chromium() as browser:
         watch = Watch(browser, server.origin)
         try:
@@ -154,9 +157,12 @@ def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=No
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    uploader = None
+    uploader, results = None, None
     if hostile:
-        uploader = threading.Thread(target=upload_all, args=(server, uploads, out), daemon=True)
+        import multiprocessing
+
+        results = multiprocessing.Queue()
+        uploader = multiprocessing.Process(target=upload_all, args=(server, uploads, results), daemon=True)
         uploader.start()
 
     async def room() -> None:
@@ -173,6 +179,9 @@ def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=No
     asyncio.run(room())
     if uploader is not None:
         uploader.join()
+        while not results.empty():
+            what, value = results.get()
+            out["uploads" if what == "upload" else "exceptions"].append(value)
     stop.set()
     sampler.join()
     return out

@@ -17,6 +17,11 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
   and the greedy decoding up to the step limit, plus the figures.
 - `importance_row_bytes(cfg, S, T)`: one row of head importance's batched passes.
 
+Time follows: with S bounded by the memory budget and every decoding capped at $VIZ_MAX_STEPS steps
+(default 256; the server calls model.decoding.set_step_cap at start), the slowest page run any input can ask
+for costs about what the paper's base model costs on an ordinary input (a model that never writes </s> with
+max_len 16384 decoded 4,000 characters before: 4.5 GB and minutes).
+
 `WorkBudget` holds the limit: $VIZ_WORK_MB, default 256 MB per session (one session runs one page at a time;
 a laptop with 8 GB serves a room of 30 with room to spare, since ordinary inputs need a few MB). It answers:
 `source_room(cfg)` the most source tokens a page may read, `target_room(cfg, S)` the most decoder tokens,
@@ -32,7 +37,7 @@ from dataclasses import dataclass
 
 from i18n import M_, Message
 
-from .decoding import DEFAULT_SLACK
+from .decoding import DEFAULT_SLACK, step_cap
 from .safe_io import size_text
 
 ENV = "VIZ_WORK_MB"
@@ -87,7 +92,21 @@ def figure_bytes(cfg, S: int, T: int) -> int:
 
 def steps_for(cfg, S: int) -> int:
     """The decoding step limit for S source tokens (model.decoding.step_limit, without a model)."""
-    return max(0, min(S + DEFAULT_SLACK, cfg.max_len - 1))
+    cap = step_cap()
+    return max(0, min(S + DEFAULT_SLACK, cfg.max_len - 1, S + DEFAULT_SLACK if cap is None else cap))
+
+
+STEPS_ENV = "VIZ_MAX_STEPS"
+DEFAULT_STEPS = 256  # the paper's base model at 192 tokens decodes to 242; every demo writes fewer than 60
+
+
+def steps_from_environment() -> int:
+    """$VIZ_MAX_STEPS (default 256): the server's cap on every decoding's steps (model.decoding.set_step_cap)."""
+    try:
+        steps = int(os.environ.get(STEPS_ENV, DEFAULT_STEPS))
+    except ValueError:
+        steps = DEFAULT_STEPS
+    return steps if steps > 0 else DEFAULT_STEPS
 
 
 def page_bytes(cfg, S: int, T: int | None = None) -> int:

@@ -91,15 +91,29 @@ class Trace:
 
 
 DEFAULT_SLACK = 50  # default step limit: the source length plus this many tokens (the paper's setting)
+_STEP_CAP: list[int | None] = [None]  # a server's cap on every decoding's steps (set_step_cap); None: no cap
+
+
+def set_step_cap(steps: int | None) -> None:
+    """Cap every decoding of this process at `steps` tokens (None: no cap). The app's server sets it once at
+    start from its work budget ($VIZ_MAX_STEPS, model/budget.py): a model that never writes </s> then costs at
+    most that many steps, whatever its max_len. Library use has no cap."""
+    _STEP_CAP[0] = None if steps is None else max(1, int(steps))
+
+
+def step_cap() -> int | None:
+    return _STEP_CAP[0]
 
 
 def step_limit(model: nn.Module, source_len: int, requested: int | None = None) -> int:
     """The most tokens one decoding of a source of `source_len` tokens writes: `requested`, by default
     the source plus 50 as in the paper ("maximum output length during inference to input length + 50",
     section 6.1; enough for every demo task), and never more than max_len - 1, so that the decoder input
-    <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table."""
+    <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table; nor more than a server's
+    step cap (set_step_cap)."""
     wanted = source_len + DEFAULT_SLACK if requested is None else requested
-    return max(0, min(int(wanted), model.config.max_len - 1))
+    cap = _STEP_CAP[0]
+    return max(0, min(int(wanted), model.config.max_len - 1, cap if cap is not None else int(wanted)))
 
 
 def checked_limit(model: nn.Module, source_len: int, requested: int | None, changes: Interventions) -> int:

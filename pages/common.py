@@ -24,8 +24,9 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget
+from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, steps_from_environment
 from model.checkpoint import load_card
+from model.decoding import set_step_cap
 from model.demos import card_description, list_demos
 from model.importers import CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
@@ -494,6 +495,7 @@ def run_app(default: str = "attention") -> None:
     global _threads_set
     if not _threads_set and not _under_apptest():
         set_server_threads()
+        set_step_cap(steps_from_environment())  # every decoding of the server: at most $VIZ_MAX_STEPS steps
         _threads_set = True
     choose_language()  # first: page titles, the navigation and every label below follow it
     st.set_page_config(page_title=_("Transformer attention explorer"))

@@ -149,3 +149,33 @@ def test_fit_text_keeps_a_prefix_within_n_tokens(text, n):
         assert text.startswith(kept) and len(vocab.encode(kept)) <= n
         if len(vocab.encode(text)) <= n:
             assert kept == text
+
+
+@pytest.fixture
+def step_cap():
+    from model.decoding import set_step_cap
+
+    yield set_step_cap
+    set_step_cap(None)
+
+
+def test_a_servers_step_cap_bounds_every_decoding(many_heads, step_cap):
+    """A model that never writes </s> (max_len 4096) decodes at most the cap, in every strategy; the budget's
+    estimates follow the same cap."""
+    import torch
+
+    model, tok = many_heads
+    cfg = model.config
+    with torch.no_grad():
+        saved = model.generator.bias[cfg.eos_id].item()
+        model.generator.bias[cfg.eos_id] = -1e4
+    try:
+        assert len(greedy_decode(model, tok, "abc" * 20).steps) == 61 + 50  # the paper's limit: source (</s> too) + 50
+        step_cap(12)
+        assert len(greedy_decode(model, tok, "abc" * 20).steps) == 12
+        assert len(beam_search(model, tok, "abc" * 20, beam_size=2).steps) <= 12
+        assert len(capture(model, tok, "abc" * 20).target_tokens) == 12 + 1  # <s> and the capped output
+        assert steps_for(cfg, 61) == 12
+    finally:
+        with torch.no_grad():
+            model.generator.bias[cfg.eos_id] = saved

@@ -1,0 +1,52 @@
+"""Issue 22 in a real browser, where the behaviour is the browser's: a link carrying Markdown makes no visitor's
+browser fetch an outside address and shows the text itself; uploads with hostile names are refused by their own
+name, with no private path, no OS error and nothing left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser_helpers import Watch, choose, sidebar_errors, wait_idle, wait_text
+
+IMAGE = "![w](http://127.0.0.1:9/warn.png)"
+LINK = "[evil](http://evil.example/phish)"
+
+
+def test_a_link_with_markdown_fetches_nothing_and_shows_the_text(browser, server):
+    watch = Watch(browser, server.origin)
+    try:
+        watch.goto(server.url(model="demo:translate", text=f"the red apple {IMAGE} {LINK}"))
+        warning = wait_text(watch, "Not in the vocabulary, read as <unk>")
+        wait_idle(watch.page)
+        assert IMAGE in warning.inner_text() and LINK in warning.inner_text()  # the characters, as typed
+        assert watch.page.locator('[data-testid="stMain"] a[href*="evil.example"]').count() == 0
+        assert watch.page.locator('img[src*="127.0.0.1:9"]').count() == 0
+        watch.assert_clean()  # no request left the app's own origin (127.0.0.1:9 included)
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["..", "x" * 300 + ".pt", f"{IMAGE}.pt", "<img src=x onerror=alert(1)>.pth"],
+    ids=["dot-dot", "long", "markdown", "html"],
+)
+def test_uploads_with_hostile_names_are_refused_by_that_name(browser, server, name):
+    watch = Watch(browser, server.origin)
+    try:
+        watch.goto(server.url(model="demo:reverse", text="abc"))
+        choose(watch.page, "Model", "Upload a checkpoint…")
+        wait_text(watch, "Choose a model in the sidebar to begin.")
+        files = watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+        files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": b"not a model" * 50})
+        wait_text(watch, "Could not load this model")
+        wait_idle(watch.page)
+        errors = sidebar_errors(watch.page)
+        assert len(errors) == 1 and "is a file that holds no checkpoint format I know" in errors[0], errors
+        assert name[:40] in errors[0] or name == ".."  # its own name (a browser may send ".." as it is or not)
+        for leak in ("transformer-viz-uploads", "/tmp", "Is a directory", "File name too long", "null byte"):
+            assert leak not in errors[0], errors[0]
+        assert watch.page.locator('img[src*="127.0.0.1:9"], img[src="x"]').count() == 0
+        watch.assert_clean()
+    finally:
+        watch.close()
