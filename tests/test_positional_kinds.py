@@ -12,7 +12,7 @@ from model.attention import attention
 from model.beam import beam_search
 from model.decoding import generate
 from model.inside import step_from_capture
-from model.positional import alibi_slopes, relative_position_bucket, rope_rotate, rope_angles
+from model.positional import alibi_slopes, relative_position_bucket, rope_angles, rope_rotate
 from tests.conftest import make_tiny
 
 NEW_KINDS = ("rope", "alibi", "relative")
