@@ -69,3 +69,21 @@ def test_shift_past_max_len_is_refused(letters):
     model = make_tiny(letters, max_len=16)
     with pytest.raises(ValueError, match="max_len"):
         length_curve(model, letters, examples_by_length("reverse", [6], 2), shift=12)
+
+
+def test_card_entry_round_trips_and_holds_up_to_reads_the_curve():
+    from model.length_experiment import LengthCurve, card_curve, card_entry, holds_up_to, training_range
+
+    lengths = np.arange(1, 7)
+    curves = [
+        LengthCurve(lengths, np.array([1, 1, 0.9, 0.4, 0.6, 0]), np.full(6, 50), 0),
+        LengthCurve(lengths, np.array([0.2, 0, 0, 0, 0, 0]), np.full(6, 50), 3),
+    ]
+    card = {"length_experiment": card_entry(curves, "2026-11-25"), "input_tokens": {"min": 1, "max": 24}}
+    back = card_curve(card, 3)
+    assert back.shift == 3 and np.allclose(back.exact_match, curves[1].exact_match)
+    assert card_curve(card, 5) is None and card_curve(card, 0, n=20) is None
+    assert holds_up_to(curves[0]) == 3 and holds_up_to(curves[1]) == 0
+    assert training_range(card) == (1, 24)
+    with pytest.raises(ValueError):
+        training_range({})
