@@ -113,3 +113,51 @@ def length_curve(
     counts = np.asarray([len(examples[length]) for length in lengths])
     scores = np.asarray([hits[length] for length in lengths]) / np.maximum(counts, 1)
     return LengthCurve(np.asarray(lengths), scores, counts, shift)
+
+
+LENGTH_EXAMPLES = 50  # fresh strings per length, in the page and in the cards' precomputed curves
+CARD_KEY = "length_experiment"
+
+
+def training_range(card: dict) -> tuple[int, int]:
+    """(shortest, longest) training input of a demo, from its card's input_tokens (reverse: (1, 24))."""
+    tokens = card.get("input_tokens") or {}
+    try:
+        return int(tokens["min"]), int(tokens["max"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("the card does not say which input lengths the model was trained on") from None
+
+
+def card_curve(card: dict, shift: int, n: int = LENGTH_EXAMPLES, seed: int = LENGTH_SEED) -> LengthCurve | None:
+    """The curve a card ships for this shift (measured with the same n and seed), or None."""
+    entry = card.get(CARD_KEY)
+    if not isinstance(entry, dict) or entry.get("examples_per_length") != n or entry.get("seed") != seed:
+        return None
+    values, lengths = (entry.get("exact_match") or {}).get(str(shift)), entry.get("lengths")
+    if not isinstance(values, list) or not isinstance(lengths, list) or len(values) != len(lengths):
+        return None
+    counts = entry.get("examples") or [n] * len(lengths)
+    return LengthCurve(np.asarray(lengths), np.asarray(values, dtype=float), np.asarray(counts), shift)
+
+
+def card_entry(curves: Sequence[LengthCurve], measured: str, n: int = LENGTH_EXAMPLES, seed: int = LENGTH_SEED) -> dict:
+    """What a card stores for these curves (one per shift, the same lengths): JSON-ready."""
+    first = curves[0]
+    return {
+        "examples_per_length": n,
+        "seed": seed,
+        "lengths": first.lengths.tolist(),
+        "examples": first.examples.tolist(),
+        "exact_match": {str(c.shift): [round(float(v), 4) for v in c.exact_match] for c in curves},
+        "measured": measured,
+    }
+
+
+def holds_up_to(curve: LengthCurve, at_least: float = 0.5) -> int:
+    """The longest length up to which every length reaches `at_least` exact match (0: not even length 1)."""
+    longest = 0
+    for length, value in zip(curve.lengths, curve.exact_match):
+        if value < at_least:
+            break
+        longest = int(length)
+    return longest
