@@ -103,3 +103,16 @@ def test_length_experiment_draws_shipped_curves_and_computes_missing_ones(tmp_pa
     assert names == ["Sinusoidal (fixed)", "RoPE"]
     at.segmented_control(key="pe_lshift").set_value(5).run()  # no shipped curve for k = 5: only the button
     assert not at.exception and "compute them with the button above" in messages(at)
+
+
+def test_inside_page_shows_the_bias_an_alibi_model_adds(tmp_path):
+    path = checkpoint(tmp_path / "alibi", "alibi")
+    at = open_page("inside", f"path:{path}", text="abcd", in_kind="encoder_self", in_query="1")
+    assert not at.exception, at.exception
+    bias = figure(at, "Scaled scores plus the positional bias")
+    b = values(bias["data"][1]["y"])  # encoder self-attention of "abcd" + </s>, query 1, head 0: slope 2^-2
+    np.testing.assert_allclose(b, [-0.25 * abs(1 - j) for j in range(5)], atol=1e-6)
+    total = values(bias["data"][2]["y"])
+    np.testing.assert_allclose(total, values(bias["data"][0]["y"]) + b, atol=1e-6)
+    at = open_page("inside", f"path:{path}", text="abcd", in_kind="cross")
+    assert not any(c["layout"].get("title", {}).get("text", "").startswith("Scaled scores plus") for c in charts(at))

@@ -210,3 +210,25 @@ def length_curves(
     fig.update_yaxes(title_text=_("exact match"), tickformat=".0%", range=[-0.03, 1.03])
     fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2))
     return readable(fig)
+
+
+def score_bias(scaled: np.ndarray, bias: np.ndarray, key_labels: Sequence[str], title: str, height: int = 320):
+    """Inside one head (ALiBi, T5): the positional bias per key beside the scaled score it is added to, and the sum."""
+    if not scaled.shape == bias.shape == (len(key_labels),):
+        raise ValueError(f"scaled {scaled.shape}, bias {bias.shape} and {len(key_labels)} keys differ")
+    x = [f"{j}: {t}" for j, t in enumerate(key_labels)]  # unique labels: plotly merges repeated categories
+    fig = go.Figure(
+        [
+            go.Bar(x=x, y=scaled, name=_("q·k_j / √d_k (scaled)")),
+            go.Bar(x=x, y=bias, name=_("positional bias b_j")),
+            go.Scatter(
+                x=x,
+                y=scaled + bias,
+                mode="markers",
+                marker=dict(size=10, symbol="diamond"),
+                name=_("sum: what the softmax receives"),
+            ),  # fmt: skip
+        ]
+    )
+    fig.update_layout(title=title, barmode="group", height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.3))
+    return readable(fig)
