@@ -3,6 +3,7 @@ input, one curve per positional kind and per shift k, written into each demo's c
 positional page draws them at once, and summarised as the README's table.
 
     .venv/bin/python scripts/length_experiment.py                      every reverse demo, every shift of the page
+    .venv/bin/python scripts/length_experiment.py --shifts 0,10        as trained and shifted by 10 (the cards' curves)
     .venv/bin/python scripts/length_experiment.py --only reverse_rope  one demo (run several side by side)
     .venv/bin/python scripts/length_experiment.py --table              the table from the cards, nothing computed
 """
@@ -70,12 +71,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", help="one demo folder name")
     p.add_argument("--table", action="store_true", help="print the table from the cards only")
+    p.add_argument("--shifts", default=",".join(map(str, SHIFTS)), help="the shifts k to measure, e.g. 0,10")
     args = p.parse_args()
     torch.set_num_threads(1)
     demos = reverse_demos(args.only)
     if not args.table:
         for demo in demos:
-            measure(demo, SHIFTS)
+            measure(demo, [int(k) for k in args.shifts.split(",")])
         demos = reverse_demos(args.only)  # the cards as now written
     print(table(demos))
 
