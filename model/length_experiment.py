@@ -161,3 +161,14 @@ def holds_up_to(curve: LengthCurve, at_least: float = 0.5) -> int:
             break
         longest = int(length)
     return longest
+
+
+def all_below_from(curve: LengthCurve, below: float) -> int:
+    """The shortest length from which on every length of the curve stays under `below` (one past the last length
+    when the curve ends at or above it)."""
+    start = int(curve.lengths.max()) + 1
+    for length, value in sorted(zip(curve.lengths, curve.exact_match), reverse=True):
+        if value >= below:
+            break
+        start = int(length)
+    return start

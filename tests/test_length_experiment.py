@@ -72,7 +72,14 @@ def test_shift_past_max_len_is_refused(letters):
 
 
 def test_card_entry_round_trips_and_holds_up_to_reads_the_curve():
-    from model.length_experiment import LengthCurve, card_curve, card_entry, holds_up_to, training_range
+    from model.length_experiment import (
+        LengthCurve,
+        all_below_from,
+        card_curve,
+        card_entry,
+        holds_up_to,
+        training_range,
+    )
 
     lengths = np.arange(1, 7)
     curves = [
@@ -84,6 +91,8 @@ def test_card_entry_round_trips_and_holds_up_to_reads_the_curve():
     assert back.shift == 3 and np.allclose(back.exact_match, curves[1].exact_match)
     assert card_curve(card, 5) is None and card_curve(card, 0, n=20) is None
     assert holds_up_to(curves[0]) == 3 and holds_up_to(curves[1]) == 0
+    assert all_below_from(curves[0], 0.5) == 6 and all_below_from(curves[1], 0.1) == 2  # 0.6 at 5: not from 4
+    assert all_below_from(LengthCurve(lengths, np.ones(6), np.full(6, 50), 0), 0.5) == 7
     assert training_range(card) == (1, 24)
     with pytest.raises(ValueError):
         training_range({})
