@@ -138,7 +138,7 @@ def length_view() -> None:
     drawn = [c for c in curves.values() if c is not None]
     past = [max(lx.all_below_from(c, 0.1) for c in drawn)] if drawn else []
     if past and high < past[0] <= int(drawn[0].lengths.max()):
-        st.markdown(_("From {n} letters on every model is right less than 10% of the time: no kind carries the task "
+        st.markdown(_("From {n} letters on, every model is right less than one time in ten: no kind carries the task "
                       "far past the lengths it was trained on.").format(n=past[0]))  # fmt: skip
     sinus = curves.get("sinusoidal")
     if sinus is not None and not shift:

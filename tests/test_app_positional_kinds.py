@@ -97,7 +97,7 @@ def test_length_experiment_draws_shipped_curves_and_computes_missing_ones(tmp_pa
     np.testing.assert_allclose(values(curves["data"][0]["y"]), shipped.exact_match)
     assert "right at least half the time up to 4 letters" in " ".join(m.value for m in at.markdown)
     assert any("Here they do not" in m.value for m in at.markdown)  # falls within 3 letters past the range
-    assert any("From 6 letters on every model is right less than 10%" in m.value for m in at.markdown)
+    assert any("From 6 letters on, every model is right less than one time in ten" in m.value for m in at.markdown)
     at.button(key="pe_length_go").click().run()
     assert not at.exception, at.exception
     names = [t["name"] for t in figure(at, "Exact match by input length")["data"]]
