@@ -9,6 +9,7 @@ from model.inspect import attention_shape_walk
 from pages import common
 from pages.safe_text import esc, md
 from viz import inside_figs as figs
+from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
 
@@ -105,6 +106,14 @@ st.markdown(
 )
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
 st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
+    st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
+    st.plotly_chart(
+        pe_kinds_figs.score_bias(step.scaled, step.bias, k_tokens, _("Scaled scores plus the positional bias")),
+        key="in_bias",
+    )
+elif session.model.config.positional == "rope":
+    st.caption(_("RoPE: q and the keys above are already turned by their positions, so q·k_j depends on i − j."))
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))
