@@ -10,8 +10,10 @@ issue's adversarial run found: a checkpoint of 32 heads and max_len 16384 (a few
 link carrying 5 MB of text; a beam of 8 on a long input; and, through headless Chromium, uploads: a zip whose
 weights expand 130x, a safetensors file of a million one-element tensors (zipped), files named `..` and 300
 characters long. Printed: the ordinary sessions' change p50/p95 in each phase and the p95 growth (target
-<= 1.5x), the server's RSS at the start and its peak (sampled every 0.1 s) against start + the work budget,
+<= 1.5x), the server's RSS at the start and its peak (sampled every 0.1 s),
 tracebacks anywhere (pages and server log), and the bytes under the server's upload folder before and after.
+The memory criterion: the hostile phase's peak stays within the ordinary phase's peak plus one session's work
+budget (the hostile visitor runs one page at a time).
 """
 
 from __future__ import annotations
@@ -138,10 +140,10 @@ def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out) -> None
                 started = time.perf_counter()
                 files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": data})
                 error = wait_text(watch, "Could not load this model").inner_text()
-                out["uploads"].append(
-                    (name[:20], time.perf_counter() - started, "/tmp" in error or "uploads-" in error)
-                )
-            out["exceptions"] += watch.tracebacks()
+                leak = "/tmp" in error or "uploads-" in error
+                out.put(("upload", (name[:20], time.perf_counter() - started, leak)))
+            for traceback in watch.tracebacks():
+                out.put(("exception", traceback))
         finally:
             watch.close()
 
@@ -219,7 +221,8 @@ def main() -> None:
             log_tracebacks = server.log().count("Traceback")
         finally:
             server.stop()
-    budget = start_rss + args.work_mb * 2**20
+    # what the hostile visitor may add: one session's work budget above what the ordinary room itself reached
+    budget = quiet["peak"] + args.work_mb * 2**20
     rows = []
     for name, r in (("ordinary only", quiet), ("ordinary + hostile", loud)):
         rows.append(
@@ -241,7 +244,7 @@ def main() -> None:
     print(
         table(
             ["phase", "change p50 (s)", "change p95 (s)", "p95 vs ordinary only", "server RSS start / peak (MB)",
-             "peak <= start + budget", "tracebacks on pages", "load average"],
+             "peak <= ordinary peak + work budget", "tracebacks on pages", "load average"],
             rows,
         )
     )  # fmt: skip
