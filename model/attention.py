@@ -21,14 +21,21 @@ def subsequent_mask(size: int, device: torch.device | None = None) -> torch.Tens
 
 
 def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, dropout: float = 0.0
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout: float = 0.0,
+    scale: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_k)) v, returning (output, weights).
+    """softmax(q k^T / sqrt(d_k)) v, returning (output, weights); scale=False leaves out the 1/sqrt(d_k) (T5).
 
     q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk).
     Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
+    scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
@@ -60,17 +67,31 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with separate Q, K, V and output projections (W^Q, W^K, W^V, W^O)."""
+    """Multi-head attention with separate Q, K, V and output projections (W^Q, W^K, W^V, W^O).
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    d_head: each head's width (default d_model // n_heads; T5 sets it apart, so the heads' concatenation
+    may be narrower or wider than d_model); bias: biases on the four projections (T5: none);
+    scale: divide q.k by sqrt(d_head) (T5: no)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        d_head: int | None = None,
+        bias: bool = True,
+        scale: bool = True,
+    ):
         super().__init__()
         self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.d_head = d_model // n_heads if d_head is None else d_head
+        inner = n_heads * self.d_head
+        self.q_proj = nn.Linear(d_model, inner, bias=bias)
+        self.k_proj = nn.Linear(d_model, inner, bias=bias)
+        self.v_proj = nn.Linear(d_model, inner, bias=bias)
+        self.out_proj = nn.Linear(inner, d_model, bias=bias)
         self.dropout = dropout
+        self.scale = scale
         self.probe = AttentionProbe()
         self.q_probe, self.k_probe, self.v_probe, self.head_probe = (AttentionProbe() for _ in VECTOR_PROBES)
 
@@ -109,11 +130,13 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if is_recording():
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
-            out, weights = attention(q, k, v, mask, dropout=p)
+            out, weights = attention(q, k, v, mask, dropout=p, scale=self.scale)
             self.probe(weights)
             out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, scale=None if self.scale else 1.0
+            )
         B, H, Tq, dk = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)
         return self.out_proj(out)

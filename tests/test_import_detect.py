@@ -107,7 +107,11 @@ def test_forcing_the_wrong_format_is_refused(tmp_path, states):
 
 
 def test_a_folder_of_another_hugging_face_model_is_refused(tmp_path):
-    (tmp_path / "t5").mkdir()
-    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    with pytest.raises(CheckpointError, match="Hugging Face model of a type other than marian"):
-        inspect_checkpoint(tmp_path / "t5")
+    (tmp_path / "gpt2").mkdir()
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2}))
+    with pytest.raises(
+        CheckpointError,
+        match="Hugging Face model of another kind .* these encoder-decoder families can be imported: "
+        "MarianMT, T5 and flan-T5, BART, mBART",
+    ):
+        inspect_checkpoint(tmp_path / "gpt2")

@@ -24,7 +24,7 @@ def test_every_format_module_implements_the_protocol():
     assert (
         [fmt.NAME for fmt in REGISTRY]
         == list(FORMATS)
-        == ["marian", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+        == ["marian", "t5", "bart", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
     )
     for fmt in REGISTRY:
         assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
