@@ -39,7 +39,9 @@ def _sentencepiece(path: Path, folder: str):
     try:
         import sentencepiece
     except ImportError:
-        raise CheckpointError(M_("reading this tokenizer needs the sentencepiece package: pip install sentencepiece"))
+        raise CheckpointError(
+            M_("reading this tokenizer needs the sentencepiece package: pip install sentencepiece")
+        ) from None
     data = read_bytes(path, SPM_MAX_BYTES)
     try:
         return sentencepiece.SentencePieceProcessor(model_proto=data)
@@ -199,7 +201,9 @@ def bart_vocabs(folder: Path, size: int, start: int, forced: int | None) -> tupl
     try:
         from tokenizers import ByteLevelBPETokenizer
     except ImportError:
-        raise CheckpointError(M_("reading a BART tokenizer needs the tokenizers package: pip install tokenizers"))
+        raise CheckpointError(
+            M_("reading a BART tokenizer needs the tokenizers package: pip install tokenizers")
+        ) from None
     ids = read_json(folder / "vocab.json", origin=f"{folder.name}/vocab.json")
     if not isinstance(ids, dict) or not all(type(v) is int for v in ids.values()):
         raise CheckpointError(M_("{name} must map each token to an integer id", name="vocab.json"))
