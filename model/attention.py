@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .positional import SelfAttentionPositions
 from .recording import is_recording
 
 
@@ -26,16 +27,19 @@ def attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
+    bias: torch.Tensor | None = None,
     scale: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_k)) v, returning (output, weights); scale=False leaves out the 1/sqrt(d_k) (T5).
+    """softmax(q k^T / sqrt(d_k) + bias) v, returning (output, weights); scale=False leaves out the 1/sqrt(d_k) (T5).
 
-    q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk).
+    q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk), bias (ALiBi, T5) (H, Tq, Tk).
     Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
     """
     scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
     if scale:
         scores = scores / math.sqrt(q.size(-1))
+    if bias is not None:
+        scores = scores + bias
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
@@ -48,14 +52,20 @@ class AttentionProbe(nn.Module):
 
     `probe` sees the (B, H, Tq, Tk) weights; `q_probe`, `k_probe`, `v_probe` the per-head queries
     (B, H, Tq, dk), keys and values (B, H, Tk, dk); `head_probe` each head's output (B, H, Tq, dk)
-    before the heads are concatenated and projected by W^O. They only run while somebody records.
+    before the heads are concatenated and projected by W^O; `bias_probe` the (1, H, Tq, Tk) positional bias added
+    to the scores (ALiBi, T5 relative; not called for other kinds). They only run while somebody records.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
-VECTOR_PROBES = ("q", "k", "v", "heads")  # names of the probes on Q, K, V and the heads' outputs
+VECTOR_PROBES = ("q", "k", "v", "heads", "bias")  # probes on Q, K, V (after RoPE), heads' outputs, position bias
+
+
+def float_mask(mask: torch.Tensor | None, bias: torch.Tensor) -> torch.Tensor:
+    """The bias (H, Tq, Tk) with -inf where the boolean mask forbids a key: one attn_mask for the fused path."""
+    return bias if mask is None else torch.where(mask, bias, bias.new_full((), float("-inf")))
 
 
 @dataclass
@@ -64,6 +74,9 @@ class KVCache:
 
     k: torch.Tensor | None = None
     v: torch.Tensor | None = None
+    positions: torch.Tensor | None = (
+        None  # (T,) the keys' positions (decoder self-attention of a rope/alibi/relative model)
+    )
 
 
 class MultiHeadAttention(nn.Module):
@@ -93,11 +106,14 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.scale = scale
         self.probe = AttentionProbe()
-        self.q_probe, self.k_probe, self.v_probe, self.head_probe = (AttentionProbe() for _ in VECTOR_PROBES)
+        self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe = (
+            AttentionProbe() for _ in VECTOR_PROBES
+        )
 
     def vector_probes(self) -> dict[str, AttentionProbe]:
-        """The probes on Q, K, V and the heads' outputs, by the names in VECTOR_PROBES."""
-        return dict(zip(VECTOR_PROBES, (self.q_probe, self.k_probe, self.v_probe, self.head_probe)))
+        """The probes on Q, K, V, the heads' outputs and the positional bias, by the names in VECTOR_PROBES."""
+        probes = (self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe)
+        return dict(zip(VECTOR_PROBES, probes))
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -110,18 +126,25 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         cache: KVCache | None = None,
         static_kv: bool = False,
+        positions: SelfAttentionPositions | None = None,
     ) -> torch.Tensor:
         """query: (B, Tq, D); key_value: (B, Tk, D), ignored when a static cache already holds K and V.
 
         cache with static_kv=False (decoder self-attention): the new keys and values are appended.
         cache with static_kv=True (cross-attention): K and V are computed from key_value once, then reused.
+        positions (self-attention of a rope / alibi / relative model): RoPE rotates q and the new keys (which sit at
+        the query positions) before they enter the cache, so cached keys keep the rotation of their own position;
+        the bias (H, Tq, Tk), computed by the stack for these queries and all keys, is added to the scores.
         """
         q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dk)
+        bias = None
         if static_kv and cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
             k = self.split_heads(self.k_proj(key_value))  # (B, H, Tk, dk)
             v = self.split_heads(self.v_proj(key_value))
+            if positions is not None:
+                q, k, bias = positions.rotate(q), positions.rotate(k), positions.bias
             if cache is not None:
                 if not static_kv and cache.k is not None:
                     k = torch.cat([cache.k, k], dim=2)
@@ -130,12 +153,15 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if is_recording():
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
-            out, weights = attention(q, k, v, mask, dropout=p, scale=self.scale)
+            if bias is not None:
+                bias = self.bias_probe(bias[None])[0]  # recorded as (1, H, Tq, Tk)
+            out, weights = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale)
             self.probe(weights)
             out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
+            attn_mask = mask if bias is None else float_mask(mask, bias)
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p, scale=None if self.scale else 1.0
+                q, k, v, attn_mask=attn_mask, dropout_p=p, scale=None if self.scale else 1.0
             )
         B, H, Tq, dk = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)

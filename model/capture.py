@@ -45,6 +45,10 @@ class Capture:
     head_outputs: dict[str, np.ndarray] = field(default_factory=dict)
     # (T, target vocabulary) the model's log-probabilities at each decoder position (of this pass, interventions included)
     log_probs: np.ndarray | None = None
+    # Only with qkv=True and a model whose positions are a bias on the scores (alibi, relative): position_bias[kind]
+    # (L, H, Tq, Tk) the bias added to q.k / sqrt(dk) before the mask and softmax (encoder_self, decoder_self only).
+    # For rope models the recorded q and k (Capture.qkv) are the rotated ones.
+    position_bias: dict[str, np.ndarray] = field(default_factory=dict)
     # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
     interventions: dict = field(default_factory=dict)
 
@@ -127,6 +131,9 @@ def capture(
         target_truncated=tgt_cut,
         qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
         head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
+        position_bias={
+            kind: _stack_vectors(rec, kind, "bias") for kind in ATTENTION_KINDS if rec.vectors.get((kind, 0, "bias"))
+        },
         log_probs=_numpy(logits[0].float().log_softmax(-1)),
         interventions=changes.describe(),
     )

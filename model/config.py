@@ -14,7 +14,9 @@ from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
 
-POSITIONAL_KINDS = ("sinusoidal", "learned", "none")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")
+# The kinds that add nothing to the embeddings and act inside self-attention instead (model/positional.py).
+ATTENTION_POSITIONAL_KINDS = ("rope", "alibi", "relative")
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "std", "rms")
@@ -30,6 +32,7 @@ LIMITS: dict[str, int] = {
     "vocab": 262144,  # tokens on each side
     "max_len": 16384,
     "attention_width": 32768,  # n_heads * head_dim (T5 sets the head width apart from d_model)
+    "relative_buckets": 1024,
     "parameters": 1_000_000_000,  # weights plus positional tables: 4 GB in float32
 }
 
@@ -46,11 +49,16 @@ class TransformerConfig:
     dropout: float = 0.1  # on sublayer outputs, attention weights and embeddings+PE (training only)
     norm_first: bool = False  # False: post-LN as in the paper, LayerNorm(x + Sublayer(x)); True: pre-LN
     final_norm: bool | None = None  # a LayerNorm after each stack; None means "same as norm_first"
-    positional: str = (
-        "sinusoidal"  # "sinusoidal" (fixed, paper), "learned" (an embedding table) or "none" (no positions)
-    )
-    pe_base: float = 10000.0  # the base of the sinusoid wavelengths
-    pe_layout: str = "interleaved"  # "interleaved": sin on even dims, cos on odd; "half": sin block, cos block
+    # "sinusoidal" (fixed, paper), "learned" (an embedding table), "none" (no positions), or inside self-attention:
+    # "rope" (Su et al. 2021: q and k rotated by position), "alibi" (Press et al. 2022: -slope_h * |i - j| on the
+    # scores), "relative" (T5: a learned bias per head and bucketed distance, one table per stack)
+    positional: str = "sinusoidal"
+    pe_base: float = 10000.0  # the base of the sinusoid wavelengths, and of RoPE's frequencies base^(-2i/d_head)
+    # "interleaved": sin on even dims, cos on odd (RoPE: adjacent pairs (2i, 2i+1) rotate, as Su et al.);
+    # "half": sin block, cos block (RoPE: dims i and i + d_head/2 rotate, "rotate_half" of GPT-NeoX / LLaMA)
+    pe_layout: str = "interleaved"
+    relative_buckets: int = 32  # positional="relative": buckets of T5's bias (half per direction in the encoder)
+    relative_max_distance: int = 128  # positional="relative": distances from here on share the last bucket
     max_len: int = 512  # longest sequence the positional encoding covers, on each side
     share_embeddings: bool = False  # one embedding table for source and target (needs equal vocab sizes)
     tie_generator: bool = False  # the output projection reuses the target embedding matrix (paper: yes)
@@ -100,6 +108,18 @@ class TransformerConfig:
             )
         if self.d_model % 2:
             problems.append(M_("d_model={d} must be even for sinusoidal positions", d=self.d_model))
+        if self.positional == "rope" and not problems and self.d_head % 2:
+            problems.append(M_("d_model / n_heads = {d} must be even for rotary positions", d=self.d_head))
+        if self.positional == "relative" and not problems:
+            if self.relative_buckets < 4:
+                problems.append(M_("relative_buckets must be at least 4, got {n}", n=self.relative_buckets))
+            elif self.relative_max_distance <= self.relative_buckets // 2:
+                problems.append(
+                    M_(
+                        "relative_max_distance must be above relative_buckets / 2 = {n}",
+                        n=self.relative_buckets // 2,
+                    )
+                )
         if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
             problems.append(M_("pe_base must be a finite number above 1"))
         if not (0 <= self.dropout < 1):
@@ -170,6 +190,8 @@ _INTS = (
     "n_encoder_layers",
     "n_decoder_layers",
     "max_len",
+    "relative_buckets",
+    "relative_max_distance",
     "pad_id",
     "bos_id",
     "eos_id",
@@ -257,7 +279,7 @@ def parameter_count(c: TransformerConfig) -> int:
     final += 2 * norm if c.embed_norm else 0
     embed = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
     generator = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
-    positions = 2 * c.max_len * d
+    positions = 2 * c.max_len * d + (2 * c.relative_buckets * c.n_heads if c.positional == "relative" else 0)
     return encoder + decoder + final + embed + generator + positions
 
 
@@ -272,6 +294,8 @@ def limit_problems(c: TransformerConfig) -> list[str]:
         "src_vocab_size": LIMITS["vocab"],
         "tgt_vocab_size": LIMITS["vocab"],
         "max_len": LIMITS["max_len"],
+        "relative_buckets": LIMITS["relative_buckets"],
+        "relative_max_distance": LIMITS["max_len"],
     }
     if c.head_dim is not None:
         bounds["head_dim"] = LIMITS["d_model"]

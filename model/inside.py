@@ -2,6 +2,7 @@
 
     scores_j = q . k_j                   raw dot product of the query with every key      (Tk,)
     scaled_j = scores_j / sqrt(d_k)      the paper's scale                                (Tk,)
+             (+ bias_j for ALiBi / T5 relative models: the positional bias of this query and key j)
     masked_j = -inf where j may not be seen (decoder self-attention: keys after the query)
     a = softmax(masked)                  the attention weights, one row of the heatmap    (Tk,)
     head = sum_j a_j v_j                 this head's output                                (d_k,)
@@ -62,6 +63,7 @@ class HeadStep:
     weights: np.ndarray  # (Tk,) softmax(masked): the row the attention page shows
     weights_unscaled: np.ndarray  # (Tk,) softmax of the raw scores (masked the same way): no 1/sqrt(d_k)
     output: np.ndarray  # (d_k,) sum_j weights_j v_j
+    bias: np.ndarray | None = None  # (Tk,) positional bias added to scaled before the mask (alibi, relative), or None
 
     @property
     def d_k(self) -> int:
@@ -85,8 +87,11 @@ class HeadStep:
         return self.query * self.keys[key]
 
 
-def head_step(query: np.ndarray, keys: np.ndarray, values: np.ndarray, allowed: np.ndarray) -> HeadStep:
-    """All steps of one head for one query vector (d_k,), keys and values (Tk, d_k), allowed (Tk,) bool."""
+def head_step(
+    query: np.ndarray, keys: np.ndarray, values: np.ndarray, allowed: np.ndarray, bias: np.ndarray | None = None
+) -> HeadStep:
+    """All steps of one head for one query vector (d_k,), keys and values (Tk, d_k), allowed (Tk,) bool,
+    and the positional bias (Tk,) of ALiBi / T5 models (added to the scaled and the raw scores alike)."""
     if query.ndim != 1 or keys.ndim != 2 or values.shape != keys.shape or keys.shape[1] != query.shape[0]:
         raise ValueError(
             f"query (d_k,), keys and values (Tk, d_k) expected; got {query.shape}, {keys.shape}, {values.shape}"
@@ -96,10 +101,13 @@ def head_step(query: np.ndarray, keys: np.ndarray, values: np.ndarray, allowed: 
     q, k, v = (a.astype(np.float64) for a in (query, keys, values))
     raw = k @ q  # (Tk,)
     scaled = raw / math.sqrt(q.shape[0])
-    masked = np.where(allowed, scaled, -np.inf)
+    b = np.zeros_like(raw) if bias is None else np.asarray(bias, dtype=np.float64)
+    if b.shape != raw.shape:
+        raise ValueError(f"bias must be ({raw.shape[0]},), got {b.shape}")
+    masked = np.where(allowed, scaled + b, -np.inf)
     weights = softmax(masked)
-    unscaled = softmax(np.where(allowed, raw, -np.inf))
-    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v)
+    unscaled = softmax(np.where(allowed, raw + b, -np.inf))
+    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v, None if bias is None else b)
 
 
 def check_selection(cap, kind: str, layer: int, head: int, query: int) -> None:
@@ -118,7 +126,9 @@ def step_from_capture(cap, kind: str, layer: int, head: int, query: int) -> Head
     """HeadStep of query position `query` in head `head` of layer `layer` of one kind of attention."""
     check_selection(cap, kind, layer, head, query)
     q, k, v = (a[layer, head] for a in cap.qkv[kind])  # (Tq, dk), (Tk, dk), (Tk, dk)
-    return head_step(q[query], k, v, allowed_keys(kind, query, k.shape[0]))
+    bias = getattr(cap, "position_bias", {}).get(kind)
+    row = None if bias is None else bias[layer, head, query]  # (Tk,)
+    return head_step(q[query], k, v, allowed_keys(kind, query, k.shape[0]), row)
 
 
 def output_projection(model: nn.Module, kind: str, layer: int) -> tuple[np.ndarray, np.ndarray]:

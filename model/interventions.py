@@ -10,6 +10,8 @@ sharing the model are not affected and nothing on the model changes.
                                of the sequence's own positions 0..T-1, so decoding recomputes the whole prefix
                                at each step (`needs_full_prefix`) instead of keeping earlier steps' shuffles
     positional="shifted"       every position p gets the row of p + shift
+For rope / alibi / relative models (nothing added to the embeddings) the same three change the position indices
+their self-attention uses: all 0, a permutation, or p + shift (which changes nothing for these relative schemes).
 
 `per_row` (for head importance, not for one view): batch row b additionally switches off the heads in
 per_row[b], so one batched pass runs many different ablations of the same input.
@@ -127,6 +129,19 @@ class Interventions:
             order = torch.randperm(offset + length, generator=g)[offset:]  # positions offset.. get a fixed shuffle
             return module.table[order.to(module.table.device)]
         return module.rows(offset, length)
+
+    def positions(self, positions: torch.Tensor) -> torch.Tensor:
+        """The (T,) position indices a rope / alibi / relative model uses instead of offset .. offset+T-1: all 0
+        ("off": no rotation, no distance), + shift, or the same fixed shuffle as `rows`."""
+        if self.positional == "off":
+            return torch.zeros_like(positions)
+        if self.positional == "shifted":
+            return positions + self.shift
+        if self.positional == "shuffled" and len(positions):
+            offset = int(positions[0])
+            g = torch.Generator().manual_seed(self.seed)
+            return torch.randperm(offset + len(positions), generator=g)[offset:].to(positions.device)
+        return positions
 
     def describe(self) -> dict:
         """JSON-ready record of what was changed ({} for nothing), for Capture.interventions and downloads."""

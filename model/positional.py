@@ -131,3 +131,170 @@ def relative_position_map(offset: int, d_model: int, base: float = 10000.0) -> t
     m[idx, idx], m[idx, idx + 1] = c, s
     m[idx + 1, idx], m[idx + 1, idx + 1] = -s, c
     return m.float()
+
+
+# -- positions inside self-attention: RoPE, ALiBi, T5's relative bias ------------------------------------------
+#
+# These kinds add nothing to the embeddings (their `rows` and `table` are zeros, as for "none", so every view of
+# the added rows reads them like the other kinds). Each stack asks its module once per pass for a
+# `SelfAttentionPositions` of its query and key positions and hands it to every self-attention layer of the stack:
+# RoPE rotates q and the new keys there, ALiBi and T5 add their (H, Tq, Tk) bias to the scores before the softmax.
+# Cross-attention gets none of them (queries and keys count positions in different sequences).
+
+
+def rope_angles(
+    positions: torch.Tensor, d_head: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of m * theta_i, theta_i = base^(-2i/d_head), each (T, d_head/2) in dtype, for positions m (T,).
+
+    Built in float64 (positions in the thousands times the fast frequencies lose digits in float32)."""
+    two_i = torch.arange(0, d_head, 2, dtype=torch.float64, device=positions.device)
+    theta = torch.exp(-math.log(base) * two_i / d_head)  # (d_head/2,)
+    angles = positions.to(torch.float64)[:, None] * theta[None, :]  # (T, d_head/2)
+    return torch.cos(angles).to(dtype), torch.sin(angles).to(dtype)
+
+
+def rope_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "interleaved") -> torch.Tensor:
+    """Rotate each pair of x's last axis by its angle: (a, b) -> (a cos - b sin, a sin + b cos).
+
+    x (..., T, d_head); cos, sin (T, d_head/2). interleaved: the pairs are dims (2i, 2i+1) as in Su et al.;
+    half: dims (i, i + d_head/2), the "rotate_half" of GPT-NeoX and Hugging Face LLaMA."""
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    if layout == "half":
+        a, b = x.chunk(2, dim=-1)  # (..., T, d/2) each
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """(H,) ALiBi's head slopes: 2^(-8h/H) for h = 1..H when H is a power of 2 (1/2, 1/4, ... 1/256 for 8 heads).
+
+    Other H, as the paper's code: the n = 2^floor(log2 H) slopes of n heads, then every other slope of 2n heads
+    (2^(-4/n), 2^(-12/n), ...) until there are H."""
+
+    def powers(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+
+    n = 2 ** int(math.floor(math.log2(n_heads)))
+    slopes = powers(n) + powers(2 * n)[0::2][: n_heads - n]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(query_pos: torch.Tensor, key_pos: torch.Tensor, slopes: torch.Tensor) -> torch.Tensor:
+    """(H, Tq, Tk) -slope_h * |i - j| for query positions i (Tq,) and key positions j (Tk,).
+
+    The paper is causal (keys j <= i, distance i - j); the encoder here uses the symmetric |i - j|, and so does the
+    decoder, where the causal mask hides every key with j > i, so its visible scores get exactly the paper's bias."""
+    distance = (query_pos[:, None] - key_pos[None, :]).abs().to(slopes.dtype)  # (Tq, Tk)
+    return -slopes.to(distance.device)[:, None, None] * distance[None]
+
+
+def relative_position_bucket(
+    relative_position: torch.Tensor, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
+    """T5's bucket of each relative position (key position - query position), as Hugging Face's
+    `T5Attention._relative_position_bucket`: same arguments, same integer result.
+
+    Bidirectional (encoder): half the buckets for keys after the query. In each direction the first half of the
+    buckets are the exact distances 0 .. max_exact - 1, the rest log-spaced up to max_distance; farther keys share
+    the last bucket. Unidirectional (decoder): keys after the query (masked anyway) fall into bucket 0."""
+    buckets = torch.zeros_like(relative_position, dtype=torch.long)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (relative_position > 0).to(torch.long) * num_buckets
+        distance = relative_position.abs()
+    else:
+        distance = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = distance < max_exact
+    large = max_exact + (
+        torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, distance, large)
+
+
+class IndexProbe(nn.Module):
+    """Identity on the (T,) position indices a stack uses: where an intervention (off, shuffled, shifted) hooks in."""
+
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        return positions
+
+
+class SelfAttentionPositions:
+    """What one stack's self-attention layers receive in one pass: RoPE's angles for the queries (and the new keys,
+    which sit at the same positions) and/or the (H, Tq, Tk) bias added to the scores before the softmax."""
+
+    def __init__(
+        self,
+        cos: torch.Tensor | None = None,
+        sin: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        layout: str = "interleaved",
+    ):
+        self.cos, self.sin, self.bias, self.layout = cos, sin, bias, layout
+
+    def rotate(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, H, Tq, dk) rotated by the query positions (unchanged without RoPE)."""
+        return x if self.cos is None else rope_rotate(x, self.cos, self.sin, self.layout)
+
+
+class AttentionPositionalEncoding(NoPositionalEncoding):
+    """Base of rope / alibi / relative: adds nothing to the embeddings, gives the stack its SelfAttentionPositions."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__(d_model, max_len)
+        self.index_probe = IndexProbe()
+
+    def positions(self, offset: int, length: int, device: torch.device | None = None) -> torch.Tensor:
+        """(length,) long: positions offset .. offset+length-1, as an intervention may have changed them."""
+        check_length(offset, length, self.max_len)
+        return self.index_probe(torch.arange(offset, offset + length, device=device))
+
+    def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
+        raise NotImplementedError
+
+
+class RotaryPositionalEncoding(AttentionPositionalEncoding):
+    """RoPE (Su et al. 2021): q and k of every self-attention head rotated pairwise by m * base^(-2i/d_head)."""
+
+    def __init__(self, d_model: int, max_len: int, n_heads: int, base: float = 10000.0, layout: str = "interleaved"):
+        super().__init__(d_model, max_len)
+        self.d_head, self.base, self.layout = d_model // n_heads, base, layout
+
+    def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
+        cos, sin = rope_angles(query_pos, self.d_head, self.base)
+        return SelfAttentionPositions(cos, sin, layout=self.layout)
+
+
+class AlibiPositionalEncoding(AttentionPositionalEncoding):
+    """ALiBi (Press et al. 2022): -slope_h * |i - j| added to head h's scores; no parameters."""
+
+    def __init__(self, d_model: int, max_len: int, n_heads: int):
+        super().__init__(d_model, max_len)
+        self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
+
+    def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
+        return SelfAttentionPositions(bias=alibi_bias(query_pos, key_pos, self.slopes))
+
+
+class RelativePositionBias(AttentionPositionalEncoding):
+    """T5's relative bias: a learned scalar per (bucket, head) in `relative_attention_bias.weight` (buckets, H),
+    looked up once per pass for the bucket of key - query and added to every self-attention layer of the stack."""
+
+    def __init__(
+        self, d_model: int, max_len: int, n_heads: int, bidirectional: bool, num_buckets: int, max_distance: int
+    ):
+        super().__init__(d_model, max_len)
+        self.bidirectional, self.num_buckets, self.max_distance = bidirectional, num_buckets, max_distance
+        self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
+
+    def buckets(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:
+        """(Tq, Tk) bucket of key position - query position."""
+        relative = key_pos[None, :] - query_pos[:, None]  # (Tq, Tk) memory_position - context_position, as T5
+        return relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)
+
+    def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
+        values = self.relative_attention_bias(self.buckets(query_pos, key_pos))  # (Tq, Tk, H)
+        return SelfAttentionPositions(bias=values.permute(2, 0, 1))  # (H, Tq, Tk)

@@ -99,6 +99,17 @@ def _positional_hook(recorder: Recorder, side: str):
     return hook
 
 
+def _index_hook(recorder: Recorder):
+    """On a rope / alibi / relative module's index probe: the (T,) positions as the positional intervention changes them."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        if _ACTIVE.get() is not recorder:
+            return None
+        return recorder.interventions.positions(output)
+
+    return hook
+
+
 def _ablation_hook(recorder: Recorder, kind: str, layer: int):
     """On a head-output probe: zero the ablated heads of this module (before W^O) while `recorder` is active."""
 
@@ -141,6 +152,9 @@ def record(
                 )
         for side, module in model.positional_encodings():
             handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
+            index_probe = getattr(module, "index_probe", None)
+            if index_probe is not None and recorder.interventions.positional is not None:
+                handles.append(index_probe.register_forward_hook(_index_hook(recorder)))
         yield recorder
     finally:
         for handle in handles:

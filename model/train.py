@@ -337,7 +337,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--encoder-layers", type=int)
     g.add_argument("--decoder-layers", type=int)
     g.add_argument("--dropout", type=float)
-    g.add_argument("--positional", choices=POSITIONAL_KINDS, help="sinusoidal (the paper), learned (a table) or none")
+    g.add_argument(
+        "--positional",
+        choices=POSITIONAL_KINDS,
+        help="sinusoidal (the paper), learned (a table), none, or inside attention: rope, alibi, relative (T5)",
+    )
     g.add_argument("--pe-base", type=float, help="base of the sinusoid wavelengths (the paper: 10000)")
     g.add_argument(
         "--share",

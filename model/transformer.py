@@ -20,7 +20,16 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
-from .positional import LearnedPositionalEncoding, NoPositionalEncoding, SinusoidalPositionalEncoding
+from .positional import (
+    AlibiPositionalEncoding,
+    AttentionPositionalEncoding,
+    LearnedPositionalEncoding,
+    NoPositionalEncoding,
+    RelativePositionBias,
+    RotaryPositionalEncoding,
+    SelfAttentionPositions,
+    SinusoidalPositionalEncoding,
+)
 
 ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
@@ -111,8 +120,12 @@ class EncoderLayer(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        x = residual(x, self.norm1, lambda h: self.self_attn(h, h, mask), self.dropout, self.norm_first)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, positions: SelfAttentionPositions | None = None
+    ) -> torch.Tensor:
+        x = residual(
+            x, self.norm1, lambda h: self.self_attn(h, h, mask, positions=positions), self.dropout, self.norm_first
+        )
         return residual(x, self.norm2, self.ff, self.dropout, self.norm_first)
 
 
@@ -135,11 +148,16 @@ class DecoderLayer(nn.Module):
         self_mask: torch.Tensor | None,
         memory_mask: torch.Tensor | None,
         cache: LayerCache | None = None,
+        positions: SelfAttentionPositions | None = None,
     ) -> torch.Tensor:
         self_cache = cache.self_attn if cache else None
         cross_cache = cache.cross_attn if cache else None
         x = residual(
-            x, self.norm1, lambda h: self.self_attn(h, h, self_mask, self_cache), self.dropout, self.norm_first
+            x,
+            self.norm1,
+            lambda h: self.self_attn(h, h, self_mask, self_cache, positions=positions),
+            self.dropout,
+            self.norm_first,
         )
         x = residual(
             x,
@@ -162,6 +180,7 @@ class DecoderCache:
     """Per-layer keys and values of everything decoded so far (one per greedy-decoding call)."""
 
     layers: list[LayerCache]
+    positions: torch.Tensor | None = None  # (T,) positions of the keys so far (rope / alibi / relative models)
 
     @property
     def length(self) -> int:
@@ -190,8 +209,8 @@ class Transformer(nn.Module):
         d = config.d_model
         self.src_embed = nn.Embedding(config.src_vocab_size, d)
         self.tgt_embed = self.src_embed if config.share_embeddings else nn.Embedding(config.tgt_vocab_size, d)
-        self.src_pe = self._positional(config)
-        self.tgt_pe = self._positional(config)
+        self.src_pe = self._positional(config, bidirectional=True)
+        self.tgt_pe = self._positional(config, bidirectional=False)
         self.embed_dropout = nn.Dropout(config.dropout)
         final = config.has_final_norm
         self.encoder = Stack(
@@ -210,11 +229,21 @@ class Transformer(nn.Module):
             self.generator.weight = self.tgt_embed.weight
 
     @staticmethod
-    def _positional(config: TransformerConfig) -> nn.Module:
+    def _positional(config: TransformerConfig, bidirectional: bool) -> nn.Module:
+        """The positional module of one stack (bidirectional: the encoder's, for T5's buckets)."""
+        d, n, h = config.d_model, config.max_len, config.n_heads
         if config.positional == "learned":
-            return LearnedPositionalEncoding(config.d_model, config.max_len)
+            return LearnedPositionalEncoding(d, n)
         if config.positional == "none":
-            return NoPositionalEncoding(config.d_model, config.max_len)
+            return NoPositionalEncoding(d, n)
+        if config.positional == "rope":
+            rope = RotaryPositionalEncoding(d, n, h, config.pe_base, config.pe_layout)
+            rope.d_head = config.d_head  # a head width set apart from d_model (head_dim)
+            return rope
+        if config.positional == "alibi":
+            return AlibiPositionalEncoding(d, n, h)
+        if config.positional == "relative":
+            return RelativePositionBias(d, n, h, bidirectional, config.relative_buckets, config.relative_max_distance)
         return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.pe_base, config.pe_layout)
 
     def reset_parameters(self) -> None:
@@ -225,6 +254,8 @@ class Transformer(nn.Module):
                 nn.init.normal_(p, std=self.config.d_model**-0.5)
             elif name.endswith("_pe.weight"):
                 nn.init.normal_(p, std=0.02)
+            elif name.endswith("relative_attention_bias.weight"):
+                nn.init.normal_(p, std=self.config.d_model**-0.5)  # as T5's initializer
             elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias") and "norm" not in name:
@@ -258,8 +289,12 @@ class Transformer(nn.Module):
         """src (B, S) ids -> memory (B, S, D) and the source padding mask (B, 1, 1, S) or None."""
         mask = self.source_mask(src)
         x = self.embed_dropout(self.encoder.start(self.src_pe(self.embed(self.src_embed, src))))
+        positions = None
+        if isinstance(self.src_pe, AttentionPositionalEncoding):  # computed once, used by every layer
+            pos = self.src_pe.positions(0, src.size(1), src.device)  # (S,)
+            positions = self.src_pe.self_attention(pos, pos)
         for layer in self.encoder.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, positions)
         return (self.encoder.norm(x) if self.encoder.norm is not None else x), mask
 
     def decode(
@@ -277,8 +312,15 @@ class Transformer(nn.Module):
         offset = cache.length if cache is not None else 0
         x = self.embed_dropout(self.decoder.start(self.tgt_pe(self.embed(self.tgt_embed, tgt), offset=offset)))
         self_mask = self.target_mask(tgt, offset)
+        positions = None
+        if isinstance(self.tgt_pe, AttentionPositionalEncoding):  # computed once, used by every layer
+            pos = self.tgt_pe.positions(offset, tgt.size(1), tgt.device)  # (T,) the new queries' positions
+            keys = pos if cache is None or cache.positions is None else torch.cat([cache.positions, pos])
+            if cache is not None:
+                cache.positions = keys
+            positions = self.tgt_pe.self_attention(pos, keys)
         for i, layer in enumerate(self.decoder.layers):
-            x = layer(x, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None)
+            x = layer(x, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None, positions)
         if self.decoder.norm is not None:
             x = self.decoder.norm(x)
         if self.config.rescale_output:  # T5 v1.0: the tied output layer reads d_model^-0.5 * h

@@ -3,8 +3,9 @@ Read without transformers.
 
 How it maps onto the one Transformer (configuration, not a fork):
     shared -> the embeddings of both sides, not scaled by sqrt(d_model)
-    no positional encoding added to the embeddings: T5's only positions are a learned bias on the scores
-        (relative_attention_bias of the first layer of each stack; see RELATIVE below)
+    no positional encoding added to the embeddings: T5's only positions are a learned bias on the scores,
+        per head and bucketed distance, stored in the first layer of each stack and used by all its self-attention
+        layers (none in cross-attention) -> positional="relative", the table in src_pe / tgt_pe
     pre-LN blocks with RMS norms (weight only, no mean, no bias; eps layer_norm_epsilon), a final norm per stack
     attention q,k,v,o without biases; q.k is NOT divided by sqrt(d_kv); the head width is d_kv (flan-T5-small:
         6 heads of 64 in a d_model of 512)
@@ -110,7 +111,9 @@ def t5_config(cfg: dict[str, Any], where) -> TransformerConfig:
         dropout=0.0,
         norm_first=True,
         final_norm=True,
-        positional="none",
+        positional="relative",
+        relative_buckets=cfg["relative_attention_num_buckets"],
+        relative_max_distance=cfg["relative_attention_max_distance"],
         max_len=cfg["n_positions"],
         share_embeddings=True,
         tie_generator=True,
@@ -174,20 +177,6 @@ def t5_tokenizer(src: Source, cfg: dict[str, Any], config: TransformerConfig) ->
     return Tokenizer(vocab, vocab)
 
 
-def relative_bias(m: Mapper, config: TransformerConfig) -> None:
-    """Until this project has T5's bucketed relative bias, a bias that is not all zero cannot be mapped exactly."""
-    for stack, key in RELATIVE_KEYS.items():
-        table = m.take(key)
-        if table is not None and bool(table.detach().float().abs().amax() > 0):
-            raise CheckpointError(
-                M_(
-                    "{where}: {key} holds T5's learned relative position bias, which this app cannot apply yet",
-                    where=m.where,
-                    key=key,
-                )
-            )
-
-
 def convert_t5(state: Mapping[str, torch.Tensor], config: TransformerConfig, where) -> Converted:
     m = Mapper(state, where)
     m.require("shared.weight")
@@ -202,7 +191,8 @@ def convert_t5(state: Mapping[str, torch.Tensor], config: TransformerConfig, whe
         m.put("generator.weight", "lm_head.weight")
     if IGNORED in state:
         m.take(IGNORED)
-    relative_bias(m, config)
+    for ours, stack in (("src_pe", "encoder"), ("tgt_pe", "decoder")):  # (buckets, heads): the first layer's table
+        m.put(f"{ours}.relative_attention_bias.weight", RELATIVE_KEYS[stack])
 
     def attention(ours: str, theirs: str) -> None:
         for mine, hf_name in (("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v"), ("out_proj", "o")):
