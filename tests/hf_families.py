@@ -32,14 +32,15 @@ def pieces(model: bytes) -> int:
     return spm.SentencePieceProcessor(model_proto=model).get_piece_size()
 
 
-def train_sentencepiece(**ids: int) -> bytes:
+def train_sentencepiece(vocab_size: int = 40, **ids: int) -> bytes:
     import sentencepiece as spm
 
     buf = io.BytesIO()
+    words = sentences() + [" ".join(f"w{i}x{i % 7}" for i in range(j, j + 8)) for j in range(0, 400, 8)]
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences()),
+        sentence_iterator=iter(words if vocab_size > 40 else sentences()),
         model_writer=buf,
-        vocab_size=40,
+        vocab_size=vocab_size,
         model_type="unigram",
         character_coverage=1.0,
         hard_vocab_limit=False,

@@ -26,7 +26,7 @@ import torch
 from i18n import M_, N_
 
 from ..checkpoint import CheckpointError
-from ..config import TransformerConfig
+from ..config import LIMITS, TransformerConfig
 from ..tokenizer import IdVocab, Tokenizer
 from ..transformer import Transformer
 from . import hf_common as hf
@@ -83,12 +83,8 @@ def read_t5_config(src: Source) -> dict[str, Any]:
         problems.append(M_("{field} is neither ACT nor gated-ACT", field="feed_forward_proj"))
         parts = ["relu"]
     cfg["_gated"] = len(parts) == 2
-    act = parts[-1]
-    if cfg.get("dense_act_fn") is not None:
-        act = cfg["dense_act_fn"]
-    elif proj == "gated-gelu":
-        act = "gelu_new"  # transformers' T5Config: gated-gelu means the tanh approximation
-    cfg["_activation"] = hf.activation({"dense_act_fn": act}, "dense_act_fn", problems)
+    act = "gelu_new" if proj == "gated-gelu" else parts[-1]  # as T5Config: gated-gelu is the tanh approximation
+    cfg["_activation"] = hf.activation({"feed_forward_proj": act}, "feed_forward_proj", problems)
     scale = cfg.get("scale_decoder_outputs")
     cfg["_rescale"] = cfg["tie_word_embeddings"] is not False if scale is None else scale
     if not isinstance(cfg["_rescale"], bool):
@@ -169,7 +165,7 @@ def t5_tokenizer(src: Source, cfg: dict[str, Any], config: TransformerConfig) ->
         return Tokenizer(ids, ids)
     tok_cfg = src.json("tokenizer_config.json")
     extra = tok_cfg.get("extra_ids", 100) if isinstance(tok_cfg, dict) else 100
-    if type(extra) is not int or not 0 <= extra <= config.src_vocab_size:
+    if type(extra) is not int or not 0 <= extra <= LIMITS["vocab"]:
         raise CheckpointError(
             M_("{name}/tokenizer_config.json: extra_ids is not a count of sentinel tokens", name=src.name)
         )
