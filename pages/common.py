@@ -26,7 +26,7 @@ from i18n import M_, N_, _, error_text
 from model import CheckpointError, load_checkpoint
 from model.checkpoint import load_card
 from model.demos import card_description, list_demos
-from model.importers import CheckpointInfo, inspect_checkpoint
+from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
@@ -310,10 +310,9 @@ def _pick_model(
             if upload is None:
                 where.info(
                     _(
-                        "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
-                        "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
-                        "or the PyTorch translation tutorial."
-                    )
+                        "Choose a .zip of a checkpoint folder or a .pt / .pth state_dict. The formats this app "
+                        "reads: {formats}."
+                    ).format(formats="; ".join(_(title) for title in FORMATS.values()))
                 )
                 return None
             digest, local = upload_path(upload)
