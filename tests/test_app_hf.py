@@ -1,6 +1,8 @@
 """Every page on imported T5 / flan-T5 and BART / mBART folders: the page runs, draws its charts, shows no error,
 and the sidebar names the format. The decoding page runs greedy, beam and sampling."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.apptest_helpers import charts, messages, open_page
@@ -47,3 +49,18 @@ def test_decoding_strategies_run_on_the_family(folders, family, strategy):
     no_error(at)
     assert charts(at)
     assert "Could not" not in messages(at)
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parents[1] / "pages" / "positional_kinds.py").exists(),
+    reason="the positional page's T5 relative bias view comes with issue 24's branch",
+)
+def test_the_positional_page_draws_t5s_learned_bias_and_barts_table(folders):
+    at = open_page("positional", f"path:{folders['flan-t5']}", text=TEXT, pe_view="relative")
+    no_error(at)
+    titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
+    assert "Encoder: learned bias of this model" in titles and "Decoder: learned bias of this model" in titles
+    at = open_page("positional", f"path:{folders['bart']}", text=TEXT, pe_view="mine")
+    no_error(at)
+    titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
+    assert "This model's learned positional table (source side)" in titles
