@@ -1,7 +1,5 @@
 """Inside attention: one head's computation with the real numbers of the current input, in the order of the formula."""
 
-import math
-
 import streamlit as st
 
 from i18n import _, error_text
@@ -98,17 +96,18 @@ st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_toke
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader(_("3 · Scaled scores"))
-st.markdown(
-    _(
-        "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
-        "before the softmax, which would otherwise saturate."
-    ).format(d_k=step.d_k, scale=f"{math.sqrt(step.d_k):.3g}")
-)
 if step.scaled_scores:
+    st.markdown(
+        _(
+            "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
+            "before the softmax, which would otherwise saturate."
+        ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
+    )
     st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
-else:
+else:  # T5
     st.info(_("This model does not divide by √d_k (T5: its initialisation absorbs the scale): s̃_j = q · k_j."))
-st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
+st.plotly_chart(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))
