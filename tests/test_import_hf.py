@@ -128,3 +128,22 @@ def test_captures_beam_search_and_interventions_run_on_each_family(families, nam
     assert trace.best is not None and len(trace.best.output_ids) >= 1
     if model.config.forced_bos_id is not None:
         assert trace.best.output_ids[0] == model.config.forced_bos_id
+
+
+@pytest.mark.parametrize("name", ["t5", "mbart"])
+@torch.no_grad()
+def test_a_lecture_pack_and_a_comparison_of_each_family(families, name):
+    from model.compare import decoder_input_text, mismatches
+    from model.lecture import pack_records
+    from viz.lecture_pack import lecture_pack_html
+
+    _, model, tok = families[name]
+    records = pack_records(model, tok, list(TEXTS[:2]), name)
+    page = lecture_pack_html(records, name)
+    assert page.count("<html") == 1 and len(records.inputs) == 2
+    assert records.inputs[0].capture.source_tokens[0] in page or "▁the" in page
+    a = capture(model, tok, TEXTS[0], target="the red house")  # B reads A's decoder input (forced prefix included)
+    b = capture(model, tok, TEXTS[0], target=decoder_input_text(a, tok.target.detokenize))
+    assert list(b.target_ids) == list(a.target_ids)
+    assert all(mismatches(a, b, kind) == [] for kind in ("encoder_self", "decoder_self", "cross"))
+    assert abs(a.cross - b.cross).max() < 1e-5
