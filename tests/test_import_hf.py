@@ -2,6 +2,8 @@
 with transformers itself on tiny random-weight models built here (tests/hf_families.py): source token ids
 equal, log-probabilities and every attention map within 1e-4, greedy output equal to generate(num_beams=1)."""
 
+import math
+
 import pytest
 import torch
 
@@ -126,8 +128,9 @@ def test_captures_beam_search_and_interventions_run_on_each_family(families, nam
     assert ablated.log_probs.shape == cap.log_probs.shape and not (ablated.log_probs == cap.log_probs).all()
     trace = beam_search(model, tok, TEXTS[1], beam_size=3, max_len=6)
     assert trace.best is not None and len(trace.best.output_ids) >= 1
-    if model.config.forced_bos_id is not None:
-        assert trace.best.output_ids[0] == model.config.forced_bos_id
+    if model.config.forced_bos_id is not None:  # one hypothesis after the forced step, every score finite
+        assert trace.best.output_ids[0] == model.config.forced_bos_id and len(trace.steps[0].live) == 1
+    assert all(math.isfinite(h.log_prob) for step in trace.steps for h in step.live + step.finished + step.pruned)
 
 
 @pytest.mark.parametrize("name", ["t5", "mbart"])
