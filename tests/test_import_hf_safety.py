@@ -106,6 +106,22 @@ def test_damaged_or_mismatched_tokenizer_files_are_refused(copy):
         load_checkpoint(folder)
 
 
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("t5", {"eos_token_id": 2}, r"spiece.model has </s> at id 1, but config.json eos_token_id is 2"),
+        ("bart", {"pad_token_id": 3}, r"vocab.json has <pad> at id 1, but config.json pad_token_id is 3"),
+        ("mbart", {"eos_token_id": 0}, r"sentencepiece.bpe.model has </s> at id 2, but config.json eos_token_id is 0"),
+    ],
+)
+def test_a_tokenizer_whose_special_ids_differ_from_the_config_is_refused(copy, name, changes, message):
+    folder = copy(name)
+    for file in ("config.json", "generation_config.json"):
+        edit_json(folder / file, **changes)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(folder)
+
+
 def test_a_relative_bias_table_of_the_wrong_size_is_named(copy):
     folder = copy("t5")
     edit_json(folder / "config.json", relative_attention_num_buckets=16)

@@ -160,10 +160,11 @@ def bart_tokenizer(src: Source, cfg: dict[str, Any], family: str, config: Transf
         ids = IdVocab(config.src_vocab_size, config.pad_id, start, config.eos_id, min(3, config.src_vocab_size - 1))
         return Tokenizer(ids, ids)
     if family == "bart":
-        return Tokenizer(*bart_vocabs(src.path, config.src_vocab_size, start, forced))
+        return Tokenizer(*bart_vocabs(src.path, config.src_vocab_size, start, forced, config.pad_id, config.eos_id))
     tok_cfg = src.json("tokenizer_config.json")
     src_lang = tok_cfg.get("src_lang") if isinstance(tok_cfg, dict) else None
-    return Tokenizer(*mbart_vocabs(src.path, config.src_vocab_size, src_lang or "en_XX", start, forced))
+    lang = src_lang or "en_XX"
+    return Tokenizer(*mbart_vocabs(src.path, config.src_vocab_size, lang, start, forced, config.pad_id, config.eos_id))
 
 
 def convert_bart(state: Mapping[str, torch.Tensor], config: TransformerConfig, where) -> Converted:

@@ -151,6 +151,23 @@ class ByteLevelVocab(HFVocab):
         return self.bpe.decode([i for i in ids if i is not None])
 
 
+def _check_specials(folder: str, what: str, found: Mapping[str, int], config: Mapping[str, int]) -> None:
+    """The tokenizer's </s> and <pad> must be the ids config.json decodes with."""
+    for token, field in (("</s>", "eos_token_id"), ("<pad>", "pad_token_id")):
+        if found[token] != config[field]:
+            raise CheckpointError(
+                M_(
+                    "{folder}: {what} has {token} at id {id}, but config.json {field} is {want}",
+                    folder=folder,
+                    what=what,
+                    token=token,
+                    id=found[token],
+                    field=field,
+                    want=config[field],
+                )
+            )
+
+
 def _check_range(folder: str, ids: Iterable[int], size: int, what: str) -> None:
     outside = sum(1 for i in ids if not 0 <= i < size)
     if outside:
@@ -170,6 +187,8 @@ def t5_vocab(folder: Path, size: int, pad: int, eos: int, start: int, extra_ids:
     spm = _sentencepiece(folder / "spiece.model", folder.name)
     n = spm.get_piece_size()
     _check_range(folder.name, range(n + extra_ids), size, "spiece.model")
+    _check_specials(folder.name, "spiece.model", {"</s>": spm.eos_id(), "<pad>": spm.pad_id()},
+                    {"eos_token_id": eos, "pad_token_id": pad})  # fmt: skip
     specials = {"pad": pad, "bos": start, "eos": eos, "unk": spm.unk_id()}
     names = {spm.id_to_piece(i): i for i in range(n) if spm.is_control(i) or spm.is_unknown(i)}
     added = {**names, **{f"<extra_id_{i}>": n + extra_ids - 1 - i for i in range(extra_ids)}}
@@ -177,13 +196,14 @@ def t5_vocab(folder: Path, size: int, pad: int, eos: int, start: int, extra_ids:
 
 
 def mbart_vocabs(
-    folder: Path, size: int, src_lang: str, start: int, forced: int | None
+    folder: Path, size: int, src_lang: str, start: int, forced: int | None, pad: int = 1, eos: int = 2
 ) -> tuple[SentencePieceVocab, SentencePieceVocab]:
     spm = _sentencepiece(folder / "sentencepiece.bpe.model", folder.name)
     n = spm.get_piece_size()
     codes = {code: n + 1 + i for i, code in enumerate(MBART_LANGUAGE_CODES)}
     added = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **codes, "<mask>": n + 1 + len(codes)}
     _check_range(folder.name, added.values(), size, "sentencepiece.bpe.model")
+    _check_specials(folder.name, "sentencepiece.bpe.model", added, {"eos_token_id": eos, "pad_token_id": pad})
     if src_lang not in codes:
         raise CheckpointError(
             M_("{folder}: tokenizer_config.json names a source language that mBART does not have", folder=folder.name)
@@ -197,7 +217,9 @@ def mbart_vocabs(
     return source, target
 
 
-def bart_vocabs(folder: Path, size: int, start: int, forced: int | None) -> tuple[ByteLevelVocab, ByteLevelVocab]:
+def bart_vocabs(
+    folder: Path, size: int, start: int, forced: int | None, pad: int = 1, eos: int = 2
+) -> tuple[ByteLevelVocab, ByteLevelVocab]:
     try:
         from tokenizers import ByteLevelBPETokenizer
     except ImportError:
@@ -223,6 +245,7 @@ def bart_vocabs(folder: Path, size: int, start: int, forced: int | None) -> tupl
                 problem=str(err)[:200],
             )  # fmt: skip
         ) from None
+    _check_specials(folder.name, "vocab.json", ids, {"eos_token_id": eos, "pad_token_id": pad})
     specials = {"pad": ids["<pad>"], "bos": ids["<s>"], "eos": ids["</s>"], "unk": ids["<unk>"]}
     added = {t: ids[t] for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>") if t in ids}
     source = ByteLevelVocab(bpe, ids, "bart", size, specials, added, prefix=[ids["<s>"]])
