@@ -6,9 +6,11 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from model import CheckpointError, load_checkpoint
 from model.importers import inspect_checkpoint
+from model.inputs import prepare_source, prepare_target
 from tests.hf_families import build_bart, build_mbart, build_t5, edit_json
 
 pytest.importorskip("transformers")
@@ -120,6 +122,40 @@ def test_a_tokenizer_whose_special_ids_differ_from_the_config_is_refused(copy, n
         edit_json(folder / file, **changes)
     with pytest.raises(CheckpointError, match=message):
         load_checkpoint(folder)
+
+
+def test_an_unknown_or_malformed_source_language_is_refused(copy):
+    folder = copy("mbart")
+    for lang in (["de_DE"], "xx_XX"):
+        edit_json(folder / "tokenizer_config.json", src_lang=lang)
+        with pytest.raises(CheckpointError, match="names a source language that mBART does not have"):
+            load_checkpoint(folder)
+
+
+@pytest.mark.parametrize("name, dtype, file", [("t5", "float16", "pytorch_model.bin"), ("bart", "bfloat16", None)])
+@torch.no_grad()
+def test_half_precision_folders_load_in_float32_and_match_transformers(copy, name, dtype, file):
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    folder = copy(name)
+    state = {k: v.to(getattr(torch, dtype)) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    if file:
+        (folder / "model.safetensors").unlink()
+        torch.save(state, folder / file)
+    else:
+        save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    info = inspect_checkpoint(folder)
+    assert info.precision == dtype and f"Stored in half precision ({dtype})" in info.notes
+    model, tok = load_checkpoint(folder)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    cls = transformers.T5ForConditionalGeneration if name == "t5" else transformers.BartForConditionalGeneration
+    hf = cls.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32).eval()
+    src = torch.tensor([prepare_source(model, tok, "the cat sat on a mat").ids])
+    tgt = torch.tensor([prepare_target(model, tok.target, "the red house")[0]])
+    ours = model(src, tgt).log_softmax(-1)
+    theirs = hf(input_ids=src, decoder_input_ids=tgt).logits.log_softmax(-1)
+    assert (ours - theirs).abs().max().item() < 1e-4
 
 
 def test_a_relative_bias_table_of_the_wrong_size_is_named(copy):

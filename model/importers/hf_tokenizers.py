@@ -204,7 +204,7 @@ def mbart_vocabs(
     added = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **codes, "<mask>": n + 1 + len(codes)}
     _check_range(folder.name, added.values(), size, "sentencepiece.bpe.model")
     _check_specials(folder.name, "sentencepiece.bpe.model", added, {"eos_token_id": eos, "pad_token_id": pad})
-    if src_lang not in codes:
+    if not isinstance(src_lang, str) or src_lang not in codes:
         raise CheckpointError(
             M_("{folder}: tokenizer_config.json names a source language that mBART does not have", folder=folder.name)
         )
