@@ -60,6 +60,14 @@ def detect(src: Source) -> ModuleType:
         raise CheckpointError(
             M_("{problem} Known formats: {known}", problem=message_of(err), known=known_formats())
         ) from None
+    if src.is_dir and not src.has("config.json"):  # no config.json, no model.safetensors
+        raise CheckpointError(
+            M_(
+                "{name} is a folder that holds none of the checkpoint formats I know: {known}",
+                name=src.name,
+                known=known_formats(),
+            )  # fmt: skip
+        )
     if src.is_dir:  # only a Hugging Face config.json of another model type gets here
         raise CheckpointError(
             M_(
