@@ -150,3 +150,14 @@ def test_a_lecture_pack_and_a_comparison_of_each_family(families, name):
     assert list(b.target_ids) == list(a.target_ids)
     assert all(mismatches(a, b, kind) == [] for kind in ("encoder_self", "decoder_self", "cross"))
     assert abs(a.cross - b.cross).max() < 1e-5
+
+
+@pytest.mark.parametrize("name", NAMES)
+@torch.no_grad()
+def test_positions_switched_off_change_each_familys_output(families, name):
+    """T5's relative bias and BART's learned table are the positions the interventions act on."""
+    _, model, tok = families[name]
+    plain = capture(model, tok, TEXTS[1], target="the red house")
+    off = capture(model, tok, TEXTS[1], target="the red house", positional="off")
+    assert off.interventions and off.log_probs.shape == plain.log_probs.shape
+    assert abs(off.encoder_self - plain.encoder_self).max() > 1e-3
