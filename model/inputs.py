@@ -120,7 +120,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
     elif unknown:
         warnings.append(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols=_quote(unknown)))
     ids = _content_ids(vocab, cleaned)
-    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0)
+    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0) - len(getattr(vocab, "after_eos", ()))
     if len(ids) > room:
         kept = vocab.detokenize(vocab.decode(ids[:room]))
         warnings.append(

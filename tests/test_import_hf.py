@@ -161,3 +161,17 @@ def test_positions_switched_off_change_each_familys_output(families, name):
     off = capture(model, tok, TEXTS[1], target="the red house", positional="off")
     assert off.interventions and off.log_probs.shape == plain.log_probs.shape
     assert abs(off.encoder_self - plain.encoder_self).max() > 1e-3
+
+
+@pytest.mark.parametrize("name", ["bart", "mbart"])
+def test_the_cut_warning_counts_the_tokens_a_source_adds(families, name):
+    """BART's <s> and mBART's language code take room: the warning says what prepare_source really keeps."""
+    from model.inputs import check_text
+
+    _, model, tok = families[name]
+    text = " ".join(["the cat sat on a mat"] * 20)  # well past max_len = 40
+    src = prepare_source(model, tok, text)
+    check = check_text(text, tok.source, model.config.max_len - 1)
+    kept_ids = [i for i in src.ids if i not in (tok.source.eos_id, *tok.source.after_eos, *tok.source.prefix)]
+    assert len(src.ids) == model.config.max_len and src.truncated > 0
+    assert any(f"reads at most {len(kept_ids)}:" in w for w in check.warnings), check.warnings
