@@ -9,9 +9,13 @@ from typing import Any
 from .checkpoint import CONFIG, load_card
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
-# the app's default is the first one present; then the worked example (French to English) and the two
-# reverse models that differ from the first only in their positions (learned table, none at all)
-ORDER = ("reverse", "translate", "dates", "copy", "fr_en", "reverse_learned", "reverse_nope")
+# the app's default is the first one present; then the worked example (French to English) and the five
+# reverse models that differ from the first only in their positions (learned table, none at all, and inside
+# attention: rotary, ALiBi, T5's relative bias)
+ORDER = (
+    "reverse", "translate", "dates", "copy", "fr_en", "reverse_learned", "reverse_nope", "reverse_rope",
+    "reverse_alibi", "reverse_relative",
+)  # fmt: skip
 
 
 @dataclass

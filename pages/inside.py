@@ -8,6 +8,7 @@ from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common
 from viz import inside_figs as figs
+from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
 
@@ -108,6 +109,14 @@ else:  # T5
     st.info(_("This model does not divide by √d_k (T5: its initialisation absorbs the scale): s̃_j = q · k_j."))
 scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
 st.plotly_chart(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
+    st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
+    st.plotly_chart(
+        pe_kinds_figs.score_bias(step.scaled, step.bias, k_tokens, _("Scaled scores plus the positional bias")),
+        key="in_bias",
+    )
+elif session.model.config.positional == "rope":
+    st.caption(_("RoPE: q and the keys above are already turned by their positions, so q·k_j depends on i − j."))
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))

@@ -25,6 +25,9 @@ POSITIONS = {
     "sinusoidal": N_("sinusoidal positions"),
     "learned": N_("learned positions"),
     "none": N_("no positional encoding"),
+    "rope": N_("rotary positions (RoPE)"),
+    "alibi": N_("ALiBi positions (a bias on the scores)"),
+    "relative": N_("T5 relative position bias"),
 }
 st.markdown(
     _("**{label}** · {n} parameters · {norm} · {positions}").format(

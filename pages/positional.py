@@ -7,7 +7,7 @@ from i18n import N_, _
 from model import pe_analysis as pea
 from model.inspect import positional_tables
 from model.interventions import NONE
-from pages import common
+from pages import common, positional_kinds, positional_models
 from pages import positional_interventions as changed_positions
 from pages.explain import explain
 from pages.presentation import chart_box
@@ -52,7 +52,11 @@ VIEWS = {
     "shift": N_("Shift is a rotation"),
     "mine": N_("This model & input"),
     "infer": N_("Positions at inference"),
-    "models": N_("Learned vs none"),
+    "rope": N_("RoPE"),
+    "alibi": N_("ALiBi"),
+    "relative": N_("T5 relative bias"),
+    "models": N_("Six kinds side by side"),
+    "length": N_("Length experiment"),
 }
 view = common.url_state("pe_view", "matrix", list(VIEWS))
 changes = NONE
@@ -139,8 +143,18 @@ elif view == "shift":
     explain("pe_rotation")
 elif view == "infer":  # issue 14: positions off, shuffled or shifted while the model runs
     changes = changed_positions.inference_view(session)
-elif view == "models":  # issue 14: three reverse models that differ only in their positions
-    changed_positions.models_view()
+elif view == "models":  # issues 14, 24: the reverse models that differ only in their positions
+    positional_models.models_view()
+elif view == "length":  # issue 24: exact match against input length, one curve per positional kind
+    positional_models.length_view()
+elif view == "rope":  # issue 24: today's positions
+    positional_kinds.rope_view(session, d_model, base)
+elif view == "alibi":
+    positional_kinds.alibi_view(session)
+elif view == "relative":
+    demo = positional_models.reverse_models().get("relative")
+    shipped = common._load(str(demo.path), common._stamp(demo.path), None, ())[0] if demo else None
+    positional_kinds.relative_view(session, shipped)
 else:
     if session is None:
         st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
@@ -165,6 +179,8 @@ else:
                     "This model adds no positional encoding: the embeddings alone, so attention cannot tell where a token is."
                 )
             )
+        elif cfg.positional in positional_kinds.INSIDE:
+            st.caption(_(positional_kinds.INSIDE[cfg.positional]))
         else:
             st.caption(
                 _("This model uses the fixed sinusoidal encoding (d_model {d}, base {base}, {layout} layout).").format(

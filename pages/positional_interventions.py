@@ -1,5 +1,5 @@
-"""Two views of the positional page (issue 14): positions changed at inference, and three reverse models that differ
-only in their positions (sinusoidal, learned, none).
+"""A view of the positional page (issue 14): positions changed at inference (the comparison of the reverse models
+that differ only in their positions is in pages/positional_models.py).
 
 Positions at inference: off / shuffled / shifted by k, in the URL as pe_pos, pe_shift, pe_seed. The page shows the
 output with and without the change, the cross-attention of both, and a verdict: for a shipped demo with a task,
@@ -11,15 +11,11 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
-from model.demos import list_demos
-from model.inspect import positional_tables
 from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
-from model.pe_analysis import cosine_similarity, pe_table
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px
 from viz import attention_figs
-from viz import positional_figs as figs
 
 CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
 WHAT = {
@@ -29,7 +25,6 @@ WHAT = {
 }
 FRESH = 200  # fresh examples behind a verdict
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
-REVERSE_KINDS = {"sinusoidal": N_("Sinusoidal (fixed)"), "learned": N_("Learned"), "none": N_("None")}
 
 
 def _changes_from_controls(session: common.Session) -> Interventions:
@@ -133,82 +128,3 @@ def _verdict(session: common.Session, changes: Interventions, what: str) -> None
             source=source, output=output or "∅", target=target
         )
     st.markdown(line)
-
-
-def _reverse_models() -> dict[str, object]:
-    """The shipped reverse demos by their positional kind (from each card: task and config.positional)."""
-    found = {}
-    for demo in list_demos():
-        config = demo.card.get("config") or {}
-        kind = config.get("positional") if isinstance(config, dict) else None
-        if demo.card.get("task") == "reverse" and kind in REVERSE_KINDS and kind not in found:
-            found[kind] = demo
-    return found
-
-
-def models_view() -> None:
-    """The reverse models that differ only in positions, side by side: exact match, a failure, the tables."""
-    found = _reverse_models()
-    missing = [_(REVERSE_KINDS[k]).lower() for k in REVERSE_KINDS if k not in found]
-    if missing:
-        st.info(
-            _("Not shipped with this installation: the reverse model whose positional encoding is {missing}. The "
-              "comparison shows the ones that are.").format(missing=_(" or ").join(missing))
-        )  # fmt: skip
-    if not found:
-        return
-    loaded = {kind: common._load(str(d.path), common._stamp(d.path), None, ()) for kind, d in found.items()}
-    st.markdown(
-        _("**Exact match on {n} fresh examples** (reverse: the same task, only the positions differ)").format(n=FRESH)
-    )
-    results = {}
-    for column, kind in zip(st.columns(len(found)), (k for k in REVERSE_KINDS if k in found)):
-        model, tokenizer = loaded[kind]
-        try:
-            with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
-                key = f"demo:{found[kind].name}"
-                results[kind] = caches.demo_exact_match(key, model, tokenizer, found[kind].card, NONE, FRESH)
-            column.metric(_(REVERSE_KINDS[kind]), f"{results[kind].exact_match:.1%}", help=found[kind].name)
-        except UnknownTraining:
-            column.metric(_(REVERSE_KINDS[kind]), "—", help=_("its card does not say how it was trained"))
-    if "none" in results and results["none"].failure is not None:
-        source, target, output = results["none"].failure
-        st.markdown(
-            _("A typical failure without positions: `{source}` → `{output}` (should be `{target}`): the model knows "
-              "which letters to write, not in which order.").format(source=source, output=output or "∅", target=target)
-        )  # fmt: skip
-    _tables(loaded)
-
-
-def _tables(loaded: dict) -> None:
-    """The learned table beside the sinusoid, and the cosine similarity of each one's position rows."""
-    tables = {}
-    for kind in ("sinusoidal", "learned"):
-        if kind in loaded:
-            table = positional_tables(loaded[kind][0])["source"][:SHOWN_POSITIONS]  # (P, D)
-            tables[kind] = table
-    if "sinusoidal" not in tables and "learned" in tables:
-        cfg = loaded["learned"][0].config
-        tables["sinusoidal"] = pe_table(SHOWN_POSITIONS, cfg.d_model, cfg.pe_base)
-    if not tables:
-        return
-    height = chart_box()[0] - 80
-    st.markdown(_("**The tables**: the first {n} positions (source side)").format(n=SHOWN_POSITIONS))
-    columns = st.columns(len(tables))
-    for column, (kind, table) in zip(columns, tables.items()):
-        column.plotly_chart(
-            figs.pe_matrix(table, _("{kind}: positions × dimensions").format(kind=_(REVERSE_KINDS[kind])), height),
-            key=f"pe_models_table_{kind}",
-        )
-    st.markdown(
-        _("**Cosine similarity of positions**: bands parallel to the diagonal mean a position is similar to another "
-          "by their distance only (relative structure).")
-    )  # fmt: skip
-    for column, (kind, table) in zip(st.columns(len(tables)), tables.items()):
-        column.plotly_chart(
-            figs.similarity_matrix(
-                cosine_similarity(table), _("{kind}: cosine similarity").format(kind=_(REVERSE_KINDS[kind])),
-                value_label="cos", height=height,
-            ),
-            key=f"pe_models_similarity_{kind}",
-        )  # fmt: skip

@@ -178,30 +178,37 @@ def reverse_card(positional):
 
 
 def test_the_reverse_models_side_by_side(tmp_path, monkeypatch):
-    from pages import positional_interventions
+    from pages import positional_models
 
     sinusoidal = letters_checkpoint(tmp_path / "s", card=reverse_card("sinusoidal"))
-    learned = _letters(tmp_path / "l", "learned", 12, reverse_card("learned"))
+    learned = _letters(tmp_path / "l", "learned", 64, reverse_card("learned"))
+    alibi = _letters(tmp_path / "a", "alibi", 64, reverse_card("alibi"))
+    relative = _letters(tmp_path / "r", "relative", 64, reverse_card("relative"))
     demos = [
         Demo("reverse", sinusoidal, reverse_card("sinusoidal")),
         Demo("reverse_learned", learned, reverse_card("learned")),
+        Demo("reverse_alibi", alibi, reverse_card("alibi")),
+        Demo("reverse_relative", relative, reverse_card("relative")),
     ]
-    monkeypatch.setattr(positional_interventions, "list_demos", lambda: demos)
+    monkeypatch.setattr(positional_models, "list_demos", lambda: demos)
     at = open_page("positional", f"path:{sinusoidal}", text="cafe", pe_view="models")
     assert not at.exception, at.exception
-    assert "whose positional encoding is none" in messages(at)  # the no-PE model is not there: said so
-    assert [m.label for m in at.metric] == ["Sinusoidal (fixed)", "Learned"]
-    titles = chart_titles(at)
-    assert titles == [
-        "Sinusoidal (fixed): positions × dimensions", "Learned: positions × dimensions",
-        "Sinusoidal (fixed): cosine similarity", "Learned: cosine similarity",
-    ]  # fmt: skip
+    assert "the reverse model with None, RoPE" in messages(at)  # the models not there are named
+    assert [m.label for m in at.metric] == ["Sinusoidal (fixed)", "Learned", "ALiBi", "T5 relative bias"]
+    assert chart_titles(at) == ["Sinusoidal (fixed)", "Learned", "ALiBi", "T5 relative bias"]
+    maps = charts(at)
     model, _ = load_checkpoint(learned)
-    table = model.src_pe.table.detach().numpy()[:12]
-    np.testing.assert_allclose(values(charts(at)[1]["data"][0]["z"]), table, atol=1e-5)
-    monkeypatch.setattr(positional_interventions, "list_demos", lambda: [])
+    table = model.src_pe.table.detach().numpy()[:40]
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    np.testing.assert_allclose(values(maps[1]["data"][0]["z"]), unit @ unit.T, atol=1e-5)
+    for row in (maps[:2], maps[2:]):  # one colour range per row of maps: equal colours, equal values
+        assert len({(m["data"][0]["zmin"], m["data"][0]["zmax"]) for m in row}) == 1
+    assert (maps[0]["data"][0]["zmin"], maps[0]["data"][0]["zmax"]) == (-1, 1)
+    rel = load_checkpoint(relative)[0].src_pe.relative_attention_bias.weight.detach().numpy().mean(axis=1)
+    assert values(maps[3]["data"][0]["z"])[0, 0] == pytest.approx(rel[0], abs=1e-5)  # bucket 0: distance 0
+    monkeypatch.setattr(positional_models, "list_demos", lambda: [])
     at.run()
-    assert not charts(at) and "sinusoidal (fixed) or learned or none" in messages(at)
+    assert not charts(at) and "Sinusoidal (fixed), Learned, None" in messages(at)
 
 
 def _letters(folder, positional, max_len, card):

@@ -103,14 +103,17 @@ def similarity_matrix(
     title: str = N_("Similarity of positions PE(i) · PE(j)"),
     value_label: str = N_("dot"),
     height: int = 480,
+    zrange: tuple[float, float] | None = None,
 ) -> go.Figure:
     """(P, P) PE(i) . PE(j) for all pairs (or another similarity: title, value_label): bands parallel to the diagonal
-    show it depends on i - j."""
+    show it depends on i - j. zrange (low, high): one colour range shared by several maps (equal colours, equal values)."""
     if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
         raise ValueError(f"similarity must be square, got shape {sim.shape}")
     fig = go.Figure(
         go.Heatmap(
             z=sim,
+            zmin=None if zrange is None else zrange[0],
+            zmax=None if zrange is None else zrange[1],
             colorscale="Viridis",
             colorbar=dict(title=_(value_label), thickness=14),
             hovertemplate=_("position %{y} · position %{x}") + "<br>%{z:.3f}<extra></extra>",

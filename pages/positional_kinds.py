@@ -1,0 +1,159 @@
+"""Three views of the positional page (issue 24): rotary positions (RoPE), ALiBi and T5's relative bias.
+
+Each answers the questions the sinusoid views answer: how position enters, at which frequencies or slopes, and that
+attention sees only the distance i - j. When the loaded model uses the kind, the view uses its sizes (and, for T5's
+bias, its learned table); otherwise the controls (d, base, heads) describe an example. URL: pe_pair, pe_heads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from i18n import N_, _
+from model import pe_kinds
+from pages import common
+from pages.presentation import chart_box
+from viz import pe_kinds_figs as figs
+from viz import positional_figs
+
+ROPE_CHECK_POSITIONS = 64  # positions of the numerical check of q_m . k_n (a 64 x 64 matrix)
+ALIBI_POSITIONS = 24  # positions of the bias maps (the reverse demos read at most 25 tokens)
+RELATIVE_RANGE = 160  # relative positions -160..160: past T5's max distance of 128
+# what the "This model & input" view says of a model whose positions act inside attention (nothing is added)
+INSIDE = {
+    "rope": N_("This model uses rotary positions (RoPE): nothing is added to the embeddings (the rows above are zero); "
+               "queries and keys are turned by their position in every self-attention layer. See the RoPE view."),
+    "alibi": N_("This model uses ALiBi: nothing is added to the embeddings (the rows above are zero); each head "
+                "subtracts slope × distance from its scores. See the ALiBi view."),
+    "relative": N_("This model uses T5's relative bias: nothing is added to the embeddings (the rows above are zero); "
+                   "a learned number per head and distance bucket is added to the scores. See the T5 relative bias "
+                   "view."),
+}  # fmt: skip
+
+
+def _uses(session, kind: str):
+    """The loaded model's config when its positions are `kind`, else None."""
+    if session is not None and session.model.config.positional == kind:
+        return session.model.config
+    return None
+
+
+def rope_view(session, d_model: int, base: float) -> None:
+    cfg = _uses(session, "rope")
+    d = cfg.d_head if cfg else d_model
+    base = cfg.pe_base if cfg else base
+    layout = cfg.pe_layout if cfg else "interleaved"
+    if cfg:
+        st.caption(
+            _("This model uses RoPE: each head's {d} dimensions, base {base}, {layout} pairs.").format(
+                d=d, base=f"{base:g}", layout=layout
+            )
+        )
+    else:
+        st.caption(_("An example: d = {d} (the width of one head), base {base}.").format(d=d, base=f"{base:g}"))
+    st.markdown(
+        _(
+            "RoPE adds nothing to the embeddings. In every self-attention layer it turns each pair of query and key "
+            "dimensions by the angle m·θᵢ of its position m, after the projections W^Q, W^K. A dot product of two "
+            "turned vectors depends on the difference of their angles only: q_m·k_n is a function of m − n."
+        )
+    )
+    st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
+             r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
+    theta = pe_kinds.rope_frequencies(d, base)
+    pair = common.url_state("pe_pair", 0, list(range(len(theta))), int)
+    if len(theta) > 1:
+        st.slider(_("Pair i"), 0, len(theta) - 1, key="pe_pair")
+    common.write_url(pe_pair=pair)
+    rng = np.random.default_rng(pair)
+    q, k = rng.standard_normal(2), rng.standard_normal(2)
+    positions = np.arange(12)
+    height = min(400, chart_box()[0] - 60)
+    left, right = st.columns(2)
+    left.plotly_chart(
+        figs.rope_rotation(pe_kinds.rope_pair_path(q, positions, theta[pair]),
+                           pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height),
+        key="pe_rope_rotation",
+    )  # fmt: skip
+    right.plotly_chart(figs.rope_frequencies(theta, height), key="pe_rope_freq")
+    check = pe_kinds.rope_check(d, ROPE_CHECK_POSITIONS, base, layout)
+    st.metric(
+        _("largest spread of q_m·k_n along a diagonal m − n = const, {n} positions").format(n=check.positions),
+        f"{check.max_spread:.1e}",
+    )
+    left, right = st.columns(2)
+    left.plotly_chart(
+        positional_figs.similarity_matrix(check.scores, _("q_m·k_n for one random q and k"), "q·k", height),
+        key="pe_rope_scores",
+    )
+    dist, same, bound = pe_kinds.rope_decay(d, 256, base)
+    right.plotly_chart(figs.rope_decay(dist, same, bound, height), key="pe_rope_decay")
+    st.caption(
+        _(
+            "Bands parallel to the diagonal: the score depends on m − n only (the spread above is float rounding). "
+            "The decay is Su et al.'s argument that far tokens weigh less; it holds for similar q and k, not for any."
+        )
+    )
+
+
+def alibi_view(session) -> None:
+    cfg = _uses(session, "alibi")
+    heads = common.url_state("pe_heads", cfg.n_heads if cfg else 8, list(range(1, 17)), int)
+    if cfg:
+        st.session_state["pe_heads"] = heads = cfg.n_heads
+        st.caption(_("This model uses ALiBi with {h} heads.").format(h=heads))
+    else:
+        st.slider(_("Heads"), 1, 16, key="pe_heads")
+    common.write_url(pe_heads=heads)
+    st.markdown(
+        _(
+            "ALiBi adds no positions to the embeddings: each head h adds −m_h·|i − j| to its scores, a penalty growing "
+            "with distance, steep for some heads (local) and gentle for others. The paper's decoder is causal "
+            "(distance i − j); this encoder uses the same penalty in both directions, |i − j|. None in cross-attention."
+        )
+    )
+    slopes, bias = pe_kinds.alibi_matrix(heads, ALIBI_POSITIONS)
+    shown = min(heads, 8)
+    st.plotly_chart(
+        figs.head_maps(bias[:shown], [_("head {h}<br>slope {m:.3g}").format(h=h, m=slopes[h]) for h in range(shown)],
+                       _("bias"), min(340, chart_box()[0] - 100), _("ALiBi: −slope × |i − j| added to each head's scores "
+                       "(query i down, key j across)")),
+        key="pe_alibi_maps",
+    )  # fmt: skip
+    if shown < heads:
+        st.caption(_("First {n} heads shown, on one colour range.").format(n=shown))
+    st.plotly_chart(figs.alibi_slopes(slopes, min(300, chart_box()[0] - 120)), key="pe_alibi_slopes")
+    if heads & (heads - 1):
+        st.caption(
+            _("{h} is not a power of 2: as the paper's code, the slopes of the nearest smaller power of 2 come first, "
+              "then every other slope of twice as many heads.").format(h=heads)
+        )  # fmt: skip
+
+
+def relative_view(session, demo_model) -> None:
+    """demo_model: the shipped reverse model with T5's bias (or None), shown when the loaded model has no such bias."""
+    cfg = _uses(session, "relative")
+    buckets, distance = (cfg.relative_buckets, cfg.relative_max_distance) if cfg else (32, 128)
+    st.markdown(
+        _(
+            "T5 learns one number per head for each bucket of relative position (key − query) and adds it to the "
+            "scores of every self-attention layer of the stack. Near distances get a bucket each; far ones share "
+            "log-spaced buckets, and everything beyond the maximum distance shares the last. None in cross-attention."
+        )
+    )
+    rel, enc = pe_kinds.relative_buckets(RELATIVE_RANGE, True, buckets, distance)
+    dec = pe_kinds.relative_buckets(RELATIVE_RANGE, False, buckets, distance)[1]
+    height = min(380, chart_box()[0] - 60)
+    st.plotly_chart(figs.relative_buckets(rel, enc, dec, buckets // 4, height), key="pe_rel_buckets")
+    st.caption(_("{b} buckets, maximum distance {m}.").format(b=buckets, m=distance))
+    model = session.model if cfg else demo_model
+    if model is None:
+        st.info(_("Load a model with T5's relative bias to see its learned bias per head."))
+        return
+    source = _("this model") if cfg else _("the reverse demo with T5's bias")
+    curves = pe_kinds.relative_bias_curves(model, 40)
+    columns = st.columns(len(curves))
+    for column, (side, (r, values)) in zip(columns, curves.items()):
+        title = _("Encoder: learned bias of {model}") if side == "source" else _("Decoder: learned bias of {model}")
+        column.plotly_chart(figs.relative_bias(r, values, title.format(model=source), height), key=f"pe_rel_{side}")

@@ -1,0 +1,229 @@
+"""Two views of the positional page that compare the six reverse demos, which differ only in their positions:
+side by side (exact match, a failure, each kind's position similarity: issues 14, 21, 24), and the length experiment
+(exact match against input length, in and beyond the trained lengths, optionally with every position shifted by k).
+URL: pe_lshift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from i18n import N_, _
+from model import length_experiment as lx
+from model import pe_kinds
+from model.demos import list_demos
+from model.inspect import positional_tables
+from model.intervened import UnknownTraining
+from model.interventions import NONE
+from model.pe_analysis import cosine_similarity
+from model.pe_experiment import training_sources
+from pages import caches, common
+from pages.bounded_cache import BoundedCache
+from pages.presentation import chart_box
+from viz import pe_kinds_figs
+from viz import positional_figs as figs
+
+FRESH = 200  # fresh examples behind each exact match of the trained lengths
+SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
+KINDS = {
+    "sinusoidal": N_("Sinusoidal (fixed)"),
+    "learned": N_("Learned"),
+    "none": N_("None"),
+    "rope": N_("RoPE"),
+    "alibi": N_("ALiBi"),
+    "relative": N_("T5 relative bias"),
+}
+SHIFTS = (0, 1, 5, 10, 25, 50)  # k for "every position shifted by k" (49 positions + 50 fit max_len 128)
+CURVES: BoundedCache[lx.LengthCurve] = BoundedCache("length curves", max_entries=64, max_bytes=2**20)
+
+
+def reverse_models() -> dict[str, object]:
+    """The shipped reverse demos by positional kind (from each card: task and config.positional), in KINDS order."""
+    found = {}
+    for demo in list_demos():
+        config = demo.card.get("config") or {}
+        kind = config.get("positional") if isinstance(config, dict) else None
+        if demo.card.get("task") == "reverse" and kind in KINDS and kind not in found:
+            found[kind] = demo
+    return {k: found[k] for k in KINDS if k in found}
+
+
+def trained_range(found: dict) -> tuple[int, int] | None:
+    """(shortest, longest) training input of the reverse demos, from the first card that says it."""
+    for demo in found.values():
+        try:
+            return lx.training_range(demo.card)
+        except ValueError:
+            continue
+    return None
+
+
+def _loaded(found: dict) -> dict:
+    return {kind: common._load(str(d.path), common._stamp(d.path), None, ()) for kind, d in found.items()}
+
+
+def _missing_note(found: dict) -> None:
+    missing = [_(KINDS[k]) for k in KINDS if k not in found]
+    if missing:
+        st.info(
+            _("Not shipped with this installation: the reverse model with {missing}. The comparison shows the ones "
+              "that are.").format(missing=_(", ").join(missing))
+        )  # fmt: skip
+
+
+def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve | None:
+    """The demo's length curve for this shift: shipped in its card, computed earlier, or (with progress) now."""
+    shipped = lx.card_curve(demo.card, shift)
+    if shipped is not None:
+        return shipped
+    key = (demo.name, common._stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
+    if progress is None:
+        return CURVES.get(key, lambda: None) if key in CURVES else None
+    low, high = lx.training_range(demo.card)
+    recipe = demo.card.get("recipe") or {}
+    seen = training_sources("reverse", int(recipe.get("train_size", 0)), int(demo.card.get("seed", 0)))
+    examples = lx.examples_by_length("reverse", range(1, 2 * high + 1), lx.LENGTH_EXAMPLES, exclude=seen)
+    return CURVES.get(key, lambda: lx.length_curve(model, tokenizer, examples, shift, progress))
+
+
+def length_view() -> None:
+    found = reverse_models()
+    _missing_note(found)
+    if not found:
+        return
+    trained = trained_range(found)
+    if trained is None:
+        st.info(_("The reverse demos' cards do not say which lengths they were trained on: no length experiment."))
+        return
+    low, high = trained
+    shift = common.url_state("pe_lshift", 0, list(SHIFTS), int)
+    st.segmented_control(_("Every position shifted by k"), list(SHIFTS), key="pe_lshift", required=True,
+                         format_func=lambda k: _("as trained") if k == 0 else f"k = {k}")  # fmt: skip
+    common.write_url(pe_lshift=shift)
+    st.markdown(
+        _("Exact match against input length, from 1 to twice the longest training input ({n} letters): {m} fresh "
+          "random strings per length (fewer for 1 letter: there are only 20), the same strings for every model.")
+        .format(n=2 * high, m=lx.LENGTH_EXAMPLES)
+    )  # fmt: skip
+    loaded = _loaded(found)
+    curves = {kind: _curve(d, *loaded[kind], shift) for kind, d in found.items()}
+    todo = [kind for kind, c in curves.items() if c is None]
+    if todo and st.button(_("Compute the {n} missing curves (about a minute each)").format(n=len(todo)),
+                          key="pe_length_go"):  # fmt: skip
+        bar = st.progress(0.0)
+        for i, kind in enumerate(todo):
+
+            def tick(done: int, total: int, i=i, kind=kind) -> None:
+                bar.progress((i + done / total) / len(todo), _("{kind}: {done} of {total} strings").format(
+                    kind=_(KINDS[kind]), done=done, total=total))  # fmt: skip
+
+            curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
+        bar.empty()
+    shown = {_(KINDS[k]): (c.lengths, c.exact_match) for k, c in curves.items() if c is not None}
+    if not shown:
+        st.info(_("No curve for this shift yet: compute them with the button above."))
+        return
+    title = _("Exact match by input length") if not shift else _("Exact match by input length, every position + {k}")
+    st.plotly_chart(
+        pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40)),
+        key="pe_length_curves",
+    )
+    lines = [
+        _("**{kind}**: right at least half the time up to {n} letters.").format(kind=_(KINDS[k]), n=lx.holds_up_to(c))
+        for k, c in curves.items()
+        if c is not None
+    ]
+    st.markdown("  \n".join(lines))
+    sinus = curves.get("sinusoidal")
+    if sinus is not None and not shift:
+        verdict = (_("The paper hoped sinusoids \"may allow the model to extrapolate to sequence lengths longer than "
+                     "the ones encountered during training\". Here they do not: the sinusoidal curve falls to zero "
+                     "within a few letters past the shaded range.")
+                   if lx.holds_up_to(sinus) <= high + 3 else
+                   _("The paper hoped sinusoids would extrapolate past the training lengths; here the sinusoidal "
+                     "model stays right beyond the shaded range."))  # fmt: skip
+        st.markdown(verdict)
+    st.caption(
+        _("Shifting every position by k changes nothing for RoPE, ALiBi and T5's bias (they see only distances) and "
+          "everything a model with absolute positions learned about where a string starts.")
+    )  # fmt: skip
+
+
+def models_view() -> None:
+    """The reverse models that differ only in positions: exact match in and beyond the trained lengths, a typical
+    failure of each, and each kind's position similarity, one colour range per row of maps."""
+    found = reverse_models()
+    _missing_note(found)
+    if not found:
+        return
+    loaded = _loaded(found)
+    trained = trained_range(found)
+    if trained is None:
+        st.markdown(_("**Exact match on {n} fresh examples**").format(n=FRESH))
+    else:
+        low, high = trained
+        st.markdown(_("**Exact match**: {n} fresh examples of the trained lengths ({low}-{high} letters); beyond them, "
+                      "the length experiment's {high1}-{high2} letters").format(n=FRESH, low=low, high=high,
+                                                                            high1=high + 1, high2=2 * high))  # fmt: skip
+    failures = []
+    for column, (kind, demo) in zip(st.columns(len(found)), found.items()):
+        model, tokenizer = loaded[kind]
+        try:
+            with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
+                result = caches.demo_exact_match(f"demo:{demo.name}", model, tokenizer, demo.card, NONE, FRESH)
+        except UnknownTraining:
+            column.metric(_(KINDS[kind]), "—", help=_("its card does not say how it was trained"))
+            continue
+        curve = None if trained is None else _curve(demo, model, tokenizer, 0)
+        beyond = None if curve is None else float(np.mean(curve.exact_match[curve.lengths > trained[1]]))
+        column.metric(_(KINDS[kind]), f"{result.exact_match:.0%}",
+                      None if beyond is None else _("{v:.0%} beyond").format(v=beyond), delta_color="off",
+                      help=demo.name)  # fmt: skip
+        if result.failure is not None:
+            failures.append((kind, result.failure))
+    for kind, (source, target, output) in failures[:3]:
+        st.markdown(_("{kind}: `{source}` → `{output}` (should be `{target}`)").format(
+            kind=_(KINDS[kind]), source=source, output=output or "∅", target=target))  # fmt: skip
+    _similarity_rows(loaded)
+
+
+def _similarity_rows(loaded: dict) -> None:
+    """Row 1: cosine similarity of positions (added tables; RoPE's rotations), one range [-1, 1]. Row 2: the bias
+    ALiBi and T5 add to the scores (head average), one range for both."""
+    P = SHOWN_POSITIONS
+    cosine = {}
+    for kind in ("sinusoidal", "learned", "none", "rope"):
+        if kind in loaded:
+            model = loaded[kind][0]
+            if kind == "rope":
+                cfg = model.config
+                same = pe_kinds.rope_decay(cfg.d_head, P, cfg.pe_base)[1]
+                cosine[kind] = same[np.abs(np.subtract.outer(np.arange(P), np.arange(P)))]
+            elif kind == "none":
+                cosine[kind] = np.ones((P, P))  # nothing added: every position looks the same
+            else:
+                cosine[kind] = cosine_similarity(positional_tables(model)["source"][:P])
+    bias = {}
+    if "alibi" in loaded:
+        bias["alibi"] = pe_kinds.alibi_matrix(loaded["alibi"][0].config.n_heads, P)[1].mean(axis=0)
+    if "relative" in loaded:
+        rel, values = pe_kinds.relative_bias_curves(loaded["relative"][0], P)["source"]
+        offsets = np.subtract.outer(np.arange(P), np.arange(P))  # i - j; rel runs -P..P for key - query
+        bias["relative"] = values.mean(axis=0)[P - offsets]
+    height = min(300, chart_box()[0] - 120)
+    for heading, maps, label in (
+        (_("**How alike two positions look** (cosine similarity of the rows added; RoPE: of a vector turned to "
+           "each position), one colour range: −1 to 1"), cosine, "cos"),
+        (_("**The bias on the scores** (head average, encoder), one colour range for both"), bias, _("bias")),
+    ):  # fmt: skip
+        if not maps:
+            continue
+        st.markdown(heading)
+        values = np.concatenate([m.ravel() for m in maps.values()])
+        zrange = (-1.0, 1.0) if label == "cos" else (float(values.min()), float(values.max()))
+        for column, (kind, matrix) in zip(st.columns(max(len(maps), 3)), maps.items()):
+            column.plotly_chart(
+                figs.similarity_matrix(matrix, _(KINDS[kind]), label, height, zrange=zrange),
+                key=f"pe_models_map_{kind}",
+            )

@@ -1,0 +1,59 @@
+"""The positional page's views of each positional kind (issue 24) in headless Chromium, at a projector's 1366x768
+with presentation mode (present=1): for a model of each kind its own view and "This model & input", charts drawn
+with the model's numbers, nothing wider than the window, no errors. Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+
+from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+from tests.browser_helpers import PROJECTOR, Watch, plot_data, screenshot, wait_text, wait_title
+
+# kind -> (its view, the title of a chart drawn from the model's numbers, the chart's index on the view)
+VIEWS = {
+    "rope": ("rope", "Pair 0: turns 1 rad per position", 0),
+    "alibi": ("alibi", "ALiBi slopes 2^(−8h/H)", 1),
+    "relative": ("relative", "Encoder: learned bias of this model", 1),
+    "sinusoidal": ("shift", "M_k for k = 5 (first 16 dimensions)", 0),
+}
+WIDE_ELEMENTS = """() => [...document.querySelectorAll('.js-plotly-plot, [data-testid="stMarkdown"]')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).length"""
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kinds")
+    vocab = Vocab.build("abcdefgh", level="char")
+    out = {}
+    for kind in VIEWS:
+        config = TransformerConfig.preset(
+            "tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), n_heads=4, max_len=32, positional=kind
+        )
+        out[kind] = save_checkpoint(build_model(config, seed=2), Tokenizer(vocab, vocab), folder / kind)
+    return out
+
+
+@pytest.fixture
+def watch(browser, server):
+    w = Watch(browser, server.origin)
+    w.page.set_viewport_size(PROJECTOR)
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("kind", sorted(VIEWS))
+def test_each_kinds_view_at_projector_size(watch, server, models, kind):
+    view, title, plot = VIEWS[kind]
+    page = watch.page
+    watch.goto(server.url("positional", model=f"path:{models[kind]}", text="abc", present="1", pe_view=view))
+    wait_title(watch, title, plot)
+    if kind == "alibi":  # the model's 4 heads: slopes 2^-2, 2^-4, 2^-6, 2^-8
+        assert plot_data(page, plot, 0, "y").tolist() == [0.25, 0.0625, 0.015625, 0.00390625]
+    assert page.evaluate(WIDE_ELEMENTS) == 0, "a chart or text runs past the window"
+    screenshot(page, f"e2e_positional_{kind}_present")
+    watch.goto(server.url("positional", model=f"path:{models[kind]}", text="abc", present="1", pe_view="mine"))
+    wait_title(watch, "Source: embedding size against positional signal", 0)
+    if kind != "sinusoidal":
+        wait_text(watch, "nothing is added to the embeddings")
+    screenshot(page, f"e2e_positional_{kind}_mine_present")
+    watch.assert_clean()
