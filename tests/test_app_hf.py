@@ -1,8 +1,6 @@
 """Every page on imported T5 / flan-T5 and BART / mBART folders: the page runs, draws its charts, shows no error,
 and the sidebar names the format. The decoding page runs greedy, beam and sampling."""
 
-from pathlib import Path
-
 import pytest
 
 from tests.apptest_helpers import charts, messages, open_page
@@ -51,10 +49,6 @@ def test_decoding_strategies_run_on_the_family(folders, family, strategy):
     assert "Could not" not in messages(at)
 
 
-@pytest.mark.skipif(
-    not (Path(__file__).resolve().parents[1] / "pages" / "positional_kinds.py").exists(),
-    reason="the positional page's T5 relative bias view comes with issue 24's branch",
-)
 def test_the_positional_page_draws_t5s_learned_bias_and_barts_table(folders):
     at = open_page("positional", f"path:{folders['flan-t5']}", text=TEXT, pe_view="relative")
     no_error(at)
@@ -64,3 +58,13 @@ def test_the_positional_page_draws_t5s_learned_bias_and_barts_table(folders):
     no_error(at)
     titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
     assert "This model's learned positional table (source side)" in titles
+
+
+def test_inside_attention_shows_t5s_raw_scores_and_its_position_bias(folders):
+    at = open_page("inside", f"path:{folders['flan-t5']}", text=TEXT, in_kind="encoder_self")
+    no_error(at)
+    titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
+    assert "Scaled scores plus the positional bias" in titles, titles
+    scores = next(c for c in charts(at) if (c["layout"].get("title") or {}).get("text") == "Raw and scaled scores")
+    assert [t["name"] for t in scores["data"]] == ["q·k_j (raw)"]  # T5 does not divide by sqrt(d_k)
+    assert any("does not divide by √d_k" in i.value for i in at.info)
