@@ -175,3 +175,15 @@ def test_the_cut_warning_counts_the_tokens_a_source_adds(families, name):
     kept_ids = [i for i in src.ids if i not in (tok.source.eos_id, *tok.source.after_eos, *tok.source.prefix)]
     assert len(src.ids) == model.config.max_len and src.truncated > 0
     assert any(f"reads at most {len(kept_ids)}:" in w for w in check.warnings), check.warnings
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_size_check_counts_what_each_family_allocates(families, name):
+    """parameter_count (the limit checked before building) is exact for the new fields: head_dim, no biases, the
+    gated feed-forward, RMS norms, embedding norms, the relative bias tables."""
+    from model.config import parameter_count
+
+    _, model, _ = families[name]
+    numbers = sum(p.numel() for p in model.parameters())  # each tied tensor once
+    numbers += sum(pe.table.numel() for _, pe in model.positional_encodings() if "table" in pe._buffers)
+    assert parameter_count(model.config) == numbers
