@@ -3,6 +3,7 @@
     python -m benchmarks.bench_pages                          # base model at 8/32/64/128 tokens + reverse at 20
     python -m benchmarks.bench_pages --tokens 128 --skip-demo # one size
     python -m benchmarks.bench_pages --growth                 # the growth table against layers x heads too
+    python -m benchmarks.bench_pages --t5-base --tokens 128 --skip-demo   # a Hugging Face t5-base-shaped folder
 
 Targets (issue 11), each a median of --repeats runs (checked on the server's CPU time per run, as the issue
 measured it: on a shared machine wall time mostly says how busy the neighbours are; both are printed), the whole page script in AppTest (sidebar, cached model
@@ -179,6 +180,11 @@ def main() -> None:
     parser.add_argument("--pages", nargs="*", default=list(VIEWS))
     parser.add_argument("--skip-demo", action="store_true", help="leave out the reverse demo at 20 tokens")
     parser.add_argument("--growth", action="store_true", help="also: the attention page against layers x heads")
+    parser.add_argument(
+        "--t5-base",
+        action="store_true",
+        help="a Hugging Face t5-base-shaped folder (223M parameters, no tokenizer: token ids) instead of the paper's base",
+    )
     args = parser.parse_args()
     from model.demos import list_demos
     from pages.common import set_server_threads
@@ -204,11 +210,22 @@ def main() -> None:
         )
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[FOLDERS_ENV] = tmp  # the server may open this folder (server folders are off by default)
-        path = base_checkpoint(Path(tmp))
+        if args.t5_base:  # issue 25: an imported T5 folder (relative bias, RMS norms, no tokenizer files)
+            from benchmarks.bench_load_hf import t5_folder
+
+            path, what = Path(tmp) / "t5-base", "t5-base shape (768/12/3072, 12+12 layers, vocabulary 32128)"
+            t5_folder(path, 768, 12, 3072, 12)
+            text_of = lambda n: " ".join(str(5 + (i * 37) % 32000) for i in range(n - 1))  # noqa: E731  (ids)
+        else:
+            path, what, text_of = (
+                base_checkpoint(Path(tmp)),
+                "base model (512/8/2048, 6+6 layers, vocabulary 8000)",
+                words,
+            )
         growth = []
         for n in args.tokens:
-            rows = [r for page in args.pages for r in measure_page(f"path:{path}", words(n), page, args.repeats)]
-            print(f"\nbase model (512/8/2048, 6+6 layers, vocabulary 8000), {n} source tokens; {load()}")
+            rows = [r for page in args.pages for r in measure_page(f"path:{path}", text_of(n), page, args.repeats)]
+            print(f"\n{what}, {n} source tokens; {load()}")
             print(table(HEADERS, rows))
             runs = [r for r in rows if not r[1].startswith("change")]
             att = [r for r in runs if r[0] == "attention"]

@@ -28,13 +28,16 @@ def attention(
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
     bias: torch.Tensor | None = None,
+    scale: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_k) + bias) v, returning (output, weights).
+    """softmax(q k^T / sqrt(d_k) + bias) v, returning (output, weights); scale=False leaves out the 1/sqrt(d_k) (T5).
 
     q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk), bias (ALiBi, T5) (H, Tq, Tk).
     Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
+    scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
     if bias is not None:
         scores = scores + bias
     if mask is not None:
@@ -77,17 +80,31 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with separate Q, K, V and output projections (W^Q, W^K, W^V, W^O)."""
+    """Multi-head attention with separate Q, K, V and output projections (W^Q, W^K, W^V, W^O).
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    d_head: each head's width (default d_model // n_heads; T5 sets it apart, so the heads' concatenation
+    may be narrower or wider than d_model); bias: biases on the four projections (T5: none);
+    scale: divide q.k by sqrt(d_head) (T5: no)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        d_head: int | None = None,
+        bias: bool = True,
+        scale: bool = True,
+    ):
         super().__init__()
         self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.d_head = d_model // n_heads if d_head is None else d_head
+        inner = n_heads * self.d_head
+        self.q_proj = nn.Linear(d_model, inner, bias=bias)
+        self.k_proj = nn.Linear(d_model, inner, bias=bias)
+        self.v_proj = nn.Linear(d_model, inner, bias=bias)
+        self.out_proj = nn.Linear(inner, d_model, bias=bias)
         self.dropout = dropout
+        self.scale = scale
         self.probe = AttentionProbe()
         self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe = (
             AttentionProbe() for _ in VECTOR_PROBES
@@ -138,12 +155,14 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
             if bias is not None:
                 bias = self.bias_probe(bias[None])[0]  # recorded as (1, H, Tq, Tk)
-            out, weights = attention(q, k, v, mask, dropout=p, bias=bias)
+            out, weights = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale)
             self.probe(weights)
             out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
             attn_mask = mask if bias is None else float_mask(mask, bias)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, dropout_p=p, scale=None if self.scale else 1.0
+            )
         B, H, Tq, dk = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)
         return self.out_proj(out)

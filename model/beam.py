@@ -180,7 +180,8 @@ def beam_search(
             logp = session.step().float().log_softmax(-1)  # (R, V)
             cross, dself = _rows(rec, "cross", n_layers), _rows(rec, "decoder_self", n_layers)
             flat = (totals[:, None] + logp).reshape(-1)  # (R * V,)
-            values, index = flat.topk(min(2 * beam_size, flat.numel()))
+            possible = max(1, int(torch.isfinite(flat).sum()))  # a forced first token (BART, mBART) leaves one
+            values, index = flat.topk(min(2 * beam_size, possible))
             step = BeamStep(t, [], [], [])
             for rank, (value, i) in enumerate(zip(values.tolist(), index.tolist())):
                 row, tok = divmod(i, V)

@@ -271,7 +271,8 @@ def load_checkpoint(
     A folder written by save_checkpoint, or any format in the registry of model.importers (detected
     from the contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and
     the PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
-    model.importers.import_checkpoint), or a Hugging Face MarianMT folder. Each file is read once.
+    model.importers.import_checkpoint), or a Hugging Face MarianMT, T5 / flan-T5 or BART / mBART folder.
+    Each file is read once.
     """
     from .importers.registry import load  # here: the importers build on this module
 

@@ -18,8 +18,8 @@ POSITIONAL_KINDS = ("sinusoidal", "learned", "none", "rope", "alibi", "relative"
 # The kinds that add nothing to the embeddings and act inside self-attention instead (model/positional.py).
 ATTENTION_POSITIONAL_KINDS = ("rope", "alibi", "relative")
 PE_LAYOUTS = ("interleaved", "half")
-ACTIVATIONS = ("relu", "gelu", "silu")
-NORM_KINDS = ("layernorm", "std")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+NORM_KINDS = ("layernorm", "std", "rms")
 
 # What a config may ask for before anything is allocated: the paper's big model (d_model 1024, 16 heads,
 # d_ff 4096, 6+6 layers, 37k-64k vocabularies, positions in the thousands) fits with room to spare;
@@ -31,6 +31,7 @@ LIMITS: dict[str, int] = {
     "layers": 48,  # on each side
     "vocab": 262144,  # tokens on each side
     "max_len": 16384,
+    "attention_width": 32768,  # n_heads * head_dim (T5 sets the head width apart from d_model)
     "relative_buckets": 1024,
     "parameters": 1_000_000_000,  # weights plus positional tables: 4 GB in float32
 }
@@ -63,12 +64,20 @@ class TransformerConfig:
     tie_generator: bool = False  # the output projection reuses the target embedding matrix (paper: yes)
     generator_bias: bool = True  # a bias on the output projection
     scale_embeddings: bool = True  # multiply token embeddings by sqrt(d_model) before adding PE (paper: yes)
-    activation: str = "relu"  # feed-forward nonlinearity: "relu" (paper), "gelu" or "silu"
-    norm: str = "layernorm"  # "layernorm": torch LayerNorm; "std": a_2*(x-mean)/(std_unbiased+eps)+b_2
+    activation: str = "relu"  # feed-forward nonlinearity: "relu" (paper), "gelu", "gelu_tanh" (T5 v1.1) or "silu"
+    norm: str = "layernorm"  # "layernorm": torch LayerNorm; "std": a_2*(x-mean)/(std_unbiased+eps)+b_2;
+    # "rms": weight * x / sqrt(mean(x^2) + eps), no mean and no bias (T5)
     layer_norm_eps: float = 1e-5
     pad_id: int = 0  # id of <pad> on both sides: padded keys get zero attention weight
     bos_id: int = 1  # the decoder's first input token
     eos_id: int = 2  # generation stops after this token
+    head_dim: int | None = None  # width of one head's q/k/v; None: d_model // n_heads (T5 sets it apart: d_kv)
+    bias: bool = True  # biases on the attention projections and the feed-forward layers (T5: none)
+    ff_gated: bool = False  # FFN(x) = W2 (act(W1 x) * W3 x), a gated feed-forward (T5 v1.1 / flan-T5)
+    scale_scores: bool = True  # divide q.k by sqrt(d_head) (paper: yes; T5: no, its init absorbs it)
+    rescale_output: bool = False  # multiply the decoder output by d_model^-0.5 before the generator (T5 v1.0)
+    embed_norm: bool = False  # a norm on embeddings + positions, before the first layer (BART, mBART)
+    forced_bos_id: int | None = None  # decoding's first output token is forced to this id (BART <s>, mBART lang)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
 
     def __post_init__(self) -> None:
@@ -94,12 +103,12 @@ class TransformerConfig:
             problems.append(M_("dropout must lie in [0, 1)"))
         if not (0 < self.layer_norm_eps < 1):
             problems.append(M_("layer_norm_eps must lie in (0, 1)"))
-        for name in ("pad_id", "bos_id", "eos_id"):
-            if getattr(self, name) < 0:
-                problems.append(M_("{name} is {value}; it must be at least 0", name=name, value=getattr(self, name)))
+        for name in ("pad_id", "bos_id", "eos_id", "forced_bos_id"):
+            if (value := getattr(self, name)) is not None and value < 0:
+                problems.append(M_("{name} is {value}; it must be at least 0", name=name, value=value))
         if problems:  # relations only between fields that are each valid (no division by a zero n_heads)
             raise ValueError(_invalid(problems))
-        if self.d_model % self.n_heads:
+        if self.head_dim is None and self.d_model % self.n_heads:
             problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
@@ -123,16 +132,22 @@ class TransformerConfig:
                         n=self.relative_buckets // 2,
                     )
                 )
-        for name in ("pad_id", "bos_id", "eos_id"):
-            if getattr(self, name) >= min(self.src_vocab_size, self.tgt_vocab_size):
-                problems.append(M_("{name}={value} is outside the vocabulary", name=name, value=getattr(self, name)))
+        for name in ("pad_id", "bos_id", "eos_id", "forced_bos_id"):
+            value = getattr(self, name)
+            if value is not None and value >= min(self.src_vocab_size, self.tgt_vocab_size):
+                problems.append(M_("{name}={value} is outside the vocabulary", name=name, value=value))
         if problems:
             raise ValueError(_invalid(problems))
 
     @property
     def d_head(self) -> int:
         """Width of one head's queries, keys and values (d_k = d_v in the paper)."""
-        return self.d_model // self.n_heads
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def attention_width(self) -> int:
+        """n_heads * d_head: the width of the concatenated heads (d_model in the paper)."""
+        return self.n_heads * self.d_head
 
     @property
     def has_final_norm(self) -> bool:
@@ -186,7 +201,19 @@ _INTS = (
     "eos_id",
 )
 _REALS = ("dropout", "pe_base", "layer_norm_eps")
-_BOOLS = ("norm_first", "share_embeddings", "tie_generator", "generator_bias", "scale_embeddings")
+_BOOLS = (
+    "norm_first",
+    "share_embeddings",
+    "tie_generator",
+    "generator_bias",
+    "scale_embeddings",
+    "bias",
+    "ff_gated",
+    "scale_scores",
+    "rescale_output",
+    "embed_norm",
+)
+_OPTIONAL_INTS = ("head_dim", "forced_bos_id")
 _STRINGS = ("positional", "pe_layout", "activation", "norm")
 
 
@@ -232,6 +259,11 @@ def _type_problems(c: TransformerConfig) -> list[str]:
         for n in _STRINGS
         if type(getattr(c, n)) is not str
     ]
+    problems += [
+        M_("{name} must be an integer or null, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _OPTIONAL_INTS
+        if getattr(c, n) is not None and type(getattr(c, n)) is not int
+    ]
     if c.final_norm is not None and type(c.final_norm) is not bool:
         problems.append(M_("final_norm must be true, false or null, not {kind}", kind=kind(c.final_norm)))
     if not isinstance(c.extra, dict):
@@ -241,13 +273,14 @@ def _type_problems(c: TransformerConfig) -> list[str]:
 
 def parameter_count(c: TransformerConfig) -> int:
     """Numbers the model will allocate: every parameter (tied ones once) plus the two positional tables."""
-    d, f = c.d_model, c.d_ff
-    attention = 4 * (d * d + d)
-    ff = d * f + f + f * d + d
-    norm = 2 * d
+    d, f, w, b = c.d_model, c.d_ff, c.attention_width, int(c.bias)
+    attention = 3 * (d * w + w * b) + w * d + d * b
+    ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b
+    norm = d if c.norm == "rms" else 2 * d
     encoder = c.n_encoder_layers * (attention + ff + 2 * norm)
     decoder = c.n_decoder_layers * (2 * attention + ff + 3 * norm)
     final = 2 * norm if c.has_final_norm else 0
+    final += 2 * norm if c.embed_norm else 0
     embed = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
     generator = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
     positions = 2 * c.max_len * d + (2 * c.relative_buckets * c.n_heads if c.positional == "relative" else 0)
@@ -268,6 +301,8 @@ def limit_problems(c: TransformerConfig) -> list[str]:
         "relative_buckets": LIMITS["relative_buckets"],
         "relative_max_distance": LIMITS["max_len"],
     }
+    if c.head_dim is not None:
+        bounds["head_dim"] = LIMITS["d_model"]
     problems = []
     for name, bound in bounds.items():
         value = getattr(c, name)
@@ -277,6 +312,14 @@ def limit_problems(c: TransformerConfig) -> list[str]:
             problems.append(
                 M_("{name} is {value}, above this app's limit of {limit}", name=name, value=value, limit=bound)
             )
+    if not problems and c.attention_width > LIMITS["attention_width"]:
+        problems.append(
+            M_(
+                "n_heads x head_dim is {value}, above this app's limit of {limit}",
+                value=c.attention_width,
+                limit=LIMITS["attention_width"],
+            )
+        )
     if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
         problems.append(
             M_(

@@ -157,7 +157,12 @@ class DecoderSession:
     def step(self) -> torch.Tensor:
         """(B, V) logits of the token after each row's input; with the cache only the newest token is fed."""
         new = self.inputs[:, -1:] if self.cache is not None else self.inputs
-        return self.model.decode(new, self.memory, self.mask, self.cache, last_only=True)[:, -1]
+        logits = self.model.decode(new, self.memory, self.mask, self.cache, last_only=True)[:, -1]
+        forced = self.model.config.forced_bos_id
+        if forced is not None and self.inputs.size(1) == 1:  # BART's <s>, mBART's language code: every
+            logits = torch.full_like(logits, float("-inf"))  # strategy takes it (Hugging Face's forced BOS)
+            logits[:, forced] = 0.0
+        return logits
 
     def append(self, tokens: torch.Tensor) -> None:
         """tokens: (B,) the next input of every row."""

@@ -20,12 +20,14 @@ class SourceInput:
 
 
 def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceInput:
-    """Tokenize the source, cut it to the model's max_len (keeping room for </s>), append </s>."""
+    """Tokenize the source, cut it to the model's max_len (keeping room for </s>), append </s>
+    (and what the vocabulary puts after it: mBART's language code)."""
     vocab = tokenizer.source
     ids = vocab.encode(text)
-    room = model.config.max_len - 1
+    after = list(getattr(vocab, "after_eos", ()))
+    room = model.config.max_len - 1 - len(after)
     truncated = max(0, len(ids) - room)
-    ids = ids[:room] + [vocab.eos_id]
+    ids = ids[:room] + [vocab.eos_id] + after
     return SourceInput(ids, vocab.decode(ids), truncated)
 
 
@@ -121,7 +123,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
     elif unknown:
         warnings.append(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols=_quote(unknown)))
     ids = _content_ids(vocab, cleaned)
-    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0)
+    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0) - len(getattr(vocab, "after_eos", ()))
     if len(ids) > room:
         kept = vocab.detokenize(vocab.decode(ids[:room]))
         warnings.append(

@@ -62,8 +62,10 @@ class HeadStep:
     masked: np.ndarray  # (Tk,) scaled, -inf where not allowed
     weights: np.ndarray  # (Tk,) softmax(masked): the row the attention page shows
     weights_unscaled: np.ndarray  # (Tk,) softmax of the raw scores (masked the same way): no 1/sqrt(d_k)
+    # (a model that does not scale, T5: what the paper's 1/sqrt(d_k) would give instead)
     output: np.ndarray  # (d_k,) sum_j weights_j v_j
     bias: np.ndarray | None = None  # (Tk,) positional bias added to scaled before the mask (alibi, relative), or None
+    scaled_scores: bool = True  # the model divides by sqrt(d_k) (False: T5, scaled == raw)
 
     @property
     def d_k(self) -> int:
@@ -71,8 +73,8 @@ class HeadStep:
 
     @property
     def scale(self) -> float:
-        """sqrt(d_k), what the raw scores are divided by."""
-        return math.sqrt(self.d_k)
+        """sqrt(d_k), what the raw scores are divided by (1 for a model that does not scale them, T5)."""
+        return math.sqrt(self.d_k) if self.scaled_scores else 1.0
 
     @property
     def entropy(self) -> float:
@@ -88,10 +90,16 @@ class HeadStep:
 
 
 def head_step(
-    query: np.ndarray, keys: np.ndarray, values: np.ndarray, allowed: np.ndarray, bias: np.ndarray | None = None
+    query: np.ndarray,
+    keys: np.ndarray,
+    values: np.ndarray,
+    allowed: np.ndarray,
+    bias: np.ndarray | None = None,
+    scale: bool = True,
 ) -> HeadStep:
     """All steps of one head for one query vector (d_k,), keys and values (Tk, d_k), allowed (Tk,) bool,
-    and the positional bias (Tk,) of ALiBi / T5 models (added to the scaled and the raw scores alike)."""
+    and the positional bias (Tk,) of ALiBi / T5 models (added to the scaled and the raw scores alike).
+    scale=False: the model does not divide by sqrt(d_k) (T5); weights_unscaled then holds the scaled alternative."""
     if query.ndim != 1 or keys.ndim != 2 or values.shape != keys.shape or keys.shape[1] != query.shape[0]:
         raise ValueError(
             f"query (d_k,), keys and values (Tk, d_k) expected; got {query.shape}, {keys.shape}, {values.shape}"
@@ -100,14 +108,16 @@ def head_step(
         raise ValueError(f"allowed must be ({keys.shape[0]},) with at least one True, got {allowed.shape}")
     q, k, v = (a.astype(np.float64) for a in (query, keys, values))
     raw = k @ q  # (Tk,)
-    scaled = raw / math.sqrt(q.shape[0])
+    scaled = raw / math.sqrt(q.shape[0]) if scale else raw
     b = np.zeros_like(raw) if bias is None else np.asarray(bias, dtype=np.float64)
     if b.shape != raw.shape:
         raise ValueError(f"bias must be ({raw.shape[0]},), got {b.shape}")
     masked = np.where(allowed, scaled + b, -np.inf)
     weights = softmax(masked)
-    unscaled = softmax(np.where(allowed, raw + b, -np.inf))
-    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v, None if bias is None else b)
+    other = raw if scale else raw / math.sqrt(q.shape[0])
+    unscaled = softmax(np.where(allowed, other + b, -np.inf))
+    kept = None if bias is None else b
+    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v, kept, scale)
 
 
 def check_selection(cap, kind: str, layer: int, head: int, query: int) -> None:
@@ -122,13 +132,13 @@ def check_selection(cap, kind: str, layer: int, head: int, query: int) -> None:
             raise ValueError(f"{name} {value} is out of range: this {kind} attention has {n} (0 to {n - 1})")
 
 
-def step_from_capture(cap, kind: str, layer: int, head: int, query: int) -> HeadStep:
+def step_from_capture(cap, kind: str, layer: int, head: int, query: int, scale: bool = True) -> HeadStep:
     """HeadStep of query position `query` in head `head` of layer `layer` of one kind of attention."""
     check_selection(cap, kind, layer, head, query)
     q, k, v = (a[layer, head] for a in cap.qkv[kind])  # (Tq, dk), (Tk, dk), (Tk, dk)
     bias = getattr(cap, "position_bias", {}).get(kind)
     row = None if bias is None else bias[layer, head, query]  # (Tk,)
-    return head_step(q[query], k, v, allowed_keys(kind, query, k.shape[0]), row)
+    return head_step(q[query], k, v, allowed_keys(kind, query, k.shape[0]), row, scale)
 
 
 def output_projection(model: nn.Module, kind: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
@@ -143,18 +153,19 @@ def output_projection(model: nn.Module, kind: str, layer: int) -> tuple[np.ndarr
 
 @dataclass
 class OutputStep:
-    """Concat(head_1 .. head_h) W^O^T + b^O for one query position of one layer. D = H * d_k."""
+    """Concat(head_1 .. head_h) W^O^T + b^O for one query position of one layer. H * d_k is d_model except where
+    the head width is set apart (T5's d_kv)."""
 
-    concat: np.ndarray  # (D,) the heads' outputs side by side, head 0 first
+    concat: np.ndarray  # (H * d_k,) the heads' outputs side by side, head 0 first
     output: np.ndarray  # (D,) the attention block's output row (before the residual and the norm)
     n_heads: int
 
 
 def output_step(head_outputs: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, query: int) -> OutputStep:
-    """head_outputs (H, Tq, d_k) of one layer; w_o (D, D), b_o (D,): the output row of query position `query`."""
+    """head_outputs (H, Tq, d_k) of one layer; w_o (D, H * d_k), b_o (D,): the output row of query position `query`."""
     H, _, dk = head_outputs.shape  # (H, Tq, dk)
-    if w_o.shape != (H * dk, H * dk) or b_o.shape != (H * dk,):
-        raise ValueError(f"W^O must be ({H * dk}, {H * dk}) and b^O ({H * dk},), got {w_o.shape} and {b_o.shape}")
+    if w_o.ndim != 2 or w_o.shape[1] != H * dk or b_o.shape != (w_o.shape[0],):
+        raise ValueError(f"W^O must be (D, {H * dk}) and b^O (D,), got {w_o.shape} and {b_o.shape}")
     concat = head_outputs[:, query, :].reshape(H * dk).astype(np.float64)  # (H, dk) -> (D,), head-major
     return OutputStep(concat, concat @ w_o.T.astype(np.float64) + b_o, H)
 
@@ -174,9 +185,12 @@ class AttentionCost:
     projection_flops: int  # W^Q, W^K, W^V, W^O: 4 * 2 * B * T * d_model^2
 
 
-def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: int | None = None) -> AttentionCost:
+def attention_cost(
+    batch: int, length: int, d_model: int, heads: int, n_keys: int | None = None, d_head: int | None = None
+) -> AttentionCost:
     """Exact integer cost of one attention call with `length` queries over n_keys keys (default: self-attention,
-    n_keys = length); ValueError naming any input out of bounds."""
+    n_keys = length); d_head: a head width set apart from d_model / heads (T5's d_kv). ValueError naming any
+    input out of bounds."""
     values = {"batch": batch, "length": length, "d_model": d_model, "heads": heads}
     if n_keys is not None:
         values["keys"] = n_keys
@@ -192,13 +206,13 @@ def attention_cost(batch: int, length: int, d_model: int, heads: int, n_keys: in
                     value=f"{value:,}",
                 )
             )
-    if d_model % heads:
+    if d_head is None and d_model % heads:
         raise ValueError(M_("d_model ({d}) must be divisible by the number of heads ({h})", d=d_model, h=heads))
     B, T, D, H = (int(v) for v in (batch, length, d_model, heads))
     S = T if n_keys is None else int(n_keys)
-    dk = D // H
+    dk = D // H if d_head is None else int(d_head)
     elements = B * H * T * S  # (B, h, T, S) weights
-    projections = 2 * B * D * D * (2 * T + 2 * S)  # W^Q and W^O on T rows, W^K and W^V on S rows
+    projections = 2 * B * D * H * dk * (2 * T + 2 * S)  # W^Q and W^O on T rows, W^K and W^V on S rows
     return AttentionCost(B, T, D, H, dk, elements, 4 * elements, 2 * 2 * elements * dk, projections)
 
 

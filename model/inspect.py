@@ -45,21 +45,25 @@ class ShapeStep:
     shape: tuple[int, ...]  # the real shape for the current input
 
 
-def attention_shape_walk(d_model: int, n_heads: int, n_queries: int, n_keys: int, batch: int = 1) -> list[ShapeStep]:
-    """The tensor shapes of one multi-head attention call, with the current input's numbers."""
-    dk = d_model // n_heads
+def attention_shape_walk(
+    d_model: int, n_heads: int, n_queries: int, n_keys: int, batch: int = 1, d_head: int | None = None
+) -> list[ShapeStep]:
+    """The tensor shapes of one multi-head attention call, with the current input's numbers (d_head: a head width
+    set apart from d_model / n_heads, T5's d_kv; the projections then map d_model to n_heads * d_head)."""
+    dk = d_model // n_heads if d_head is None else d_head
+    inner = n_heads * dk
     B, Tq, Tk, H = batch, n_queries, n_keys, n_heads
     return [
         ShapeStep(N_("query input"), "X", (B, Tq, d_model)),
         ShapeStep(N_("key/value input"), N_("Y (= X for self-attention)"), (B, Tk, d_model)),
-        ShapeStep(N_("project queries"), "Q = X W^Q", (B, Tq, d_model)),
-        ShapeStep(N_("project keys and values"), "K = Y W^K, V = Y W^V", (B, Tk, d_model)),
+        ShapeStep(N_("project queries"), "Q = X W^Q", (B, Tq, inner)),
+        ShapeStep(N_("project keys and values"), "K = Y W^K, V = Y W^V", (B, Tk, inner)),
         ShapeStep(N_("split into heads"), "Q_h (view + transpose)", (B, H, Tq, dk)),
         ShapeStep(N_("split keys/values into heads"), "K_h, V_h", (B, H, Tk, dk)),
         ShapeStep(N_("scores"), "Q_h K_h^T / sqrt(d_k)", (B, H, Tq, Tk)),
         ShapeStep(N_("attention weights (what the heatmaps show)"), "softmax(scores + mask)", (B, H, Tq, Tk)),
         ShapeStep(N_("weighted values"), N_("weights V_h"), (B, H, Tq, dk)),
-        ShapeStep(N_("concatenate heads"), "Concat(head_1..head_h)", (B, Tq, d_model)),
+        ShapeStep(N_("concatenate heads"), "Concat(head_1..head_h)", (B, Tq, inner)),
         ShapeStep(N_("output projection"), "Concat(...) W^O", (B, Tq, d_model)),
     ]
 

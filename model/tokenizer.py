@@ -268,8 +268,8 @@ def vocab_from_dict(data: dict) -> Vocab | ListVocab | IdVocab:
         return ListVocab.from_dict(data)
     if kind == "ids":
         return IdVocab.from_dict(data)
-    if kind == "marian":
-        raise ValueError("a MarianMT tokenizer needs its sentencepiece files: load the Marian folder itself")
+    if kind in ("marian", "t5", "mbart", "bart"):
+        raise ValueError("a Hugging Face tokenizer needs the folder's own files: load that folder itself")
     raise ValueError("unknown vocabulary kind (expected vocab, list or ids)")
 
 

@@ -31,7 +31,12 @@ from .positional import (
     SinusoidalPositionalEncoding,
 )
 
-ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # Hugging Face's gelu_new (T5 v1.1, flan-T5)
+    "silu": F.silu,
+}
 
 
 class StdNorm(nn.Module):
@@ -49,24 +54,51 @@ class StdNorm(nn.Module):
         return self.weight * (x - mean) / (std + self.eps) + self.bias
 
 
+class RMSNorm(nn.Module):
+    """T5's layer norm: weight * x / sqrt(mean(x^2) + eps), no mean subtracted and no bias."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        variance = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(x.dtype)
+
+
 def make_norm(config: TransformerConfig) -> nn.Module:
     if config.norm == "std":
         return StdNorm(config.d_model, config.layer_norm_eps)
+    if config.norm == "rms":
+        return RMSNorm(config.d_model, config.layer_norm_eps)
     return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
 
 
+def make_attention(config: TransformerConfig) -> MultiHeadAttention:
+    return MultiHeadAttention(
+        config.d_model, config.n_heads, config.dropout, config.d_head, config.bias, config.scale_scores
+    )
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = W2 act(W1 x + b1) + b2, applied to each position separately."""
+    """FFN(x) = W2 act(W1 x + b1) + b2, applied to each position separately.
+
+    Gated (config.ff_gated, T5 v1.1): W2 (act(W1 x) * W3 x), the linear branch W3 beside the activated one."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.linear1 = nn.Linear(config.d_model, config.d_ff)
-        self.linear2 = nn.Linear(config.d_ff, config.d_model)
+        self.linear1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.linear3 = nn.Linear(config.d_model, config.d_ff, bias=config.bias) if config.ff_gated else None
+        self.linear2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
         self.activation = ACTIVATION_FNS[config.activation]
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        hidden = self.activation(self.linear1(x))  # (B, T, d_ff)
+        if self.linear3 is not None:
+            hidden = hidden * self.linear3(x)
+        return self.linear2(self.dropout(hidden))
 
 
 def residual(
@@ -81,7 +113,7 @@ def residual(
 class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.self_attn = make_attention(config)
         self.ff = FeedForward(config)
         self.norm1 = make_norm(config)
         self.norm2 = make_norm(config)
@@ -100,8 +132,8 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.self_attn = make_attention(config)
+        self.cross_attn = make_attention(config)
         self.ff = FeedForward(config)
         self.norm1 = make_norm(config)
         self.norm2 = make_norm(config)
@@ -157,12 +189,17 @@ class DecoderCache:
 
 
 class Stack(nn.Module):
-    """N identical layers, then an optional final norm (pre-LN models need it)."""
+    """N identical layers, then an optional final norm (pre-LN models need it); input_norm, when given,
+    normalises embeddings + positions before the first layer (BART's layernorm_embedding)."""
 
-    def __init__(self, layers: list[nn.Module], norm: nn.Module | None):
+    def __init__(self, layers: list[nn.Module], norm: nn.Module | None, input_norm: nn.Module | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.norm = norm
+        self.input_norm = input_norm
+
+    def start(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.input_norm is None else self.input_norm(x)
 
 
 class Transformer(nn.Module):
@@ -177,10 +214,14 @@ class Transformer(nn.Module):
         self.embed_dropout = nn.Dropout(config.dropout)
         final = config.has_final_norm
         self.encoder = Stack(
-            [EncoderLayer(config) for _ in range(config.n_encoder_layers)], make_norm(config) if final else None
+            [EncoderLayer(config) for _ in range(config.n_encoder_layers)],
+            make_norm(config) if final else None,
+            make_norm(config) if config.embed_norm else None,
         )
         self.decoder = Stack(
-            [DecoderLayer(config) for _ in range(config.n_decoder_layers)], make_norm(config) if final else None
+            [DecoderLayer(config) for _ in range(config.n_decoder_layers)],
+            make_norm(config) if final else None,
+            make_norm(config) if config.embed_norm else None,
         )
         self.generator = nn.Linear(d, config.tgt_vocab_size, bias=config.generator_bias)
         self.reset_parameters()
@@ -196,7 +237,9 @@ class Transformer(nn.Module):
         if config.positional == "none":
             return NoPositionalEncoding(d, n)
         if config.positional == "rope":
-            return RotaryPositionalEncoding(d, n, h, config.pe_base, config.pe_layout)
+            rope = RotaryPositionalEncoding(d, n, h, config.pe_base, config.pe_layout)
+            rope.d_head = config.d_head  # a head width set apart from d_model (head_dim)
+            return rope
         if config.positional == "alibi":
             return AlibiPositionalEncoding(d, n, h)
         if config.positional == "relative":
@@ -245,7 +288,7 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """src (B, S) ids -> memory (B, S, D) and the source padding mask (B, 1, 1, S) or None."""
         mask = self.source_mask(src)
-        x = self.embed_dropout(self.src_pe(self.embed(self.src_embed, src)))
+        x = self.embed_dropout(self.encoder.start(self.src_pe(self.embed(self.src_embed, src))))
         positions = None
         if isinstance(self.src_pe, AttentionPositionalEncoding):  # computed once, used by every layer
             pos = self.src_pe.positions(0, src.size(1), src.device)  # (S,)
@@ -267,7 +310,7 @@ class Transformer(nn.Module):
         With a cache, tgt holds only the new tokens, placed after the cache.length already decoded.
         """
         offset = cache.length if cache is not None else 0
-        x = self.embed_dropout(self.tgt_pe(self.embed(self.tgt_embed, tgt), offset=offset))
+        x = self.embed_dropout(self.decoder.start(self.tgt_pe(self.embed(self.tgt_embed, tgt), offset=offset)))
         self_mask = self.target_mask(tgt, offset)
         positions = None
         if isinstance(self.tgt_pe, AttentionPositionalEncoding):  # computed once, used by every layer
@@ -280,6 +323,8 @@ class Transformer(nn.Module):
             x = layer(x, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None, positions)
         if self.decoder.norm is not None:
             x = self.decoder.norm(x)
+        if self.config.rescale_output:  # T5 v1.0: the tied output layer reads d_model^-0.5 * h
+            x = x * self.config.d_model**-0.5
         return self.generator(x[:, -1:] if last_only else x)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

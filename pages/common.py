@@ -28,7 +28,7 @@ from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, steps_from_en
 from model.checkpoint import load_card
 from model.decoding import set_step_cap
 from model.demos import card_description, list_demos
-from model.importers import CheckpointInfo, inspect_checkpoint
+from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
 from model.inputs import InputCheck, check_text, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
@@ -321,10 +321,9 @@ def _pick_model(
             if upload is None:
                 where.info(
                     _(
-                        "Choose a .zip of a checkpoint folder (model.safetensors, config.json, tokenizer.json) "
-                        "or a .pt / .pth file from the Annotated Transformer, pytorch-original-transformer "
-                        "or the PyTorch translation tutorial."
-                    )
+                        "Choose a .zip of a checkpoint folder or a .pt / .pth state_dict. The formats this app "
+                        "reads: {formats}."
+                    ).format(formats="; ".join(_(title) for title in FORMATS.values()))
                 )
                 return None
             try:

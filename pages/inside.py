@@ -48,7 +48,7 @@ c4.selectbox(
     key="in_query",
     format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
 )
-step = inside.step_from_capture(cap, kind, layer, head, query)
+step = inside.step_from_capture(cap, kind, layer, head, query, session.model.config.scale_scores)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
 kind_title = _(KIND_TITLES[kind])
 where = _("{kind}, layer {layer}, head {head}, query {query}").format(
@@ -98,14 +98,18 @@ st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_toke
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader(_("3 · Scaled scores"))
-st.markdown(
-    _(
-        "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
-        "before the softmax, which would otherwise saturate."
-    ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
-)
-st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
-st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+if step.scaled_scores:
+    st.markdown(
+        _(
+            "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
+            "before the softmax, which would otherwise saturate."
+        ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
+    )
+    st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
+else:  # T5
+    st.info(_("This model does not divide by √d_k (T5: its initialisation absorbs the scale): s̃_j = q · k_j."))
+scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
+st.plotly_chart(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
     st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
     st.plotly_chart(
@@ -146,7 +150,7 @@ st.latex(
 )
 no_scale = common.url_state("in_noscale", False, [False, True], flag)
 st.toggle(
-    _("Compare: without 1/√d_k"),
+    _("Compare: without 1/√d_k") if step.scaled_scores else _("Compare: with 1/√d_k"),
     key="in_noscale",
     help=_("The same scores without the division by √d_k: the paper's reason for the scale."),
 )
@@ -267,9 +271,9 @@ with live:
             "**This input and model**: {kind}, B = 1, {n_q} queries × {n_k} keys, d_model = {d}, h = {h}, d_k = {d_k}."
         ).format(kind=kind_title, n_q=n_q, n_k=n_k, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
     )
-    rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k))
+    rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k, d_head=cfg.d_head))
     st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
-    live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k)
+    live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k, d_head=cfg.d_head)
     st.markdown(
         _("Attention weights of one layer: {h} × {n_q} × {n_k} = {n} numbers, {size}.").format(
             h=cfg.n_heads,

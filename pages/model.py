@@ -119,7 +119,7 @@ elif session.ok:  # what is wrong with the input, if anything, is named below
             "h = {h} heads, d_k = d_model / h = {d_k}."
         ).format(S=S, T=T, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
     )
-    walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k)
+    walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k, d_head=cfg.d_head)
     st.dataframe(
         [{_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in walk],
         hide_index=True,

@@ -106,8 +106,20 @@ def test_forcing_the_wrong_format_is_refused(tmp_path, states):
         load_checkpoint(tmp_path / "t.pt", format="fairseq")
 
 
+def test_a_folder_of_no_known_format_lists_the_registered_ones(tmp_path):
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(CheckpointError, match="photos is a folder that holds none of the checkpoint formats") as err:
+        load_checkpoint(tmp_path / "photos")
+    assert "Hugging Face T5 / flan-T5 folder" in str(err.value) and "Hugging Face BART / mBART folder" in str(err.value)
+
+
 def test_a_folder_of_another_hugging_face_model_is_refused(tmp_path):
-    (tmp_path / "t5").mkdir()
-    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    with pytest.raises(CheckpointError, match="Hugging Face model of a type other than marian"):
-        inspect_checkpoint(tmp_path / "t5")
+    (tmp_path / "gpt2").mkdir()
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2}))
+    with pytest.raises(
+        CheckpointError,
+        match="Hugging Face model of another kind .* these encoder-decoder families can be imported: "
+        "MarianMT, T5 and flan-T5, BART, mBART",
+    ):
+        inspect_checkpoint(tmp_path / "gpt2")

@@ -24,7 +24,7 @@ def test_every_format_module_implements_the_protocol():
     assert (
         [fmt.NAME for fmt in REGISTRY]
         == list(FORMATS)
-        == ["marian", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+        == ["marian", "t5", "bart", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
     )
     for fmt in REGISTRY:
         assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
@@ -90,3 +90,20 @@ def test_a_new_format_is_one_module_and_one_registry_line(tmp_path, monkeypatch,
     torch.save({"x.weight": torch.zeros(2)}, tmp_path / "x.pt")
     with pytest.raises(CheckpointError, match="marked: a marked checkpoint folder"):
         load_checkpoint(tmp_path / "x.pt")
+
+
+def test_both_readmes_list_every_registered_format():
+    """The docs follow the registry: a new format that the READMEs do not mention fails here."""
+    from pathlib import Path
+
+    from i18n import _, language_scope
+
+    root = Path(__file__).resolve().parents[1]
+    english, chinese = (root / "README.md").read_text(), (root / "README.zh.md").read_text()
+    for fmt in REGISTRY:
+        assert f"`{fmt.NAME}`" in english, fmt.NAME
+        if getattr(fmt, "MODEL_TYPES", None):  # the Hugging Face families: by title in both languages
+            assert fmt.TITLE in english, fmt.TITLE
+            with language_scope("zh"):
+                assert _(fmt.TITLE) in chinese, fmt.NAME
+    assert registry.hugging_face_families() == "MarianMT, T5 and flan-T5, BART, mBART"

@@ -67,8 +67,10 @@ def test_concat_marks_head_boundaries_and_the_chosen_head():
     assert sorted(s.x0 for s in lines) == [1.5, 3.5]
     rect = [s for s in fig.layout.shapes if s.type == "rect"][0]
     assert (rect.x0, rect.x1) == (1.5, 3.5)
-    with pytest.raises(ValueError, match="divisible by 4"):
+    with pytest.raises(ValueError, match="H = 4"):
         figs.concat_and_output(np.arange(6.0), np.ones(6), n_heads=4)
+    wide = figs.concat_and_output(np.arange(9.0), np.ones(4), n_heads=3)  # T5: H * d_kv = 9 beside d_model = 4
+    assert [len(t.z[0]) for t in wide.data] == [9, 4]
 
 
 def test_cost_figure_and_formatting():

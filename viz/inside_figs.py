@@ -296,10 +296,11 @@ def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:
 def concat_and_output(
     concat: np.ndarray, output: np.ndarray, n_heads: int, head: int | None = None, title: str = ""
 ) -> go.Figure:
-    """The heads' outputs side by side (D,), head boundaries marked, above the projected output row (D,)."""
-    if concat.ndim != 1 or output.shape != concat.shape or concat.shape[0] % n_heads:
+    """The heads' outputs side by side (H * d_k,), head boundaries marked, above the projected output row (D,)
+    (H * d_k is D except where the head width is set apart, as T5's d_kv)."""
+    if concat.ndim != 1 or output.ndim != 1 or concat.shape[0] % n_heads:
         raise ValueError(
-            f"concat and output must be (D,) with D divisible by {n_heads}; got {concat.shape}, {output.shape}"
+            f"concat (H * d_k,) with H = {n_heads} and output (D,) expected; got {concat.shape}, {output.shape}"
         )
     dk = concat.shape[0] // n_heads
     edge = lambda x: dict(  # noqa: E731

@@ -4,7 +4,8 @@
     import_checkpoint(path, n_heads=..., vocab=...) -> (Transformer, Tokenizer)
     FORMATS: NAME -> title of every registered format;  REGISTRY: the format modules (see registry.py)
 
-Formats (NAME: what): "marian" (a local Hugging Face MarianMT folder), "transformer-viz" (this project's
+Formats (NAME: what): "marian" (a local Hugging Face MarianMT folder), "t5" (a Hugging Face T5 / flan-T5
+folder), "bart" (a Hugging Face BART / mBART folder), "transformer-viz" (this project's
 own folder), "annotated" (The Annotated Transformer's make_model state_dict), "gordic"
 (pytorch-original-transformer's training state), "torch-tutorial" (the PyTorch translation tutorial's
 Seq2SeqTransformer). `python -m model.importers` prints the list. `model.checkpoint.load_checkpoint`

@@ -232,7 +232,7 @@ def make_config(where: str, **fields) -> TransformerConfig:
     d, h = fields["d_model"], fields["n_heads"]
     if type(h) is not int:
         raise CheckpointError(M_("{where}: n_heads must be an integer", where=where))
-    if type(d) is int and (h < 1 or d % h):
+    if type(d) is int and (h < 1 or (d % h and fields.get("head_dim") is None)):
         divisors = [n for n in range(1, min(d, 64) + 1) if d % n == 0]
         raise CheckpointError(
             M_(

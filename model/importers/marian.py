@@ -35,6 +35,7 @@ from .source import CheckpointInfo, LoadOptions, Source, Weights, precision_note
 
 NAME = "marian"
 TITLE = M_("Hugging Face MarianMT folder")
+MODEL_TYPES = {"marian": N_("MarianMT")}  # Hugging Face model_type -> family name (the registry's refusal lists them)
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 # config.json fields (from older Marian/BART configs) whose non-default value this model cannot follow.

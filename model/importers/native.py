@@ -26,8 +26,9 @@ DOC = f"a folder holding {WEIGHTS}, {CONFIG} and {TOKENIZER} (python -m model.tr
 
 
 def detect(src: Source) -> bool:
-    """Any folder whose config.json is not a Hugging Face one (a missing config.json is named on loading)."""
-    if not src.is_dir:
+    """Any folder whose config.json is not a Hugging Face one (a missing config.json is named on loading); a
+    folder with neither config.json nor model.safetensors is no checkpoint at all (the registry says so)."""
+    if not src.is_dir or not (src.has(CONFIG) or src.has(WEIGHTS)):
         return False
     data = src.json(CONFIG)
     return not (isinstance(data, dict) and "model_type" in data)

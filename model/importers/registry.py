@@ -24,13 +24,18 @@ from i18n import M_, join_messages, message_of
 from ..checkpoint import CheckpointError
 from ..tokenizer import Tokenizer
 from ..transformer import Transformer
-from . import annotated, gordic, marian, native, torch_tutorial
+from . import annotated, bart, gordic, marian, native, t5, torch_tutorial
 from .common import listing
 from .source import CheckpointInfo, LoadOptions, Source, UnknownContent
 from .vocab_files import VocabSpec
 
-REGISTRY: tuple[ModuleType, ...] = (marian, native, annotated, gordic, torch_tutorial)  # detection order
+REGISTRY: tuple[ModuleType, ...] = (marian, t5, bart, native, annotated, gordic, torch_tutorial)  # detection order
 FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> title
+
+
+def hugging_face_families() -> str:
+    """ "MarianMT, T5 and flan-T5, BART, mBART": the Hugging Face model types the formats with MODEL_TYPES open."""
+    return join_messages(", ", (M_(title) for fmt in REGISTRY for title in getattr(fmt, "MODEL_TYPES", {}).values()))
 
 
 def known_formats() -> str:
@@ -55,12 +60,21 @@ def detect(src: Source) -> ModuleType:
         raise CheckpointError(
             M_("{problem} Known formats: {known}", problem=message_of(err), known=known_formats())
         ) from None
+    if src.is_dir and not src.has("config.json"):  # no config.json, no model.safetensors
+        raise CheckpointError(
+            M_(
+                "{name} is a folder that holds none of the checkpoint formats I know: {known}",
+                name=src.name,
+                known=known_formats(),
+            )  # fmt: skip
+        )
     if src.is_dir:  # only a Hugging Face config.json of another model type gets here
         raise CheckpointError(
             M_(
-                "{name}/config.json describes a Hugging Face model of a type other than marian; "
-                "of Hugging Face models only MarianMT folders can be imported",
+                "{name}/config.json describes a Hugging Face model of another kind (not named here); "
+                "of Hugging Face models these encoder-decoder families can be imported: {families}",
                 name=src.name,
+                families=hugging_face_families(),
             )
         )
     raise CheckpointError(
