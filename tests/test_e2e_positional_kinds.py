@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-from tests.browser_helpers import PROJECTOR, Watch, plot_data, screenshot, wait_text, wait_title
+from tests.browser_helpers import _FIND_PLOT, PROJECTOR, Watch, plot_data, screenshot, wait_text, wait_title
 
 # kind -> (its view, the title of a chart drawn from the model's numbers, the chart's index on the view)
 VIEWS = {
@@ -56,4 +56,21 @@ def test_each_kinds_view_at_projector_size(watch, server, models, kind):
     if kind != "sinusoidal":
         wait_text(watch, "nothing is added to the embeddings")
     screenshot(page, f"e2e_positional_{kind}_mine_present")
+    watch.assert_clean()
+
+
+def test_length_experiment_and_six_kinds_at_projector_size(watch, server):
+    """The shipped reverse demos: their cards' length curves drawn at once, one line per kind; the six side by side."""
+    page = watch.page
+    watch.goto(server.url("positional", model="demo:reverse", text="abc", present="1", pe_view="length"))
+    wait_title(watch, "Exact match by input length", 0)
+    names = page.evaluate(f"() => {{ {_FIND_PLOT} return findPlot(0).data.map(t => t.name); }}")
+    assert names == ["Sinusoidal (fixed)", "Learned", "None", "RoPE", "ALiBi", "T5 relative bias"]
+    assert plot_data(page, 0, 0, "x").tolist() == list(range(1, 49))
+    assert page.evaluate(WIDE_ELEMENTS) == 0
+    screenshot(page, "e2e_positional_length_present")
+    watch.goto(server.url("positional", model="demo:reverse", text="abc", present="1", pe_view="models"))
+    wait_title(watch, "T5 relative bias", 5)  # the last of the six similarity maps
+    assert page.evaluate(WIDE_ELEMENTS) == 0
+    screenshot(page, "e2e_positional_models_present")
     watch.assert_clean()

@@ -316,3 +316,17 @@ def test_a_model_without_positions_gets_a_sentence_instead_of_pe_figures(page):
     assert "adds no positional encoding" in none and "learned" not in none
     assert not {"pe-matrix", "pe-offsets"} & set(pack_data(none)["figures"])
     assert {"pe-matrix", "pe-offsets"} <= set(pack_data(page)["figures"])  # the sinusoidal one has them
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi", "relative"])
+def test_a_model_with_positions_inside_attention_says_so_instead_of_a_zero_table(tmp_path, kind):
+    from model import Tokenizer, TransformerConfig, Vocab, build_model
+
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=12, n_heads=2, positional=kind)
+    records = pack_records(build_model(config, seed=0), Tokenizer(vocab, vocab), ["cafe"], "kinds")
+    text = lecture_pack_html(records)
+    section = text[text.index('<section id="pe">') :]
+    section = section[: section.index("</section>")]
+    assert "adds nothing to its embeddings" in section and "pe-matrix" not in section
+    assert {"rope": "RoPE", "alibi": "ALiBi", "relative": "T5"}[kind] in section

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from model import capture, greedy_decode, load_checkpoint, record, save_checkpoint
+from model import capture, greedy_decode, load_checkpoint, record, sample, save_checkpoint
 from model.attention import attention
 from model.beam import beam_search
 from model.decoding import generate
@@ -248,7 +248,11 @@ def test_cached_decoding_equals_full_prefix_decoding(char_tokenizer, kind):
 def test_strategies_and_interventions_run(char_tokenizer, kind):
     model = model_of(char_tokenizer, kind)
     plain = greedy_decode(model, char_tokenizer, "abcabc", max_len=8)
+    assert beam_search(model, char_tokenizer, "abcabc", beam_size=1, max_len=8).output_ids == plain.output_ids
     assert beam_search(model, char_tokenizer, "abcabc", beam_size=3, max_len=8).best is not None
+    assert sample(model, char_tokenizer, "abcabc", temperature=0.0, max_len=8).output_ids == plain.output_ids
+    uncached = greedy_decode(model, char_tokenizer, "abcabc", max_len=8, use_cache=False)
+    assert uncached.output_ids == plain.output_ids
     base = capture(model, char_tokenizer, "abcdef", target="fedcba")
     shifted = capture(model, char_tokenizer, "abcdef", target="fedcba", positional="shifted", shift=5)
     off = capture(model, char_tokenizer, "abcdef", target="fedcba", positional="off")

@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from i18n import _, language
+from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
@@ -218,12 +218,25 @@ def _decoding_html(dec: dict, ref: str) -> str:
     )
 
 
+INSIDE_ATTENTION = {
+    "rope": N_("This model adds nothing to its embeddings: its queries and keys are rotated by their positions in "
+               "every self-attention layer (RoPE), so attention sees the distance i − j."),
+    "alibi": N_("This model adds nothing to its embeddings: each head subtracts slope × |i − j| from its "
+                "self-attention scores (ALiBi)."),
+    "relative": N_("This model adds nothing to its embeddings: a learned number per head and bucket of distance is "
+                   "added to its self-attention scores (T5's relative bias)."),
+}  # fmt: skip
+
+
 def _pe_section(figs: _Figures, pe) -> str:
     if pe.kind == "none":
         return (
             '<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds no positional '
             "encoding: it sees its tokens without their order (the table is all zeros).</p></section>"
         )
+    if pe.kind in INSIDE_ATTENTION:  # rope, alibi, relative: nothing added, the table is zeros (issue 24)
+        heading = _esc(_("Positional encoding of this model"))
+        return f'<section id="pe"><h2>{heading}</h2><p>{_esc(_(INSIDE_ATTENTION[pe.kind]))}</p></section>'
     P, D = pe.table.shape
     parts = [
         figs.add(
