@@ -8,8 +8,8 @@ carried, a file was named or a vocabulary holds is escaped before it goes into o
     st.markdown(_("The model writes {out}.").format(out=code(output)))   # as a code span, whatever it holds
 
 Escaping is CommonMark's: a backslash before every ASCII punctuation character, so no link, image, emphasis,
-HTML, LaTeX ($), Streamlit directive (:red[...]) or autolink (http\\://) can form; the reader sees the characters
-themselves. Pure Python (no streamlit): tests use it directly.
+HTML, LaTeX ($) or Streamlit directive (:red[...]) can form; GFM's autolinks, found after parsing, are broken by
+a zero-width space (http\u200b://); the reader sees the characters themselves. Pure Python (no streamlit): tests use it directly.
 """
 
 from __future__ import annotations
@@ -22,10 +22,19 @@ from i18n import Message
 _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
+# GFM's autolinks are found in the text after parsing (backslashes already gone): "http://", "www." and
+# "name@host" become links whatever was escaped. A zero-width space inside each trigger keeps the text as it
+# reads and leaves nothing to link.
+_AUTOLINK = re.compile(r"(?i)(?<![a-z])(https?|ftp|mailto|file)(?=:)|(?<![a-z])(www)(?=\.)|(@)(?=\w)")
+ZWSP = "\u200b"
+
+
 def esc(text: object) -> str:
-    """Plain text made safe for any Markdown element: every ASCII punctuation character backslash-escaped;
-    line breaks kept as Markdown line breaks (no paragraph, heading or list can start inside the text)."""
-    escaped = _PUNCTUATION.sub(r"\\\1", str(text))
+    """Plain text made safe for any Markdown element: every ASCII punctuation character backslash-escaped, a
+    zero-width space inside what GFM would autolink (http://, www., name@host); line breaks kept as Markdown
+    line breaks (no paragraph, heading or list can start inside the text)."""
+    unlinked = _AUTOLINK.sub(lambda m: m.group(0) + ZWSP, str(text))
+    escaped = _PUNCTUATION.sub(r"\\\1", unlinked)
     return escaped.replace("\r", "").replace("\n", "  \n")
 
 

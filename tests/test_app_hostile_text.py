@@ -18,7 +18,10 @@ from tests.apptest_helpers import open_page
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"
-HOSTILE = f"the red apple {IMAGE} {LINK} <img src=x onerror=alert(1)> $x^2$ :red[alarm] **bold** www.evil.example"
+HOSTILE = (
+    f"the red apple {IMAGE} {LINK} <img src=x onerror=alert(1)> $x^2$ :red[alarm] **bold** www.evil.example "
+    "mallory@evil.example"
+)
 MARKERS = ("127.0.0.1:9", "evil.example", "onerror", "alarm", "x^2")
 NOT_MARKDOWN = {"TextArea", "TextInput", "Html", "Latex", "Code", "Json", "UnknownElement"}  # inputs, our own CSS, ...
 RENDER = MarkdownIt("commonmark")
@@ -57,7 +60,8 @@ def unsafe(source: str) -> list[str]:
     problems = [tag for tag in ("<a ", "<img", "<script") if tag in html]
     if re.search(r"(?<!\\)<img|(?<!\\)<a ", source):
         problems.append("raw HTML")
-    if re.search(r"https?:|www\.", source):  # escaped, these read http\: and www\.: no autolink forms
+    # GFM finds autolinks in the text after parsing, backslashes gone: http://, www. and name@host must be broken
+    if re.search(r"(?i)(?<![a-z])(https?|ftp|mailto):|(?<![a-z])www\.|\w@\w", source.replace("\\", "")):
         problems.append("an autolink")
     if re.search(r"(?<!\\)\$x|(?<!\\):red\[", source):
         problems.append("LaTeX or a directive")
@@ -75,7 +79,8 @@ def test_the_checker_catches_what_it_should():
     assert unsafe(f"Not in the vocabulary: {HOSTILE}")
     assert not unsafe(f"Not in the vocabulary: {esc(HOSTILE)}")
     assert "<img" in RENDER.render(IMAGE) and "<img" not in RENDER.render(esc(IMAGE))
-    assert RENDER.render(esc(HOSTILE)).count("evil.example") == 2  # the characters are all still there
+    shown = RENDER.render(esc(HOSTILE)).replace("\u200b", "")  # the zero-width spaces inside would-be autolinks
+    assert shown.count("evil.example") == 3 and "http://evil.example/phish" in shown  # every character still there
 
 
 def test_messages_escape_their_values_not_their_templates():
