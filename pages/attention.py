@@ -10,7 +10,7 @@ from model.gold import gold_alignment, gold_example
 from pages import common
 from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
@@ -109,7 +109,7 @@ if kind == "cross" and gold is None and (known := gold_example(session.card, ses
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
-    st.plotly_chart(
+    show(
         figs.attention_heatmap(
             shown,
             q_tokens,
@@ -126,7 +126,7 @@ if view == "one":
         key="att_one",
     )
 elif view == "grid":
-    st.plotly_chart(
+    show(
         figs.head_grid(
             weights[layer],
             q_tokens,
@@ -140,7 +140,7 @@ elif view == "grid":
         key="att_grid",
     )
 elif view == "overview":
-    st.plotly_chart(
+    show(
         figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),
         key="att_overview",
     )

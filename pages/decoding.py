@@ -13,7 +13,7 @@ from pages import decoding_strategy as strategies
 from pages import interventions_ui as heads_ui
 from pages.decoding_beam import beam_view
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, presenting
+from pages.presentation import chart_box, chart_text_px, presenting, show
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
@@ -110,7 +110,7 @@ shares = [1, 1.35, 1.35] if presenting() else [1, 2]
 left, *right = st.columns(shares)
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
-    st.plotly_chart(
+    show(
         figs.top_k_bars(
             step.top_tokens,
             step.top_probs,
@@ -138,7 +138,7 @@ with left:
 # The plot of a step chart: its column less row labels and colour bar.
 width = int(chart_box()[1] * (0.22 if presenting() else 0.62))
 with right[0]:
-    st.plotly_chart(
+    show(
         figs.step_rows(
             step.cross,
             trace.source_tokens,
@@ -149,7 +149,7 @@ with right[0]:
         key="dec_cross",
     )
 with right[-1]:
-    st.plotly_chart(
+    show(
         figs.step_rows(
             step.decoder_self,
             inputs,
@@ -175,7 +175,7 @@ st.selectbox(
 )
 common.write_url(dec_layer=layer)
 max_height, max_width = chart_box()
-st.plotly_chart(
+show(
     attention_figs.attention_heatmap(
         attention_figs.head_average(alignment[layer]),
         trace.output_tokens,

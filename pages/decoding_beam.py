@@ -11,7 +11,7 @@ from model.strategy_export import beam_csv, beam_json
 from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
 
@@ -52,7 +52,7 @@ def beam_view(session, s: Strategy) -> None:
     max_height, max_width = chart_box()
     n = len(trace.steps)
     step = common.url_state("dec_bstep", n - 1, list(range(n)), int)
-    st.plotly_chart(
+    show(
         strategy_figs.beam_tree(
             trace.tree(),
             title=_("Beam size {k}, length penalty {a}: kept, finished and pruned hypotheses").format(
@@ -105,7 +105,7 @@ def beam_view(session, s: Strategy) -> None:
     )  # fmt: skip
     common.write_url(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
-    st.plotly_chart(
+    show(
         attention_figs.attention_heatmap(
             attention_figs.head_average(alignment[layer]),
             tokens,

@@ -19,7 +19,7 @@ from i18n import N_, _
 from model.strategy_export import sampling_csv, sampling_json
 from pages import common
 from pages.caches import cached_sample
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from viz import strategy_figs
 
 STRATEGIES = {"greedy": N_("Greedy"), "beam": N_("Beam search"), "sample": N_("Sampling")}
@@ -178,7 +178,7 @@ def sampling_view(trace, s: Strategy) -> None:
         width_px=chart_box()[1],
         tick_px=chart_text_px(),
     )
-    st.plotly_chart(fig, key="dec_sampling")
+    show(fig, key="dec_sampling")
     left, right = st.columns(2)
     left.download_button(
         _("Download the sampled distributions (.json)"),

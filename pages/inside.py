@@ -7,6 +7,7 @@ from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common
+from pages.presentation import show
 from viz import inside_figs as figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
@@ -74,7 +75,7 @@ st.markdown(
     )
 )
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
-st.plotly_chart(
+show(
     figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
     key="in_qk",
 )
@@ -83,7 +84,7 @@ st.plotly_chart(
 st.subheader(_("2 · Raw scores"))
 st.markdown(_("How well the query matches each key: the dot product, a sum over the d_k dimensions."))
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
-st.plotly_chart(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
+show(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
 key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_tokens))), int)
 st.selectbox(
     _("Key for the elementwise products"),
@@ -92,7 +93,7 @@ st.selectbox(
     format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
 )
 st.markdown(_("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score."))
-st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
+show(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader(_("3 · Scaled scores"))
@@ -103,7 +104,7 @@ st.markdown(
     ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
 )
 st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
-st.plotly_chart(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+show(figs.scores(step.raw, step.scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))
@@ -122,7 +123,7 @@ st.latex(
     + _("key {j} hidden (after the query in the decoder)").replace("{j}", "} j \\text{")
     + r"} \end{cases}"
 )
-st.plotly_chart(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
+show(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
 
 # -- 5. softmax, and the scale control ------------------------------------------------------------
 st.subheader(_("5 · Softmax: the attention weights"))
@@ -140,7 +141,7 @@ st.toggle(
     key="in_noscale",
     help=_("The same scores without the division by √d_k: the paper's reason for the scale."),
 )
-st.plotly_chart(
+show(
     figs.weights_row(
         step.weights,
         k_tokens,
@@ -171,7 +172,7 @@ if no_scale:
 st.subheader(_("6 · Values and their weighted sum"))
 st.markdown(_("The head's output for this query mixes the value vectors in the proportions of the weights."))
 st.latex(r"\text{head}_h = \sum_j a_j\, v_j")
-st.plotly_chart(
+show(
     figs.values_and_output(step.values, step.weights, step.output, k_tokens, _("Values and this head's output")),
     key="in_values",
 )
@@ -187,7 +188,7 @@ st.markdown(
     ).format(H=H, d_k=step.d_k, D=out.concat.shape[0], head=head)
 )
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
-st.plotly_chart(
+show(
     figs.concat_and_output(
         out.concat, out.output, H, head, _("Concatenation and W^O, query {query}").format(query=q_shown)
     ),
@@ -195,7 +196,7 @@ st.plotly_chart(
 )
 with st.expander(_("W^O of this layer")):
     if w_o.shape[0] <= 256:
-        st.plotly_chart(
+        show(
             figs.matrix(
                 w_o,
                 _("W^O, {kind} layer {layer} ({rows} × {cols})").format(
@@ -246,9 +247,7 @@ with mine:
             )
         )
         scaling = inside.length_scaling(B, T, D, heads)
-        st.plotly_chart(
-            figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost"
-        )
+        show(figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost")
 with live:
     cfg = session.model.config
     n_q, n_k = len(q_tokens), len(k_tokens)

@@ -7,6 +7,7 @@ from model.demos import card_description
 from model.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
 from pages.explain import explain_row
+from pages.presentation import show
 from viz import model_figs as figs
 
 st.title(_("Model"))
@@ -76,7 +77,7 @@ if view == "config":
     rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
     st.dataframe(rows, hide_index=True, width="stretch")
 elif view == "params":
-    st.plotly_chart(figs.parameter_bars(counts), key="model_params")
+    show(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
     PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
     part = common.url_state("model_part", PARTS[0], PARTS)
@@ -89,7 +90,7 @@ elif view == "weights":
         or s.name.startswith(part)
         or (part == "embeddings and generator" and not s.name.startswith(("encoder", "decoder")))
     ]
-    st.plotly_chart(
+    show(
         figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
         key="model_weights",
     )

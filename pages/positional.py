@@ -10,7 +10,7 @@ from model.interventions import NONE
 from pages import common
 from pages import positional_interventions as changed_positions
 from pages.explain import explain
-from pages.presentation import chart_box
+from pages.presentation import chart_box, show
 from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
@@ -66,7 +66,7 @@ st.segmented_control(
 )
 common.write_url(pe_view=view)
 if view == "matrix":
-    st.plotly_chart(
+    show(
         figs.pe_matrix(
             pe,
             _("PE matrix: {length} positions × {d} dimensions, base {base}").format(
@@ -88,7 +88,7 @@ elif view == "curves":
     st.multiselect(_("Dimensions (2i: sin, 2i+1: cos)"), list(range(d_model)), key="pe_dims")
     common.write_url(pe_dims=",".join(map(str, dims)) or "none")
     if dims:
-        st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
+        show(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
         explain("pe_formula")
     else:
         st.info(_("Pick at least one dimension."))
@@ -107,13 +107,13 @@ elif view == "offsets":
                 "{spread} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ)."
             ).format(spread=f"{spread:.1e}")
         )  # above the chart: in view
-        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
+        show(figs.offset_curves(dots, positions), key="pe_offsets")
         explain("pe_dot")
     else:
         st.info(_("Pick at least one starting position."))
 elif view == "similarity":
     shown = min(length, 200)
-    st.plotly_chart(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
+    show(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
     if shown < length:
         st.caption(_("First {n} positions shown.").format(n=shown))
 elif view == "shift":
@@ -135,7 +135,7 @@ elif view == "shift":
             "steps later, so a linear layer can read relative position."
         )
     )
-    st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
+    show(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
     explain("pe_rotation")
 elif view == "infer":  # issue 14: positions off, shuffled or shifted while the model runs
     changes = changed_positions.inference_view(session)
@@ -150,15 +150,11 @@ else:
             ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
             ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
         ):
-            st.plotly_chart(
-                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}"
-            )
+            show(figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}")
         cfg = session.model.config
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
-            st.plotly_chart(
-                figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned"
-            )
+            show(figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned")
         elif cfg.positional == "none":
             st.caption(
                 _(

@@ -17,7 +17,7 @@ from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
 from model.pe_analysis import cosine_similarity, pe_table
 from pages import caches, common
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from viz import attention_figs
 from viz import positional_figs as figs
 
@@ -105,7 +105,7 @@ def inference_view(session: common.Session | None) -> Interventions:
         if fig is None:
             column.info(_("Nothing written: no attention to show."))
         else:
-            column.plotly_chart(fig, key=key)
+            show(fig, key=key, where=column)
     return changes
 
 
@@ -196,19 +196,20 @@ def _tables(loaded: dict) -> None:
     st.markdown(_("**The tables**: the first {n} positions (source side)").format(n=SHOWN_POSITIONS))
     columns = st.columns(len(tables))
     for column, (kind, table) in zip(columns, tables.items()):
-        column.plotly_chart(
+        show(
             figs.pe_matrix(table, _("{kind}: positions × dimensions").format(kind=_(REVERSE_KINDS[kind])), height),
             key=f"pe_models_table_{kind}",
+            where=column,
         )
     st.markdown(
         _("**Cosine similarity of positions**: bands parallel to the diagonal mean a position is similar to another "
           "by their distance only (relative structure).")
     )  # fmt: skip
     for column, (kind, table) in zip(st.columns(len(tables)), tables.items()):
-        column.plotly_chart(
+        show(
             figs.similarity_matrix(
                 cosine_similarity(table), _("{kind}: cosine similarity").format(kind=_(REVERSE_KINDS[kind])),
                 value_label="cos", height=height,
             ),
-            key=f"pe_models_similarity_{kind}",
+            key=f"pe_models_similarity_{kind}", where=column,
         )  # fmt: skip

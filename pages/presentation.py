@@ -20,10 +20,15 @@ COMPACT_CSS = """
 [data-testid="stSidebarUserContent"] { padding-top: 0.5rem; }
 </style>
 """
+# In presentation mode the title shares the first line with the sidebar's arrow (the header bar, transparent, lets
+# it through): the first chart starts about 60 px higher on a 768 px screen.
 PRESENT_CSS = """
 <style>
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 2rem 2rem 2rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem 2rem 2rem; }
+[data-testid="stMainBlockContainer"] h1 { padding-left: 2.2rem; }
+[data-testid="stHeader"] { background: transparent; pointer-events: none; }
+[data-testid="stHeader"] button, [data-testid="stHeader"] a { pointer-events: auto; }
 [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
@@ -78,3 +83,34 @@ def chart_box() -> tuple[int, int]:
 def chart_text_px() -> int:
     """The size in px of charts' tick labels and legends, for the current mode."""
     return PRESENT_TEXT_PX if presenting() else NORMAL_TEXT_PX
+
+
+SCREEN_PX = 768  # a projector's height: in presentation mode no chart is taller, and a page's first chart ends inside
+DEFAULT_CHART_PX = 450  # plotly's height for a figure that names none
+
+
+def fit_height(fig, top_px: int | None = None) -> None:
+    """In presentation mode, make a figure no taller than the screen, or (top_px: where the page's first chart
+    starts at 1366x768, measured) than what is left below the page's header; elsewhere leave it as it is."""
+    if not presenting():
+        return
+    cap = SCREEN_PX - 24 - (top_px or 0)  # 24: room for the chart's toolbar and the window's edge
+    height = fig.layout.height or DEFAULT_CHART_PX
+    if height > cap:
+        fig.layout.height = cap
+
+
+def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
+    """st.plotly_chart for every chart of the app: dark text of the mode's size on every axis, legend and colour
+    bar (readable), and in presentation mode no taller than the screen (fit_height). where: a column or container
+    (default: the page); other keyword arguments go to plotly_chart."""
+    from viz.tokens import TICK_COLOR, readable
+
+    px = chart_text_px()
+    readable(fig, px)
+    fig.update_traces(colorbar_tickfont=dict(size=px, color=TICK_COLOR), selector=lambda t: "colorbar" in t)
+    axes = [name for name in fig.layout.to_plotly_json() if name.startswith("coloraxis")]
+    if axes:
+        fig.update_layout({name: dict(colorbar=dict(tickfont=dict(size=px, color=TICK_COLOR))) for name in axes})
+    fit_height(fig, top_px)
+    return (where or st).plotly_chart(fig, key=key, **kwargs)
