@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from i18n import _, error_text
+from i18n import N_, _, error_text
 from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
@@ -28,24 +28,51 @@ TOKENS = {
     "decoder_self": (cap.target_tokens, cap.target_tokens),
     "cross": (cap.target_tokens, cap.source_tokens),
 }
+TOP_PX = 320  # where the first chart starts in presentation mode at 1366x768 (measured): it fits below
+SHORT_KINDS = {  # the attention page's names of the three kinds
+    "encoder_self": N_("Encoder self"),
+    "decoder_self": N_("Decoder self (causal)"),
+    "cross": N_("Cross (decoder → encoder)"),
+}
 flag = lambda v: str(v).lower() in ("1", "true")  # noqa: E731
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
 kind = common.url_state("in_kind", "cross", list(inside.KINDS))
 q_tokens, k_tokens = TOKENS[kind]
 L, H = cap.qkv[kind][0].shape[:2]
-c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
-c1.radio(_("Attention"), list(inside.KINDS), key="in_kind", horizontal=True, format_func=lambda k: _(KIND_TITLES[k]))
+# One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
+c1, c2, c3, c4 = st.columns([4.2, 1, 1, 1.4], vertical_alignment="center")
+c1.radio(
+    _("Attention"),
+    list(inside.KINDS),
+    key="in_kind",
+    horizontal=True,
+    format_func=lambda k: _(SHORT_KINDS[k]),
+    label_visibility="collapsed",
+)
 layer = common.url_state("in_layer", 0, list(range(L)), int)
-c2.selectbox(_("Layer"), list(range(L)), key="in_layer")
+c2.selectbox(
+    _("Layer"),
+    list(range(L)),
+    key="in_layer",
+    format_func=lambda i: _("layer {i}").format(i=i),
+    label_visibility="collapsed",
+)
 head = common.url_state("in_head", 0, list(range(H)), int)
-c3.selectbox(_("Head"), list(range(H)), key="in_head")
+c3.selectbox(
+    _("Head"),
+    list(range(H)),
+    key="in_head",
+    format_func=lambda h: _("head {h}").format(h=h),
+    label_visibility="collapsed",
+)
 query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
 c4.selectbox(
     _("Query token"),
     list(range(len(q_tokens))),
     key="in_query",
     format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
+    label_visibility="collapsed",
 )
 step = inside.step_from_capture(cap, kind, layer, head, query)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
@@ -65,6 +92,11 @@ st.caption(
 
 # -- 1. queries and keys ---------------------------------------------------------------------------
 st.subheader(_("1 · Query and keys"))
+show(
+    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
+    key="in_qk",
+    top_px=TOP_PX,
+)
 st.markdown(
     _(
         "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
@@ -75,10 +107,6 @@ st.markdown(
     )
 )
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
-show(
-    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
-    key="in_qk",
-)
 
 # -- 2. raw scores and what drives them ------------------------------------------------------------
 st.subheader(_("2 · Raw scores"))

@@ -105,7 +105,7 @@ def inference_view(session: common.Session | None) -> Interventions:
         if fig is None:
             column.info(_("Nothing written: no attention to show."))
         else:
-            show(fig, key=key, where=column)
+            show(fig, key=key, where=column, top_px=380)  # top_px: below the verdict, measured in presentation mode
     return changes
 
 
@@ -200,6 +200,7 @@ def _tables(loaded: dict) -> None:
             figs.pe_matrix(table, _("{kind}: positions × dimensions").format(kind=_(REVERSE_KINDS[kind])), height),
             key=f"pe_models_table_{kind}",
             where=column,
+            top_px=430,  # below the scores and the failure line, measured in presentation mode
         )
     st.markdown(
         _("**Cosine similarity of positions**: bands parallel to the diagonal mean a position is similar to another "
