@@ -7,7 +7,6 @@ quantities as bars over the key tokens, labelled "index: token" so repeated toke
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 
 import numpy as np
