@@ -10,7 +10,7 @@ from model.gold import gold_alignment, gold_example
 from pages import common
 from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, show
+from pages.presentation import chart_box, chart_text_px, presenting, show
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
@@ -166,7 +166,8 @@ else:
             (*common.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
             lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
         )
-    st.iframe(html, height=640 if bert_view == "head view" else 900)
+    # in presentation mode no taller than the screen (the model view scrolls inside its frame)
+    st.iframe(html, height=640 if bert_view == "head view" else (700 if presenting() else 900))
     st.download_button(
         _("Download this view (.html, works offline)"),
         lambda: html,

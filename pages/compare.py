@@ -179,7 +179,7 @@ if cap_b is not None and not problems:
         max_width=max_width,
         tick_px=chart_text_px(),
     )
-    show(fig, key="cmp_figure")
+    show(fig, key="cmp_figure", top_px=350)  # top_px: below the controls, measured in presentation mode
     st.caption(
         _("Right: A − B. Blue where A attends more, red where B does; the largest difference is {d:.3f}.").format(
             d=float(abs(arrays["a_minus_b"]).max()) if arrays["a_minus_b"].size else 0.0

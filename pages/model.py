@@ -81,7 +81,7 @@ elif view == "params":
 elif view == "weights":
     PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
     part = common.url_state("model_part", PARTS[0], PARTS)
-    st.selectbox(_("Part"), PARTS, key="model_part", format_func=_)
+    st.columns(3)[0].selectbox(_("Part"), PARTS, key="model_part", format_func=_, label_visibility="collapsed")
     common.write_url(model_part=part)
     keep = [
         s
@@ -93,6 +93,7 @@ elif view == "weights":
     show(
         figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
         key="model_weights",
+        top_px=370,  # below the model card and the part, measured in presentation mode at 1366x768
     )
     st.dataframe(
         [
