@@ -119,6 +119,7 @@ if view == "one":
             query_label=q_label,
             key_label=k_label,
             gold=gold,
+            gold_outputs=cap.predicted_tokens if gold else None,  # row j (decoder input) writes output token j
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),

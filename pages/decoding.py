@@ -126,6 +126,7 @@ with left:
         pick = st.selectbox(
             _("Continue with another candidate"),
             options,
+            index=chosen or 0,  # the candidate this step took: after an override, the one chosen
             key=f"dec_pick_{step_index}_{len(prefix)}",
             format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
         )

@@ -204,8 +204,12 @@ def _legend_marks(
     q_labels: Sequence[str],
     k_labels: Sequence[str],
     cell: float,
+    gold_outputs: Sequence[str] | None = None,
 ) -> list[go.Scatter]:
-    """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers."""
+    """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers.
+
+    gold_outputs: the output tokens the gold pairs' target indices name (their hover says which output token comes
+    from which source token); None: the rows are the output tokens themselves."""
     marks = []
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
@@ -221,16 +225,18 @@ def _legend_marks(
         )
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
+        outputs = token_labels(gold_outputs) if gold_outputs is not None else list(q_labels)
         marks.append(
             go.Scatter(
                 x=[k_labels[s] for s, _ in pairs],
                 y=[q_labels[t] for _, t in pairs],
+                customdata=[outputs[t] if t < len(outputs) else q_labels[t] for _, t in pairs],
                 mode="markers",
                 name=_("gold alignment (where the output token comes from)"),
                 marker=dict(
                     symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)
                 ),
-                hovertemplate=_("gold: query %{y}<br>comes from key %{x}") + "<extra></extra>",
+                hovertemplate=_("gold: output token %{customdata}<br>comes from source token %{x}") + "<extra></extra>",
             )
         )
     return marks
@@ -251,10 +257,12 @@ def attention_heatmap(
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
+    gold_outputs: Sequence[str] | None = None,
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
-    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment).
+    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment); gold_outputs:
+    the output tokens those query indices name, when the rows are decoder inputs (see _legend_marks).
     query_label, key_label: what the rows and columns are ("source", "decoder input"), translated here.
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
     """
@@ -266,7 +274,7 @@ def attention_heatmap(
     geo = heatmap_geometry(
         query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px
     )
-    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell)
+    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell, gold_outputs)
     layout = _token_axes(geo, len(query_tokens), len(key_tokens))
     layout["xaxis"]["title"]["text"] = _("{side} tokens (attended to)").format(side=_(key_label))
     layout["yaxis"]["title"]["text"] = _("{side} tokens (attending)").format(side=_(query_label))
