@@ -152,8 +152,9 @@ def explain_sampling(s: Strategy) -> None:
             _(
                 "Each step draws the next token at random from the model's distribution instead of taking the most "
                 "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
-                "probable tokens, **top-p** the smallest set whose probabilities reach p; what is kept is "
-                "renormalised. The **seed** fixes the draws, so a link shows the same output again."
+                "probable tokens, renormalised; **top-p** then keeps the smallest set of those whose renormalised "
+                "probabilities reach p, renormalised again (the order and definitions of Hugging Face's generate). "
+                "The **seed** fixes the draws, so a link shows the same output again."
             )
         )
         st.latex(r"P_T(y)\propto \exp(z_y / T),\quad y \in \text{top-}k \cap \text{nucleus}(p)")
