@@ -221,3 +221,13 @@ def test_a_tall_map_of_few_columns_labels_every_column():
     assert len(fig.layout.xaxis.ticktext) == len(k) and fig.layout.xaxis.tickangle == 0
     assert len(fig.layout.yaxis.ticktext) < len(q)  # the rows: every n-th label
     assert fig.layout.height <= 470 + figs.LEGEND_PX
+
+
+def test_all_heads_label_every_one_of_nine_tokens_beside_the_sidebar():
+    """Issue 21: a grid of 4 heads over 9 tokens ("stressed" and </s>) labelled every other token though all fit."""
+    from viz.attention_figs import head_grid
+
+    tokens = [*"stressed", "</s>"]
+    weights = np.random.default_rng(0).dirichlet(np.ones(9), size=(4, 9))
+    fig = head_grid(weights, tokens, tokens, "t", max_height=520, max_width=860, tick_px=14)
+    assert [t.replace("&lt;", "<").replace("&gt;", ">") for t in fig.layout.xaxis.ticktext] == tokens

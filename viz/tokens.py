@@ -107,7 +107,7 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
 
     def fits(step: int) -> bool:
         shown = widths[::step]
-        return all((a + b) / 2 + 4 <= px_per_token * step for a, b in zip(shown, shown[1:], strict=False))
+        return all((a + b) / 2 + 3 <= px_per_token * step for a, b in zip(shown, shown[1:], strict=False))
 
     angle = 0
     if horizontal and n and not fits(step):
