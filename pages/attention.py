@@ -123,6 +123,7 @@ if view == "one":
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
+            snug=True,
         ),
         key="att_one",
     )

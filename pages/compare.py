@@ -202,6 +202,7 @@ else:
             max_height=max_height,
             max_width=max_width // len(shown),
             tick_px=chart_text_px(),
+            snug=True,
         )
         show(fig, key=f"cmp_{side}", where=column)
 

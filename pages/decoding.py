@@ -188,6 +188,7 @@ show(
         max_height=max_height,
         max_width=max_width,
         tick_px=chart_text_px(),
+        snug=True,
     ),
     key="dec_alignment",
 )

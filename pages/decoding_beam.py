@@ -117,6 +117,7 @@ def beam_view(session, s: Strategy) -> None:
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
+            snug=True,
         ),
         key="dec_beam_alignment",
     )

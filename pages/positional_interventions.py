@@ -70,7 +70,7 @@ def _cross(trace, title: str, width: int):
     return attention_figs.attention_heatmap(
         attention_figs.head_average(alignment[-1]), trace.output_tokens, trace.source_tokens, title,
         query_label=_("output"), key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
-        tick_px=chart_text_px(),
+        tick_px=chart_text_px(), snug=True,
     )  # fmt: skip
 
 

@@ -116,4 +116,6 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
         if (note.font.size or 12) < px or note.font.color is None:
             note.font.update(size=max(px, note.font.size or 0), color=note.font.color or TEXT_COLOR)
     fit_height(fig, top_px)
+    if fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
+        kwargs.setdefault("width", "content")
     return (where or st).plotly_chart(fig, key=key, **kwargs)

@@ -170,6 +170,7 @@ show(
         max_height=max_height,
         max_width=int(max_width * 0.6),
         tick_px=chart_text_px(),
+        snug=True,
     ),
     key="trn_heatmap",
     where=left,

@@ -29,6 +29,7 @@ from .tokens import (
     TICK_PX,
     Ticks,
     hover_token,
+    label_px,
     plain_token,
     readable_layout,
     token_ticks,
@@ -245,6 +246,17 @@ def _legend_marks(
 LEGEND = dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left", font=dict(size=TICK_PX, color=TEXT_COLOR))
 
 
+COLORBAR_PX = 110  # a colour bar with its tick labels and title, and the gap before it
+
+
+def snug_width(geo: Geometry, query_tokens: Sequence[str], nk: int, tick_px: int, max_width: int) -> int:
+    """The width in px of a heatmap figure that holds its plot (nk cells of geo.cell x geo.ratio), the query labels
+    and axis title on the left and the colour bar on the right: about what plotly's automargin gives them."""
+    labels = max((label_px(plain_token(query_tokens[i]), tick_px) for i in geo.y.vals), default=0.0)
+    left = labels + AXIS_TITLE_PX + 16
+    return int(min(max_width + left + COLORBAR_PX, left + nk * geo.cell * geo.ratio + COLORBAR_PX + 20))
+
+
 def attention_heatmap(
     weights: np.ndarray,
     query_tokens: Sequence[str],
@@ -258,6 +270,7 @@ def attention_heatmap(
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
     gold_outputs: Sequence[str] | None = None,
+    snug: bool = False,
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
@@ -265,6 +278,8 @@ def attention_heatmap(
     the output tokens those query indices name, when the rows are decoder inputs (see _legend_marks).
     query_label, key_label: what the rows and columns are ("source", "decoder input"), translated here.
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
+    snug: the figure as wide as its plot, labels and colour bar (layout.width), so that the colour bar sits beside
+    the map rather than at the far edge of a wide window (a page shows it at that width).
     """
     _check(weights, query_tokens, key_tokens, 2)
     if mask is not None and mask.shape != weights.shape:
@@ -288,6 +303,10 @@ def attention_heatmap(
     )
     if marks:
         layout["legend"] = copy.deepcopy(LEGEND)
+    if snug:  # never narrower than the title (bold, a little wider than label_px says) or the legend's line
+        texts = [(title, tick_px + 3, 1.15), *((m.name, tick_px, 1.0) for m in marks)]
+        least = max(label_px(t, size) * factor + (40 if size == tick_px else 20) for t, size, factor in texts)
+        layout["width"] = int(max(snug_width(geo, query_tokens, len(key_tokens), tick_px, max_width), least))
     # One Figure from finished data and layout: plotly validates each once (updates walk the figure every time).
     return go.Figure(
         data=[_heatmap_trace(weights, q_labels, k_labels, mask), *marks], layout=readable_layout(layout, tick_px)
