@@ -242,7 +242,8 @@ with st.expander(_("W^O of this layer")):
 
 # -- shapes with your own numbers -----------------------------------------------------------------
 st.subheader(_("Shapes with your own numbers"))
-mine, live = st.columns(2)
+# One above the other, each the page's width: side by side, the step names were cut ("注意力权重（即热力图所…").
+mine, live = st.container(), st.container()
 DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}
 LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 with mine:

@@ -126,3 +126,17 @@ def test_ticks_are_at_least_14_px_without_presentation_mode(server, projector):
         sizes = [s for chart in shown["charts"] for s in chart["sizes"]]
         assert sizes and min(sizes) >= NORMAL_TEXT_PX, (name, params, sorted(set(sizes)))
     assert seen == {"attention", "inside", "positional", "decoding", "compare", "training", "model"}
+
+
+def test_the_bertviz_model_view_fits_its_frame_beside_the_sidebar(server, projector):
+    """Issue 21: bertviz's model view draws fixed-size thumbnails; at 1366 px beside the sidebar its last head
+    column was cut off. Once drawn, the page is zoomed to its frame's width."""
+    page = projector.page
+    open_view(projector, server.url("attention", att_view="bertviz", att_bertviz="model view"), 0)
+    frame = page.locator('[data-testid="stIFrame"], iframe').first.element_handle().content_frame()
+    frame.wait_for_selector("#vis svg", timeout=WAIT_S * 1000)
+    frame.wait_for_function(
+        "() => document.documentElement.scrollWidth <= window.innerWidth + 1", timeout=WAIT_S * 1000
+    )
+    zoom = frame.evaluate("() => parseFloat(document.body.style.zoom || '1')")
+    assert zoom < 1  # it did not fit unzoomed (4 heads need about 980 px; the frame has about 900)
