@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import _
+from i18n import _, language
 
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
@@ -32,6 +32,13 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+</style>
+"""
+# Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
+# instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
+UPRIGHT_CJK_CSS = """
+<style>
+.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text { transform: none; writing-mode: vertical-rl; }
 </style>
 """
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
@@ -66,7 +73,7 @@ def presentation_mode() -> bool:
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
-    st.html(COMPACT_CSS + (PRESENT_CSS if present else ""))
+    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else ""))
     return present
 
 

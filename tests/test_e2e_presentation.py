@@ -140,3 +140,17 @@ def test_the_bertviz_model_view_fits_its_frame_beside_the_sidebar(server, projec
     )
     zoom = frame.evaluate("() => parseFloat(document.body.style.zoom || '1')")
     assert zoom < 1  # it did not fit unzoomed (4 heads need about 980 px; the frame has about 900)
+
+
+def test_chinese_y_axis_titles_stand_upright(server, projector):
+    """Issue 21: plotly turns y-axis titles a quarter round, Chinese characters lying on their sides; in Chinese they
+    are written top to bottom, each character upright (the title taller than wide, not rotated)."""
+    shown = open_view(projector, server.url("attention", lang="zh", present="1", att_view="one"), 1)
+    assert shown["charts"]
+    title = projector.page.evaluate(
+        """() => { const t = document.querySelector('.js-plotly-plot .ytitle');
+                   const r = t.getBoundingClientRect(), s = getComputedStyle(t);
+                   return {text: t.textContent, mode: s.writingMode, transform: s.transform, w: r.width, h: r.height}; }"""
+    )
+    assert "解码器" in title["text"] and title["mode"] == "vertical-rl" and title["transform"] == "none", title
+    assert title["h"] > 3 * title["w"], title  # a column of upright characters
