@@ -92,4 +92,4 @@ def test_memory_chart_ticks_name_the_units_of_its_labels_and_sit_apart():
     assert np.allclose(np.diff(np.log2(y.tickvals)), 2)  # powers of 4: evenly apart, never crowded
     assert "2 MiB" in y.ticktext or "1 MiB" in y.ticktext
     assert list(fig.layout.xaxis.ticktext) == [str(t) for t in lengths]
-    assert fig.data[0].textposition == "top left"
+    assert fig.data[0].textposition == "top left" and fig.data[0].textfont.size >= 14

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from i18n import _
 
-from .tokens import FONT_FAMILY, display_token, indexed
+from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, display_token, indexed
 
 DIVERGING = "RdBu_r"
 MASKED_COLOR = "#bdbdbd"
@@ -397,6 +397,7 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
         mode="lines+markers+text",
         text=text,
         textposition="top left",  # above the line, which rises to the right: the line never crosses a label
+        textfont=dict(size=TICK_PX, color=TEXT_COLOR),
         hovertemplate=_("length %{x}") + "<br>%{text}<extra></extra>",
         cliponaxis=False,
         marker=dict(size=[14 if t == current else 8 for t in lengths]),
