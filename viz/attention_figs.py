@@ -459,14 +459,18 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
         elif name.startswith("yaxis"):
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    row_px = 0.0
     for note in layout.get("annotations", []):  # the row and column titles, dark like every chart's text
         note.setdefault("font", {})["color"] = TEXT_COLOR
+        if note.get("textangle") == 90:  # a layer's title: left of its row, level (it ran into the panels' edge)
+            note.update(x=0, xanchor="right", xshift=-12, textangle=0)
+            row_px = max(row_px, label_px(note["text"], 18))  # room for it at the presentation size too
     layout.update(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
-        margin=dict(l=10, r=40, t=80, b=10),
+        margin=dict(l=int(row_px) + 24, r=40, t=80, b=10),
         **FONTS,
     )
     return go.Figure(data=traces, layout=layout)  # built once: see attention_heatmap
