@@ -111,17 +111,9 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     """st.plotly_chart for every chart of the app: dark text of the mode's size on every axis, legend and colour
     bar (readable), and in presentation mode no taller than the screen (fit_height). where: a column or container
     (default: the page); other keyword arguments go to plotly_chart."""
-    from viz.tokens import TEXT_COLOR, TICK_COLOR, readable
+    from viz.tokens import ensure_readable
 
-    px = chart_text_px()
-    readable(fig, px)
-    fig.update_traces(colorbar_tickfont=dict(size=px, color=TICK_COLOR), selector=lambda t: "colorbar" in t)
-    axes = [name for name in fig.layout.to_plotly_json() if name.startswith("coloraxis")]
-    if axes:
-        fig.update_layout({name: dict(colorbar=dict(tickfont=dict(size=px, color=TICK_COLOR))) for name in axes})
-    for note in fig.layout.annotations:  # subplot titles and notes: dark, never below the mode's size
-        if (note.font.size or 12) < px or note.font.color is None:
-            note.font.update(size=max(px, note.font.size or 0), color=note.font.color or TEXT_COLOR)
+    ensure_readable(fig, chart_text_px())
     fit_height(fig, top_px)
     if fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
         kwargs.setdefault("width", "content")

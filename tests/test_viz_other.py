@@ -121,3 +121,24 @@ def test_the_chosen_candidate_is_outlined_so_a_tiny_probability_shows():
         list(bars.data[0].marker.line.width) == [0, 0, 4]
         and bars.data[0].marker.color[2] != bars.data[0].marker.color[0]
     )
+
+
+def test_ensure_readable_brings_every_text_to_the_size_and_leaves_what_is_right():
+    """Issue 21: every chart's ticks, colour bars, legend, titles and notes dark and at least the mode's size (the
+    Inside page's ticks were grey 12 px), changing only what is not yet so (cheap on a 48-panel overview)."""
+    import plotly.graph_objects as go
+
+    from viz.tokens import TICK_COLOR, ensure_readable
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout=dict(title="t", xaxis_title="x", legend_title="l"))
+    fig.add_annotation(text="note", x=0, y=0)
+    fig.update_layout(yaxis=dict(tickfont=dict(size=24, color="#000000")))  # larger already: stays
+    ensure_readable(fig, 18)
+    layout = fig.layout
+    assert layout.xaxis.tickfont.size == 18 and layout.xaxis.tickfont.color == TICK_COLOR
+    assert layout.yaxis.tickfont.size == 24 and layout.yaxis.tickfont.color == "#000000"
+    assert layout.xaxis.title.font.size == 18 and layout.title.font.size == 21 and layout.legend.font.size == 18
+    assert layout.annotations[0].font.size == 18 and fig.data[0].colorbar.tickfont.size == 18
+    shared = go.Figure(go.Heatmap(z=[[1]], coloraxis="coloraxis"), layout=dict(coloraxis=dict(colorscale="Blues")))
+    ensure_readable(shared, 14)
+    assert shared.layout.coloraxis.colorbar.tickfont.size == 14 and shared.data[0].colorbar.tickfont.size is None
