@@ -377,8 +377,10 @@ def greedy_decode(
 
 def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
     """(..., V) probabilities a token is drawn from: softmax(logits / temperature), cut to the top_k
-    most probable tokens (0: all) and to the smallest set whose probability reaches top_p (the
-    nucleus), renormalised. temperature 0 puts all mass on the argmax (greedy)."""
+    most probable tokens (0: all) and renormalised, then cut to the smallest set whose probability reaches top_p
+    (the nucleus, measured on the top-k tokens' renormalised probabilities), renormalised: the order and the
+    definition of Hugging Face's generate (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper).
+    temperature 0 puts all mass on the argmax (greedy)."""
     logits = logits.float()
     if temperature <= 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
@@ -386,6 +388,7 @@ def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int =
     if 0 < top_k < probs.size(-1):
         kth = probs.topk(top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest probability
         probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum(-1, keepdim=True)  # top-p reads the top-k tokens' own distribution
     if top_p < 1.0:
         sorted_p, order = probs.sort(-1, descending=True)
         before = sorted_p.cumsum(-1) - sorted_p  # mass of the more probable tokens

@@ -23,7 +23,11 @@ def _example(task: str, source: str) -> Example | None:
 def gold_example(card: dict, source_text: str) -> Example | None:
     """The task's Example for this source (target text and alignment), or None when the card or task cannot tell."""
     task = card.get("task") if isinstance(card, dict) else None
-    return _example(task, source_text) if isinstance(task, str) else None
+    if not isinstance(task, str):
+        return None
+    if task in TASKS and TASKS[task].lowercase:  # its vocabulary lower-cases typed text: "Je suis" reads as "je suis"
+        source_text = source_text.lower()
+    return _example(task, source_text)
 
 
 def gold_alignment(card: dict, source_text: str, output_text: str | None = None) -> list[tuple[int, int]] | None:

@@ -138,6 +138,30 @@ class FrenchToEnglishTask(HandPickedTask):
         words |= {w for p in PROFESSIONS.values() for w in (p.m, p.f, p.m_pl, p.f_pl)}
         return sorted(words)
 
+    def word_classes(self) -> dict[str, frozenset[str]]:
+        """Every source word's classes: the parts of speech the sentences are made of (see Task.outside_patterns)."""
+        found: dict[str, set[str]] = {}
+        groups = {
+            "and": [CONJUNCTION[1]],
+            "j'ai": [J_AI],
+            "prep": list(PREPOSITIONS.values()),
+            "det": [  # with "de" ("de vieilles boîtes": before an adjective)
+                "de",
+                *(w for k in FR_DETERMINERS for w in (DETERMINERS[k].fr_m, DETERMINERS[k].fr_f, DETERMINERS[k].fr_pl)),
+            ],
+            "adj": [w for a in ADJECTIVES.values() for w in (a.m, a.f, a.m_pl, a.f_pl)],
+            "noun": [w for n in NOUNS.values() for w in (n.fr, n.fr_pl)],
+            "verb": [w for v in VERBS.values() for w in (v.fr, v.fr_pl)],
+            "pronoun": [p.fr for p in PRONOUNS],
+            "être": [fr for fr, _ in ETRE.values()],
+            "avoir": [fr for fr, _ in AVOIR.values()],
+            "profession": [w for p in PROFESSIONS.values() for w in (p.m, p.f, p.m_pl, p.f_pl)],
+        }
+        for kind, words in groups.items():
+            for word in words:
+                found.setdefault(word, set()).add(kind)
+        return {word: frozenset(kinds) for word, kinds in found.items()}
+
     def target_symbols(self) -> list[str]:
         words = set(TranslateTask().source_symbols()) - set(AMBIGUOUS)
         words |= {p.en for p in PRONOUNS} | {en for _, en in ETRE.values()} | {en for _, en in AVOIR.values()}

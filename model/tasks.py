@@ -18,6 +18,7 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from i18n import M_
 
@@ -41,6 +42,30 @@ class Example:
     source: str  # the input text as a user would type it
     target: str  # the expected output text
     alignment: Alignment  # (source_token_index, target_token_index) pairs, 0-based
+
+
+PATTERN_SAMPLES = 20_000  # sentences sampled (seeded) to collect a task's patterns of word classes
+ADJECTIVE_ONLY = frozenset({"adj"})
+PUNCTUATION = '.,;:!?«»"“”()…'
+
+
+@lru_cache(maxsize=8)
+def _patterns(task: Task) -> frozenset[tuple[str, ...]]:
+    """The word-class sequences of a task's sampled sentences (once per task and process: about a second)."""
+    classes, rng = task.word_classes() or {}, random.Random(0)
+    found = set()
+    for _ in range(PATTERN_SAMPLES):
+        words = split(task.sample(rng).source, "word")
+        if all(w in classes for w in words):
+            found.add(_pattern(words, classes))
+    return frozenset(found)
+
+
+def _pattern(words: Sequence[str], classes: dict[str, frozenset[str]]) -> tuple[str, ...]:
+    """A sentence as word classes: a word of several classes ("médecin": noun and profession) by the first in
+    alphabetical order (the same for sampled sentences and typed ones), and words that can only be adjectives left
+    out (optional anywhere in a noun phrase: rare combinations of two phrases went unsampled)."""
+    return tuple(min(classes[w]) for w in words if classes[w] != ADJECTIVE_ONLY)
 
 
 tokens = split  # text -> tokens at a level ("char": one per character, "word": whitespace-separated)
@@ -74,6 +99,24 @@ class Task:
     def example_for(self, source: str) -> Example | None:
         """The Example (target and gold alignment) of this exact source, when the task can tell; else None."""
         return None
+
+    def word_classes(self) -> dict[str, frozenset[str]] | None:
+        """Source word -> its word classes ("det", "noun", ...), for tasks whose sentences follow a grammar; else None."""
+        return None
+
+    def outside_patterns(self, source: str) -> bool:
+        """True when the source is made of the task's words in an order none of its sentences has (compared by word
+        class against the patterns of PATTERN_SAMPLES sampled sentences); False when in one, or when it cannot tell
+        (no word classes, an unknown word: the vocabulary's warning covers that)."""
+        classes = self.word_classes()
+        if classes is None:
+            return False
+        text = source.lower() if self.lowercase else source
+        words = [w.strip(PUNCTUATION) for w in split(text, "word")]
+        words = [w for w in words if w]
+        if not words or any(w not in classes for w in words):
+            return False
+        return _pattern(words, classes) not in _patterns(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

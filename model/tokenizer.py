@@ -70,9 +70,28 @@ class Vocab:
         return len(self.tokens)
 
     def split(self, text: str) -> list[str]:
-        """Symbols of the text; accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it)."""
+        """Symbols of the text; accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it).
+
+        Words: punctuation at either end of a word the vocabulary does not know is split off ("étudiant." reads as
+        "étudiant" "."), so that a sentence typed with its full stop reads its last word; known words stay whole."""
         text = unicodedata.normalize("NFC", text)
-        return split(text.lower() if self.lowercase else text, self.level)
+        symbols = split(text.lower() if self.lowercase else text, self.level)
+        if self.level != "word":
+            return symbols
+        return [piece for word in symbols for piece in self._peel(word)]
+
+    def _peel(self, word: str) -> list[str]:
+        """A word, or its leading punctuation, its core and its trailing punctuation, one symbol each (see split)."""
+        if word in self._ids:
+            return [word]
+        start, end = 0, len(word)
+        while start < end and unicodedata.category(word[start]).startswith("P"):
+            start += 1
+        while end > start and unicodedata.category(word[end - 1]).startswith("P"):
+            end -= 1
+        if (start, end) == (0, len(word)) or start == end:
+            return [word]
+        return [*word[:start], word[start:end], *word[end:]]
 
     def ids(self, symbols: Sequence[str]) -> list[int]:
         return [self._ids.get(s, self.unk_id) for s in symbols]

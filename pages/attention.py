@@ -10,7 +10,7 @@ from model.gold import gold_alignment, gold_example
 from pages import common
 from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, presenting, show
 from pages.safe_text import esc
 from viz import attention_figs as figs
 
@@ -110,7 +110,7 @@ if kind == "cross" and gold is None and (known := gold_example(session.card, ses
 if view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
-    st.plotly_chart(
+    show(
         figs.attention_heatmap(
             shown,
             q_tokens,
@@ -120,14 +120,16 @@ if view == "one":
             query_label=q_label,
             key_label=k_label,
             gold=gold,
+            gold_outputs=cap.predicted_tokens if gold else None,  # row j (decoder input) writes output token j
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
+            snug=True,
         ),
         key="att_one",
     )
 elif view == "grid":
-    st.plotly_chart(
+    show(
         figs.head_grid(
             weights[layer],
             q_tokens,
@@ -141,7 +143,7 @@ elif view == "grid":
         key="att_grid",
     )
 elif view == "overview":
-    st.plotly_chart(
+    show(
         figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),
         key="att_overview",
     )
@@ -167,7 +169,8 @@ else:
             (*common.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
             lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
         )
-    st.iframe(html, height=640 if bert_view == "head view" else 900)
+    # in presentation mode no taller than the screen (the model view scrolls inside its frame)
+    st.iframe(html, height=640 if bert_view == "head view" else (700 if presenting() else 900))
     st.download_button(
         _("Download this view (.html, works offline)"),
         lambda: html,

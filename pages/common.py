@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from model.checkpoint import load_card
 from model.decoding import set_step_cap
 from model.demos import card_description, list_demos
 from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
-from model.inputs import InputCheck, check_text, trained_range_warning
+from model.inputs import InputCheck, check_text, grammar_warning, trained_range_warning
 from model.serving import OFF, ServerFolders, folder_stamp
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
     CAPTURES,
@@ -250,7 +251,15 @@ def model_choices() -> list[str]:
 
 
 def _forget_refused_link(prefix: str = "model") -> None:
-    st.session_state.pop("_link_refused" if prefix == "model" else f"_{prefix}_link_refused", None)
+    refused = "_link_refused" if prefix == "model" else f"_{prefix}_link_refused"
+    st.session_state.pop(refused, None)
+    st.session_state.pop(refused + "_note", None)
+
+
+def shown_name(text: str, limit: int = 60) -> str:
+    """A name from a link, safe to show inside a message: letters, digits and . _ - : / only, at most `limit` long."""
+    kept = re.sub(r"[^\w.:/-]", "?", text)
+    return kept if len(kept) <= limit else kept[: limit - 1] + "…"
 
 
 def _pick_model(
@@ -276,6 +285,18 @@ def _pick_model(
             st.session_state[f"{prefix}_choice"] = PATH_CHOICE
         elif url_key.startswith("demo:") and url_key[5:] in demos:
             st.session_state[f"{prefix}_choice"] = url_key[5:]
+        elif url_key in demos:  # a demo's bare name ("fr_en" for "demo:fr_en"): opened, and said so
+            st.session_state[f"{prefix}_choice"] = url_key
+            st.session_state[refused + "_note"] = M_(
+                "The link's model “{name}” opened as the demo demo:{name}.", name=url_key
+            )
+        elif url_key:  # a name the app does not know: said, never silently replaced
+            st.session_state[refused] = M_(
+                "The link names a model this app does not know (“{name}”): showing another one. A link names a demo "
+                "as demo:NAME (e.g. demo:{first}) or a checkpoint as path:FOLDER.",
+                name=shown_name(url_key),
+                first=next(iter(demos), "reverse"),
+            )
     choice = url_state(f"{prefix}_choice", default if default in choices else choices[0], choices)
     where.selectbox(
         _(label),
@@ -291,6 +312,8 @@ def _pick_model(
     )
     if (refused_message := st.session_state.get(refused)) is not None:
         where.error(md(refused_message))
+    if (note := st.session_state.get(refused + "_note")) is not None:
+        where.caption(md(note))
     private: tuple[str, str] | None = None  # (the server's copy of an upload, the name the user knows)
     suffix, upload = "", None  # the load options' cache-key part ("" when the file alone decides), the upload
     try:
@@ -426,6 +449,8 @@ def sidebar() -> Session | None:
         apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens)
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
+    if not check.errors and (guess := grammar_warning(card, check.text)):
+        check.warnings.append(guess)
     write_url(
         model=None if base_key.startswith("upload:") else base_key,
         text=text,

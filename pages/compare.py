@@ -17,7 +17,7 @@ from model.demos import card_description, list_demos
 from model.inputs import check_text
 from model.strategy_export import comparison_json, comparison_npz
 from pages import common
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
@@ -188,7 +188,7 @@ if cap_b is not None and not problems:
         max_width=max_width,
         tick_px=chart_text_px(),
     )
-    st.plotly_chart(fig, key="cmp_figure")
+    show(fig, key="cmp_figure", top_px=350)  # top_px: below the controls, measured in presentation mode
     st.caption(
         _("Right: A − B. Blue where A attends more, red where B does; the largest difference is {d:.3f}.").format(
             d=float(abs(arrays["a_minus_b"]).max()) if arrays["a_minus_b"].size else 0.0
@@ -211,8 +211,9 @@ else:
             max_height=max_height,
             max_width=max_width // len(shown),
             tick_px=chart_text_px(),
+            snug=True,
         )
-        column.plotly_chart(fig, key=f"cmp_{side}")
+        show(fig, key=f"cmp_{side}", where=column)
 
 settings = {"model_a": session.key, "model_b": b_key, "kind": kind, "layer": layer, "head": head, "input": text}
 token_lists = dict(zip(("a_query_tokens", "a_key_tokens"), tokens(cap_a)))

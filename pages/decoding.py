@@ -13,7 +13,7 @@ from pages import decoding_strategy as strategies
 from pages import interventions_ui as heads_ui
 from pages.decoding_beam import beam_view
 from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, presenting
+from pages.presentation import chart_box, chart_text_px, presenting, show
 from pages.safe_text import code, esc
 from viz import attention_figs
 from viz import decoding_figs as figs
@@ -111,7 +111,7 @@ shares = [1, 1.35, 1.35] if presenting() else [1, 2]
 left, *right = st.columns(shares)
 with left:
     chosen = int(list(step.top_ids).index(step.token_id)) if step.token_id in step.top_ids else None
-    st.plotly_chart(
+    show(
         figs.top_k_bars(
             step.top_tokens,
             step.top_probs,
@@ -127,6 +127,7 @@ with left:
         pick = st.selectbox(
             _("Continue with another candidate"),
             options,
+            index=chosen or 0,  # the candidate this step took: after an override, the one chosen
             key=f"dec_pick_{step_index}_{len(prefix)}",
             format_func=lambda i: f"{plain_token(step.top_tokens[i])}  ({step.top_probs[i]:.1%})",
         )
@@ -139,7 +140,7 @@ with left:
 # The plot of a step chart: its column less row labels and colour bar.
 width = int(chart_box()[1] * (0.22 if presenting() else 0.62))
 with right[0]:
-    st.plotly_chart(
+    show(
         figs.step_rows(
             step.cross,
             trace.source_tokens,
@@ -150,7 +151,7 @@ with right[0]:
         key="dec_cross",
     )
 with right[-1]:
-    st.plotly_chart(
+    show(
         figs.step_rows(
             step.decoder_self,
             inputs,
@@ -176,7 +177,7 @@ st.selectbox(
 )
 common.write_url(dec_layer=layer)
 max_height, max_width = chart_box()
-st.plotly_chart(
+show(
     attention_figs.attention_heatmap(
         attention_figs.head_average(alignment[layer]),
         trace.output_tokens,
@@ -188,6 +189,7 @@ st.plotly_chart(
         max_height=max_height,
         max_width=max_width,
         tick_px=chart_text_px(),
+        snug=True,
     ),
     key="dec_alignment",
 )

@@ -12,7 +12,7 @@ from model.strategy_export import beam_csv, beam_json
 from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
@@ -59,7 +59,7 @@ def beam_view(session, s: Strategy) -> None:
     max_height, max_width = chart_box()
     n = len(trace.steps)
     step = common.url_state("dec_bstep", n - 1, list(range(n)), int)
-    st.plotly_chart(
+    show(
         strategy_figs.beam_tree(
             trace.tree(),
             title=_("Beam size {k}, length penalty {a}: kept, finished and pruned hypotheses").format(
@@ -112,7 +112,7 @@ def beam_view(session, s: Strategy) -> None:
     )  # fmt: skip
     common.write_url(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
-    st.plotly_chart(
+    show(
         attention_figs.attention_heatmap(
             attention_figs.head_average(alignment[layer]),
             tokens,
@@ -124,6 +124,7 @@ def beam_view(session, s: Strategy) -> None:
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
+            snug=True,
         ),
         key="dec_beam_alignment",
     )

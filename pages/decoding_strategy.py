@@ -19,7 +19,7 @@ from i18n import N_, _
 from model.strategy_export import sampling_csv, sampling_json
 from pages import common
 from pages.caches import cached_sample
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from viz import strategy_figs
 
 STRATEGIES = {"greedy": N_("Greedy"), "beam": N_("Beam search"), "sample": N_("Sampling")}
@@ -152,8 +152,9 @@ def explain_sampling(s: Strategy) -> None:
             _(
                 "Each step draws the next token at random from the model's distribution instead of taking the most "
                 "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
-                "probable tokens, **top-p** the smallest set whose probabilities reach p; what is kept is "
-                "renormalised. The **seed** fixes the draws, so a link shows the same output again."
+                "probable tokens, renormalised; **top-p** then keeps the smallest set of those whose renormalised "
+                "probabilities reach p, renormalised again (the order and definitions of Hugging Face's generate). "
+                "The **seed** fixes the draws, so a link shows the same output again."
             )
         )
         st.latex(r"P_T(y)\propto \exp(z_y / T),\quad y \in \text{top-}k \cap \text{nucleus}(p)")
@@ -178,7 +179,7 @@ def sampling_view(trace, s: Strategy) -> None:
         width_px=chart_box()[1],
         tick_px=chart_text_px(),
     )
-    st.plotly_chart(fig, key="dec_sampling")
+    show(fig, key="dec_sampling")
     left, right = st.columns(2)
     left.download_button(
         _("Download the sampled distributions (.json)"),

@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from i18n import _, message_of
+from i18n import N_, _, message_of
 from model import inside
 from model.export import qkv_npz
 from model.inspect import attention_shape_walk
 from pages import common
+from pages.presentation import show
 from pages.safe_text import esc, md
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
@@ -29,24 +30,51 @@ TOKENS = {
     "decoder_self": (cap.target_tokens, cap.target_tokens),
     "cross": (cap.target_tokens, cap.source_tokens),
 }
+TOP_PX = 320  # where the first chart starts in presentation mode at 1366x768 (measured): it fits below
+SHORT_KINDS = {  # the attention page's names of the three kinds
+    "encoder_self": N_("Encoder self"),
+    "decoder_self": N_("Decoder self (causal)"),
+    "cross": N_("Cross (decoder → encoder)"),
+}
 flag = lambda v: str(v).lower() in ("1", "true")  # noqa: E731
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
 kind = common.url_state("in_kind", "cross", list(inside.KINDS))
 q_tokens, k_tokens = TOKENS[kind]
 L, H = cap.qkv[kind][0].shape[:2]
-c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
-c1.radio(_("Attention"), list(inside.KINDS), key="in_kind", horizontal=True, format_func=lambda k: _(KIND_TITLES[k]))
+# One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
+c1, c2, c3, c4 = st.columns([4.2, 1, 1, 1.4], vertical_alignment="center")
+c1.radio(
+    _("Attention"),
+    list(inside.KINDS),
+    key="in_kind",
+    horizontal=True,
+    format_func=lambda k: _(SHORT_KINDS[k]),
+    label_visibility="collapsed",
+)
 layer = common.url_state("in_layer", 0, list(range(L)), int)
-c2.selectbox(_("Layer"), list(range(L)), key="in_layer")
+c2.selectbox(
+    _("Layer"),
+    list(range(L)),
+    key="in_layer",
+    format_func=lambda i: _("layer {i}").format(i=i),
+    label_visibility="collapsed",
+)
 head = common.url_state("in_head", 0, list(range(H)), int)
-c3.selectbox(_("Head"), list(range(H)), key="in_head")
+c3.selectbox(
+    _("Head"),
+    list(range(H)),
+    key="in_head",
+    format_func=lambda h: _("head {h}").format(h=h),
+    label_visibility="collapsed",
+)
 query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
 c4.selectbox(
     _("Query token"),
     list(range(len(q_tokens))),
     key="in_query",
     format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
+    label_visibility="collapsed",
 )
 step = inside.step_from_capture(cap, kind, layer, head, query, session.model.config.scale_scores)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
@@ -66,6 +94,11 @@ st.caption(
 
 # -- 1. queries and keys ---------------------------------------------------------------------------
 st.subheader(_("1 · Query and keys"))
+show(
+    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
+    key="in_qk",
+    top_px=TOP_PX,
+)
 st.markdown(
     _(
         "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
@@ -76,16 +109,12 @@ st.markdown(
     )
 )
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
-st.plotly_chart(
-    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
-    key="in_qk",
-)
 
 # -- 2. raw scores and what drives them ------------------------------------------------------------
 st.subheader(_("2 · Raw scores"))
 st.markdown(_("How well the query matches each key: the dot product, a sum over the d_k dimensions."))
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
-st.plotly_chart(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
+show(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
 key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_tokens))), int)
 st.selectbox(
     _("Key for the elementwise products"),
@@ -94,7 +123,7 @@ st.selectbox(
     format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
 )
 st.markdown(_("Like bertviz's neuron view: the products q_i · k_i of one key show which dimensions make its score."))
-st.plotly_chart(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
+show(figs.products(step.products(key), f"{key}: {display_token(k_tokens[key])}"), key="in_products")
 
 # -- 3. scaled scores ------------------------------------------------------------------------------
 st.subheader(_("3 · Scaled scores"))
@@ -109,10 +138,10 @@ if step.scaled_scores:
 else:  # T5
     st.info(_("This model does not divide by √d_k (T5: its initialisation absorbs the scale): s̃_j = q · k_j."))
 scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
-st.plotly_chart(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+show(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
 if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
     st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
-    st.plotly_chart(
+    show(
         pe_kinds_figs.score_bias(step.scaled, step.bias, k_tokens, _("Scaled scores plus the positional bias")),
         key="in_bias",
     )
@@ -136,7 +165,7 @@ st.latex(
     + _("key {j} hidden (after the query in the decoder)").replace("{j}", "} j \\text{")
     + r"} \end{cases}"
 )
-st.plotly_chart(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
+show(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
 
 # -- 5. softmax, and the scale control ------------------------------------------------------------
 st.subheader(_("5 · Softmax: the attention weights"))
@@ -154,7 +183,7 @@ st.toggle(
     key="in_noscale",
     help=_("The same scores without the division by √d_k: the paper's reason for the scale."),
 )
-st.plotly_chart(
+show(
     figs.weights_row(
         step.weights,
         k_tokens,
@@ -185,7 +214,7 @@ if no_scale:
 st.subheader(_("6 · Values and their weighted sum"))
 st.markdown(_("The head's output for this query mixes the value vectors in the proportions of the weights."))
 st.latex(r"\text{head}_h = \sum_j a_j\, v_j")
-st.plotly_chart(
+show(
     figs.values_and_output(step.values, step.weights, step.output, k_tokens, _("Values and this head's output")),
     key="in_values",
 )
@@ -201,7 +230,7 @@ st.markdown(
     ).format(H=H, d_k=step.d_k, D=out.concat.shape[0], head=head)
 )
 st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
-st.plotly_chart(
+show(
     figs.concat_and_output(
         out.concat, out.output, H, head, _("Concatenation and W^O, query {query}").format(query=q_shown)
     ),
@@ -209,7 +238,7 @@ st.plotly_chart(
 )
 with st.expander(_("W^O of this layer")):
     if w_o.shape[0] <= 256:
-        st.plotly_chart(
+        show(
             figs.matrix(
                 w_o,
                 _("W^O, {kind} layer {layer} ({rows} × {cols})").format(
@@ -227,7 +256,8 @@ with st.expander(_("W^O of this layer")):
 
 # -- shapes with your own numbers -----------------------------------------------------------------
 st.subheader(_("Shapes with your own numbers"))
-mine, live = st.columns(2)
+# One above the other, each the page's width: side by side, the step names were cut ("注意力权重（即热力图所…").
+mine, live = st.container(), st.container()
 DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}
 LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 with mine:
@@ -260,9 +290,7 @@ with mine:
             )
         )
         scaling = inside.length_scaling(B, T, D, heads)
-        st.plotly_chart(
-            figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost"
-        )
+        show(figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost")
 with live:
     cfg = session.model.config
     n_q, n_k = len(q_tokens), len(k_tokens)

@@ -24,7 +24,7 @@ from model.budget import BudgetExceeded
 from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
 from pages import caches, common
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import code, md
 from viz import intervention_figs as figs
 
@@ -211,7 +211,7 @@ def show_effect(session: common.Session, changes: Interventions, new_output: str
 
 def effect_chart(prefix: str, effect: Effect) -> None:
     """Per output token, the change in log-probability (below the page's chart)."""
-    st.plotly_chart(
+    show(
         figs.logprob_change(
             effect.tokens,
             effect.plain_log_probs,
@@ -273,7 +273,7 @@ def importance_panel(prefix: str, session: common.Session, changes: Intervention
             slot.empty()
         else:
             result = caches.session_importance(session)
-        st.plotly_chart(
+        show(
             figs.importance_heatmap(result.drop, changes.ablate, max_width=chart_box()[1], tick_px=chart_text_px()),
             key=f"{prefix}_importance",
             on_select=lambda: _clicked(prefix, layers, n_heads),

@@ -7,6 +7,7 @@ from model.demos import card_description
 from model.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
 from pages.explain import explain_row
+from pages.presentation import show
 from pages.safe_text import esc
 from viz import model_figs as figs
 
@@ -80,11 +81,11 @@ if view == "config":
     rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
     st.dataframe(rows, hide_index=True, width="stretch")
 elif view == "params":
-    st.plotly_chart(figs.parameter_bars(counts), key="model_params")
+    show(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
     PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
     part = common.url_state("model_part", PARTS[0], PARTS)
-    st.selectbox(_("Part"), PARTS, key="model_part", format_func=_)
+    st.columns(3)[0].selectbox(_("Part"), PARTS, key="model_part", format_func=_, label_visibility="collapsed")
     common.write_url(model_part=part)
     keep = [
         s
@@ -93,9 +94,10 @@ elif view == "weights":
         or s.name.startswith(part)
         or (part == "embeddings and generator" and not s.name.startswith(("encoder", "decoder")))
     ]
-    st.plotly_chart(
+    show(
         figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
         key="model_weights",
+        top_px=370,  # below the model card and the part, measured in presentation mode at 1366x768
     )
     st.dataframe(
         [

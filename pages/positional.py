@@ -10,7 +10,7 @@ from model.interventions import NONE
 from pages import common, positional_kinds, positional_models
 from pages import positional_interventions as changed_positions
 from pages.explain import explain
-from pages.presentation import chart_box
+from pages.presentation import chart_box, show
 from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
@@ -20,29 +20,12 @@ st.caption(
         "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
     )
 )
-st.latex(
+FORMULA = (
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
     r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}"
 )
 session = common.current()
 model_d = session.model.config.d_model if session else 64
-
-D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
-c1, c2, c3 = st.columns(3)
-d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
-c1.select_slider(_("d_model (dimensions)"), D_CHOICES, key="pe_d")
-length = common.url_state("pe_len", 100, None, int)
-st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
-c2.slider(_("Length (positions)"), 2, 1024, key="pe_len")
-base = common.url_state("pe_base", 10000.0, None, float)
-if not np.isfinite(base) or not 2.0 <= base <= 1e9:
-    st.session_state["pe_base"] = base = 10000.0
-c3.number_input(_("Base"), min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
-d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
-common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
-
-pe = pea.pe_table(length, d_model, base)
-lam = pea.pe_wavelengths(d_model, base)
 # One view at a time (st.tabs would build all six on every run); the choice is in the URL.
 VIEWS = {
     "matrix": N_("PE matrix"),
@@ -58,6 +41,9 @@ VIEWS = {
     "models": N_("Six kinds side by side"),
     "length": N_("Length experiment"),
 }
+# Where each view's first chart starts in presentation mode at 1366x768 (measured, a little to spare): it fits below.
+TOP_PX = {"matrix": 290, "curves": 390, "offsets": 430, "similarity": 290, "shift": 430, "mine": 200}
+TABLE_VIEWS = ("matrix", "curves", "offsets", "similarity", "shift")  # the views that d_model, length and base change
 view = common.url_state("pe_view", "matrix", list(VIEWS))
 changes = NONE
 st.segmented_control(
@@ -69,8 +55,26 @@ st.segmented_control(
     label_visibility="collapsed",
 )
 common.write_url(pe_view=view)
+
+D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
+d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
+length = common.url_state("pe_len", 100, None, int)
+st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
+base = common.url_state("pe_base", 10000.0, None, float)
+if not np.isfinite(base) or not 2.0 <= base <= 1e9:
+    st.session_state["pe_base"] = base = 10000.0
+if view in TABLE_VIEWS:  # shown only where they change something (kept in the link on the other views)
+    c1, c2, c3 = st.columns(3)
+    c1.select_slider(_("d_model (dimensions)"), D_CHOICES, key="pe_d")
+    c2.slider(_("Length (positions)"), 2, 1024, key="pe_len")
+    c3.number_input(_("Base"), min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
+d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
+common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
+
+pe = pea.pe_table(length, d_model, base)
+lam = pea.pe_wavelengths(d_model, base)
 if view == "matrix":
-    st.plotly_chart(
+    show(
         figs.pe_matrix(
             pe,
             _("PE matrix: {length} positions × {d} dimensions, base {base}").format(
@@ -79,6 +83,7 @@ if view == "matrix":
             max_height=chart_box()[0] - 40,
         ),
         key="pe_matrix",
+        top_px=TOP_PX[view],
     )
     st.caption(
         _(
@@ -92,7 +97,7 @@ elif view == "curves":
     st.multiselect(_("Dimensions (2i: sin, 2i+1: cos)"), list(range(d_model)), key="pe_dims")
     common.write_url(pe_dims=",".join(map(str, dims)) or "none")
     if dims:
-        st.plotly_chart(figs.sinusoid_curves(pe, dims, lam), key="pe_curves")
+        show(figs.sinusoid_curves(pe, dims, lam), key="pe_curves", top_px=TOP_PX[view])
         explain("pe_formula")
     else:
         st.info(_("Pick at least one dimension."))
@@ -111,13 +116,13 @@ elif view == "offsets":
                 "{spread} (float rounding). It depends on k only: Σᵢ cos(k·ωᵢ)."
             ).format(spread=f"{spread:.1e}")
         )  # above the chart: in view
-        st.plotly_chart(figs.offset_curves(dots, positions), key="pe_offsets")
+        show(figs.offset_curves(dots, positions), key="pe_offsets", top_px=TOP_PX[view])
         explain("pe_dot")
     else:
         st.info(_("Pick at least one starting position."))
 elif view == "similarity":
     shown = min(length, 200)
-    st.plotly_chart(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity")
+    show(figs.similarity_matrix(pea.similarity(pe[:shown])), key="pe_similarity", top_px=TOP_PX[view])
     if shown < length:
         st.caption(_("First {n} positions shown.").format(n=shown))
 elif view == "shift":
@@ -130,16 +135,18 @@ elif view == "shift":
         k = 1
         st.caption(_("With 2 positions the only offset is k = 1."))
     check = pea.shift_check(length, d_model, base, k)
-    st.metric(
-        _("max |M_k·PE(p) − PE(p+k)| over {n} positions").format(n=check.positions_checked), f"{check.max_error:.1e}"
+    st.caption(
+        _("max |M_k·PE(p) − PE(p+k)| over {n} positions: {error}").format(
+            n=check.positions_checked, error=f"{check.max_error:.1e}"
+        )
     )
+    show(figs.rotation_matrix(check.matrix, k), key="pe_rotation", top_px=TOP_PX[view])
     st.markdown(
         _(
             "One fixed matrix M_k (block-diagonal 2×2 rotations by k·ωᵢ) maps **every** position to the one k "
             "steps later, so a linear layer can read relative position."
         )
     )
-    st.plotly_chart(figs.rotation_matrix(check.matrix, k), key="pe_rotation")
     explain("pe_rotation")
 elif view == "infer":  # issue 14: positions off, shuffled or shifted while the model runs
     changes = changed_positions.inference_view(session)
@@ -164,15 +171,15 @@ else:
             ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
             ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
         ):
-            st.plotly_chart(
-                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side), key=f"pe_norms_{side}"
+            show(
+                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side),
+                key=f"pe_norms_{side}",
+                top_px=TOP_PX[view],
             )
         cfg = session.model.config
         if cfg.positional == "learned":
             table = positional_tables(session.model)["source"][:length]
-            st.plotly_chart(
-                figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned"
-            )
+            show(figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned")
         elif cfg.positional == "none":
             st.caption(
                 _(
@@ -188,6 +195,8 @@ else:
                 )
             )
 
+if view in TABLE_VIEWS:
+    st.latex(FORMULA)
 if session is not None and common.show_input_messages(session):  # names what is wrong with the input
     common.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
 left, right = st.columns(2)

@@ -14,7 +14,7 @@ from i18n import N_, _
 from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
 from pages import caches, common
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import code
 from viz import attention_figs
 
@@ -66,7 +66,7 @@ def _cross(trace, title: str, width: int):
     return attention_figs.attention_heatmap(
         attention_figs.head_average(alignment[-1]), trace.output_tokens, trace.source_tokens, title,
         query_label=_("output"), key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
-        tick_px=chart_text_px(),
+        tick_px=chart_text_px(), snug=True,
     )  # fmt: skip
 
 
@@ -101,7 +101,7 @@ def inference_view(session: common.Session | None) -> Interventions:
         if fig is None:
             column.info(_("Nothing written: no attention to show."))
         else:
-            column.plotly_chart(fig, key=key)
+            show(fig, key=key, where=column, top_px=380)  # top_px: below the verdict, measured in presentation mode
     return changes
 
 

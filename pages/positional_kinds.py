@@ -13,7 +13,7 @@ import streamlit as st
 from i18n import N_, _
 from model import pe_kinds
 from pages import common
-from pages.presentation import chart_box
+from pages.presentation import chart_box, show
 from viz import pe_kinds_figs as figs
 from viz import positional_figs
 
@@ -71,24 +71,24 @@ def rope_view(session, d_model: int, base: float) -> None:
     positions = np.arange(12)
     height = min(400, chart_box()[0] - 60)
     left, right = st.columns(2)
-    left.plotly_chart(
+    show(
         figs.rope_rotation(pe_kinds.rope_pair_path(q, positions, theta[pair]),
                            pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height),
-        key="pe_rope_rotation",
-    )  # fmt: skip
-    right.plotly_chart(figs.rope_frequencies(theta, height), key="pe_rope_freq")
+        key="pe_rope_rotation", where=left)  # fmt: skip
+    show(figs.rope_frequencies(theta, height), key="pe_rope_freq", where=right)
     check = pe_kinds.rope_check(d, ROPE_CHECK_POSITIONS, base, layout)
     st.metric(
         _("largest spread of q_m·k_n along a diagonal m − n = const, {n} positions").format(n=check.positions),
         f"{check.max_spread:.1e}",
     )
     left, right = st.columns(2)
-    left.plotly_chart(
+    show(
         positional_figs.similarity_matrix(check.scores, _("q_m·k_n for one random q and k"), "q·k", height),
         key="pe_rope_scores",
+        where=left,
     )
     dist, same, bound = pe_kinds.rope_decay(d, 256, base)
-    right.plotly_chart(figs.rope_decay(dist, same, bound, height), key="pe_rope_decay")
+    show(figs.rope_decay(dist, same, bound, height), key="pe_rope_decay", where=right)
     st.caption(
         _(
             "Bands parallel to the diagonal: the score depends on m − n only (the spread above is float rounding). "
@@ -115,7 +115,7 @@ def alibi_view(session) -> None:
     )
     slopes, bias = pe_kinds.alibi_matrix(heads, ALIBI_POSITIONS)
     shown = min(heads, 8)
-    st.plotly_chart(
+    show(
         figs.head_maps(bias[:shown], [_("head {h}<br>slope {m:.3g}").format(h=h, m=slopes[h]) for h in range(shown)],
                        _("bias"), min(340, chart_box()[0] - 100), _("ALiBi: −slope × |i − j| added to each head's scores "
                        "(query i down, key j across)")),
@@ -123,7 +123,7 @@ def alibi_view(session) -> None:
     )  # fmt: skip
     if shown < heads:
         st.caption(_("First {n} heads shown, on one colour range.").format(n=shown))
-    st.plotly_chart(figs.alibi_slopes(slopes, min(300, chart_box()[0] - 120)), key="pe_alibi_slopes")
+    show(figs.alibi_slopes(slopes, min(300, chart_box()[0] - 120)), key="pe_alibi_slopes")
     if heads & (heads - 1):
         st.caption(
             _("{h} is not a power of 2: as the paper's code, the slopes of the nearest smaller power of 2 come first, "
@@ -145,7 +145,7 @@ def relative_view(session, demo_model) -> None:
     rel, enc = pe_kinds.relative_buckets(RELATIVE_RANGE, True, buckets, distance)
     dec = pe_kinds.relative_buckets(RELATIVE_RANGE, False, buckets, distance)[1]
     height = min(380, chart_box()[0] - 60)
-    st.plotly_chart(figs.relative_buckets(rel, enc, dec, buckets // 4, height), key="pe_rel_buckets")
+    show(figs.relative_buckets(rel, enc, dec, buckets // 4, height), key="pe_rel_buckets")
     st.caption(_("{b} buckets, maximum distance {m}.").format(b=buckets, m=distance))
     model = session.model if cfg else demo_model
     if model is None:
@@ -156,4 +156,4 @@ def relative_view(session, demo_model) -> None:
     columns = st.columns(len(curves))
     for column, (side, (r, values)) in zip(columns, curves.items()):
         title = _("Encoder: learned bias of {model}") if side == "source" else _("Decoder: learned bias of {model}")
-        column.plotly_chart(figs.relative_bias(r, values, title.format(model=source), height), key=f"pe_rel_{side}")
+        show(figs.relative_bias(r, values, title.format(model=source), height), key=f"pe_rel_{side}", where=column)

@@ -20,7 +20,7 @@ from model.pe_analysis import cosine_similarity
 from model.pe_experiment import training_sources
 from pages import caches, common
 from pages.bounded_cache import BoundedCache
-from pages.presentation import chart_box
+from pages.presentation import chart_box, show
 from viz import pe_kinds_figs
 from viz import positional_figs as figs
 
@@ -125,7 +125,7 @@ def length_view() -> None:
         st.info(_("No curve for this shift yet: compute them with the button above."))
         return
     title = _("Exact match by input length") if not shift else _("Exact match by input length, every position + {k}")
-    st.plotly_chart(
+    show(
         pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40)),
         key="pe_length_curves",
     )
@@ -228,7 +228,8 @@ def _similarity_rows(loaded: dict) -> None:
         values = np.concatenate([m.ravel() for m in maps.values()])
         zrange = (-1.0, 1.0) if label == "cos" else (float(values.min()), float(values.max()))
         for column, (kind, matrix) in zip(st.columns(max(len(maps), 3)), maps.items()):
-            column.plotly_chart(
+            show(
                 figs.similarity_matrix(matrix, _(KINDS[kind]), label, height, zrange=zrange),
                 key=f"pe_models_map_{kind}",
+                where=column,
             )

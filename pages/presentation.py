@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import _
+from i18n import _, language
 
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
@@ -20,13 +20,25 @@ COMPACT_CSS = """
 [data-testid="stSidebarUserContent"] { padding-top: 0.5rem; }
 </style>
 """
+# In presentation mode the title shares the first line with the sidebar's arrow (the header bar, transparent, lets
+# it through): the first chart starts about 60 px higher on a 768 px screen.
 PRESENT_CSS = """
 <style>
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 2rem 2rem 2rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem 2rem 2rem; }
+[data-testid="stMainBlockContainer"] h1 { padding-left: 2.2rem; }
+[data-testid="stHeader"] { background: transparent; pointer-events: none; }
+[data-testid="stHeader"] button, [data-testid="stHeader"] a { pointer-events: auto; }
 [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+</style>
+"""
+# Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
+# instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
+UPRIGHT_CJK_CSS = """
+<style>
+.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text { transform: none; writing-mode: vertical-rl; }
 </style>
 """
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
@@ -61,7 +73,7 @@ def presentation_mode() -> bool:
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
-    st.html(COMPACT_CSS + (PRESENT_CSS if present else ""))
+    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else ""))
     return present
 
 
@@ -78,3 +90,31 @@ def chart_box() -> tuple[int, int]:
 def chart_text_px() -> int:
     """The size in px of charts' tick labels and legends, for the current mode."""
     return PRESENT_TEXT_PX if presenting() else NORMAL_TEXT_PX
+
+
+SCREEN_PX = 768  # a projector's height: in presentation mode no chart is taller, and a page's first chart ends inside
+DEFAULT_CHART_PX = 450  # plotly's height for a figure that names none
+
+
+def fit_height(fig, top_px: int | None = None) -> None:
+    """In presentation mode, make a figure no taller than the screen, or (top_px: where the page's first chart
+    starts at 1366x768, measured) than what is left below the page's header; elsewhere leave it as it is."""
+    if not presenting():
+        return
+    cap = SCREEN_PX - 24 - (top_px or 0)  # 24: room for the chart's toolbar and the window's edge
+    height = fig.layout.height or DEFAULT_CHART_PX
+    if height > cap:
+        fig.layout.height = cap
+
+
+def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
+    """st.plotly_chart for every chart of the app: dark text of the mode's size on every axis, legend and colour
+    bar (readable), and in presentation mode no taller than the screen (fit_height). where: a column or container
+    (default: the page); other keyword arguments go to plotly_chart."""
+    from viz.tokens import ensure_readable
+
+    ensure_readable(fig, chart_text_px())
+    fit_height(fig, top_px)
+    if fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
+        kwargs.setdefault("width", "content")
+    return (where or st).plotly_chart(fig, key=key, **kwargs)

@@ -19,7 +19,7 @@ from model.gold import alignment_share, gold_alignment, gold_example
 from model.snapshots import list_snapshots
 from model.strategy_export import comparison_npz, snapshots_csv
 from pages import common
-from pages.presentation import chart_box, chart_text_px
+from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
 from viz import attention_figs
 from viz.compare_figs import training_curve
@@ -157,7 +157,7 @@ st.caption(
 )
 max_height, max_width = chart_box()
 left, right = st.columns([3, 2])
-left.plotly_chart(
+show(
     attention_figs.attention_heatmap(
         weights,
         shown.target_tokens,
@@ -171,8 +171,10 @@ left.plotly_chart(
         max_height=max_height,
         max_width=int(max_width * 0.6),
         tick_px=chart_text_px(),
+        snug=True,
     ),
     key="trn_heatmap",
+    where=left,
 )
 exact = [s.exact_match for s in snaps.items]
 held_out = [s.alignment[layer] if layer < len(s.alignment) else None for s in snaps.items]
@@ -184,9 +186,10 @@ mine = None
 if pairs and captures:
     mine = [alignment_share(c.cross, pairs)[layer] for c in captures]
     series[_("alignment of this input, layer {layer}").format(layer=layer)] = mine
-right.plotly_chart(
+show(
     training_curve(steps, series, current=step, title=_("Scores per snapshot"), tick_px=chart_text_px()),
     key="trn_curve",
+    where=right,
 )
 right.caption(
     _(

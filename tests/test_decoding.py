@@ -251,3 +251,29 @@ def test_sampling_a_demo_model_reproduces_its_draw_and_cools_to_greedy():
     assert hot[0] == hot[1]
     greedy = greedy_decode(model, tokenizer, source)
     assert sample(model, tokenizer, source, temperature=1e-6, seed=9).output_ids == greedy.output_ids
+
+
+def test_sampling_cuts_as_hugging_face_does_top_p_after_a_renormalised_top_k():
+    """Issue 21: top-p measures the nucleus on the top-k tokens' renormalised probabilities, as Hugging Face's
+    TemperatureLogitsWarper -> TopKLogitsWarper -> TopPLogitsWarper do; checked against those warpers themselves."""
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    from model.decoding import sampling_distribution
+
+    logits = torch.randn(64, 50, generator=torch.Generator().manual_seed(0)) * 3
+    for temperature, top_k, top_p in [(1.0, 5, 0.8), (0.7, 10, 0.5), (1.3, 3, 0.9), (1.0, 0, 0.6), (1.0, 8, 1.0)]:
+        scores = TemperatureLogitsWarper(temperature)(None, logits.clone())
+        if top_k:
+            scores = TopKLogitsWarper(top_k)(None, scores)
+        if top_p < 1.0:
+            scores = TopPLogitsWarper(top_p)(None, scores)
+        expected = scores.softmax(-1)
+        got = sampling_distribution(logits, temperature, top_k=top_k, top_p=top_p)
+        assert torch.equal(got > 0, expected > 0), (temperature, top_k, top_p)  # the same tokens kept
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    # the case that differs from cutting the full distribution: top-k keeps 2 tokens of 0.4 and 0.2 (of the full
+    # softmax); renormalised they are 2/3 and 1/3, so top-p 0.6 keeps the first alone (0.6 of the full mass would
+    # have kept both)
+    probs = torch.tensor([[0.4, 0.2, 0.15, 0.15, 0.1]])
+    cut = sampling_distribution(probs.log(), 1.0, top_k=2, top_p=0.6)
+    assert cut[0].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]

@@ -283,10 +283,10 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
     try:
         maker.goto(server.url("inside", model=model, text="abcdefgh", target="hgfe"))
         wait_title(maker, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
-        page.get_by_text("Decoder self-attention (causal)", exact=True).click()
+        page.get_by_text("Decoder self (causal)", exact=True).click()  # one row of controls, as on the attention page
         wait_url(maker, "in_kind=decoder_self")
-        choose(page, "Layer", "1")
-        choose(page, "Head", "2")
+        choose(page, "Layer", "layer 1")
+        choose(page, "Head", "head 2")
         choose(page, "Query token", "2: g")
         wait_url(maker, "in_layer=1", "in_head=2", "in_query=2")
         choose(page, "Key for the elementwise products", "1: h")

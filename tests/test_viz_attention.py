@@ -221,3 +221,23 @@ def test_a_tall_map_of_few_columns_labels_every_column():
     assert len(fig.layout.xaxis.ticktext) == len(k) and fig.layout.xaxis.tickangle == 0
     assert len(fig.layout.yaxis.ticktext) < len(q)  # the rows: every n-th label
     assert fig.layout.height <= 470 + figs.LEGEND_PX
+
+
+def test_all_heads_label_every_one_of_nine_tokens_beside_the_sidebar():
+    """Issue 21: a grid of 4 heads over 9 tokens ("stressed" and </s>) labelled every other token though all fit."""
+    from viz.attention_figs import head_grid
+
+    tokens = [*"stressed", "</s>"]
+    weights = np.random.default_rng(0).dirichlet(np.ones(9), size=(4, 9))
+    fig = head_grid(weights, tokens, tokens, "t", max_height=520, max_width=860, tick_px=14)
+    assert [t.replace("&lt;", "<").replace("&gt;", ">") for t in fig.layout.xaxis.ticktext] == tokens
+
+
+def test_overview_layer_titles_sit_level_left_of_their_rows():
+    """Issue 21: the layer titles stood turned at the right edge, running into the panels; now level, left of the
+    rows, with a margin as wide as the longest at the presentation size."""
+    fig = figs.layer_head_overview(np.random.default_rng(0).random((3, 2, 4, 4)))
+    rows = [a for a in fig.layout.annotations if a.text.startswith("layer")]
+    assert [a.text for a in rows] == ["layer 0", "layer 1", "layer 2"]
+    assert all(a.x == 0 and a.xanchor == "right" and a.textangle == 0 for a in rows)
+    assert fig.layout.margin.l >= 50

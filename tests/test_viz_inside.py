@@ -79,3 +79,19 @@ def test_cost_figure_and_formatting():
     assert figs.format_bytes(402_653_184) == "384.0 MiB" and figs.format_bytes(12) == "12 bytes"
     assert figs.format_count(12_884_901_888) == "12.9 G" and figs.format_count(999) == "999"
     assert figs.matrix(np.eye(3)).data[0].zmax == 1.0
+
+
+def test_memory_chart_ticks_name_the_units_of_its_labels_and_sit_apart():
+    """Issue 21: log ticks in KiB/MiB/GiB as the point labels are (not SI "M"/"G"), one per power of 4, and the lengths
+    themselves on x; the labels sit above-left of their points (the line rises to the right)."""
+    lengths = [256, 512, 1024, 2048, 4096]
+    sizes = [8 * 4 * t * t for t in lengths]  # 8 heads, float32: 2 MiB ... 512 MiB
+    fig = figs.length_cost(lengths, sizes, current=1024)
+    y = fig.layout.yaxis
+    units = {text.split()[-1] for text in fig.data[0].text}
+    assert units == {"MiB"} and {t.split()[-1] for t in y.ticktext} <= {"KiB", "MiB", "GiB"}
+    assert y.tickmode == "array" and all(np.log10(v) >= y.range[0] and np.log10(v) <= y.range[1] for v in y.tickvals)
+    assert np.allclose(np.diff(np.log2(y.tickvals)), 2)  # powers of 4: evenly apart, never crowded
+    assert "2 MiB" in y.ticktext or "1 MiB" in y.ticktext
+    assert list(fig.layout.xaxis.ticktext) == [str(t) for t in lengths]
+    assert fig.data[0].textposition == "top left" and fig.data[0].textfont.size >= 14

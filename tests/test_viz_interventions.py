@@ -68,3 +68,14 @@ def test_logprob_change_is_the_difference_per_token():
 def test_similarity_matrix_takes_another_measure():
     fig = similarity_matrix(np.eye(3), title="Cosine similarity", value_label="cos")
     assert fig.layout.title.text == "Cosine similarity" and fig.data[0].colorbar.title.text == "cos"
+
+
+def test_a_switched_off_head_stays_marked_after_a_click_and_on_any_colour():
+    """Issue 21: the cross of a switched-off head was faded by plotly once a click selected a cell, and drawn in
+    near-black on dark cells; now white edged in black, never faded."""
+    drops = {"cross": np.array([[0.9, -0.9], [0.0, 0.2]])}
+    fig = importance_heatmap(drops, {("cross", 0, 0)})
+    off = next(t for t in fig.data if t.name == "switched off")
+    assert [tuple(c[:3]) for c in off.customdata] == [("cross", 0, 0)]
+    assert off.unselected.marker.opacity == 1 and off.selected.marker.opacity == 1
+    assert off.marker.color == "white" and off.marker.line.color != "white" and off.marker.line.width >= 2

@@ -96,3 +96,49 @@ def test_model_figures():
     assert list(fig.data[0].y) == ["src_embed", "encoder.layers.0"] and "1,000 in all" in fig.layout.title.text
     fig = model_figs.weight_spread(["a", "b"], [0.1, 0.2], [1.0, 2.0])
     assert len(fig.data) == 2
+
+
+def test_step_rows_label_every_head_and_stay_within_a_screen():
+    """Issue 21: plotly's own ticks labelled every other head (L0 H0, L0 H2...); every row is labelled, each row as
+    tall as its label; a model of 48 heads is thinned to every n-th label instead of a chart taller than a screen."""
+    rows = np.random.default_rng(1).dirichlet(np.ones(4), size=(2, 4))  # (L, H, Tk)
+    fig = decoding_figs.step_rows(rows, list("abcd"), "t", tick_px=18)
+    names = [f"L{layer} H{h}" for layer in range(2) for h in range(4)]
+    assert list(fig.layout.yaxis.ticktext) == names and list(fig.layout.yaxis.tickvals) == names
+    assert fig.layout.height >= 8 * (18 + 6)  # a row per head, as tall as an 18 px label and its gap
+    big = decoding_figs.step_rows(
+        np.random.default_rng(2).dirichlet(np.ones(4), size=(6, 8)), list("abcd"), "t", tick_px=18
+    )
+    shown = list(big.layout.yaxis.ticktext)
+    assert big.layout.height <= 700 and 1 < len(shown) < 48 and shown[0] == "L0 H0"
+    rows_px = (big.layout.height - big.layout.margin.t - 50) / 48
+    assert rows_px * (48 / len(shown)) >= 18  # the labels shown are at least a label's height apart
+
+
+def test_the_chosen_candidate_is_outlined_so_a_tiny_probability_shows():
+    bars = decoding_figs.top_k_bars(["a", "b", "c"], np.array([0.95, 0.04, 0.001]), chosen=2)
+    assert (
+        list(bars.data[0].marker.line.width) == [0, 0, 4]
+        and bars.data[0].marker.color[2] != bars.data[0].marker.color[0]
+    )
+
+
+def test_ensure_readable_brings_every_text_to_the_size_and_leaves_what_is_right():
+    """Issue 21: every chart's ticks, colour bars, legend, titles and notes dark and at least the mode's size (the
+    Inside page's ticks were grey 12 px), changing only what is not yet so (cheap on a 48-panel overview)."""
+    import plotly.graph_objects as go
+
+    from viz.tokens import TICK_COLOR, ensure_readable
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout=dict(title="t", xaxis_title="x", legend_title="l"))
+    fig.add_annotation(text="note", x=0, y=0)
+    fig.update_layout(yaxis=dict(tickfont=dict(size=24, color="#000000")))  # larger already: stays
+    ensure_readable(fig, 18)
+    layout = fig.layout
+    assert layout.xaxis.tickfont.size == 18 and layout.xaxis.tickfont.color == TICK_COLOR
+    assert layout.yaxis.tickfont.size == 24 and layout.yaxis.tickfont.color == "#000000"
+    assert layout.xaxis.title.font.size == 18 and layout.title.font.size == 21 and layout.legend.font.size == 18
+    assert layout.annotations[0].font.size == 18 and fig.data[0].colorbar.tickfont.size == 18
+    shared = go.Figure(go.Heatmap(z=[[1]], coloraxis="coloraxis"), layout=dict(coloraxis=dict(colorscale="Blues")))
+    ensure_readable(shared, 14)
+    assert shared.layout.coloraxis.colorbar.tickfont.size == 14 and shared.data[0].colorbar.tickfont.size is None

@@ -107,3 +107,14 @@ def test_training_curve_has_a_line_per_score_and_marks_the_step_shown():
     assert fig.layout.yaxis.tickformat == ".0%"
     with pytest.raises(ValueError, match="'align' has 2 values for 3 steps"):
         training_curve([0, 10, 20], {"align": [0.1, 0.2]})
+
+
+def test_sampling_outlines_are_as_wide_as_their_cells():
+    """Issue 21: the drawn outline was a square marker of at most 40 px, narrower than a cell (and its word); now a
+    rectangle over exactly the drawn cell: one step wide, one candidate row high."""
+    tokens = [["a", "b", "c"], ["d", "e", "f"]]
+    probs = np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.05]])
+    fig = sampling_overview(tokens, probs, [1, -1], ["b", "q"], [0.3, 0.05], width_px=1180)
+    boxes = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
+    assert boxes == [(0.5, 1.5, 0.5, 1.5), (1.5, 2.5, 2.5, 3.5)]  # step 1: candidate 2; step 2: the row "other"
+    assert fig.layout.legend.itemsizing == "constant"  # the legend still shows a readable outline symbol

@@ -29,6 +29,7 @@ from .tokens import (
     TICK_PX,
     Ticks,
     hover_token,
+    label_px,
     plain_token,
     readable_layout,
     token_ticks,
@@ -204,8 +205,12 @@ def _legend_marks(
     q_labels: Sequence[str],
     k_labels: Sequence[str],
     cell: float,
+    gold_outputs: Sequence[str] | None = None,
 ) -> list[go.Scatter]:
-    """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers."""
+    """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers.
+
+    gold_outputs: the output tokens the gold pairs' target indices name (their hover says which output token comes
+    from which source token); None: the rows are the output tokens themselves."""
     marks = []
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
@@ -221,22 +226,35 @@ def _legend_marks(
         )
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
+        outputs = token_labels(gold_outputs) if gold_outputs is not None else list(q_labels)
         marks.append(
             go.Scatter(
                 x=[k_labels[s] for s, _ in pairs],
                 y=[q_labels[t] for _, t in pairs],
+                customdata=[outputs[t] if t < len(outputs) else q_labels[t] for _, t in pairs],
                 mode="markers",
                 name=_("gold alignment (where the output token comes from)"),
                 marker=dict(
                     symbol="circle-open", size=max(6.0, min(18.0, 0.6 * cell)), color=GOLD_COLOR, line=dict(width=2)
                 ),
-                hovertemplate=_("gold: query %{y}<br>comes from key %{x}") + "<extra></extra>",
+                hovertemplate=_("gold: output token %{customdata}<br>comes from source token %{x}") + "<extra></extra>",
             )
         )
     return marks
 
 
 LEGEND = dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left", font=dict(size=TICK_PX, color=TEXT_COLOR))
+
+
+COLORBAR_PX = 110  # a colour bar with its tick labels and title, and the gap before it
+
+
+def snug_width(geo: Geometry, query_tokens: Sequence[str], nk: int, tick_px: int, max_width: int) -> int:
+    """The width in px of a heatmap figure that holds its plot (nk cells of geo.cell x geo.ratio), the query labels
+    and axis title on the left and the colour bar on the right: about what plotly's automargin gives them."""
+    labels = max((label_px(plain_token(query_tokens[i]), tick_px) for i in geo.y.vals), default=0.0)
+    left = labels + AXIS_TITLE_PX + 16
+    return int(min(max_width + left + COLORBAR_PX, left + nk * geo.cell * geo.ratio + COLORBAR_PX + 20))
 
 
 def attention_heatmap(
@@ -251,12 +269,17 @@ def attention_heatmap(
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
+    gold_outputs: Sequence[str] | None = None,
+    snug: bool = False,
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
-    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment).
+    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment); gold_outputs:
+    the output tokens those query indices name, when the rows are decoder inputs (see _legend_marks).
     query_label, key_label: what the rows and columns are ("source", "decoder input"), translated here.
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
+    snug: the figure as wide as its plot, labels and colour bar (layout.width), so that the colour bar sits beside
+    the map rather than at the far edge of a wide window (a page shows it at that width).
     """
     _check(weights, query_tokens, key_tokens, 2)
     if mask is not None and mask.shape != weights.shape:
@@ -266,7 +289,7 @@ def attention_heatmap(
     geo = heatmap_geometry(
         query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px
     )
-    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell)
+    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell, gold_outputs)
     layout = _token_axes(geo, len(query_tokens), len(key_tokens))
     layout["xaxis"]["title"]["text"] = _("{side} tokens (attended to)").format(side=_(key_label))
     layout["yaxis"]["title"]["text"] = _("{side} tokens (attending)").format(side=_(query_label))
@@ -280,6 +303,10 @@ def attention_heatmap(
     )
     if marks:
         layout["legend"] = copy.deepcopy(LEGEND)
+    if snug:  # never narrower than the title (bold, a little wider than label_px says) or the legend's line
+        texts = [(title, tick_px + 3, 1.15), *((m.name, tick_px, 1.0) for m in marks)]
+        least = max(label_px(t, size) * factor + (40 if size == tick_px else 20) for t, size, factor in texts)
+        layout["width"] = int(max(snug_width(geo, query_tokens, len(key_tokens), tick_px, max_width), least))
     # One Figure from finished data and layout: plotly validates each once (updates walk the figure every time).
     return go.Figure(
         data=[_heatmap_trace(weights, q_labels, k_labels, mask), *marks], layout=readable_layout(layout, tick_px)
@@ -432,14 +459,18 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
         elif name.startswith("yaxis"):
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    row_px = 0.0
     for note in layout.get("annotations", []):  # the row and column titles, dark like every chart's text
         note.setdefault("font", {})["color"] = TEXT_COLOR
+        if note.get("textangle") == 90:  # a layer's title: left of its row, level (it ran into the panels' edge)
+            note.update(x=0, xanchor="right", xshift=-12, textangle=0)
+            row_px = max(row_px, label_px(note["text"], 18))  # room for it at the presentation size too
     layout.update(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
-        margin=dict(l=10, r=40, t=80, b=10),
+        margin=dict(l=int(row_px) + 24, r=40, t=80, b=10),
         **FONTS,
     )
     return go.Figure(data=traces, layout=layout)  # built once: see attention_heatmap

@@ -382,9 +382,23 @@ def _page(view: str, vis_id: str, controls: str, params: str, decimals: int, off
         f'<div class="hint">{_(_HINTS[view])}</div>\n'
         "<div id='vis'></div>\n</div>\n"
         f"<script>\n{_DECODE_JS}\n</script>\n"
-        f'<script type="text/javascript">\n{script}\n</script>\n'
+        f'<script type="text/javascript">\n{script}\n{_FIT_WIDTH_JS if view == "model" else ""}</script>\n'
         "</body>\n</html>\n"
     )
+
+
+# The model view draws a fixed-size thumbnail per head: wider than its frame (8 heads beside the sidebar at 1366 px),
+# the last column was cut off. Once drawn, and whenever the frame changes width, the page is zoomed to fit it.
+_FIT_WIDTH_JS = """(function () {
+  const fit = () => {
+    const body = document.body;
+    body.style.zoom = 1;
+    const wide = document.documentElement.scrollWidth, room = window.innerWidth;
+    if (wide > room + 1) body.style.zoom = (room / wide).toFixed(3);
+  };
+  new ResizeObserver(fit).observe(document.getElementById('vis'));
+  window.addEventListener('resize', fit);
+})();"""
 
 
 # ---------------------------------------------------------------------------------------------- assets

@@ -37,6 +37,8 @@ def top_k_bars(
         y=labels,
         orientation="h",
         marker_color=colors,
+        # the chosen bar outlined: a candidate of 0.1% (a forced choice) is a sliver of a pixel without it
+        marker_line=dict(color=colors, width=[4 if i == chosen else 0 for i in range(len(tokens))]),
         text=[f"{p:.1%}" for p in probs],
         textposition="auto",
         outsidetextfont=dict(color="#222222", size=tick_px),
@@ -52,6 +54,9 @@ def top_k_bars(
         margin=dict(t=50, l=10, r=10, b=10),
     )
     return go.Figure(data=[bars], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap
+
+
+MAX_ROWS_PX = 560  # rows beyond this height are thinned rather than make the chart taller than a screen
 
 
 def step_rows(
@@ -74,18 +79,24 @@ def step_rows(
         coloraxis="coloraxis",
         hovertemplate="%{y}<br>" + _("key %{x}<br>weight %{z:.3f}") + "<extra></extra>",
     )
-    row_px = max(20, tick_px + 2)  # a row per layer x head, its label readable (presentation: 18 px text, 20 px rows)
+    label_px = max(20, tick_px + 6)  # a row label's height (presentation: 18 px text, 24 px)
+    # Every row labelled (plotly's own ticks labelled every other head): rows as tall as a label, or, for a model of
+    # very many heads, shorter rows and every n-th labelled, so that the chart stays within a screen.
+    row_px = min(label_px, max(6.0, MAX_ROWS_PX / (L * H)))
+    every = int(np.ceil(label_px / row_px - 1e-9))
     # The figure is about the plot plus row labels and colour bar wide; a longer title takes two lines.
     shown = wrap_title(title, width_px + 150, tick_px + 3)
     top = 50 + (tick_px + 9) * shown.count("<br>")
     layout = dict(
         xaxis=dict(type="category", **token_ticks(key_tokens, width_px / max(Tk, 1), size=tick_px).axis()),
-        yaxis=dict(type="category", autorange="reversed"),
+        yaxis=dict(
+            type="category", autorange="reversed", tickmode="array", tickvals=names[::every], ticktext=names[::every]
+        ),
         coloraxis=dict(
             colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14)
         ),
         title=dict(text=shown),
-        height=max(200, row_px * L * H + 50 + top),
+        height=int(max(200, row_px * L * H + 50 + top)),
         margin=dict(t=top, l=10, r=10, b=10),
     )
     return go.Figure(data=[rows_map], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap

@@ -6,6 +6,7 @@ quantities as bars over the key tokens, labelled "index: token" so repeated toke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,7 +14,7 @@ import plotly.graph_objects as go
 
 from i18n import _
 
-from .tokens import FONT_FAMILY, display_token, indexed
+from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, display_token, indexed
 
 DIVERGING = "RdBu_r"
 MASKED_COLOR = "#bdbdbd"
@@ -396,18 +397,38 @@ def length_cost(lengths: Sequence[int], weight_bytes: Sequence[int], current: in
         y=list(weight_bytes),
         mode="lines+markers+text",
         text=text,
-        textposition="top center",
+        textposition="top left",  # above the line, which rises to the right: the line never crosses a label
+        textfont=dict(size=TICK_PX, color=TEXT_COLOR),
         hovertemplate=_("length %{x}") + "<br>%{text}<extra></extra>",
         cliponaxis=False,
         marker=dict(size=[14 if t == current else 8 for t in lengths]),
     )
+    # Ticks in the labels' own units (KiB, MiB, GiB: powers of 4, one per step of the line when the length doubles),
+    # and the lengths themselves on x; plotly's own log ticks (1, 2, 5 per decade, in SI "G"/"M") crowded and named
+    # other units than the labels.
+    low, high = max(1, min(weight_bytes)), max(1, max(weight_bytes))
+    bottom, top = math.log10(low) - 0.4, math.log10(high) + 0.6  # room for the labels above the points
+    powers = [4**p for p in range(40) if bottom <= math.log10(4**p) <= top]
     return go.Figure(
         trace,
         _layout(
             title or _("Memory grows with T²"),
             360,
             top=60,
-            xaxis=dict(type="log", title=dict(text=_("sequence length T (2× the length: 4× the memory)"))),
-            yaxis=dict(type="log", exponentformat="SI", title=dict(text=_("attention weights, bytes"))),
+            xaxis=dict(
+                type="log",
+                tickmode="array",
+                tickvals=list(lengths),
+                ticktext=[str(t) for t in lengths],
+                title=dict(text=_("sequence length T (2× the length: 4× the memory)")),
+            ),
+            yaxis=dict(
+                type="log",
+                tickmode="array",
+                tickvals=powers,
+                ticktext=[format_bytes(p).replace(".0 ", " ") for p in powers],
+                range=[bottom, top],
+                title=dict(text=_("attention weights, bytes")),
+            ),
         ),
     )

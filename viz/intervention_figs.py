@@ -82,7 +82,11 @@ def importance_heatmap(
                 x=[h for _, h in marks],
                 y=[i for i, _ in marks],
                 mode="markers",
-                marker=dict(symbol="x-thin", size=cell * 0.6, line=dict(width=3, color=OFF_COLOR)),
+                # a white cross edged in black: seen on the darkest red or blue cell as on a white one; never dimmed
+                # when a click selects a cell (plotly fades the unselected points of every trace otherwise)
+                marker=dict(symbol="x", size=cell * 0.7, color="white", line=dict(width=2, color=OFF_COLOR)),
+                selected=dict(marker=dict(opacity=1)),
+                unselected=dict(marker=dict(opacity=1)),
                 customdata=[[kind, i, h, float(z[i, h])] for i, h in marks],
                 hovertemplate=hover.replace("{kind}", _(KIND_NAMES[kind])),
                 name=_("switched off"),

@@ -207,10 +207,18 @@ def sampling_overview(
             y=ys,
             mode="markers",
             name=_("drawn"),
-            marker=dict(symbol="square-open", size=min(40, max(12, min(px, 40) - 4)), color=DRAWN_COLOR,
-                        line=dict(width=3)),
+            marker=dict(symbol="square-open", size=1, color=DRAWN_COLOR, line=dict(width=3)),  # legend only
             hoverinfo="skip",
         )
+    )  # fmt: skip
+    # The outline is the whole cell, as wide as its word (a square marker was at most 40 px, narrower than the cells).
+    rows_drawn = [d if d >= 0 else rows - 1 for d in drawn]
+    fig.update_layout(
+        shapes=[
+            dict(type="rect", xref="x", yref="y", x0=t + 0.5, x1=t + 1.5, y0=r - 0.5, y1=r + 0.5,
+                 line=dict(color=DRAWN_COLOR, width=3), fillcolor="rgba(0,0,0,0)", layer="above")
+            for t, r in enumerate(rows_drawn)
+        ]
     )  # fmt: skip
     fig.update_xaxes(title_text=_("step"), dtick=1 if px >= 22 else 5, showgrid=False, range=[0.5, T + 0.5])
     fig.update_yaxes(title_text=_("candidate (most probable first)"), type="category", autorange="reversed")
@@ -218,7 +226,7 @@ def sampling_overview(
         title=title or _("What each token was drawn from"),
         height=int(130 + 40 * rows),
         showlegend=True,
-        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemsizing="constant"),
         margin=dict(t=80, l=10, r=10, b=10),
         plot_bgcolor="#d9d9d9",
     )

@@ -107,7 +107,7 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
 
     def fits(step: int) -> bool:
         shown = widths[::step]
-        return all((a + b) / 2 + 4 <= px_per_token * step for a, b in zip(shown, shown[1:], strict=False))
+        return all((a + b) / 2 + 3 <= px_per_token * step for a, b in zip(shown, shown[1:], strict=False))
 
     angle = 0
     if horizontal and n and not fits(step):
@@ -147,3 +147,55 @@ def readable(fig, tick_px: int = TICK_PX):
     for axis in (*fig.select_xaxes(), *fig.select_yaxes()):
         changes[axis.plotly_name] = dict(tickfont=dict(size=axis.tickfont.size), title={})
     return fig.update_layout(readable_layout(changes, tick_px))
+
+
+def ensure_readable(fig, tick_px: int = TICK_PX):
+    """`readable` for a finished figure, cheaply: only the axes, colour bars, legend and annotations whose text is not
+    yet dark and at least tick_px high are changed (most builders already made theirs so). Returns the figure.
+
+    Read from the layout's plain JSON and changed in one update: `readable` walks every axis through plotly's
+    objects, which cost a 48-panel overview more than building it."""
+    layout = fig.layout.to_plotly_json()
+
+    def small(font: dict | None) -> bool:
+        return not font or (font.get("size") or 0) < tick_px or not font.get("color")
+
+    changes: dict = {}
+    for name, axis in layout.items():
+        if not name.startswith(("xaxis", "yaxis")):
+            continue
+        fix: dict = {}
+        if axis.get("showticklabels") is not False and small(axis.get("tickfont")):
+            fix["tickfont"] = dict(size=max(tick_px, (axis.get("tickfont") or {}).get("size") or 0), color=TICK_COLOR)
+        title = axis.get("title") or {}
+        if title.get("text") and small(title.get("font")):
+            fix["title"] = dict(
+                font=dict(size=max(tick_px, (title.get("font") or {}).get("size") or 0), color=TEXT_COLOR)
+            )
+        if fix:
+            changes[name] = fix
+    for name, axis in layout.items():
+        if name.startswith("coloraxis") and small((axis.get("colorbar") or {}).get("tickfont")):
+            changes[name] = dict(colorbar=dict(tickfont=dict(size=tick_px, color=TICK_COLOR)))
+    if small((layout.get("legend") or {}).get("font")):
+        changes["legend"] = dict(font=dict(size=tick_px, color=TEXT_COLOR))
+    title = layout.get("title") or {}
+    if title.get("text") and small(title.get("font")):
+        changes["title"] = dict(font=dict(size=tick_px + 3, color=TEXT_COLOR))
+    notes = layout.get("annotations") or []
+    if any(small(note.get("font")) for note in notes):
+        changes["annotations"] = [
+            {**note, "font": {**(note.get("font") or {}), "size": max(tick_px, (note.get("font") or {}).get("size") or 0),
+                              "color": (note.get("font") or {}).get("color") or TEXT_COLOR}}
+            if small(note.get("font")) else note
+            for note in notes
+        ]  # fmt: skip
+    if (layout.get("font") or {}).get("family") != FONT_FAMILY:
+        changes.update(FONTS)
+    if changes:
+        fig.update_layout(changes)
+    for trace in fig.data:  # a trace's own colour bar (traces on a shared colour axis have none)
+        if "colorbar" in trace and trace.coloraxis is None and trace.showscale is not False:
+            if small(trace.colorbar.tickfont.to_plotly_json()):
+                trace.colorbar.tickfont = dict(size=tick_px, color=TICK_COLOR)
+    return fig
