@@ -1,14 +1,20 @@
-// The lecture pack's script: draws every figure from the inlined JSON, one after another, then wires the
-// layer / head selectors and the decoding step sliders. No network: everything it reads is in this file.
-(function () {
+// The lecture pack's script: draws every figure from the inlined JSON, then wires the layer / head selectors and
+// the decoding step sliders. No network: everything it reads is in this file.
+// Drawing: each chart has one draw promise (`ensure`); charts entering the screen are drawn first, the rest one
+// after another in page order, and a control used before its chart is drawn draws it first (never restyles an
+// empty div). PackViews (below) lets pack_live.js set up the sections of a typed input the same way.
+const PackViews = (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("pack-data").textContent);
   const CONFIG = {displaylogo: false, responsive: true};
   const TEXT = DATA.text;  // the words this script writes, in the pack's language, with {placeholders}
   const fillIn = (template, values) => template.replace(/\{(\w+)\}/g, (m, k) => (k in values ? String(values[k]) : m));
+  const INPUTS = {};  // ref -> input data: "0", "1", ... (precomputed) and "live" (typed, set by pack_live.js)
+  DATA.inputs.forEach((item, n) => { INPUTS[String(n)] = item; });
 
-  function weights(b64) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
-    const bin = atob(b64);
+  function weights(z) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
+    if (typeof z !== "string") return z;  // already numbers (a typed input)
+    const bin = atob(z);
     const out = new Float32Array(bin.length / 2);
     for (let i = 0; i < out.length; i++) {
       const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
@@ -27,16 +33,28 @@
     return fig;
   }
 
-  const tasks = [];  // drawing steps, run one after another so the top of the page shows first
+  // -- drawing: one promise per chart --------------------------------------------------------------------------
+  const drawers = new Map();  // div -> () => Promise (its first drawing)
+  const drawn = new Map();  // div -> the promise of its first drawing
+  function ensure(div) {
+    if (!drawn.has(div)) drawn.set(div, Promise.resolve().then(drawers.get(div)));
+    return drawn.get(div);
+  }
+  const seen = "IntersectionObserver" in window
+    ? new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }), {rootMargin: "200px"})
+    : null;
+  function register(div, draw) {
+    drawers.set(div, draw);
+    if (seen) seen.observe(div);
+  }
 
-  document.querySelectorAll("[data-figure]").forEach(div => {
-    if (div.closest(".attention") || div.closest(".decoding")) return;
-    tasks.push(() => { const f = figure(div.dataset.figure); return Plotly.newPlot(div, f.data, f.layout, CONFIG); });
-  });
+  function setupPlain(div) {
+    register(div, () => { const f = figure(div.dataset.figure); return Plotly.newPlot(div, f.data, f.layout, CONFIG); });
+  }
 
-  document.querySelectorAll(".attention").forEach(box => {
+  function setupAttention(box) {
     const [n, kind] = box.dataset.ref.split("/");
-    const att = DATA.inputs[+n].attention[kind];
+    const att = INPUTS[n].attention[kind];
     const w = weights(att.z);
     const [L, H1, Tq, Tk] = att.shape;
     const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
@@ -44,32 +62,36 @@
     const layer = box.querySelector("select.layer"), head = box.querySelector("select.head");
     const title = () => fillIn(+head.value === H1 - 1 ? TEXT.layer_average : TEXT.layer_head,
       {title: att.title, layer: layer.value, head: head.value});
-    tasks.push(() => {
+    register(main, () => {
       const f = figure(main.dataset.figure);
       f.data[0].z = map(+layer.value, +head.value);
       f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => fillIn(TEXT.cell, {i, q, j, k})));
-      f.layout.title = {text: title()};
+      f.layout.title = Object.assign({}, f.layout.title, {text: title()});
       return Plotly.newPlot(main, f.data, f.layout, CONFIG);
     });
-    tasks.push(() => {
+    register(overview, () => {
       const f = figure(overview.dataset.figure);
       f.data.forEach((trace, i) => { trace.z = map(Math.floor(i / (H1 - 1)), i % (H1 - 1)); });
       return Plotly.newPlot(overview, f.data, f.layout, CONFIG);
     });
-    const update = () => Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()});
+    const update = () => ensure(main).then(() =>
+      Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()}));
     layer.addEventListener("change", update);
     head.addEventListener("change", update);
-  });
+  }
 
-  document.querySelectorAll(".decoding").forEach(box => {
-    const dec = DATA.inputs[+box.dataset.ref].decoding;
+  function setupDecoding(box) {
+    const dec = INPUTS[box.dataset.ref].decoding;
     const cross = weights(dec.cross), self = weights(dec.self);
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
     // Decoder self-attention keys: all positions stay on the axis, only those written so far are named.
     const written = t => dec.ticks.map((tick, i) => (i <= t ? tick : ""));
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
-    function show(t) {
+    const crossZ = t => matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S);
+    const selfZ = t => matrix(self, t * dec.rows * dec.T, dec.rows, dec.T);
+    let shown = -1;  // the step the charts show
+    function words(t) {  // the text of step t: written at once, before any chart
       const text = dec.text[t];
       box.querySelector(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
       box.querySelector(".inputs").textContent = text.inputs;
@@ -77,30 +99,65 @@
       box.querySelector(".prob").textContent = text.prob;
       box.querySelector(".prev").disabled = t === 0;
       box.querySelector(".next").disabled = t === dec.n - 1;
+    }
+    const step0 = () => +slider.value;  // charts drawn first show the slider's step, whatever it is by then
+    register(topk, () => {
+      const f = figure(topk.dataset.figure), t = step0();
+      Object.assign(f.data[0], {x: dec.top[t].x, y: dec.top[t].y, text: dec.top[t].t});
+      f.data[0].marker = Object.assign({}, f.data[0].marker, {color: dec.top[t].c});
+      return Plotly.newPlot(topk, f.data, f.layout, CONFIG);
+    });
+    register(crossDiv, () => {
+      const f = figure(crossDiv.dataset.figure);
+      f.data[0].z = crossZ(step0());
+      return Plotly.newPlot(crossDiv, f.data, f.layout, CONFIG);
+    });
+    register(selfDiv, () => {
+      const f = figure(selfDiv.dataset.figure), t = step0();
+      f.data[0].z = selfZ(t);
+      f.layout.xaxis.ticktext = written(t);
+      return Plotly.newPlot(selfDiv, f.data, f.layout, CONFIG);
+    });
+    function show(t) {
+      words(t);
       box.dataset.step = String(t);
-      return Promise.all([
-        Plotly.restyle(topk, topTrace(t)),
-        Plotly.restyle(crossDiv, {z: [matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S)]}),
-        Plotly.update(selfDiv, {z: [matrix(self, t * dec.rows * dec.T, dec.rows, dec.T)]}, {"xaxis.ticktext": written(t)}),
-      ]);
+      return Promise.all([ensure(topk), ensure(crossDiv), ensure(selfDiv)]).then(() => {
+        if (+slider.value !== t || shown === t) return null;  // a later step was asked for meanwhile, or nothing to do
+        shown = t;
+        return Promise.all([
+          Plotly.restyle(topk, topTrace(t)),
+          Plotly.restyle(crossDiv, {z: [crossZ(t)]}),
+          Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)}),
+        ]);
+      }).then(() => { box.dataset.shown = String(shown); });
     }
-    for (const [div, fill] of [[topk, null], [crossDiv, "cross"], [selfDiv, "self"]]) {
-      tasks.push(() => {
-        const f = figure(div.dataset.figure);
-        if (fill === "cross") f.data[0].z = matrix(cross, 0, dec.rows, dec.S);
-        if (fill === "self") { f.data[0].z = matrix(self, 0, dec.rows, dec.T); f.layout.xaxis.ticktext = written(0); }
-        return Plotly.newPlot(div, f.data, f.layout, CONFIG);
-      });
-    }
-    tasks.push(() => show(0));
+    words(0);
+    box.dataset.step = "0";
     slider.addEventListener("input", () => show(+slider.value));
-    const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); show(+slider.value); };
+    const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); return show(+slider.value); };
     box.querySelector(".prev").addEventListener("click", () => step(-1));
     box.querySelector(".next").addEventListener("click", () => step(1));
-  });
+    // once drawn, the charts show step 0 (or the step asked for before they were drawn)
+    Promise.all([topk, crossDiv, selfDiv].map(div => new Promise(r => { const go = drawers.get(div); drawers.set(div, () => go().then(r)); })))
+      .then(() => { shown = step0(); box.dataset.shown = String(shown); });
+  }
 
-  // Run the drawing steps in order; the page says when it is done (and how many charts it drew).
-  tasks.reduce((p, task) => p.then(() => new Promise(r => setTimeout(r, 0))).then(task), Promise.resolve())
-    .then(() => { document.body.dataset.drawn = String(document.querySelectorAll(".js-plotly-plot").length); })
+  // Every chart inside `root`, set up; returns them in page order.
+  function setup(root) {
+    root.querySelectorAll("[data-figure]").forEach(div => {
+      if (!div.closest(".attention") && !div.closest(".decoding")) setupPlain(div);
+    });
+    root.querySelectorAll(".attention").forEach(setupAttention);
+    root.querySelectorAll(".decoding").forEach(setupDecoding);
+    return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+  }
+
+  const staticRoot = document.getElementById("static") || document.body;
+  const charts = setup(staticRoot);
+  // Draw the rest in page order, one at a time with a pause between, so the page stays responsive.
+  charts.reduce((p, div) => p.then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
+    .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
+
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure};
 })();
