@@ -45,8 +45,6 @@ def _check(model: nn.Module, tokenizer: Tokenizer, max_bytes: int) -> None:
         raise Unsupported(M_("the page cannot run this model's activation or norm"))
     if not all(type(v) is Vocab for v in (tokenizer.source, tokenizer.target)):
         raise Unsupported(M_("the page runs only this project's own tokenizers (characters or words)"))
-    if getattr(model, "interventions", None):
-        raise Unsupported(M_("the model has interventions attached"))
     size = 4 * sum(int(t.numel()) for t in _unique_tensors(model).values())
     if size > max_bytes:
         raise Unsupported(
