@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from i18n import _
-from model import capture, greedy_decode, load_checkpoint
+from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
 from model.checkpoint import load_card
 from model.demos import list_demos
 from model.inputs import check_text
 from model.lecture import pack_records
-from model.tokenizer import SPECIALS
+from model.tokenizer import SPECIALS, Tokenizer, Vocab
 from tests.browser_helpers import VIEWPORT, chromium
 from viz.lecture_pack import lecture_pack_html
 
@@ -51,47 +51,86 @@ def typed(page, text: str, n: int) -> dict:
     return page.evaluate("window.packResult()")
 
 
-@pytest.mark.parametrize("name", DEMOS)
-def test_the_page_decodes_as_the_python_model(name, tmp_path):
-    path = next(d.path for d in list_demos() if d.name == name)
-    model, tok = load_checkpoint(path)
-    texts = generated_inputs(name, tok, load_card(path))
-    records = pack_records(model, tok, texts[:1], label=name)
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
+    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
+    records = pack_records(model, tok, texts[:1], label="m")
     assert records.live is not None, records.live_note
-    pack = tmp_path / "pack.html"
+    pack = folder / "pack.html"
     pack.write_text(lecture_pack_html(records), encoding="utf-8")
     url = pack.as_uri()
     blocked, errors = [], []
-    with chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        context.route("**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort()))
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(url, wait_until="load", timeout=120_000)
-        page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
-        for n, text in enumerate(texts, start=1):
-            got = typed(page, text, n)
-            check = check_text(text, tok.source, model.config.max_len - 1)
-            trace = greedy_decode(model, tok, check.text)
-            cap = capture(model, tok, check.text)
-            assert got["warnings"] == [_(w) for w in check.warnings], text
-            assert got["source_ids"] == trace.source_ids
-            assert got["output_ids"] == trace.output_ids, text  # the same greedy output, token for token
-            assert got["stop"] == trace.stop_reason
-            assert got["target_ids"] == cap.target_ids.tolist()
-            np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=0)
-            for kind in ("encoder_self", "decoder_self", "cross"):
-                np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
-            for step, s in zip(got["steps"], trace.steps):
-                assert step["top"] == s.top_ids.tolist()
-                np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
-                np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
-                np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
-            assert page.text_content('[data-testid="pack-output"]') == trace.text
-            charts = page.evaluate(
-                "[...document.querySelectorAll('#live-views .js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
-            )
-            assert charts > 0 and str(charts) == page.evaluate("document.getElementById('live').dataset.charts")
-        context.close()
+    context = browser.new_context(viewport=VIEWPORT)
+    context.route(
+        "**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort())
+    )
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
+    for n, text in enumerate(texts, start=1):
+        got = typed(page, text, n)
+        check = check_text(text, tok.source, model.config.max_len - 1)
+        trace = greedy_decode(model, tok, check.text)
+        cap = capture(model, tok, check.text)
+        assert got["warnings"] == [_(w) for w in check.warnings], text
+        assert got["source_ids"] == trace.source_ids
+        assert got["output_ids"] == trace.output_ids, text  # the same greedy output, token for token
+        assert got["stop"] == trace.stop_reason
+        assert got["target_ids"] == cap.target_ids.tolist()
+        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=0)
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
+        for step, s in zip(got["steps"], trace.steps):
+            assert step["top"] == s.top_ids.tolist()
+            np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
+        assert page.text_content('[data-testid="pack-output"]') == trace.text
+        charts = page.evaluate(
+            "[...document.querySelectorAll('#live-views .js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
+        )
+        assert charts > 0 and str(charts) == page.evaluate("document.getElementById('live').dataset.charts")
+    context.close()
     assert blocked == [] and errors == []
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_the_page_decodes_as_the_python_model(name, browser, tmp_path):
+    path = next(d.path for d in list_demos() if d.name == name)
+    model, tok = load_checkpoint(path)
+    assert_parity(browser, model, tok, generated_inputs(name, tok, load_card(path)), tmp_path)
+
+
+VARIANTS = {  # what the demos do not use: every other branch of the configuration
+    "pre-LN, final norms, gelu, std norm, learned, untied, no bias, unscaled": dict(
+        norm_first=True, activation="gelu", norm="std", positional="learned", generator_bias=False,
+        scale_embeddings=False,
+    ),
+    "pre-LN without final norms, silu, half-layout sinusoids base 500": dict(
+        norm_first=True, final_norm=False, activation="silu", pe_layout="half", pe_base=500.0
+    ),
+    "post-LN with final norms, no positions, shared and tied": dict(
+        final_norm=True, positional="none", share_embeddings=True, tie_generator=True
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_configuration_runs_as_in_python(variant, browser, tmp_path):
+    words = ["le", "chat", "noir", "Mange", "la", "souris", "grise"]
+    shared = VARIANTS[variant].get("share_embeddings", False)
+    source = Vocab.build(words, "word", lowercase=not shared)
+    tok = Tokenizer(source, source) if shared else Tokenizer(source, Vocab.build(list("abcdefgh"), "char"))
+    cfg = TransformerConfig.preset(
+        "tiny", src_vocab_size=len(tok.source), tgt_vocab_size=len(tok.target), max_len=24, **VARIANTS[variant]
+    )
+    model = build_model(cfg, seed=3)
+    texts = ["Le chat noir", "la souris MANGE le chat", "le ?? chat"]  # capitals (lowercased), an unknown word
+    assert_parity(browser, model, tok, texts, tmp_path)
