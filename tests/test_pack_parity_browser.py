@@ -93,6 +93,14 @@ def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
             np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
             np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
         assert page.text_content('[data-testid="pack-output"]') == trace.text
+        # the typed input's charts show its numbers (drawn anew, or redrawn over the previous input's)
+        main = page.evaluate(
+            "(({data}) => ({z: data[0].z, x: data[0].x}))(document.querySelector('#live-views .attention .main'))"
+        )
+        assert len(main["x"]) == len(trace.source_tokens)
+        np.testing.assert_allclose(np.array(main["z"]), cap.encoder_self[-1].mean(axis=0), atol=TOL, rtol=0)
+        rows = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
+        np.testing.assert_allclose(np.array(rows), trace.steps[0].cross.reshape(-1, len(trace.source_tokens)), atol=TOL)
         charts = page.evaluate(
             "[...document.querySelectorAll('#live-views .js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
         )

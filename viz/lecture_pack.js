@@ -34,11 +34,25 @@ const PackViews = (function () {
   }
 
   // -- drawing: one promise per chart --------------------------------------------------------------------------
-  const drawers = new Map();  // div -> () => Promise (its first drawing)
-  const drawn = new Map();  // div -> the promise of its first drawing
+  const drawers = new Map();  // div -> plot => Promise: draws the div with plot (Plotly.newPlot, or .react to redraw)
+  const drawn = new Map();  // div -> the promise of its latest drawing
   function ensure(div) {
-    if (!drawn.has(div)) drawn.set(div, Promise.resolve().then(drawers.get(div)));
+    if (!drawn.has(div)) drawn.set(div, Promise.resolve().then(() => drawers.get(div)(Plotly.newPlot)));
     return drawn.get(div);
+  }
+  // Redraw the charts inside root from their (changed) data: Plotly.react keeps each chart's elements, much faster
+  // than drawing it anew. Boxes reset their controls first (box.reset, set by the setup functions below).
+  function refresh(root) {
+    root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
+    const divs = [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+    return Promise.all(divs.map(div => {
+      if (!drawn.has(div)) return ensure(div);
+      drawn.set(div, drawn.get(div).then(() => {
+        const t0 = performance.now();
+        return drawers.get(div)(Plotly.react).then(() => { div.dataset.ms = (performance.now() - t0).toFixed(1); });
+      }));
+      return drawn.get(div);
+    }));
   }
   const seen = "IntersectionObserver" in window
     ? new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }), {rootMargin: "200px"})
@@ -49,30 +63,36 @@ const PackViews = (function () {
   }
 
   function setupPlain(div) {
-    register(div, () => { const f = figure(div.dataset.figure); return Plotly.newPlot(div, f.data, f.layout, CONFIG); });
+    register(div, plot => { const f = figure(div.dataset.figure); return plot(div, f.data, f.layout, CONFIG); });
   }
 
   function setupAttention(box) {
     const [n, kind] = box.dataset.ref.split("/");
-    const att = INPUTS[n].attention[kind];
-    const w = weights(att.z);
-    const [L, H1, Tq, Tk] = att.shape;
-    const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
+    let att, w, L, H1, Tq, Tk;  // this input's data: read again by box.reset (a typed input changes it)
     const main = box.querySelector(".main"), overview = box.querySelector(".overview");
     const layer = box.querySelector("select.layer"), head = box.querySelector("select.head");
+    box.reset = () => {
+      att = INPUTS[n].attention[kind];
+      w = weights(att.z);
+      [L, H1, Tq, Tk] = att.shape;
+      layer.value = String(L - 1);
+      head.value = String(H1 - 1);
+    };
+    box.reset();
+    const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
     const title = () => fillIn(+head.value === H1 - 1 ? TEXT.layer_average : TEXT.layer_head,
       {title: att.title, layer: layer.value, head: head.value});
-    register(main, () => {
+    register(main, plot => {
       const f = figure(main.dataset.figure);
       f.data[0].z = map(+layer.value, +head.value);
       f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => fillIn(TEXT.cell, {i, q, j, k})));
       f.layout.title = Object.assign({}, f.layout.title, {text: title()});
-      return Plotly.newPlot(main, f.data, f.layout, CONFIG);
+      return plot(main, f.data, f.layout, CONFIG);
     });
-    register(overview, () => {
+    register(overview, plot => {
       const f = figure(overview.dataset.figure);
       f.data.forEach((trace, i) => { trace.z = map(Math.floor(i / (H1 - 1)), i % (H1 - 1)); });
-      return Plotly.newPlot(overview, f.data, f.layout, CONFIG);
+      return plot(overview, f.data, f.layout, CONFIG);
     });
     const update = () => ensure(main).then(() =>
       Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()}));
@@ -81,8 +101,7 @@ const PackViews = (function () {
   }
 
   function setupDecoding(box) {
-    const dec = INPUTS[box.dataset.ref].decoding;
-    const cross = weights(dec.cross), self = weights(dec.self);
+    let dec, cross, self;  // this input's data: read again by box.reset (a typed input changes it)
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
     // Decoder self-attention keys: all positions stay on the axis, only those written so far are named.
@@ -101,22 +120,32 @@ const PackViews = (function () {
       box.querySelector(".next").disabled = t === dec.n - 1;
     }
     const step0 = () => +slider.value;  // charts drawn first show the slider's step, whatever it is by then
-    register(topk, () => {
+    box.reset = () => {
+      dec = INPUTS[box.dataset.ref].decoding;
+      cross = weights(dec.cross);
+      self = weights(dec.self);
+      slider.max = String(dec.n - 1);
+      slider.value = "0";
+      shown = 0;
+      words(0);
+      box.dataset.step = "0";
+    };
+    register(topk, plot => {
       const f = figure(topk.dataset.figure), t = step0();
       Object.assign(f.data[0], {x: dec.top[t].x, y: dec.top[t].y, text: dec.top[t].t});
       f.data[0].marker = Object.assign({}, f.data[0].marker, {color: dec.top[t].c});
-      return Plotly.newPlot(topk, f.data, f.layout, CONFIG);
+      return plot(topk, f.data, f.layout, CONFIG);
     });
-    register(crossDiv, () => {
+    register(crossDiv, plot => {
       const f = figure(crossDiv.dataset.figure);
       f.data[0].z = crossZ(step0());
-      return Plotly.newPlot(crossDiv, f.data, f.layout, CONFIG);
+      return plot(crossDiv, f.data, f.layout, CONFIG);
     });
-    register(selfDiv, () => {
+    register(selfDiv, plot => {
       const f = figure(selfDiv.dataset.figure), t = step0();
       f.data[0].z = selfZ(t);
       f.layout.xaxis.ticktext = written(t);
-      return Plotly.newPlot(selfDiv, f.data, f.layout, CONFIG);
+      return plot(selfDiv, f.data, f.layout, CONFIG);
     });
     function show(t) {
       words(t);
@@ -131,14 +160,14 @@ const PackViews = (function () {
         ]);
       }).then(() => { box.dataset.shown = String(shown); });
     }
-    words(0);
-    box.dataset.step = "0";
+    box.reset();
+    shown = -1;
     slider.addEventListener("input", () => show(+slider.value));
     const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); return show(+slider.value); };
     box.querySelector(".prev").addEventListener("click", () => step(-1));
     box.querySelector(".next").addEventListener("click", () => step(1));
     // once drawn, the charts show step 0 (or the step asked for before they were drawn)
-    Promise.all([topk, crossDiv, selfDiv].map(div => new Promise(r => { const go = drawers.get(div); drawers.set(div, () => go().then(r)); })))
+    Promise.all([topk, crossDiv, selfDiv].map(div => new Promise(r => { const go = drawers.get(div); drawers.set(div, plot => go(plot).then(r)); })))
       .then(() => { shown = step0(); box.dataset.shown = String(shown); });
   }
 
@@ -159,5 +188,5 @@ const PackViews = (function () {
     .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
 
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure};
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh};
 })();

@@ -326,7 +326,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         "layer_average": _("{title}, layer {layer}, average of heads"),
         "cell": _("query {i}: {q}<br>key {j}: {k}"),
         "step": _("Step {i} of {n}"),
-        "live": live_words(live),
+        "live": {**live_words(live), "first": records.inputs[0].text},
     }
     cfg = records.config
     about = _(
@@ -367,6 +367,7 @@ def lecture_pack_html(records, title: str = "") -> str:
 def _template() -> dict:
     """plotly's white template (the app's charts are on white, not plotly's grey), dark text at least TICK_PX high."""
     tpl = pio.templates["plotly_white"].to_plotly_json()
+    tpl["data"] = {k: v for k, v in tpl["data"].items() if k in ("heatmap", "bar", "scatter")}  # the kinds drawn
     tpl["layout"]["font"] = {"family": FONT_FAMILY, "size": TICK_PX, "color": TEXT_COLOR}
     tpl["layout"]["hoverlabel"] = {"font": {"size": TICK_PX}}
     return tpl

@@ -110,34 +110,33 @@
     }
   }
 
-  // -- the section: the first input's, renamed and filled in ---------------------------------------------------
-  function sectionFor(text, srcTokens, tgtTokens, dec, output) {
+  // -- the section: the first input's, renamed; made once, then filled in for each typed input -----------------
+  function newSection() {
     const s = pattern.cloneNode(true);
     s.id = "live-input";
     s.querySelectorAll("[id]").forEach(el => { el.id = el.id.replace(/^in0/, "live"); });
     s.querySelectorAll("[data-figure]").forEach(el => { el.dataset.figure = el.dataset.figure.replace(/^in0-/, "live-"); });
     s.querySelectorAll(".attention").forEach(el => { el.dataset.ref = "live/" + el.dataset.ref.split("/")[1]; });
     s.querySelectorAll(".warning").forEach(el => el.remove());
+    const d = s.querySelector(".decoding");
+    if (d) d.dataset.ref = "live";
+    return s;
+  }
+  function fillSection(s, text, srcTokens, tgtTokens, dec, output) {
     s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
     const codes = s.querySelector("h2 + p").querySelectorAll("code");
     codes[0].textContent = srcTokens.map(t => plain(t)).join(" ");
     codes[1].textContent = tgtTokens.map(t => plain(t)).join(" ");
     const d = s.querySelector(".decoding");
-    if (d) {
-      d.dataset.ref = "live";
-      const slider = d.querySelector("input.step");
-      slider.max = String(dec.n - 1); slider.value = "0";
-      d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
-    }
-    return s;
+    if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
   }
 
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
-  function run(t0) {
-    const n = ++runs;
+  // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
+  function run(t0, text, n) {
     messages.replaceChildren();
-    const check = PackModel.checkText(box.value, src, c.max_len - 1, W);
+    const check = PackModel.checkText(text, src, c.max_len - 1, W);
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed
       check.errors.forEach(e => say(messages, e, "warning error"));
@@ -145,6 +144,7 @@
       return Promise.resolve();
     }
     const srcIds = [...check.ids, src.eos], r = PackModel.run(model, srcIds, 5);
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
     const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
@@ -158,15 +158,32 @@
     figures(r, srcTokens, tgtTokens, inputs);
     out.textContent = output;
     window.packResult = () => result(r, check, srcIds);
-    const s = sectionFor(check.text, srcTokens, tgtTokens, item.decoding, output);
-    views.replaceChildren(s);
-    const divs = V.setup(s);
-    return Promise.all(divs.map(V.ensure)).then(() => {
-      if (n !== runs) return;
+    let s = views.firstElementChild, drawing;
+    if (s) {  // the charts are there: redraw them with the new data (Plotly.react)
+      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      drawing = V.refresh(s);
+    } else {
+      s = newSection();
+      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      views.appendChild(s);
+      drawing = Promise.all(V.setup(s).map(V.ensure));
+    }
+    return drawing.then(charts => {
       const ms = performance.now() - t0;
       status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
-      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(divs.length)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
     });
+  }
+  let queue = Promise.resolve();
+  function enqueue(text, typed) {
+    const t0 = performance.now();
+    const n = typed ? ++runs : runs;  // counted when asked for: the first example is skipped once a typed run waits
+    if (typed) status.textContent = W.running;
+    queue = queue.then(() => run(t0, text, n)).catch(err => {
+      say(messages, V.fillIn(W.failed, {error: String((err && err.message) || err)}), "warning error");
+      section.dataset.drawn = "error";
+    });
+    return queue;
   }
 
   // Plain numbers of the last run, for tests and benchmarks: what model.capture and model.greedy_decode give.
@@ -187,12 +204,13 @@
   box.addEventListener("keydown", e => {
     if (e.key !== "Enter" || e.isComposing) return;
     e.preventDefault();
-    const t0 = performance.now();
-    status.textContent = W.running;
-    new Promise(resolve => resolve(run(t0))).catch(err => {
-      say(messages, V.fillIn(W.failed, {error: String((err && err.message) || err)}), "warning error");
-      section.dataset.drawn = "error";
-    });
+    enqueue(box.value, true);
   });
+  // The first example, run in this page once the pack's own charts are drawn: its charts are then made, and every
+  // typed input only redraws them.
   section.dataset.ready = "1";
+  const first = W.first;
+  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } box.value = box.value || first; return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
+  const waitDrawn = () => (document.body.dataset.drawn !== undefined ? warm() : setTimeout(waitDrawn, 50));
+  waitDrawn();
 })();
