@@ -38,3 +38,45 @@ def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_pa
         assert page.evaluate("document.body.dataset.drawn") != "error"
         context.close()
     assert errors == []
+
+
+def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_path):
+    """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
+    from i18n import _, language_scope
+    from model import load_checkpoint
+    from model.demos import list_demos
+    from model.inputs import check_text
+    from model.lecture import pack_records
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
+    records = pack_records(model, tok, ["abc"])
+    text = "ab§c"
+    with language_scope("zh"):
+        page_html = lecture_pack_html(records)
+        expected = [_(w) for w in check_text(text, tok.source, model.config.max_len - 1).warnings]
+        refused = [_(e) for e in check_text("§§", tok.source, model.config.max_len - 1).errors]
+        heading = _("Try your own input")
+    assert heading != "Try your own input" and heading in page_html and 'lang="zh-CN"' in page_html
+    path = tmp_path / "pack.html"
+    path.write_text(page_html, encoding="utf-8")
+    errors = []
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        box = page.locator('[data-testid="pack-input"]')
+        box.fill(text)
+        box.press("Enter")
+        page.wait_for_function("document.getElementById('live').dataset.drawn === '1'", timeout=120_000)
+        shown = page.locator("#live .live-messages .warning").all_text_contents()
+        assert shown == expected and len(expected) == 1 and "§" in expected[0]
+        assert box.input_value() == text  # what was typed stays in the box
+        output = page.text_content('[data-testid="pack-output"]')
+        box.fill("§§")  # nothing the model knows: the app's error, nothing run, the last output kept
+        box.press("Enter")
+        page.wait_for_function("document.getElementById('live').dataset.drawn === '2'", timeout=120_000)
+        assert page.locator("#live .live-messages .error").all_text_contents() == refused and len(refused) == 1
+        assert page.text_content('[data-testid="pack-output"]') == output and box.input_value() == "§§"
+        context.close()
+    assert errors == []
