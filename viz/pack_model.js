@@ -1,9 +1,10 @@
 // The lecture pack's own forward pass of the encoder-decoder Transformer (model/transformer.py, in the browser).
 // Reads the spec written by model/pack_export.py: config, tokenizer, and float32 weights. No network, no library.
 // Follows the configuration: post-LN or pre-LN, final norms, LayerNorm or the "std" norm, relu/gelu/silu, scaled
-// embeddings, shared or tied tables. A positional kind is one function in POSITIONS: it gives the rows added to the
-// embeddings, and may give `bias(h, i, j)` added to the scores, `rotate(vec, pos)` applied to each head's queries and
-// keys, and `scale` (1 / sqrt(d_k) when absent); sinusoidal, learned and none are implemented.
+// embeddings, shared or tied tables. A positional kind is one function in POSITIONS, (config, param, side) -> an object:
+// `rows(offset, T)` added to the embeddings; optionally `bias(h, i, j)` added to head h's score of query position i
+// over key j (ALiBi, T5's bucketed bias) and `scale` instead of 1 / sqrt(d_k) (T5). Implemented: sinusoidal, learned,
+// none (model/pack_export.py refuses the others until they are here).
 // Activations are float64 (the weights are float32): results match torch's float32 within about 1e-6.
 const PackModel = (function () {
   "use strict";
@@ -49,7 +50,7 @@ const PackModel = (function () {
     }
     return y;
   }
-  function erf(x) {  // Abramowitz & Stegun 7.1.26 refined by one Newton-free series switch: |error| < 2e-7
+  function erf(x) {  // Taylor series near 0, Abramowitz & Stegun 7.1.26 beyond: |error| < 2e-7
     const s = Math.sign(x), a = Math.abs(x);
     if (a < 0.5) {  // Taylor series: exact to double precision here
       let term = a, sum = a;
