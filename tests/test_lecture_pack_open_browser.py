@@ -78,5 +78,6 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         page.wait_for_function("document.getElementById('live').dataset.drawn === '2'", timeout=120_000)
         assert page.locator("#live .live-messages .error").all_text_contents() == refused and len(refused) == 1
         assert page.text_content('[data-testid="pack-output"]') == output and box.input_value() == "§§"
+        assert page.text_content('[data-testid="pack-status"]') == ""  # no "running" left behind
         context.close()
     assert errors == []

@@ -36,23 +36,30 @@ const PackViews = (function () {
   // -- drawing: one promise per chart --------------------------------------------------------------------------
   const drawers = new Map();  // div -> plot => Promise: draws the div with plot (Plotly.newPlot, or .react to redraw)
   const drawn = new Map();  // div -> the promise of its latest drawing
+  const stale = new Set();  // drawn divs whose data changed: redrawn when they come on screen or are used
+  // The div drawn (and redrawn if stale) before anything else touches it: the promise of its latest drawing.
   function ensure(div) {
-    if (!drawn.has(div)) drawn.set(div, Promise.resolve().then(() => drawers.get(div)(Plotly.newPlot)));
+    if (!drawn.has(div)) {
+      drawn.set(div, Promise.resolve().then(() => drawers.get(div)(Plotly.newPlot)));
+    } else if (stale.has(div)) {
+      stale.delete(div);
+      drawn.set(div, drawn.get(div).then(() => drawers.get(div)(Plotly.react)));
+    }
     return drawn.get(div);
   }
-  // Redraw the charts inside root from their (changed) data: Plotly.react keeps each chart's elements, much faster
-  // than drawing it anew. Boxes reset their controls first (box.reset, set by the setup functions below).
+  const onScreen = div => {
+    const r = div.getBoundingClientRect();
+    return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
+  };
+  // The charts inside root take their (changed) data: those on screen are redrawn now with Plotly.react (it keeps
+  // each chart's elements, much faster than drawing anew), the others when they come on screen or are used.
+  // Boxes reset their controls first (box.reset, set by the setup functions below). Resolves to the charts redrawn.
   function refresh(root) {
     root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
     const divs = [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
-    return Promise.all(divs.map(div => {
-      if (!drawn.has(div)) return ensure(div);
-      drawn.set(div, drawn.get(div).then(() => {
-        const t0 = performance.now();
-        return drawers.get(div)(Plotly.react).then(() => { div.dataset.ms = (performance.now() - t0).toFixed(1); });
-      }));
-      return drawn.get(div);
-    }));
+    divs.forEach(div => { if (drawn.has(div)) stale.add(div); });
+    const now = divs.filter(div => onScreen(div) || !drawn.has(div));
+    return Promise.all(now.map(ensure)).then(() => now);
   }
   const seen = "IntersectionObserver" in window
     ? new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }), {rootMargin: "200px"})
@@ -188,5 +195,7 @@ const PackViews = (function () {
     .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
 
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh};
+  // Every chart inside root drawn with its latest data (tests, benchmarks, printing).
+  const flush = root => Promise.all([...root.querySelectorAll(".plot")].filter(div => drawers.has(div)).map(ensure));
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush};
 })();

@@ -140,6 +140,7 @@
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed
       check.errors.forEach(e => say(messages, e, "warning error"));
+      status.textContent = "";
       section.dataset.drawn = String(n);
       return Promise.resolve();
     }
@@ -166,9 +167,10 @@
       s = newSection();
       fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
       views.appendChild(s);
-      drawing = Promise.all(V.setup(s).map(V.ensure));
+      const divs = V.setup(s);
+      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
     }
-    return drawing.then(charts => {
+    return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
       status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
       Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
