@@ -71,3 +71,12 @@ def test_the_largest_demos_fit_the_budget(demo):
     assert spec["n_bytes"] < MAX_BYTES
     page = lecture_pack_html(pack_records(model, tok, ["abc" if tok.source.level == "char" else "le chat"]))
     assert 'data-testid="pack-input"' in page and len(page.encode()) < 15_000_000
+
+
+def test_a_positional_kind_the_page_lacks_is_refused_by_name():
+    """Positional kinds the script does not implement yet (rope, alibi, relative: issue 27's parallel work) give a pack
+    without the live model, naming the kind, rather than a page that computes something else."""
+    model, tok = tiny()
+    model.config.positional = "rope"  # as a config of that kind would read; the page has no function for it
+    with pytest.raises(Unsupported, match="positions of kind “rope”"):
+        live_spec(model, tok)
