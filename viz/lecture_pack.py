@@ -11,6 +11,8 @@ Input records are duck-typed (no import of model/): `records` has .label, .n_par
 (a model.Capture) and .trace (a model.Trace).
 
 The pack is written in the current language (i18n): its text, its figures, and the few words its script writes.
+With records.live (model.pack_export.live_spec) the pack also carries the model, and a text box runs typed inputs
+in the page (viz/lecture_pack_live.py, pack_model.js, pack_live.js); charts are drawn as they come on screen.
 """
 
 from __future__ import annotations
