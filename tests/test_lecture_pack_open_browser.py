@@ -43,7 +43,7 @@ def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_pa
 def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_path):
     """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
     from i18n import _, language_scope
-    from model import load_checkpoint
+    from model import greedy_decode, load_checkpoint
     from model.demos import list_demos
     from model.inputs import check_text
     from model.lecture import pack_records
@@ -72,6 +72,13 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         shown = page.locator("#live .live-messages .warning").all_text_contents()
         assert shown == expected and len(expected) == 1 and "§" in expected[0]
         assert box.input_value() == text  # what was typed stays in the box
+        # the typed input's decoding steps (its charts redrawn for it before Next touches them)
+        trace = greedy_decode(model, tok, check_text(text, tok.source, model.config.max_len - 1).text)
+        page.locator("#live-views .decoding .next").click()
+        page.wait_for_function("document.querySelector('#live-views .decoding').dataset.shown === '1'", timeout=120_000)
+        cross = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
+        L, H_, S = trace.steps[1].cross.shape
+        np.testing.assert_allclose(np.array(cross), trace.steps[1].cross.reshape(L * H_, S), atol=1e-4)
         output = page.text_content('[data-testid="pack-output"]')
         box.fill("§§")  # nothing the model knows: the app's error, nothing run, the last output kept
         box.press("Enter")
