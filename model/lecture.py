@@ -19,6 +19,7 @@ from .capture import Capture, capture
 from .decoding import Trace, greedy_decode
 from .inputs import check_text
 from .inspect import positional_tables
+from .pack_export import Unsupported, live_spec
 from .tokenizer import Tokenizer
 
 MAX_INPUTS = 20  # a pack is for a lecture: a handful of examples, each a whole page of figures
@@ -58,6 +59,8 @@ class PackRecords:
     config: dict  # the model's configuration (TransformerConfig.to_dict())
     inputs: list[PackInput]
     pe: PackPE
+    live: dict | None = None  # the model for the page to run itself (model.pack_export.live_spec), or None
+    live_note: str = ""  # why there is none (translated where shown)
 
 
 def bounded_inputs(
@@ -113,9 +116,13 @@ def pack_records(
     progress: Callable[[int, int], None] | None = None,
     run: Callable[[str], tuple[Capture, Trace]] | None = None,
     budget: WorkBudget | None = None,
+    live: bool = True,
 ) -> PackRecords:
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
     Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
+
+    live: carry the model itself (weights and tokenizer, model.pack_export) so that the page runs typed inputs;
+    a model the page cannot run gets a pack without it, and PackRecords.live_note says why.
 
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
     """
@@ -132,4 +139,10 @@ def pack_records(
         if progress is not None:
             progress(i + 1, len(texts))
     n_parameters = sum(p.numel() for p in model.parameters())
-    return PackRecords(label, n_parameters, model.config.to_dict(), inputs, pack_pe(model))
+    spec, note = None, ""
+    if live:
+        try:
+            spec = live_spec(model, tokenizer)
+        except Unsupported as err:
+            note = err.args[0]
+    return PackRecords(label, n_parameters, model.config.to_dict(), inputs, pack_pe(model), spec, note)

@@ -14,7 +14,9 @@ st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
         "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
-        "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it."
+        "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it. "
+        "It also carries the model itself (for models of up to about 12 MB of weights, every shipped demo): a student "
+        "types any input into the pack and the page decodes it and draws every view for it."
     )
 )
 
@@ -26,8 +28,9 @@ def pack_html(model_key: str, texts: tuple[str, ...], lang: str, _records) -> st
     return lecture_pack_html(_records)
 
 
-def build(texts: tuple[str, ...]) -> str:
-    """Run the inputs through the app's own caches (the decoding page's too), with a progress bar, then the HTML."""
+def build(texts: tuple[str, ...]) -> tuple[str, str]:
+    """Run the inputs through the app's own caches (the decoding page's too), with a progress bar; the HTML, and why
+    the pack does not carry the model ("" when it does)."""
     bar = st.progress(0.0, text=_("Running the model on {n} inputs…").format(n=len(texts)))
 
     def run(text: str):
@@ -43,7 +46,7 @@ def build(texts: tuple[str, ...]) -> str:
     bar.progress(len(texts) / (len(texts) + 1), text=_("Writing the HTML…"))
     page = pack_html(session.key, texts, language(), records)
     bar.empty()
-    return page
+    return page, _(records.live_note) if records.live is None else ""
 
 
 # The list comes from a link (pack_inputs) on a session's first visit; otherwise it is prefilled with the current
@@ -73,7 +76,7 @@ if st.button(_("Build the lecture pack"), key="pack_build", type="primary", disa
 request = st.session_state.get("pack_request")
 if request and request[0] == session.key:
     try:
-        page = build(request[1])
+        page, no_model = build(request[1])
     except ValueError as err:  # an input the model cannot read at all
         st.error(_("Could not build the pack: {error}").format(error=md(message_of(err))))
     else:
@@ -87,6 +90,8 @@ if request and request[0] == session.key:
             type="primary",
             on_click="ignore",
         )
+        if no_model:
+            st.info(_("This pack runs no model of its own: {why}.").format(why=no_model))
         if request[1] != tuple(texts):
             st.caption(_("The inputs changed since this pack was built: build it again to include them."))
 elif not texts:

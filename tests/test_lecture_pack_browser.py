@@ -113,3 +113,21 @@ def test_the_step_slider_changes_the_shown_step(opened):
     )
     assert box.locator(".next").is_disabled() and box.locator(".token").text_content() == trace.steps[2].token
     assert blocked == [] and errors == [] and requests == [page.url]
+
+
+def test_the_pack_is_styled_for_a_projector(opened):
+    """Issue 21: white charts (not plotly's grey), every tick label at least 14 px, numbered thumbnails."""
+    page, *_ = opened
+    sizes = page.evaluate(
+        "[...document.querySelectorAll('.js-plotly-plot .xaxislayer-above text, .js-plotly-plot .yaxislayer-above text')]"
+        ".map(t => parseFloat(getComputedStyle(t).fontSize))"
+    )
+    assert sizes and min(sizes) >= 14
+    backgrounds = page.evaluate(
+        "[...document.querySelectorAll('.js-plotly-plot')].map(p => p._fullLayout.plot_bgcolor)"
+    )
+    assert "#E5ECF6" not in backgrounds and "white" in backgrounds
+    thumbs = page.evaluate(
+        "document.querySelector('.attention .overview').querySelectorAll('.xaxislayer-above text').length"
+    )
+    assert thumbs > 0  # the bottom row of thumbnails is numbered

@@ -1,14 +1,20 @@
-// The lecture pack's script: draws every figure from the inlined JSON, one after another, then wires the
-// layer / head selectors and the decoding step sliders. No network: everything it reads is in this file.
-(function () {
+// The lecture pack's script: draws every figure from the inlined JSON, then wires the layer / head selectors and
+// the decoding step sliders. No network: everything it reads is in this file.
+// Drawing: each chart has one draw promise (`ensure`); charts entering the screen are drawn first, the rest one
+// after another in page order, and a control used before its chart is drawn draws it first (never restyles an
+// empty div). PackViews (below) lets pack_live.js set up the sections of a typed input the same way.
+const PackViews = (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("pack-data").textContent);
   const CONFIG = {displaylogo: false, responsive: true};
   const TEXT = DATA.text;  // the words this script writes, in the pack's language, with {placeholders}
   const fillIn = (template, values) => template.replace(/\{(\w+)\}/g, (m, k) => (k in values ? String(values[k]) : m));
+  const INPUTS = {};  // ref -> input data: "0", "1", ... (precomputed) and "live" (typed, set by pack_live.js)
+  DATA.inputs.forEach((item, n) => { INPUTS[String(n)] = item; });
 
-  function weights(b64) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
-    const bin = atob(b64);
+  function weights(z) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
+    if (typeof z !== "string") return z;  // already numbers (a typed input)
+    const bin = atob(z);
     const out = new Float32Array(bin.length / 2);
     for (let i = 0; i < out.length; i++) {
       const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
@@ -27,49 +33,91 @@
     return fig;
   }
 
-  const tasks = [];  // drawing steps, run one after another so the top of the page shows first
+  // -- drawing: one promise per chart --------------------------------------------------------------------------
+  const drawers = new Map();  // div -> plot => Promise: draws the div with plot (Plotly.newPlot, or .react to redraw)
+  const drawn = new Map();  // div -> the promise of its latest drawing
+  const stale = new Set();  // drawn divs whose data changed: redrawn when they come on screen or are used
+  // The div drawn (and redrawn if stale) before anything else touches it: the promise of its latest drawing.
+  function ensure(div) {
+    if (!drawn.has(div)) {
+      drawn.set(div, Promise.resolve().then(() => drawers.get(div)(Plotly.newPlot)));
+    } else if (stale.has(div)) {
+      stale.delete(div);
+      drawn.set(div, drawn.get(div).then(() => drawers.get(div)(Plotly.react)));
+    }
+    return drawn.get(div);
+  }
+  const onScreen = div => {
+    const r = div.getBoundingClientRect();
+    return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
+  };
+  // The charts inside root take their (changed) data: those on screen are redrawn now with Plotly.react (it keeps
+  // each chart's elements, much faster than drawing anew), the others when they come on screen or are used.
+  // Boxes reset their controls first (box.reset, set by the setup functions below). Resolves to the charts redrawn.
+  function refresh(root) {
+    root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
+    const divs = [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+    divs.forEach(div => { if (drawn.has(div)) stale.add(div); });
+    const now = divs.filter(div => onScreen(div) || !drawn.has(div));
+    return Promise.all(now.map(ensure)).then(() => now);
+  }
+  const seen = "IntersectionObserver" in window
+    ? new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }), {rootMargin: "200px"})
+    : null;
+  function register(div, draw) {
+    drawers.set(div, draw);
+    if (seen) seen.observe(div);
+  }
 
-  document.querySelectorAll("[data-figure]").forEach(div => {
-    if (div.closest(".attention") || div.closest(".decoding")) return;
-    tasks.push(() => { const f = figure(div.dataset.figure); return Plotly.newPlot(div, f.data, f.layout, CONFIG); });
-  });
+  function setupPlain(div) {
+    register(div, plot => { const f = figure(div.dataset.figure); return plot(div, f.data, f.layout, CONFIG); });
+  }
 
-  document.querySelectorAll(".attention").forEach(box => {
+  function setupAttention(box) {
     const [n, kind] = box.dataset.ref.split("/");
-    const att = DATA.inputs[+n].attention[kind];
-    const w = weights(att.z);
-    const [L, H1, Tq, Tk] = att.shape;
-    const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
+    let att, w, L, H1, Tq, Tk;  // this input's data: read again by box.reset (a typed input changes it)
     const main = box.querySelector(".main"), overview = box.querySelector(".overview");
     const layer = box.querySelector("select.layer"), head = box.querySelector("select.head");
+    box.reset = () => {
+      att = INPUTS[n].attention[kind];
+      w = weights(att.z);
+      [L, H1, Tq, Tk] = att.shape;
+      layer.value = String(L - 1);
+      head.value = String(H1 - 1);
+    };
+    box.reset();
+    const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
     const title = () => fillIn(+head.value === H1 - 1 ? TEXT.layer_average : TEXT.layer_head,
       {title: att.title, layer: layer.value, head: head.value});
-    tasks.push(() => {
+    register(main, plot => {
       const f = figure(main.dataset.figure);
       f.data[0].z = map(+layer.value, +head.value);
       f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => fillIn(TEXT.cell, {i, q, j, k})));
-      f.layout.title = {text: title()};
-      return Plotly.newPlot(main, f.data, f.layout, CONFIG);
+      f.layout.title = Object.assign({}, f.layout.title, {text: title()});
+      return plot(main, f.data, f.layout, CONFIG);
     });
-    tasks.push(() => {
+    register(overview, plot => {
       const f = figure(overview.dataset.figure);
       f.data.forEach((trace, i) => { trace.z = map(Math.floor(i / (H1 - 1)), i % (H1 - 1)); });
-      return Plotly.newPlot(overview, f.data, f.layout, CONFIG);
+      return plot(overview, f.data, f.layout, CONFIG);
     });
-    const update = () => Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()});
+    const update = () => ensure(main).then(() =>
+      Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()}));
     layer.addEventListener("change", update);
     head.addEventListener("change", update);
-  });
+  }
 
-  document.querySelectorAll(".decoding").forEach(box => {
-    const dec = DATA.inputs[+box.dataset.ref].decoding;
-    const cross = weights(dec.cross), self = weights(dec.self);
+  function setupDecoding(box) {
+    let dec, cross, self;  // this input's data: read again by box.reset (a typed input changes it)
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
     // Decoder self-attention keys: all positions stay on the axis, only those written so far are named.
     const written = t => dec.ticks.map((tick, i) => (i <= t ? tick : ""));
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
-    function show(t) {
+    const crossZ = t => matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S);
+    const selfZ = t => matrix(self, t * dec.rows * dec.T, dec.rows, dec.T);
+    let shown = -1;  // the step the charts show
+    function words(t) {  // the text of step t: written at once, before any chart
       const text = dec.text[t];
       box.querySelector(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
       box.querySelector(".inputs").textContent = text.inputs;
@@ -77,30 +125,77 @@
       box.querySelector(".prob").textContent = text.prob;
       box.querySelector(".prev").disabled = t === 0;
       box.querySelector(".next").disabled = t === dec.n - 1;
+    }
+    const step0 = () => +slider.value;  // charts drawn first show the slider's step, whatever it is by then
+    box.reset = () => {
+      dec = INPUTS[box.dataset.ref].decoding;
+      cross = weights(dec.cross);
+      self = weights(dec.self);
+      slider.max = String(dec.n - 1);
+      slider.value = "0";
+      shown = 0;
+      words(0);
+      box.dataset.step = "0";
+    };
+    register(topk, plot => {
+      const f = figure(topk.dataset.figure), t = step0();
+      Object.assign(f.data[0], {x: dec.top[t].x, y: dec.top[t].y, text: dec.top[t].t});
+      f.data[0].marker = Object.assign({}, f.data[0].marker, {color: dec.top[t].c});
+      return plot(topk, f.data, f.layout, CONFIG);
+    });
+    register(crossDiv, plot => {
+      const f = figure(crossDiv.dataset.figure);
+      f.data[0].z = crossZ(step0());
+      return plot(crossDiv, f.data, f.layout, CONFIG);
+    });
+    register(selfDiv, plot => {
+      const f = figure(selfDiv.dataset.figure), t = step0();
+      f.data[0].z = selfZ(t);
+      f.layout.xaxis.ticktext = written(t);
+      return plot(selfDiv, f.data, f.layout, CONFIG);
+    });
+    function show(t) {
+      words(t);
       box.dataset.step = String(t);
-      return Promise.all([
-        Plotly.restyle(topk, topTrace(t)),
-        Plotly.restyle(crossDiv, {z: [matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S)]}),
-        Plotly.update(selfDiv, {z: [matrix(self, t * dec.rows * dec.T, dec.rows, dec.T)]}, {"xaxis.ticktext": written(t)}),
-      ]);
+      return Promise.all([ensure(topk), ensure(crossDiv), ensure(selfDiv)]).then(() => {
+        if (+slider.value !== t || shown === t) return null;  // a later step was asked for meanwhile, or nothing to do
+        shown = t;
+        return Promise.all([
+          Plotly.restyle(topk, topTrace(t)),
+          Plotly.restyle(crossDiv, {z: [crossZ(t)]}),
+          Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)}),
+        ]);
+      }).then(() => { box.dataset.shown = String(shown); });
     }
-    for (const [div, fill] of [[topk, null], [crossDiv, "cross"], [selfDiv, "self"]]) {
-      tasks.push(() => {
-        const f = figure(div.dataset.figure);
-        if (fill === "cross") f.data[0].z = matrix(cross, 0, dec.rows, dec.S);
-        if (fill === "self") { f.data[0].z = matrix(self, 0, dec.rows, dec.T); f.layout.xaxis.ticktext = written(0); }
-        return Plotly.newPlot(div, f.data, f.layout, CONFIG);
-      });
-    }
-    tasks.push(() => show(0));
+    box.reset();
+    shown = -1;
     slider.addEventListener("input", () => show(+slider.value));
-    const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); show(+slider.value); };
+    const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); return show(+slider.value); };
     box.querySelector(".prev").addEventListener("click", () => step(-1));
     box.querySelector(".next").addEventListener("click", () => step(1));
-  });
+    // once drawn, the charts show step 0 (or the step asked for before they were drawn)
+    Promise.all([topk, crossDiv, selfDiv].map(div => new Promise(r => { const go = drawers.get(div); drawers.set(div, plot => go(plot).then(r)); })))
+      .then(() => { shown = step0(); box.dataset.shown = String(shown); });
+  }
 
-  // Run the drawing steps in order; the page says when it is done (and how many charts it drew).
-  tasks.reduce((p, task) => p.then(() => new Promise(r => setTimeout(r, 0))).then(task), Promise.resolve())
-    .then(() => { document.body.dataset.drawn = String(document.querySelectorAll(".js-plotly-plot").length); })
+  // Every chart inside `root`, set up; returns them in page order.
+  function setup(root) {
+    root.querySelectorAll("[data-figure]").forEach(div => {
+      if (!div.closest(".attention") && !div.closest(".decoding")) setupPlain(div);
+    });
+    root.querySelectorAll(".attention").forEach(setupAttention);
+    root.querySelectorAll(".decoding").forEach(setupDecoding);
+    return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+  }
+
+  const staticRoot = document.getElementById("static") || document.body;
+  const charts = setup(staticRoot);
+  // Draw the rest in page order, one at a time with a pause between, so the page stays responsive.
+  charts.reduce((p, div) => p.then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
+    .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
+
+  // Every chart inside root drawn with its latest data (tests, benchmarks, printing).
+  const flush = root => Promise.all([...root.querySelectorAll(".plot")].filter(div => drawers.has(div)).map(ensure));
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush};
 })();

@@ -11,6 +11,8 @@ Input records are duck-typed (no import of model/): `records` has .label, .n_par
 (a model.Capture) and .trace (a model.Trace).
 
 The pack is written in the current language (i18n): its text, its figures, and the few words its script writes.
+With records.live (model.pack_export.live_spec) the pack also carries the model, and a text box runs typed inputs
+in the page (viz/lecture_pack_live.py, pack_model.js, pack_live.js); charts are drawn as they come on screen.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
-from .tokens import display_tokens, plain_token
+from .lecture_pack_live import live_html, live_scripts, live_words
+from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, display_tokens, plain_token
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -77,8 +80,10 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, quer
     # The script writes 'query i: q<br>key j: k' per cell from the token lists, and the weight comes from z:
     # one template serves every layer and head, and no string per cell travels in the file.
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
-    overview = layer_head_overview(
-        weights, _("{title}: every layer (rows) and head (columns)").format(title=title), mask
+    overview = _readable_thumbnails(
+        layer_head_overview(weights, _("{title}: every layer (rows) and head (columns)").format(title=title), mask),
+        L,
+        H,
     )
     return {
         "kind": kind,
@@ -210,7 +215,7 @@ def _decoding_html(dec: dict, ref: str) -> str:
         f'<div class="row"><div class="plot topk" data-figure="{_esc(dec["topk_fig"])}"></div>'
         f'<div class="col"><div class="plot cross-rows" data-figure="{_esc(dec["cross_fig"])}"></div>'
         f'<div class="plot self-rows" data-figure="{_esc(dec["self_fig"])}"></div></div></div>'
-        "<p>"
+        '<p class="output-line">'
         + _esc(_("Output: {output} · stopped at {stop}.")).format(
             output=f"<code>{_esc(dec['output'] or '∅')}</code>", stop=_esc(dec["stop"])
         )
@@ -266,6 +271,7 @@ def lecture_pack_html(records, title: str = "") -> str:
     if not records.inputs:
         raise ValueError("a lecture pack needs at least one input")
     figs, data, toc, body = _Figures(), {"inputs": []}, [], []
+    live = getattr(records, "live", None)  # the model for the page to run (model.pack_export.live_spec), or None
     for n, item in enumerate(records.inputs):
         cap, trace, prefix = item.capture, item.trace, f"in{n}"
         sides = {
@@ -329,12 +335,13 @@ def lecture_pack_html(records, title: str = "") -> str:
         )
     pe_html = _pe_section(figs, records.pe)
     data["figures"] = figs.figures
-    data["template"] = pio.templates["plotly"].to_plotly_json()
+    data["template"] = _template()
     data["text"] = {  # the words lecture_pack.js writes; {placeholders} filled there
         "layer_head": _("{title}, layer {layer}, head {head}"),
         "layer_average": _("{title}, layer {layer}, average of heads"),
         "cell": _("query {i}: {q}<br>key {j}: {k}"),
         "step": _("Step {i} of {n}"),
+        "live": {**live_words(live), "first": records.inputs[0].text},
     }
     cfg = records.config
     about = _(
@@ -350,19 +357,50 @@ def lecture_pack_html(records, title: str = "") -> str:
     )
     lang = "zh-CN" if language() == "zh" else language()
     contents, pe_link = _esc(_("Contents")), _esc(_("Positional encoding of this model"))
+    try_link = _esc(_("Try your own input"))
     page = [
         f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
         f"<script>{get_plotlyjs()}</script></head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
-        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#pe">{pe_link}</a></p></nav>',
+        f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#live">{try_link}</a> · '
+        f'<a href="#pe">{pe_link}</a></p></nav>',
+        live_html(live, getattr(records, "live_note", "")),
+        '<div id="static">',
         pe_html,
         *body,
+        "</div>",
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',
-        f"<script>{(HERE / 'lecture_pack.js').read_text()}</script></body></html>",
+        f"<script>{(HERE / 'lecture_pack.js').read_text()}</script>",
+        live_scripts(live),
+        "</body></html>",
     ]
     return "".join(page)
+
+
+def _template() -> dict:
+    """plotly's white template (the app's charts are on white, not plotly's grey), dark text at least TICK_PX high."""
+    tpl = pio.templates["plotly_white"].to_plotly_json()
+    tpl["data"] = {k: v for k, v in tpl["data"].items() if k in ("heatmap", "bar", "scatter")}  # the kinds drawn
+    tpl["layout"]["font"] = {"family": FONT_FAMILY, "size": TICK_PX, "color": TEXT_COLOR}
+    tpl["layout"]["hoverlabel"] = {"font": {"size": TICK_PX}}
+    return tpl
+
+
+def _readable_thumbnails(fig: go.Figure, L: int, H: int) -> go.Figure:
+    """Every layer x head overview: position numbers (dark, TICK_PX) under the bottom row and left of the first column."""
+    changes = {}
+    for i in range(L * H):
+        suffix = "" if i == 0 else str(i + 1)
+        tick = dict(
+            tickfont=dict(size=TICK_PX, color=TEXT_COLOR), nticks=4, ticks="outside", ticklen=3, automargin=True
+        )
+        if i >= (L - 1) * H:
+            changes[f"xaxis{suffix}"] = dict(showticklabels=True, **tick)
+        if i % H == 0:
+            changes[f"yaxis{suffix}"] = dict(showticklabels=True, **tick)
+    return fig.update_layout(changes)
 
 
 def _json_for_script(data: dict) -> str:

@@ -1,0 +1,135 @@
+"""The lecture pack's in-page model: from Enter to the output and every chart drawn, in headless Chromium.
+
+    python -m benchmarks.bench_pack                     # every demo, 3 inputs each, 3 runs per input
+    python -m benchmarks.bench_pack --demos reverse fr_en --runs 5
+
+Each demo's default pack (its card's examples, as scripts/lecture_pack.py writes it) is opened from file:// with
+every other request blocked; after its own charts are drawn and the page has run its first example itself (so the
+typed input's charts exist and are redrawn, as for a student's second input), inputs are typed and Enter pressed.
+Target (issue 27): Enter -> output and charts drawn <= 200 ms for the demos on a laptop-class CPU.
+Columns:
+  pack MB         the whole file (weights, plotly.js, the precomputed inputs); budget 15 MB
+  page model      ms from Enter to the numbers (tokenize, encode, greedy decoding, the teacher-forced pass)
+  page on screen  ms from Enter to the output and the typed input's charts on screen drawn (median; max after /);
+                  the others are redrawn as they come on screen (Plotly.react), each in tens of ms
+  page all charts the same until every chart of the typed input is drawn (as if the student scrolled through all)
+  server model    ms the Python model takes for the same input (model.capture + model.greedy_decode, median)
+  server figures  ms the Python side takes to build the same figures and write them (a one-input pack's HTML)
+  drawn/server    page on screen / (server model + server figures): the baseline is the server's own work for
+                  that input, before any network or browser drawing
+The load average (1/5/15 min) is printed: on a shared machine every figure is slower than on an idle laptop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import table  # noqa: E402
+from model import capture, greedy_decode, load_checkpoint  # noqa: E402
+from model.checkpoint import load_card  # noqa: E402
+from model.demos import list_demos  # noqa: E402
+from model.lecture import bounded_inputs, pack_records  # noqa: E402
+from tests.browser_helpers import VIEWPORT, chromium  # noqa: E402
+from viz.lecture_pack import lecture_pack_html  # noqa: E402
+
+
+def inputs_for(card: dict, tok) -> list[str]:
+    """Three inputs of the demo's own kind: its card's examples, each changed a little (so none is precomputed)."""
+    examples = list(card.get("examples") or ["abc"])
+    out = []
+    for i in range(3):
+        text = examples[i % len(examples)]
+        out.append(text[::-1] if tok.source.level == "char" and i else text if not i else " ".join(text.split()[::-1]))
+    return out
+
+
+def page_times(browser, path: Path, texts: list[str], runs: int) -> tuple[list[float], list[float], list[float]]:
+    """(ms to the numbers, ms to the output and the charts on screen, ms to every chart) of each typed input,
+    `runs` times each; the box at the top of the screen, as a student sees it after typing."""
+    url = path.as_uri()
+    context = browser.new_context(viewport=VIEWPORT)
+    context.route("**/*", lambda r: r.continue_() if r.request.url == url else r.abort())
+    page = context.new_page()
+    page.goto(url, wait_until="load", timeout=300_000)
+    page.wait_for_function("document.getElementById('live').dataset.warm === '1'", timeout=300_000)
+    box, model_ms, drawn_ms, all_ms, n = page.locator('[data-testid="pack-input"]'), [], [], [], 0
+    for _ in range(runs):
+        for text in texts:
+            n += 1
+            box.fill(text)
+            box.press("Enter")
+            page.wait_for_function("n => document.getElementById('live').dataset.drawn === String(n)", arg=n)
+            data = page.evaluate("({...document.getElementById('live').dataset})")
+            rest = page.evaluate(
+                "(() => { const t0 = performance.now(); return PackViews.flush(document.getElementById('live-views'))"
+                ".then(() => performance.now() - t0); })()"
+            )
+            model_ms.append(float(data["modelMs"]))
+            drawn_ms.append(float(data["ms"]))
+            all_ms.append(float(data["ms"]) + rest)
+    context.close()
+    return model_ms, drawn_ms, all_ms
+
+
+def server_times(model, tok, texts: list[str], runs: int) -> tuple[list[float], list[float]]:
+    """(ms of capture + greedy_decode, ms of the figures and HTML of a one-input pack) of each input, `runs` times."""
+    model_ms, figure_ms = [], []
+    for _ in range(runs):
+        for text in texts:
+            t0 = time.perf_counter()
+            capture(model, tok, text)
+            greedy_decode(model, tok, text)
+            model_ms.append(1000 * (time.perf_counter() - t0))
+            records = pack_records(model, tok, [text], live=False)
+            t0 = time.perf_counter()
+            lecture_pack_html(records)
+            figure_ms.append(1000 * (time.perf_counter() - t0))
+    return model_ms, figure_ms
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demos", nargs="*", default=None, help="demo names (default: every shipped demo)")
+    parser.add_argument("--runs", type=int, default=3, help="times each input is typed")
+    args = parser.parse_args(argv)
+    from pages.common import set_server_threads  # the server's torch threads (one), for its side of the comparison
+
+    set_server_threads()
+    demos = [d for d in list_demos() if args.demos is None or d.name in args.demos]
+    rows, med = [], statistics.median
+    with chromium() as browser, tempfile.TemporaryDirectory() as tmp:
+        for demo in demos:
+            model, tok = load_checkpoint(demo.path)
+            card = load_card(demo.path)
+            texts, _ = bounded_inputs(card.get("examples") or ["abc"])
+            path = Path(tmp) / f"{demo.name}.html"
+            path.write_bytes(lecture_pack_html(pack_records(model, tok, texts, label=demo.name)).encode())
+            typed = inputs_for(card, tok)
+            page_model, page_drawn, page_all = page_times(browser, path, typed, args.runs)
+            srv_model, srv_figs = server_times(model, tok, typed, args.runs)
+            server = med(srv_model) + med(srv_figs)
+            rows.append([
+                demo.name, f"{path.stat().st_size / 1e6:.1f}", f"{med(page_model):.0f}",
+                f"{med(page_drawn):.0f} / {max(page_drawn):.0f}", f"{med(page_all):.0f} / {max(page_all):.0f}",
+                f"{med(srv_model):.0f}", f"{med(srv_figs):.0f}", f"{med(page_drawn) / server:.2f}x",
+            ])  # fmt: skip
+            print(f"{demo.name}: done", file=sys.stderr, flush=True)
+    print(f"Enter -> output and charts drawn in the pack (headless Chromium), {len(typed)} inputs x {args.runs} runs")
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average "
+          f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    headers = ["demo", "pack MB", "page model ms", "page on screen ms (med / max)", "page all charts ms", "server model ms",
+               "server figures ms", "drawn/server"]  # fmt: skip
+    print(table(headers, rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

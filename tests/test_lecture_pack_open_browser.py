@@ -1,0 +1,90 @@
+"""The lecture pack's decoding section opened by its link, and stepped before its charts are drawn (issue 21).
+
+Its own file: tests/test_lecture_pack_browser.py holds one browser open for its module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.browser_helpers import VIEWPORT, chromium
+from tests.test_lecture_pack import H, fake_records
+from viz.lecture_pack import lecture_pack_html
+
+
+def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_path):
+    """Issue 21: the decoding section of the last input, opened by its link, shows its step and charts; Next pressed
+    before any chart is drawn moves the step without a page error, and the charts then show that step."""
+    records = fake_records(2)
+    path = tmp_path / "pack.html"
+    path.write_text(lecture_pack_html(records), encoding="utf-8")
+    trace = records.inputs[1].trace
+    errors = []
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri() + "#in1-decoding", wait_until="domcontentloaded", timeout=60_000)
+        box = page.locator(".decoding").nth(1)
+        assert box.locator(".token").text_content() == trace.steps[0].token  # the words at once, before any chart
+        box.locator(".next").click()
+        assert box.locator(".step-label").text_content() == f"Step 2 of {len(trace.steps)}"
+        page.wait_for_function("document.querySelectorAll('.decoding')[1].dataset.shown === '1'", timeout=120_000)
+        cross = np.array(page.evaluate("document.querySelectorAll('.decoding .cross-rows')[1].data[0].z"), dtype=float)
+        L, _, S = trace.steps[1].cross.shape
+        np.testing.assert_allclose(cross, trace.steps[1].cross.reshape(L * H, S), atol=1e-5)
+        assert box.locator(".token").text_content() == trace.steps[1].token
+        page.wait_for_function("document.body.dataset.drawn !== undefined", timeout=120_000)
+        assert page.evaluate("document.body.dataset.drawn") != "error"
+        context.close()
+    assert errors == []
+
+
+def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_path):
+    """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
+    from i18n import _, language_scope
+    from model import greedy_decode, load_checkpoint
+    from model.demos import list_demos
+    from model.inputs import check_text
+    from model.lecture import pack_records
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
+    records = pack_records(model, tok, ["abc"])
+    text = "ab§c"
+    with language_scope("zh"):
+        page_html = lecture_pack_html(records)
+        expected = [_(w) for w in check_text(text, tok.source, model.config.max_len - 1).warnings]
+        refused = [_(e) for e in check_text("§§", tok.source, model.config.max_len - 1).errors]
+        heading = _("Try your own input")
+    assert heading != "Try your own input" and heading in page_html and 'lang="zh-CN"' in page_html
+    path = tmp_path / "pack.html"
+    path.write_text(page_html, encoding="utf-8")
+    errors = []
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        box = page.locator('[data-testid="pack-input"]')
+        box.fill(text)
+        box.press("Enter")
+        page.wait_for_function("document.getElementById('live').dataset.drawn === '1'", timeout=120_000)
+        shown = page.locator("#live .live-messages .warning").all_text_contents()
+        assert shown == expected and len(expected) == 1 and "§" in expected[0]
+        assert box.input_value() == text  # what was typed stays in the box
+        # the typed input's decoding steps (its charts redrawn for it before Next touches them)
+        trace = greedy_decode(model, tok, check_text(text, tok.source, model.config.max_len - 1).text)
+        page.locator("#live-views .decoding .next").click()
+        page.wait_for_function("document.querySelector('#live-views .decoding').dataset.shown === '1'", timeout=120_000)
+        cross = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
+        L, H_, S = trace.steps[1].cross.shape
+        np.testing.assert_allclose(np.array(cross), trace.steps[1].cross.reshape(L * H_, S), atol=1e-4)
+        output = page.text_content('[data-testid="pack-output"]')
+        box.fill("§§")  # nothing the model knows: the app's error, nothing run, the last output kept
+        box.press("Enter")
+        page.wait_for_function("document.getElementById('live').dataset.drawn === '2'", timeout=120_000)
+        assert page.locator("#live .live-messages .error").all_text_contents() == refused and len(refused) == 1
+        assert page.text_content('[data-testid="pack-output"]') == output and box.input_value() == "§§"
+        assert page.text_content('[data-testid="pack-status"]') == ""  # no "running" left behind
+        context.close()
+    assert errors == []

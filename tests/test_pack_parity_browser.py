@@ -1,0 +1,146 @@
+"""The lecture pack's in-page model against the Python model, in a real headless Chromium.
+
+For every shipped demo: a pack opened from file:// with every other request blocked; generated inputs typed into
+its box (Enter runs them); the page's greedy output must be the one model.greedy_decode writes, its log-probs
+and attention maps those of model.capture within 1e-4, its warnings the app's, and every chart of the typed
+input drawn. A few inputs per demo: the check is the numbers, not the count.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from i18n import _
+from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
+from model.checkpoint import load_card
+from model.demos import list_demos
+from model.inputs import check_text
+from model.lecture import pack_records
+from model.tokenizer import SPECIALS, Tokenizer, Vocab
+from tests.browser_helpers import VIEWPORT, chromium
+from viz.lecture_pack import lecture_pack_html
+
+TOL = 1e-4
+DEMOS = [d.name for d in list_demos()]
+
+
+def generated_inputs(name: str, tokenizer, card: dict) -> list[str]:
+    """A card example (capitalised where the vocabulary lowercases), random known symbols, and one unknown symbol."""
+    vocab = tokenizer.source
+    rng = random.Random(name)
+    known = [t for t in vocab.tokens if t not in SPECIALS and t.strip()]
+    joiner = "" if vocab.level == "char" else " "
+    example = (card.get("examples") or [joiner.join(known[:3])])[0]
+    if vocab.lowercase:
+        example = example[:1].upper() + example[1:]
+    random_text = joiner.join(rng.choice(known) for _ in range(rng.randint(4, 8)))
+    unknown = "§" if vocab.level == "char" else "zzqx"
+    with_unknown = joiner.join([rng.choice(known), unknown, rng.choice(known)])
+    return [example, random_text, with_unknown]
+
+
+def typed(page, text: str, n: int) -> dict:
+    """Type text into the pack's box, press Enter, wait for run n to be drawn; the page's numbers of that run."""
+    box = page.locator('[data-testid="pack-input"]')
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_function("n => document.getElementById('live').dataset.drawn === String(n)", arg=n, timeout=120_000)
+    page.evaluate("PackViews.flush(document.getElementById('live-views')).then(() => true)")  # off-screen charts too
+    return page.evaluate("window.packResult()")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
+    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
+    records = pack_records(model, tok, texts[:1], label="m")
+    assert records.live is not None, records.live_note
+    pack = folder / "pack.html"
+    pack.write_text(lecture_pack_html(records), encoding="utf-8")
+    url = pack.as_uri()
+    blocked, errors = [], []
+    context = browser.new_context(viewport=VIEWPORT)
+    context.route(
+        "**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort())
+    )
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
+    for n, text in enumerate(texts, start=1):
+        got = typed(page, text, n)
+        check = check_text(text, tok.source, model.config.max_len - 1)
+        trace = greedy_decode(model, tok, check.text)
+        cap = capture(model, tok, check.text)
+        assert got["warnings"] == [_(w) for w in check.warnings], text
+        assert got["source_ids"] == trace.source_ids
+        assert got["output_ids"] == trace.output_ids, text  # the same greedy output, token for token
+        assert got["stop"] == trace.stop_reason
+        assert got["target_ids"] == cap.target_ids.tolist()
+        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=0)
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
+        for step, s in zip(got["steps"], trace.steps):
+            assert step["top"] == s.top_ids.tolist()
+            np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
+        assert page.text_content('[data-testid="pack-output"]') == trace.text
+        # the typed input's charts show its numbers (drawn anew, or redrawn over the previous input's)
+        main = page.evaluate(
+            "(({data}) => ({z: data[0].z, x: data[0].x}))(document.querySelector('#live-views .attention .main'))"
+        )
+        assert len(main["x"]) == len(trace.source_tokens)
+        np.testing.assert_allclose(np.array(main["z"]), cap.encoder_self[-1].mean(axis=0), atol=TOL, rtol=0)
+        rows = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
+        np.testing.assert_allclose(np.array(rows), trace.steps[0].cross.reshape(-1, len(trace.source_tokens)), atol=TOL)
+        charts = page.evaluate(
+            "[...document.querySelectorAll('#live-views .js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
+        )
+        assert charts == page.evaluate("document.querySelectorAll('#live-views .plot').length") > 0
+        assert 0 < int(page.evaluate("document.getElementById('live').dataset.charts")) <= charts  # those on screen
+    context.close()
+    assert blocked == [] and errors == []
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_the_page_decodes_as_the_python_model(name, browser, tmp_path):
+    path = next(d.path for d in list_demos() if d.name == name)
+    model, tok = load_checkpoint(path)
+    assert_parity(browser, model, tok, generated_inputs(name, tok, load_card(path)), tmp_path)
+
+
+VARIANTS = {  # what the demos do not use: every other branch of the configuration
+    "pre-LN, final norms, gelu, std norm, learned, untied, no bias, unscaled": dict(
+        norm_first=True, activation="gelu", norm="std", positional="learned", generator_bias=False,
+        scale_embeddings=False,
+    ),
+    "pre-LN without final norms, silu, half-layout sinusoids base 500": dict(
+        norm_first=True, final_norm=False, activation="silu", pe_layout="half", pe_base=500.0
+    ),
+    "post-LN with final norms, no positions, shared and tied": dict(
+        final_norm=True, positional="none", share_embeddings=True, tie_generator=True
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_configuration_runs_as_in_python(variant, browser, tmp_path):
+    words = ["le", "chat", "noir", "Mange", "la", "souris", "grise"]
+    shared = VARIANTS[variant].get("share_embeddings", False)
+    source = Vocab.build(words, "word", lowercase=not shared)
+    tok = Tokenizer(source, source) if shared else Tokenizer(source, Vocab.build(list("abcdefgh"), "char"))
+    cfg = TransformerConfig.preset(
+        "tiny", src_vocab_size=len(tok.source), tgt_vocab_size=len(tok.target), max_len=24, **VARIANTS[variant]
+    )
+    model = build_model(cfg, seed=3)
+    texts = ["Le chat noir", "la souris MANGE le chat", "le ?? chat"]  # capitals (lowercased), an unknown word
+    assert_parity(browser, model, tok, texts, tmp_path)

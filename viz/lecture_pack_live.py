@@ -1,0 +1,109 @@
+"""The lecture pack's live part: a text box whose input the page runs through the model itself (no server).
+
+`live_html(spec)` is the section with the box, and the scripts that run the model (pack_model.js: the forward
+pass; pack_live.js: the box, and the views of the typed input, made from the first precomputed input's figures).
+`live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
+app's own messages (model/inputs.check_text), their values filled in by the script.
+`spec` is model.pack_export.live_spec's dict (JSON-ready), or None: then the section says why it is missing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from i18n import M_, _, ngettext
+
+HERE = Path(__file__).resolve().parent
+SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
+
+
+def _esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def live_words(spec: dict | None) -> dict[str, str]:
+    """Templates the script fills ({symbols}, {n}, ...), translated now; the input check's are the app's messages."""
+    what = M_("input")
+    words = {
+        "heading": _("Your input: {text}"),
+        "running": _("Running the model in this page…"),
+        "done": _("Output: {output} · {steps} steps · {ms} ms in this page"),
+        "output_line": _("Output: {output} · stopped at {stop}."),
+        "length_limit": _("the length limit"),
+        "space": _("space"),
+        "every": _("{title}: every layer (rows) and head (columns)"),
+        "thumb": _("layer {layer}, head {h}") + "<br>" + _("query %{y}<br>key %{x}<br>weight %{z:.3f}"),
+        "failed": _("The page could not run the model: {error}"),
+        "removed_one": ngettext(
+            "Removed {n} control or invisible character from the {what}.",
+            "Removed {n} control or invisible characters from the {what}.",
+            1,
+        ).format(n="{n}", what=_(what)),
+        "removed_many": ngettext(
+            "Removed {n} control or invisible character from the {what}.",
+            "Removed {n} control or invisible characters from the {what}.",
+            2,
+        ).format(n="{n}", what=_(what)),
+        "empty": _(M_("The {what} is empty: type some text, or pick an example.", what=what)),
+        "unknown": _(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols="{symbols}")),
+        "a_space": _(M_("a space")),
+        "and_more": _(M_("{shown} and {n} more", shown="{shown}", n="{n}")),
+        "cut": _(
+            M_(
+                "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped).",
+                what=what,
+                n="{n}",
+                room="{room}",
+                kept="{kept}",
+                dropped="{dropped}",
+            )
+        ),
+    }
+    known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if spec else []
+    hint = M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20])) if known else ""
+    words["none_known"] = _(
+        M_(
+            "None of the {what}'s symbols are in this model's vocabulary ({symbols}).{hint}",
+            what=what,
+            symbols="{symbols}",
+            hint=hint,
+        )
+    )
+    return words
+
+
+def live_html(spec: dict | None, note: str = "") -> str:
+    """The live section (box, messages, the typed input's views) and, with a spec, the model and its scripts."""
+    heading = _esc(_("Try your own input"))
+    if spec is None:
+        why = _esc(_("This pack runs no model of its own: {why}.").format(why=_(note) if note else _("none was given")))
+        return f'<section id="live"><h2>{heading}</h2><p class="warning">{why}</p></section>'
+    size = f"{spec['n_bytes'] / 1e6:.1f}"
+    about = _esc(
+        _(
+            "Type any input and press Enter: this page runs the model itself ({mb} MB of weights inside this file, "
+            "no server, no network), decodes greedily step by step and draws every view below for it."
+        ).format(mb=size)
+    )
+    label = _esc(_("Input for the model"))
+    model_json = json.dumps(spec, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    model_json = model_json.replace("&", "\\u0026")
+    return (
+        f'<section id="live"><h2>{heading}</h2><p>{about}</p>'
+        f'<label class="live-box">{label} <input type="text" data-testid="pack-input" maxlength="500" '
+        f'autocomplete="off" spellcheck="false"></label>'
+        '<p class="live-status" data-testid="pack-status"></p>'
+        '<div class="live-messages"></div>'
+        '<p><code data-testid="pack-output"></code></p>'
+        '<div id="live-views"></div></section>'
+        f'<script type="application/json" id="pack-model">{model_json}</script>'
+    )
+
+
+def live_scripts(spec: dict | None) -> str:
+    """The scripts of the live section (after lecture_pack.js), or nothing without a model."""
+    if spec is None:
+        return ""
+    return "".join(f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_model.js", "pack_live.js"))

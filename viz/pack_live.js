@@ -1,0 +1,218 @@
+// The lecture pack's text box: runs the typed input through the model in this page (pack_model.js) and draws every
+// view the pack shows for a precomputed input, for it: the first input's section is the pattern (its figures are
+// re-labelled with the typed input's tokens), PackViews (lecture_pack.js) draws and wires it.
+(function () {
+  "use strict";
+  const V = PackViews, W = V.TEXT.live, spec = JSON.parse(document.getElementById("pack-model").textContent);
+  const model = PackModel.Model(spec), c = model.config;
+  const src = PackModel.Vocab(spec.tokenizer.source), tgt = PackModel.Vocab(spec.tokenizer.target);
+  const box = document.querySelector('[data-testid="pack-input"]'), status = document.querySelector(".live-status");
+  const out = document.querySelector('[data-testid="pack-output"]'), messages = document.querySelector(".live-messages");
+  const section = document.getElementById("live"), views = document.getElementById("live-views");
+  const pattern = document.getElementById("in0").cloneNode(true);  // taken before anything is drawn into it
+  let runs = 0;
+
+  // -- tokens as the pack shows them (viz/tokens.py) ---------------------------------------------------------
+  const VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"};
+  const plain = (t, max = 16) => { const s = t in VISIBLE ? VISIBLE[t] : t, a = Array.from(s); return a.length <= max ? s : a.slice(0, max - 1).join("") + "…"; };
+  const escape = s => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const shown = (t, max = 16) => escape(plain(t, max));
+  const hover = t => (t === " " ? W.space : shown(t, 40));
+  const labels = tokens => tokens.map((t, i) => `${i}: ${hover(t)}`);
+  const pct = p => (100 * p).toFixed(1) + "%";
+  const range = n => Array.from({length: n}, (_, i) => i);
+
+  // -- the typed input's data, in the form DATA.inputs holds (numbers instead of base64) -----------------------
+  function attention(maps, H, Tq, Tk, causal) {  // [L] of (H, Tq, Tk) -> (L, H + 1, Tq, Tk), head average last
+    const L = maps.length, z = new Float32Array(L * (H + 1) * Tq * Tk), n = Tq * Tk;
+    maps.forEach((m, l) => {
+      for (let h = 0; h <= H; h++) {
+        for (let i = 0; i < n; i++) {
+          let v = 0;
+          if (h < H) v = m[h * n + i]; else { for (let g = 0; g < H; g++) v += m[g * n + i]; v /= H; }
+          z[(l * (H + 1) + h) * n + i] = causal && (i % Tk) > Math.floor(i / Tk) ? NaN : v;
+        }
+      }
+    });
+    return z;
+  }
+  function decoding(r, srcTokens, inputs) {
+    const T = r.steps.length, S = srcTokens.length, L = model.L, H = model.H, rows = L * H;
+    const cross = new Float32Array(T * rows * S), self = new Float32Array(T * rows * T).fill(NaN);
+    const top = [], text = [];
+    r.steps.forEach((s, t) => {
+      for (let l = 0; l < L; l++) {
+        for (let h = 0; h < H; h++) {
+          for (let j = 0; j < S; j++) cross[(t * rows + l * H + h) * S + j] = s.cross[l][h * S + j];
+          for (let j = 0; j <= t; j++) self[(t * rows + l * H + h) * T + j] = s.self[l][h * (t + 1) + j];
+        }
+      }
+      const toks = s.top.map(tgt.token), chosen = s.top.indexOf(s.id);
+      top.push({x: s.topProbs.map(p => Math.round(p * 1e5) / 1e5), y: toks.map((tk, i) => `${i + 1}. ${shown(tk)}`),
+        c: toks.map((_, i) => (i === chosen ? "#d62728" : "#1f77b4")), t: s.topProbs.map(pct)});
+      text.push({inputs: inputs.slice(0, t + 1).map(tk => plain(tk)).join(" "), token: plain(tgt.token(s.id)), prob: pct(s.prob)});
+    });
+    return {n: T, rows, S, T, cross, self, top, text, ticks: inputs.slice(0, T).map(tk => shown(tk)),
+      stop: r.stop === "eos" ? "</s>" : W.length_limit};
+  }
+
+  // -- figures: the first input's, re-labelled (viz/attention_figs.heatmap_geometry, simplified) ---------------
+  function ticks(axis, tokens) {
+    const n = tokens.length, every = Math.max(1, Math.ceil(n / 40));
+    axis.tickmode = "array";
+    axis.tickvals = range(n).filter(i => i % every === 0);
+    axis.ticktext = axis.tickvals.map(i => shown(tokens[i]));
+  }
+  function heatmap(f, q, k) {
+    const nq = q.length, nk = k.length, legend = f.data.length > 1 && nk > 1;
+    Object.assign(f.data[0], {x: labels(k), y: labels(q)});
+    if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [labels(q)[0]]})] : [f.data[0]];
+    ticks(f.layout.xaxis, k); ticks(f.layout.yaxis, q);
+    f.layout.xaxis.range = [-0.5, nk - 0.5]; f.layout.yaxis.range = [nq - 0.5, -0.5];
+    const cell = Math.max(1, Math.min(36, 400 / nq, 860 / nk));
+    f.layout.height = Math.round(nq * cell + 120 + (legend ? 34 : 0));
+    f.layout.showlegend = legend;
+  }
+  function overview(f, title, Tq, Tk, H) {
+    f.data.forEach((trace, i) => Object.assign(trace, {x: range(Tk), y: range(Tq),
+      hovertemplate: V.fillIn(W.thumb, {layer: Math.floor(i / H), h: i % H}) + "<extra></extra>"}));
+    f.layout.title = Object.assign({}, f.layout.title, {text: V.fillIn(W.every, {title})});
+  }
+  function norms(arr, T) {
+    const d = arr.length / Math.max(T, 1);
+    return range(T).map(t => { let s = 0; for (let i = 0; i < d; i++) s += arr[t * d + i] ** 2; return Math.sqrt(s); });
+  }
+  function figures(r, srcTokens, tgtTokens, inputs) {
+    const F = V.DATA.figures, make = (id, edit) => { if (!F["in0-" + id]) return; const f = V.figure("in0-" + id); delete f.layout.template; edit(f); F["live-" + id] = f; };
+    const sides = {encoder_self: [srcTokens, srcTokens], decoder_self: [tgtTokens, tgtTokens], cross: [tgtTokens, srcTokens]};
+    for (const [kind, [q, k]] of Object.entries(sides)) {
+      make(kind, f => heatmap(f, q, k));
+      make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, q.length, k.length, model.H));
+    }
+    make("cross-rows", f => { f.data[0].x = labels(srcTokens); ticks(f.layout.xaxis, srcTokens); });
+    const keys = inputs.slice(0, r.steps.length);  // <s> y_1 .. y_{T-1}: the keys of the last step
+    make("self-rows", f => { f.data[0].x = labels(keys); ticks(f.layout.xaxis, keys); f.layout.xaxis.tickvals = range(keys.length); });
+    make("topk", () => {});
+    make("pe-rows", f => {
+      const S = srcTokens.length, pe = r.enc.pe, d = model.d;
+      f.data[0].z = range(S).map(t => Array.from(pe.subarray(t * d, (t + 1) * d)));
+      const bound = Math.max(1, ...Array.from(pe, Math.abs));
+      Object.assign(f.data[0], {zmin: -bound, zmax: bound});
+      Object.assign(f.layout.yaxis, {tickmode: "array", tickvals: range(S), ticktext: srcTokens.map((t, i) => `${i}: ${shown(t)}`)});
+      f.layout.height = Math.min(520, Math.max(380, 6 * S + 120));
+    });
+    for (const [side, toks, e] of [["source", srcTokens, r.enc], ["target", tgtTokens, r.full]]) {
+      make("pe-" + side, f => {
+        Object.assign(f.data[0], {x: range(toks.length), y: norms(e.emb, toks.length)});
+        Object.assign(f.data[1], {x: range(toks.length), y: norms(e.pe, toks.length)});
+        ticks(f.layout.xaxis, toks);
+      });
+    }
+  }
+
+  // -- the section: the first input's, renamed; made once, then filled in for each typed input -----------------
+  function newSection() {
+    const s = pattern.cloneNode(true);
+    s.id = "live-input";
+    s.querySelectorAll("[id]").forEach(el => { el.id = el.id.replace(/^in0/, "live"); });
+    s.querySelectorAll("[data-figure]").forEach(el => { el.dataset.figure = el.dataset.figure.replace(/^in0-/, "live-"); });
+    s.querySelectorAll(".attention").forEach(el => { el.dataset.ref = "live/" + el.dataset.ref.split("/")[1]; });
+    s.querySelectorAll(".warning").forEach(el => el.remove());
+    const d = s.querySelector(".decoding");
+    if (d) d.dataset.ref = "live";
+    return s;
+  }
+  function fillSection(s, text, srcTokens, tgtTokens, dec, output) {
+    s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
+    const codes = s.querySelector("h2 + p").querySelectorAll("code");
+    codes[0].textContent = srcTokens.map(t => plain(t)).join(" ");
+    codes[1].textContent = tgtTokens.map(t => plain(t)).join(" ");
+    const d = s.querySelector(".decoding");
+    if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
+  }
+
+  function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
+
+  // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
+  function run(t0, text, n) {
+    messages.replaceChildren();
+    const check = PackModel.checkText(text, src, c.max_len - 1, W);
+    check.warnings.forEach(w => say(messages, w, "warning"));
+    if (check.errors.length) {  // nothing runs; the box keeps what was typed
+      check.errors.forEach(e => say(messages, e, "warning error"));
+      status.textContent = "";
+      section.dataset.drawn = String(n);
+      return Promise.resolve();
+    }
+    const srcIds = [...check.ids, src.eos], r = PackModel.run(model, srcIds, 5);
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
+    const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
+    const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
+    const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
+    const maps = {encoder_self: [r.enc.attention, srcTokens, srcTokens], decoder_self: [r.full.self, tgtTokens, tgtTokens],
+      cross: [r.full.cross, tgtTokens, srcTokens]};
+    for (const [kind, [m, q, k]] of Object.entries(maps)) {
+      item.attention[kind] = {shape: [m.length, model.H + 1, q.length, k.length], z: attention(m, model.H, q.length, k.length, kind === "decoder_self"),
+        title: V.DATA.inputs[0].attention[kind].title, q: q.map(t => shown(t, 40)), k: k.map(t => shown(t, 40))};
+    }
+    V.INPUTS.live = item;
+    figures(r, srcTokens, tgtTokens, inputs);
+    out.textContent = output;
+    window.packResult = () => result(r, check, srcIds);
+    let s = views.firstElementChild, drawing;
+    if (s) {  // the charts are there: redraw them with the new data (Plotly.react)
+      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      drawing = V.refresh(s);
+    } else {
+      s = newSection();
+      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      views.appendChild(s);
+      const divs = V.setup(s);
+      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
+    }
+    return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
+      const ms = performance.now() - t0;
+      status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
+    });
+  }
+  let queue = Promise.resolve();
+  function enqueue(text, typed) {
+    const t0 = performance.now();
+    const n = typed ? ++runs : runs;  // counted when asked for: the first example is skipped once a typed run waits
+    if (typed) status.textContent = W.running;
+    queue = queue.then(() => run(t0, text, n)).catch(err => {
+      say(messages, V.fillIn(W.failed, {error: String((err && err.message) || err)}), "warning error");
+      section.dataset.drawn = "error";
+    });
+    return queue;
+  }
+
+  // Plain numbers of the last run, for tests and benchmarks: what model.capture and model.greedy_decode give.
+  function result(r, check, srcIds) {
+    const nest = (a, ...dims) => { const f = (off, k) => (k === dims.length - 1 ? Array.from(a.subarray(off, off + dims[k])) : range(dims[k]).map(i => f(off + i * dims.slice(k + 1).reduce((x, y) => x * y, 1), k + 1))); return f(0, 0); };
+    const S = srcIds.length, T = r.tgt.length, H = model.H;
+    return {
+      warnings: check.warnings, source_ids: srcIds, target_ids: r.tgt, output_ids: r.out, stop: r.stop,
+      log_probs: r.logProbs.map(row => Array.from(row)),
+      encoder_self: r.enc.attention.map(m => nest(m, H, S, S)),
+      decoder_self: r.full.self.map(m => nest(m, H, T, T)),
+      cross: r.full.cross.map(m => nest(m, H, T, S)),
+      steps: r.steps.map((s, t) => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
+        cross: s.cross.map(m => nest(m, H, S)), self: s.self.map(m => nest(m, H, t + 1))})),
+    };
+  }
+
+  box.addEventListener("keydown", e => {
+    if (e.key !== "Enter" || e.isComposing) return;
+    e.preventDefault();
+    enqueue(box.value, true);
+  });
+  // The first example, run in this page once the pack's own charts are drawn: its charts are then made, and every
+  // typed input only redraws them.
+  section.dataset.ready = "1";
+  const first = W.first;
+  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } box.value = box.value || first; return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
+  const waitDrawn = () => (document.body.dataset.drawn !== undefined ? warm() : setTimeout(waitDrawn, 50));
+  waitDrawn();
+})();
