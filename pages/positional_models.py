@@ -188,8 +188,11 @@ def models_view() -> None:
         if result.failure is not None:
             failures.append((kind, result.failure))
     for kind, (source, target, output) in failures[:3]:
-        st.markdown(_("{kind}: `{source}` → `{output}` (should be `{target}`)").format(
-            kind=_(KINDS[kind]), source=source, output=output or "∅", target=target))  # fmt: skip
+        st.markdown(
+            _("{kind}: `{source}` → `{output}` (should be `{target}`)").format(
+                kind=_(KINDS[kind]), source=source, output=output or "∅", target=target
+            )
+        )  # fmt: skip  (demo letters only)
     _similarity_rows(loaded)
 
 
@@ -232,4 +235,5 @@ def _similarity_rows(loaded: dict) -> None:
                 figs.similarity_matrix(matrix, _(KINDS[kind]), label, height, zrange=zrange),
                 key=f"pe_models_map_{kind}",
                 where=column,
+                top_px=560,  # below the scores and the failures (measured in presentation mode at 1366x768)
             )

@@ -331,7 +331,7 @@ def test_inside_attention_page(watch, server, letters):
     assert ticks(page, "y2", "Query and keys") == keys
     wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
 
-    choose(page, "Head", "1")
+    choose(page, "Head", "head 1")
     wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 1, query 0: <s>")
     wait_idle(page)
     assert "in_head=1" in page.url
