@@ -33,7 +33,7 @@ REPLACEMENTS = {"unk": N_("<unk>"), "pad": N_("<pad>")}
 STEPS = [8, 16, 32, 64, 128]
 with st.expander(_("Settings of integrated gradients and occlusion"), icon=":material/tune:"):
     a, b, c = st.columns(3)
-    common.url_state("attr_base", "zero", list(BASELINES))
+    common.url_state("attr_base", "pad", list(BASELINES))
     a.selectbox(
         _("Baseline of integrated gradients"), list(BASELINES), key="attr_base", format_func=lambda k: _(BASELINES[k])
     )

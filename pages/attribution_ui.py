@@ -37,9 +37,9 @@ EXPLAIN = {
         "of a source token is the maximum flow from the output position to it (networkx). Rows sum to 1."
     ),
     "grad_x_input": N_(
-        "**Gradient × input**: the source token's embedding times the gradient of the output token's "
-        "log-probability with respect to it, summed over the embedding (Captum). Signed; small where the model is "
-        "sure (the softmax saturates)."
+        "**Gradient × input**: the source token's embedding times (elementwise) the gradient of the output token's "
+        "log-probability with respect to it (Captum), its length over the embedding. Unsigned: the signed sum "
+        "cancels out. Small where the model is sure (the softmax saturates); the order of the tokens stays."
     ),
     "integrated_gradients": N_(
         "**Integrated gradients** (Sundararajan et al. 2017, Captum): the gradient averaged along the straight path "
