@@ -2,10 +2,9 @@
 
 import numpy as np
 
-from tests.test_app_inside import arr
-
 from model import attribute, capture, load_checkpoint
 from tests.apptest_helpers import ROOT, charts, messages, open_page
+from tests.test_app_inside import arr
 
 REVERSE = ROOT / "checkpoints" / "reverse"
 
