@@ -26,7 +26,7 @@ def test_attribution_page_at_a_projector(browser, server, lang):
         screenshot(page, f"attribution-{lang}")
         box = page.locator(".js-plotly-plot").first.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PROJECTOR["width"], box
-        panels = page.locator(".js-plotly-plot").first.locator(".annotation-text").all_inner_texts()
+        panels = page.locator(".js-plotly-plot").first.locator(".annotation-text").all_text_contents()
         assert len(panels) == 6 and all(p.strip() for p in panels), panels
         if lang == "zh":
             assert all(re.search(r"[\u4e00-\u9fff]", p) for p in panels), panels

@@ -42,15 +42,15 @@ def source_bars(
         v = np.asarray(values, dtype=np.float64)
         fig.add_trace(
             go.Bar(
-                x=v, y=labels, orientation="h", name=name, showlegend=False,
+                x=v, y=np.arange(S), orientation="h", name=name, showlegend=False, customdata=labels,
                 marker_color=[POSITIVE if x >= 0 else NEGATIVE for x in v],
-                hovertemplate="%{y}: %{x:.4g}<extra>" + name.replace("%", "%%") + "</extra>",
+                hovertemplate="%{customdata}: %{x:.4g}<extra>" + name.replace("%", "%%") + "</extra>",
             ),
             row=1, col=i,
         )  # fmt: skip
         fig.update_xaxes(showticklabels=False, zeroline=True, zerolinecolor="#888", row=1, col=i)
     fig.update_yaxes(
-        autorange="reversed", tickvals=labels, ticktext=[plain_token(t) for t in source_tokens],
+        range=[S - 0.5, -0.5], tickvals=list(range(S)), ticktext=[plain_token(t) for t in source_tokens],
         tickfont=dict(size=tick_px, color=TEXT_COLOR),
     )  # fmt: skip
     fig.update_annotations(font=dict(size=tick_px, color=TEXT_COLOR))
@@ -85,19 +85,20 @@ def score_matrix(
     rows, cols = token_labels(output_tokens), token_labels(source_tokens)
     bound = float(np.abs(scores).max()) or 1.0
     heat = go.Heatmap(
-        z=scores.astype(np.float32), x=cols, y=rows,
+        z=scores.astype(np.float32), x=np.arange(len(cols)), y=np.arange(len(rows)),
+        customdata=np.array([[(r, c) for c in cols] for r in rows], dtype=object),
         colorscale="RdBu" if signed else "Blues", zmid=0 if signed else None,
         zmin=-bound if signed else 0, zmax=bound,
-        hovertemplate=f"{output_label} %{{y}}<br>{source_label} %{{x}}<br>%{{z:.4g}}<extra></extra>",
+        hovertemplate=f"{output_label} %{{customdata[0]}}<br>{source_label} %{{customdata[1]}}<br>%{{z:.4g}}<extra></extra>",
     )  # fmt: skip
     fig = go.Figure(heat)
     if chosen is not None and 0 <= chosen < len(rows):
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=chosen - 0.5, y1=chosen + 0.5,
                       line=dict(color="#ff7f0e", width=3))  # fmt: skip
     side = tick_px + 14
-    fig.update_yaxes(autorange="reversed", title=output_label, tickvals=rows,
+    fig.update_yaxes(range=[len(rows) - 0.5, -0.5], title=output_label, tickvals=list(range(len(rows))),
                      ticktext=[plain_token(t) for t in output_tokens], tickfont=dict(size=tick_px))  # fmt: skip
-    fig.update_xaxes(title=source_label, tickvals=cols, ticktext=[plain_token(t) for t in source_tokens],
+    fig.update_xaxes(title=source_label, tickvals=list(range(len(cols))), ticktext=[plain_token(t) for t in source_tokens],
                      tickfont=dict(size=tick_px), side="top")  # fmt: skip
     width = 160 + len(cols) * side
     fig.update_layout(
