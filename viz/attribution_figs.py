@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention_figs import token_labels
-from .tokens import FONTS, TEXT_COLOR, plain_token
+from .tokens import TEXT_COLOR, plain_token, readable
 
 POSITIVE, NEGATIVE = "#1f77b4", "#d62728"
 
@@ -55,11 +55,11 @@ def source_bars(
     )  # fmt: skip
     fig.update_annotations(font=dict(size=tick_px, color=TEXT_COLOR))
     fig.update_layout(
-        title=dict(text=title, font=dict(color=TEXT_COLOR)), **FONTS, font_color=TEXT_COLOR,
+        title=dict(text=title),
         height=max(260, 90 + S * (tick_px + 8)), width=width_px, margin=dict(l=10, r=10, t=80, b=10),
-        bargap=0.15, plot_bgcolor="white",
+        bargap=0.15,
     )  # fmt: skip
-    return fig
+    return readable(fig, tick_px)
 
 
 def score_matrix(
@@ -102,8 +102,8 @@ def score_matrix(
                      tickfont=dict(size=tick_px), side="top")  # fmt: skip
     width = 160 + len(cols) * side
     fig.update_layout(
-        title=dict(text=title, font=dict(color=TEXT_COLOR), y=0.99), **FONTS, font_color=TEXT_COLOR,
+        title=dict(text=title),
         width=min(width, max_width) if max_width else width, height=160 + len(rows) * side,
         margin=dict(l=10, r=10, t=110, b=10),
     )  # fmt: skip
-    return fig
+    return readable(fig, tick_px)
