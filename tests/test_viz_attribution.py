@@ -12,7 +12,7 @@ def test_source_bars_one_panel_per_method_sharing_the_source_rows():
     )
     assert [t.x.tolist() for t in fig.data] == [[0.5, -0.25, 0.0], [0.2, 0.3, 0.5]]
     assert fig.data[0].customdata == ("0: a", "1: a", "2: &lt;/s&gt;")  # repeated tokens stay apart, markup escaped
-    assert fig.layout.yaxis.ticktext == ("a", "a", "</s>") and fig.layout.yaxis.tickvals == (0, 1, 2)
+    assert fig.layout.yaxis.ticktext == ("a", "a", "&lt;/s&gt;") and fig.layout.yaxis.tickvals == (0, 1, 2)
     assert fig.data[0].marker.color == (figs.POSITIVE, figs.NEGATIVE, figs.POSITIVE)
     assert [a.text for a in fig.layout.annotations] == ["occlusion", "rollout"]
     assert fig.layout.xaxis2.anchor == "y2" and fig.layout.title.text == "t"

@@ -14,9 +14,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention_figs import token_labels
-from .tokens import TEXT_COLOR, plain_token, readable
+from .tokens import TEXT_COLOR, display_token, label_px, plain_token, readable
 
 POSITIVE, NEGATIVE = "#1f77b4", "#d62728"
+
+
+def _left(tokens: Sequence[str], tick_px: int) -> int:
+    """A left margin that holds the longest tick label (the y axes do not grow their margin: under Streamlit's
+    chart theme that automatic margin pushed the plot to the right edge)."""
+    return int(16 + max((label_px(plain_token(t), tick_px) for t in tokens), default=0))
 
 
 def source_bars(
@@ -50,13 +56,14 @@ def source_bars(
         )  # fmt: skip
         fig.update_xaxes(showticklabels=False, zeroline=True, zerolinecolor="#888", row=1, col=i)
     fig.update_yaxes(
-        range=[S - 0.5, -0.5], tickvals=list(range(S)), ticktext=[plain_token(t) for t in source_tokens],
+        range=[S - 0.5, -0.5], automargin=False, tickvals=list(range(S)), ticktext=[display_token(t) for t in source_tokens],
         tickfont=dict(size=tick_px, color=TEXT_COLOR),
     )  # fmt: skip
     fig.update_annotations(font=dict(size=tick_px, color=TEXT_COLOR))
     fig.update_layout(
         title=dict(text=title),
-        height=max(260, 90 + S * (tick_px + 8)), width=width_px, margin=dict(l=10, r=10, t=80, b=10),
+        height=max(260, 90 + S * (tick_px + 8)), width=width_px,
+        margin=dict(l=_left(source_tokens, tick_px), r=10, t=80, b=10),
         bargap=0.15,
     )  # fmt: skip
     return readable(fig, tick_px)
@@ -96,14 +103,14 @@ def score_matrix(
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=chosen - 0.5, y1=chosen + 0.5,
                       line=dict(color="#ff7f0e", width=3))  # fmt: skip
     side = tick_px + 14
-    fig.update_yaxes(range=[len(rows) - 0.5, -0.5], title=output_label, tickvals=list(range(len(rows))),
-                     ticktext=[plain_token(t) for t in output_tokens], tickfont=dict(size=tick_px))  # fmt: skip
-    fig.update_xaxes(title=source_label, tickvals=list(range(len(cols))), ticktext=[plain_token(t) for t in source_tokens],
+    fig.update_yaxes(range=[len(rows) - 0.5, -0.5], title=output_label, automargin=False, tickvals=list(range(len(rows))),
+                     ticktext=[display_token(t) for t in output_tokens], tickfont=dict(size=tick_px))  # fmt: skip
+    fig.update_xaxes(title=source_label, tickvals=list(range(len(cols))), ticktext=[display_token(t) for t in source_tokens],
                      tickfont=dict(size=tick_px), side="top")  # fmt: skip
     width = 160 + len(cols) * side
     fig.update_layout(
         title=dict(text=title),
         width=min(width, max_width) if max_width else width, height=160 + len(rows) * side,
-        margin=dict(l=10, r=10, t=110, b=10),
+        margin=dict(l=_left(output_tokens, tick_px) + tick_px + 16, r=10, t=110, b=10),
     )  # fmt: skip
     return readable(fig, tick_px)
