@@ -1,5 +1,6 @@
 """The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only)."""
 
+from .attribution import Attribution, attribute
 from .beam import BeamTrace, beam_search
 from .capture import Capture, capture
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -21,6 +22,7 @@ __all__ = [
     "beam_search",
     "sample",
     "head_importance",
+    "attribute",
     "positional_experiment",
     "Capture",
     "Trace",
@@ -28,6 +30,7 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     # also useful
+    "Attribution",
     "CheckpointError",
     "HeadImportance",
     "PositionalExperiment",

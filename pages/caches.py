@@ -37,6 +37,10 @@ QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=1
 IMPORTANCE: BoundedCache[HeadImportance] = BoundedCache("head importance", max_entries=64, max_bytes=16 * 2**20)
 MATCHES: BoundedCache[intervened.MatchResult] = BoundedCache("exact match", max_entries=128, max_bytes=4 * 2**20)
 EXAMPLES: BoundedCache[list] = BoundedCache("fresh examples", max_entries=8, max_bytes=16 * 2**20)
+# Issue 26: one method's (T, S) attribution per (model key, text, target, method, settings, interventions), and the
+# agreement table averaged over fresh examples of a demo per (model key, n, settings, interventions).
+ATTRIBUTIONS: BoundedCache[Any] = BoundedCache("attributions", max_entries=160, max_bytes=32 * 2**20)
+AGREEMENTS: BoundedCache[Any] = BoundedCache("attribution agreement", max_entries=32, max_bytes=2**20)
 
 
 def _with_spinner(message: str | None, work: Callable[[], Any]) -> Callable[[], Any]:

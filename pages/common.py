@@ -58,6 +58,7 @@ PAGES = {
     "inside": ("inside.py", N_("Inside attention"), ":material/calculate:"),
     "positional": ("positional.py", N_("Positional encoding"), ":material/waves:"),
     "decoding": ("decoding.py", N_("Step-by-step decoding"), ":material/skip_next:"),
+    "attribution": ("attribution.py", N_("Attribution"), ":material/troubleshoot:"),
     "compare": ("compare.py", N_("Compare two models"), ":material/compare:"),
     "training": ("training.py", N_("Training"), ":material/timeline:"),
     "model": ("model.py", N_("Model"), ":material/account_tree:"),

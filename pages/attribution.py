@@ -1,0 +1,145 @@
+"""Attribution page (issue 26): is attention an explanation? Rollout, flow, gradients and occlusion beside attention.
+
+Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw cross-attention shown),
+attr_matrix (the method of the matrix view), attr_base / attr_steps (integrated gradients), attr_occ (occlusion's
+replacement), attr_n (fresh examples), attr_off (heads switched off).
+"""
+
+import streamlit as st
+
+from i18n import N_, _, message_of
+from model import attribution as attr
+from model.attribution_agreement import agreement
+from model.gold import gold_alignment
+from pages import attribution_ui as ui
+from pages import common
+from pages import interventions_ui as heads_ui
+from pages.presentation import chart_box, chart_text_px
+from pages.safe_text import md
+from viz import attention_figs
+from viz import attribution_figs as figs
+
+MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
+st.title(_("Attribution: is attention an explanation?"))
+session = common.require_session()
+changes = heads_ui.head_switch("attr", session)
+cap = common.session_capture(session, changes=changes)
+n_layers, n_heads = cap.cross.shape[:2]
+if len(cap.source_tokens) > MAX_TOKENS or len(cap.target_tokens) > MAX_TOKENS:
+    # flow solves a max-flow per output token over every layer's graph; integrated gradients halves its path
+    # until complete: on a server, the work of five methods is bounded before it starts (issue 22)
+    st.info(
+        _(
+            "This page explains inputs of at most {n} source tokens with at most {n} output tokens on this server; "
+            "this one has {s} and {t}. Try a shorter input."
+        ).format(n=MAX_TOKENS, s=len(cap.source_tokens), t=len(cap.target_tokens))
+    )
+    st.stop()
+
+BASELINES = {
+    "zero": N_("zero embeddings"),
+    "pad": N_("the <pad> token everywhere"),
+    "unk": N_("the <unk> token everywhere"),
+}
+REPLACEMENTS = {"unk": N_("<unk>"), "pad": N_("<pad>")}
+STEPS = [8, 16, 32, 64, 128]
+with st.expander(_("Settings of integrated gradients and occlusion"), icon=":material/tune:"):
+    a, b, c = st.columns(3)
+    common.url_state("attr_base", "pad", list(BASELINES))
+    a.selectbox(
+        _("Baseline of integrated gradients"), list(BASELINES), key="attr_base", format_func=lambda k: _(BASELINES[k])
+    )
+    common.url_state("attr_steps", attr.DEFAULT_STEPS, STEPS, int)
+    b.selectbox(_("Points per piece of the path"), STEPS, key="attr_steps")
+    common.url_state("attr_occ", "unk", list(REPLACEMENTS))
+    c.selectbox(
+        _("Occlusion replaces a token by"), list(REPLACEMENTS), key="attr_occ", format_func=lambda k: _(REPLACEMENTS[k])
+    )
+settings = dict(
+    baseline=st.session_state["attr_base"],
+    steps=st.session_state["attr_steps"],
+    replacement=st.session_state["attr_occ"],
+)
+
+try:
+    results = ui.all_methods(session, changes, settings)
+except ValueError as err:  # a setting or intervention that does not fit this model
+    st.error(_("Could not compute the attributions: {reason}").format(reason=md(message_of(err))))
+    st.stop()
+outputs = results["occlusion"].output_tokens
+source = results["occlusion"].source_tokens
+T = len(outputs)
+if T == 0:
+    st.info(_("The output is empty: there is nothing to explain."))
+    st.stop()
+
+HEADS = ["average", *range(n_heads)]
+MATRICES = [*attr.METHODS, "cross"]
+tok = common.url_state("attr_tok", 0, list(range(T)), int)
+layer = common.url_state("attr_layer", n_layers - 1, list(range(n_layers)), int)
+head = common.url_state("attr_head", "average", HEADS, lambda v: v if v == "average" else int(v))
+matrix = common.url_state("attr_matrix", "occlusion", MATRICES)
+left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")
+left.selectbox(_("Output token to explain"), list(range(T)), key="attr_tok",
+               format_func=lambda t: f"{t}: {outputs[t]}")  # fmt: skip
+mid.selectbox(_("Layer"), list(range(n_layers)), key="attr_layer", format_func=lambda i: _("layer {i}").format(i=i))
+right.selectbox(_("Head"), HEADS, key="attr_head",
+                format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h))  # fmt: skip
+common.write_url(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
+                 attr_steps=settings["steps"], attr_occ=settings["replacement"])  # fmt: skip
+
+max_height, max_width = chart_box()
+raw = cap.cross[layer].mean(axis=0) if head == "average" else cap.cross[layer, head]  # (T_in, S)
+average = attention_figs.head_average(cap.cross[layer])
+head_name = _("average of heads") if head == "average" else _("head {h}").format(h=head)
+panels = [(_(ui.NAMES[m]), results[m].scores[tok]) for m in attr.METHODS]
+panels += [(_("Cross-attention, layer {layer}, {head}").format(layer=layer, head=head_name), raw[tok])]
+if head != "average":
+    panels += [(_("Cross-attention, layer {layer}, average of heads").format(layer=layer), average[tok])]
+st.plotly_chart(
+    figs.source_bars(panels, source, _("What explains output token {t} “{token}”?").format(t=tok, token=outputs[tok]),
+                     width_px=max_width, tick_px=chart_text_px()),
+    key="attr_bars",
+)  # fmt: skip
+st.caption(_("Each panel keeps its own scale: shares of 1, drops of log-probability and gradients are not comparable."))
+
+st.subheader(_("Every output token × every source token"))
+st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
+                     format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else _(ui.NAMES[m]))  # fmt: skip
+shown = raw[:T] if matrix == "cross" else results[matrix].scores
+st.plotly_chart(
+    figs.score_matrix(shown, outputs, source, _(ui.NAMES.get(matrix, N_("Cross-attention"))),
+                      output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
+                      tick_px=chart_text_px()),
+    key="attr_matrix_chart",
+)  # fmt: skip
+
+st.subheader(_("Which explanation agrees with what the model uses?"))
+written = session.tokenizer.target.detokenize(outputs)
+pairs = gold_alignment(session.card, session.check.text, written) if cap.generated else None
+st.markdown(_("For this input:"))
+ui.show_table(agreement(results, cap.cross, pairs))
+N_CHOICES = [10, 20, 50]
+n = common.url_state("attr_n", 10, N_CHOICES, int)
+common.write_url(attr_n=n)
+recipe = session.card.get("recipe") if isinstance(session.card, dict) else None
+is_demo = isinstance(recipe, dict) and "train_size" in recipe and "seed" in session.card and "task" in session.card
+if is_demo:
+    cols = st.columns([1, 3], vertical_alignment="bottom")
+    cols[0].selectbox(_("Fresh examples"), N_CHOICES, key="attr_n")
+    if ui.has_fresh(session, changes, n, settings) or cols[1].button(
+        _("Average over {n} fresh examples of this demo's task").format(n=n), key="attr_fresh_go"
+    ):
+        bar = st.progress(0.0, text=_("Explaining {n} fresh examples…").format(n=n))
+        table = ui.fresh_agreement(session, changes, n, settings, lambda d, total: bar.progress(d / total))
+        bar.empty()
+        st.markdown(_("Averaged over {n} fresh examples (inputs the model never trained on):").format(n=table.examples))
+        ui.show_table(table)
+else:
+    st.caption(_("The average over fresh examples needs a demo model whose card names its task."))
+
+with st.expander(_("What each method computes, and what agreement means"), icon=":material/help:"):
+    for m in attr.METHODS:
+        st.markdown(_(ui.EXPLAIN[m]))
+    st.markdown(_(ui.AGREEMENT_TEXT))
+ui.downloads(results)

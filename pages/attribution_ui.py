@@ -1,0 +1,142 @@
+"""What the attribution page (issue 26) draws besides its charts: cached calls, the agreement table, the texts.
+
+Attributions are cached per (model key, text, target, method, settings, interventions) in caches.ATTRIBUTIONS and the
+averaged agreement over fresh examples per (model key, n, settings, interventions) in caches.AGREEMENTS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import streamlit as st
+
+from i18n import N_, _
+from model import attribution as attr
+from model.attribution_agreement import Agreement, agreement_over
+from model.interventions import Interventions
+from pages import caches, common
+
+NAMES = {  # method -> its name on the page (marked; translated where shown)
+    "rollout": N_("Attention rollout"),
+    "flow": N_("Attention flow"),
+    "grad_x_input": N_("Gradient × input"),
+    "integrated_gradients": N_("Integrated gradients"),
+    "occlusion": N_("Occlusion"),
+}
+EXPLAIN = {
+    "rollout": N_(
+        "**Attention rollout** (Abnar & Zuidema 2020): each layer's attention, heads averaged, with the residual "
+        "counted as 0.5 I + 0.5 A, multiplied through the encoder (R_ss); into the decoder after Chefer et al. 2021: "
+        "each decoder self-attention step mixes what the positions hold (R_ts ← Â R_ts), each cross-attention step "
+        "keeps half and adds half of the cross-attention times the encoder's rollout (R_ts ← 0.5 R_ts + 0.5 Ā_x R_ss). "
+        "Rows sum to 1. Heads switched off are left out of the averages."
+    ),
+    "flow": N_(
+        "**Attention flow** (Abnar & Zuidema 2020): the same layered graph with the weights as capacities; the score "
+        "of a source token is the maximum flow from the output position to it (networkx). Rows sum to 1."
+    ),
+    "grad_x_input": N_(
+        "**Gradient × input**: the source token's embedding times (elementwise) the gradient of the output token's "
+        "log-probability with respect to it (Captum), its length over the embedding. Unsigned: the signed sum "
+        "cancels out. Small where the model is sure (the softmax saturates); the order of the tokens stays."
+    ),
+    "integrated_gradients": N_(
+        "**Integrated gradients** (Sundararajan et al. 2017, Captum): the gradient averaged along the straight path "
+        "from a baseline (below) to the source embeddings, times their difference. A row sums to the change in the "
+        "output token's log-probability from the baseline to the input (completeness; the path is cut into more "
+        "pieces until it holds within 0.4%)."
+    ),
+    "occlusion": N_(
+        "**Occlusion**: how much the output token's log-probability drops when this one source token is replaced "
+        "(by the token chosen below), the decoder input held fixed. What the model actually uses: the reference "
+        "of the agreement table."
+    ),
+}
+AGREEMENT_TEXT = N_(
+    "**Agreement.** *Rank correlation with occlusion*: for each output token, Spearman's correlation of a method's "
+    "scores with occlusion's over the source tokens, averaged over the output tokens (1: the same order; 0: "
+    "unrelated). *Top token is gold*: for demo tasks whose alignment is known, the share of output tokens whose "
+    "highest-scored source token is the one it comes from. The cross-attention rows are each layer's raw "
+    "cross-attention, heads averaged."
+)
+
+
+def settings_key(settings: dict) -> tuple:
+    return tuple(sorted(settings.items()))
+
+
+def all_methods(session: common.Session, changes: Interventions, settings: dict) -> dict[str, attr.Attribution]:
+    """Every method's scores for the session's input, computed once (a progress bar while any is missing)."""
+    _key, text, target = key = caches.input_key(session)
+    keys = {m: (*key, m, settings_key(settings), changes) for m in attr.METHODS}
+    missing = [m for m in attr.METHODS if keys[m] not in caches.ATTRIBUTIONS]
+    bar = st.progress(0.0, text=_("Computing the attributions…")) if missing else None
+    out = {}
+    for i, method in enumerate(attr.METHODS):
+
+        def report(done: int, total: int, i: int = i) -> None:
+            if bar is not None:
+                bar.progress(min(1.0, (i + done / max(total, 1)) / len(attr.METHODS)))
+
+        out[method] = caches.ATTRIBUTIONS.get(
+            keys[method],
+            lambda m=method: attr.attribute(
+                session.model, session.tokenizer, text, target, method=m, interventions=changes, progress=report,
+                **settings,
+            ),
+        )  # fmt: skip
+    if bar is not None:
+        bar.empty()
+    return out
+
+
+def fresh_agreement(
+    session: common.Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
+) -> Agreement:
+    """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
+    from model import intervened
+
+    examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
+    return caches.AGREEMENTS.get(
+        (session.key, n, settings_key(settings), changes),
+        lambda: agreement_over(
+            session.model, session.tokenizer, examples, interventions=changes, progress=progress, **settings
+        ),
+    )
+
+
+def has_fresh(session: common.Session, changes: Interventions, n: int, settings: dict) -> bool:
+    return (session.key, n, settings_key(settings), changes) in caches.AGREEMENTS
+
+
+def row_name(name: str) -> str:
+    if name.startswith("cross_"):
+        return _("Cross-attention, layer {layer} (head average)").format(layer=name.split("_", 1)[1])
+    return _(NAMES[name])
+
+
+def show_table(table: Agreement) -> None:
+    """The agreement table as a dataframe (— where a number is not defined)."""
+
+    def cell(v: float) -> str:
+        return "—" if np.isnan(v) else f"{v:.3f}"
+
+    st.dataframe(
+        {
+            _("Explanation"): [row_name(n) for n in table.names],
+            _("Rank correlation with occlusion"): [cell(v) for v in table.spearman],
+            _("Top token is gold"): [cell(v) for v in table.gold],
+        },
+        hide_index=True,
+    )
+
+
+def downloads(results: dict[str, attr.Attribution]) -> None:
+    left, right = st.columns(2)
+    left.download_button(_("Download the scores (.npz)"), lambda: attr.attributions_npz(results),
+                         file_name="attribution.npz", mime="application/octet-stream", key="attr_dl_npz",
+                         on_click="ignore")  # fmt: skip
+    right.download_button(_("Download the scores (.json)"), lambda: attr.attributions_json(results),
+                          file_name="attribution.json", mime="application/json", key="attr_dl_json",
+                          on_click="ignore")  # fmt: skip

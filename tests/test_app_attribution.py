@@ -1,0 +1,64 @@
+"""The attribution page (issue 26) through AppTest: every method beside attention, the agreement table, links."""
+
+import numpy as np
+
+from model import attribute, capture, load_checkpoint
+from tests.apptest_helpers import ROOT, charts, messages, open_page
+from tests.test_app_inside import arr
+
+REVERSE = ROOT / "checkpoints" / "reverse"
+
+
+def bars(at) -> dict:
+    return next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("What explains output token"))
+
+
+def test_default_view_shows_each_method_beside_attention():
+    at = open_page("attribution", "demo:reverse", text="abcd")
+    assert not at.exception, at.exception
+    fig = bars(at)
+    names = [a["text"] for a in fig["layout"]["annotations"]]
+    assert names[:5] == ["Attention rollout", "Attention flow", "Gradient × input", "Integrated gradients", "Occlusion"]
+    assert names[5] == "Cross-attention, layer 1, average of heads"
+    model, tok = load_checkpoint(str(REVERSE))
+    occ = attribute(model, tok, "abcd", method="occlusion")
+    np.testing.assert_allclose(arr(fig["data"][4]["x"]), occ.scores[0], atol=1e-6)  # output token 0 by default
+    cross = capture(model, tok, "abcd").cross[1].mean(0)
+    np.testing.assert_allclose(arr(fig["data"][5]["x"]), cross[0], atol=1e-6)
+    table = at.dataframe[0].value
+    assert list(table.iloc[:, 0])[-2:] == [
+        "Cross-attention, layer 0 (head average)",
+        "Cross-attention, layer 1 (head average)",
+    ]
+    assert table.iloc[4, 1] == "1.000"  # occlusion against itself
+    assert float(table.iloc[4, 2]) == 1.0  # "dcba" is the gold output; occlusion finds every mirrored letter
+
+
+def test_bad_input_is_a_message_and_kept():
+    at = open_page("attribution", "demo:reverse", text="ABC123")  # no symbol the model knows
+    assert not at.exception, at.exception
+    assert "None of the input's symbols" in messages(at) and not charts(at)
+    assert at.sidebar.text_area[0].value == "ABC123"  # what was typed stays
+    at2 = open_page("attribution", "demo:reverse", text="abcd", attr_tok="99", attr_head="x", attr_matrix="nope")
+    assert not at2.exception, at2.exception
+    assert at2.query_params["attr_tok"] == "0" and at2.query_params["attr_matrix"] == "occlusion"
+    assert at2.query_params["attr_head"] == "average"
+
+
+def test_link_round_trip():
+    params = dict(text="abcdef", attr_tok="2", attr_layer="0", attr_head="1", attr_matrix="flow", attr_occ="pad",
+                  attr_base="unk", attr_steps="16")  # fmt: skip
+    at = open_page("attribution", "demo:reverse", **params)
+    assert not at.exception, at.exception
+    for key, value in params.items():
+        assert at.query_params[key] == value, key
+    fig = bars(at)
+    assert fig["layout"]["title"]["text"].startswith("What explains output token 2")
+    assert [a["text"] for a in fig["layout"]["annotations"]][5:] == [
+        "Cross-attention, layer 0, head 1",
+        "Cross-attention, layer 0, average of heads",
+    ]
+    matrix = next(c for c in charts(at) if c["layout"]["title"]["text"] == "Attention flow")
+    assert len(matrix["layout"]["yaxis"]["tickvals"]) == 7  # six letters and </s>
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download the scores (.npz)", "Download the scores (.json)"]
