@@ -21,6 +21,7 @@ from tests.i18n_helpers import has_cjk, untranslated, visible_strings
 VIEWS = {
     "attention": ("att_view", ["one", "grid", "overview", "bertviz"]),
     "inside": (None, []),
+    "attribution": (None, []),
     "positional": (
         "pe_view",
         [
@@ -50,7 +51,7 @@ LINKS = {"training": {"model": "demo:translate"}}
 # few formulas charts and tables use as a title, a legend entry or a column header (log p: the beam table; cos: the
 # colour bar of a cosine similarity).
 ALLOWED = {d.name for d in list_demos()} | {e for d in list_demos() for e in d.examples}
-ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)", "log p", "cos"}
+ALLOWED |= {"English", "PE(p) · PE(p+k)", "softmax(q·k_j / √d_k)", "log p", "cos", "<unk>", "<pad>"}  # tokens
 
 
 @pytest.fixture(autouse=True)
