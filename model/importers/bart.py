@@ -29,6 +29,7 @@ from ..transformer import Transformer
 from . import hf_common as hf
 from .common import Converted, Mapper, assemble, make_config
 from .common import where as place
+from .hf_layers import put_bart_layers
 from .hf_tokenizers import bart_vocabs, has_files, mbart_vocabs
 from .source import CheckpointInfo, LoadOptions, Source
 
@@ -200,23 +201,6 @@ def convert_bart(state: Mapping[str, torch.Tensor], config: TransformerConfig, w
         m.put_linear(f"{stack}.input_norm", f"model.{stack}.layernorm_embedding")
         if config.has_final_norm:
             m.put_linear(f"{stack}.norm", f"model.{stack}.layer_norm")
-    for i in range(config.n_encoder_layers):
-        ours, theirs = f"encoder.layers.{i}", f"model.encoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            m.put_linear(f"{ours}.self_attn.{proj}", f"{theirs}.self_attn.{proj}")
-        m.put_linear(f"{ours}.norm1", f"{theirs}.self_attn_layer_norm")
-        m.put_linear(f"{ours}.ff.linear1", f"{theirs}.fc1")
-        m.put_linear(f"{ours}.ff.linear2", f"{theirs}.fc2")
-        m.put_linear(f"{ours}.norm2", f"{theirs}.final_layer_norm")
-    for i in range(config.n_decoder_layers):
-        ours, theirs = f"decoder.layers.{i}", f"model.decoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            m.put_linear(f"{ours}.self_attn.{proj}", f"{theirs}.self_attn.{proj}")
-            m.put_linear(f"{ours}.cross_attn.{proj}", f"{theirs}.encoder_attn.{proj}")
-        m.put_linear(f"{ours}.norm1", f"{theirs}.self_attn_layer_norm")
-        m.put_linear(f"{ours}.norm2", f"{theirs}.encoder_attn_layer_norm")
-        m.put_linear(f"{ours}.ff.linear1", f"{theirs}.fc1")
-        m.put_linear(f"{ours}.ff.linear2", f"{theirs}.fc2")
-        m.put_linear(f"{ours}.norm3", f"{theirs}.final_layer_norm")
+    put_bart_layers(m, config)  # the layer names Marian and BART share
     m.finish()
     return Converted(config, m.out, m.origin)

@@ -30,6 +30,7 @@ from ..tokenizer import Tokenizer
 from ..transformer import Transformer
 from .common import Converted, Mapper, assemble, make_config, sinusoid_table
 from .common import where as place
+from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
 from .source import CheckpointInfo, LoadOptions, Source, Weights, precision_note
 
@@ -292,24 +293,7 @@ def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig,
         key = f"model.{stack}.embed_positions.weight"
         if key in state:
             tables[side] = sinusoid_table(m.take(key), key, d, "half", where)
-    for i in range(config.n_encoder_layers):
-        ours, theirs = f"encoder.layers.{i}", f"model.encoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            m.put_linear(f"{ours}.self_attn.{proj}", f"{theirs}.self_attn.{proj}")
-        m.put_linear(f"{ours}.norm1", f"{theirs}.self_attn_layer_norm")
-        m.put_linear(f"{ours}.ff.linear1", f"{theirs}.fc1")
-        m.put_linear(f"{ours}.ff.linear2", f"{theirs}.fc2")
-        m.put_linear(f"{ours}.norm2", f"{theirs}.final_layer_norm")
-    for i in range(config.n_decoder_layers):
-        ours, theirs = f"decoder.layers.{i}", f"model.decoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            m.put_linear(f"{ours}.self_attn.{proj}", f"{theirs}.self_attn.{proj}")
-            m.put_linear(f"{ours}.cross_attn.{proj}", f"{theirs}.encoder_attn.{proj}")
-        m.put_linear(f"{ours}.norm1", f"{theirs}.self_attn_layer_norm")
-        m.put_linear(f"{ours}.norm2", f"{theirs}.encoder_attn_layer_norm")
-        m.put_linear(f"{ours}.ff.linear1", f"{theirs}.fc1")
-        m.put_linear(f"{ours}.ff.linear2", f"{theirs}.fc2")
-        m.put_linear(f"{ours}.norm3", f"{theirs}.final_layer_norm")
+    put_bart_layers(m, config)  # the layer names Marian and BART share
     m.finish()
     for side, table in tables.items():
         if table.size(0) < config.max_len:
