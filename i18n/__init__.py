@@ -124,7 +124,7 @@ class Message(str):
         quoted in an error box shows as text (pages/safe_text.py). Nested Messages pass it on."""
         if self.joined:
             return self.template.join(
-                _value(part, escape) if isinstance(part, Message) else _value(_(part), escape) for part in self.parts
+                _value(part if isinstance(part, Message) else _(part), escape) for part in self.parts
             )
         if self.plural is not None:
             text = ngettext(self.template, self.plural, self.values["n"])

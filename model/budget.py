@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from i18n import M_, Message
 
 from .decoding import DEFAULT_SLACK, step_cap
+from .inputs import MAX_LEN_CUT, WHAT  # the names and the max_len warning of check_text's messages
 from .safe_io import size_text
 
 ENV = "VIZ_WORK_MB"
@@ -225,8 +226,6 @@ def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", sou
 
     what: "input" (the source: room from source_room) or "target" (room from target_room beside
     `source_tokens` source tokens). Texts within the model's own max_len and the budget are left as they are."""
-    from .inputs import MAX_LEN_CUT, WHAT  # the same names for the input and the target as check_text's messages
-
     if check.errors:
         return
     name = M_(WHAT.get(what, what))

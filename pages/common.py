@@ -25,7 +25,7 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, steps_from_environment
+from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length, steps_from_environment
 from model.checkpoint import load_card
 from model.decoding import set_step_cap
 from model.demos import card_description, list_demos
@@ -446,7 +446,7 @@ def sidebar() -> Session | None:
     apply_budget(check, tok.source, model.config, budget)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
     if target_check is not None:
-        source_tokens = min(len(tok.source.encode(check.text)) + 1, model.config.max_len)
+        source_tokens = source_length(tok.source, model.config, check.text)
         apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens)
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
