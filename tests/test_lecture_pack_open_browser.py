@@ -88,3 +88,26 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         assert page.text_content('[data-testid="pack-status"]') == ""  # no "running" left behind
         context.close()
     assert errors == []
+
+
+def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
+    """The box holds the first example from the start and the warm-up run never writes into it: a box emptied (or
+    typed into) before the warm-up ends keeps what the visitor left there. (CI saw "stressed" typed into a box the
+    warm-up had just refilled become "stressedstressed".)"""
+    from model import load_checkpoint
+    from model.demos import list_demos
+    from model.lecture import pack_records
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
+    path = tmp_path / "pack.html"
+    path.write_text(lecture_pack_html(pack_records(model, tok, ['a<b"c'])), encoding="utf-8")
+    with chromium() as browser:
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.goto(path.as_uri(), wait_until="commit", timeout=60_000)
+        box = page.locator('[data-testid="pack-input"]')
+        box.wait_for(state="attached", timeout=60_000)
+        assert box.input_value() == 'a<b"c'  # the first example, quotes and all, from the page itself
+        page.evaluate("document.querySelector('[data-testid=\"pack-input\"]').value = ''")
+        assert page.evaluate("document.getElementById('live').dataset.warm") is None  # still warming up
+        page.wait_for_function("document.getElementById('live').dataset.warm === '1'", timeout=120_000)
+        assert box.input_value() == ""

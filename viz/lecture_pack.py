@@ -366,7 +366,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
         f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#live">{try_link}</a> · '
         f'<a href="#pe">{pe_link}</a></p></nav>',
-        live_html(live, getattr(records, "live_note", "")),
+        live_html(live, getattr(records, "live_note", ""), records.inputs[0].text),
         '<div id="static">',
         pe_html,
         *body,

@@ -74,8 +74,12 @@ def live_words(spec: dict | None) -> dict[str, str]:
     return words
 
 
-def live_html(spec: dict | None, note: str = "") -> str:
-    """The live section (box, messages, the typed input's views) and, with a spec, the model and its scripts."""
+def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
+    """The live section (box, messages, the typed input's views) and, with a spec, the model and its scripts.
+
+    The box holds `first` (the first precomputed input) from the start: the page's script never writes into it, so
+    nothing a visitor types while the page loads is overwritten or doubled.
+    """
     heading = _esc(_("Try your own input"))
     if spec is None:
         why = _esc(_("This pack runs no model of its own: {why}.").format(why=_(note) if note else _("none was given")))
@@ -93,7 +97,7 @@ def live_html(spec: dict | None, note: str = "") -> str:
     return (
         f'<section id="live"><h2>{heading}</h2><p>{about}</p>'
         f'<label class="live-box">{label} <input type="text" data-testid="pack-input" maxlength="500" '
-        f'autocomplete="off" spellcheck="false"></label>'
+        f'value="{_esc(first)}" autocomplete="off" spellcheck="false"></label>'
         '<p class="live-status" data-testid="pack-status"></p>'
         '<div class="live-messages"></div>'
         '<p><code data-testid="pack-output"></code></p>'

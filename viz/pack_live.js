@@ -212,7 +212,7 @@
   // typed input only redraws them.
   section.dataset.ready = "1";
   const first = W.first;
-  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } box.value = box.value || first; return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
+  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
   const waitDrawn = () => (document.body.dataset.drawn !== undefined ? warm() : setTimeout(waitDrawn, 50));
   waitDrawn();
 })();
