@@ -25,8 +25,9 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length, steps_from_environment
+from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, page_bytes, source_length, steps_from_environment
 from model.checkpoint import load_card
+from model.cpu_share import share_cpu
 from model.decoding import set_step_cap
 from model.demos import card_description, list_demos
 from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
@@ -445,9 +446,10 @@ def sidebar() -> Session | None:
     check.warnings[:0] = long_link
     apply_budget(check, tok.source, model.config, budget)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
+    source_tokens = source_length(tok.source, model.config, check.text)
     if target_check is not None:
-        source_tokens = source_length(tok.source, model.config, check.text)
         apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens)
+    share_cpu(page_bytes(model.config, source_tokens), budget.max_bytes)  # a heavy run yields to the room's light ones
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):

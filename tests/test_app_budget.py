@@ -57,3 +57,27 @@ def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(wide, monkeypa
     errors = " ".join(shown(e.value) for e in at.error)
     assert "A beam of 8 on this input would need about" in errors and "work budget of 16.0 MB" in errors
     assert "fits this input" in errors or "a shorter input is needed" in errors
+
+
+def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
+    """The sidebar asks model.cpu_share before any work: a run whose work bound is above 1/8 of the budget lowers its
+    own thread (the room's light sessions go first), a demo run stays at the process's priority."""
+    import pages.common
+    from model import cpu_share
+
+    seen = []
+
+    def record(work_bytes, budget_bytes):
+        heavy = cpu_share.share_cpu(work_bytes, budget_bytes)
+        seen.append((heavy, cpu_share.thread_nice()))
+        return heavy
+
+    monkeypatch.setattr(pages.common, "share_cpu", record)
+    folder, _ = wide
+    base = cpu_share.thread_nice()
+    at = open_page("attention", model=f"path:{folder}", text="abcdefgh" * 2000)
+    assert not at.exception, at.exception
+    assert seen and seen[-1] == (True, max(cpu_share.HEAVY_NICE, base))
+    at = open_page("attention", model="demo:reverse", text="stressed")
+    assert not at.exception, at.exception
+    assert seen[-1][0] is False
