@@ -3,6 +3,8 @@
 Only the chosen view is built and sent (a selector, not st.tabs, which would build every tab each run).
 """
 
+from functools import partial
+
 import streamlit as st
 
 from i18n import N_, _
@@ -154,10 +156,12 @@ else:
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
     changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
+    # On the page the layer and kind menus above choose (they are in the link): bertviz's own are hidden. The
+    # download, a page of its own, keeps them.
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
-        html = common.cached_html(
-            (*common.input_key(session), "head", bert_kind, layer, *changed),
-            lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True),
+        key, view_html = (
+            ("head", bert_kind, layer),
+            partial(head_view_html, kind=bert_kind, layer=layer, only_layer=True),
         )
     else:
         every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
@@ -165,15 +169,15 @@ else:
             st.caption(
                 _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)
             )
-        html = common.cached_html(
-            (*common.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
-            lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
-        )
+        shown_layer = None if every_layer else layer
+        key, view_html = ("model", bert_kind, shown_layer), partial(model_view_html, kind=bert_kind, layer=shown_layer)
+    key = (*common.input_key(session), *key, *changed)
+    html = common.cached_html(key, lambda: view_html(*inputs, menus=False))
     # in presentation mode no taller than the screen (the model view scrolls inside its frame)
     st.iframe(html, height=640 if bert_view == "head view" else (700 if presenting() else 900))
     st.download_button(
         _("Download this view (.html, works offline)"),
-        lambda: html,
+        lambda: common.cached_html((*key, "menus"), lambda: view_html(*inputs)),
         file_name=f"bertviz-{bert_view.split()[0]}.html",
         mime="text/html",
         key="att_dl_html",

@@ -62,6 +62,8 @@ def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
     assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
     key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, "en")
     assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
+    page = at.get("iframe")[0].proto.srcdoc  # the page's layer and kind menus choose: bertviz's own are hidden
+    assert '<select id="layer">' in page and '<span class="menus" style="user-select:none" hidden>' in page
     at.selectbox(key="att_layer").set_value(0).run()
     assert (*key[:-2], 0, "en") in common.HTML and key in common.HTML
 

@@ -206,6 +206,27 @@ def test_the_attention_menu_names_the_kind_that_is_drawn(browser, site, view):
     v.page.close()
 
 
+@pytest.mark.parametrize("view", ["head", "model"])
+def test_a_host_that_chooses_layer_and_kind_hides_bertvizs_menus(browser, site, view):
+    """menus=False (the attention page, whose own menus are in its link): bertviz's Layer and Attention menus are
+    out of sight, and the view still draws the layer and kind it was given."""
+    enc, dec, crs = attention(L_ENC, L_DEC, H, S, T, seed=7, spread=2.0)
+    build = head_view_html if view == "head" else model_view_html
+    v = Visit(
+        browser, site, f"{view}_no_menus.html", build(enc, dec, crs, SRC, TGT, kind="Cross", layer=1, menus=False)
+    )
+    v.wait_drawn("svg line")
+    assert not v.page.locator("#filter").is_visible()
+    assert v.page.eval_on_selector("#filter", "s => s.options[s.selectedIndex].text") == "Cross"
+    if view == "head":
+        assert not v.page.locator("#layer").is_visible() and v.page.input_value("#layer") == "1"
+        assert v.texts("g#left text") == list(TGT) and v.texts("g#right text") == list(SRC)
+    else:
+        assert v.texts("svg text")[-2:] == ["Layers", "1"]
+    v.assert_clean()
+    v.page.close()
+
+
 def test_the_watch_catches_a_page_that_goes_online(browser, site):
     """The same harness on the CDN page: the blocked require.js is recorded and nothing is drawn."""
     v = Visit(browser, site, "online.html", head_view_html(*attention(), SRC, TGT, offline=False))

@@ -112,6 +112,7 @@ def head_view_html(
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
     only_layer: bool = False,
+    menus: bool = True,
 ) -> str:
     """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
 
@@ -124,6 +125,8 @@ def head_view_html(
     The layer menu lists max(L_enc, L_dec) layers; a stack with fewer layers shows no lines there
     (its missing layers are sent as zeros), where stock bertviz would fail.
     decimals: weights are rounded to this many decimals. offline: inline d3 and jQuery (no network).
+    menus: False keeps bertviz's own Layer and Attention menus out of sight (both views) for a host whose own
+    controls choose the layer and the kind: two sets of menus would disagree, and only the host's are in its link.
     Raises ValueError naming the mismatch when shapes and token counts disagree.
     """
     arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
@@ -147,7 +150,7 @@ def head_view_html(
         include_layers=layers,
     )
     controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind)}'
-    return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"))
+    return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"), menus)
 
 
 def model_view_html(
@@ -162,6 +165,7 @@ def model_view_html(
     layer: int | None = None,
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
+    menus: bool = True,
 ) -> str:
     """bertviz's model view (a thumbnail per layer and head, light theme) as a full HTML document.
 
@@ -193,7 +197,7 @@ def model_view_html(
         include_heads=include_heads,
         total_heads=n_heads,
     )
-    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, _("Attention: model view"))
+    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, _("Attention: model view"), menus)
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -362,8 +366,11 @@ select{{font:inherit;font-size:14px;padding:1px 4px;margin-right:14px;color:#222
 svg text{{font-family:{FONT}}}"""
 
 
-def _page(view: str, vis_id: str, controls: str, params: str, decimals: int, offline: bool, title: str) -> str:
-    """The full document: controls and the drawing area inside the root div, then the scripts."""
+def _page(
+    view: str, vis_id: str, controls: str, params: str, decimals: int, offline: bool, title: str, menus: bool = True
+) -> str:
+    """The full document: controls (hidden without `menus`: bertviz's script still reads them) and the drawing area
+    inside the root div, then the scripts."""
     script = _view_js(view, offline).replace(_PARAMS_MARKER, f"bertvizDecode({params}, {10**decimals})", 1)
     if view == "model" and language() != "en":  # after the cache of the script: the words follow the language
         for stock, translated in _MODEL_VIEW_WORDS:
@@ -378,7 +385,7 @@ def _page(view: str, vis_id: str, controls: str, params: str, decimals: int, off
         f"<title>{title}</title>\n<style>\n{_STYLE}\n</style>\n"
         f"{libraries}</head>\n<body>\n"
         f'<div id="{vis_id}" style="font-family:{FONT};">\n'
-        f'<span style="user-select:none">{controls}</span>\n'
+        f'<span class="menus" style="user-select:none"{"" if menus else " hidden"}>{controls}</span>\n'
         f'<div class="hint">{_(_HINTS[view])}</div>\n'
         "<div id='vis'></div>\n</div>\n"
         f"<script>\n{_DECODE_JS}\n</script>\n"
