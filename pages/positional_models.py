@@ -20,9 +20,8 @@ from model.pe_analysis import cosine_similarity
 from model.pe_experiment import training_sources
 from pages import caches, common
 from pages.bounded_cache import BoundedCache
-from pages.presentation import chart_box, show
+from pages.presentation import chart_box, presenting, show
 from viz import pe_kinds_figs
-from viz import positional_figs as figs
 
 FRESH = 200  # fresh examples behind each exact match of the trained lengths
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
@@ -187,13 +186,16 @@ def models_view() -> None:
             column.caption(_("{v:.0%} beyond").format(v=beyond))
         if result.failure is not None:
             failures.append((kind, result.failure))
+    if presenting():  # on a projector the maps come first, on the first screen; the failures under them
+        _similarity_rows(loaded)
     for kind, (source, target, output) in failures[:3]:
         st.markdown(
             _("{kind}: `{source}` → `{output}` (should be `{target}`)").format(
                 kind=_(KINDS[kind]), source=source, output=output or "∅", target=target
             )
         )  # fmt: skip  (demo letters only)
-    _similarity_rows(loaded)
+    if not presenting():
+        _similarity_rows(loaded)
 
 
 def _similarity_rows(loaded: dict) -> None:
@@ -219,7 +221,7 @@ def _similarity_rows(loaded: dict) -> None:
         rel, values = pe_kinds.relative_bias_curves(loaded["relative"][0], P)["source"]
         offsets = np.subtract.outer(np.arange(P), np.arange(P))  # i - j; rel runs -P..P for key - query
         bias["relative"] = values.mean(axis=0)[P - offsets]
-    height = min(300, chart_box()[0] - 120)
+    height = 360 if presenting() else 300  # beside the sidebar the four maps are about 180 px wide
     for heading, maps, label in (
         (_("**How alike two positions look** (cosine similarity of the rows added; RoPE: of a vector turned to "
            "each position), one colour range: −1 to 1"), cosine, "cos"),
@@ -228,12 +230,10 @@ def _similarity_rows(loaded: dict) -> None:
         if not maps:
             continue
         st.markdown(heading)
-        values = np.concatenate([m.ravel() for m in maps.values()])
-        zrange = (-1.0, 1.0) if label == "cos" else (float(values.min()), float(values.max()))
-        for column, (kind, matrix) in zip(st.columns(max(len(maps), 3)), maps.items()):
-            show(
-                figs.similarity_matrix(matrix, _(KINDS[kind]), label, height, zrange=zrange),
-                key=f"pe_models_map_{kind}",
-                where=column,
-                top_px=560,  # below the scores and the failures (measured in presentation mode at 1366x768)
-            )
+        zrange = (-1.0, 1.0) if label == "cos" else None  # the bias: the range of both maps
+        # One chart a row, one colour bar: the maps as large as the width allows (at most 4 a row)
+        show(
+            pe_kinds_figs.head_maps(list(maps.values()), [_(KINDS[k]) for k in maps], label, height, zrange=zrange),
+            key=f"pe_models_maps_{label}",
+            top_px=400,  # below the header, the scores and the heading (measured in presentation mode at 1366x768)
+        )

@@ -197,17 +197,23 @@ def test_the_reverse_models_side_by_side(tmp_path, monkeypatch):
     assert not at.exception, at.exception
     assert "the reverse model with None, RoPE" in messages(at)  # the models not there are named
     assert [m.label for m in at.metric] == ["Sinusoidal (fixed)", "Learned", "ALiBi", "T5 relative bias"]
-    assert chart_titles(at) == ["Sinusoidal (fixed)", "Learned", "ALiBi", "T5 relative bias"]
-    maps = charts(at)
+    maps = charts(at)  # one chart a row, one colour bar: cosine (sinusoidal, learned), bias (alibi, relative)
+    assert [[a["text"] for a in m["layout"]["annotations"]] for m in maps] == [
+        ["Sinusoidal (fixed)", "Learned"],
+        ["ALiBi", "T5 relative bias"],
+    ]
     model, _ = load_checkpoint(learned)
     table = model.src_pe.table.detach().numpy()[:40]
     unit = table / np.linalg.norm(table, axis=1, keepdims=True)
-    np.testing.assert_allclose(values(maps[1]["data"][0]["z"]), unit @ unit.T, atol=1e-5)
-    for row in (maps[:2], maps[2:]):  # one colour range per row of maps: equal colours, equal values
-        assert len({(m["data"][0]["zmin"], m["data"][0]["zmax"]) for m in row}) == 1
-    assert (maps[0]["data"][0]["zmin"], maps[0]["data"][0]["zmax"]) == (-1, 1)
+    np.testing.assert_allclose(values(maps[0]["data"][1]["z"]), unit @ unit.T, atol=1e-5)
+    assert all(t["coloraxis"] == "coloraxis" for m in maps for t in m["data"])  # one range a row: equal colours
+    assert (maps[0]["layout"]["coloraxis"]["cmin"], maps[0]["layout"]["coloraxis"]["cmax"]) == (-1, 1)
     rel = load_checkpoint(relative)[0].src_pe.relative_attention_bias.weight.detach().numpy().mean(axis=1)
-    assert values(maps[3]["data"][0]["z"])[0, 0] == pytest.approx(rel[0], abs=1e-5)  # bucket 0: distance 0
+    assert values(maps[1]["data"][1]["z"])[0, 0] == pytest.approx(rel[0], abs=1e-5)  # bucket 0: distance 0
+    both = np.concatenate([values(t["z"]).ravel() for t in maps[1]["data"]])
+    assert (maps[1]["layout"]["coloraxis"]["cmin"], maps[1]["layout"]["coloraxis"]["cmax"]) == pytest.approx(
+        (both.min(), both.max())
+    )
     monkeypatch.setattr(positional_models, "list_demos", lambda: [])
     at.run()
     assert not charts(at) and "Sinusoidal (fixed), Learned, None" in messages(at)

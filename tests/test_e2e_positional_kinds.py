@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-from tests.browser_helpers import _FIND_PLOT, PROJECTOR, Watch, plot_data, screenshot, wait_text, wait_title
+from tests.browser_helpers import _FIND_PLOT, PROJECTOR, WAIT_S, Watch, plot_data, screenshot, wait_text, wait_title
 
 # kind -> (its view, the title of a chart drawn from the model's numbers, the chart's index on the view)
 VIEWS = {
@@ -70,7 +70,11 @@ def test_length_experiment_and_six_kinds_at_projector_size(watch, server):
     assert page.evaluate(WIDE_ELEMENTS) == 0
     screenshot(page, "e2e_positional_length_present")
     watch.goto(server.url("positional", model="demo:reverse", text="abc", present="1", pe_view="models"))
-    wait_title(watch, "T5 relative bias", 5)  # the last of the six similarity maps
+    page.wait_for_function(  # the second chart (the bias row), its last map's title: every map drawn
+        f"() => {{ {_FIND_PLOT} const p = findPlot(1); return !!p && [...p.querySelectorAll('.annotation-text')]"
+        ".some(a => a.textContent === 'T5 relative bias'); }",
+        timeout=WAIT_S * 1000,
+    )
     assert page.evaluate(WIDE_ELEMENTS) == 0
     screenshot(page, "e2e_positional_models_present")
     watch.assert_clean()

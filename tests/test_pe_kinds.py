@@ -72,6 +72,9 @@ def test_head_maps_share_one_colour_range():
     assert all(t.coloraxis == "coloraxis" for t in fig.data)
     with pytest.raises(ValueError):
         figs.head_maps(maps, ["a"], "bias")
+    fixed = figs.head_maps(maps, ["a", "b"], "cos", zrange=(-1.0, 1.0))  # a range of its own, e.g. cosines
+    assert (fixed.layout.coloraxis.cmin, fixed.layout.coloraxis.cmax) == (-1.0, 1.0)
+    assert sum(1 for t in fixed.data if t.showscale is not False) >= 1 and len(fixed.layout.annotations) == 2
 
 
 def test_length_curves_shade_the_trained_lengths_and_name_a_mismatch():

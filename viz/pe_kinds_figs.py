@@ -84,14 +84,24 @@ def rope_decay(distance: np.ndarray, same: np.ndarray, bound: np.ndarray, height
 
 
 def head_maps(
-    maps: np.ndarray, titles: Sequence[str], value_label: str, height: int = 360, title: str = ""
+    maps: np.ndarray | Sequence[np.ndarray],
+    titles: Sequence[str],
+    value_label: str,
+    height: int = 360,
+    title: str = "",
+    zrange: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """(H, P, P) one map per head side by side on ONE colour range (equal colours mean equal values)."""
-    if maps.ndim != 3 or len(titles) != maps.shape[0]:
-        raise ValueError(f"maps must be (heads, P, P) with one title per head, got {maps.shape} and {len(titles)}")
-    H = maps.shape[0]
-    finite = maps[np.isfinite(maps)]
+    """(H, P, P) one map per head (or a list of 2-D maps, one per model, sizes may differ) side by side on ONE colour
+    range and one colour bar (equal colours mean equal values): the data's range, or zrange (low, high)."""
+    maps = [np.asarray(m) for m in maps]
+    if any(m.ndim != 2 for m in maps) or len(titles) != len(maps):
+        shapes = [m.shape for m in maps]
+        raise ValueError(f"maps must be (heads, P, P) with one title per head, got {shapes} and {len(titles)}")
+    H = len(maps)
+    finite = np.concatenate([m[np.isfinite(m)] for m in maps]) if maps else np.zeros(0)
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if zrange is not None:
+        low, high = zrange
     fig = make_subplots(rows=1, cols=H, subplot_titles=list(titles), horizontal_spacing=0.02)
     fig.update_annotations(font_size=11)
     for h in range(H):
@@ -107,7 +117,7 @@ def head_maps(
         fig.update_xaxes(constrain="domain", row=1, col=h + 1)
     fig.update_layout(
         coloraxis=dict(colorscale="Viridis", cmin=low, cmax=high, colorbar=dict(title=value_label, thickness=14)),
-        height=height, margin=dict(t=100, l=10, r=10, b=10), title=title,
+        height=height, margin=dict(t=100 if title else 40, l=10, r=10, b=10), title=title,
     )  # fmt: skip
     return readable(fig)
 
