@@ -25,13 +25,13 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length, steps_from_environment
-from model.checkpoint import load_card
+from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length, steps_from_environment
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.demos import card_description, list_demos
+from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
+from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
 from model.decoding import set_step_cap
-from model.demos import card_description, list_demos
-from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
-from model.inputs import InputCheck, check_text, grammar_warning, trained_range_warning
-from model.serving import OFF, ServerFolders, folder_stamp
+from model.text.inputs import InputCheck, check_text, grammar_warning, trained_range_warning
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
     CAPTURES,
     HTML,

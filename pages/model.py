@@ -3,8 +3,8 @@
 import streamlit as st
 
 from i18n import N_, _
-from model.demos import card_description
-from model.inspect import attention_shape_walk, parameter_counts, weight_stats
+from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
+from model.checkpoints.demos import card_description
 from pages import common
 from pages.explain import explain_row
 from pages.presentation import show

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget
+from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
 from tests.apptest_helpers import charts, messages, open_page, shown
 
 

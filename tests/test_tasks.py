@@ -1,4 +1,4 @@
-"""Tests for the synthetic demo tasks in model/tasks.py."""
+"""Tests for the synthetic demo tasks in tasks/tasks.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from model.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
-from model.tasks import (
+from tasks.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
+from tasks.tasks import (
     TASKS,
     Example,
     NounPhrase,
