@@ -11,7 +11,8 @@ from .analysis.attribution import Attribution, attribute
 from .analysis.capture import Capture, capture
 from .analysis.importance import HeadImportance, head_importance
 from .beam import BeamTrace, beam_search
-from .checkpoints.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .checkpoints.checkpoint import CheckpointError, save_checkpoint
+from .checkpoints.loading import load_checkpoint
 from .decoding import Step, Trace, greedy_decode, sample
 from .network.config import PRESETS, TransformerConfig
 from .network.positional import sinusoidal_encoding

@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from tasks.evaluate import exact_match, source_ids, strip_eos
-from tasks.tasks import Example, dataset, get_task, held_out
+from tasks.registry import get_task
+from tasks.tasks import Example, dataset, held_out
 
 from .decoding import Trace, greedy_decode, greedy_ids, step_limit
 from .interventions import Interventions

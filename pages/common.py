@@ -27,11 +27,11 @@ from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
 from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length, steps_from_environment
 from model.checkpoints.checkpoint import load_card
-from model.checkpoints.demos import card_description, list_demos
+from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
 from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
 from model.decoding import set_step_cap
-from model.text.inputs import InputCheck, check_text, grammar_warning, trained_range_warning
+from model.text.inputs import InputCheck, check_text, trained_range_warning
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
     CAPTURES,
     HTML,
@@ -48,6 +48,7 @@ from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached
 )
 from pages.safe_text import md
 from pages.uploads import RefusedUpload, refuse_upload, scrub, upload_path
+from tasks.cards import card_description, grammar_warning
 
 _LOG = logging.getLogger(__name__)
 

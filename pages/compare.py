@@ -13,12 +13,13 @@ from i18n import N_, _
 from model.analysis.budget import WorkBudget, apply_budget
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.checkpoints.checkpoint import load_tokenizer
-from model.checkpoints.demos import card_description, list_demos
+from model.checkpoints.demos import list_demos
 from model.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
+from tasks.cards import card_description
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import plain_token

@@ -12,7 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .tasks import TASKS, Example
+from .registry import TASKS
+from .tasks import Example
 
 
 @lru_cache(maxsize=256)

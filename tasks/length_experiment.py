@@ -25,7 +25,8 @@ from model.interventions import NONE, Interventions
 from model.text.tokenizer import Tokenizer
 
 from .evaluate import source_ids
-from .tasks import ALPHABET, Example, SymbolTask, get_task
+from .registry import get_task
+from .tasks import ALPHABET, Example, SymbolTask
 
 LENGTH_SEED = 24  # seed of the experiment's strings (the training and the held-out reports use others)
 

@@ -22,7 +22,8 @@ from model.interventions import Interventions
 from model.text.tokenizer import Tokenizer
 
 from .evaluate import source_ids, strip_eos
-from .tasks import Example, Task, dataset, get_task, held_out
+from .registry import get_task
+from .tasks import Example, Task, dataset, held_out
 
 # What changed, as the verdict names it ({k}: the shift).
 CHANGES = {

@@ -33,7 +33,7 @@ from .task_lexicon import (
     VERBS,
     Pronoun,
 )
-from .tasks import TASKS, Example, HandPickedTask, NounPhrase, TranslateTask, _phrase, render_sentence
+from .tasks import Example, HandPickedTask, NounPhrase, TranslateTask, _phrase, render_sentence
 
 AMBIGUOUS = ("his", "her")  # son/sa/ses: French does not say whose, so these determiners are left out
 FR_DETERMINERS = tuple(d for d in sorted(DETERMINERS) if d not in AMBIGUOUS)
@@ -182,6 +182,3 @@ class FrenchToEnglishTask(HandPickedTask):
                 render_sentence([np("the", "king"), np("the", "queen")], "buys", np("a", "house", False, "white"))
             ),
         ]
-
-
-TASKS[FrenchToEnglishTask.name] = FrenchToEnglishTask()

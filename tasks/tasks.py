@@ -8,6 +8,8 @@ Standard library only: everything is generated here, nothing is downloaded.
 - translate: a toy English-to-French grammar (see `tasks/task_lexicon.py`), word-level.
 - dates: free-form English dates to ISO "YYYY-MM-DD", char-level.
 - fr_en: the translate grammar the other way, plus pronouns with être and avoir (`tasks/task_fr_en.py`).
+
+Every task by name: `tasks/registry.py`.
 """
 
 from __future__ import annotations
@@ -463,20 +465,6 @@ class DatesTask(Task):
         ]
 
 
-# --------------------------------------------------------------------------- registry
-
-TASKS: dict[str, Task] = {
-    t.name: t for t in (SymbolTask(reverse=False), SymbolTask(reverse=True), TranslateTask(), DatesTask())
-}
-
-
-def get_task(name: str) -> Task:
-    """The task called `name`; ValueError naming the valid names if there is none."""
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; valid names: {', '.join(sorted(TASKS))}")
-    return TASKS[name]
-
-
 def dataset(task: Task, n: int, seed: int) -> list[Example]:
     """`n` examples drawn from `task`; the same (task, seed) always gives the same list."""
     rng = random.Random(f"dataset:{task.name}:{seed}")
@@ -503,7 +491,3 @@ def held_out(task: Task, n: int, seed: int, exclude: set[str]) -> list[Example]:
     if len(out) < n:
         raise ValueError(f"could only find {len(out)} of {n} fresh {task.name} examples")
     return out
-
-
-# fr_en builds on the translate grammar above and adds itself to TASKS (imported last: either module may come first)
-from . import task_fr_en  # noqa: E402, F401

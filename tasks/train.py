@@ -46,7 +46,8 @@ from model.network.transformer import Transformer, build_model
 from model.text.tokenizer import Tokenizer, Vocab
 
 from .evaluate import Evaluation, evaluate, pad_batch
-from .tasks import TASKS, Example, Task, dataset, get_task, held_out, input_range
+from .registry import TASKS, get_task
+from .tasks import Example, Task, dataset, held_out, input_range
 
 REPORT_EXAMPLES = 500  # held-out examples of the final report
 REPORT_SEED_OFFSET = 1  # held_out seed of the final report: seed + 1

@@ -174,7 +174,8 @@ def test_beam_never_scores_below_greedy_on_shipped_demos(name):
 
     from model import beam_search, load_checkpoint
     from model.beam import length_penalty_score
-    from tasks.tasks import get_task, held_out
+    from tasks.registry import get_task
+    from tasks.tasks import held_out
 
     model, tokenizer = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / name)
     for i, example in enumerate(held_out(get_task(name), 25, seed=11, exclude=set())):

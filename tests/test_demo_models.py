@@ -22,7 +22,8 @@ from model import capture, greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from tasks.evaluate import cross_attention_argmax, evaluate, greedy_batch, source_ids
 from tasks.pe_experiment import training_sources
-from tasks.tasks import TASKS, get_task, held_out
+from tasks.registry import TASKS, get_task
+from tasks.tasks import held_out
 from tasks.train import build_tokenizer, config_summary, make_config, parse_args, resolve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,8 @@ import datetime
 import pytest
 
 from tasks.gold import gold_alignment, gold_example
-from tasks.tasks import TASKS, render_date
+from tasks.registry import TASKS
+from tasks.tasks import render_date
 
 
 def test_reverse_and_copy_align_each_letter_with_its_mirror_or_itself():

@@ -12,7 +12,8 @@ from model.analysis.importance import head_importance, output_log_probs
 from model.analysis.pe_analysis import cosine_similarity
 from model.intervened import UnknownTraining, decode, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
-from tasks.tasks import dataset, get_task
+from tasks.registry import get_task
+from tasks.tasks import dataset
 
 
 def without_head(model, kind, layer, head):

@@ -91,8 +91,8 @@ def test_trained_range_warning_names_the_range_and_the_length():
 
 
 def test_every_shipped_demo_card_states_its_trained_range():
-    from model.checkpoints.checkpoint import load_checkpoint
     from model.checkpoints.demos import list_demos
+    from model.checkpoints.loading import load_checkpoint
     from model.text.inputs import trained_range_warning
 
     demos = list_demos()

@@ -7,7 +7,8 @@ from model.checkpoints.demos import CHECKPOINTS
 from model.interventions import Interventions
 from tasks.evaluate import exact_match
 from tasks.pe_experiment import Failure, describe_change, positional_experiment, typical_failure, verdict
-from tasks.tasks import Example, get_task, held_out
+from tasks.registry import get_task
+from tasks.tasks import Example, held_out
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
 

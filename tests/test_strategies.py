@@ -19,7 +19,8 @@ from model.strategy_export import beam_csv, beam_json, comparison_npz, sampling_
 from tasks import train as train_mod
 from tasks.evaluate import alignment_accuracy, evaluate
 from tasks.gold import alignment_share, gold_example
-from tasks.tasks import dataset, get_task, held_out
+from tasks.registry import get_task
+from tasks.tasks import dataset, held_out
 from tests.conftest import make_tiny
 
 ROOT = Path(__file__).resolve().parents[1]

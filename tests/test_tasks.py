@@ -9,14 +9,13 @@ import re
 
 import pytest
 
+from tasks.registry import TASKS, get_task
 from tasks.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
 from tasks.tasks import (
-    TASKS,
     Example,
     NounPhrase,
     Task,
     dataset,
-    get_task,
     held_out,
     render_date,
     render_phrase,

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from safetensors import SafetensorError
@@ -30,9 +30,6 @@ from ..network.transformer import Transformer
 from ..text.tokenizer import Tokenizer
 from .errors import CheckpointError
 from .safe_io import check_safetensors_header, read_json
-
-if TYPE_CHECKING:
-    from .formats.vocab_files import VocabSpec
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 
@@ -254,31 +251,3 @@ def load_card(path: str | Path) -> dict[str, Any]:
     """The checkpoint's card.json, or an empty dict when it has none."""
     card = Path(path) / CARD
     return _read_json(card) if card.is_file() else {}
-
-
-def load_checkpoint(
-    path: str | Path,
-    device: str | torch.device = "cpu",
-    *,
-    n_heads: int | None = None,
-    vocab: VocabSpec | None = None,
-    source_vocab: VocabSpec | None = None,
-    target_vocab: VocabSpec | None = None,
-    format: str | None = None,
-) -> tuple[Transformer, Tokenizer]:
-    """Load a checkpoint: (model in eval mode, tokenizer).
-
-    A folder written by save_checkpoint, or any format in the registry of model.checkpoints.formats (detected
-    from the contents, or named by `format`): the Annotated Transformer, pytorch-original-transformer and
-    the PyTorch translation tutorial (.pt state_dicts; n_heads and vocabulary files as in
-    model.checkpoints.formats.import_checkpoint), or a Hugging Face MarianMT, T5 / flan-T5 or BART / mBART folder.
-    Each file is read once.
-    """
-    from .formats.registry import load  # here: the importers build on this module
-
-    model, tokenizer = load(
-        path, format=format, n_heads=n_heads, vocab=vocab, source_vocab=source_vocab, target_vocab=target_vocab
-    )
-    if torch.device(device) != torch.device("cpu"):  # loaders build on the CPU; .to() walks every module
-        model = model.to(device)
-    return model, tokenizer  # in eval mode: every format's load returns it so (materialize), and .to() keeps it

@@ -33,16 +33,6 @@ class Demo:
         return str(self.card.get("description", ""))
 
 
-def card_description(card: dict[str, Any]) -> str:
-    """The card's description; when it is the built-in task's own sentence, that sentence as an i18n Message
-    (so the app shows it in the reader's language). A card written by someone else is shown as written."""
-    text = str(card.get("description", "")) if isinstance(card, dict) else ""
-    from tasks.tasks import TASKS
-
-    task = TASKS.get(str(card.get("task", ""))) if text else None
-    return task.description if task is not None and str(task.description) == text else text
-
-
 def list_demos(root: Path = CHECKPOINTS) -> list[Demo]:
     """Every checkpoint folder under root with a config, known tasks first."""
     if not root.is_dir():

@@ -170,17 +170,3 @@ def trained_range_warning(card: dict, text: str, vocab) -> str | None:
         unit=M_(units[unit]) if unit in units else unit,
         n=n,
     )
-
-
-def grammar_warning(card: dict, text: str) -> Message | None:
-    """A warning when every word is the task's but the sentence follows none of its patterns (e.g. fr_en's "le chat
-    noir mange": no object), else None: such a model knows its task's sentence patterns only, not the language."""
-    from tasks.tasks import TASKS
-
-    task = TASKS.get(str(card.get("task", ""))) if isinstance(card, dict) else None
-    if task is None or not task.outside_patterns(text):
-        return None
-    return M_(
-        "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
-        "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
-    )
