@@ -49,13 +49,19 @@ __all__ = [
     "record",
 ]
 
+_FROM_TASKS = ("positional_experiment", "PositionalExperiment")
+
 
 def __getattr__(name: str):
     """`positional_experiment` and `PositionalExperiment` run on the demo tasks, so they live in tasks/; they are
     still importable from `model` (as the README shows), loaded on first use so that importing this library
     never imports `tasks` (which imports this library)."""
-    if name in ("positional_experiment", "PositionalExperiment"):
+    if name in _FROM_TASKS:
         from tasks import pe_experiment
 
         return getattr(pe_experiment, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM_TASKS])

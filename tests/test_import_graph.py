@@ -219,6 +219,29 @@ def test_importing_model_never_imports_tasks():
     assert out.stdout.strip() == "False"
 
 
+# what scripts and notebooks import from `model` (its __init__ before the packages): it stays, whatever moves
+SCRIPTED_NAMES = """TransformerConfig build_model sinusoidal_encoding capture greedy_decode beam_search sample head_importance
+attribute positional_experiment Capture Trace BeamTrace save_checkpoint load_checkpoint Attribution CheckpointError
+HeadImportance PositionalExperiment PRESETS Step Tokenizer Transformer Vocab record""".split()
+
+
+def test_what_scripts_import_from_model_and_run_stays():
+    """Every name of the README's `from model import ...` imports from model and is in model.__all__, and the two
+    documented commands still start (`python -m model.train`, `python -m scripts.lecture_pack`)."""
+    import subprocess
+    import sys
+
+    import model
+
+    assert set(SCRIPTED_NAMES) <= set(model.__all__) and set(model.__all__) <= set(dir(model))
+    code = f"from model import {', '.join(SCRIPTED_NAMES)}; print(positional_experiment.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "tasks.pe_experiment"
+    for command in (["model.train", "--help"], ["scripts.lecture_pack", "--help"]):
+        run = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0 and f"python -m {command[0]}" in run.stdout, run.stderr
+
+
 def test_viz_imports_no_torch_streamlit_or_model(project):
     """viz/ takes numpy and returns plotly figures: no torch, streamlit, model, tasks, pages or ui."""
     graph, outside = project

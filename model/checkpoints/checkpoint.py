@@ -6,6 +6,8 @@
     card.json           optional: free-form metadata (task, training command, accuracy, ...)
 
 Every problem on loading raises CheckpointError naming the file, the key and the shapes involved.
+The readers here are the building blocks of formats/ (formats/native.py is this folder as a format);
+load_checkpoint, which opens any format, is in loading.py above both.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Formats (NAME: what): "marian" (a local Hugging Face MarianMT folder), "t5" (a H
 folder), "bart" (a Hugging Face BART / mBART folder), "transformer-viz" (this project's
 own folder), "annotated" (The Annotated Transformer's make_model state_dict), "gordic"
 (pytorch-original-transformer's training state), "torch-tutorial" (the PyTorch translation tutorial's
-Seq2SeqTransformer). `python -m model.checkpoints.formats` prints the list. `model.checkpoint.load_checkpoint`
+Seq2SeqTransformer). `python -m model.checkpoints.formats` prints the list. `model.checkpoints.loading.load_checkpoint`
 dispatches here. State_dicts saved in float16 or bfloat16 load in every format (cast to float32).
 
 Nothing here runs code from a file: weights are read with safetensors or torch.load(weights_only=True),

@@ -253,7 +253,7 @@ def assemble(converted: Converted, where: str) -> Transformer:
     """Build the model from the config with the mapped tensors (shapes checked, foreign keys named).
 
     Nothing is initialised at random and, for a file read into memory, nothing is copied twice: the
-    model adopts the tensors (see model.checkpoint.materialize); converted.mapped says whether to copy.
+    model adopts the tensors (see model.checkpoints.checkpoint.materialize); converted.mapped says whether to copy.
     """
     model = skeleton(converted.config)
     state = dict(converted.state)
