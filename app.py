@@ -5,7 +5,7 @@
                                                           visitors may also open checkpoints inside DIR...
     TRANSFORMER_VIZ_FOLDERS=DIR:DIR2 streamlit run app.py   the same, from the environment
 
-Options after `--` belong to the app (model/serving.py reads them); see docs/serving.md.
+Options after `--` belong to the app (model/checkpoints/serving.py reads them); see docs/serving.md.
 """
 
 import streamlit as st

@@ -7,7 +7,7 @@ Timings: model.attribute on the demo card's first example (the model's own outpu
 process, the best of --repeats, and the ratio of CPU time against occlusion (one batched pass: the baseline).
 Agreement: per demo, Spearman's rank correlation of each method (and each layer's raw cross-attention, heads
 averaged) with occlusion, and the share of output tokens whose top source token is the gold one, averaged over
-n fresh examples (model/attribution_agreement.py). The load average is printed beside each table.
+n fresh examples (model/analysis/attribution_agreement.py). The load average is printed beside each table.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
 from model import load_checkpoint  # noqa: E402
-from model.attribution import METHODS, attribute  # noqa: E402
-from model.attribution_agreement import agreement_over  # noqa: E402
-from model.demos import list_demos  # noqa: E402
+from model.analysis.attribution import METHODS, attribute  # noqa: E402
+from model.analysis.attribution_agreement import agreement_over  # noqa: E402
+from model.checkpoints.demos import list_demos  # noqa: E402
 from model.intervened import UnknownTraining, fresh_examples  # noqa: E402
 
 

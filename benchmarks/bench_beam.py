@@ -54,7 +54,7 @@ def library(repeats: int) -> list[list]:
     import torch
 
     from model import beam_search, greedy_decode
-    from model.demos import list_demos
+    from model.checkpoints.demos import list_demos
 
     torch.set_num_threads(1)
     demos = {d.name: d.path for d in list_demos()}

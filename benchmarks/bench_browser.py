@@ -139,7 +139,7 @@ def first_page_cpu(
         log.close()
 
 
-from model.serving import ENV as FOLDERS_ENV  # noqa: E402
+from model.checkpoints.serving import ENV as FOLDERS_ENV  # noqa: E402
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from model import (  # noqa: E402
     greedy_decode,
 )
 from model.decoding import greedy_ids  # noqa: E402
-from model.inputs import prepare_source  # noqa: E402
+from model.text.inputs import prepare_source  # noqa: E402
 from tests.reference.annotated import ann_make_model  # noqa: E402
 
 

@@ -224,7 +224,7 @@ def main() -> None:
         "--hostile", choices=["all", "links", "uploads"], default="all", help="what the hostile visitor sends"
     )
     args = parser.parse_args()
-    from model.serving import ENV
+    from model.checkpoints.serving import ENV
 
     all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=3)
     texts = [all_texts[i * (args.changes + 1) : (i + 1) * (args.changes + 1)] for i in range(2 * args.sessions)]

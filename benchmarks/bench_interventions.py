@@ -89,7 +89,7 @@ def base_importance(repeats: int) -> list[list]:
 
     from benchmarks.bench_pages import words
     from model import Tokenizer, TransformerConfig, Vocab, build_model
-    from model.importance import head_importance
+    from model.analysis.importance import head_importance
 
     vocab = Vocab.build([f"w{i}" for i in range(8000 - 4)], level="word")
     config = TransformerConfig.preset("base", src_vocab_size=8000, tgt_vocab_size=8000, max_len=512)
@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--base", action="store_true", help="also time head importance of a base-size model")
     args = parser.parse_args()
-    from model.demos import list_demos
+    from model.checkpoints.demos import list_demos
     from pages.common import set_server_threads
 
     if not any(d.name == "reverse" for d in list_demos()):

@@ -29,8 +29,8 @@ from plotly.offline import get_plotlyjs  # noqa: E402
 
 from benchmarks.common import table  # noqa: E402
 from model import load_checkpoint  # noqa: E402
-from model.demos import list_demos  # noqa: E402
-from model.lecture import pack_records  # noqa: E402
+from model.analysis.lecture import pack_records  # noqa: E402
+from model.checkpoints.demos import list_demos  # noqa: E402
 from viz.lecture_pack import lecture_pack_html  # noqa: E402
 
 TARGET = 15e6

@@ -180,7 +180,7 @@ def measure_page(model: str, text: str, page: str, repeats: int) -> list[list]:
 HEADERS = ["page", "view / change", "first load s", "run ms (median)", "run CPU ms", "MB sent", "charts"]
 
 
-from model.serving import ENV as FOLDERS_ENV  # noqa: E402
+from model.checkpoints.serving import ENV as FOLDERS_ENV  # noqa: E402
 
 
 def main() -> None:
@@ -196,7 +196,7 @@ def main() -> None:
         help="a Hugging Face t5-base-shaped folder (223M parameters, no tokenizer: token ids) instead of the paper's base",
     )
     args = parser.parse_args()
-    from model.demos import list_demos
+    from model.checkpoints.demos import list_demos
     from pages.common import set_server_threads
 
     print(

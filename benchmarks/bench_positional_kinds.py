@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import table  # noqa: E402
 from model import load_checkpoint, record  # noqa: E402
 from model.decoding import greedy_ids, pad_batch  # noqa: E402
-from model.evaluate import source_ids  # noqa: E402
-from model.tasks import ALPHABET  # noqa: E402
+from tasks.evaluate import source_ids  # noqa: E402
+from tasks.tasks import ALPHABET  # noqa: E402
 
 MODELS = ("reverse", "reverse_learned", "reverse_nope", "reverse_rope", "reverse_alibi", "reverse_relative")
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"

@@ -1,17 +1,24 @@
-"""The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only)."""
+"""The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only).
 
-from .attribution import Attribution, attribute
+Packages: network/ (config, the Transformer, attention, positions, recording hooks), text/ (tokenizers, input
+checks), checkpoints/ (save/load, formats/: one module per imported format and their registry), analysis/
+(capture, importance, attribution, Inside, budgets, exports, the lecture pack); decoding and interventions.
+The demo tasks, their training and the experiments on them are the top-level package `tasks`, which builds on
+this one. The names below are what scripts import from `model`; they stay here whatever moves inside.
+"""
+
+from .analysis.attribution import Attribution, attribute
+from .analysis.capture import Capture, capture
+from .analysis.importance import HeadImportance, head_importance
 from .beam import BeamTrace, beam_search
-from .capture import Capture, capture
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .config import PRESETS, TransformerConfig
+from .checkpoints.checkpoint import CheckpointError, save_checkpoint
+from .checkpoints.loading import load_checkpoint
 from .decoding import Step, Trace, greedy_decode, sample
-from .importance import HeadImportance, head_importance
-from .pe_experiment import PositionalExperiment, positional_experiment
-from .positional import sinusoidal_encoding
-from .recording import record
-from .tokenizer import Tokenizer, Vocab
-from .transformer import Transformer, build_model
+from .network.config import PRESETS, TransformerConfig
+from .network.positional import sinusoidal_encoding
+from .network.recording import record
+from .network.transformer import Transformer, build_model
+from .text.tokenizer import Tokenizer, Vocab
 
 __all__ = [
     "TransformerConfig",
@@ -41,3 +48,20 @@ __all__ = [
     "Vocab",
     "record",
 ]
+
+_FROM_TASKS = ("positional_experiment", "PositionalExperiment")
+
+
+def __getattr__(name: str):
+    """`positional_experiment` and `PositionalExperiment` run on the demo tasks, so they live in tasks/; they are
+    still importable from `model` (as the README shows), loaded on first use so that importing this library
+    never imports `tasks` (which imports this library)."""
+    if name in _FROM_TASKS:
+        from tasks import pe_experiment
+
+        return getattr(pe_experiment, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM_TASKS])

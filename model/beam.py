@@ -21,10 +21,10 @@ import torch
 from torch import nn
 
 from .decoding import DecoderSession, checked_limit
-from .inputs import device_of, prepare_source, require_eval
 from .interventions import Interventions
-from .recording import record
-from .tokenizer import Tokenizer
+from .network.recording import record
+from .text.inputs import device_of, prepare_source, require_eval
+from .text.tokenizer import Tokenizer
 
 
 def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:

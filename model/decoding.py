@@ -24,10 +24,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .inputs import device_of, prepare_source, require_eval
 from .interventions import NONE, Interventions
-from .recording import record
-from .tokenizer import Tokenizer
+from .network.recording import record
+from .text.inputs import device_of, prepare_source, require_eval
+from .text.tokenizer import Tokenizer
 
 
 @dataclass
@@ -96,7 +96,7 @@ _STEP_CAP: list[int | None] = [None]  # a server's cap on every decoding's steps
 
 def set_step_cap(steps: int | None) -> None:
     """Cap every decoding of this process at `steps` tokens (None: no cap). The app's server sets it once at
-    start from its work budget ($VIZ_MAX_STEPS, model/budget.py): a model that never writes </s> then costs at
+    start from its work budget ($VIZ_MAX_STEPS, model/analysis/budget.py): a model that never writes </s> then costs at
     most that many steps, whatever its max_len. Library use has no cap."""
     _STEP_CAP[0] = None if steps is None else max(1, int(steps))
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from tasks.evaluate import exact_match, source_ids, strip_eos
+from tasks.registry import get_task
+from tasks.tasks import Example, dataset, held_out
+
 from .decoding import Trace, greedy_decode, greedy_ids, step_limit
-from .evaluate import exact_match, source_ids, strip_eos
-from .inputs import prepare_source, require_eval
 from .interventions import Interventions
-from .tasks import Example, dataset, get_task, held_out
-from .tokenizer import Tokenizer
+from .text.inputs import prepare_source, require_eval
+from .text.tokenizer import Tokenizer
 
 FRESH_SEED_OFFSET = 4  # held_out seeds: +1 the card's report, +2 the training progress bar, +3 the tests
 

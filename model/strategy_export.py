@@ -1,7 +1,7 @@
 """Beam searches, sampling distributions, two-model comparisons and training snapshots as downloadable files.
 
 JSON keeps everything (attention rows included, rounded); CSV is one row per hypothesis, candidate or
-snapshot, for a spreadsheet. Companion of model/export.py (captures and greedy traces).
+snapshot, for a spreadsheet. Companion of model/analysis/export.py (captures and greedy traces).
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ from functools import partial
 import streamlit as st
 
 from i18n import N_, _
-from model.gold import gold_alignment, gold_example
 from pages import common
 from pages import interventions_ui as heads_ui
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px, presenting, show
 from pages.safe_text import esc
+from tasks.gold import gold_alignment, gold_example
 from viz import attention_figs as figs
 
 st.title(_("Attention"))

@@ -8,14 +8,14 @@ replacement), attr_n (fresh examples), attr_off (heads switched off).
 import streamlit as st
 
 from i18n import N_, _, message_of
-from model import attribution as attr
-from model.attribution_agreement import agreement
-from model.gold import gold_alignment
+from model.analysis import attribution as attr
+from model.analysis.attribution_agreement import agreement
 from pages import attribution_ui as ui
 from pages import common
 from pages import interventions_ui as heads_ui
 from pages.presentation import chart_box, chart_text_px
 from pages.safe_text import md
+from tasks.gold import gold_alignment
 from viz import attention_figs
 from viz import attribution_figs as figs
 

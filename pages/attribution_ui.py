@@ -12,8 +12,8 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
-from model import attribution as attr
-from model.attribution_agreement import Agreement, agreement_over
+from model.analysis import attribution as attr
+from model.analysis.attribution_agreement import Agreement, agreement_over
 from model.interventions import Interventions
 from pages import caches, common
 

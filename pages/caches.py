@@ -15,8 +15,15 @@ import streamlit as st
 
 from i18n import M_, N_, _
 from model import Capture, Trace, capture, greedy_decode, intervened
-from model.budget import BudgetExceeded, WorkBudget, importance_batch, importance_row_bytes, source_length, steps_for
-from model.importance import MAX_ROWS, HeadImportance, head_importance
+from model.analysis.budget import (
+    BudgetExceeded,
+    WorkBudget,
+    importance_batch,
+    importance_row_bytes,
+    source_length,
+    steps_for,
+)
+from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.interventions import NONE, Interventions
 from pages.bounded_cache import BoundedCache
 
@@ -164,14 +171,14 @@ def session_qkv_capture(session: Session) -> Capture:
 
 def _npz(session: Session, changes: Interventions = NONE) -> bytes:
     """The session's capture as .npz bytes; built when the download is requested, never kept."""
-    from model.export import capture_npz
+    from model.analysis.export import capture_npz
 
     return capture_npz(session_capture(session, spinner=None, changes=changes))
 
 
 def _json(session: Session, changes: Interventions = NONE) -> str:
     """The session's capture as JSON; built when the download is requested, never kept."""
-    from model.export import capture_json
+    from model.analysis.export import capture_json
 
     return capture_json(session_capture(session, spinner=None, changes=changes))
 
@@ -205,8 +212,8 @@ def capture_downloads(session: Session, page: str, changes: Interventions = NONE
 
 def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], bytes], Callable[[], str]]:
     """The sinusoidal table and its wavelengths as .npz and JSON: two callables for st.download_button."""
-    from model import pe_analysis as pea
-    from model.export import pe_json, pe_npz
+    from model.analysis import pe_analysis as pea
+    from model.analysis.export import pe_json, pe_npz
 
     def arrays():
         return dict(pe=pea.pe_table(length, d_model, base), wavelengths=pea.pe_wavelengths(d_model, base))

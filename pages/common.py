@@ -25,14 +25,21 @@ import streamlit as st
 
 from i18n import M_, N_, _, message_of
 from model import CheckpointError, load_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, page_bytes, source_length, steps_from_environment
-from model.checkpoint import load_card
-from model.cpu_share import share_cpu
+from model.analysis.budget import (
+    MAX_TEXT_CHARS,
+    WorkBudget,
+    apply_budget,
+    page_bytes,
+    source_length,
+    steps_from_environment,
+)
+from model.analysis.cpu_share import share_cpu
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.demos import list_demos
+from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
+from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
 from model.decoding import set_step_cap
-from model.demos import card_description, list_demos
-from model.importers import FORMATS, CheckpointInfo, inspect_checkpoint
-from model.inputs import InputCheck, check_text, grammar_warning, trained_range_warning
-from model.serving import OFF, ServerFolders, folder_stamp
+from model.text.inputs import InputCheck, check_text, trained_range_warning
 from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached_capture, ...)
     CAPTURES,
     HTML,
@@ -49,6 +56,7 @@ from pages.caches import (  # noqa: F401  (re-exported: pages call common.cached
 )
 from pages.safe_text import md
 from pages.uploads import RefusedUpload, refuse_upload, scrub, upload_path
+from tasks.cards import card_description, grammar_warning
 
 _LOG = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Compare two models on the same input: model A (the sidebar's) and model B side by side, and their difference.
 
-Maps are subtracted only where they line up (model/compare.py): same layers and heads, same source tokens,
+Maps are subtracted only where they line up (model/analysis/compare.py): same layers and heads, same source tokens,
 and for the decoder's kinds the same decoder input (by default both read model A's output). Otherwise the
 page says why, and still shows both.
 """
@@ -10,15 +10,16 @@ import html
 import streamlit as st
 
 from i18n import N_, _
-from model.budget import WorkBudget, apply_budget
-from model.checkpoint import load_tokenizer
-from model.compare import KINDS, attention_map, decoder_input_text, mismatches
-from model.demos import card_description, list_demos
-from model.inputs import check_text
+from model.analysis.budget import WorkBudget, apply_budget
+from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
+from model.checkpoints.checkpoint import load_tokenizer
+from model.checkpoints.demos import list_demos
 from model.strategy_export import comparison_json, comparison_npz
+from model.text.inputs import check_text
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
+from tasks.cards import card_description
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import plain_token
@@ -51,7 +52,7 @@ WHY = {
 @st.cache_data(max_entries=16, show_spinner=False)
 def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
     """Another demo to start B from: one that reads the same tokens and has the same shape, if there is one."""
-    from model.checkpoint import load_config
+    from model.checkpoints.checkpoint import load_config
 
     best, rank = None, 3
     for demo in list_demos():

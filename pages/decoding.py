@@ -5,8 +5,7 @@ import time
 import streamlit as st
 
 from i18n import N_, _
-from model.export import trace_json
-from model.gold import gold_alignment
+from model.analysis.export import trace_json
 from model.interventions import NONE
 from pages import common
 from pages import decoding_strategy as strategies
@@ -15,6 +14,7 @@ from pages.decoding_beam import beam_view
 from pages.explain import explain_row
 from pages.presentation import chart_box, chart_text_px, presenting, show
 from pages.safe_text import code, esc
+from tasks.gold import gold_alignment
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token

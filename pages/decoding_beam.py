@@ -6,14 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
-from model.budget import WorkBudget, beam_refusal, source_length
-from model.gold import gold_alignment
+from model.analysis.budget import WorkBudget, beam_refusal, source_length
 from model.strategy_export import beam_csv, beam_json
 from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
+from tasks.gold import gold_alignment
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
 

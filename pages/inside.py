@@ -3,9 +3,9 @@
 import streamlit as st
 
 from i18n import N_, _, message_of
-from model import inside
-from model.export import qkv_npz
-from model.inspect import attention_shape_walk
+from model.analysis import inside
+from model.analysis.export import qkv_npz
+from model.analysis.inspect import attention_shape_walk
 from pages import common
 from pages.presentation import show
 from pages.safe_text import esc, md

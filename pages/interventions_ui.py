@@ -20,8 +20,8 @@ import streamlit as st
 
 from i18n import N_, _, message_of, ngettext
 from model import Capture
-from model.budget import BudgetExceeded
-from model.importance import output_log_probs
+from model.analysis.budget import BudgetExceeded
+from model.analysis.importance import output_log_probs
 from model.interventions import KINDS, Interventions
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px, show

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from i18n import _, language, message_of
-from model.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
+from model.analysis.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
 from pages import common
 from pages.safe_text import md
 from viz.lecture_pack import lecture_pack_html

@@ -3,12 +3,12 @@
 import streamlit as st
 
 from i18n import N_, _
-from model.demos import card_description
-from model.inspect import attention_shape_walk, parameter_counts, weight_stats
+from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
 from pages import common
 from pages.explain import explain_row
 from pages.presentation import show
 from pages.safe_text import esc
+from tasks.cards import card_description
 from viz import model_figs as figs
 
 st.title(_("Model"))

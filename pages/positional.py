@@ -4,8 +4,8 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
-from model import pe_analysis as pea
-from model.inspect import positional_tables
+from model.analysis import pe_analysis as pea
+from model.analysis.inspect import positional_tables
 from model.interventions import NONE
 from pages import common, positional_kinds, positional_models
 from pages import positional_interventions as changed_positions

@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
-from model import pe_kinds
+from model.network import pe_kinds
 from pages import common
 from pages.presentation import chart_box, show
 from viz import pe_kinds_figs as figs

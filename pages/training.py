@@ -1,4 +1,4 @@
-"""Training: attention forming while a model learns, from the snapshots its run saved (model/snapshots.py).
+"""Training: attention forming while a model learns, from the snapshots its run saved (model/checkpoints/snapshots.py).
 
 A slider over the snapshots' steps shows the cross-attention of the sidebar's input at that step (every
 snapshot reads the same decoder input, so the rows stay the same positions), with the exact match of that
@@ -13,14 +13,14 @@ import streamlit as st
 
 from i18n import _, message_of
 from model import CheckpointError, load_checkpoint
-from model.compare import decoder_input_text
-from model.demos import list_demos
-from model.gold import alignment_share, gold_alignment, gold_example
-from model.snapshots import list_snapshots
+from model.analysis.compare import decoder_input_text
+from model.checkpoints.demos import list_demos
+from model.checkpoints.snapshots import list_snapshots
 from model.strategy_export import comparison_npz, snapshots_csv
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md
+from tasks.gold import alignment_share, gold_alignment, gold_example
 from viz import attention_figs
 from viz.compare_figs import training_curve
 

@@ -4,7 +4,7 @@
   suffix when that suffix is one a checkpoint reader uses (.pt, .safetensors, .json, ...). The name the visitor's
   browser sent is never part of a path: it is only shown, escaped, in messages (`scrub` puts it in place of the
   server's copy).
-- A .zip is checked whole before anything is unpacked (model.archive: members, sizes by kind of file,
+- A .zip is checked whole before anything is unpacked (model.checkpoints.archive: members, sizes by kind of file,
   compression ratio, method, encryption, links); its unpacked size is known before a byte is written.
 - Disk budget: all uploads kept by one process take at most $VIZ_UPLOAD_DISK_MB (default 2048 MB) and at most
   MAX_KEPT uploads; the least recently used are deleted to make room, and an upload larger than the whole budget
@@ -27,10 +27,10 @@ from pathlib import Path
 import streamlit as st
 
 from i18n import M_, _
-from model.archive import TEXT_SUFFIXES, WEIGHT_SUFFIXES, unpacked_size
-from model.archive import safe_extract as _safe_extract
-from model.errors import CheckpointError
-from model.safe_io import size_text
+from model.checkpoints.archive import TEXT_SUFFIXES, WEIGHT_SUFFIXES, unpacked_size
+from model.checkpoints.archive import safe_extract as _safe_extract
+from model.checkpoints.errors import CheckpointError
+from model.checkpoints.safe_io import size_text
 from pages.safe_text import esc
 
 DISK_ENV = "VIZ_UPLOAD_DISK_MB"

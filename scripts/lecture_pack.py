@@ -21,9 +21,9 @@ if str(ROOT) not in sys.path:
 
 from i18n import LANGUAGES, language_scope  # noqa: E402
 from model import CheckpointError, load_checkpoint  # noqa: E402
-from model.checkpoint import load_card  # noqa: E402
-from model.demos import list_demos  # noqa: E402
-from model.lecture import MAX_INPUTS, bounded_inputs, pack_records  # noqa: E402
+from model.analysis.lecture import MAX_INPUTS, bounded_inputs, pack_records  # noqa: E402
+from model.checkpoints.checkpoint import load_card  # noqa: E402
+from model.checkpoints.demos import list_demos  # noqa: E402
 from viz.lecture_pack import lecture_pack_html  # noqa: E402
 
 

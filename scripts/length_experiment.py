@@ -22,11 +22,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model import length_experiment as lx  # noqa: E402
 from model import load_checkpoint  # noqa: E402
-from model.checkpoint import CARD  # noqa: E402
-from model.demos import list_demos  # noqa: E402
-from model.pe_experiment import training_sources  # noqa: E402
+from model.checkpoints.checkpoint import CARD  # noqa: E402
+from model.checkpoints.demos import list_demos  # noqa: E402
+from tasks import length_experiment as lx  # noqa: E402
+from tasks.pe_experiment import training_sources  # noqa: E402
 
 SHIFTS = (0, 1, 5, 10, 25, 50)  # the page's choices (pages/positional_models.py)
 

@@ -55,10 +55,10 @@ def tiny(char_tokenizer):
 def allow_test_folders(tmp_path_factory):
     """The suite's servers (AppTest in this process, `streamlit run` children) may open pytest's temp folders.
 
-    Opening server folders is off unless the operator names some (model/serving.py); tests that check the
+    Opening server folders is off unless the operator names some (model/checkpoints/serving.py); tests that check the
     refusals set or clear the variable themselves (monkeypatch).
     """
-    from model.serving import ENV
+    from model.checkpoints.serving import ENV
 
     before = os.environ.get(ENV)
     os.environ[ENV] = str(tmp_path_factory.getbasetemp())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-from model.budget import MAX_TEXT_CHARS, WorkBudget
+from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
 from tests.apptest_helpers import charts, messages, open_page, shown
 
 
@@ -60,10 +60,10 @@ def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(wide, monkeypa
 
 
 def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
-    """The sidebar asks model.cpu_share before any work: a run whose work bound is above 1/8 of the budget lowers its
+    """The sidebar asks model.analysis.cpu_share before any work: a run whose work bound is above 1/8 of the budget lowers its
     own thread (the room's light sessions go first), a demo run stays at the process's priority."""
     import pages.common
-    from model import cpu_share
+    from model.analysis import cpu_share
 
     seen = []
 

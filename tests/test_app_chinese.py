@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from i18n import _, language_scope
-from model.checkpoint import load_config, load_tokenizer
-from model.demos import list_demos
-from model.inputs import check_text
+from model.checkpoints.checkpoint import load_config, load_tokenizer
+from model.checkpoints.demos import list_demos
+from model.text.inputs import check_text
 from pages.common import PAGES, UPLOAD_CHOICE
 from tests.apptest_helpers import TITLES, open_page
 from tests.i18n_helpers import has_cjk, untranslated, visible_strings

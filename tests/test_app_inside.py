@@ -6,7 +6,8 @@ import io
 import numpy as np
 import pytest
 
-from model import capture, inside, load_checkpoint
+from model import capture, load_checkpoint
+from model.analysis import inside
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 from tests.browser_helpers import letters_checkpoint
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from model import capture, load_checkpoint
-from model.demos import Demo, list_demos
-from model.importance import head_importance, output_log_probs
+from model.analysis.importance import head_importance, output_log_probs
+from model.checkpoints.demos import Demo, list_demos
 from model.intervened import decode
 from model.interventions import Interventions
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown

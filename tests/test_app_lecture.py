@@ -3,7 +3,7 @@ place on every page, the presentation toggle, and the gold alignment drawn only 
 
 import pytest
 
-from model.demos import CHECKPOINTS
+from model.checkpoints.demos import CHECKPOINTS
 from tests.apptest_helpers import PAGES, charts, open_page
 from tests.browser_helpers import letters_checkpoint
 
@@ -44,7 +44,7 @@ def test_lecture_pack_inputs_come_from_the_link_and_go_back_to_it(ckpt):
     at.text_area(key="pack_inputs").set_value("cafe\nfade").run()
     assert at.query_params["pack_inputs"] == "cafe\nfade"
     at = open_page("lecture_pack", ckpt, text="cafe", pack_inputs="x" * 50_000)  # bounded like the box
-    from model.lecture import MAX_CHARS, MAX_INPUTS
+    from model.analysis.lecture import MAX_CHARS, MAX_INPUTS
 
     assert len(at.text_area(key="pack_inputs").value) == MAX_INPUTS * (MAX_CHARS + 1) and not at.exception
 

@@ -4,7 +4,7 @@ import html
 
 import pytest
 
-from model.demos import list_demos
+from model.checkpoints.demos import list_demos
 from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
 from viz.tokens import display_tokens

@@ -3,10 +3,10 @@
 import numpy as np
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
-from model.demos import Demo
-from model.length_experiment import LengthCurve, card_entry
-from model.pe_kinds import relative_bias_curves
-from model.tasks import ALPHABET
+from model.checkpoints.demos import Demo
+from model.network.pe_kinds import relative_bias_curves
+from tasks.length_experiment import LengthCurve, card_entry
+from tasks.tasks import ALPHABET
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as hst
 
 from model import beam_search, capture, load_checkpoint, sample
-from model import train as train_mod
-from model.compare import decoder_input_text
-from model.snapshots import list_snapshots
+from model.analysis.compare import decoder_input_text
+from model.checkpoints.snapshots import list_snapshots
+from tasks import train as train_mod
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 from tests.browser_helpers import letters_checkpoint
 
@@ -251,7 +251,7 @@ def damaged_copy(run, tmp_path, step: int, file: str, data: bytes):
     """A copy of a snapshot run whose snapshot of `step` has `file` overwritten with `data`."""
     import shutil
 
-    from model.snapshots import step_folder
+    from model.checkpoints.snapshots import step_folder
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.archive import ArchiveLimits, safe_extract, unpacked_size
+from model.checkpoints.archive import ArchiveLimits, safe_extract, unpacked_size
 from tests.conftest import make_tiny
 from tests.zip_helpers import (
     bad_crc_zip,

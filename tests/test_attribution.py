@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from model import attribute, load_checkpoint
-from model import attribution_graph as graph
-from model.attribution import output_log_prob
-from model.attribution_agreement import gold_share, mean_spearman, ranks, spearman
+from model.analysis import attribution_graph as graph
+from model.analysis.attribution import output_log_prob
+from model.analysis.attribution_agreement import gold_share, mean_spearman, ranks, spearman
 from model.intervened import fresh_examples
 from model.interventions import Interventions
 from tests.conftest import make_tiny

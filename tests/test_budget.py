@@ -1,4 +1,4 @@
-"""Issue 22: the work budget (model/budget.py). Its estimates bound what capture, decoding and beam search really
+"""Issue 22: the work budget (model/analysis/budget.py). Its estimates bound what capture, decoding and beam search really
 hold; the rooms it gives keep every page's work under the budget; texts are cut to a prefix of what was typed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import TransformerConfig, Vocab, beam_search, build_model, capture, greedy_decode
-from model.budget import (
+from model.analysis.budget import (
     WorkBudget,
     apply_budget,
     beam_refusal,
@@ -20,9 +20,9 @@ from model.budget import (
     page_bytes,
     steps_for,
 )
-from model.inputs import check_text
-from model.lecture import pack_records
-from model.tokenizer import Tokenizer
+from model.analysis.lecture import pack_records
+from model.text.inputs import check_text
+from model.text.tokenizer import Tokenizer
 
 LETTERS = "abcdefgh"
 

@@ -5,7 +5,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model import CheckpointError, Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
-from model.checkpoint import load_card
+from model.checkpoints.checkpoint import load_card
 from tests.conftest import make_tiny
 from tests.reference.annotated import ann_make_model
 
@@ -160,7 +160,7 @@ def test_a_skeleton_draws_nothing_at_random_and_leaves_other_models_initialised(
     """skeleton() skips every reset_parameters (the random generator does not move), only inside itself."""
     import threading
 
-    from model.checkpoint import skeleton
+    from model.checkpoints.checkpoint import skeleton
 
     config = TransformerConfig.preset("tiny", src_vocab_size=20, tgt_vocab_size=21, positional=positional)
     before = torch.get_rng_state()

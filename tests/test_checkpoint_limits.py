@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model import CheckpointError, TransformerConfig, load_checkpoint, save_checkpoint
-from model.config import LIMITS, parameter_count
-from model.importers import inspect_checkpoint, read_vocabulary
-from model.safe_io import read_json
+from model.checkpoints.formats import inspect_checkpoint, read_vocabulary
+from model.checkpoints.safe_io import read_json
+from model.network.config import LIMITS, parameter_count
 from tests.conftest import make_tiny
 
 
@@ -29,7 +29,7 @@ def no_model_built(monkeypatch):
     def refuse(self, config):
         raise AssertionError("a Transformer was built")
 
-    monkeypatch.setattr("model.transformer.Transformer.__init__", refuse)
+    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
 
 
 def edit_config(folder, **changes):
@@ -104,7 +104,7 @@ def nested(depth: int) -> str:
 def test_deeply_nested_json_is_a_clear_error(saved, name, depth):
     (saved / name).write_text(nested(depth))
     if name == "card.json":
-        from model.checkpoint import load_card
+        from model.checkpoints.checkpoint import load_card
 
         with pytest.raises(CheckpointError, match=r"card\.json nests deeper than 64 levels"):
             load_card(saved)
@@ -169,7 +169,7 @@ def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_rea
     )
     torch.save({"model.shared.weight": torch.zeros(3, 16)}, folder / "pytorch_model.bin")
     reads = []
-    monkeypatch.setattr("model.importers.source.read_weights", lambda path: reads.append(path))
+    monkeypatch.setattr("model.checkpoints.formats.source.read_weights", lambda path: reads.append(path))
     for attempt in (load_checkpoint, inspect_checkpoint):
         with pytest.raises(CheckpointError, match=r"max_len is 1000000000, above this app's limit of 16384"):
             attempt(folder)

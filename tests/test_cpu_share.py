@@ -1,4 +1,4 @@
-"""model/cpu_share.py: a heavy run lowers its own thread only, and a light run of that thread asks its priority back."""
+"""model/analysis/cpu_share.py: a heavy run lowers its own thread only, and a light run of that thread asks its priority back."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from model.cpu_share import HEAVY_NICE, HEAVY_SHARE, share_cpu, thread_nice
+from model.analysis.cpu_share import HEAVY_NICE, HEAVY_SHARE, share_cpu, thread_nice
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priorities are Linux's")
 

@@ -68,7 +68,7 @@ def test_forced_prefix_then_greedy_continues(tiny, char_tokenizer):
 
 def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
     from model import Tokenizer
-    from model.tokenizer import IdVocab
+    from model.text.tokenizer import IdVocab
 
     ids = IdVocab(size=31, pad_id=0, bos_id=1, eos_id=2, unk_id=3)
     trace = greedy_decode(tiny, Tokenizer(ids, ids), "5 6 7", max_len=3, stop_at_eos=False)
@@ -96,9 +96,9 @@ def test_a_model_that_never_ends_fits_max_len_in_every_caller(char_tokenizer):
     """One step limit for all four callers: the decoder input <s> + output never passes max_len."""
     from model import capture
     from model.decoding import step_limit
-    from model.evaluate import evaluate
-    from model.tasks import Example
-    from model.train import report
+    from tasks.evaluate import evaluate
+    from tasks.tasks import Example
+    from tasks.train import report
 
     model = make_tiny(char_tokenizer, seed=2, max_len=20)
     with torch.no_grad():
@@ -174,7 +174,8 @@ def test_beam_never_scores_below_greedy_on_shipped_demos(name):
 
     from model import beam_search, load_checkpoint
     from model.beam import length_penalty_score
-    from model.tasks import get_task, held_out
+    from tasks.registry import get_task
+    from tasks.tasks import held_out
 
     model, tokenizer = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / name)
     for i, example in enumerate(held_out(get_task(name), 25, seed=11, exclude=set())):

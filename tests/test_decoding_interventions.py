@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from model import beam_search, capture, greedy_decode, sample
+from model.analysis.export import trace_json
 from model.decoding import greedy_ids
-from model.export import trace_json
 from model.interventions import Interventions
 from tests.conftest import make_tiny
 

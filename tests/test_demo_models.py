@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from model import capture, greedy_decode, load_checkpoint
-from model.checkpoint import load_card
-from model.evaluate import cross_attention_argmax, evaluate, greedy_batch, source_ids
-from model.pe_experiment import training_sources
-from model.tasks import TASKS, get_task, held_out
-from model.train import build_tokenizer, config_summary, make_config, parse_args, resolve
+from model.checkpoints.checkpoint import load_card
+from tasks.evaluate import cross_attention_argmax, evaluate, greedy_batch, source_ids
+from tasks.pe_experiment import training_sources
+from tasks.registry import TASKS, get_task
+from tasks.tasks import held_out
+from tasks.train import build_tokenizer, config_summary, make_config, parse_args, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = ROOT / "checkpoints"

@@ -293,8 +293,8 @@ def test_the_default_start_shows_a_shipped_demo(watch, server):
             "checkpoints/reverse is not there yet (python -m model.train --task reverse --out checkpoints/reverse)"
         )
     from model import load_checkpoint
-    from model.demos import list_demos
-    from model.inputs import prepare_source
+    from model.checkpoints.demos import list_demos
+    from model.text.inputs import prepare_source
     from viz.tokens import plain_token
 
     demo = list_demos()[0]  # the app opens the first demo found

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from model.demos import CHECKPOINTS
+from model.checkpoints.demos import CHECKPOINTS
 from tests.browser_helpers import (
     PROJECTOR,
     WAIT_S,
@@ -298,7 +298,7 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
         wait_url(maker, "in_len=256")
         wait_title(maker, "Query and keys: Decoder self-attention (causal), layer 1, head 2, query 2: g")
         shown = round_trip(browser, server, maker)
-        from model.inside import attention_cost
+        from model.analysis.inside import attention_cost
         from viz.inside_figs import format_count
 
         weights = format_count(attention_cost(32, 256, 768, 12).weight_elements)  # B, T, d_model, h: T from the link

@@ -458,7 +458,7 @@ def test_links_to_checkpoints_that_do_not_exist(model):
 
 @pytest.mark.parametrize("model", ["path:", "demo:nothing", "upload:abc", "garbage", ""])
 def test_links_to_no_model_start_as_usual(model):
-    from model.demos import list_demos
+    from model.checkpoints.demos import list_demos
 
     at = open_page("attention", model)
     assert not at.exception, at.exception

@@ -1,11 +1,12 @@
-"""Gold alignments of demo inputs (model/gold.py): the task's own Example for that exact source, or None."""
+"""Gold alignments of demo inputs (tasks/gold.py): the task's own Example for that exact source, or None."""
 
 import datetime
 
 import pytest
 
-from model.gold import gold_alignment, gold_example
-from model.tasks import TASKS, render_date
+from tasks.gold import gold_alignment, gold_example
+from tasks.registry import TASKS
+from tasks.tasks import render_date
 
 
 def test_reverse_and_copy_align_each_letter_with_its_mirror_or_itself():

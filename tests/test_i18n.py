@@ -37,7 +37,7 @@ def _script():
 
 TOOL = _script()
 SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz").glob("*.py"))]
-SOURCES += sorted((ROOT / "model").rglob("*.py"))
+SOURCES += sorted((ROOT / "model").rglob("*.py")) + sorted((ROOT / "tasks").rglob("*.py"))
 
 
 # -- the catalogs --------------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_the_compiled_catalog_is_the_po_compiled(zh_po):
 
 
 def test_every_string_the_tree_marks_is_translated():
-    """Extraction over app.py, pages/, viz/ and model/ finds no msgid the .po lacks, leaves empty or marks fuzzy."""
+    """Extraction over app.py, pages/, viz/, model/ and tasks/ finds no msgid the .po lacks, leaves empty or marks fuzzy."""
     left = TOOL.missing("zh")
     assert left == [], f"{len(left)} strings without Chinese ({FIX}): " + "; ".join(f"{m!r}: {why}" for m, why in left)
 
@@ -221,7 +221,7 @@ def test_the_language_belongs_to_the_thread_that_set_it():
 
 
 def test_the_input_check_speaks_the_readers_language(char_tokenizer):
-    from model.inputs import check_text
+    from model.text.inputs import check_text
 
     check = check_text("ABC\x07", char_tokenizer.source, 20)
     assert check.errors and check.warnings

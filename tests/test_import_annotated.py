@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from model import CheckpointError, capture, load_checkpoint
-from model.importers import inspect_checkpoint
+from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
 from tests.reference.annotated import ann_make_model, ann_run
 
@@ -101,7 +101,7 @@ def test_loaded_models_are_in_eval_mode(saved):
 
 
 def test_half_layout_table_is_named(tmp_path, reference):
-    from model.positional import sinusoidal_encoding
+    from model.network.positional import sinusoidal_encoding
 
     state = reference.state_dict()
     state["tgt_embed.1.pe"] = sinusoidal_encoding(5000, 24, layout="half")[None]

@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import save_file
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.importers import FORMATS, detect_format, inspect_checkpoint
+from model.checkpoints.formats import FORMATS, detect_format, inspect_checkpoint
 from tests.conftest import make_tiny
 from tests.import_helpers import assert_close, id_batch, our_run
 from tests.reference.annotated import ann_make_model

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from model import CheckpointError, load_checkpoint
-from model.importers import inspect_checkpoint
+from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import (
     assert_close,
     assert_maps_equal,

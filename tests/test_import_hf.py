@@ -10,7 +10,7 @@ import torch
 from model import capture, load_checkpoint
 from model.beam import beam_search
 from model.decoding import greedy_ids
-from model.inputs import prepare_source, prepare_target
+from model.text.inputs import prepare_source, prepare_target
 from tests.hf_families import TEXTS, build_all
 from tests.import_helpers import our_run
 
@@ -136,8 +136,8 @@ def test_captures_beam_search_and_interventions_run_on_each_family(families, nam
 @pytest.mark.parametrize("name", ["t5", "mbart"])
 @torch.no_grad()
 def test_a_lecture_pack_and_a_comparison_of_each_family(families, name):
-    from model.compare import decoder_input_text, mismatches
-    from model.lecture import pack_records
+    from model.analysis.compare import decoder_input_text, mismatches
+    from model.analysis.lecture import pack_records
     from viz.lecture_pack import lecture_pack_html
 
     _, model, tok = families[name]
@@ -166,7 +166,7 @@ def test_positions_switched_off_change_each_familys_output(families, name):
 @pytest.mark.parametrize("name", ["bart", "mbart"])
 def test_the_cut_warning_counts_the_tokens_a_source_adds(families, name):
     """BART's <s> and mBART's language code take room: the warning says what prepare_source really keeps."""
-    from model.inputs import check_text
+    from model.text.inputs import check_text
 
     _, model, tok = families[name]
     text = " ".join(["the cat sat on a mat"] * 20)  # well past max_len = 40
@@ -181,7 +181,7 @@ def test_the_cut_warning_counts_the_tokens_a_source_adds(families, name):
 def test_the_size_check_counts_what_each_family_allocates(families, name):
     """parameter_count (the limit checked before building) is exact for the new fields: head_dim, no biases, the
     gated feed-forward, RMS norms, embedding norms, the relative bias tables."""
-    from model.config import parameter_count
+    from model.network.config import parameter_count
 
     _, model, _ = families[name]
     numbers = sum(p.numel() for p in model.parameters())  # each tied tensor once

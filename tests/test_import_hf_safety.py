@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from model import CheckpointError, load_checkpoint
-from model.importers import inspect_checkpoint
-from model.inputs import prepare_source, prepare_target
+from model.checkpoints.formats import inspect_checkpoint
+from model.text.inputs import prepare_source, prepare_target
 from tests.hf_families import build_bart, build_mbart, build_t5, edit_json
 
 pytest.importorskip("transformers")
@@ -37,7 +37,7 @@ def no_model_built(monkeypatch):
     def refuse(self, config):
         raise AssertionError("a Transformer was built")
 
-    monkeypatch.setattr("model.transformer.Transformer.__init__", refuse)
+    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
 
 
 @pytest.mark.parametrize("name", ["t5", "bart", "mbart"])

@@ -11,8 +11,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model import CheckpointError, capture, greedy_decode, load_checkpoint
-from model.importers import inspect_checkpoint
-from model.positional import sinusoidal_encoding
+from model.checkpoints.formats import inspect_checkpoint
+from model.network.positional import sinusoidal_encoding
 from tests.import_helpers import assert_close, assert_maps_equal, our_run
 from tests.reference.marian import marian_positions, marian_reference
 

@@ -8,14 +8,7 @@ import pytest
 import torch
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.importers import (
-    FORMATS,
-    REGISTRY,
-    CheckpointInfo,
-    inspect_checkpoint,
-    known_formats,
-    registry,
-)
+from model.checkpoints.formats import FORMATS, REGISTRY, CheckpointInfo, inspect_checkpoint, known_formats, registry
 from tests.conftest import make_tiny
 from tests.reference.annotated import ann_make_model
 
@@ -42,7 +35,7 @@ def counted(monkeypatch):
         calls[("torch.load", str(path).rsplit("/", 1)[-1], kwargs.get("mmap"))] += 1
         return real_load(path, *args, **kwargs)
 
-    from model.importers import source
+    from model.checkpoints.formats import source
 
     real_read_json = source.read_json
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from model import CheckpointError, load_checkpoint
-from model.importers import inspect_checkpoint, read_vocabulary
+from model.checkpoints.formats import inspect_checkpoint, read_vocabulary
 from tests.reference.annotated import ann_make_model
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from model import CheckpointError, capture, load_checkpoint
-from model.importers import inspect_checkpoint
+from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
 from tests.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from model import capture
-from model.importance import head_importance
+from model.analysis.importance import head_importance
 from tests.conftest import make_tiny
 
 

@@ -1,4 +1,4 @@
-"""capture(..., qkv=True) and the step-by-step computation of model/inside.py."""
+"""capture(..., qkv=True) and the step-by-step computation of model/analysis/inside.py."""
 
 import threading
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from model import capture, inside, record
-from model.export import qkv_npz
+from model import capture, record
+from model.analysis import inside
+from model.analysis.export import qkv_npz
 from tests.conftest import make_tiny
 
 KINDS = ("encoder_self", "decoder_self", "cross")

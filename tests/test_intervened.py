@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from model import capture, greedy_decode
-from model.importance import head_importance, output_log_probs
+from model.analysis.importance import head_importance, output_log_probs
+from model.analysis.pe_analysis import cosine_similarity
 from model.intervened import UnknownTraining, decode, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
-from model.pe_analysis import cosine_similarity
-from model.tasks import dataset, get_task
+from tasks.registry import get_task
+from tasks.tasks import dataset
 
 
 def without_head(model, kind, layer, head):
@@ -86,8 +87,8 @@ def test_decoding_without_positions_and_from_a_forced_prefix(tiny, char_tokenize
 
 def test_exact_match_under_an_intervention():
     from model import load_checkpoint
-    from model.demos import CHECKPOINTS
-    from model.evaluate import exact_match
+    from model.checkpoints.demos import CHECKPOINTS
+    from tasks.evaluate import exact_match
 
     if not (CHECKPOINTS / "reverse").is_dir():
         pytest.skip("checkpoints/reverse is not there")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from model import capture
-from model.export import capture_json
+from model.analysis.export import capture_json
 from tests.conftest import make_tiny
 
 

@@ -16,8 +16,8 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from model import Capture, Step, Trace
-from model import pe_analysis as pea
-from model.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
+from model.analysis import pe_analysis as pea
+from model.analysis.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
 from viz.lecture_pack import lecture_pack_html
@@ -301,7 +301,8 @@ def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "module, banned", [("viz.lecture_pack", ("torch", "streamlit")), ("model.lecture", ("plotly", "streamlit"))]
+    "module, banned",
+    [("viz.lecture_pack", ("torch", "streamlit")), ("model.analysis.lecture", ("plotly", "streamlit"))],
 )
 def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
     code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"

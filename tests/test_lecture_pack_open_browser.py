@@ -44,9 +44,9 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
     """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
     from i18n import _, language_scope
     from model import greedy_decode, load_checkpoint
-    from model.demos import list_demos
-    from model.inputs import check_text
-    from model.lecture import pack_records
+    from model.analysis.lecture import pack_records
+    from model.checkpoints.demos import list_demos
+    from model.text.inputs import check_text
 
     model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
     records = pack_records(model, tok, ["abc"])
@@ -95,8 +95,8 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
     typed into) before the warm-up ends keeps what the visitor left there. (CI saw "stressed" typed into a box the
     warm-up had just refilled become "stressedstressed".)"""
     from model import load_checkpoint
-    from model.demos import list_demos
-    from model.lecture import pack_records
+    from model.analysis.lecture import pack_records
+    from model.checkpoints.demos import list_demos
 
     model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
     path = tmp_path / "pack.html"

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from model import Tokenizer, Vocab, greedy_decode
-from model.length_experiment import examples_by_length, length_curve
-from model.tasks import ALPHABET
+from tasks.length_experiment import examples_by_length, length_curve
+from tasks.tasks import ALPHABET
 from tests.conftest import make_tiny
 
 
@@ -72,14 +72,7 @@ def test_shift_past_max_len_is_refused(letters):
 
 
 def test_card_entry_round_trips_and_holds_up_to_reads_the_curve():
-    from model.length_experiment import (
-        LengthCurve,
-        all_below_from,
-        card_curve,
-        card_entry,
-        holds_up_to,
-        training_range,
-    )
+    from tasks.length_experiment import LengthCurve, all_below_from, card_curve, card_entry, holds_up_to, training_range
 
     lengths = np.arange(1, 7)
     curves = [

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from model.demos import list_demos
+from model.checkpoints.demos import list_demos
 from tests.browser_helpers import AppServer
 from tests.stream_client import distinct_texts, feed, rss_bytes
 

@@ -4,10 +4,10 @@ import json
 import numpy as np
 
 from model import capture, greedy_decode
-from model.export import capture_json, capture_npz, trace_json
-from model.inputs import check_text
-from model.inspect import attention_shape_walk, parameter_counts, positional_tables, weight_stats
-from model.tokenizer import Vocab
+from model.analysis.export import capture_json, capture_npz, trace_json
+from model.analysis.inspect import attention_shape_walk, parameter_counts, positional_tables, weight_stats
+from model.text.inputs import check_text
+from model.text.tokenizer import Vocab
 
 
 def test_parameter_counts_cover_every_parameter_once(tiny):
@@ -64,8 +64,8 @@ def test_check_text_names_each_problem():
 
 
 def test_pe_json_round_trips():
-    from model import pe_analysis as pea
-    from model.export import pe_json
+    from model.analysis import pe_analysis as pea
+    from model.analysis.export import pe_json
 
     pe = pea.pe_table(5, 4)
     data = json.loads(pe_json(pe=pe))
@@ -74,8 +74,8 @@ def test_pe_json_round_trips():
 
 
 def test_trained_range_warning_names_the_range_and_the_length():
-    from model.inputs import trained_range_warning
-    from model.tokenizer import Vocab
+    from model.text.inputs import trained_range_warning
+    from model.text.tokenizer import Vocab
 
     chars = Vocab.build("abc", level="char")
     card = {"input_tokens": {"min": 2, "max": 4, "unit": "characters"}}
@@ -91,9 +91,9 @@ def test_trained_range_warning_names_the_range_and_the_length():
 
 
 def test_every_shipped_demo_card_states_its_trained_range():
-    from model.checkpoint import load_checkpoint
-    from model.demos import list_demos
-    from model.inputs import trained_range_warning
+    from model.checkpoints.demos import list_demos
+    from model.checkpoints.loading import load_checkpoint
+    from model.text.inputs import trained_range_warning
 
     demos = list_demos()
     assert demos

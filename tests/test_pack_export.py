@@ -1,4 +1,4 @@
-"""model/pack_export.py: the model as data for the pack's in-page forward pass, and the models it refuses."""
+"""model/analysis/pack_export.py: the model as data for the pack's in-page forward pass, and the models it refuses."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from i18n import _, language_scope
 from model import TransformerConfig, build_model, load_checkpoint
-from model.demos import list_demos
-from model.lecture import pack_records
-from model.pack_export import MAX_BYTES, Unsupported, live_spec
-from model.tokenizer import ListVocab, Tokenizer, Vocab
+from model.analysis.lecture import pack_records
+from model.analysis.pack_export import MAX_BYTES, Unsupported, live_spec
+from model.checkpoints.demos import list_demos
+from model.text.tokenizer import ListVocab, Tokenizer, Vocab
 from viz.lecture_pack import lecture_pack_html
 
 

@@ -15,11 +15,11 @@ import pytest
 
 from i18n import _
 from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
-from model.checkpoint import load_card
-from model.demos import list_demos
-from model.inputs import check_text
-from model.lecture import pack_records
-from model.tokenizer import SPECIALS, Tokenizer, Vocab
+from model.analysis.lecture import pack_records
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.demos import list_demos
+from model.text.inputs import check_text
+from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
 from tests.browser_helpers import VIEWPORT, chromium
 from viz.lecture_pack import lecture_pack_html
 

@@ -3,11 +3,12 @@
 import pytest
 
 from model import greedy_decode, load_checkpoint
-from model.demos import CHECKPOINTS
-from model.evaluate import exact_match
+from model.checkpoints.demos import CHECKPOINTS
 from model.interventions import Interventions
-from model.pe_experiment import Failure, describe_change, positional_experiment, typical_failure, verdict
-from model.tasks import Example, get_task, held_out
+from tasks.evaluate import exact_match
+from tasks.pe_experiment import Failure, describe_change, positional_experiment, typical_failure, verdict
+from tasks.registry import get_task
+from tasks.tasks import Example, held_out
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
 

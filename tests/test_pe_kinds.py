@@ -1,4 +1,4 @@
-"""The numbers and figures of the RoPE, ALiBi and T5 views (model/pe_kinds.py, viz/pe_kinds_figs.py)."""
+"""The numbers and figures of the RoPE, ALiBi and T5 views (model/network/pe_kinds.py, viz/pe_kinds_figs.py)."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from model import pe_kinds
-from model.positional import relative_position_bucket
+from model.network import pe_kinds
+from model.network.positional import relative_position_bucket
 from tests.conftest import make_tiny
 from viz import pe_kinds_figs as figs
 

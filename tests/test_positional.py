@@ -6,8 +6,8 @@ import torch
 from safetensors.torch import load_file
 
 from model import capture, load_checkpoint, save_checkpoint, sinusoidal_encoding
-from model.config import TransformerConfig
-from model.positional import relative_position_map, wavelengths
+from model.network.config import TransformerConfig
+from model.network.positional import relative_position_map, wavelengths
 from tests.conftest import make_tiny
 
 

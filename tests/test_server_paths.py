@@ -8,8 +8,8 @@ import pathlib
 
 import pytest
 
-from model import serving
-from model.serving import ENV, MAX_ENTRIES, OFF, PathRefused, ServerFolders, folder_stamp, parse_folders
+from model.checkpoints import serving
+from model.checkpoints.serving import ENV, MAX_ENTRIES, OFF, PathRefused, ServerFolders, folder_stamp, parse_folders
 from tests.apptest_helpers import open_page, shown
 from tests.browser_helpers import letters_checkpoint
 

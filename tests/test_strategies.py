@@ -11,15 +11,16 @@ import torch
 from safetensors.torch import load_file
 
 from model import beam_search, capture, load_checkpoint, sample
-from model import train as train_mod
-from model.checkpoint import load_card
-from model.compare import attention_map, decoder_input_text, difference, mismatches
-from model.errors import CheckpointError
-from model.evaluate import alignment_accuracy, evaluate
-from model.gold import alignment_share, gold_example
-from model.snapshots import list_snapshots, snapshot_steps
+from model.analysis.compare import attention_map, decoder_input_text, difference, mismatches
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.errors import CheckpointError
+from model.checkpoints.snapshots import list_snapshots, snapshot_steps
 from model.strategy_export import beam_csv, beam_json, comparison_npz, sampling_csv, sampling_json, snapshots_csv
-from model.tasks import dataset, get_task, held_out
+from tasks import train as train_mod
+from tasks.evaluate import alignment_accuracy, evaluate
+from tasks.gold import alignment_share, gold_example
+from tasks.registry import get_task
+from tasks.tasks import dataset, held_out
 from tests.conftest import make_tiny
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,10 +4,11 @@ import unicodedata
 
 import pytest
 
-from model.task_fr_en import render_pronoun_sentence
-from model.task_lexicon import PRONOUNS
-from model.tasks import NounPhrase, dataset, get_task, render_sentence, tokens
-from model.train import build_tokenizer
+from tasks.registry import get_task
+from tasks.task_fr_en import render_pronoun_sentence
+from tasks.task_lexicon import PRONOUNS
+from tasks.tasks import NounPhrase, dataset, render_sentence, tokens
+from tasks.train import build_tokenizer
 
 TASK = get_task("fr_en")
 BY_FR = {p.fr: p for p in PRONOUNS}

@@ -1,4 +1,4 @@
-"""Tests for the synthetic demo tasks in model/tasks.py."""
+"""Tests for the synthetic demo tasks in tasks/tasks.py."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import re
 
 import pytest
 
-from model.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
-from model.tasks import (
-    TASKS,
+from tasks.registry import TASKS, get_task
+from tasks.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
+from tasks.tasks import (
     Example,
     NounPhrase,
     Task,
     dataset,
-    get_task,
     held_out,
     render_date,
     render_phrase,

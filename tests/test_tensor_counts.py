@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from safetensors.torch import save_file
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from model.importers import inspect_checkpoint
-from model.importers.source import read_weights
-from model.safe_io import MAX_TENSORS, SAFETENSORS_MAX_HEADER
+from model.checkpoints.formats import inspect_checkpoint
+from model.checkpoints.formats.source import read_weights
+from model.checkpoints.safe_io import MAX_TENSORS, SAFETENSORS_MAX_HEADER
 from tests.conftest import make_tiny
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from model import Tokenizer, Vocab
-from model.tokenizer import clean_text
+from model.text.tokenizer import clean_text
 
 
 def test_char_and_word_levels():

@@ -9,12 +9,13 @@ import torch
 import torch.nn.functional as F
 
 from model import capture, greedy_decode, load_checkpoint
-from model import train as train_mod
-from model.checkpoint import load_card
-from model.config import TransformerConfig
-from model.evaluate import alignment_accuracy, cross_attention_argmax, evaluate, exact_match, greedy_batch, source_ids
-from model.tasks import Example, dataset, get_task, held_out
-from model.train import build_tokenizer, encode_examples, make_batch, make_optimizer, noam_lr, sequence_loss, train
+from model.checkpoints.checkpoint import load_card
+from model.network.config import TransformerConfig
+from tasks import train as train_mod
+from tasks.evaluate import alignment_accuracy, cross_attention_argmax, evaluate, exact_match, greedy_batch, source_ids
+from tasks.registry import get_task
+from tasks.tasks import Example, dataset, held_out
+from tasks.train import build_tokenizer, encode_examples, make_batch, make_optimizer, noam_lr, sequence_loss, train
 
 COPY = get_task("copy")
 REQUIRED_CARD_FIELDS = {

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from model import TransformerConfig, build_model, record
-from model.attention import attention, subsequent_mask
+from model.network.attention import attention, subsequent_mask
 
 
 def reference_from(model) -> nn.Transformer:
@@ -137,7 +137,7 @@ def test_recording_does_not_change_outputs_and_leaves_no_hooks(tiny):
 
 def test_fused_path_is_used_when_nobody_records(tiny, monkeypatch):
     calls = []
-    import model.attention as attn_module
+    import model.network.attention as attn_module
 
     real = attn_module.F.scaled_dot_product_attention
     monkeypatch.setattr(attn_module.F, "scaled_dot_product_attention", lambda *a, **k: calls.append(1) or real(*a, **k))

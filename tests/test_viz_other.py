@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from model import pe_analysis as pea
+from model.analysis import pe_analysis as pea
 from viz import decoding_figs, model_figs, positional_figs
 
 

@@ -1,6 +1,6 @@
 """bertviz's head view and model view of an encoder-decoder, as one self-contained HTML page.
 
-Arrays in (as in `model.capture.Capture`), an HTML string out; the page runs in an iframe
+Arrays in (as in `model.analysis.capture.Capture`), an HTML string out; the page runs in an iframe
 (Streamlit's `components.html`) and as a downloaded .html file.
 
 Stock bertviz's Python functions want torch tensors, and importing the `bertviz` package imports

@@ -381,7 +381,7 @@ def format_count(n: int) -> str:
 
 
 def shape_rows(steps: Sequence) -> list[dict[str, str]]:
-    """Rows for a table from model.inspect.ShapeStep-like objects (what, formula, shape); headers and steps translated."""
+    """Rows for a table from model.analysis.inspect.ShapeStep-like objects (what, formula, shape); headers and steps translated."""
     return [
         {_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in steps
     ]

@@ -1,6 +1,6 @@
 """Figures of today's positional kinds (RoPE, ALiBi, T5 relative bias) and of the length experiment.
 
-numpy in, plotly Figure out; the numbers come from model/pe_kinds.py and model/length_experiment.py.
+numpy in, plotly Figure out; the numbers come from model/network/pe_kinds.py and tasks/length_experiment.py.
 """
 
 from __future__ import annotations

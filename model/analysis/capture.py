@@ -1,0 +1,139 @@
+"""One teacher-forced pass with everything recorded: the record that crosses from model/ to viz/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..decoding import greedy_ids
+from ..interventions import Interventions
+from ..network.recording import ATTENTION_KINDS, Recorder, record
+from ..text.inputs import as_batch, prepare_source, prepare_target, require_eval
+from ..text.tokenizer import Tokenizer
+
+
+@dataclass
+class Capture:
+    """Attention and positional encodings of one source (and target) through the whole model.
+
+    S = source tokens (ending with </s>), T = decoder input tokens (starting with <s>),
+    L = layers of that stack, H = heads, D = d_model. All arrays are float32 numpy.
+    """
+
+    source_tokens: list[str]  # S
+    target_tokens: list[str]  # T: the decoder's inputs, <s> y_1 .. y_{T-1}
+    predicted_tokens: list[str]  # T: the argmax prediction at each decoder position
+    source_ids: np.ndarray  # (S,)
+    target_ids: np.ndarray  # (T,)
+    encoder_self: np.ndarray  # (L_enc, H, S, S) row = query position, column = key position
+    decoder_self: np.ndarray  # (L_dec, H, T, T) zero above the diagonal (causal mask)
+    cross: np.ndarray  # (L_dec, H, T, S) decoder queries over source keys
+    source_pe: np.ndarray  # (S, D) the positional rows added to the source embeddings
+    target_pe: np.ndarray  # (T, D)
+    source_embeddings: np.ndarray  # (S, D) token embeddings after the sqrt(d_model) scale, before PE
+    target_embeddings: np.ndarray  # (T, D)
+    generated: bool  # True when the target is the model's own greedy output
+    source_truncated: int = 0  # typed source tokens cut to fit max_len
+    target_truncated: int = 0
+    # Only with capture(..., qkv=True), else empty. kind: encoder_self, decoder_self or cross; dk = D / H.
+    # qkv[kind] = (q, k, v): q (L, H, Tq, dk), k and v (L, H, Tk, dk), per head after W^Q, W^K, W^V.
+    qkv: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # head_outputs[kind]: (L, H, Tq, dk) each head's softmax(q k^T / sqrt(dk)) v, before concatenation and W^O
+    head_outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # (T, target vocabulary) the model's log-probabilities at each decoder position (of this pass, interventions included)
+    log_probs: np.ndarray | None = None
+    # Only with qkv=True and a model whose positions are a bias on the scores (alibi, relative): position_bias[kind]
+    # (L, H, Tq, Tk) the bias added to q.k / sqrt(dk) before the mask and softmax (encoder_self, decoder_self only).
+    # For rope models the recorded q and k (Capture.qkv) are the rotated ones.
+    position_bias: dict[str, np.ndarray] = field(default_factory=dict)
+    # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
+    interventions: dict = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""
+        return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
+
+
+def _stack(recorder: Recorder, kind: str) -> np.ndarray:
+    """(L, H, Tq, Tk) from the one map each layer recorded, batch item 0."""
+    maps = [recorder.attention[(kind, i)][-1][0] for i in recorder.layers(kind)]
+    return torch.stack(maps).float().cpu().numpy()
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+def _stack_vectors(recorder: Recorder, kind: str, name: str) -> np.ndarray:
+    """(L, H, T, dk) from the one tensor each layer recorded for probe `name`, batch item 0."""
+    return _numpy(torch.stack([recorder.vectors[(kind, i, name)][-1][0] for i in recorder.layers(kind)]))
+
+
+@torch.no_grad()
+def capture(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    target: str | None = None,
+    qkv: bool = False,
+    ablate: list[tuple[str, int, int]] | None = None,
+    positional: str | None = None,
+    shift: int = 1,
+    seed: int = 0,
+) -> Capture:
+    """Run source (and target) through the model once, recording every attention map and PE row.
+
+    With target=None the decoder input is the model's own greedy output for the source.
+    With qkv=True also each head's queries, keys, values and outputs (Capture.qkv, Capture.head_outputs).
+    Interventions change this pass only (model/interventions.py): ablate=[(kind, layer, head), ...] zeroes those
+    heads' outputs before W^O; positional="off" | "shuffled" (permutation from seed) | "shifted" (every position
+    + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
+    the change affects the probability of that output. Capture.interventions records what was changed.
+    Safe to call from many threads on one shared model: each call records only its own pass.
+    """
+    require_eval(model)
+    changes = Interventions.make(ablate, positional, shift, seed)  # bad arguments are named before any work
+    vocab = tokenizer.target
+    src = prepare_source(model, tokenizer, source)
+    if target is None:
+        out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]  # fits max_len - 1
+        tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
+    else:
+        tgt_ids, tgt_cut = prepare_target(model, vocab, target)
+    changes.check(model, (len(src.ids), len(tgt_ids)))
+    with record(model, qkv=qkv, interventions=changes) as rec:
+        memory, mask = model.encode(as_batch(model, src.ids))
+        logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
+    src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
+    vectors = (
+        {kind: [_stack_vectors(rec, kind, name) for name in ("q", "k", "v", "heads")] for kind in ATTENTION_KINDS}
+        if qkv
+        else {}
+    )
+    return Capture(
+        source_tokens=src.tokens,
+        target_tokens=vocab.decode(tgt_ids),
+        predicted_tokens=vocab.decode(logits[0].argmax(-1).tolist()),
+        source_ids=np.asarray(src.ids),
+        target_ids=np.asarray(tgt_ids),
+        encoder_self=_stack(rec, "encoder_self"),
+        decoder_self=_stack(rec, "decoder_self"),
+        cross=_stack(rec, "cross"),
+        source_pe=_numpy(src_pe.rows),
+        target_pe=_numpy(tgt_pe.rows),
+        source_embeddings=_numpy(src_pe.embeddings[0]),
+        target_embeddings=_numpy(tgt_pe.embeddings[0]),
+        generated=target is None,
+        source_truncated=src.truncated,
+        target_truncated=tgt_cut,
+        qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
+        head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
+        position_bias={
+            kind: _stack_vectors(rec, kind, "bias") for kind in ATTENTION_KINDS if rec.vectors.get((kind, 0, "bias"))
+        },
+        log_probs=_numpy(logits[0].float().log_softmax(-1)),
+        interventions=changes.describe(),
+    )

@@ -1,0 +1,148 @@
+"""The numbers behind a lecture pack: one Capture and one greedy Trace per input, and the model's PE table.
+
+Everything here is numpy (the records that cross to viz/lecture_pack.py); the HTML is built in viz/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from torch import nn
+
+from i18n import M_, NM_, join_messages
+
+from ..decoding import Trace, greedy_decode
+from ..text.inputs import check_text
+from ..text.tokenizer import Tokenizer
+from . import pe_analysis as pea
+from .budget import WorkBudget, apply_budget
+from .capture import Capture, capture
+from .inspect import positional_tables
+from .pack_export import Unsupported, live_spec
+
+MAX_INPUTS = 20  # a pack is for a lecture: a handful of examples, each a whole page of figures
+MAX_CHARS = 500  # per input, before tokenizing (the model's max_len cuts tokens after that)
+PE_POSITIONS = 100  # rows of the PE table shown (fewer when the model's max_len is smaller)
+MAX_OFFSET = 40  # dot product vs offset: k = 0..MAX_OFFSET (fewer for short tables)
+
+
+@dataclass
+class PackInput:
+    """One input of the pack: what was typed, the teacher-forced capture of the model's own output, the decoding."""
+
+    text: str
+    capture: Capture
+    trace: Trace
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PackPE:
+    """The model's positional table and the numbers of the PE figures (the same for every input)."""
+
+    table: np.ndarray  # (P, D) the first P rows of the source side's positional table
+    kind: str  # "sinusoidal", "learned" or "none" (a table of zeros)
+    layout: str  # "interleaved" or "half" (sinusoidal only)
+    base: float
+    wavelengths: np.ndarray | None  # (D,) wavelength of each dimension, interleaved sinusoids only
+    dims: list[int]  # the dimensions drawn as curves
+    positions: list[int]  # starting positions p of the dot-product curves
+    dots: np.ndarray  # (len(positions), K + 1) PE(p) . PE(p+k), k = 0..K
+
+
+@dataclass
+class PackRecords:
+    label: str  # the model's name as the app shows it
+    n_parameters: int
+    config: dict  # the model's configuration (TransformerConfig.to_dict())
+    inputs: list[PackInput]
+    pe: PackPE
+    live: dict | None = None  # the model for the page to run itself (model.pack_export.live_spec), or None
+    live_note: str = ""  # why there is none (translated where shown)
+
+
+def bounded_inputs(
+    lines: Sequence[str], max_inputs: int = MAX_INPUTS, max_chars: int = MAX_CHARS
+) -> tuple[list[str], list[str]]:
+    """Non-empty stripped lines, duplicates dropped, at most max_inputs of at most max_chars; and what was cut
+    (i18n Messages: translate where shown)."""
+    texts = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+    notes = []
+    if len(texts) > max_inputs:
+        notes.append(M_("Only the first {max} of {n} inputs are used.", max=max_inputs, n=len(texts)))
+        texts = texts[:max_inputs]
+    long = [i for i, t in enumerate(texts) if len(t) > max_chars]
+    if long:
+        notes.append(
+            NM_("{n} input cut to {max} characters.", "{n} inputs cut to {max} characters.", len(long), max=max_chars)
+        )
+        texts = [t[:max_chars] for t in texts]
+    return texts, notes
+
+
+def pack_pe(model: nn.Module) -> PackPE:
+    """The PE figures' numbers for this model, from the table it really adds (learned or sinusoidal)."""
+    cfg = model.config
+    table = positional_tables(model)["source"][: min(PE_POSITIONS, cfg.max_len)].astype(np.float64)  # (P, D)
+    P, D = table.shape
+    interleaved = cfg.positional == "sinusoidal" and cfg.pe_layout == "interleaved"
+    max_offset = min(MAX_OFFSET, P - 1)
+    positions = [p for p in (0, 10, 25, 40) if p + max_offset < P] or [0]
+    dims = sorted({d for d in (0, 1, 4, D // 4, D // 2) if d < D})
+    return PackPE(
+        table=table,
+        kind=cfg.positional,
+        layout=cfg.pe_layout,
+        base=float(cfg.pe_base),
+        wavelengths=pea.pe_wavelengths(D, cfg.pe_base) if interleaved else None,
+        dims=dims,
+        positions=positions,
+        dots=pea.offset_dot_products(table, positions, max_offset),
+    )
+
+
+def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Capture, Trace]:
+    """The capture of the model's own greedy output, and the step-by-step greedy decoding, of one input."""
+    return capture(model, tokenizer, text), greedy_decode(model, tokenizer, text)
+
+
+def pack_records(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    label: str = "",
+    progress: Callable[[int, int], None] | None = None,
+    run: Callable[[str], tuple[Capture, Trace]] | None = None,
+    budget: WorkBudget | None = None,
+    live: bool = True,
+) -> PackRecords:
+    """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
+    Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
+
+    live: carry the model itself (weights and tokenizer, model.analysis.pack_export) so that the page runs typed inputs;
+    a model the page cannot run gets a pack without it, and PackRecords.live_note says why.
+
+    Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
+    """
+    room = model.config.max_len - 1
+    budget = WorkBudget.from_environment() if budget is None else budget
+    inputs = []
+    for i, text in enumerate(texts):
+        check = check_text(text, tokenizer.source, room)
+        apply_budget(check, tokenizer.source, model.config, budget)  # the app's work budget: the same cut
+        if check.errors:
+            raise ValueError(M_("input {i}: {errors}", i=i + 1, errors=join_messages(" ", check.errors)))
+        cap, trace = run(check.text) if run is not None else run_input(model, tokenizer, check.text)
+        inputs.append(PackInput(check.text, cap, trace, check.warnings))
+        if progress is not None:
+            progress(i + 1, len(texts))
+    n_parameters = sum(p.numel() for p in model.parameters())
+    spec, note = None, ""
+    if live:
+        try:
+            spec = live_spec(model, tokenizer)
+        except Unsupported as err:
+            note = err.args[0]
+    return PackRecords(label, n_parameters, model.config.to_dict(), inputs, pack_pe(model), spec, note)

@@ -1,0 +1,149 @@
+"""What the Hugging Face folder formats (T5, BART, mBART) share: config.json with the family's defaults,
+generation_config.json's decoding tokens, the weights file, tied tensors, and the inspection record.
+
+Values from config.json are file contents: messages name fields, never echo values (strings) from the file.
+Numbers are checked by TransformerConfig's limits (make_config) before any tensor is read or built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from i18n import M_, join_messages
+
+from ...network.config import TransformerConfig
+from ..checkpoint import CheckpointError
+from .common import Mapper
+from .marian import read_marian_weights
+from .source import CheckpointInfo, Source, Weights, precision_note
+
+# Hugging Face activation names -> this project's (gelu_new / gelu_pytorch_tanh: the tanh approximation)
+ACTIVATIONS = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "swish": "silu",
+    "silu": "silu",
+}
+
+
+def model_type(src: Source) -> str | None:
+    data = src.json("config.json") if src.is_dir else None
+    value = data.get("model_type") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[str, Any]:
+    """config.json over the family's defaults, then generation_config.json's decoding tokens over both."""
+    raw = src.json("config.json")
+    if not isinstance(raw, dict):
+        raise CheckpointError(M_("{name}/config.json must hold a JSON object", name=src.name))
+    cfg = {**defaults, **raw}
+    generation = src.json("generation_config.json")
+    if isinstance(generation, dict):
+        for key in ("decoder_start_token_id", "forced_bos_token_id", "eos_token_id", "pad_token_id", "bos_token_id"):
+            if key in generation:
+                cfg[key] = generation[key]
+    where = f"{src.name}/config.json"
+    if cfg.get("is_encoder_decoder") is False:
+        raise CheckpointError(
+            M_("{where}: a decoder-only {family} model; this app shows encoder-decoders", where=where, family=family)
+        )
+    if isinstance(cfg.get("eos_token_id"), list):
+        if len(cfg["eos_token_id"]) != 1:
+            raise CheckpointError(
+                M_(
+                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
+                    where=where,
+                    n=len(cfg["eos_token_id"]),
+                )
+            )
+        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+    if cfg.get("decoder_start_token_id") is None:  # as generate() falls back
+        cfg["decoder_start_token_id"] = cfg.get("bos_token_id")
+    for key in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
+        if type(cfg.get(key)) is not int:
+            raise CheckpointError(M_("{where}: {field} must be an integer", where=where, field=key))
+    if cfg.get("forced_bos_token_id") is not None and type(cfg["forced_bos_token_id"]) is not int:
+        raise CheckpointError(M_("{where}: {field} must be an integer", where=where, field="forced_bos_token_id"))
+    return cfg
+
+
+def refuse(where: str, problems: list) -> None:
+    if problems:
+        raise CheckpointError(
+            M_(
+                "{where}: this model cannot be mapped exactly: {problems}",
+                where=where,
+                problems=join_messages("; ", problems),
+            )
+        )
+
+
+def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
+    name = cfg.get(key)
+    if not isinstance(name, str) or name not in ACTIVATIONS:
+        problems.append(M_("{field} is not one of {allowed}", field=key, allowed=", ".join(ACTIVATIONS)))
+        return "relu"
+    return ACTIVATIONS[name]
+
+
+def weights(src: Source) -> Weights:
+    return read_marian_weights(src)  # model.safetensors (or shards), else pytorch_model.bin with weights_only
+
+
+def alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
+    """An optional stored copy of a tied tensor: used only to check that it really is the same."""
+    if key in m.state:
+        m.take(key)
+        if m.state[key].shape != same_as.shape or not torch.equal(m.state[key], same_as):
+            raise CheckpointError(
+                M_("{where}: {key} differs from {what}, although they are tied", where=m.where, key=key, what=what)
+            )
+
+
+def untied_head(state: Mapping[str, torch.Tensor], embeddings: str) -> bool:
+    """lm_head.weight is stored and differs from the embeddings: an output layer of its own (as transformers
+    decides when both are in the file). Without it, or equal to them, the output layer is the embeddings."""
+    head, emb = state.get("lm_head.weight"), state.get(embeddings)
+    if head is None or emb is None:
+        return False
+    return head.shape != emb.shape or not torch.equal(head, emb)
+
+
+def with_tied_head(config: TransformerConfig, state: Mapping[str, torch.Tensor], embeddings: str) -> TransformerConfig:
+    return dataclasses.replace(config, tie_generator=not untied_head(state, embeddings))
+
+
+def info(src: Source, name: str, title: str, config: TransformerConfig, tokenizer_note: str) -> CheckpointInfo:
+    precision = weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
+    return CheckpointInfo(
+        str(src.path),
+        name,
+        title,
+        False,
+        False,
+        config.d_model,
+        config.src_vocab_size,
+        config.tgt_vocab_size,
+        n_heads=config.n_heads,
+        notes=join_messages(" ", filter(None, (tokenizer_note, precision_note(precision)))),
+        precision=precision,
+    )
+
+
+def check_heads(where: str, config: TransformerConfig, asked: int | None) -> None:
+    if asked is not None and asked != config.n_heads:
+        raise CheckpointError(
+            M_(
+                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                where=where,
+                n=config.n_heads,
+                asked=asked,
+            )
+        )

@@ -1,0 +1,303 @@
+"""A local Hugging Face MarianMT folder (config.json, model.safetensors, vocab.json, source.spm, target.spm).
+
+Read without importing transformers (only sentencepiece, for the tokenizer). The model, and how it maps:
+    model.shared (embeddings shared by encoder, decoder and lm_head; * sqrt(d_model) if scale_embedding)
+    sinusoidal positions in the half layout (sin block, then cos block), positions from 0
+    model.encoder.layers.i: self_attn.{q,k,v,out}_proj, self_attn_layer_norm (-> norm1), fc1/fc2 (-> ff),
+                            final_layer_norm (-> norm2): post-LN, LayerNorm(x + Sublayer(x)), eps 1e-5
+    model.decoder.layers.i: self_attn, encoder_attn (-> cross_attn), self_attn_layer_norm / encoder_attn_layer_norm
+                            / final_layer_norm (-> norm1..3); no final norm on either stack
+    logits = lm_head(h) + final_logits_bias, lm_head tied to the (decoder) embeddings
+Marian scales q by head_dim**-0.5 before q k^T; here the scores are divided by sqrt(head_dim): the same map.
+Decoding starts from decoder_start_token_id (which is <pad> in Marian vocabularies).
+Config fields this model cannot follow (a pre-LN flag, embedding LayerNorm, learned positions,
+encoder and decoder of different widths, an unknown activation) are refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from i18n import M_, N_, join_messages
+
+from ...network.config import TransformerConfig
+from ...network.transformer import Transformer
+from ...text.tokenizer import Tokenizer
+from ..checkpoint import CheckpointError
+from .common import Converted, Mapper, assemble, make_config, sinusoid_table
+from .common import where as place
+from .hf_layers import put_bart_layers
+from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
+from .source import CheckpointInfo, LoadOptions, Source, Weights, precision_note
+
+NAME = "marian"
+TITLE = M_("Hugging Face MarianMT folder")
+MODEL_TYPES = {"marian": N_("MarianMT")}  # Hugging Face model_type -> family name (the registry's refusal lists them)
+
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
+# config.json fields (from older Marian/BART configs) whose non-default value this model cannot follow.
+UNSUPPORTED = {
+    "normalize_before": (False, N_("pre-LN blocks")),
+    "add_final_layer_norm": (False, N_("a final LayerNorm on each stack")),
+    "normalize_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "layernorm_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "add_bias_logits": (False, N_("a bias inside the output projection")),
+    "static_position_embeddings": (True, N_("learned position embeddings")),
+    "is_encoder_decoder": (True, N_("a decoder-only model")),
+}
+NOT_SET, IS_SET = N_("{field} is not set ({meaning})"), N_("{field} is set ({meaning})")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+MAX_SHARDS = 64
+
+
+def detect(src: Source) -> bool:
+    data = src.json("config.json") if src.is_dir else None
+    return isinstance(data, dict) and data.get("model_type") == "marian"
+
+
+def read_marian_config(src: Source) -> dict[str, Any]:
+    """config.json with MarianConfig's defaults filled in; refuses what this model cannot compute, naming the
+    field (never echoing a value: they are file contents)."""
+    raw = src.json("config.json")
+    where = f"{src.name}/config.json"
+    if not isinstance(raw, dict) or raw.get("model_type") != "marian":
+        raise CheckpointError(
+            M_(
+                "{where} does not describe a MarianMT model; only MarianMT Hugging Face folders can be imported",
+                where=where,
+            )
+        )
+    cfg = {
+        "vocab_size": 58101,
+        "max_position_embeddings": 1024,
+        "encoder_layers": 12,
+        "encoder_ffn_dim": 4096,
+        "encoder_attention_heads": 16,
+        "decoder_layers": 12,
+        "decoder_ffn_dim": 4096,
+        "decoder_attention_heads": 16,
+        "activation_function": "gelu",
+        "d_model": 1024,
+        "decoder_start_token_id": 58100,
+        "scale_embedding": False,
+        "pad_token_id": 58100,
+        "eos_token_id": 0,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
+        **raw,
+    }
+    if cfg.get("decoder_vocab_size") is None:
+        cfg["decoder_vocab_size"] = cfg["vocab_size"]
+    if isinstance(cfg["eos_token_id"], list):
+        if len(cfg["eos_token_id"]) != 1:
+            raise CheckpointError(
+                M_(
+                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
+                    where=where,
+                    n=len(cfg["eos_token_id"]),
+                )
+            )
+        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+    problems = [
+        M_(NOT_SET if ok else IS_SET, field=field, meaning=M_(meaning))
+        for field, (ok, meaning) in UNSUPPORTED.items()
+        if field in raw and bool(raw[field]) != ok
+    ]
+    for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if cfg[a] != cfg[b]:
+            problems.append(M_("{a} differs from {b} (this model uses one value for both stacks)", a=a, b=b))
+    if not isinstance(cfg["activation_function"], str) or cfg["activation_function"] not in ACTIVATIONS:
+        problems.append(M_("activation_function is not one of {allowed}", allowed=", ".join(ACTIVATIONS)))
+    if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
+        problems.append(M_("decoder_vocab_size differs from the shared vocab_size"))
+    if problems:
+        raise CheckpointError(
+            M_(
+                "{where}: this model cannot be mapped exactly: {problems}",
+                where=where,
+                problems=join_messages("; ", problems),
+            )
+        )
+    return cfg
+
+
+def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
+    """This project's config for the Marian one: limits checked here, before any weights are read."""
+    shared, tied = cfg["share_encoder_decoder_embeddings"], cfg["tie_word_embeddings"]
+    if not (isinstance(shared, bool) and isinstance(tied, bool) and isinstance(cfg["scale_embedding"], bool)):
+        raise CheckpointError(
+            M_(
+                "{where}: share_encoder_decoder_embeddings, tie_word_embeddings and scale_embedding must be true or false",
+                where=where,
+            )
+        )
+    return make_config(
+        where,
+        src_vocab_size=cfg["vocab_size"],
+        tgt_vocab_size=cfg["decoder_vocab_size"],
+        d_model=cfg["d_model"],
+        n_heads=cfg["encoder_attention_heads"],
+        d_ff=cfg["encoder_ffn_dim"],
+        n_encoder_layers=cfg["encoder_layers"],
+        n_decoder_layers=cfg["decoder_layers"],
+        dropout=0.0,
+        norm_first=False,
+        final_norm=False,
+        positional="sinusoidal",
+        pe_layout="half",
+        max_len=cfg["max_position_embeddings"],
+        share_embeddings=shared,
+        tie_generator=tied,
+        generator_bias=True,
+        scale_embeddings=cfg["scale_embedding"],
+        activation=ACTIVATIONS[cfg["activation_function"]],
+        norm="layernorm",
+        layer_norm_eps=1e-5,
+        pad_id=cfg["pad_token_id"],
+        bos_id=cfg["decoder_start_token_id"],
+        eos_id=cfg["eos_token_id"],
+        extra={"imported_from": TITLE},
+    )
+
+
+def read_marian_weights(src: Source) -> Weights:
+    """model.safetensors (or its shards), else pytorch_model.bin read with weights_only; precision noted."""
+    if src.has("model.safetensors"):
+        return src.weights("model.safetensors")
+    if src.has("model.safetensors.index.json"):
+        index = src.json("model.safetensors.index.json")
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        names = list(dict.fromkeys(weight_map.values())) if isinstance(weight_map, dict) else []
+        if not names or len(names) > MAX_SHARDS or not all(isinstance(n, str) and n == Path(n).name for n in names):
+            raise CheckpointError(
+                M_(
+                    "{name}/model.safetensors.index.json does not list 1..{max} shard files of this folder",
+                    name=src.name,
+                    max=MAX_SHARDS,
+                )
+            )
+        parts = [src.weights(name) for name in names]
+        state = {k: v for part in parts for k, v in part.state.items()}
+        return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
+    if src.has("pytorch_model.bin"):
+        return src.weights("pytorch_model.bin")
+    raise CheckpointError(
+        M_(
+            "{name} has a Marian config.json but no weights ({files})",
+            name=src.name,
+            files=" or ".join(WEIGHT_FILES),
+        )
+    )
+
+
+def inspect(src: Source) -> CheckpointInfo:
+    cfg = read_marian_config(src)
+    config = marian_config(cfg, f"{src.name}/config.json")
+    precision = read_marian_weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
+    has_tokenizer = src.has(TOKENIZER_FILES[0])
+    notes = (
+        M_("Tokenized with the folder's own sentencepiece models.")
+        if has_tokenizer
+        else M_("No tokenizer files: token ids only.")
+    )
+    return CheckpointInfo(
+        str(src.path),
+        NAME,
+        TITLE,
+        False,
+        False,
+        config.d_model,
+        config.src_vocab_size,
+        config.tgt_vocab_size,
+        n_heads=config.n_heads,
+        notes=join_messages(" ", filter(None, (notes, precision_note(precision)))),
+        precision=precision,
+    )
+
+
+def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
+    """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
+    if options.given_vocab:
+        raise CheckpointError(
+            M_(
+                "{where} carries its own tokenizer; vocabulary files are only for state_dict formats",
+                where=place(src.name, TITLE),
+            )
+        )
+    cfg = read_marian_config(src)
+    where = place(src.name, TITLE)
+    config = marian_config(cfg, where)
+    if options.n_heads is not None and options.n_heads != config.n_heads:
+        raise CheckpointError(
+            M_(
+                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                where=where,
+                n=config.n_heads,
+                asked=options.n_heads,
+            )
+        )
+    weights = read_marian_weights(src)
+    converted = convert_marian(weights.state, config, where)
+    converted.config.extra["precision"] = weights.precision
+    converted.mapped = weights.mapped
+    tokenizer = marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
+    return assemble(converted, where), tokenizer
+
+
+def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
+    """An optional stored copy of a tied tensor: used only to check it really is the same."""
+    if key in m.state:
+        m.take(key)
+        if m.state[key].shape != same_as.shape or not torch.equal(m.state[key], same_as):
+            raise CheckpointError(
+                M_(
+                    "{where}: {key} differs from {what}, although config.json ties them",
+                    where=m.where,
+                    key=key,
+                    what=what,
+                )
+            )
+
+
+def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig, where: str) -> Converted:
+    m = Mapper(state, where)
+    shared, tied = config.share_embeddings, config.tie_generator
+    d = config.d_model
+    if shared:
+        m.require("model.shared.weight")
+        m.put("src_embed.weight", "model.shared.weight")
+        tgt = state["model.shared.weight"]
+        _alias(m, "model.encoder.embed_tokens.weight", tgt, "model.shared.weight")
+        _alias(m, "model.decoder.embed_tokens.weight", tgt, "model.shared.weight")
+    else:
+        m.require("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")
+        m.put("src_embed.weight", "model.encoder.embed_tokens.weight")
+        m.put("tgt_embed.weight", "model.decoder.embed_tokens.weight")
+        tgt = state["model.decoder.embed_tokens.weight"]
+    if tied:
+        _alias(m, "lm_head.weight", tgt, "the decoder embeddings")
+    else:
+        m.put("generator.weight", "lm_head.weight")
+    if "final_logits_bias" in state:
+        m.put("generator.bias", "final_logits_bias", lambda t: t.reshape(-1), " (1, V) -> (V,)")
+    else:  # MarianMTModel starts it at zero when a file lacks it
+        m.out["generator.bias"] = torch.zeros(config.tgt_vocab_size)
+    tables = {}
+    for side, stack in (("source", "encoder"), ("target", "decoder")):
+        key = f"model.{stack}.embed_positions.weight"
+        if key in state:
+            tables[side] = sinusoid_table(m.take(key), key, d, "half", where)
+    put_bart_layers(m, config)  # the layer names Marian and BART share
+    m.finish()
+    for side, table in tables.items():
+        if table.size(0) < config.max_len:
+            raise CheckpointError(
+                f"{where}: the stored {side} positions cover {table.size(0)} rows, config.json says {config.max_len}"
+            )
+    return Converted(config, m.out, m.origin, tables)

@@ -1,0 +1,206 @@
+"""What the format protocol passes around: the checkpoint being read (`Source`), what the caller asked
+for (`LoadOptions`) and what inspection tells the app (`CheckpointInfo`).
+
+A Source remembers everything read from its path, so detection, inspection and loading within one call
+share one read of each file. Weights are read lazily where the container allows it: safetensors and
+torch.save's zip archives are memory-mapped for inspection (the tensors' shapes and dtypes cost nothing);
+for loading, a torch file is read into memory once and the model adopts those tensors, while a memory-
+mapped safetensors file is copied once into the model (a mapped file overwritten later would change the
+model, or crash the process with SIGBUS).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from i18n import M_
+
+from ..checkpoint import CheckpointError, unreadable_safetensors
+from ..safe_io import check_safetensors_header, read_json, regular_file
+from .common import listing
+from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
+from .vocab_files import VocabSpec
+
+WRAPPER_KEYS = ("state_dict", "model_state_dict", "model")
+HALF = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+class UnknownContent(CheckpointError):
+    """A file that is no weights container at all; the registry adds the list of known formats."""
+
+
+@dataclass
+class Weights:
+    """One weights file as read: the state_dict (wrappers and "module." prefixes removed), plain metadata
+    saved beside it, and the stored precision ("float32", "float16", "bfloat16" or e.g. "float16+float32")."""
+
+    state: dict[str, torch.Tensor]
+    meta: dict[str, Any]
+    precision: str
+    mapped: bool  # the tensors are views of a memory-mapped file (copy them before keeping them)
+
+    @property
+    def half(self) -> bool:
+        return any(name in self.precision for name in HALF.values())
+
+
+@dataclass
+class LoadOptions:
+    """What the caller gives beside the path (see import_checkpoint)."""
+
+    n_heads: int | None = None
+    vocab: VocabSpec | None = None
+    source_vocab: VocabSpec | None = None
+    target_vocab: VocabSpec | None = None
+
+    @property
+    def given_vocab(self) -> bool:
+        return any(v is not None for v in (self.vocab, self.source_vocab, self.target_vocab))
+
+
+@dataclass
+class CheckpointInfo:
+    """What the app needs to know about a checkpoint before loading it."""
+
+    path: str
+    format: str  # a FORMATS name
+    title: str  # human-readable format name
+    needs_n_heads: bool  # the file does not record the head count: ask (head_choices, default_n_heads)
+    takes_vocabulary: bool  # the file carries no tokenizer: offer vocabulary files (optional; ids otherwise)
+    d_model: int
+    src_vocab_size: int
+    tgt_vocab_size: int
+    n_heads: int | None = None  # when the file records it
+    head_choices: list[int] = field(default_factory=list)  # head counts that divide d_model
+    default_n_heads: int | None = None
+    notes: str = ""  # the format's sentence conventions and the stored precision, for a caption
+    metadata: dict[str, Any] = field(default_factory=dict)  # plain values saved beside the weights (epochs, ...)
+    precision: str = "float32"  # dtype of the stored floating-point weights (half precision is cast to float32)
+
+
+def precision_note(precision: str) -> str:
+    """The caption sentence for a file stored in half precision ("" for float32)."""
+    if not any(name in precision for name in HALF.values()):
+        return ""
+    return M_("Stored in half precision ({precision}); the weights were cast to float32.", precision=precision)
+
+
+def _is_safetensors(head: bytes, size: int) -> bool:
+    if len(head) < 9:
+        return False
+    (header_len,) = struct.unpack("<Q", head[:8])
+    return 0 < header_len <= size - 8 and head[8:9] == b"{"
+
+
+def _tensor_dict(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and bool(obj) and all(isinstance(v, torch.Tensor) for v in obj.values())
+
+
+def _precision(state: Mapping[str, torch.Tensor]) -> str:
+    found = {str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}
+    return "+".join(sorted(found)) or "float32"
+
+
+def read_weights(path: Path, mmap: bool = False) -> Weights:
+    """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights.
+
+    safetensors files are always memory-mapped; torch.save zip archives when mmap=True (for inspecting:
+    shapes and dtypes without reading the bytes), else read into memory once, for the model to adopt.
+    """
+    info = regular_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    mapped = True
+    if _is_safetensors(head, info.st_size):
+        check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
+        try:
+            obj: Any = load_file(str(path))  # memory-mapped by safetensors
+        except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+            raise CheckpointError(unreadable_safetensors(path.name, err)) from None
+    elif looks_like_pickle(head):
+        mapped = mmap and head.startswith(ZIP_MAGIC)
+        obj = load_torch_file(path, mmap=mapped)
+    else:
+        raise UnknownContent(
+            M_(
+                "{name} is a file that holds no checkpoint format I know; a checkpoint is a folder holding "
+                "model.safetensors, config.json and tokenizer.json, a MarianMT folder, or a PyTorch .pt/.pth "
+                "(or .safetensors) file of a state_dict.",
+                name=path.name,
+            )
+        )
+    if _tensor_dict(obj):
+        state, meta = dict(obj), {}
+    elif isinstance(obj, Mapping) and (key := next((k for k in WRAPPER_KEYS if _tensor_dict(obj.get(k))), None)):
+        state = dict(obj[key])
+        meta = {k: v for k, v in obj.items() if k != key and isinstance(v, (str, int, float, bool))}
+    else:
+        kind = (
+            M_("a dict with keys {keys}", keys=listing(map(str, obj)))
+            if isinstance(obj, Mapping)
+            else f"a {type(obj).__name__}"
+        )
+        raise CheckpointError(
+            M_(
+                "{name} holds {kind}, not a state_dict of tensors (or one under {keys})",
+                name=path.name,
+                kind=kind,
+                keys=" / ".join(WRAPPER_KEYS),
+            )
+        )
+    if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
+        state = {k[len("module.") :]: v for k, v in state.items()}
+    return Weights(state, meta, _precision(state), mapped)
+
+
+class Source:
+    """A checkpoint path and everything read from it so far, shared by detect, inspect and load.
+
+    `weights(file)` and `json(name)` read a file the first time they are asked and return the same
+    object afterwards. A path that is neither a folder nor a regular file is refused here, before
+    anything opens it.
+    """
+
+    def __init__(self, path: str | Path, mmap: bool = False):
+        self.path = Path(path)
+        self.mmap = mmap  # inspecting: map torch files instead of reading them
+        if not self.path.exists():
+            raise CheckpointError(M_("no checkpoint at {path}", path=str(self.path)))
+        self.is_dir = self.path.is_dir()
+        if not self.is_dir:
+            regular_file(self.path)
+        self._weights: dict[Path, Weights] = {}
+        self._json: dict[str, Any] = {}
+        self.reads = 0  # files actually read (a test checks that each is read once)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def weights(self, file: str | Path | None = None) -> Weights:
+        """The weights in `file` (a name inside the folder), or in the path itself when it is a file."""
+        path = self.path if file is None else self.path / file
+        if path not in self._weights:
+            self.reads += 1
+            self._weights[path] = read_weights(path, self.mmap)
+        return self._weights[path]
+
+    def has(self, name: str) -> bool:
+        return self.is_dir and (self.path / name).exists()
+
+    def json(self, name: str) -> Any:
+        """The parsed JSON file `name` inside the folder (bounded, see model.checkpoints.safe_io); None when absent."""
+        if name not in self._json:
+            if not self.has(name):
+                return None
+            self.reads += 1
+            self._json[name] = read_json(self.path / name, origin=f"{self.name}/{name}")
+        return self._json[name]

@@ -1,0 +1,1 @@
+"""The network: configuration, the encoder-decoder Transformer, attention, positional encodings, recording hooks."""

@@ -1,0 +1,344 @@
+"""Configuration of the encoder-decoder Transformer ("Attention Is All You Need", Vaswani et al. 2017).
+
+One dataclass describes every model this project builds or imports; the variants that public
+implementations differ in (post-LN vs pre-LN, learned vs sinusoidal positions, tied embeddings, ...)
+are fields here, not forks of the model code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from i18n import M_, N_, NM_, join_messages
+
+POSITIONAL_KINDS = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")
+# The kinds that add nothing to the embeddings and act inside self-attention instead (model/network/positional.py).
+ATTENTION_POSITIONAL_KINDS = ("rope", "alibi", "relative")
+PE_LAYOUTS = ("interleaved", "half")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+NORM_KINDS = ("layernorm", "std", "rms")
+
+# What a config may ask for before anything is allocated: the paper's big model (d_model 1024, 16 heads,
+# d_ff 4096, 6+6 layers, 37k-64k vocabularies, positions in the thousands) fits with room to spare;
+# d_model 65536 or max_len 10**9 (tens of GB to hundreds of TB) do not.
+LIMITS: dict[str, int] = {
+    "d_model": 4096,
+    "n_heads": 128,
+    "d_ff": 32768,
+    "layers": 48,  # on each side
+    "vocab": 262144,  # tokens on each side
+    "max_len": 16384,
+    "attention_width": 32768,  # n_heads * head_dim (T5 sets the head width apart from d_model)
+    "relative_buckets": 1024,
+    "parameters": 1_000_000_000,  # weights plus positional tables: 4 GB in float32
+}
+
+
+@dataclass
+class TransformerConfig:
+    src_vocab_size: int  # tokens in the source vocabulary (specials included)
+    tgt_vocab_size: int  # tokens in the target vocabulary (specials included)
+    d_model: int = 512  # width of every residual stream
+    n_heads: int = 8  # attention heads per layer; d_model must divide evenly
+    d_ff: int = 2048  # hidden width of the position-wise feed-forward network
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    dropout: float = 0.1  # on sublayer outputs, attention weights and embeddings+PE (training only)
+    norm_first: bool = False  # False: post-LN as in the paper, LayerNorm(x + Sublayer(x)); True: pre-LN
+    final_norm: bool | None = None  # a LayerNorm after each stack; None means "same as norm_first"
+    # "sinusoidal" (fixed, paper), "learned" (an embedding table), "none" (no positions), or inside self-attention:
+    # "rope" (Su et al. 2021: q and k rotated by position), "alibi" (Press et al. 2022: -slope_h * |i - j| on the
+    # scores), "relative" (T5: a learned bias per head and bucketed distance, one table per stack)
+    positional: str = "sinusoidal"
+    pe_base: float = 10000.0  # the base of the sinusoid wavelengths, and of RoPE's frequencies base^(-2i/d_head)
+    # "interleaved": sin on even dims, cos on odd (RoPE: adjacent pairs (2i, 2i+1) rotate, as Su et al.);
+    # "half": sin block, cos block (RoPE: dims i and i + d_head/2 rotate, "rotate_half" of GPT-NeoX / LLaMA)
+    pe_layout: str = "interleaved"
+    relative_buckets: int = 32  # positional="relative": buckets of T5's bias (half per direction in the encoder)
+    relative_max_distance: int = 128  # positional="relative": distances from here on share the last bucket
+    max_len: int = 512  # longest sequence the positional encoding covers, on each side
+    share_embeddings: bool = False  # one embedding table for source and target (needs equal vocab sizes)
+    tie_generator: bool = False  # the output projection reuses the target embedding matrix (paper: yes)
+    generator_bias: bool = True  # a bias on the output projection
+    scale_embeddings: bool = True  # multiply token embeddings by sqrt(d_model) before adding PE (paper: yes)
+    activation: str = "relu"  # feed-forward nonlinearity: "relu" (paper), "gelu", "gelu_tanh" (T5 v1.1) or "silu"
+    norm: str = "layernorm"  # "layernorm": torch LayerNorm; "std": a_2*(x-mean)/(std_unbiased+eps)+b_2;
+    # "rms": weight * x / sqrt(mean(x^2) + eps), no mean and no bias (T5)
+    layer_norm_eps: float = 1e-5
+    pad_id: int = 0  # id of <pad> on both sides: padded keys get zero attention weight
+    bos_id: int = 1  # the decoder's first input token
+    eos_id: int = 2  # generation stops after this token
+    head_dim: int | None = None  # width of one head's q/k/v; None: d_model // n_heads (T5 sets it apart: d_kv)
+    bias: bool = True  # biases on the attention projections and the feed-forward layers (T5: none)
+    ff_gated: bool = False  # FFN(x) = W2 (act(W1 x) * W3 x), a gated feed-forward (T5 v1.1 / flan-T5)
+    scale_scores: bool = True  # divide q.k by sqrt(d_head) (paper: yes; T5: no, its init absorbs it)
+    rescale_output: bool = False  # multiply the decoder output by d_model^-0.5 before the generator (T5 v1.0)
+    embed_norm: bool = False  # a norm on embeddings + positions, before the first layer (BART, mBART)
+    forced_bos_id: int | None = None  # decoding's first output token is forced to this id (BART <s>, mBART lang)
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
+
+    def __post_init__(self) -> None:
+        """Check types, then each field against LIMITS and its allowed values, then the relations between fields
+        (only once every field is valid alone): all before any tensor is built.
+
+        Messages name the field and the limit; string values from a file are never echoed (i18n Messages)."""
+        types = _type_problems(self)
+        if types:
+            raise ValueError(_invalid(types))
+        problems = limit_problems(self)  # each field alone: its range or its allowed values
+        for name, allowed in (
+            ("positional", POSITIONAL_KINDS),
+            ("pe_layout", PE_LAYOUTS),
+            ("activation", ACTIVATIONS),
+            ("norm", NORM_KINDS),
+        ):
+            if getattr(self, name) not in allowed:
+                problems.append(M_("{name} is not one of {allowed}", name=name, allowed=", ".join(allowed)))
+        if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
+            problems.append(M_("pe_base must be a finite number above 1"))
+        if not (0 <= self.dropout < 1):
+            problems.append(M_("dropout must lie in [0, 1)"))
+        if not (0 < self.layer_norm_eps < 1):
+            problems.append(M_("layer_norm_eps must lie in (0, 1)"))
+        for name in ("pad_id", "bos_id", "eos_id", "forced_bos_id"):
+            if (value := getattr(self, name)) is not None and value < 0:
+                problems.append(M_("{name} is {value}; it must be at least 0", name=name, value=value))
+        if problems:  # relations only between fields that are each valid (no division by a zero n_heads)
+            raise ValueError(_invalid(problems))
+        if self.head_dim is None and self.d_model % self.n_heads:
+            problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            problems.append(
+                M_(
+                    "share_embeddings needs equal vocabularies, got {src} and {tgt}",
+                    src=self.src_vocab_size,
+                    tgt=self.tgt_vocab_size,
+                )
+            )
+        if self.d_model % 2:
+            problems.append(M_("d_model={d} must be even for sinusoidal positions", d=self.d_model))
+        if self.positional == "rope" and self.d_head % 2:
+            problems.append(M_("d_model / n_heads = {d} must be even for rotary positions", d=self.d_head))
+        if self.positional == "relative":
+            if self.relative_buckets < 4:
+                problems.append(M_("relative_buckets must be at least 4, got {n}", n=self.relative_buckets))
+            elif self.relative_max_distance <= self.relative_buckets // 2:
+                problems.append(
+                    M_(
+                        "relative_max_distance must be above relative_buckets / 2 = {n}",
+                        n=self.relative_buckets // 2,
+                    )
+                )
+        for name in ("pad_id", "bos_id", "eos_id", "forced_bos_id"):
+            value = getattr(self, name)
+            if value is not None and value >= min(self.src_vocab_size, self.tgt_vocab_size):
+                problems.append(M_("{name}={value} is outside the vocabulary", name=name, value=value))
+        if problems:
+            raise ValueError(_invalid(problems))
+
+    @property
+    def d_head(self) -> int:
+        """Width of one head's queries, keys and values (d_k = d_v in the paper)."""
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def attention_width(self) -> int:
+        """n_heads * d_head: the width of the concatenated heads (d_model in the paper)."""
+        return self.n_heads * self.d_head
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
+        """Build from a dict (a parsed config.json); unknown fields are counted, never named (they are file contents)."""
+        if not isinstance(data, dict):
+            raise ValueError(M_("a TransformerConfig must be a JSON object of fields"))
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = [k for k in data if k not in known]
+        if unknown:
+            n = len(unknown)
+            raise ValueError(
+                NM_(
+                    "the config has {n} field this project does not know (not named here)",
+                    "the config has {n} fields this project does not know (not named here)",
+                    n,
+                )
+            )
+        missing = [n for n in ("src_vocab_size", "tgt_vocab_size") if n not in data]
+        if missing:
+            raise ValueError(M_("TransformerConfig is missing required fields: {fields}", fields=", ".join(missing)))
+        return cls(**data)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> TransformerConfig:
+        """A named architecture from PRESETS; vocabulary sizes (and anything else) as keywords."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+_INTS = (
+    "src_vocab_size",
+    "tgt_vocab_size",
+    "d_model",
+    "n_heads",
+    "d_ff",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "max_len",
+    "relative_buckets",
+    "relative_max_distance",
+    "pad_id",
+    "bos_id",
+    "eos_id",
+)
+_REALS = ("dropout", "pe_base", "layer_norm_eps")
+_BOOLS = (
+    "norm_first",
+    "share_embeddings",
+    "tie_generator",
+    "generator_bias",
+    "scale_embeddings",
+    "bias",
+    "ff_gated",
+    "scale_scores",
+    "rescale_output",
+    "embed_norm",
+)
+_OPTIONAL_INTS = ("head_dim", "forced_bos_id")
+_STRINGS = ("positional", "pe_layout", "activation", "norm")
+
+
+def _invalid(problems: list) -> str:
+    """ValueError's message for a config with these problems (i18n Messages)."""
+    return M_("invalid TransformerConfig: {problems}", problems=join_messages("; ", problems))
+
+
+_KINDS = {  # JSON types, as the messages name them
+    bool: N_("true/false"),
+    int: N_("an integer"),
+    float: N_("a number with a fraction"),
+    str: N_("text"),
+    list: N_("a list"),
+    dict: N_("an object"),
+    type(None): "null",
+}
+
+
+def _type_problems(c: TransformerConfig) -> list[str]:
+    """Fields of the wrong JSON type (a float d_model, true for a layer count, ...), named with the type found."""
+
+    def kind(v: Any) -> str:
+        return M_(_KINDS[type(v)]) if type(v) in _KINDS else type(v).__name__
+
+    problems = [
+        M_("{name} must be an integer, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _INTS
+        if type(getattr(c, n)) is not int
+    ]
+    problems += [
+        M_("{name} must be a number, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _REALS
+        if type(getattr(c, n)) not in (int, float)
+    ]
+    problems += [
+        M_("{name} must be true or false, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _BOOLS
+        if type(getattr(c, n)) is not bool
+    ]
+    problems += [
+        M_("{name} must be text, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _STRINGS
+        if type(getattr(c, n)) is not str
+    ]
+    problems += [
+        M_("{name} must be an integer or null, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _OPTIONAL_INTS
+        if getattr(c, n) is not None and type(getattr(c, n)) is not int
+    ]
+    if c.final_norm is not None and type(c.final_norm) is not bool:
+        problems.append(M_("final_norm must be true, false or null, not {kind}", kind=kind(c.final_norm)))
+    if not isinstance(c.extra, dict):
+        problems.append(M_("extra must be an object, not {kind}", kind=kind(c.extra)))
+    return problems
+
+
+def parameter_count(c: TransformerConfig) -> int:
+    """Numbers the model will allocate: every parameter (tied ones once) plus the two positional tables."""
+    d, f, w, b = c.d_model, c.d_ff, c.attention_width, int(c.bias)
+    attention = 3 * (d * w + w * b) + w * d + d * b
+    ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b
+    norm = d if c.norm == "rms" else 2 * d
+    encoder = c.n_encoder_layers * (attention + ff + 2 * norm)
+    decoder = c.n_decoder_layers * (2 * attention + ff + 3 * norm)
+    final = 2 * norm if c.has_final_norm else 0
+    final += 2 * norm if c.embed_norm else 0
+    embed = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
+    generator = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
+    positions = 2 * c.max_len * d + (2 * c.relative_buckets * c.n_heads if c.positional == "relative" else 0)
+    return encoder + decoder + final + embed + generator + positions
+
+
+def limit_problems(c: TransformerConfig) -> list[str]:
+    """Each field outside 1..LIMITS, and the total size, as a sentence naming the limit (i18n Messages)."""
+    bounds = {
+        "d_model": LIMITS["d_model"],
+        "n_heads": LIMITS["n_heads"],
+        "d_ff": LIMITS["d_ff"],
+        "n_encoder_layers": LIMITS["layers"],
+        "n_decoder_layers": LIMITS["layers"],
+        "src_vocab_size": LIMITS["vocab"],
+        "tgt_vocab_size": LIMITS["vocab"],
+        "max_len": LIMITS["max_len"],
+        "relative_buckets": LIMITS["relative_buckets"],
+        "relative_max_distance": LIMITS["max_len"],
+    }
+    if c.head_dim is not None:
+        bounds["head_dim"] = LIMITS["d_model"]
+    problems = []
+    for name, bound in bounds.items():
+        value = getattr(c, name)
+        if value < 1:
+            problems.append(M_("{name} is {value}; it must be at least 1", name=name, value=value))
+        elif value > bound:
+            problems.append(
+                M_("{name} is {value}, above this app's limit of {limit}", name=name, value=value, limit=bound)
+            )
+    if not problems and c.attention_width > LIMITS["attention_width"]:
+        problems.append(
+            M_(
+                "n_heads x head_dim is {value}, above this app's limit of {limit}",
+                value=c.attention_width,
+                limit=LIMITS["attention_width"],
+            )
+        )
+    if not problems and (n := parameter_count(c)) > LIMITS["parameters"]:
+        problems.append(
+            M_(
+                "the model would hold {n} million numbers, above this app's limit of {limit} million",
+                n=f"{n / 1e6:,.0f}",
+                limit=f"{LIMITS['parameters'] / 1e6:,.0f}",
+            )
+        )
+    return problems
+
+
+# Architectures only; vocabulary sizes come from the tokenizer.
+PRESETS: dict[str, dict[str, Any]] = {
+    # Table 3 of the paper, "base": 65M parameters with a shared 37k BPE vocabulary.
+    "base": dict(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6, dropout=0.1),
+    # Table 3, "big".
+    "big": dict(d_model=1024, n_heads=16, d_ff=4096, n_encoder_layers=6, n_decoder_layers=6, dropout=0.3),
+    # The demo models that ship with the app: small enough to train on a laptop CPU in minutes.
+    "demo": dict(d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, max_len=128),
+    # For tests: tiny and fast.
+    "tiny": dict(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64),
+}

@@ -1,0 +1,162 @@
+"""Recording attention weights and positional rows through forward hooks.
+
+`with record(model) as rec:` registers forward hooks on every attention probe and on both positional
+encodings, runs whatever forward passes the block makes, and removes the hooks on exit. Each hook is
+bound to its own `Recorder` and only writes when that recorder is the one active in the current
+context (a ContextVar), so many threads can record on one shared model at once and each gets exactly
+its own weights. With `record(model, qkv=True)` the recorder also keeps each head's queries, keys,
+values and outputs (hooks on the attention modules' vector probes); without it those probes have no
+hooks and nothing more is kept. Attention modules ask `is_recording()` to decide between the fused
+scaled_dot_product_attention path (nobody records) and the explicit softmax path whose weights the
+probe exposes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..interventions import NONE, Interventions, zero_heads
+
+_ACTIVE: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("transformer_recorder", default=None)
+
+ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
+PE_SIDES = ("source", "target")
+
+
+def is_recording() -> bool:
+    """True inside a `record(...)` block of the current thread or task."""
+    return _ACTIVE.get() is not None
+
+
+@dataclass
+class PositionalRecord:
+    embeddings: torch.Tensor  # (B, T, D) scaled token embeddings before PE
+    rows: torch.Tensor  # (T, D) the PE rows that were added
+    offset: int  # position of the first row
+
+
+@dataclass
+class Recorder:
+    """What one `record` block saw, in call order.
+
+    attention[(kind, layer)] is a list with one (B, H, Tq, Tk) tensor per forward call;
+    positional[side] is a list with one PositionalRecord per call;
+    vectors[(kind, layer, name)], only when qkv is True, a list with one tensor per call for name in
+    "q" (B, H, Tq, dk), "k" and "v" (B, H, Tk, dk), "heads" (B, H, Tq, dk): each head's output before W^O.
+    """
+
+    attention: dict[tuple[str, int], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
+    positional: dict[str, list[PositionalRecord]] = field(default_factory=lambda: defaultdict(list))
+    vectors: dict[tuple[str, int, str], list[torch.Tensor]] = field(default_factory=lambda: defaultdict(list))
+    qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
+    keep: bool = True  # False: nothing is kept, the block only applies its interventions
+    interventions: Interventions = NONE  # what this block's passes change (heads ablated, positions)
+
+    def layers(self, kind: str) -> list[int]:
+        return sorted(layer for k, layer in self.attention if k == kind)
+
+    def clear(self) -> None:
+        self.attention.clear()
+        self.positional.clear()
+        self.vectors.clear()
+
+
+def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
+    """A forward hook appending a copy of the probe's output to store[key] while `recorder` is active."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+        if _ACTIVE.get() is recorder:
+            store[key].append(output.detach().clone())
+
+    return hook
+
+
+def _positional_hook(recorder: Recorder, side: str):
+    """Records the rows added; with a positional intervention, adds the changed rows instead (and records those)."""
+
+    def hook(module: nn.Module, args: tuple, *rest) -> torch.Tensor | None:
+        # Registered with_kwargs, so called as (module, args, kwargs, output). But torch marks a hook as taking
+        # kwargs in a second step after adding it: a forward in another thread between the two steps calls it as
+        # (module, args, output). That call is always another thread's (its recorder is not active there).
+        if _ACTIVE.get() is not recorder:
+            return None
+        kwargs = rest[0] if len(rest) == 2 else {}
+        x = args[0]
+        offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
+        changed = recorder.interventions.positional is not None
+        rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
+        if recorder.keep:
+            recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
+        return x + rows if changed else None
+
+    return hook
+
+
+def _index_hook(recorder: Recorder):
+    """On a rope / alibi / relative module's index probe: the (T,) positions as the positional intervention changes them."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        if _ACTIVE.get() is not recorder:
+            return None
+        return recorder.interventions.positions(output)
+
+    return hook
+
+
+def _ablation_hook(recorder: Recorder, kind: str, layer: int):
+    """On a head-output probe: zero the ablated heads of this module (before W^O) while `recorder` is active."""
+
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        if _ACTIVE.get() is not recorder:
+            return None
+        B, H = output.shape[:2]
+        return zero_heads(output, recorder.interventions.keep_mask(kind, layer, B, H, output.device))
+
+    return hook
+
+
+@contextlib.contextmanager
+def record(
+    model: nn.Module, qkv: bool = False, interventions: Interventions | None = None, keep: bool = True
+) -> Iterator[Recorder]:
+    """Record every attention map and positional row the model computes inside the block.
+
+    The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
+    `positional_encodings()` -> iterable of (side, module); with qkv=True or ablated heads also
+    `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
+    block's passes only (see model/interventions.py). keep=False records nothing and only applies the
+    interventions (many sources decoded at once). Nested blocks are allowed; only the innermost one
+    receives records and applies its interventions.
+    """
+    recorder = Recorder(qkv=qkv and keep, interventions=interventions or NONE, keep=keep)
+    handles = []
+    token = _ACTIVE.set(recorder)
+    try:
+        for kind, layer, probe in model.attention_probes() if keep else ():
+            handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
+        if recorder.interventions:  # before the qkv hooks: the recorded head outputs are what W^O receives
+            for kind, layer, name, probe in model.vector_probes():
+                if name == "heads" and recorder.interventions.touches(kind, layer):
+                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, kind, layer)))
+        if recorder.qkv:
+            for kind, layer, name, probe in model.vector_probes():
+                handles.append(
+                    probe.register_forward_hook(_tensor_hook(recorder.vectors, recorder, (kind, layer, name)))
+                )
+        for side, module in model.positional_encodings():
+            handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
+            index_probe = getattr(module, "index_probe", None)
+            if index_probe is not None and recorder.interventions.positional is not None:
+                handles.append(index_probe.register_forward_hook(_index_hook(recorder)))
+        yield recorder
+    finally:
+        for handle in handles:
+            handle.remove()
+        _ACTIVE.reset(token)

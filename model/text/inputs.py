@@ -1,0 +1,172 @@
+"""Turning what a user typed into model inputs, reporting what had to be cut."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from i18n import M_, N_, NM_, Message, join_messages
+
+from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
+
+
+@dataclass
+class SourceInput:
+    ids: list[int]  # source ids ending with </s>, at most max_len of them
+    tokens: list[str]  # the same as strings
+    truncated: int  # how many typed tokens were cut to fit max_len
+
+
+def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceInput:
+    """Tokenize the source, cut it to the model's max_len (keeping room for </s>), append </s>
+    (and what the vocabulary puts after it: mBART's language code)."""
+    vocab = tokenizer.source
+    ids = vocab.encode(text)
+    after = list(getattr(vocab, "after_eos", ()))
+    room = model.config.max_len - 1 - len(after)
+    truncated = max(0, len(ids) - room)
+    ids = ids[:room] + [vocab.eos_id] + after
+    return SourceInput(ids, vocab.decode(ids), truncated)
+
+
+def prepare_target(model: nn.Module, vocab: Vocab, text: str) -> tuple[list[int], int]:
+    """Decoder input ids for a given target text: <s> then the text's ids, cut to max_len; and how many were cut."""
+    ids = vocab.encode(text)
+    room = model.config.max_len - 1
+    return [vocab.bos_id] + ids[:room], max(0, len(ids) - room)
+
+
+def device_of(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def as_batch(model: nn.Module, ids: list[int]) -> torch.Tensor:
+    """(1, T) long tensor on the model's device."""
+    return torch.tensor([ids], dtype=torch.long, device=device_of(model))
+
+
+def require_eval(model: nn.Module) -> None:
+    if model.training:
+        raise ValueError("the model is in training mode (dropout on); call model.eval() before capturing or decoding")
+
+
+@dataclass
+class InputCheck:
+    """What the app should say about a typed text before running the model."""
+
+    text: str  # the text the model will read (control characters removed)
+    errors: list[str]  # reasons not to run at all (i18n Messages: translate where shown, _(message))
+    warnings: list[str]  # things the user should know, the model still runs (Messages too)
+    unknown: list[str]  # distinct symbols the vocabulary does not know
+
+
+def _content_ids(vocab, text: str) -> list[int]:
+    """The ids of the text itself, without a <s> that some vocabularies put in front."""
+    ids = vocab.encode(text)
+    return ids[1:] if getattr(vocab, "prepend_bos", False) else ids
+
+
+WHAT = {"input": N_("input"), "target": N_("target")}  # what check_text's messages call the text
+MAX_LEN_CUT = N_(
+    "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped)."
+)  # check_text's warning when the model's max_len cuts a text (model/analysis/budget.py replaces it when it cuts more)
+
+
+def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
+    """Clean pasted text and say what is wrong with it, in words meant for the person who typed it.
+
+    vocab: any side vocabulary (Vocab, ListVocab, IdVocab, a sentencepiece vocabulary);
+    max_tokens: how many tokens the model reads (max_len minus the special token).
+    Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
+    """
+    cleaned = clean_text(text)
+    errors, warnings = [], []
+    name = M_(WHAT.get(what, what))
+    dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
+    if dropped:
+        warnings.append(
+            NM_(
+                "Removed {n} control or invisible character from the {what}.",
+                "Removed {n} control or invisible characters from the {what}.",
+                dropped,
+                what=name,
+            )
+        )
+    symbols = vocab.split(cleaned) if hasattr(vocab, "split") else cleaned.split()
+    if not symbols:
+        errors.append(M_("The {what} is empty: type some text, or pick an example.", what=name))
+        return InputCheck(cleaned, errors, warnings, [])
+    unknown = list(dict.fromkeys(s for s in symbols if all(i == vocab.unk_id for i in _content_ids(vocab, s))))
+    if unknown and len(unknown) == len(set(symbols)):
+        if isinstance(vocab, IdVocab):
+            hint = M_(
+                " This model has no vocabulary file: type token ids from 0 to {last}, e.g. 12 7 431.",
+                last=len(vocab) - 1,
+            )
+        else:
+            known = sorted(set(getattr(vocab, "tokens", ())) - set(SPECIALS))
+            hint = (
+                M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20]))
+                if known
+                else ""
+            )
+        errors.append(
+            M_(
+                "None of the {what}'s symbols are in this model's vocabulary ({symbols}).{hint}",
+                what=name,
+                symbols=_quote(unknown),
+                hint=hint,
+            )
+        )
+    elif unknown:
+        warnings.append(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols=_quote(unknown)))
+    ids = _content_ids(vocab, cleaned)
+    room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0) - len(getattr(vocab, "after_eos", ()))
+    if len(ids) > room:
+        kept = vocab.detokenize(vocab.decode(ids[:room]))
+        warnings.append(
+            M_(
+                MAX_LEN_CUT,
+                what=name,
+                n=len(ids),
+                room=room,
+                kept=kept[-40:],
+                dropped=len(ids) - room,
+            )
+        )
+    return InputCheck(cleaned, errors, warnings, unknown)
+
+
+def _quote(symbols: list[str], limit: int = 12) -> Message:
+    shown = join_messages(", ", (f"“{s}”" if s.strip() else M_("a space") for s in symbols[:limit]))
+    return M_("{shown} and {n} more", shown=shown, n=len(symbols) - limit) if len(symbols) > limit else shown
+
+
+def trained_range_warning(card: dict, text: str, vocab) -> str | None:
+    """A warning when the text is longer or shorter than what the model was trained on, else None.
+
+    card["input_tokens"] = {"min": ..., "max": ..., "unit": "characters" | "words"} is written by the
+    training command (the range of the training sources). Models without it get no warning.
+    """
+    bounds = card.get("input_tokens") if isinstance(card, dict) else None
+    if not isinstance(bounds, dict):
+        return None
+    low, high, unit = bounds.get("min"), bounds.get("max"), str(bounds.get("unit", "tokens"))
+    if not (isinstance(low, int) and isinstance(high, int)):
+        return None
+    symbols = vocab.split(text) if hasattr(vocab, "split") else text.split()
+    n = len(symbols)
+    if low <= n <= high or n == 0:
+        return None
+    units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
+    return M_(
+        "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+        "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+        "as what an untrained length does, not as what the model learned.",
+        low=low,
+        high=high,
+        unit=M_(units[unit]) if unit in units else unit,
+        n=n,
+    )

@@ -1,0 +1,30 @@
+"""What a demo card's task adds to what the app shows: the card's description in the reader's language, and the
+warning when a sentence leaves the task's grammar. The library (model/) reads cards but knows no task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from i18n import M_, Message
+
+from .registry import TASKS
+
+
+def card_description(card: dict[str, Any]) -> str:
+    """The card's description; when it is the built-in task's own sentence, that sentence as an i18n Message
+    (so the app shows it in the reader's language). A card written by someone else is shown as written."""
+    text = str(card.get("description", "")) if isinstance(card, dict) else ""
+    task = TASKS.get(str(card.get("task", ""))) if text else None
+    return task.description if task is not None and str(task.description) == text else text
+
+
+def grammar_warning(card: dict, text: str) -> Message | None:
+    """A warning when every word is the task's but the sentence follows none of its patterns (e.g. fr_en's "le chat
+    noir mange": no object), else None: such a model knows its task's sentence patterns only, not the language."""
+    task = TASKS.get(str(card.get("task", ""))) if isinstance(card, dict) else None
+    if task is None or not task.outside_patterns(text):
+        return None
+    return M_(
+        "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
+        "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
+    )
