@@ -1,11 +1,10 @@
 """The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only)."""
 
 from .attribution import Attribution, attribute
-from .beam import BeamTrace, beam_search
 from .capture import Capture, capture
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import PRESETS, TransformerConfig
-from .decoding import Step, Trace, greedy_decode, sample
+from .decoding import BeamTrace, Step, Trace, beam_search, greedy_decode, sample
 from .importance import HeadImportance, head_importance
 from .pe_experiment import PositionalExperiment, positional_experiment
 from .positional import sinusoidal_encoding

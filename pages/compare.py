@@ -13,9 +13,9 @@ from i18n import N_, _
 from model.budget import WorkBudget, apply_budget
 from model.checkpoint import load_tokenizer
 from model.compare import KINDS, attention_map, decoder_input_text, mismatches
+from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.demos import card_description, list_demos
 from model.inputs import check_text
-from model.strategy_export import comparison_json, comparison_npz
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md

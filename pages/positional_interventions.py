@@ -11,8 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
-from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
+from model.interventions.effects import UnknownTraining, max_shift
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import code

@@ -14,8 +14,8 @@ from model import length_experiment as lx
 from model import pe_kinds
 from model.demos import list_demos
 from model.inspect import positional_tables
-from model.intervened import UnknownTraining
 from model.interventions import NONE
+from model.interventions.effects import UnknownTraining
 from model.pe_analysis import cosine_similarity
 from model.pe_experiment import training_sources
 from pages import caches, common

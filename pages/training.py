@@ -14,10 +14,10 @@ import streamlit as st
 from i18n import _, message_of
 from model import CheckpointError, load_checkpoint
 from model.compare import decoder_input_text
+from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from model.demos import list_demos
 from model.gold import alignment_share, gold_alignment, gold_example
 from model.snapshots import list_snapshots
-from model.strategy_export import comparison_npz, snapshots_csv
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md

@@ -11,8 +11,8 @@ from model import attribute, load_checkpoint
 from model import attribution_graph as graph
 from model.attribution import output_log_prob
 from model.attribution_agreement import gold_share, mean_spearman, ranks, spearman
-from model.intervened import fresh_examples
 from model.interventions import Interventions
+from model.interventions.effects import fresh_examples
 from tests.conftest import make_tiny
 
 REVERSE = Path(__file__).resolve().parents[1] / "checkpoints" / "reverse"

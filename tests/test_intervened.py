@@ -9,8 +9,8 @@ import torch
 
 from model import capture, greedy_decode
 from model.importance import head_importance, output_log_probs
-from model.intervened import UnknownTraining, decode, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
+from model.interventions.effects import UnknownTraining, decode, exact_match_with, fresh_examples, max_shift
 from model.pe_analysis import cosine_similarity
 from model.tasks import dataset, get_task
 

@@ -9,8 +9,8 @@ import torch
 
 from model import capture, greedy_decode, load_checkpoint, record, sample, save_checkpoint
 from model.attention import attention
-from model.beam import beam_search
 from model.decoding import generate
+from model.decoding.beam import beam_search
 from model.inside import step_from_capture
 from model.positional import alibi_slopes, relative_position_bucket, rope_angles, rope_rotate
 from tests.conftest import make_tiny

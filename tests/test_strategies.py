@@ -14,11 +14,18 @@ from model import beam_search, capture, load_checkpoint, sample
 from model import train as train_mod
 from model.checkpoint import load_card
 from model.compare import attention_map, decoder_input_text, difference, mismatches
+from model.decoding.strategy_export import (
+    beam_csv,
+    beam_json,
+    comparison_npz,
+    sampling_csv,
+    sampling_json,
+    snapshots_csv,
+)
 from model.errors import CheckpointError
 from model.evaluate import alignment_accuracy, evaluate
 from model.gold import alignment_share, gold_example
 from model.snapshots import list_snapshots, snapshot_steps
-from model.strategy_export import beam_csv, beam_json, comparison_npz, sampling_csv, sampling_json, snapshots_csv
 from model.tasks import dataset, get_task, held_out
 from tests.conftest import make_tiny
 

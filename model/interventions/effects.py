@@ -1,4 +1,4 @@
-"""Decoding and exact match under interventions, as the pages call them: the one switch to the library's calls.
+"""Decoding and exact match under interventions, as the pages call them (what model/intervened.py did).
 
     decode(model, tokenizer, source, changes, top_k, prefix) -> Trace    greedy decoding with heads/positions changed
     fresh_examples(card, n)                                              n examples the demo never trained on
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .decoding import Trace, greedy_decode, greedy_ids, step_limit
-from .evaluate import exact_match, source_ids, strip_eos
-from .inputs import prepare_source, require_eval
-from .interventions import Interventions
-from .tasks import Example, dataset, get_task, held_out
-from .tokenizer import Tokenizer
+from ..decoding import Trace, greedy_decode, greedy_ids, step_limit
+from ..evaluate import exact_match, source_ids, strip_eos
+from ..inputs import prepare_source, require_eval
+from ..tasks import Example, dataset, get_task, held_out
+from ..tokenizer import Tokenizer
+from .value import Interventions
 
 FRESH_SEED_OFFSET = 4  # held_out seeds: +1 the card's report, +2 the training progress bar, +3 the tests
 
@@ -38,12 +38,7 @@ def decode(
     """greedy_decode(model, tokenizer, source, top_k=top_k, prefix=prefix) with `changes` applied to every step.
 
     ValueError when a change does not fit the model (a head it lacks, a shift past max_len)."""
-    if not changes:
-        return greedy_decode(model, tokenizer, source, top_k=top_k, prefix=prefix)
-    return greedy_decode(
-        model, tokenizer, source, top_k=top_k, prefix=prefix, ablate=sorted(changes.ablate),
-        positional=changes.positional, shift=changes.shift, seed=changes.seed,
-    )  # fmt: skip
+    return greedy_decode(model, tokenizer, source, top_k=top_k, prefix=prefix, interventions=changes)
 
 
 def max_shift(model: nn.Module, tokenizer: Tokenizer, source: str) -> int:
