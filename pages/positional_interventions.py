@@ -52,10 +52,10 @@ def _changes_from_controls(session: common.Session) -> Interventions:
     if kind == "shuffled":
         seed = common.url_state("pe_seed", 0, list(range(1000)), int)
         st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
-    common.write_url(pe_pos=kind, pe_shift=shift, pe_seed=seed)
-    if kind == "none":
-        return NONE
-    return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+    changes = NONE if kind == "none" else Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+    # the kinds' own URL form (pe_pos=shifted&pe_shift=3); "none" stays in the link as the choice made
+    common.write_url(**(dict.fromkeys(Interventions.url_keys("pe")) | {"pe_pos": "none"} | changes.to_url("pe")))
+    return changes
 
 
 def _cross(trace, title: str, width: int):

@@ -24,7 +24,8 @@ from torch import nn
 from ..inputs import device_of, prepare_source, require_eval
 from ..interventions import NONE, Interventions
 from ..tokenizer import Tokenizer
-from .core import Move, checked_limit, run
+from . import core
+from .core import Move, checked_limit
 
 NAME = "beam"
 
@@ -227,7 +228,7 @@ def beam_search(
                       start_token=vocab.token(vocab.bos_id), interventions=changes.describe())  # fmt: skip
     limit = checked_limit(model, len(src_in.ids), max_len, changes)
     policy = BeamPolicy(trace, vocab, len(model.decoder.layers), model.config.tgt_vocab_size, device_of(model))
-    run(model, [src_in.ids], policy, limit, bos_id=vocab.bos_id, interventions=changes, keep=True)
+    core.run(model, [src_in.ids], policy, limit, bos_id=vocab.bos_id, interventions=changes, keep=True)
     return policy.finish()
 
 

@@ -14,7 +14,8 @@ from ..inputs import prepare_source, require_eval
 from ..interventions import NONE, Interventions
 from ..recording import Recorder
 from ..tokenizer import Tokenizer
-from .core import Chooser, RowsPolicy, checked_limit, run
+from . import core
+from .core import Chooser, RowsPolicy, checked_limit
 
 
 @dataclass
@@ -131,7 +132,7 @@ def decode_trace(
         )
 
     policy = RowsPolicy([limit], choose, vocab.eos_id, stop_at_eos, observe)
-    run(model, [src_in.ids], policy, limit, bos_id=vocab.bos_id, interventions=interventions, use_cache=use_cache,
+    core.run(model, [src_in.ids], policy, limit, bos_id=vocab.bos_id, interventions=interventions, use_cache=use_cache,
         keep=True)  # fmt: skip
     out = policy.outputs()[0]
     if stop_at_eos and out[-1:] == [vocab.eos_id]:

@@ -66,6 +66,11 @@ class Change:
         """The decoding step limit under this change (at most `limit`)."""
         return limit
 
+    @classmethod
+    def example(cls, model: nn.Module) -> Change:
+        """A change of this kind that fits `model` and changes its output (for tests and the docs)."""
+        raise NotImplementedError
+
     # -- how it is written -----------------------------------------------------------------------------------
     @classmethod
     def from_keywords(cls, **keywords: Any) -> Change | None:

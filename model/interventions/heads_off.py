@@ -119,6 +119,10 @@ class HeadsOff(Change):
                 raise ValueError(f"ablated head ({kind}, {layer}, {head}): the model has {n_heads} heads")
 
     @classmethod
+    def example(cls, model: nn.Module) -> HeadsOff:
+        return cls(frozenset({("encoder_self", 0, 0), ("cross", 0, model.config.n_heads - 1)}))
+
+    @classmethod
     def from_keywords(cls, **keywords: Any) -> HeadsOff | None:
         heads = normalise(keywords.get("ablate") or ())
         return cls(heads) if heads else None

@@ -21,6 +21,10 @@ class PositionChange(Change):
     setting: ClassVar[str | None] = None  # the keyword / download field / URL suffix of its one setting, if any
 
     @classmethod
+    def example(cls, model: nn.Module) -> PositionChange:
+        return cls.from_keywords(positional=cls.positional, **({cls.setting: 3} if cls.setting else {}))
+
+    @classmethod
     def from_keywords(cls, **keywords: Any) -> PositionChange | None:
         if cls.setting and cls.setting in keywords:  # checked even when another kind is asked for, as ever
             whole_number(cls.setting, keywords[cls.setting])
