@@ -25,7 +25,7 @@ from model import load_checkpoint  # noqa: E402
 from model.analysis.attribution import METHODS, attribute  # noqa: E402
 from model.analysis.attribution_agreement import agreement_over  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from model.intervened import UnknownTraining, fresh_examples  # noqa: E402
+from tasks.intervened import UnknownTraining, fresh_examples  # noqa: E402
 
 
 def load() -> str:

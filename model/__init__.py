@@ -10,10 +10,9 @@ this one. The names below are what scripts import from `model`; they stay here w
 from .analysis.attribution import Attribution, attribute
 from .analysis.capture import Capture, capture
 from .analysis.importance import HeadImportance, head_importance
-from .beam import BeamTrace, beam_search
 from .checkpoints.checkpoint import CheckpointError, save_checkpoint
 from .checkpoints.loading import load_checkpoint
-from .decoding import Step, Trace, greedy_decode, sample
+from .decoding import BeamTrace, Step, Trace, beam_search, greedy_decode, sample
 from .network.config import PRESETS, TransformerConfig
 from .network.positional import sinusoidal_encoding
 from .network.recording import record

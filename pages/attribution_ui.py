@@ -95,7 +95,7 @@ def fresh_agreement(
     session: common.Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
 ) -> Agreement:
     """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
-    from model import intervened
+    from tasks import intervened
 
     examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
     return caches.AGREEMENTS.get(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from i18n import M_, N_, _
-from model import Capture, Trace, capture, greedy_decode, intervened
+from model import Capture, Trace, capture
 from model.analysis.budget import (
     BudgetExceeded,
     WorkBudget,
@@ -24,8 +24,9 @@ from model.analysis.budget import (
     steps_for,
 )
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
-from model.interventions import NONE, Interventions
+from model.interventions import NONE, Interventions, effects
 from pages.bounded_cache import BoundedCache
+from tasks import intervened
 
 if TYPE_CHECKING:
     from pages.common import Session
@@ -79,10 +80,9 @@ def cached_capture(
     changes: Interventions = NONE,
 ) -> Capture:
     """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB."""
-    kwargs = dict(ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift, seed=changes.seed)
     return CAPTURES.get(
         _changed((model_key, text, target), changes),
-        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs)),
+        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, interventions=changes)),
     )
 
 
@@ -90,12 +90,10 @@ def cached_trace(
     model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
 ) -> Trace:
     """Greedy decoding once per (model key, text, forced prefix, top_k, interventions): TRACES holds at most 64 and
-    128 MB. With interventions, through model/intervened.py (the switch to greedy_decode(ablate=...))."""
+    128 MB. The interventions go whole into greedy decoding (model/interventions/effects.py)."""
 
     def decode() -> Trace:
-        if not changes:
-            return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
-        return intervened.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
+        return effects.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
 
     return TRACES.get(
         _changed((model_key, text, tuple(prefix), top_k), changes), _with_spinner(N_("Decoding…"), decode)

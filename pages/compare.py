@@ -14,7 +14,7 @@ from model.analysis.budget import WorkBudget, apply_budget
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.checkpoints.checkpoint import load_tokenizer
 from model.checkpoints.demos import list_demos
-from model.strategy_export import comparison_json, comparison_npz
+from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show

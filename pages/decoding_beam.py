@@ -7,7 +7,7 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis.budget import WorkBudget, beam_refusal, source_length
-from model.strategy_export import beam_csv, beam_json
+from model.decoding.strategy_export import beam_csv, beam_json
 from pages import common
 from pages.caches import cached_beam
 from pages.decoding_strategy import Strategy

@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
-from model.strategy_export import sampling_csv, sampling_json
+from model.decoding.strategy_export import sampling_csv, sampling_json
 from pages import common
 from pages.caches import cached_sample
 from pages.presentation import chart_box, chart_text_px, show

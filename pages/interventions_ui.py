@@ -1,17 +1,16 @@
 """Switching heads off on the attention and decoding pages, and head importance (issue 14).
 
 One control for both pages: an expander showing one attention kind at a time, one row of head buttons (st.pills)
-per layer; a ticked head is switched off (its output zeroed before W^O, model/interventions.py). Shortcuts switch a
+per layer; a ticked head is switched off (its output zeroed before W^O, model/interventions/heads_off.py). Shortcuts switch a
 whole layer or kind off or on. The set of heads is kept in one session-state record (every button and click
 changes it through a callback; the buttons are drawn from it, so it survives a visit to another page) and in the
-URL as `<page>_off=c1.0,e0.3` (kind e/d/c, then layer.head), so a shared
-link reproduces it; a value from a link that names heads the model lacks, or is not in that form, is reported
+URL as `<page>_off=c1.0,e0.3` (kind e/d/c, then layer.head: the URL form of model/interventions/heads_off.py), so
+a shared link reproduces it; a value from a link that names heads the model lacks, or is not in that form, is reported
 and left out, never a traceback.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -22,46 +21,14 @@ from i18n import N_, _, message_of, ngettext
 from model import Capture
 from model.analysis.budget import BudgetExceeded
 from model.analysis.importance import output_log_probs
-from model.interventions import KINDS, Interventions
+from model.interventions import KINDS, HeadsOff, Interventions
+from model.interventions.heads_off import CODES, Head, layer_counts
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import code, md
 from viz import intervention_figs as figs
 
-Head = tuple[str, int, int]
-CODES = {"encoder_self": "e", "decoder_self": "d", "cross": "c"}
-KIND_OF = {code: kind for kind, code in CODES.items()}
 KIND_LABELS = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self"), "cross": N_("Cross")}
-HEAD_CODE = re.compile(r"([edc])(\d{1,4})\.(\d{1,4})")
-MAX_URL_CHARS = 4096  # 3 kinds x 24 layers x 16 heads in the link's form; longer values are refused unread
-
-
-def layer_counts(model) -> dict[str, int]:
-    cfg = model.config
-    return {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-
-
-def encode_heads(heads: Collection[Head]) -> str:
-    """The URL form of a set of heads: "c1.0,e0.3" (sorted)."""
-    return ",".join(f"{CODES[k]}{i}.{h}" for k, i, h in sorted(heads))
-
-
-def parse_heads(raw: str, layers: dict[str, int], n_heads: int) -> tuple[set[Head], bool]:
-    """The heads a URL value names that the model has, and whether anything in it was left out."""
-    if len(raw) > MAX_URL_CHARS:
-        return set(), True
-    heads, dropped = set(), False
-    for item in filter(None, (part.strip() for part in raw.split(","))):
-        found = HEAD_CODE.fullmatch(item)
-        if found is None:
-            dropped = True
-            continue
-        kind, layer, head = KIND_OF[found[1]], int(found[2]), int(found[3])
-        if layer < layers[kind] and head < n_heads:
-            heads.add((kind, layer, head))
-        else:
-            dropped = True
-    return heads, dropped
 
 
 def _pills_key(prefix: str, kind: str, layer: int) -> str:
@@ -98,7 +65,8 @@ def head_switch(prefix: str, session: common.Session) -> Interventions:
     if st.session_state.get(owner) != session.key:
         heads: set[Head] = set()
         if owner not in st.session_state:  # the first run of this page in the session: from the link
-            heads, dropped = parse_heads(st.query_params.get(f"{prefix}_off", ""), layers, n_heads)
+            found, dropped = HeadsOff.from_url(st.query_params, prefix, session.model)  # the kind's URL form
+            heads = set(found.heads) if found else set()
             if dropped:
                 st.warning(
                     _(
@@ -113,9 +81,9 @@ def head_switch(prefix: str, session: common.Session) -> Interventions:
     if box.open:
         with box:
             _switches(prefix, layers, n_heads)
-    heads = _kept(prefix)
-    common.write_url(**{f"{prefix}_off": encode_heads(heads) or None})
-    return Interventions.make(sorted(heads))
+    changes = Interventions.of(HeadsOff(frozenset(_kept(prefix))))
+    common.write_url(**(dict.fromkeys(HeadsOff.url_keys(prefix)) | changes.to_url(prefix)))
+    return changes
 
 
 def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:

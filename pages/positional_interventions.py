@@ -11,11 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
-from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
+from model.interventions.effects import max_shift
 from pages import caches, common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import code
+from tasks.intervened import UnknownTraining
 from viz import attention_figs
 
 CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
@@ -52,10 +53,10 @@ def _changes_from_controls(session: common.Session) -> Interventions:
     if kind == "shuffled":
         seed = common.url_state("pe_seed", 0, list(range(1000)), int)
         st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
-    common.write_url(pe_pos=kind, pe_shift=shift, pe_seed=seed)
-    if kind == "none":
-        return NONE
-    return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+    changes = NONE if kind == "none" else Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+    # the kinds' own URL form (pe_pos=shifted&pe_shift=3); "none" stays in the link as the choice made
+    common.write_url(**(dict.fromkeys(Interventions.url_keys("pe")) | {"pe_pos": "none"} | changes.to_url("pe")))
+    return changes
 
 
 def _cross(trace, title: str, width: int):

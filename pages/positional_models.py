@@ -13,13 +13,13 @@ from i18n import N_, _
 from model.analysis.inspect import positional_tables
 from model.analysis.pe_analysis import cosine_similarity
 from model.checkpoints.demos import list_demos
-from model.intervened import UnknownTraining
 from model.interventions import NONE
 from model.network import pe_kinds
 from pages import caches, common
 from pages.bounded_cache import BoundedCache
 from pages.presentation import chart_box, presenting, show
 from tasks import length_experiment as lx
+from tasks.intervened import UnknownTraining
 from tasks.pe_experiment import training_sources
 from viz import pe_kinds_figs
 

@@ -16,7 +16,7 @@ from model import CheckpointError, load_checkpoint
 from model.analysis.compare import decoder_input_text
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import list_snapshots
-from model.strategy_export import comparison_npz, snapshots_csv
+from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from pages import common
 from pages.presentation import chart_box, chart_text_px, show
 from pages.safe_text import esc, md

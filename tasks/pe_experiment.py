@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from i18n import N_, _, ngettext
+from i18n import N_, _
 from model.decoding import greedy_ids
 from model.interventions import Interventions
 from model.text.tokenizer import Tokenizer
@@ -25,12 +25,6 @@ from .evaluate import source_ids, strip_eos
 from .registry import get_task
 from .tasks import Example, Task, dataset, held_out
 
-# What changed, as the verdict names it ({k}: the shift).
-CHANGES = {
-    "off": N_("positions removed"),
-    "shuffled": N_("positions shuffled"),
-    "shifted": N_("positions shifted by {k}"),
-}
 VERDICTS = {
     "collapse": N_("With {change}, exact match collapses from {before} to {after} on {n} fresh examples."),
     "drop": N_("With {change}, exact match drops from {before} to {after} on {n} fresh examples."),
@@ -68,16 +62,9 @@ class PositionalExperiment:
 
 
 def describe_change(changes: Interventions) -> str:
-    """The change in words of the current language: "positions shifted by 3, 2 heads switched off"."""
-    parts = []
-    if changes.positional is not None:
-        parts.append(_(CHANGES[changes.positional]).format(k=changes.shift))
-    if changes.ablate:
-        n = len(changes.ablate)
-        parts.append(ngettext("{n} head switched off", "{n} heads switched off", n).format(n=n))
-    if len(parts) == 2:
-        return _("{change}, {other_change}").format(change=parts[0], other_change=parts[1])
-    return parts[0] if parts else ""
+    """The change in words of the current language: "positions shifted by 3, 2 heads switched off" (each kind
+    says its own words, model/interventions/)."""
+    return changes.label()
 
 
 def verdict(before: float, after: float, n: int, changes: Interventions) -> str:
@@ -125,6 +112,7 @@ def positional_experiment(
     ablate: Sequence[tuple[str, int, int]] | None = None,
     exclude: Iterable[str] = (),
     batch_size: int = 256,
+    interventions: Interventions | None = None,
 ) -> PositionalExperiment:
     """Exact match of greedy decoding on n fresh examples of `task` (`held_out(task, n, seed, exclude)`),
     unchanged and with positional="off" | "shuffled" (permutation shuffle_seed) | "shifted" (by shift) and/or
@@ -132,7 +120,11 @@ def positional_experiment(
     model alone (its failure and a plain verdict), e.g. for a model trained without positions.
     exclude: sources the examples must avoid, e.g. `training_sources(...)` of the model's card.
     """
-    changes = Interventions.make(ablate, positional, shift, shuffle_seed)  # bad arguments are named first
+    # bad arguments are named first; interventions=... replaces positional (default "off"), shift, seed and ablate
+    keywords = dict(ablate=ablate, positional=positional, shift=shift, seed=shuffle_seed)
+    if interventions is not None:  # the default positional="off" then asks for nothing
+        keywords["positional"] = None if positional == "off" else positional
+    changes = Interventions.given(interventions, **keywords)
     if not 1 <= n <= 10_000:
         raise ValueError(f"n must be from 1 to 10,000 examples, got {n}")
     task = get_task(task) if isinstance(task, str) else task

@@ -9,8 +9,8 @@ import pytest
 from model import capture, load_checkpoint
 from model.analysis.importance import head_importance, output_log_probs
 from model.checkpoints.demos import Demo, list_demos
-from model.intervened import decode
 from model.interventions import Interventions
+from model.interventions.effects import decode
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
 

@@ -11,8 +11,8 @@ from model import attribute, load_checkpoint
 from model.analysis import attribution_graph as graph
 from model.analysis.attribution import output_log_prob
 from model.analysis.attribution_agreement import gold_share, mean_spearman, ranks, spearman
-from model.intervened import fresh_examples
 from model.interventions import Interventions
+from tasks.intervened import fresh_examples
 from tests.conftest import make_tiny
 
 REVERSE = Path(__file__).resolve().parents[1] / "checkpoints" / "reverse"

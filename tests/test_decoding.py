@@ -78,7 +78,7 @@ def test_decoder_inputs_start_with_the_vocabularys_start_token(tiny):
 
 def test_default_step_limit_is_the_source_plus_50_as_in_the_paper(char_tokenizer):
     """A model that never writes </s> stops after S + 50 tokens (the paper's inference limit), or at max_len - 1."""
-    from model.beam import beam_search
+    from model.decoding.beam import beam_search
 
     model = make_tiny(char_tokenizer, seed=2, max_len=128)
     with torch.no_grad():
@@ -173,7 +173,7 @@ def test_beam_never_scores_below_greedy_on_shipped_demos(name):
     from pathlib import Path
 
     from model import beam_search, load_checkpoint
-    from model.beam import length_penalty_score
+    from model.decoding.beam import length_penalty_score
     from tasks.registry import get_task
     from tasks.tasks import held_out
 

@@ -42,8 +42,6 @@ MODEL_TO_TASKS = {
     # tasks.pe_experiment on first use; importing model alone never imports tasks (checked below)
     "model": {"tasks.pe_experiment"},
 }
-# model.intervened (branch i23a rebuilds it into model/interventions/) draws and scores demo-task examples:
-PENDING_MODEL_TO_TASKS = {"model.intervened"}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -197,16 +195,7 @@ def test_model_imports_no_ui_and_no_task(project):
     compatibility doors of MODEL_TO_TASKS."""
     graph, outside = project
     banned = {"streamlit", "plotly", "viz", "pages", "ui", "tasks"}
-    pending = {m: {t for t in graph.successors(m) if in_package(t, "tasks")} for m in PENDING_MODEL_TO_TASKS}
-    assert boundary_violations(graph, outside, "model", banned, MODEL_TO_TASKS | pending) == []
-
-
-@pytest.mark.xfail(
-    strict=True, reason="model.intervened's fresh_examples/exact_match_with move to tasks/ (branch i23a)"
-)
-def test_model_intervened_imports_no_task(project):
-    graph, outside = project
-    assert boundary_violations(graph, outside, "model.intervened", {"tasks"}) == []
+    assert boundary_violations(graph, outside, "model", banned, MODEL_TO_TASKS) == []
 
 
 def test_importing_model_never_imports_tasks():

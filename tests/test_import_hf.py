@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from model import capture, load_checkpoint
-from model.beam import beam_search
 from model.decoding import greedy_ids
+from model.decoding.beam import beam_search
 from model.text.inputs import prepare_source, prepare_target
 from tests.hf_families import TEXTS, build_all
 from tests.import_helpers import our_run

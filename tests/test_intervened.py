@@ -10,8 +10,9 @@ import torch
 from model import capture, greedy_decode
 from model.analysis.importance import head_importance, output_log_probs
 from model.analysis.pe_analysis import cosine_similarity
-from model.intervened import UnknownTraining, decode, exact_match_with, fresh_examples, max_shift
 from model.interventions import Interventions
+from model.interventions.effects import decode, max_shift
+from tasks.intervened import UnknownTraining, exact_match_with, fresh_examples
 from tasks.registry import get_task
 from tasks.tasks import dataset
 

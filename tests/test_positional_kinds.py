@@ -9,8 +9,8 @@ import torch
 
 from model import capture, greedy_decode, load_checkpoint, record, sample, save_checkpoint
 from model.analysis.inside import step_from_capture
-from model.beam import beam_search
 from model.decoding import generate
+from model.decoding.beam import beam_search
 from model.network.attention import attention
 from model.network.positional import alibi_slopes, relative_position_bucket, rope_angles, rope_rotate
 from tests.conftest import make_tiny

@@ -15,7 +15,14 @@ from model.analysis.compare import attention_map, decoder_input_text, difference
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.errors import CheckpointError
 from model.checkpoints.snapshots import list_snapshots, snapshot_steps
-from model.strategy_export import beam_csv, beam_json, comparison_npz, sampling_csv, sampling_json, snapshots_csv
+from model.decoding.strategy_export import (
+    beam_csv,
+    beam_json,
+    comparison_npz,
+    sampling_csv,
+    sampling_json,
+    snapshots_csv,
+)
 from tasks import train as train_mod
 from tasks.evaluate import alignment_accuracy, evaluate
 from tasks.gold import alignment_share, gold_example

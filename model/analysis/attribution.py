@@ -172,10 +172,7 @@ def keep_masks(model: nn.Module, changes: Interventions) -> dict[str, np.ndarray
 
 def _graph(model, tokenizer, source, target, method, changes, rows, progress) -> np.ndarray:
     """Rollout or flow from the capture of the same pass (the attention maps with `changes` applied)."""
-    cap = capture(
-        model, tokenizer, source, target, ablate=sorted(changes.ablate), positional=changes.positional,
-        shift=changes.shift, seed=changes.seed,
-    )  # fmt: skip
+    cap = capture(model, tokenizer, source, target, interventions=changes)
     keep = keep_masks(model, changes)
     if method == "rollout":
         return graph.rollout(cap.encoder_self, cap.decoder_self, cap.cross, keep)[:rows]

@@ -125,9 +125,7 @@ def agreement_over(
     for i, ex in enumerate(examples):
         results = {m: attribute(model, tokenizer, ex.source, method=m, interventions=interventions, **settings)
                    for m in methods}  # fmt: skip
-        ch = interventions
-        cap = capture(model, tokenizer, ex.source, ablate=sorted(ch.ablate), positional=ch.positional,
-                      shift=ch.shift, seed=ch.seed)  # fmt: skip
+        cap = capture(model, tokenizer, ex.source, interventions=interventions)
         written = tokenizer.target.detokenize(results[REFERENCE].output_tokens)
         pairs = [tuple(p) for p in ex.alignment] if written == ex.target else None
         tables.append(agreement(results, cap.cross, pairs))

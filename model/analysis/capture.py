@@ -83,19 +83,21 @@ def capture(
     positional: str | None = None,
     shift: int = 1,
     seed: int = 0,
+    interventions: Interventions | None = None,
 ) -> Capture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
     With target=None the decoder input is the model's own greedy output for the source.
     With qkv=True also each head's queries, keys, values and outputs (Capture.qkv, Capture.head_outputs).
-    Interventions change this pass only (model/interventions.py): ablate=[(kind, layer, head), ...] zeroes those
-    heads' outputs before W^O; positional="off" | "shuffled" (permutation from seed) | "shifted" (every position
-    + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
+    Interventions change this pass only (model/interventions/): an `Interventions` value, or the keywords
+    ablate=[(kind, layer, head), ...] (zeroes those heads' outputs before W^O) and positional="off" | "shuffled"
+    (permutation from seed) | "shifted" (every position + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
     the change affects the probability of that output. Capture.interventions records what was changed.
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
-    changes = Interventions.make(ablate, positional, shift, seed)  # bad arguments are named before any work
+    # bad arguments are named before any work
+    changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:

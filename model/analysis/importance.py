@@ -6,7 +6,7 @@ output for the source, or a given target) with that head alone ablated (its outp
 the ablated one. Positive: the head helps this output; about 0: it does not matter here.
 
 All ablations run as batches of one pass: row b of the batch switches off its own head (the per-row
-masks of model/interventions.py, applied by the same recording hooks). The encoder runs once for the
+masks of model/interventions/heads_off.py, applied by the same recording hooks). The encoder runs once for the
 unchanged model plus once per encoder head; rows that switch off a decoder head reuse the unchanged memory.
 """
 
@@ -84,17 +84,18 @@ def head_importance(
     seed: int = 0,
     batch_size: int = MAX_ROWS,
     progress: Callable[[int, int], None] | None = None,
+    interventions: Interventions | None = None,
 ) -> HeadImportance:
     """For each head, the drop in total log-probability of the output when that head alone is switched off.
 
     The output is `target` (its tokens then </s>) or, with target=None, the unchanged model's greedy output
-    for the source (as `capture` uses), teacher-forced. ablate/positional/shift/seed: a change applied to
-    every pass, the baseline too (e.g. the heads a user already switched off); ValueError names a bad one.
+    for the source (as `capture` uses), teacher-forced. interventions (or ablate/positional/shift/seed): a change
+    applied to every pass, the baseline too (e.g. the heads a user already switched off); ValueError names a bad one.
     batch_size: most ablations per pass (also bounded by LOGIT_BUDGET).
     progress(done, total): called after each batched pass of the decoder, with the rows done so far.
     """
     require_eval(model)
-    base = Interventions.make(ablate, positional, shift, seed)
+    base = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
@@ -122,12 +123,12 @@ def head_importance(
         size = max(1, min(batch_size, LOGIT_BUDGET // (len(inputs) * model.config.tgt_vocab_size)))
         memories, mask = [], None
         for part in _chunks(len(enc_rows), size):
-            with record(model, interventions=_rows(base, [enc_rows[r] for r in part]), keep=False):
+            with record(model, interventions=base.with_rows(enc_rows[r] for r in part), keep=False):
                 memory, mask = model.encode(src_ids.expand(len(part), -1))  # (b, S, D)
             memories.append(memory)
         memory = torch.cat(memories)  # (1 + encoder heads, S, D)
         for part in _chunks(len(rows), size):
-            with record(model, interventions=_rows(base, [rows[r] for r in part]), keep=False):
+            with record(model, interventions=base.with_rows(rows[r] for r in part), keep=False):
                 mem = memory[[memory_of[r] for r in part]]  # (b, S, D)
                 logits = model.decode(tgt_ids.expand(len(part), -1), mem, mask)  # (b, T, V)
             logp = logits.double().log_softmax(-1)[:, torch.arange(len(scored)), gold]  # (b, len(scored))
@@ -150,8 +151,3 @@ def head_importance(
         drop={k: baseline - v for k, v in log_prob.items()},
         interventions=base.describe(),
     )
-
-
-def _rows(base: Interventions, rows: list[frozenset]) -> Interventions:
-    """The base change in every row, plus each row's own switched-off heads."""
-    return Interventions(base.ablate, base.positional, base.shift, base.seed, per_row=tuple(rows))

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..interventions import NONE, Interventions, zero_heads
+from ..interventions import NONE, Interventions
+from ..interventions.base import HEADS, POSITIONS, ROWS
 
 _ACTIVE: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("transformer_recorder", default=None)
 
@@ -79,7 +80,7 @@ def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
 
 
 def _positional_hook(recorder: Recorder, side: str):
-    """Records the rows added; with a positional intervention, adds the changed rows instead (and records those)."""
+    """Records the rows added; when an intervention changes the ROWS point, adds its rows instead (and records those)."""
 
     def hook(module: nn.Module, args: tuple, *rest) -> torch.Tensor | None:
         # Registered with_kwargs, so called as (module, args, kwargs, output). But torch marks a hook as taking
@@ -90,7 +91,7 @@ def _positional_hook(recorder: Recorder, side: str):
         kwargs = rest[0] if len(rest) == 2 else {}
         x = args[0]
         offset = int(kwargs.get("offset", args[1] if len(args) > 1 else 0))
-        changed = recorder.interventions.positional is not None
+        changed = recorder.interventions.at(ROWS)
         rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
         if recorder.keep:
             recorder.positional[side].append(PositionalRecord(x.detach().clone(), rows.detach().clone(), offset))
@@ -99,25 +100,16 @@ def _positional_hook(recorder: Recorder, side: str):
     return hook
 
 
-def _index_hook(recorder: Recorder):
-    """On a rope / alibi / relative module's index probe: the (T,) positions as the positional intervention changes them."""
+def _intervention_hook(recorder: Recorder, point: str, *key):
+    """On a hook point (POSITIONS: a rope / alibi / relative module's index probe; HEADS: a head-output probe):
+    the output as this block's interventions change it, while `recorder` is active."""
 
     def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
         if _ACTIVE.get() is not recorder:
             return None
+        if point == HEADS:
+            return recorder.interventions.heads(*key, output)
         return recorder.interventions.positions(output)
-
-    return hook
-
-
-def _ablation_hook(recorder: Recorder, kind: str, layer: int):
-    """On a head-output probe: zero the ablated heads of this module (before W^O) while `recorder` is active."""
-
-    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
-        if _ACTIVE.get() is not recorder:
-            return None
-        B, H = output.shape[:2]
-        return zero_heads(output, recorder.interventions.keep_mask(kind, layer, B, H, output.device))
 
     return hook
 
@@ -131,7 +123,7 @@ def record(
     The model must provide `attention_probes()` -> iterable of (kind, layer, probe module) and
     `positional_encodings()` -> iterable of (side, module); with qkv=True or ablated heads also
     `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
-    block's passes only (see model/interventions.py). keep=False records nothing and only applies the
+    block's passes only (see model/interventions/). keep=False records nothing and only applies the
     interventions (many sources decoded at once). Nested blocks are allowed; only the innermost one
     receives records and applies its interventions.
     """
@@ -141,10 +133,11 @@ def record(
     try:
         for kind, layer, probe in model.attention_probes() if keep else ():
             handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
-        if recorder.interventions:  # before the qkv hooks: the recorded head outputs are what W^O receives
+        changes = recorder.interventions
+        if changes.at(HEADS):  # before the qkv hooks: the recorded head outputs are what W^O receives
             for kind, layer, name, probe in model.vector_probes():
-                if name == "heads" and recorder.interventions.touches(kind, layer):
-                    handles.append(probe.register_forward_hook(_ablation_hook(recorder, kind, layer)))
+                if name == "heads" and changes.touches(kind, layer):
+                    handles.append(probe.register_forward_hook(_intervention_hook(recorder, HEADS, kind, layer)))
         if recorder.qkv:
             for kind, layer, name, probe in model.vector_probes():
                 handles.append(
@@ -153,8 +146,8 @@ def record(
         for side, module in model.positional_encodings():
             handles.append(module.register_forward_hook(_positional_hook(recorder, side), with_kwargs=True))
             index_probe = getattr(module, "index_probe", None)
-            if index_probe is not None and recorder.interventions.positional is not None:
-                handles.append(index_probe.register_forward_hook(_index_hook(recorder)))
+            if index_probe is not None and changes.at(POSITIONS):
+                handles.append(index_probe.register_forward_hook(_intervention_hook(recorder, POSITIONS)))
         yield recorder
     finally:
         for handle in handles:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .beam import BeamTrace, Hypothesis
-from .decoding import Trace
+from .trace import Trace
 
 
 def _rounded(a: np.ndarray, decimals: int) -> list:

@@ -1,12 +1,10 @@
-"""Decoding and exact match under interventions, as the pages call them: the one switch to the library's calls.
+"""Exact match of a demo's task under interventions, as the pages cache it (the task half of model/intervened.py).
 
-    decode(model, tokenizer, source, changes, top_k, prefix) -> Trace    greedy decoding with heads/positions changed
     fresh_examples(card, n)                                              n examples the demo never trained on
     exact_match_with(model, tokenizer, examples, changes) -> MatchResult exact match and a typical failure
 
-Both go through the one decoding core (greedy_decode / greedy_ids with the interventions applied by the
-recording hooks at every step); this module only adds what the pages cache: fresh examples per demo and a result
-with a typical failure.
+Decoding goes through the library's one core (greedy_ids with the interventions applied by the recording hooks at
+every step); this module adds the task: fresh examples per demo and a result with a typical failure.
 """
 
 from __future__ import annotations
@@ -17,43 +15,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tasks.evaluate import exact_match, source_ids, strip_eos
-from tasks.registry import get_task
-from tasks.tasks import Example, dataset, held_out
+from model.decoding import greedy_ids, step_limit
+from model.interventions import Interventions
+from model.text.inputs import require_eval
+from model.text.tokenizer import Tokenizer
 
-from .decoding import Trace, greedy_decode, greedy_ids, step_limit
-from .interventions import Interventions
-from .text.inputs import prepare_source, require_eval
-from .text.tokenizer import Tokenizer
+from .evaluate import exact_match, source_ids, strip_eos
+from .registry import get_task
+from .tasks import Example, dataset, held_out
 
 FRESH_SEED_OFFSET = 4  # held_out seeds: +1 the card's report, +2 the training progress bar, +3 the tests
-
-
-def decode(
-    model: nn.Module,
-    tokenizer: Tokenizer,
-    source: str,
-    changes: Interventions = Interventions(),
-    top_k: int = 5,
-    prefix: Sequence[int] = (),
-) -> Trace:
-    """greedy_decode(model, tokenizer, source, top_k=top_k, prefix=prefix) with `changes` applied to every step.
-
-    ValueError when a change does not fit the model (a head it lacks, a shift past max_len)."""
-    if not changes:
-        return greedy_decode(model, tokenizer, source, top_k=top_k, prefix=prefix)
-    return greedy_decode(
-        model, tokenizer, source, top_k=top_k, prefix=prefix, ablate=sorted(changes.ablate),
-        positional=changes.positional, shift=changes.shift, seed=changes.seed,
-    )  # fmt: skip
-
-
-def max_shift(model: nn.Module, tokenizer: Tokenizer, source: str) -> int:
-    """The largest k for positional="shifted" that decoding `source` allows: every source position p + k must stay
-    within max_len (0: no room to shift); the decoder then gets max_len - k steps at most (the one core's
-    `checked_limit` shortens its step limit so that its shifted positions fit too)."""
-    src_len = len(prepare_source(model, tokenizer, source).ids)
-    return max(0, min(model.config.max_len - src_len, model.config.max_len - 1))
 
 
 class UnknownTraining(ValueError):

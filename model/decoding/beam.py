@@ -1,6 +1,7 @@
-"""Beam search on the shared decoding core: the same step function, cache and step limit as greedy.
+"""Beam search on the shared decoding loop: the same step function, cache and step limit as greedy.
 
-Each step extends every live hypothesis by one token (one row of `DecoderSession` per hypothesis),
+A policy of core.run that keeps several hypotheses: each step extends every live hypothesis by one token (one row
+of `DecoderSession` per hypothesis),
 ranks the 2K best extensions by total log-probability (K = beam_size), and sorts them as fairseq does:
 an extension ending with </s> among the K best finishes; the K best others stay live; the rest are
 pruned. The cache rows are reordered to follow the live hypotheses' parents. The search stops when
@@ -20,11 +21,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .decoding import DecoderSession, checked_limit
-from .interventions import Interventions
-from .network.recording import record
-from .text.inputs import device_of, prepare_source, require_eval
-from .text.tokenizer import Tokenizer
+from ..interventions import NONE, Interventions
+from ..text.inputs import device_of, prepare_source, require_eval
+from ..text.tokenizer import Tokenizer
+from . import core
+from .core import Move, checked_limit
+
+NAME = "beam"
 
 
 def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:
@@ -141,6 +144,61 @@ def _rows(recorder, kind: str, layers: int) -> np.ndarray:
     return maps.transpose(0, 1).float().cpu().numpy()
 
 
+class BeamPolicy:
+    """Beam search as a policy of the one loop (core.run): the session's rows are the live hypotheses, reordered
+    to follow their parents at every step; the search's record goes into `trace`."""
+
+    def __init__(self, trace: BeamTrace, vocab, n_layers: int, V: int, device: torch.device):
+        self.trace, self.vocab, self.n_layers, self.V = trace, vocab, n_layers, V
+        self.finished: list[Hypothesis] = []
+        self.live: list[Hypothesis] = []
+        self.path_of: dict[int, list[Hypothesis]] = {}  # id(hypothesis) -> its path, for the best one at the end
+        self.totals = torch.zeros(1, device=device)  # (R,) each live row's log-probability
+
+    def step(self, t: int, logits: torch.Tensor, rec) -> Move | None:
+        trace, vocab, live, beam_size = self.trace, self.vocab, self.live, self.trace.beam_size
+        logp = logits.float().log_softmax(-1)  # (R, V)
+        cross, dself = _rows(rec, "cross", self.n_layers), _rows(rec, "decoder_self", self.n_layers)
+        flat = (self.totals[:, None] + logp).reshape(-1)  # (R * V,)
+        possible = max(1, int(torch.isfinite(flat).sum()))  # a forced first token (BART, mBART) leaves one
+        values, index = flat.topk(min(2 * beam_size, possible))
+        step = BeamStep(t, [], [], [])
+        for rank, (value, i) in enumerate(zip(values.tolist(), index.tolist())):
+            row, tok = divmod(i, self.V)
+            ids = (live[row].output_ids if live else []) + [tok]
+            hyp = Hypothesis(ids, vocab.decode(ids), value, length_penalty_score(value, len(ids), trace.length_penalty),
+                             row, cross[row], dself[row], rank)  # fmt: skip
+            self.path_of[id(hyp)] = (self.path_of[id(live[row])] if live else []) + [hyp]
+            if tok == vocab.eos_id and rank < beam_size:
+                step.finished.append(hyp)
+            elif tok != vocab.eos_id and len(step.live) < beam_size:
+                step.live.append(hyp)
+            else:
+                step.pruned.append(hyp)
+        trace.steps.append(step)
+        self.finished += step.finished
+        self.live = live = step.live
+        if not live:
+            trace.stop_reason = "eos"
+            return None
+        kept = sorted((h.score for h in self.finished), reverse=True)[:beam_size]
+        if len(kept) == beam_size and kept[-1] >= max(h.score for h in live):
+            trace.stop_reason = "finished"
+            return None
+        device = self.totals.device
+        parents = torch.tensor([h.parent for h in live], device=device)
+        self.totals = torch.tensor([h.log_prob for h in live], device=device)
+        return Move(torch.tensor([h.output_ids[-1] for h in live], device=device), rows=parents)
+
+    def finish(self) -> BeamTrace:
+        trace = self.trace
+        pool = self.finished or self.live
+        trace.best = max(pool, key=lambda h: h.score) if pool else None
+        trace.best_path = self.path_of[id(trace.best)] if trace.best else []
+        trace.text = self.vocab.detokenize(trace.output_tokens)
+        return trace
+
+
 @torch.no_grad()
 def beam_search(
     model: nn.Module,
@@ -153,13 +211,15 @@ def beam_search(
     positional: str | None = None,
     shift: int = 1,
     seed: int = 0,
+    interventions: Interventions | None = None,
 ) -> BeamTrace:
     """Beam search of `source` (see the module docstring), recording every step's hypotheses.
 
-    ablate, positional, shift, seed: interventions as in `greedy_decode`, applied to every hypothesis.
+    interventions, or the keywords ablate, positional, shift, seed as in `greedy_decode`: applied to every
+    hypothesis.
     """
     require_eval(model)
-    changes = Interventions.make(ablate, positional, shift, seed)
+    changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
     vocab = tokenizer.target
@@ -167,50 +227,19 @@ def beam_search(
     trace = BeamTrace(src_in.tokens, src_in.ids, beam_size, length_penalty, truncated=src_in.truncated,
                       start_token=vocab.token(vocab.bos_id), interventions=changes.describe())  # fmt: skip
     limit = checked_limit(model, len(src_in.ids), max_len, changes)
-    n_layers = len(model.decoder.layers)
-    V = model.config.tgt_vocab_size
-    finished: list[Hypothesis] = []
-    live: list[Hypothesis] = []
-    path_of: dict[int, list[Hypothesis]] = {}  # id(hypothesis) -> its path, for the best one at the end
-    with record(model, interventions=changes) as rec:
-        session = DecoderSession(model, [src_in.ids], vocab.bos_id, use_cache=not changes.needs_full_prefix)
-        totals = torch.zeros(1, device=device_of(model))  # (R,) each live row's log-probability
-        for t in range(limit):
-            rec.clear()
-            logp = session.step().float().log_softmax(-1)  # (R, V)
-            cross, dself = _rows(rec, "cross", n_layers), _rows(rec, "decoder_self", n_layers)
-            flat = (totals[:, None] + logp).reshape(-1)  # (R * V,)
-            possible = max(1, int(torch.isfinite(flat).sum()))  # a forced first token (BART, mBART) leaves one
-            values, index = flat.topk(min(2 * beam_size, possible))
-            step = BeamStep(t, [], [], [])
-            for rank, (value, i) in enumerate(zip(values.tolist(), index.tolist())):
-                row, tok = divmod(i, V)
-                ids = (live[row].output_ids if live else []) + [tok]
-                hyp = Hypothesis(ids, vocab.decode(ids), value, length_penalty_score(value, len(ids), length_penalty),
-                                 row, cross[row], dself[row], rank)  # fmt: skip
-                path_of[id(hyp)] = (path_of[id(live[row])] if live else []) + [hyp]
-                if tok == vocab.eos_id and rank < beam_size:
-                    step.finished.append(hyp)
-                elif tok != vocab.eos_id and len(step.live) < beam_size:
-                    step.live.append(hyp)
-                else:
-                    step.pruned.append(hyp)
-            trace.steps.append(step)
-            finished += step.finished
-            live = step.live
-            if not live:
-                trace.stop_reason = "eos"
-                break
-            kept = sorted((h.score for h in finished), reverse=True)[:beam_size]
-            if len(kept) == beam_size and kept[-1] >= max(h.score for h in live):
-                trace.stop_reason = "finished"
-                break
-            parents = torch.tensor([h.parent for h in live], device=totals.device)
-            session.reorder(parents)
-            session.append(torch.tensor([h.output_ids[-1] for h in live], device=totals.device))
-            totals = torch.tensor([h.log_prob for h in live], device=totals.device)
-    pool = finished or live
-    trace.best = max(pool, key=lambda h: h.score) if pool else None
-    trace.best_path = path_of[id(trace.best)] if trace.best else []
-    trace.text = vocab.detokenize(trace.output_tokens)
-    return trace
+    policy = BeamPolicy(trace, vocab, len(model.decoder.layers), model.config.tgt_vocab_size, device_of(model))
+    core.run(model, [src_in.ids], policy, limit, bos_id=vocab.bos_id, interventions=changes, keep=True)
+    return policy.finish()
+
+
+def decode(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    source: str,
+    *,
+    interventions: Interventions = NONE,
+    max_len: int | None = None,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+) -> BeamTrace:
+    return beam_search(model, tokenizer, source, beam_size, length_penalty, max_len, interventions=interventions)

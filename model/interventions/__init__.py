@@ -1,0 +1,40 @@
+"""Changing the model while it runs, for one call: heads switched off, positions removed, shuffled or shifted.
+
+    Interventions (value.py)     the value every call takes whole: at most one change per slot
+    base.py                      the protocol of a kind: hook points, URL / download / label forms
+    positions_off.py, positions_shuffled.py, positions_shifted.py, heads_off.py    one module per kind
+    registry.py                  KIND_CLASSES: every kind by name (a new kind: one module + one line there)
+    effects.py                   decoding and exact match under interventions, as the pages call them
+
+An `Interventions` travels into `record(model, interventions=...)`; the recording hooks ask it what to do at each
+hook point, only for the passes of that record block, so other sessions sharing the model are not affected and
+nothing on the model changes.
+"""
+
+from .base import ATTENTION_KINDS, MAX_SHIFT, Change
+from .heads_off import HeadsOff, zero_heads
+from .positions_off import PositionsOff
+from .positions_shifted import PositionsShifted
+from .positions_shuffled import PositionsShuffled
+from .registry import KIND_CLASSES
+from .value import NONE, POSITIONAL, Interventions
+
+KINDS = ATTENTION_KINDS  # the attention modules a head belongs to (the name pages and analyses import)
+INTERVENTION_KINDS = KIND_CLASSES  # every intervention kind by name
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "Change",
+    "HeadsOff",
+    "INTERVENTION_KINDS",
+    "Interventions",
+    "KINDS",
+    "KIND_CLASSES",
+    "MAX_SHIFT",
+    "NONE",
+    "POSITIONAL",
+    "PositionsOff",
+    "PositionsShifted",
+    "PositionsShuffled",
+    "zero_heads",
+]
