@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.importers import (
     FORMATS,
@@ -17,7 +18,6 @@ from model.importers import (
     registry,
 )
 from tests.conftest import make_tiny
-from tests.reference.annotated import ann_make_model
 
 
 def test_every_format_module_implements_the_protocol():

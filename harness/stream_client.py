@@ -6,7 +6,7 @@ sends, and reports when the server says the run finished. A run is "drawn" here 
 element of the page has arrived (the browser's own drawing time is not included). Changing the input
 sends the input box's new value as its widget state, as the front end does when someone types.
 
-Used by tests/test_memory_bounded.py and benchmarks/bench_classroom.py (many sessions in one asyncio
+Used by tests/test_memory_bounded.py and benchmarks/bench_classroom.py, bench_hostile.py, bench_memory.py (many sessions in one asyncio
 loop: dozens of sessions cost one process, not dozens of Chromiums).
 """
 
