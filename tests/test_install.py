@@ -30,6 +30,7 @@ from cli.serve import SETTINGS, settings_flags
 from harness.browser import free_port
 from harness.stream_client import StreamSession
 from model import greedy_decode, load_checkpoint
+from model.checkpoint import load_card
 from model.demos import list_demos
 from tests.test_lecture_pack import pack_data
 
@@ -153,6 +154,30 @@ def test_pack_writes_a_lecture_pack_for_a_demo(installed):
     net, tokenizer = load_checkpoint(ROOT / "checkpoints" / "reverse")
     assert item["decoding"]["output"] == greedy_decode(net, tokenizer, "abc").text != ""
     assert repo_zh("Lecture pack") in page  # the installed catalog translated the pack
+
+
+def test_train_trains_a_demo_task_from_the_installed_copy(installed):
+    out = installed["cwd"] / "tiny-reverse"
+    args = [
+        "train",
+        "--task",
+        "reverse",
+        "--out",
+        out.name,
+        "--d-model",
+        "32",
+        "--d-ff",
+        "32",
+        "--steps",
+        "3",
+        "--train-size",
+        "64",
+    ]
+    args += ["--eval-every", "3", "--eval-examples", "5", "--report-examples", "5", "--no-progress", "--threads", "1"]
+    said = run([str(installed["command"]), *args], installed["cwd"])
+    assert f"saved {out.name}" in said
+    net, tokenizer = load_checkpoint(out)  # what the installed command wrote opens here
+    assert load_card(out)["task"] == "reverse" and net.config.d_model == 32  # the option reached training
 
 
 def test_serve_runs_the_installed_app_with_the_projects_settings(installed):
