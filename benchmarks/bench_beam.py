@@ -83,7 +83,7 @@ def library(repeats: int) -> list[list]:
 
 
 def page(repeats: int) -> list[list]:
-    from tests.apptest_helpers import open_page
+    from harness.apptest import open_page
 
     text = "abcdefghijklmnopqrs"  # 19 letters + </s> = 20 source tokens
     rows = []

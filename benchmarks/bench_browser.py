@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_pages import base_checkpoint, words  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import ROOT, AppServer, Watch, chromium, free_port, screenshot, wait_idle  # noqa: E402
+from harness.browser import ROOT, AppServer, Watch, chromium, free_port, screenshot, wait_idle  # noqa: E402
 
 # page -> URL parameters, and the JavaScript condition "drawn for this input" (first source token `t`, count `n`)
 PAGES = {

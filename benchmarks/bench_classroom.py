@@ -11,7 +11,7 @@ opens its page with its own input, then types a new distinct input every `--inte
 fixed schedule whatever the server does, and each is timed from its scheduled moment (a change that waits behind
 the session's previous one counts the wait: no coordinated omission); first page opens are counted too. Each row
 runs `--repeats` times (3): the median and the range of the runs are printed. Sessions speak Streamlit's
-websocket protocol (tests/stream_client.py) rather than drive 32 Chromiums, which on 2 cores would
+websocket protocol (harness/stream_client.py) rather than drive 32 Chromiums, which on 2 cores would
 take the CPU the server needs: "time to a drawn page" is from sending the change to receiving the
 page's last element, without the browser's own drawing (about 0.1-0.3 s for plotly in Chromium).
 Load average beside each row (1/5/15 min).
@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import AppServer  # noqa: E402
-from tests.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
+from harness.browser import AppServer  # noqa: E402
+from harness.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]  # "" is the attention page
 
@@ -130,7 +130,7 @@ def main() -> None:
                 servers.append(AppServer(Path(tmp) / f"app{i}"))
             origin = servers[0].origin
             if args.processes > 1:
-                from tests.proxy_helpers import Proxy
+                from harness.proxy import Proxy
 
                 proxy = Proxy(Path(tmp), [f"127.0.0.1:{s.port}" for s in servers])
                 origin = proxy.origin

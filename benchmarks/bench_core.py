@@ -5,7 +5,7 @@
 
 Targets: greedy decoding with the key/value cache at least 6x faster than recomputing the prefix each
 step (the reference implementations' way: the Annotated Transformer's greedy_decode, run here on
-tests/reference/annotated.py's model of the same size) at 256 steps, side by side in one process, with
+harness/reference/annotated.py's model of the same size) at 256 steps, side by side in one process, with
 the ms per token beside the bound of reading the weights once per token at the copy bandwidth measured in the same
 run (issue 11, target 5), and their ratio (about 1x: decoding is bound by reading the weights); a
 forward pass with full capture at most 1.3x slower than the unrecorded fused path (128 tokens).
@@ -24,6 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import best_of, median_of, table  # noqa: E402
+from harness.reference.annotated import ann_make_model  # noqa: E402
 from model import (  # noqa: E402
     Tokenizer,
     TransformerConfig,
@@ -34,7 +35,6 @@ from model import (  # noqa: E402
 )
 from model.decoding import greedy_ids  # noqa: E402
 from model.text.inputs import prepare_source  # noqa: E402
-from tests.reference.annotated import ann_make_model  # noqa: E402
 
 
 def load() -> str:

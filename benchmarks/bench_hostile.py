@@ -4,7 +4,7 @@
 
 A real `streamlit run app.py` on 127.0.0.1 (loopback only). Phase 1: N ordinary sessions on the reverse demo,
 spread over the pages, each typing a new input every `--interval` seconds (Streamlit's websocket protocol,
-tests/stream_client.py), while a newcomer opens five ordinary links, each in a new session (the baseline: a new
+harness/stream_client.py), while a newcomer opens five ordinary links, each in a new session (the baseline: a new
 session costs the server the same whatever its link). Phase 2: the same sessions, while one hostile visitor sends, one after the other, what the
 issue's adversarial run found: a checkpoint of 32 heads and max_len 16384 (a few hundred KB) with a
 16,000-character input; the reverse demo with </s> suppressed and max_len 16384 decoding 4,000 characters; a
@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_classroom import pct  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
-from tests.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
+from harness.browser import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
+from harness.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
 

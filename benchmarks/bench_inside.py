@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.common import table  # noqa: E402
+from harness.apptest import charts, open_page  # noqa: E402
 from model import capture, load_checkpoint  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from tests.apptest_helpers import charts, open_page  # noqa: E402
 
 TWENTY = {
     "reverse": "abcdefghijklmnopqrs",

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_pages import load, timed  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from tests.apptest_helpers import open_page  # noqa: E402
+from harness.apptest import open_page  # noqa: E402
 
 TEXT = "abcdefghijklmnopqrs"  # 19 letters and </s>: 20 source tokens
 ABLATED = "c1.0,c1.1"  # two of the reverse demo's four cross-attention heads of its last layer

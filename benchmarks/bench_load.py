@@ -33,9 +33,9 @@ from safetensors.torch import save_file
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
+from harness.reference.annotated import ann_make_model  # noqa: E402
 from model import load_checkpoint, save_checkpoint  # noqa: E402
 from model.checkpoints.formats import inspect_checkpoint  # noqa: E402
-from tests.reference.annotated import ann_make_model  # noqa: E402
 
 TARGET = 1.5
 

@@ -5,7 +5,7 @@
 Target (issue 12): 500 distinct inputs through every page leave the server's resident memory
 (VmRSS of the `streamlit run app.py` process) under 1.5 GB with the demos. One session per page
 (attention, positional, decoding, model) types the inputs in turn over Streamlit's own websocket
-protocol (tests/stream_client.py, no browser); each input is new to that page, so every run misses
+protocol (harness/stream_client.py, no browser); each input is new to that page, so every run misses
 the caches and adds an entry until the caches' bounds evict. Prints RSS every `--every` inputs, with
 the load average beside (the baseline row is the server after its first run of each page).
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
-from tests.browser_helpers import AppServer  # noqa: E402
-from tests.stream_client import distinct_texts, feed, rss_bytes  # noqa: E402
+from harness.browser import AppServer  # noqa: E402
+from harness.stream_client import distinct_texts, feed, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
 LIMIT_MB = 1536

@@ -33,11 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
+from harness.browser import VIEWPORT, chromium  # noqa: E402
 from model import capture, greedy_decode, load_checkpoint  # noqa: E402
 from model.analysis.lecture import bounded_inputs, pack_records  # noqa: E402
 from model.checkpoints.checkpoint import load_card  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from tests.browser_helpers import VIEWPORT, chromium  # noqa: E402
 from viz.lecture_pack import lecture_pack_html  # noqa: E402
 
 

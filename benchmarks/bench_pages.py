@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
-from tests.apptest_helpers import charts, open_page  # noqa: E402
+from harness.apptest import charts, open_page  # noqa: E402
 
 # page -> the views to time, each as its URL parameters (the page's own selectors, as a link opens them)
 VIEWS = {

@@ -4,20 +4,46 @@ Packages: network/ (config, the Transformer, attention, positions, recording hoo
 checks), checkpoints/ (save/load, formats/: one module per imported format and their registry), analysis/
 (capture, importance, attribution, Inside, budgets, exports, the lecture pack); decoding and interventions.
 The demo tasks, their training and the experiments on them are the top-level package `tasks`, which builds on
-this one. The names below are what scripts import from `model`; they stay here whatever moves inside.
+this one. The names below are what scripts import from `model`; they stay here whatever moves inside, and are
+loaded on first use (model/lazy.py: a package that imports its children can deadlock two threads importing at once).
 """
 
-from .analysis.attribution import Attribution, attribute
-from .analysis.capture import Capture, capture
-from .analysis.importance import HeadImportance, head_importance
-from .checkpoints.checkpoint import CheckpointError, save_checkpoint
-from .checkpoints.loading import load_checkpoint
-from .decoding import BeamTrace, Step, Trace, beam_search, greedy_decode, sample
-from .network.config import PRESETS, TransformerConfig
-from .network.positional import sinusoidal_encoding
-from .network.recording import record
-from .network.transformer import Transformer, build_model
-from .text.tokenizer import Tokenizer, Vocab
+from .lazy import exports
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "Attribution": ".analysis.attribution",
+        "attribute": ".analysis.attribution",
+        "Capture": ".analysis.capture",
+        "capture": ".analysis.capture",
+        "HeadImportance": ".analysis.importance",
+        "head_importance": ".analysis.importance",
+        "CheckpointError": ".checkpoints.checkpoint",
+        "save_checkpoint": ".checkpoints.checkpoint",
+        "load_checkpoint": ".checkpoints.loading",
+        "BeamTrace": ".decoding",
+        "Step": ".decoding",
+        "Trace": ".decoding",
+        "beam_search": ".decoding",
+        "greedy_decode": ".decoding",
+        "sample": ".decoding",
+        "PRESETS": ".network.config",
+        "TransformerConfig": ".network.config",
+        "sinusoidal_encoding": ".network.positional",
+        "record": ".network.recording",
+        "Transformer": ".network.transformer",
+        "build_model": ".network.transformer",
+        "Tokenizer": ".text.tokenizer",
+        "Vocab": ".text.tokenizer",
+        # from the demo tasks (tasks/ builds on this library): still importable from `model` as the README shows,
+        # loaded on first use, so that importing this library never imports `tasks`
+        "positional_experiment": "tasks.pe_experiment",
+        "PositionalExperiment": "tasks.pe_experiment",
+    },
+    globals(),
+)
+
 
 __all__ = [
     "TransformerConfig",
@@ -47,20 +73,3 @@ __all__ = [
     "Vocab",
     "record",
 ]
-
-_FROM_TASKS = ("positional_experiment", "PositionalExperiment")
-
-
-def __getattr__(name: str):
-    """`positional_experiment` and `PositionalExperiment` run on the demo tasks, so they live in tasks/; they are
-    still importable from `model` (as the README shows), loaded on first use so that importing this library
-    never imports `tasks` (which imports this library)."""
-    if name in _FROM_TASKS:
-        from tasks import pe_experiment
-
-        return getattr(pe_experiment, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_FROM_TASKS])

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_helpers import PROJECTOR, AppServer, Watch, chromium, wait_idle  # noqa: E402
+from harness.browser import PROJECTOR, AppServer, Watch, chromium, wait_idle  # noqa: E402
 
 DRAWN = """() => {
     const plots = [...document.querySelectorAll('.js-plotly-plot')];

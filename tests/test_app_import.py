@@ -2,8 +2,8 @@
 
 import torch
 
+from harness.reference.annotated import ann_make_model
 from tests.apptest_helpers import charts, messages, open_page
-from tests.reference.annotated import ann_make_model
 
 SRC = ["<unk>", "<pad>", "<s>", "</s>", "the", "red", "car", "sees", "a", "dog"]
 TGT = ["<unk>", "<pad>", "<s>", "</s>", "la", "voiture", "rouge", "voit", "un", "chien", "<blank>"]

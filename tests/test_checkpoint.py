@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from harness.reference.annotated import ann_make_model
 from model import CheckpointError, Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
 from model.checkpoints.checkpoint import load_card
 from tests.conftest import make_tiny
-from tests.reference.annotated import ann_make_model
 
 
 def outputs(model):

@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model, ann_run
 from model import CheckpointError, capture, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
-from tests.reference.annotated import ann_make_model, ann_run
 
 BOS, EOS, PAD, UNK = 0, 1, 2, 3  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 

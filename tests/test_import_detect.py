@@ -6,13 +6,13 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from harness.reference.annotated import ann_make_model
+from harness.reference.gordic import GorTransformer
+from harness.reference.torch_tutorial import Seq2SeqTransformer
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import FORMATS, detect_format, inspect_checkpoint
 from tests.conftest import make_tiny
 from tests.import_helpers import assert_close, id_batch, our_run
-from tests.reference.annotated import ann_make_model
-from tests.reference.gordic import GorTransformer
-from tests.reference.torch_tutorial import Seq2SeqTransformer
 
 
 @pytest.fixture(scope="module")

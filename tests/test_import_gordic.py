@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
+from harness.reference.gordic import GorTransformer, gor_run
 from model import CheckpointError, capture, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
-from tests.reference.gordic import GorTransformer, gor_run
 
 UNK, PAD, BOS, EOS = 0, 1, 2, 3  # torchtext Field specials: <unk>, <pad>, then init/eos of the target field
 

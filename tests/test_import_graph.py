@@ -165,7 +165,7 @@ def test_the_graph_sees_the_project(project):
     graph, outside = project
     assert {"app", "model", "model.network.transformer", "tasks.train", "viz.attention_figs"} <= set(graph)
     assert graph.has_edge("model.network.transformer", "model.network.attention")  # from .attention import
-    assert graph.has_edge("model", "model.analysis.capture")  # the package re-exports its children
+    assert graph.has_edge("tasks.intervened", "tasks.evaluate")  # from .evaluate import
     assert graph.has_edge("tasks.train", "tasks.tasks") and graph.has_edge("model.train", "tasks.train")
     assert "torch" in outside["model.network.transformer"] and "plotly" in outside["viz.attention_figs"]
 
@@ -310,3 +310,46 @@ def test_at_import_a_deferred_door_is_no_cycle_and_an_eager_one_is(tmp_path):
     write(tmp_path, {"model/__init__.py": "from tasks import exp\n"})
     assert cycles(build_graph(tmp_path, ["model", "tasks"], at_import=True)[0]) == [["model", "tasks.exp"]]
     assert cycles(build_graph(tmp_path, ["model", "tasks"])[0]) == []  # the plain graph draws no parent edge
+
+
+def test_no_library_package_imports_its_children_when_imported():
+    """model/lazy.py: a package __init__ of the library imports none of its own modules at import time (its names
+    load on first use), so two threads importing different parts of it at once cannot deadlock."""
+    offenders = []
+    for init in sorted((ROOT / "model").rglob("__init__.py")):
+        if init.parent.name == "formats":  # the formats registry's own functions live in its __init__: below
+            continue
+        for node in ast.parse(init.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.level >= 1 and node.module != "lazy" and node.level == 1:
+                offenders.append(f"{init.relative_to(ROOT)}: from .{node.module or ''} import ...")
+            if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module not in ("lazy",):
+                offenders.append(f"{init.relative_to(ROOT)}: from ..{node.module} import ...")
+    assert offenders == []
+
+
+def test_threads_importing_different_parts_of_the_library_at_once_do_not_deadlock():
+    """A cold server's first sessions import different parts of the library first, in threads at once (a page of
+    decoding, one of positions, the app itself): each of eight threads imports its own module, released together."""
+    import subprocess
+    import sys
+
+    script = """
+import importlib, sys, threading
+names = ["model", "model.analysis.export", "model.network.positional", "model.decoding.beam",
+         "model.analysis.attribution", "model.interventions.value", "model.checkpoints.loading", "tasks.intervened"]
+start, errors = threading.Barrier(len(names)), []
+def run(name):
+    start.wait()
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        errors.append(f"{name}: {e!r}")
+threads = [threading.Thread(target=run, args=(n,)) for n in names]
+[t.start() for t in threads]
+[t.join(120) for t in threads]
+from model import capture, greedy_decode, load_checkpoint  # every name still there
+print(errors)
+"""
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

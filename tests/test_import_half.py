@@ -10,6 +10,9 @@ import copy
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model, ann_run
+from harness.reference.gordic import GorTransformer, gor_run
+from harness.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 from model import CheckpointError, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import (
@@ -19,9 +22,6 @@ from tests.import_helpers import (
     our_run,
     perturb,
 )
-from tests.reference.annotated import ann_make_model, ann_run
-from tests.reference.gordic import GorTransformer, gor_run
-from tests.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from harness.reference.marian import marian_positions, marian_reference
 from model import CheckpointError, capture, greedy_decode, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from model.network.positional import sinusoidal_encoding
 from tests.import_helpers import assert_close, assert_maps_equal, our_run
-from tests.reference.marian import marian_positions, marian_reference
 
 spm = pytest.importorskip("sentencepiece")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")  # MarianTokenizer's own

@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import FORMATS, REGISTRY, CheckpointInfo, inspect_checkpoint, known_formats, registry
 from tests.conftest import make_tiny
-from tests.reference.annotated import ann_make_model
 
 
 def test_every_format_module_implements_the_protocol():

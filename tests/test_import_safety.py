@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model
 from model import CheckpointError, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint, read_vocabulary
-from tests.reference.annotated import ann_make_model
 
 
 class TouchWithOsSystem:

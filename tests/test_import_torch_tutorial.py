@@ -7,10 +7,10 @@ the fused fast path off; ours comes from this project's own recording hooks.
 import pytest
 import torch
 
+from harness.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 from model import CheckpointError, capture, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
-from tests.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 
 # the tutorial mixes a float attn_mask with boolean padding masks; torch warns about that, not about us
 pytestmark = pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")

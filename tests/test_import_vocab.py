@@ -5,11 +5,11 @@ import json
 import pytest
 import torch
 
+from harness.reference.annotated import ann_make_model
 from model import CheckpointError, Tokenizer, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import read_vocabulary
 from model.text.tokenizer import IdVocab, ListVocab, find_specials, vocab_from_dict
 from tests.import_helpers import assert_close, id_batch, our_run, save_torchtext_like_vocab
-from tests.reference.annotated import ann_make_model
 
 SPECIALS = ["<s>", "</s>", "<blank>", "<unk>"]
 

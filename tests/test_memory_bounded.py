@@ -1,6 +1,6 @@
 """Many distinct inputs through every page of a real server leave its memory bounded.
 
-A `streamlit run app.py` with the demos; one session per page (tests/stream_client.py, Streamlit's own
+A `streamlit run app.py` with the demos; one session per page (harness/stream_client.py, Streamlit's own
 websocket protocol, no browser) types N distinct inputs, each a cache miss on that page. The server's
 resident memory (VmRSS) is read after a warm-up and at the end. The full-size run (500 inputs through
 every page) is benchmarks/bench_memory.py; this one is small enough for the suite.
@@ -12,9 +12,9 @@ import asyncio
 
 import pytest
 
+from harness.stream_client import distinct_texts, feed, rss_bytes
 from model.checkpoints.demos import list_demos
 from tests.browser_helpers import AppServer
-from tests.stream_client import distinct_texts, feed, rss_bytes
 
 PAGES = ["", "inside", "positional", "decoding", "model"]  # "" is the attention page, the app's root
 WARMUP, INPUTS = 4, 16

@@ -15,6 +15,7 @@ import zipfile
 import pytest
 
 from deploy.nginx_conf import COOKIE
+from harness.proxy import NGINX, Proxy
 from tests.browser_helpers import (
     AppServer,
     Watch,
@@ -25,7 +26,6 @@ from tests.browser_helpers import (
     wait_text,
     wait_ticks,
 )
-from tests.proxy_helpers import NGINX, Proxy
 
 TEXTS = ["a", "hb", "cgd", "dace", "ebcfa", "fghabc", "gfedcba", "habcdefg"]
 

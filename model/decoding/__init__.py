@@ -11,29 +11,43 @@ Interventions (model/interventions/) are an argument of every strategy, applied 
 `capture`'s and written into the trace.
 """
 
-from .beam import BeamPolicy, BeamStep, BeamTrace, Hypothesis, beam_search, length_penalty_score
-from .core import (
-    DEFAULT_SLACK,
-    Chooser,
-    DecoderSession,
-    Move,
-    Policy,
-    RowsPolicy,
-    checked_limit,
-    generate,
-    greedy_choice,
-    greedy_ids,
-    pad_batch,
-    run,
-    set_step_cap,
-    step_cap,
-    step_limit,
-)
-from .forced import ForcedPrefix
-from .greedy import greedy_decode
-from .sampling import sample, sampling_distribution
-from .strategies import STRATEGIES
-from .trace import Step, Trace, decode_trace
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "BeamPolicy": ".beam",
+        "BeamStep": ".beam",
+        "BeamTrace": ".beam",
+        "Hypothesis": ".beam",
+        "beam_search": ".beam",
+        "length_penalty_score": ".beam",
+        "DEFAULT_SLACK": ".core",
+        "Chooser": ".core",
+        "DecoderSession": ".core",
+        "Move": ".core",
+        "Policy": ".core",
+        "RowsPolicy": ".core",
+        "checked_limit": ".core",
+        "generate": ".core",
+        "greedy_choice": ".core",
+        "greedy_ids": ".core",
+        "pad_batch": ".core",
+        "run": ".core",
+        "set_step_cap": ".core",
+        "step_cap": ".core",
+        "step_limit": ".core",
+        "ForcedPrefix": ".forced",
+        "greedy_decode": ".greedy",
+        "sample": ".sampling",
+        "sampling_distribution": ".sampling",
+        "STRATEGIES": ".strategies",
+        "Step": ".trace",
+        "Trace": ".trace",
+        "decode_trace": ".trace",
+    },
+    globals(),
+)  # loaded on first use: model/lazy.py
 
 __all__ = [
     "DEFAULT_SLACK",

@@ -11,16 +11,28 @@ hook point, only for the passes of that record block, so other sessions sharing 
 nothing on the model changes.
 """
 
-from .base import ATTENTION_KINDS, MAX_SHIFT, Change
-from .heads_off import HeadsOff, zero_heads
-from .positions_off import PositionsOff
-from .positions_shifted import PositionsShifted
-from .positions_shuffled import PositionsShuffled
-from .registry import KIND_CLASSES
-from .value import NONE, POSITIONAL, Interventions
+from ..lazy import exports
 
-KINDS = ATTENTION_KINDS  # the attention modules a head belongs to (the name pages and analyses import)
-INTERVENTION_KINDS = KIND_CLASSES  # every intervention kind by name
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "ATTENTION_KINDS": ".base",
+        "MAX_SHIFT": ".base",
+        "Change": ".base",
+        "HeadsOff": ".heads_off",
+        "zero_heads": ".heads_off",
+        "PositionsOff": ".positions_off",
+        "PositionsShifted": ".positions_shifted",
+        "PositionsShuffled": ".positions_shuffled",
+        "KIND_CLASSES": ".registry",
+        "NONE": ".value",
+        "POSITIONAL": ".value",
+        "Interventions": ".value",
+        "KINDS": ".base:ATTENTION_KINDS",  # the attention modules a head belongs to (the name pages and analyses import)
+        "INTERVENTION_KINDS": ".registry:KIND_CLASSES",  # every intervention kind by name
+    },
+    globals(),
+)  # loaded on first use: model/lazy.py
 
 __all__ = [
     "ATTENTION_KINDS",

@@ -6,7 +6,7 @@ sends, and reports when the server says the run finished. A run is "drawn" here 
 element of the page has arrived (the browser's own drawing time is not included). Changing the input
 sends the input box's new value as its widget state, as the front end does when someone types.
 
-Used by tests/test_memory_bounded.py and benchmarks/bench_classroom.py (many sessions in one asyncio
+Used by tests/test_memory_bounded.py and benchmarks/bench_classroom.py, bench_hostile.py, bench_memory.py (many sessions in one asyncio
 loop: dozens of sessions cost one process, not dozens of Chromiums).
 """
 
@@ -57,6 +57,8 @@ class StreamSession:
         self.query = ""
         self.input_id: str | None = None
         self.session_id: str | None = None
+        # the server's settings as the front end gets them (NewSession.config: gather_usage_stats, toolbar_mode, ...)
+        self.config = None
 
     async def __aenter__(self) -> StreamSession:
         import websockets
@@ -87,6 +89,7 @@ class StreamSession:
             kind = fwd.WhichOneof("type")
             if kind == "new_session":
                 self.session_id = fwd.new_session.initialize.session_id
+                self.config = fwd.new_session.config
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 element = fwd.delta.new_element
                 what = element.WhichOneof("type")

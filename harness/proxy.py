@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 from deploy.nginx_conf import nginx_conf
-from tests.browser_helpers import free_port
+from harness.browser import free_port
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 

@@ -1,0 +1,84 @@
+"""Write a lecture pack: one self-contained HTML file with every view of a model for a list of inputs.
+
+    {prog} --model checkpoints/translate --out pack.html
+    {prog} --model reverse --input "stressed" --input "drawer" --out pack.html
+    {prog} --model reverse --lang zh --out pack-zh.html      (the pack's text in Chinese)
+
+--model is a checkpoint folder (or file) or the name of a shipped demo; without --input the examples of
+the checkpoint's card.json are used. The file opens in any browser with no server and no network.
+`transformer-viz pack` (after `pip install .`) and `python -m scripts.lecture_pack` (from the repository
+root) are the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from i18n import LANGUAGES, language_scope
+from model import CheckpointError, load_checkpoint
+from model.analysis.lecture import MAX_INPUTS, bounded_inputs, pack_records
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.demos import list_demos
+from viz.lecture_pack import lecture_pack_html
+
+
+def resolve_model(name: str) -> Path:
+    """A path as given, or a shipped demo by name."""
+    path = Path(name).expanduser()
+    if path.exists():
+        return path
+    demos = {d.name: d.path for d in list_demos()}
+    if name in demos:
+        return demos[name]
+    raise CheckpointError(f"no checkpoint at {name} and no demo of that name (demos: {', '.join(demos) or 'none'})")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") -> int:
+    """Write the pack the command line asks for; 0 when written, 1 with the reason on stderr."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__.format(prog=prog), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", required=True, help="checkpoint folder or file, or a demo name (reverse, translate, ...)"
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help=f"an input text; repeat for more (at most {MAX_INPUTS}); default: the card's examples",
+    )
+    parser.add_argument("--inputs-file", type=Path, help="a text file with one input per line")
+    parser.add_argument("--out", type=Path, default=Path("lecture_pack.html"), help="the HTML file to write")
+    parser.add_argument("--title", default="", help="the page's heading (default: 'Lecture pack', in --lang)")
+    parser.add_argument("--lang", choices=list(LANGUAGES), default="en", help="the language of the pack's text")
+    args = parser.parse_args(argv)
+    try:
+        path = resolve_model(args.model)
+        model, tokenizer = load_checkpoint(path)
+        lines = list(args.input)
+        if args.inputs_file:
+            lines += args.inputs_file.read_text(encoding="utf-8").splitlines()
+        if not lines:
+            lines = list(load_card(path).get("examples", [])) if path.is_dir() else []
+        texts, notes = bounded_inputs(lines)
+        if not texts:
+            parser.error(
+                "no inputs: give --input TEXT (or --inputs-file), or use a checkpoint whose card.json has examples"
+            )
+        for note in notes:
+            print(note, file=sys.stderr)
+        progress = lambda done, total: print(f"\r{done}/{total} inputs run", end="", file=sys.stderr, flush=True)  # noqa: E731
+        records = pack_records(model, tokenizer, texts, label=path.name, progress=progress)
+        print(file=sys.stderr)
+        with language_scope(args.lang):
+            page = lecture_pack_html(records, title=args.title).encode("utf-8")
+    except (CheckpointError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    args.out.write_bytes(page)
+    print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
+    return 0

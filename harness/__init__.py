@@ -1,0 +1,11 @@
+"""What the tests and the benchmarks share: a development package, not installed by pyproject.toml.
+
+browser.py      headless Debian Chromium, a `streamlit run app.py` server process, a watch on every page
+apptest.py      app pages run headless with streamlit.testing.v1.AppTest
+stream_client.py  sessions over Streamlit's websocket protocol, without a browser
+proxy.py        nginx in front of several app processes
+reference/      independent reference models of the checkpoint formats the importers read
+
+Nothing here imports pytest or tests/: tests/browser_helpers.py and tests/apptest_helpers.py wrap these
+for pytest (a missing browser skips a test, and fails it under CI).
+"""

@@ -1,0 +1,674 @@
+"""Driving the app in a real headless Chromium: the browser, a `streamlit run` server, and a watch on every page.
+
+Shared by the tests (through tests/browser_helpers.py, which turns a missing browser into a skip, or a failure
+under CI) and the benchmarks (where a missing browser is an error that says what to install). Needs Debian's
+chromium (/usr/bin/chromium) and python playwright (never playwright's own browser download).
+
+Offline is part of what is tested: `Watch` blocks every request that does not go to the local
+server and records it, with page errors, console errors and failed responses; `assert_clean()`
+raises on any of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1400, "height": 1000}
+# How long a wait for a condition may take before the test fails. Every wait is for a condition (a chart drawn,
+# the script run over), never a fixed time, so a generous limit costs nothing when things go well; it is what a
+# shared CI machine with other work on it (load average 30 and more) needs. E2E_WAIT_S overrides it.
+WAIT_S = float(os.environ.get("E2E_WAIT_S", 240))
+
+# Streamlit's front end, opened on a page's own URL (/decoding), first asks /decoding/_stcore/health and
+# /decoding/_stcore/host-config (a possible base path, answered 404), then the root's: streamlit issue 7074.
+# These two local 404s, and only they, are not failures.
+_BASE_PATH_PROBE = re.compile(r"^/[\w-]+/_stcore/(health|host-config)$")
+
+
+class BrowserMissing(RuntimeError):
+    """Chromium or playwright is not installed; the message says what to install."""
+
+
+def browser_missing() -> str | None:
+    """Why a browser cannot be started here, or None when Chromium and playwright are both installed."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "python playwright is not installed (pip install -r requirements-dev.txt)"
+    return None
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """One headless Debian Chromium (for a test module, a benchmark); BrowserMissing when there is none."""
+    reason = browser_missing()
+    if reason:
+        raise BrowserMissing(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str, max_height: int = 5000) -> Path:
+    """Save a screenshot of the whole page under test-artifacts/ (gitignored) and return its path.
+
+    Streamlit scrolls its main area inside the window, so a "full page" shot would stop at the
+    window's edge: the window is made as tall as the content for the shot.
+    """
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(document.documentElement.scrollHeight,
+        ...['stMain', 'stSidebarContent'].map(id => (document.querySelector(`[data-testid="${id}"]`) || {}).scrollHeight || 0))""")
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), max_height))})
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`streamlit run app.py` headless on a free local port, in its own process group.
+
+    Usage statistics are not switched off here: the app's .streamlit/config.toml must do that, so the
+    suite also proves that a plain `streamlit run app.py` stays offline. Uploads land in `tmp`.
+    """
+
+    def __init__(self, tmp: Path, startup_s: float = WAIT_S):
+        self.port = free_port()
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / "streamlit.log"
+        env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+        command = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.fileWatcherType",
+            "none",
+        ]
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + startup_s
+        while not self.healthy():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"streamlit did not start (exit {self.process.returncode}):\n{self.log()}")
+            time.sleep(0.2)
+
+    def first_visit(self, browser) -> None:
+        """Open the app's root once, as the first person after a start does.
+
+        Until app.py has run once, Streamlit reads pages/ as an old-style page folder (pages/common.py
+        reruns such a visit through app.py). The tests start from a server someone has opened;
+        test_e2e_browser checks links as the first visit on a fresh server.
+        """
+        context = browser.new_context()
+        try:
+            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(self.origin + "/") else r.abort())
+            page = context.new_page()
+            page.goto(self.url(), wait_until="load", timeout=WAIT_S * 1000)
+            page.locator('[data-testid="stSidebarNav"]').wait_for(timeout=WAIT_S * 1000)  # st.navigation has run
+        finally:
+            context.close()
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.origin + "/_stcore/health", timeout=5) as r:
+                return r.status == 200 and r.read().strip() == b"ok"
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def url(self, page: str = "", **params: str) -> str:
+        """The address of a page (attention, positional, decoding, model; "" for the default) with URL parameters."""
+        query = urllib.parse.urlencode(params)
+        return f"{self.origin}/{page}" + (f"?{query}" if query else "")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log.close()
+
+
+# ---------------------------------------------------------------------------------------------- one page under watch
+
+
+class Watch:
+    """A page in its own browser context, offline but for `origin`: what it tried, what broke.
+
+    blocked: requests to anywhere but origin (aborted), and websockets opened to anywhere else;
+    errors: uncaught page errors; console: console errors; failed: local responses with status >= 400;
+    dialogs: alert/confirm texts.
+    """
+
+    def __init__(self, browser, origin: str):
+        self.origin = origin
+        self.context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+        self.context.set_default_timeout(WAIT_S * 1000)  # clicks and reads wait for their element as long as waits do
+        self.page = self.context.new_page()
+        self.blocked: list[str] = []
+        self.errors: list[str] = []
+        self.console: list[str] = []
+        self.failed: list[str] = []
+        self.dialogs: list[str] = []
+        self.context.route("**/*", self._route)  # every page and frame of this context, bertviz's iframe included
+        self.page.on("websocket", self._on_websocket)  # websockets pass no route: record any that leave the server
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", self._on_console)
+        self.page.on("response", self._on_response)
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url == self.origin or url.startswith(self.origin + "/"):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def _on_websocket(self, socket) -> None:
+        if urllib.parse.urlsplit(socket.url).netloc != urllib.parse.urlsplit(self.origin).netloc:
+            self.blocked.append(socket.url)
+
+    def _expected_404(self, url: str) -> bool:
+        return url.startswith(self.origin + "/") and bool(_BASE_PATH_PROBE.match(urllib.parse.urlsplit(url).path))
+
+    def _on_console(self, message) -> None:
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        if "status of 404" in message.text and self._expected_404(url):
+            return
+        self.console.append(f"{message.text} ({url})")
+
+    def _on_response(self, response) -> None:
+        if response.status >= 400 and not (response.status == 404 and self._expected_404(response.url)):
+            self.failed.append(f"{response.status} {response.url}")
+
+    def goto(self, url: str, wait_until: str = "load") -> None:
+        self.page.goto(url, wait_until=wait_until, timeout=WAIT_S * 1000)
+
+    def problems(self) -> str:
+        return (
+            f"blocked {self.blocked}, page errors {self.errors}, console errors {self.console}, "
+            f"failed responses {self.failed}, dialogs {self.dialogs}"
+        )
+
+    def tracebacks(self) -> list[str]:
+        """Uncaught Python exceptions Streamlit shows on the page."""
+        return self.page.locator('[data-testid="stException"]').all_inner_texts()
+
+    def assert_clean(self) -> None:
+        assert self.blocked == [], f"the page tried to go online: {self.blocked}"
+        assert self.errors == [] and self.console == [] and self.failed == [] and self.dialogs == [], self.problems()
+        assert self.tracebacks() == [], self.tracebacks()
+
+    def close(self) -> None:
+        self.context.close()
+
+
+# ---------------------------------------------------------------------------------------------- Streamlit widgets
+
+
+def _failure(watch: Watch, what: str) -> str:
+    """On a failed wait: save what the page showed under test-artifacts/ and describe the page's problems."""
+    name = "failure-" + re.sub(r"[^\w-]+", "_", what)[:60] + f"-{int(time.time() * 1000) % 10**8}"
+    try:
+        where = f"screenshot {screenshot(watch.page, name).name}; "
+    except Exception as e:  # the page may be gone
+        where = f"no screenshot ({e}); "
+    return where + watch.problems() + f"; tracebacks {watch.tracebacks()}"
+
+
+# JavaScript: the n-th plotly chart on the page, or the first whose title starts with n (a string).
+_FIND_PLOT = """const findPlot = n => {
+    const plots = [...document.querySelectorAll('.js-plotly-plot')];
+    if (typeof n === 'number') return plots[n] || null;
+    return plots.find(p => (p.querySelector('.gtitle') || {}).textContent?.startsWith(n)) || null;
+};"""
+
+
+def ticks(page, axis: str, plot: int | str = 0) -> list[str] | None:
+    """Tick label texts of one axis ('x' or 'y') of a chart (index or title prefix), as drawn in its SVG."""
+    return page.evaluate(
+        f"""([n, axis]) => {{ {_FIND_PLOT}
+        const plot = findPlot(n);
+        return plot ? [...plot.querySelectorAll('.' + axis + 'tick text')].map(t => t.textContent) : null;
+    }}""",
+        [plot, axis],
+    )
+
+
+def wait_ticks(
+    watch: Watch,
+    x: Sequence[str] | int | None,
+    y: Sequence[str] | int | None = None,
+    plot: int | str = 0,
+    timeout_s: float = WAIT_S,
+) -> None:
+    """Wait until a chart shows exactly these x and y tick labels (a number: that many; None: any).
+
+    On a timeout, say what it showed (and save a screenshot)."""
+    page = watch.page
+    try:
+        page.wait_for_function(
+            f"""([n, x, y]) => {{ {_FIND_PLOT}
+                const plot = findPlot(n);
+                if (!plot) return false;
+                const texts = a => [...plot.querySelectorAll('.' + a + 'tick text')].map(t => t.textContent);
+                const same = (a, b) => b === null || (typeof b === 'number' ? a.length === b
+                                                      : a.length === b.length && a.every((v, i) => v === b[i]));
+                return same(texts('x'), x) && same(texts('y'), y);
+            }}""",
+            arg=[plot, *(v if v is None or isinstance(v, int) else list(v) for v in (x, y))],
+            timeout=timeout_s * 1000,
+        )
+    except Exception as e:  # playwright's TimeoutError
+        raise AssertionError(
+            f"chart {plot!r} never showed x ticks {x} / y ticks {y}: it shows x "
+            f"{ticks(page, 'x', plot)}, y {ticks(page, 'y', plot)}; {_failure(watch, f'ticks {plot}')}"
+        ) from e
+
+
+def plot_title(page, plot: int = 0) -> str | None:
+    return page.evaluate(
+        f"n => {{ {_FIND_PLOT} const p = findPlot(n); "
+        "return p ? (p.querySelector('.gtitle') || {}).textContent || '' : null; }",
+        plot,
+    )
+
+
+def wait_title(watch: Watch, title: str, plot: int = 0, timeout_s: float = WAIT_S) -> None:
+    """Wait until chart `plot` has exactly this title."""
+    try:
+        watch.page.wait_for_function(
+            f"([n, t]) => {{ {_FIND_PLOT} const p = findPlot(n); "
+            "return !!p && (p.querySelector('.gtitle') || {}).textContent === t; }",
+            arg=[plot, title],
+            timeout=timeout_s * 1000,
+        )
+    except Exception as e:
+        raise AssertionError(
+            f"chart {plot} never got the title {title!r}: it has {plot_title(watch.page, plot)!r}; "
+            f"{_failure(watch, f'title {title}')}"
+        ) from e
+
+
+def plot_data(page, plot: int | str = 0, trace: int = 0, field: str = "z") -> np.ndarray:
+    """A field of a trace of a chart (index or title prefix), as the browser holds it to draw, as an array.
+
+    Plotly sends numpy arrays as {dtype, bdata (base64), shape}; plain lists come as they are.
+    """
+    value = page.evaluate(f"([n, t, f]) => {{ {_FIND_PLOT} return findPlot(n).data[t][f]; }}", [plot, trace, field])
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
+    return np.asarray(value, dtype=float)
+
+
+def wait_text(watch: Watch, text: str | re.Pattern, timeout_s: float = WAIT_S):
+    """Wait until some element shows `text` (a substring, or a pattern); returns its locator."""
+    locator = watch.page.get_by_text(text).first
+    try:
+        locator.wait_for(state="visible", timeout=timeout_s * 1000)
+    except Exception as e:
+        raise AssertionError(f"the page never showed {text!r}; {_failure(watch, f'text {text}')}") from e
+    return locator
+
+
+def wait_idle(page, timeout_s: float = WAIT_S) -> None:
+    """Wait until the script is not running and the connection is up (after a load)."""
+    page.locator(
+        '[data-testid="stApp"][data-test-script-state="notRunning"][data-test-connection-state="CONNECTED"]'
+    ).wait_for(state="attached", timeout=timeout_s * 1000)
+
+
+def input_box(page):
+    return page.get_by_role("textbox", name="Input text (source)", exact=True)
+
+
+def wait_value(watch: Watch, locator, value: str, what: str, timeout_s: float = WAIT_S) -> None:
+    """Wait until an input shows `value`: after a load the sidebar can still be redrawn once the chart is there
+    (Streamlit re-sends it when a run follows the one that drew the chart). On a timeout, say what it showed."""
+    from playwright.sync_api import expect
+
+    try:
+        expect(locator).to_have_value(value, timeout=timeout_s * 1000)  # the locator is found again at each try
+    except AssertionError as e:
+        try:
+            shown = repr(locator.input_value(timeout=1000))
+        except Exception:
+            shown = "nothing"
+        raise AssertionError(
+            f"{what} never showed {value!r} (it shows {shown}) at {watch.page.url}; {_failure(watch, what)}"
+        ) from e
+
+
+def type_input(page, text: str) -> None:
+    """Replace the sidebar's input text and submit it (Ctrl+Enter), as a person would."""
+    box = input_box(page)
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+def escalating_timeouts(total_s: float = WAIT_S, first_s: float = 10.0) -> list[float]:
+    """Timeouts (s) for the tries of a person's action that a rerun can spoil: short at first (a spoiled try is
+    seen and repeated soon), doubling, and together at most total_s (10, 20, 40, 80, 90 for 240 s)."""
+    out, step, left = [], first_s, total_s
+    while left > 0:
+        out.append(min(step, left))
+        left -= out[-1]
+        step *= 2
+    return out
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label`, once the last run is over.
+
+    The box is scrolled into view first: a click that scrolls the page's main area to a box below the fold
+    lands before the box has settled, and the list stays closed. Under heavy load a rerun that lands while
+    the list is open closes it, and the option never shows: the person opens the list again (the condition
+    is the option present), with ever longer waits (escalating_timeouts)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    tries = escalating_timeouts()
+    for i, timeout_s in enumerate(tries):
+        wait_idle(page)
+        box = page.get_by_role("combobox", name=label, exact=True)
+        box.scroll_into_view_if_needed(timeout=WAIT_S * 1000)
+        box.click(timeout=WAIT_S * 1000)
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=timeout_s * 1000)
+            return
+        except PlaywrightTimeout:
+            if i == len(tries) - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
+def download(page, button: str | re.Pattern) -> bytes:
+    """Click a download button once the script run is over, and return the bytes the browser received.
+
+    Call it after something on the page showed that the last change was taken up: the button comes
+    late in the page, and until the run ends it may still serve the previous run's data.
+    """
+    wait_idle(page)
+    with page.expect_download(timeout=WAIT_S * 1000) as info:
+        page.get_by_role("button", name=button, exact=isinstance(button, str)).click()
+    path = info.value.path()
+    return Path(path).read_bytes()
+
+
+def sidebar_errors(page) -> list[str]:
+    return page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').all_inner_texts()
+
+
+# ---------------------------------------------------------------------------------------------- a model to look at
+
+
+LETTERS_CARD = {"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]}
+
+
+def letters_checkpoint(folder: Path, card: dict | None = None) -> Path:
+    """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>): 2 encoder and 3 decoder
+    layers of 2 heads; its card has examples (LETTERS_CARD unless another card is given)."""
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+
+    vocab = Vocab.build("abcdefgh", level="char")
+    config = TransformerConfig.preset(
+        "tiny",
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        max_len=12,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+    )
+    path = folder / "letters"
+    save_checkpoint(
+        build_model(config, seed=0),
+        Tokenizer(vocab, vocab),
+        path,
+        card=LETTERS_CARD if card is None else card,
+    )
+    return path
+
+
+def pick_view(page, name: str) -> None:
+    """Click the segment `name` of a page's view selector (st.segmented_control), once the last run is over."""
+    wait_idle(page)
+    page.get_by_role("radiogroup", name="View", exact=True).get_by_role("radio", name=name, exact=True).click(
+        timeout=WAIT_S * 1000
+    )
+
+
+# ---------------------------------------------------------------------------------------------- lecture layout (issue 10)
+
+PROJECTOR = {"width": 1366, "height": 768}
+
+# JavaScript: what a person sees of the view, for comparing two windows: chart titles and tick labels, the chosen
+# option of every segmented control, radio, select box, multiselect and slider, and the page's markdown text.
+_VIEW_SIGNATURE = """() => {
+    const all = s => [...document.querySelectorAll(s)];
+    const text = e => (e.innerText || e.textContent || '').trim();
+    const main = document.querySelector('[data-testid="stMain"]') || document;
+    const inMain = s => [...main.querySelectorAll(s)];
+    return {
+        charts: all('.js-plotly-plot').map(p => ({
+            title: (p.querySelector('.gtitle') || {}).textContent || '',
+            x: [...p.querySelectorAll('.xtick text')].map(t => t.textContent),
+            y: [...p.querySelectorAll('.ytick text')].map(t => t.textContent)})),
+        segmented: all('[role="radiogroup"] button[aria-checked="true"]').map(text),
+        radios: all('[data-testid="stRadio"] label').filter(l => (l.querySelector('input') || {}).checked).map(text),
+        selects: all('[data-testid="stSelectbox"] input').map(i => i.value),
+        multiselects: all('[data-testid="stMultiSelect"]').map(text),
+        sliders: all('[data-testid="stSlider"]').map(text),
+        toggles: all('input[type="checkbox"]').map(i => i.checked),
+        markdown: inMain('[data-testid="stMarkdownContainer"]').map(text).filter(t => t),
+        iframes: all('[data-testid="stIFrame"]').length,
+    };
+}"""
+
+
+def view_signature(page) -> dict:
+    """What the page shows (charts, chosen options, text): two windows showing the same view give equal ones."""
+    return page.evaluate(_VIEW_SIGNATURE)
+
+
+def wait_signature(watch: Watch, expected: dict, timeout_s: float = WAIT_S) -> None:
+    """Wait until the page shows exactly the view `expected` (a view_signature); on a timeout, name the difference."""
+    try:
+        watch.page.wait_for_function(
+            f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
+            "return JSON.stringify(now) === JSON.stringify(expected); }",
+            arg=expected,
+            timeout=timeout_s * 1000,
+        )
+    except Exception as e:
+        now = view_signature(watch.page)
+        diff = {k: (expected.get(k), now.get(k)) for k in set(expected) | set(now) if expected.get(k) != now.get(k)}
+        raise AssertionError(
+            f"the link shows another view: (expected, shown) {diff}; {_failure(watch, 'signature')}"
+        ) from e
+
+
+def wait_url(watch: Watch, *parts: str, timeout_s: float = WAIT_S) -> None:
+    """Wait until the address bar (decoded) holds every one of `parts` (e.g. "att_view=grid"), then the run is over."""
+    try:
+        watch.page.wait_for_function(
+            "parts => { const url = decodeURIComponent(location.href.replace(/\\+/g, ' ')); "
+            "return parts.every(p => url.includes(p)); }",
+            arg=list(parts),
+            timeout=timeout_s * 1000,
+        )
+    except Exception as e:
+        raise AssertionError(f"the URL never held {parts}: it is {watch.page.url}; {_failure(watch, 'url')}") from e
+    wait_idle(watch.page, timeout_s)
+
+
+# JavaScript: layout facts of the n-th chart: its box, and its tick labels' size, colour, rotation and overlaps.
+_CHART_LAYOUT = """n => {
+    const plot = [...document.querySelectorAll('.js-plotly-plot')][n];
+    if (!plot) return null;
+    const box = plot.getBoundingClientRect();
+    const labels = [...plot.querySelectorAll('.xtick text, .ytick text')];
+    const rects = labels.map(t => t.getBoundingClientRect());
+    const overlaps = [];
+    for (let i = 0; i < rects.length; i++) for (let j = i + 1; j < rects.length; j++) {
+        const a = rects[i], b = rects[j];
+        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+            overlaps.push([labels[i].textContent, labels[j].textContent]);
+    }
+    const rotated = [...plot.querySelectorAll('.xtick text')]
+        .filter(t => /rotate\\((?!0[,)])/.test(t.getAttribute('transform') || '')).map(t => t.textContent);
+    return {top: box.top, bottom: box.bottom, left: box.left, right: box.right, count: labels.length,
+            sizes: labels.map(t => parseFloat(getComputedStyle(t).fontSize)),
+            colors: labels.map(t => getComputedStyle(t).fill), overlaps, rotated};
+}"""
+
+
+def chart_layout(page, plot: int = 0) -> dict | None:
+    """Layout facts of chart `plot` as drawn: top/bottom/left/right (px, viewport), tick label count, font sizes (px),
+    fill colours, overlapping label pairs, and the x labels drawn rotated."""
+    return page.evaluate(_CHART_LAYOUT, plot)
+
+
+def contrast_on_white(css_color: str) -> float:
+    """WCAG contrast ratio of an "rgb(r, g, b)" colour against white."""
+    r, g, b = (int(v) for v in re.findall(r"\d+", css_color)[:3])
+
+    def channel(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    return 1.05 / (luminance + 0.05)
+
+
+# ---------------------------------------------------------------------------------------------- issue 15
+
+
+def pick_segment(page, group: str, name: str) -> None:
+    """Click the segment `name` of the segmented control labelled `group` (e.g. "Strategy"), once the last run is over."""
+    wait_idle(page)
+    page.get_by_role("radiogroup", name=group, exact=True).get_by_role("radio", name=name, exact=True).click(
+        timeout=WAIT_S * 1000
+    )
+
+
+# ---------------------------------------------------------------------------------------------- Chinese (issue 16)
+
+# JavaScript: whether the browser draws `text` in `font` (a CSS font shorthand) with real glyphs: each character is
+# drawn on a canvas and compared with a character no font has (U+10FFFD), which every font draws as its empty box
+# ("tofu"). A character drawn exactly like that box has no glyph in any font the stack falls back to.
+_GLYPHS_DRAWN = """([text, font]) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = 64; canvas.height = 64;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const draw = ch => {
+        ctx.clearRect(0, 0, 64, 64);
+        ctx.font = font; ctx.fillStyle = '#000'; ctx.textBaseline = 'top';
+        ctx.fillText(ch, 4, 4);
+        return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(',');
+    };
+    const tofu = draw(String.fromCodePoint(0x10FFFD));
+    return [...text].filter(ch => ch.trim() && draw(ch) === tofu);
+}"""
+
+
+def tofu(page, text: str, font: str) -> list[str]:
+    """The characters of `text` that the browser draws as an empty box in `font` (e.g. '20px "Source Sans", sans-serif')."""
+    return page.evaluate(_GLYPHS_DRAWN, [text, font])
+
+
+def sidebar_nav_texts(page) -> list[str]:
+    """The page titles in the sidebar's navigation, as shown (without the icon, whose name is its text)."""
+    links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    return [t.strip().splitlines()[-1].strip() if t.strip() else "" for t in links]
+
+
+# ---------------------------------------------------------------------------------------------- interventions (issue 14)
+
+
+def click_chart_point(watch: Watch, plot: int | str, x: float, y: float, panel: int = 1) -> None:
+    """Click a chart (index or title prefix) where subplot `panel` draws the data point (x, y), as a person would:
+    the chart is scrolled into view and the mouse clicks that spot (plotly turns it into a selection)."""
+    wait_idle(watch.page)
+    spot = watch.page.evaluate(
+        f"""([n, panel, x, y]) => {{ {_FIND_PLOT}
+        const plot = findPlot(n);
+        if (!plot || !plot._fullLayout) return null;
+        plot.scrollIntoView({{block: 'center'}});
+        const suffix = panel === 1 ? '' : String(panel);
+        const xa = plot._fullLayout['xaxis' + suffix], ya = plot._fullLayout['yaxis' + suffix];
+        const box = plot.getBoundingClientRect();
+        return {{x: box.left + xa._offset + xa.l2p(x), y: box.top + ya._offset + ya.l2p(y)}};
+    }}""",
+        [plot, panel, x, y],
+    )
+    if spot is None:
+        raise AssertionError(f"no chart {plot!r} to click; {_failure(watch, f'click {plot}')}")
+    watch.page.mouse.click(spot["x"], spot["y"])
