@@ -7,18 +7,19 @@ import streamlit as st
 
 from i18n import N_, _
 from model.gold import gold_alignment, gold_example
-from pages import common
-from pages import interventions_ui as heads_ui
-from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, presenting, show
-from pages.safe_text import esc
+from ui import caches, url_state
+from ui import interventions_ui as heads_ui
+from ui.explain import explain_row
+from ui.presentation import chart_box, chart_text_px, presenting, show
+from ui.safe_text import esc
+from ui.session import require_session
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
-session = common.require_session()
+session = require_session()
 
 changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
-cap = common.session_capture(session, changes=changes)
+cap = caches.session_capture(session, changes=changes)
 SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the axes' sides, translated by the figure builder
 KINDS = {
     "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, SOURCE, SOURCE),
@@ -36,12 +37,12 @@ VIEWS = {
     "overview": N_("All layers × heads"),
     "bertviz": "bertviz",
 }
-kind = common.url_state("att_kind", "cross", list(KINDS))
+kind = url_state.url_state("att_kind", "cross", list(KINDS))
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
-view = common.url_state("att_view", "one", list(VIEWS))
+view = url_state.url_state("att_view", "one", list(VIEWS))
 st.segmented_control(
     _("View"),
     list(VIEWS),
@@ -59,7 +60,7 @@ left.radio(
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
-layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
+layer = url_state.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
@@ -68,7 +69,7 @@ mid.selectbox(
     format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
-head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
+head = url_state.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
 right.selectbox(
     _("Head"),
     HEAD_CHOICES,
@@ -78,8 +79,8 @@ right.selectbox(
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
 BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
-bert_view = common.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
-common.write_url(
+bert_view = url_state.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
+url_state.write_url(
     att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
 )
 
@@ -92,7 +93,7 @@ st.caption(
     )
 )
 if changes:
-    new = common.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
+    new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
 title = _(figs.KIND_TITLES[kind])
@@ -155,8 +156,8 @@ else:
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
     changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
-        html = common.cached_html(
-            (*common.input_key(session), "head", bert_kind, layer, *changed),
+        html = caches.cached_html(
+            (*caches.input_key(session), "head", bert_kind, layer, *changed),
             lambda: head_view_html(*inputs, kind=bert_kind, layer=layer, only_layer=True),
         )
     else:
@@ -165,8 +166,8 @@ else:
             st.caption(
                 _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)
             )
-        html = common.cached_html(
-            (*common.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
+        html = caches.cached_html(
+            (*caches.input_key(session), "model", bert_kind, None if every_layer else layer, *changed),
             lambda: model_view_html(*inputs, kind=bert_kind, layer=None if every_layer else layer),
         )
     # in presentation mode no taller than the screen (the model view scrolls inside its frame)
@@ -189,4 +190,4 @@ explain_row(
     "specials",
     "heads" if kind != "encoder_self" else "post_ln",
 )
-common.capture_downloads(session, "att", changes)
+caches.capture_downloads(session, "att", changes)

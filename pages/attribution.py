@@ -11,19 +11,20 @@ from i18n import N_, _, message_of
 from model import attribution as attr
 from model.attribution_agreement import agreement
 from model.gold import gold_alignment
-from pages import attribution_ui as ui
-from pages import common
-from pages import interventions_ui as heads_ui
-from pages.presentation import chart_box, chart_text_px
-from pages.safe_text import md
+from ui import attribution_ui as ui
+from ui import caches, url_state
+from ui import interventions_ui as heads_ui
+from ui.presentation import chart_box, chart_text_px
+from ui.safe_text import md
+from ui.session import require_session
 from viz import attention_figs
 from viz import attribution_figs as figs
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
 st.title(_("Attribution: is attention an explanation?"))
-session = common.require_session()
+session = require_session()
 changes = heads_ui.head_switch("attr", session)
-cap = common.session_capture(session, changes=changes)
+cap = caches.session_capture(session, changes=changes)
 n_layers, n_heads = cap.cross.shape[:2]
 if len(cap.source_tokens) > MAX_TOKENS or len(cap.target_tokens) > MAX_TOKENS:
     # flow solves a max-flow per output token over every layer's graph; integrated gradients halves its path
@@ -45,13 +46,13 @@ REPLACEMENTS = {"unk": N_("<unk>"), "pad": N_("<pad>")}
 STEPS = [8, 16, 32, 64, 128]
 with st.expander(_("Settings of integrated gradients and occlusion"), icon=":material/tune:"):
     a, b, c = st.columns(3)
-    common.url_state("attr_base", "pad", list(BASELINES))
+    url_state.url_state("attr_base", "pad", list(BASELINES))
     a.selectbox(
         _("Baseline of integrated gradients"), list(BASELINES), key="attr_base", format_func=lambda k: _(BASELINES[k])
     )
-    common.url_state("attr_steps", attr.DEFAULT_STEPS, STEPS, int)
+    url_state.url_state("attr_steps", attr.DEFAULT_STEPS, STEPS, int)
     b.selectbox(_("Points per piece of the path"), STEPS, key="attr_steps")
-    common.url_state("attr_occ", "unk", list(REPLACEMENTS))
+    url_state.url_state("attr_occ", "unk", list(REPLACEMENTS))
     c.selectbox(
         _("Occlusion replaces a token by"), list(REPLACEMENTS), key="attr_occ", format_func=lambda k: _(REPLACEMENTS[k])
     )
@@ -75,17 +76,17 @@ if T == 0:
 
 HEADS = ["average", *range(n_heads)]
 MATRICES = [*attr.METHODS, "cross"]
-tok = common.url_state("attr_tok", 0, list(range(T)), int)
-layer = common.url_state("attr_layer", n_layers - 1, list(range(n_layers)), int)
-head = common.url_state("attr_head", "average", HEADS, lambda v: v if v == "average" else int(v))
-matrix = common.url_state("attr_matrix", "occlusion", MATRICES)
+tok = url_state.url_state("attr_tok", 0, list(range(T)), int)
+layer = url_state.url_state("attr_layer", n_layers - 1, list(range(n_layers)), int)
+head = url_state.url_state("attr_head", "average", HEADS, lambda v: v if v == "average" else int(v))
+matrix = url_state.url_state("attr_matrix", "occlusion", MATRICES)
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")
 left.selectbox(_("Output token to explain"), list(range(T)), key="attr_tok",
                format_func=lambda t: f"{t}: {outputs[t]}")  # fmt: skip
 mid.selectbox(_("Layer"), list(range(n_layers)), key="attr_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(_("Head"), HEADS, key="attr_head",
                 format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h))  # fmt: skip
-common.write_url(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
+url_state.write_url(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
                  attr_steps=settings["steps"], attr_occ=settings["replacement"])  # fmt: skip
 
 max_height, max_width = chart_box()
@@ -120,8 +121,8 @@ pairs = gold_alignment(session.card, session.check.text, written) if cap.generat
 st.markdown(_("For this input:"))
 ui.show_table(agreement(results, cap.cross, pairs))
 N_CHOICES = [10, 20, 50]
-n = common.url_state("attr_n", 10, N_CHOICES, int)
-common.write_url(attr_n=n)
+n = url_state.url_state("attr_n", 10, N_CHOICES, int)
+url_state.write_url(attr_n=n)
 recipe = session.card.get("recipe") if isinstance(session.card, dict) else None
 is_demo = isinstance(recipe, dict) and "train_size" in recipe and "seed" in session.card and "task" in session.card
 if is_demo:

@@ -4,12 +4,13 @@ import streamlit as st
 
 from i18n import _, language, message_of
 from model.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
-from pages import common
-from pages.safe_text import md
+from ui import caches, url_state
+from ui.safe_text import md
+from ui.session import require_session
 from viz.lecture_pack import lecture_pack_html
 
 st.title(_("Lecture pack"))
-session = common.require_session(valid_input=False)
+session = require_session(valid_input=False)
 st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
@@ -35,8 +36,8 @@ def build(texts: tuple[str, ...]) -> tuple[str, str]:
 
     def run(text: str):
         return (
-            common.cached_capture(session.key, text, None, session.model, session.tokenizer),
-            common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
+            caches.cached_capture(session.key, text, None, session.model, session.tokenizer),
+            caches.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
         )
 
     report = lambda done, total: bar.progress(  # noqa: E731
@@ -66,7 +67,7 @@ raw = st.text_area(
     height=180,
     max_chars=MAX_BOX,
 )
-common.write_url(pack_inputs=raw)
+url_state.write_url(pack_inputs=raw)
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
     st.warning(md(note))

@@ -7,10 +7,11 @@ from i18n import N_, _
 from model import pe_analysis as pea
 from model.inspect import positional_tables
 from model.interventions import NONE
-from pages import common, positional_kinds, positional_models
-from pages import positional_interventions as changed_positions
-from pages.explain import explain
-from pages.presentation import chart_box, show
+from ui import caches, model_picker, positional_kinds, positional_models, url_state
+from ui import positional_interventions as changed_positions
+from ui.explain import explain
+from ui.presentation import chart_box, show
+from ui.session import current, show_input_messages
 from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
@@ -24,7 +25,7 @@ FORMULA = (
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
     r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}"
 )
-session = common.current()
+session = current()
 model_d = session.model.config.d_model if session else 64
 # One view at a time (st.tabs would build all six on every run); the choice is in the URL.
 VIEWS = {
@@ -44,7 +45,7 @@ VIEWS = {
 # Where each view's first chart starts in presentation mode at 1366x768 (measured, a little to spare): it fits below.
 TOP_PX = {"matrix": 290, "curves": 390, "offsets": 430, "similarity": 290, "shift": 430, "mine": 200}
 TABLE_VIEWS = ("matrix", "curves", "offsets", "similarity", "shift")  # the views that d_model, length and base change
-view = common.url_state("pe_view", "matrix", list(VIEWS))
+view = url_state.url_state("pe_view", "matrix", list(VIEWS))
 changes = NONE
 st.segmented_control(
     _("View"),
@@ -54,13 +55,13 @@ st.segmented_control(
     required=True,
     label_visibility="collapsed",
 )
-common.write_url(pe_view=view)
+url_state.write_url(pe_view=view)
 
 D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
-d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
-length = common.url_state("pe_len", 100, None, int)
+d_model = url_state.url_state("pe_d", model_d, D_CHOICES, int)
+length = url_state.url_state("pe_len", 100, None, int)
 st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
-base = common.url_state("pe_base", 10000.0, None, float)
+base = url_state.url_state("pe_base", 10000.0, None, float)
 if not np.isfinite(base) or not 2.0 <= base <= 1e9:
     st.session_state["pe_base"] = base = 10000.0
 if view in TABLE_VIEWS:  # shown only where they change something (kept in the link on the other views)
@@ -69,7 +70,7 @@ if view in TABLE_VIEWS:  # shown only where they change something (kept in the l
     c2.slider(_("Length (positions)"), 2, 1024, key="pe_len")
     c3.number_input(_("Base"), min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
 d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
-common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
+url_state.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
 
 pe = pea.pe_table(length, d_model, base)
 lam = pea.pe_wavelengths(d_model, base)
@@ -93,9 +94,9 @@ if view == "matrix":
     explain("pe_formula")
 elif view == "curves":
     default_dims = sorted({d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model})
-    dims = common.url_ints("pe_dims", default_dims, range(d_model))
+    dims = url_state.url_ints("pe_dims", default_dims, range(d_model))
     st.multiselect(_("Dimensions (2i: sin, 2i+1: cos)"), list(range(d_model)), key="pe_dims")
-    common.write_url(pe_dims=",".join(map(str, dims)) or "none")
+    url_state.write_url(pe_dims=",".join(map(str, dims)) or "none")
     if dims:
         show(figs.sinusoid_curves(pe, dims, lam), key="pe_curves", top_px=TOP_PX[view])
         explain("pe_formula")
@@ -104,9 +105,9 @@ elif view == "curves":
 elif view == "offsets":
     max_offset = min(length - 1, 60)
     starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
-    positions = common.url_ints("pe_starts", starts, range(max(1, length - max_offset)))
+    positions = url_state.url_ints("pe_starts", starts, range(max(1, length - max_offset)))
     st.multiselect(_("Starting positions p"), list(range(max(1, length - max_offset))), key="pe_starts")
-    common.write_url(pe_starts=",".join(map(str, positions)) or "none")
+    url_state.write_url(pe_starts=",".join(map(str, positions)) or "none")
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
@@ -128,9 +129,9 @@ elif view == "similarity":
 elif view == "shift":
     k_max = min(length - 1, 100)
     if k_max > 1:
-        k = common.url_state("pe_k", min(5, k_max), list(range(1, k_max + 1)), int)
+        k = url_state.url_state("pe_k", min(5, k_max), list(range(1, k_max + 1)), int)
         st.slider(_("Offset k"), 1, k_max, key="pe_k")
-        common.write_url(pe_k=k)
+        url_state.write_url(pe_k=k)
     else:  # a slider needs two values to choose from
         k = 1
         st.caption(_("With 2 positions the only offset is k = 1."))
@@ -160,13 +161,13 @@ elif view == "alibi":
     positional_kinds.alibi_view(session)
 elif view == "relative":
     demo = positional_models.reverse_models().get("relative")
-    shipped = common._load(str(demo.path), common._stamp(demo.path), None, ())[0] if demo else None
+    shipped = model_picker.load(str(demo.path), model_picker.stamp(demo.path), None, ())[0] if demo else None
     positional_kinds.relative_view(session, shipped)
 else:
     if session is None:
         st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
     elif session.ok:  # what is wrong with the input, if anything, is named below
-        cap = common.session_capture(session)
+        cap = caches.session_capture(session)
         for side, tokens, emb, rows in (
             ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
             ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
@@ -197,10 +198,10 @@ else:
 
 if view in TABLE_VIEWS:
     st.latex(FORMULA)
-if session is not None and common.show_input_messages(session):  # names what is wrong with the input
-    common.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
+if session is not None and show_input_messages(session):  # names what is wrong with the input
+    caches.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
 left, right = st.columns(2)
-table_npz, table_json = common.pe_downloads(length, d_model, base)
+table_npz, table_json = caches.pe_downloads(length, d_model, base)
 left.download_button(
     _("Download this PE table (.npz)"),
     table_npz,

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from model import capture
-from pages import caches, common
-from pages.bounded_cache import BoundedCache, nbytes
 from tests.apptest_helpers import chart_titles, charts, open_page
 from tests.browser_helpers import letters_checkpoint
+from ui import caches
+from ui.bounded_cache import BoundedCache, nbytes
 
 ATTENTION_VIEWS = {
     "one": "Cross-attention (decoder → encoder), layer 2, average of heads",
@@ -61,9 +61,9 @@ def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
     at.segmented_control(key="att_view").set_value("bertviz").run()
     assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
     key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, "en")
-    assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
+    assert key in caches.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
     at.selectbox(key="att_layer").set_value(0).run()
-    assert (*key[:-2], 0, "en") in common.HTML and key in common.HTML
+    assert (*key[:-2], 0, "en") in caches.HTML and key in caches.HTML
 
 
 def test_a_view_change_runs_nothing_of_the_model(ckpt, model_runs):
@@ -186,7 +186,7 @@ def test_server_threads_are_set_from_the_environment():
 
     code = """import os, numpy, torch
 from threadpoolctl import threadpool_info
-from pages.common import set_server_threads as s
+from ui.threads import set_server_threads as s
 for value in ("3", None, "lots", "2"):
     os.environ.pop("VIZ_TORCH_THREADS", None)
     if value is not None:

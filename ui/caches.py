@@ -1,8 +1,7 @@
 """Cached model calls shared by every session of a server process, and the downloads made from them.
 
 Process-wide, keyed by (model key, input): changing only a view (tab, layer, head, step) recomputes nothing
-about the model. Bounded by entries AND bytes (pages/bounded_cache.py). Pages reach these through
-pages.common, which re-exports them.
+about the model. Bounded by entries AND bytes (ui/bounded_cache.py).
 """
 
 from __future__ import annotations
@@ -18,10 +17,10 @@ from model import Capture, Trace, capture, greedy_decode, intervened
 from model.budget import BudgetExceeded, WorkBudget, importance_batch, importance_row_bytes, source_length, steps_for
 from model.importance import MAX_ROWS, HeadImportance, head_importance
 from model.interventions import NONE, Interventions
-from pages.bounded_cache import BoundedCache
+from ui.bounded_cache import BoundedCache
 
 if TYPE_CHECKING:
-    from pages.common import Session
+    from ui.session import Session
 
 # -- cached model calls --------------------------------------------------------------------------
 # Process-wide, shared by every session, keyed by (model key, input): changing only a view (tab, layer,

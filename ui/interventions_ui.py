@@ -23,9 +23,10 @@ from model import Capture
 from model.budget import BudgetExceeded
 from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
-from pages import caches, common
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import code, md
+from ui import caches, url_state
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import code, md
+from ui.session import Session
 from viz import intervention_figs as figs
 
 Head = tuple[str, int, int]
@@ -91,7 +92,7 @@ def _whole(prefix: str, kind: str, layers: Collection[int], n_heads: int, off: b
     _keep(prefix, heads | chosen if off else heads - chosen)
 
 
-def head_switch(prefix: str, session: common.Session) -> Interventions:
+def head_switch(prefix: str, session: Session) -> Interventions:
     """The "Switch heads off" control of a page (`prefix`: att, dec); returns what to change (empty: nothing)."""
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads
     owner = f"_{prefix}_off_model"
@@ -114,7 +115,7 @@ def head_switch(prefix: str, session: common.Session) -> Interventions:
         with box:
             _switches(prefix, layers, n_heads)
     heads = _kept(prefix)
-    common.write_url(**{f"{prefix}_off": encode_heads(heads) or None})
+    url_state.write_url(**{f"{prefix}_off": encode_heads(heads) or None})
     return Interventions.make(sorted(heads))
 
 
@@ -176,10 +177,10 @@ class Effect:
     changed_log_probs: np.ndarray  # (T,) the same tokens, changed model
 
 
-def show_effect(session: common.Session, changes: Interventions, new_output: str) -> Effect:
+def show_effect(session: Session, changes: Interventions, new_output: str) -> Effect:
     """The one-line summary above the page's chart: what the changed model writes, and the output's log p change."""
-    plain = common.session_capture(session)
-    changed = common.session_capture(session, changes=changes)
+    plain = caches.session_capture(session)
+    changed = caches.session_capture(session, changes=changes)
     eos, vocab = session.model.config.eos_id, session.tokenizer.target
     effect = Effect(
         changed, plain.target_tokens[1:] + [vocab.token(eos)], *(output_log_probs(c, eos) for c in (plain, changed))
@@ -242,7 +243,7 @@ def _switch_off(prefix: str, head: Head) -> None:
     _keep(prefix, _kept(prefix) | {head})
 
 
-def importance_panel(prefix: str, session: common.Session, changes: Interventions) -> None:
+def importance_panel(prefix: str, session: Session, changes: Interventions) -> None:
     """Head importance of this input (computed when asked, then kept): a layer x head panel per kind; a click on a
     cell switches that head off or on."""
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads

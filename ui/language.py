@@ -1,6 +1,6 @@
 """The interface language of a run: from the link (lang=zh), else from the browser, and the sidebar's switch.
 
-run_app (pages/common.py) calls choose_language() first, before the navigation and every label are drawn,
+run_app (ui/run_app.py) calls choose_language() first, before the navigation and every label are drawn,
 and language_switch() at the top of the sidebar. The choice lives in the URL like every other selection.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import LANGUAGES, normalize, set_language
-from pages.common import url_state, write_url
+from ui.url_state import url_state, write_url
 
 LANGUAGE_LABEL = "Language · 语言"  # the switch's label: in both languages, so anyone finds it
 

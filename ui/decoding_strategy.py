@@ -17,9 +17,9 @@ import streamlit as st
 
 from i18n import N_, _
 from model.strategy_export import sampling_csv, sampling_json
-from pages import common
-from pages.caches import cached_sample
-from pages.presentation import chart_box, chart_text_px, show
+from ui import url_state
+from ui.caches import cached_sample
+from ui.presentation import chart_box, chart_text_px, show
 from viz import strategy_figs
 
 STRATEGIES = {"greedy": N_("Greedy"), "beam": N_("Beam search"), "sample": N_("Sampling")}
@@ -127,7 +127,7 @@ def choose(vocab_size: int) -> Strategy:
 
 def write_url(s: Strategy) -> None:
     beam, sample = s.name == "beam", s.name == "sample"
-    common.write_url(
+    url_state.write_url(
         dec_strategy=None if s.name == "greedy" else s.name,
         dec_beam=s.beam_size if beam else None,
         dec_lp=s.length_penalty if beam else None,

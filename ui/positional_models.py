@@ -18,9 +18,9 @@ from model.intervened import UnknownTraining
 from model.interventions import NONE
 from model.pe_analysis import cosine_similarity
 from model.pe_experiment import training_sources
-from pages import caches, common
-from pages.bounded_cache import BoundedCache
-from pages.presentation import chart_box, show
+from ui import caches, model_picker, url_state
+from ui.bounded_cache import BoundedCache
+from ui.presentation import chart_box, show
 from viz import pe_kinds_figs
 from viz import positional_figs as figs
 
@@ -60,7 +60,7 @@ def trained_range(found: dict) -> tuple[int, int] | None:
 
 
 def _loaded(found: dict) -> dict:
-    return {kind: common._load(str(d.path), common._stamp(d.path), None, ()) for kind, d in found.items()}
+    return {kind: model_picker.load(str(d.path), model_picker.stamp(d.path), None, ()) for kind, d in found.items()}
 
 
 def _missing_note(found: dict) -> None:
@@ -77,7 +77,7 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     shipped = lx.card_curve(demo.card, shift)
     if shipped is not None:
         return shipped
-    key = (demo.name, common._stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
+    key = (demo.name, model_picker.stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
     if progress is None:
         return CURVES.get(key, lambda: None) if key in CURVES else None
     low, high = lx.training_range(demo.card)
@@ -97,10 +97,10 @@ def length_view() -> None:
         st.info(_("The reverse demos' cards do not say which lengths they were trained on: no length experiment."))
         return
     low, high = trained
-    shift = common.url_state("pe_lshift", 0, list(SHIFTS), int)
+    shift = url_state.url_state("pe_lshift", 0, list(SHIFTS), int)
     st.segmented_control(_("Every position shifted by k"), list(SHIFTS), key="pe_lshift", required=True,
                          format_func=lambda k: _("as trained") if k == 0 else f"k = {k}")  # fmt: skip
-    common.write_url(pe_lshift=shift)
+    url_state.write_url(pe_lshift=shift)
     st.markdown(
         _("Exact match against input length, from 1 to twice the longest training input ({n} letters): {m} fresh "
           "random strings per length (fewer for 1 letter: there are only 20), the same strings for every model.")
