@@ -7,12 +7,13 @@ import streamlit as st
 
 from i18n import N_, _
 from model.gold import gold_alignment, gold_example
-from ui import caches, url_state
+from ui import caches
 from ui import interventions_ui as heads_ui
 from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import esc
 from ui.session import require_session
+from ui.url_state import Key, Keys, intish
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
@@ -37,12 +38,20 @@ VIEWS = {
     "overview": N_("All layers × heads"),
     "bertviz": "bertviz",
 }
-kind = url_state.url_state("att_kind", "cross", list(KINDS))
+BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
+URL = Keys(
+    Key("att_view", "one", choices=tuple(VIEWS)),
+    Key("att_kind", "cross", choices=tuple(SHORT)),
+    Key("att_layer", cast=int),  # default and choices: the model's layers
+    Key("att_head", "average", cast=intish),
+    Key("att_bertviz", BERT_VIEWS[0], choices=tuple(BERT_VIEWS)),
+)
+kind = URL.read("att_kind")
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
-view = url_state.url_state("att_view", "one", list(VIEWS))
+view = URL.read("att_view")
 st.segmented_control(
     _("View"),
     list(VIEWS),
@@ -60,7 +69,7 @@ left.radio(
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
-layer = url_state.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("att_layer", n_layers - 1, range(n_layers))
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
@@ -69,7 +78,7 @@ mid.selectbox(
     format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
-head = url_state.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
+head = URL.read("att_head", choices=HEAD_CHOICES)
 right.selectbox(
     _("Head"),
     HEAD_CHOICES,
@@ -78,9 +87,8 @@ right.selectbox(
     label_visibility="collapsed",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
-bert_view = url_state.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
-url_state.write_url(
+bert_view = URL.read("att_bertviz")
+URL.write(
     att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
 )
 

@@ -16,10 +16,11 @@ from model.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.demos import card_description, list_demos
 from model.inputs import check_text
 from model.strategy_export import comparison_json, comparison_npz
-from ui import caches, model_picker, url_state
+from ui import caches, model_picker
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
+from ui.url_state import Key, Keys, intish, write_url
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import plain_token
@@ -29,6 +30,12 @@ session = require_session()
 
 SHORT = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self (causal)"), "cross": N_("Cross")}
 INPUTS = {"a": N_("A's output, for both"), "b": N_("B's output, for both"), "own": N_("each model's own output")}
+URL = Keys(
+    Key("cmp_kind", "cross", choices=tuple(KINDS)),
+    Key("cmp_input", "a", choices=tuple(INPUTS), encode=lambda v: None if v == "a" else v),
+    Key("cmp_layer", cast=int),  # default and choices: the layers both models have
+    Key("cmp_head", "average", cast=intish),
+)
 WHY = {
     "layers": N_(
         "A has {a} layers for this kind of attention, B has {b}: a difference needs the same layers and heads, so the "
@@ -78,7 +85,7 @@ picked = model_picker.pick_model("model_b", where=col_b, default=start, label=N_
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
-url_state.write_url(
+write_url(  # model B's picker (model_picker) reads these
     model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],
     model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
 )
@@ -87,7 +94,7 @@ check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
 apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment())  # B's heads may cost more than A's
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
 
-kind = url_state.url_state("cmp_kind", "cross", list(KINDS))
+kind = URL.read("cmp_kind")
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
 left.radio(
     _("Attention"),
@@ -97,7 +104,7 @@ left.radio(
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
-fed = url_state.url_state("cmp_input", "a", list(INPUTS))
+fed = URL.read("cmp_input")
 if kind != "encoder_self" and session.target is None:
     st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
 
@@ -126,7 +133,7 @@ else:
 w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
 w_b = getattr(cap_b, kind) if cap_b is not None else w_a
 n_layers, n_heads = min(w_a.shape[0], w_b.shape[0]), min(w_a.shape[1], w_b.shape[1])
-layer = url_state.url_state("cmp_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("cmp_layer", n_layers - 1, range(n_layers))
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
@@ -135,7 +142,7 @@ mid.selectbox(
     label_visibility="collapsed",
 )
 heads = ["average", *range(n_heads)]
-head = url_state.url_state("cmp_head", "average", heads, lambda v: v if v == "average" else int(v))
+head = URL.read("cmp_head", choices=heads)
 right.selectbox(
     _("Head"),
     heads,
@@ -143,7 +150,7 @@ right.selectbox(
     label_visibility="collapsed",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-url_state.write_url(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=None if fed == "a" else fed)
+URL.write(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=fed)
 
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 h = None if head == "average" else int(head)

@@ -8,7 +8,7 @@ from i18n import N_, _
 from model.export import trace_json
 from model.gold import gold_alignment
 from model.interventions import NONE
-from ui import caches, url_state
+from ui import caches
 from ui import decoding_strategy as strategies
 from ui import interventions_ui as heads_ui
 from ui.decoding_beam import beam_view
@@ -16,10 +16,24 @@ from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import code, esc
 from ui.session import require_session
+from ui.url_state import Key, Keys
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
 
+URL = Keys(
+    # Forced choices (the user picked another candidate) and the step shown belong to one model and input.
+    Key(
+        "dec_prefix",
+        (),
+        cast=lambda raw: tuple(int(x) for x in raw.split(",") if x.strip()),
+        encode=lambda ids: ",".join(map(str, ids)) or None,
+        resets="input",
+    ),  # fmt: skip
+    Key("dec_step", 0, cast=int, resets="input"),  # choices: the steps of the decoding
+    Key("dec_topk", 5, choices=(3, 5, 10), cast=int),
+    Key("dec_layer", cast=int),  # default and choices: the model's layers
+)
 st.title(_("Step-by-step decoding"))
 session = require_session()
 strategy = strategies.choose(session.model.config.tgt_vocab_size)  # greedy, beam search or sampling
@@ -28,21 +42,9 @@ if strategy.name == "beam":
     st.stop()
 
 
-def parse_prefix(raw: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in raw.split(",") if x.strip()) if raw else ()
-
-
-# Forced choices (the user picked another candidate) belong to one model and input; reset when they change.
-context = (session.key, session.check.text)
-if st.session_state.get("dec_context") != context:
-    if "dec_context" in st.session_state:  # a real change, not the first run (which may come from a link)
-        st.session_state["dec_prefix"], st.session_state["dec_step"] = (), 0
-    st.session_state["dec_context"] = context
 vocab_size = session.model.config.tgt_vocab_size
-prefix = url_state.url_state("dec_prefix", (), None, parse_prefix)
-if any(not 0 <= i < vocab_size for i in prefix):
-    st.session_state["dec_prefix"] = prefix = ()
-top_k = url_state.url_state("dec_topk", 5, [3, 5, 10], int)
+prefix = URL.read("dec_prefix", ok=lambda ids: all(0 <= i < vocab_size for i in ids))
+top_k = URL.read("dec_topk")
 
 # Heads switched off (issue 14), in the URL as dec_off: greedy decoding only until the strategies take them too.
 changes = heads_ui.head_switch("dec", session) if strategy.name == "greedy" else NONE
@@ -52,7 +54,7 @@ if strategy.name == "sample":
 last = len(trace.steps) - 1
 if st.session_state.pop("dec_advance", False) and st.session_state.get("dec_step", 0) < last:
     st.session_state["dec_step"] += 1  # the Play loop's next frame
-step_index = url_state.url_state("dec_step", 0, list(range(last + 1)), int)
+step_index = URL.read("dec_step", choices=range(last + 1))
 
 
 def go_to(index: int) -> None:
@@ -93,7 +95,7 @@ cols[5].selectbox(_("Candidates shown"), [3, 5, 10], key="dec_topk")
 if last > 0:
     st.select_slider(_("Step"), list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
 step = trace.steps[step_index]
-url_state.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
+URL.write(dec_step=step_index, dec_prefix=prefix, dec_topk=top_k)
 
 if changes:
     effect = heads_ui.show_effect(session, changes, trace.text)
@@ -169,14 +171,14 @@ if strategy.name == "sample":
 st.subheader(_("Alignment of all steps"))
 alignment = trace.cross_alignment()
 n_layers = alignment.shape[0]
-layer = url_state.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("dec_layer", n_layers - 1, range(n_layers))
 st.selectbox(
     _("Layer"),
     list(range(n_layers)),
     key="dec_layer",
     format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
 )
-url_state.write_url(dec_layer=layer)
+URL.write(dec_layer=layer)
 max_height, max_width = chart_box()
 show(
     attention_figs.attention_heatmap(

@@ -18,12 +18,16 @@ from model.demos import list_demos
 from model.gold import alignment_share, gold_alignment, gold_example
 from model.snapshots import list_snapshots
 from model.strategy_export import comparison_npz, snapshots_csv
-from ui import caches, model_picker, url_state
+from ui import caches, model_picker
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
+from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz.compare_figs import training_curve
+
+# default and choices: the snapshots' steps, the model's layers and heads
+URL = Keys(Key("trn_step", cast=int), Key("trn_layer", cast=int), Key("trn_head", "average", cast=intish))
 
 _LOG = logging.getLogger(__name__)
 
@@ -91,13 +95,13 @@ else:
 pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
-step = url_state.url_state("trn_step", steps[-1], steps, int)
+step = URL.read("trn_step", steps[-1], steps)
 slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
 slide.select_slider(_("Training step"), steps, key="trn_step")
 n_layers = session.model.config.n_decoder_layers
-layer = url_state.url_state("trn_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("trn_layer", n_layers - 1, range(n_layers))
 heads = ["average", *range(session.model.config.n_heads)]
-head = url_state.url_state("trn_head", "average", heads, lambda v: v if v == "average" else int(v))
+head = URL.read("trn_head", choices=heads)
 left.selectbox(_("Layer"), list(range(n_layers)), key="trn_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(
     _("Head"),
@@ -105,7 +109,7 @@ right.selectbox(
     key="trn_head",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-url_state.write_url(trn_step=step, trn_layer=layer, trn_head=head)
+URL.write(trn_step=step, trn_layer=layer, trn_head=head)
 
 
 class DamagedSnapshot(Exception):

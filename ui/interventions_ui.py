@@ -23,10 +23,11 @@ from model import Capture
 from model.budget import BudgetExceeded
 from model.importance import output_log_probs
 from model.interventions import KINDS, Interventions
-from ui import caches, url_state
+from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import code, md
 from ui.session import Session
+from ui.url_state import Key, Keys
 from viz import intervention_figs as figs
 
 Head = tuple[str, int, int]
@@ -45,6 +46,13 @@ def layer_counts(model) -> dict[str, int]:
 def encode_heads(heads: Collection[Head]) -> str:
     """The URL form of a set of heads: "c1.0,e0.3" (sorted)."""
     return ",".join(f"{CODES[k]}{i}.{h}" for k, i, h in sorted(heads))
+
+
+# Heads switched off per page, dropped with the model (another model's heads mean nothing here). Read by
+# head_switch with parse_heads (a link's heads this model lacks are left out, the rest kept).
+URL = Keys(
+    *(Key(f"{p}_off", encode=lambda heads: encode_heads(heads) or None, resets="model") for p in ("att", "dec", "attr"))
+)
 
 
 def parse_heads(raw: str, layers: dict[str, int], n_heads: int) -> tuple[set[Head], bool]:
@@ -71,11 +79,11 @@ def _pills_key(prefix: str, kind: str, layer: int) -> str:
 
 def _kept(prefix: str) -> set[Head]:
     """The heads switched off now: the one record of them (every button and click changes it through a callback)."""
-    return set(st.session_state.get(f"_{prefix}_off", ()))
+    return set(st.session_state.get(f"{prefix}_off", ()))
 
 
 def _keep(prefix: str, heads: Collection[Head]) -> None:
-    st.session_state[f"_{prefix}_off"] = frozenset(heads)
+    st.session_state[f"{prefix}_off"] = frozenset(heads)
 
 
 def _toggled(prefix: str, kind: str, layer: int) -> None:
@@ -95,19 +103,16 @@ def _whole(prefix: str, kind: str, layers: Collection[int], n_heads: int, off: b
 def head_switch(prefix: str, session: Session) -> Interventions:
     """The "Switch heads off" control of a page (`prefix`: att, dec); returns what to change (empty: nothing)."""
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads
-    owner = f"_{prefix}_off_model"
-    if st.session_state.get(owner) != session.key:
-        heads: set[Head] = set()
-        if owner not in st.session_state:  # the first run of this page in the session: from the link
-            heads, dropped = parse_heads(st.query_params.get(f"{prefix}_off", ""), layers, n_heads)
-            if dropped:
-                st.warning(
-                    _(
-                        "The link switches off heads that this model does not have, or names them in a form this page "
-                        "does not read; those are left on."
-                    )
+    key = URL[f"{prefix}_off"]  # a KeyError names a page that did not declare its switch below
+    if key.name not in st.session_state:  # the page's first run for this model (another model's heads were dropped)
+        heads, dropped = parse_heads(st.query_params.get(key.name, ""), layers, n_heads)
+        if dropped:  # a list: the heads this model has are kept, so not the one-value warning of url_state.read
+            st.warning(
+                _(
+                    "The link switches off heads that this model does not have, or names them in a form this page "
+                    "does not read; those are left on."
                 )
-        st.session_state[owner] = session.key  # another model: its heads mean nothing here
+            )
         _keep(prefix, heads)
     # Keyed and stateful: it stays open or closed whatever appears above it, and its buttons cost nothing closed.
     box = st.expander(_("Switch heads off"), key=f"{prefix}_off_open", on_change="rerun", icon=":material/toggle_off:")
@@ -115,7 +120,7 @@ def head_switch(prefix: str, session: Session) -> Interventions:
         with box:
             _switches(prefix, layers, n_heads)
     heads = _kept(prefix)
-    url_state.write_url(**{f"{prefix}_off": encode_heads(heads) or None})
+    URL.write(**{key.name: heads})
     return Interventions.make(sorted(heads))
 
 

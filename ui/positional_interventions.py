@@ -13,10 +13,11 @@ import streamlit as st
 from i18n import N_, _
 from model.intervened import UnknownTraining, max_shift
 from model.interventions import NONE, Interventions
-from ui import caches, url_state
+from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import code
 from ui.session import Session
+from ui.url_state import Key, Keys
 from viz import attention_figs
 
 CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
@@ -25,13 +26,18 @@ WHAT = {
     "shuffled": N_("with the positions shuffled"),
     "shifted": N_("with every position shifted by {k}"),
 }
+URL = Keys(
+    Key("pe_pos", "off", choices=tuple(CHANGES)),
+    Key("pe_shift", cast=int),  # default and choices: the room this input leaves below max_len
+    Key("pe_seed", 0, choices=range(1000), cast=int),
+)
 FRESH = 200  # fresh examples behind a verdict
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
 
 
 def _changes_from_controls(session: Session) -> Interventions:
     """The off / shuffled / shifted controls, kept valid and in the URL."""
-    kind = url_state.url_state("pe_pos", "off", list(CHANGES))
+    kind = URL.read("pe_pos")
     st.segmented_control(
         _("Positions at inference"),
         list(CHANGES),
@@ -47,13 +53,13 @@ def _changes_from_controls(session: Session) -> Interventions:
             st.warning(_("This input leaves no room to shift: its positions already reach the model's max_len."))
             kind = "none"
         else:
-            shift = url_state.url_state("pe_shift", min(5, room), list(range(1, room + 1)), int)
+            shift = URL.read("pe_shift", min(5, room), range(1, room + 1))
             if room > 1:
                 st.slider(_("k: every position p reads the encoding of p + k"), 1, room, key="pe_shift")
     if kind == "shuffled":
-        seed = url_state.url_state("pe_seed", 0, list(range(1000)), int)
+        seed = URL.read("pe_seed")
         st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
-    url_state.write_url(pe_pos=kind, pe_shift=shift, pe_seed=seed)
+    URL.write(pe_pos=st.session_state["pe_pos"], pe_shift=shift, pe_seed=seed)
     if kind == "none":
         return NONE
     return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)

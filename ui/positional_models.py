@@ -18,9 +18,10 @@ from model.intervened import UnknownTraining
 from model.interventions import NONE
 from model.pe_analysis import cosine_similarity
 from model.pe_experiment import training_sources
-from ui import caches, model_picker, url_state
+from ui import caches, model_picker
 from ui.bounded_cache import BoundedCache
 from ui.presentation import chart_box, show
+from ui.url_state import Key, Keys
 from viz import pe_kinds_figs
 from viz import positional_figs as figs
 
@@ -35,6 +36,7 @@ KINDS = {
     "relative": N_("T5 relative bias"),
 }
 SHIFTS = (0, 1, 5, 10, 25, 50)  # k for "every position shifted by k" (49 positions + 50 fit max_len 128)
+URL = Keys(Key("pe_lshift", 0, choices=SHIFTS, cast=int))
 CURVES: BoundedCache[lx.LengthCurve] = BoundedCache("length curves", max_entries=64, max_bytes=2**20)
 
 
@@ -97,10 +99,10 @@ def length_view() -> None:
         st.info(_("The reverse demos' cards do not say which lengths they were trained on: no length experiment."))
         return
     low, high = trained
-    shift = url_state.url_state("pe_lshift", 0, list(SHIFTS), int)
+    shift = URL.read("pe_lshift")
     st.segmented_control(_("Every position shifted by k"), list(SHIFTS), key="pe_lshift", required=True,
                          format_func=lambda k: _("as trained") if k == 0 else f"k = {k}")  # fmt: skip
-    url_state.write_url(pe_lshift=shift)
+    URL.write(pe_lshift=shift)
     st.markdown(
         _("Exact match against input length, from 1 to twice the longest training input ({n} letters): {m} fresh "
           "random strings per length (fewer for 1 letter: there are only 20), the same strings for every model.")

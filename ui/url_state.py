@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -85,13 +85,14 @@ class Key:
     encode: Callable[[Any], str | None] = str  # a value -> the link's text (None: left out of the link)
     resets: str | None = None  # "model" or "input": dropped when the sidebar's model (or input) changes
     what: str | None = None  # how the warning names it (marked with N_); default: the key as written in the link
-    many: bool = False  # a list of `cast` values, written "3,7,12" ("none": empty); choices bound each one
+    many: bool = False  # a list of `cast` values, written "3,7,12" ("none": empty); values outside choices dropped
 
     def allowed(self, value: Any, choices: Sequence[Any] | None) -> bool:
-        items = value if self.many else [value]
-        if self.ok is not None and not all(self.ok(v) for v in items):
-            return False
-        return choices is None or all(v in choices for v in items)
+        """Whether a single value passes `ok` and `choices`. A list's values outside `choices` are dropped one by
+        one instead (a link's "3,7,999" keeps 3 and 7), so for a list only `ok` decides."""
+        if self.many:
+            return self.ok is None or all(self.ok(v) for v in value)
+        return (self.ok is None or self.ok(value)) and (choices is None or value in choices)
 
     def parse(self, raw: str) -> Any:
         if not self.many:
@@ -110,9 +111,12 @@ def invalid_warning(key: Key) -> str:
     return _("The link's value for {what} is not valid here; the default is used instead.").format(what=what)
 
 
-def read(key: Key, default: Any = _UNSET, choices: Sequence[Any] | None = _UNSET) -> Any:
+def read(key: Key, default: Any = _UNSET, choices: Sequence[Any] | None = _UNSET, ok: Any = _UNSET) -> Any:
     """The value of `key` now: from the link on the first read of the session, then from session state (the widget
-    with the same key changes it). A bad link value warns (invalid_warning) and gives the default."""
+    with the same key changes it). A bad link value warns (invalid_warning) and gives the default. default, choices
+    and ok replace the declared ones where they depend on the model or the input."""
+    if ok is not _UNSET:
+        key = replace(key, ok=ok)
     default = key.default if default is _UNSET else default
     choices = key.choices if choices is _UNSET else choices
     choices = list(choices) if choices is not None else None
@@ -161,8 +165,8 @@ class Keys:
     def __getitem__(self, name: str) -> Key:
         return self.keys[name]
 
-    def read(self, name: str, default: Any = _UNSET, choices: Sequence[Any] | None = _UNSET) -> Any:
-        return read(self.keys[name], default, choices)
+    def read(self, name: str, default: Any = _UNSET, choices: Sequence[Any] | None = _UNSET, ok: Any = _UNSET) -> Any:
+        return read(self.keys[name], default, choices, ok)
 
     def write(self, **values: Any) -> None:
         """Each value in the link with its key's encoding (None: left out)."""
@@ -182,12 +186,3 @@ def follow(model: str, text: str) -> None:
         if key.resets and before[key.resets] != now[key.resets]:
             st.session_state.pop(key.name, None)
             st.query_params.pop(key.name, None)
-
-
-def url_state(key: str, default: Any, options: Sequence[Any] | None = None, cast: Callable[[str], Any] = str) -> Any:
-    """An undeclared key (TEMPORARY while pages move to Keys)."""
-    return read(Key(key, cast=cast), default, options)
-
-
-def url_ints(key: str, default: Sequence[int], options: Sequence[int]) -> list[int]:
-    return read(Key(key, cast=int, many=True), list(default), options)
