@@ -6,7 +6,8 @@ about the model. Bounded by entries AND bytes (ui/bounded_cache.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,58 @@ def _changed(key: tuple, changes: Interventions) -> tuple:
     return (*key, changes) if changes else key
 
 
+# -- one decode per (model, input, interventions), shared by every page (issue 23) ----------------------------
+# The greedy decoding is the one costly part of a new input (one decoder step per token); the attention, decoding,
+# Inside, attribution and compare pages all start from it. It is kept once, with the most candidates any page shows
+# (the decoding page's top-k choices: 3, 5, 10); a page wanting fewer gets the same steps cut, and a capture of the
+# model's own output runs its one teacher-forced pass on the decoded ids instead of decoding again.
+DECODE_TOP_K = 10
+
+
+def shared_decode(model_key: str, text: str, _model, _tokenizer, changes: Interventions = NONE) -> Trace:
+    """The greedy decoding of `text` with DECODE_TOP_K candidates per step, once per (model key, text, changes)."""
+    return cached_trace(model_key, text, (), DECODE_TOP_K, _model, _tokenizer, changes)
+
+
+def _fewer_candidates(trace: Trace, top_k: int) -> Trace:
+    """The same decoding with each step's candidates cut to the top_k most probable (they come sorted)."""
+    cut = [dataclasses.replace(s, top_ids=s.top_ids[:top_k], top_tokens=s.top_tokens[:top_k],
+                               top_probs=s.top_probs[:top_k]) for s in trace.steps]  # fmt: skip
+    return dataclasses.replace(trace, steps=cut)
+
+
+class _DecodedTarget:
+    """A target vocabulary whose encode() gives ids decoded already: capture(target=...) then runs its one
+    teacher-forced pass on the model's own output without decoding it again. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids: Sequence[int]) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)
+
+
+def _capture_of_own_output(model_key: str, text: str, model, tokenizer, qkv: bool, changes: Interventions) -> Capture:
+    """What capture(model, tokenizer, text, None, qkv, **changes) gives, on the shared decode's ids: the unchanged
+    model's greedy output (capture keeps that output under interventions too, so its log-probs compare)."""
+    vocab = tokenizer.target
+    ids = [i for i in shared_decode(model_key, text, model, tokenizer).output_ids if i != vocab.eos_id]
+    forced = dataclasses.replace(tokenizer, target=_DecodedTarget(vocab, ids))
+    cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
+                  shift=changes.shift, seed=changes.seed)  # fmt: skip
+    return dataclasses.replace(cap, generated=True)
+
+
+def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
+    if target is None:
+        return _capture_of_own_output(model_key, text, model, tokenizer, qkv, changes)
+    return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
+                   positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
+
+
 def cached_capture(
     model_key: str,
     text: str,
@@ -70,19 +123,22 @@ def cached_capture(
     spinner: str | None = RUNNING,
     changes: Interventions = NONE,
 ) -> Capture:
-    """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB."""
-    kwargs = dict(ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift, seed=changes.seed)
+    """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB.
+    With target None, on the shared decode of the input."""
     return CAPTURES.get(
         _changed((model_key, text, target), changes),
-        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs)),
+        _with_spinner(spinner, lambda: _capture(model_key, text, target, _model, _tokenizer, False, changes)),
     )
 
 
 def cached_trace(
     model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
 ) -> Trace:
-    """Greedy decoding once per (model key, text, forced prefix, top_k, interventions): TRACES holds at most 64 and
-    128 MB. With interventions, through model/intervened.py (the switch to greedy_decode(ablate=...))."""
+    """Greedy decoding once per (model key, text, forced prefix, interventions): TRACES holds at most 64 and 128 MB.
+    Without a prefix, the shared decode (DECODE_TOP_K candidates) cut to top_k. With interventions, through
+    model/intervened.py (the switch to greedy_decode(ablate=...))."""
+    if not prefix and top_k < DECODE_TOP_K:
+        return _fewer_candidates(shared_decode(model_key, text, _model, _tokenizer, changes), top_k)
 
     def decode() -> Trace:
         if not changes:
@@ -156,7 +212,8 @@ def session_qkv_capture(session: Session) -> Capture:
     return QKV.get(
         key,
         _with_spinner(
-            N_("Recording Q, K, V…"), lambda: capture(session.model, session.tokenizer, text, target, qkv=True)
+            N_("Recording Q, K, V…"),
+            lambda: _capture(session.key, text, target, session.model, session.tokenizer, True, NONE),
         ),
     )
 
