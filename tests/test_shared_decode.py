@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model import capture, greedy_decode, load_checkpoint
+from model import capture, intervened, load_checkpoint
 from model.interventions import Interventions
 from tests.apptest_helpers import open_page
 from ui import caches
@@ -36,13 +36,13 @@ def same_capture(a, b) -> None:
             np.testing.assert_allclose(x, y, atol=1e-6)
 
 
+CHANGES = [Interventions(), Interventions.make([("cross", 0, 1)]), Interventions.make(positional="off")]
+
+
 @pytest.mark.parametrize("qkv", [False, True])
-@pytest.mark.parametrize(
-    "changes", [Interventions(), Interventions.make([("cross", 0, 1)]), Interventions.make(positional="off")]
-)
+@pytest.mark.parametrize("changes", CHANGES)
 def test_a_capture_on_the_shared_decode_is_the_librarys_capture(reverse, qkv, changes):
     model, tok = reverse
-    caches.TRACES.clear()
     text = "abcdefg"
     ours = caches._capture(f"demo:reverse|{qkv}", text, None, model, tok, qkv, changes)
     kwargs = dict(ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift, seed=changes.seed)
@@ -50,17 +50,31 @@ def test_a_capture_on_the_shared_decode_is_the_librarys_capture(reverse, qkv, ch
     assert ours.generated and ours.target_tokens[1:] == list(reversed(text))  # the demo reverses: the real output
 
 
-def test_fewer_candidates_are_the_first_of_the_shared_decode(reverse):
+@pytest.mark.parametrize("top_k", [3, 10])
+@pytest.mark.parametrize("changes", CHANGES)
+def test_the_steps_read_from_one_pass_are_the_step_by_step_decoding(reverse, top_k, changes):
     model, tok = reverse
-    caches.TRACES.clear()
-    cut = caches.cached_trace("demo:reverse", "hello", (), 3, model, tok)
-    direct = greedy_decode(model, tok, "hello", top_k=3)
-    assert [s.token_id for s in cut.steps] == [s.token_id for s in direct.steps] and cut.text == direct.text
-    for a, b in zip(cut.steps, direct.steps):
-        assert list(a.top_ids) == list(b.top_ids) and a.top_tokens == b.top_tokens
-        np.testing.assert_allclose(a.top_probs, b.top_probs, atol=1e-6)
-        np.testing.assert_allclose(a.cross, b.cross, atol=1e-6)
-    assert len(caches.TRACES) == 1  # kept once, with DECODE_TOP_K candidates
+    text = "hello"
+    ours = caches.cached_trace(f"demo:reverse|{top_k}", text, (), top_k, model, tok, changes)
+    direct = intervened.decode(model, tok, text, changes, top_k=top_k)
+    assert [s.token_id for s in ours.steps] == [s.token_id for s in direct.steps]
+    assert (ours.text, ours.stop_reason, ours.interventions) == (direct.text, direct.stop_reason, direct.interventions)
+    assert (ours.source_tokens, ours.start_token) == (direct.source_tokens, direct.start_token)
+    for a, b in zip(ours.steps, direct.steps, strict=True):
+        assert a.index == b.index and a.token == b.token and list(a.top_ids) == list(b.top_ids)
+        assert a.top_tokens == b.top_tokens and a.forced == b.forced
+        np.testing.assert_allclose([a.prob, *a.top_probs], [b.prob, *b.top_probs], atol=1e-5)
+        np.testing.assert_allclose(a.decoder_self, b.decoder_self, atol=1e-5)
+        np.testing.assert_allclose(a.cross, b.cross, atol=1e-5)
+
+
+def test_a_shuffle_and_a_forced_prefix_still_decode_step_by_step(reverse):
+    model, tok = reverse
+    shuffled = Interventions.make(positional="shuffled", seed=3)
+    ours = caches.cached_trace("demo:reverse|shuffle", "hello", (), 5, model, tok, shuffled)
+    assert [s.token_id for s in ours.steps] == intervened.decode(model, tok, "hello", shuffled).output_ids
+    forced = caches.cached_trace("demo:reverse|prefix", "hello", (7,), 5, model, tok)
+    assert forced.steps[0].forced and forced.output_ids[0] == 7
 
 
 @pytest.fixture
@@ -68,20 +82,26 @@ def decodes(monkeypatch):
     """Counts every decoding a page runs: the caches' greedy_decode (by its text), and the greedy decoding inside
     capture() of a model's own output (by "capture")."""
     capture_module = importlib.import_module("model.capture")  # `model.capture` is the function of that name
+    decoding = importlib.import_module("model.decoding")
     calls = []
-    real, real_ids = caches.greedy_decode, capture_module.greedy_ids
+    real, real_ids, in_capture = caches.greedy_decode, decoding.greedy_ids, capture_module.greedy_ids
 
-    def counted(*args, **kwargs):
+    def counted(*args, **kwargs):  # greedy_decode(model, tokenizer, text, ...)
         calls.append(args[2])
         return real(*args, **kwargs)
 
-    def counted_ids(*args, **kwargs):
-        calls.append("capture")
+    def counted_ids(*args, **kwargs):  # greedy_ids(model, [source ids], ...): one source each time here
+        calls.append(len(args[1][0]))
         return real_ids(*args, **kwargs)
 
+    def counted_in_capture(*args, **kwargs):
+        calls.append("capture")
+        return in_capture(*args, **kwargs)
+
     monkeypatch.setattr(caches, "greedy_decode", counted)
-    monkeypatch.setattr(capture_module, "greedy_ids", counted_ids)
-    for cache in (caches.CAPTURES, caches.TRACES, caches.QKV):
+    monkeypatch.setattr(decoding, "greedy_ids", counted_ids)
+    monkeypatch.setattr(capture_module, "greedy_ids", counted_in_capture)
+    for cache in (caches.CAPTURES, caches.TRACES, caches.QKV, caches.DECODES):
         cache.clear()
     return calls
 
@@ -91,7 +111,7 @@ def test_three_pages_in_a_row_decode_a_new_input_once(decodes):
     for page in ("attention", "decoding", "inside"):
         at = open_page(page, "demo:reverse", text=text)
         assert not at.exception, at.exception
-        assert decodes == [text], page  # the first page decoded it; the others read the cache
+        assert decodes == [len(text) + 1], page  # the first page decoded it (the source and </s>); the others did not
     assert at.session_state["in_kind"] == "cross"  # the Inside page drew its capture
     open_page("attention", "demo:reverse", text=text + "a")
-    assert decodes == [text, text + "a"]  # a new input is decoded, once
+    assert decodes == [len(text) + 1, len(text) + 2]  # a new input is decoded, once

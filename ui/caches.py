@@ -11,11 +11,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import streamlit as st
 
 from i18n import M_, N_, _
 from model import Capture, Trace, capture, greedy_decode, intervened
 from model.budget import BudgetExceeded, WorkBudget, importance_batch, importance_row_bytes, source_length, steps_for
+from model.decoding import Step
 from model.importance import MAX_ROWS, HeadImportance, head_importance
 from model.interventions import NONE, Interventions
 from ui.bounded_cache import BoundedCache
@@ -63,23 +65,26 @@ def _changed(key: tuple, changes: Interventions) -> tuple:
 
 
 # -- one decode per (model, input, interventions), shared by every page (issue 23) ----------------------------
-# The greedy decoding is the one costly part of a new input (one decoder step per token); the attention, decoding,
-# Inside, attribution and compare pages all start from it. It is kept once, with the most candidates any page shows
-# (the decoding page's top-k choices: 3, 5, 10); a page wanting fewer gets the same steps cut, and a capture of the
-# model's own output runs its one teacher-forced pass on the decoded ids instead of decoding again.
-DECODE_TOP_K = 10
+# The greedy decoding is the one costly part of a new input (one decoder step per token, at the bound of reading the
+# weights once per token); the attention, decoding, Inside, attribution and compare pages all start from it. It runs
+# once per (model, input, interventions), fused and unrecorded (DECODES keeps its ids); then one teacher-forced pass
+# over those ids records everything a page shows: the capture of the model's own output, and the decoding page's
+# step-by-step trace read from that same capture (a causal pass gives each step's rows and probabilities exactly as
+# the step did). Only a forced prefix, and a shuffle of positions (each step permutes its own prefix), decode again.
+DECODES: BoundedCache[tuple] = BoundedCache("greedy outputs", max_entries=256, max_bytes=4 * 2**20)
 
 
-def shared_decode(model_key: str, text: str, _model, _tokenizer, changes: Interventions = NONE) -> Trace:
-    """The greedy decoding of `text` with DECODE_TOP_K candidates per step, once per (model key, text, changes)."""
-    return cached_trace(model_key, text, (), DECODE_TOP_K, _model, _tokenizer, changes)
+def own_output(model_key: str, text: str, model, tokenizer, changes: Interventions = NONE) -> tuple[int, ...]:
+    """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes)."""
+    from model.decoding import greedy_ids
+    from model.inputs import prepare_source
 
+    def decode() -> tuple[int, ...]:
+        source = prepare_source(model, tokenizer, text).ids
+        vocab = tokenizer.target
+        return tuple(greedy_ids(model, [source], bos_id=vocab.bos_id, eos_id=vocab.eos_id, interventions=changes)[0])
 
-def _fewer_candidates(trace: Trace, top_k: int) -> Trace:
-    """The same decoding with each step's candidates cut to the top_k most probable (they come sorted)."""
-    cut = [dataclasses.replace(s, top_ids=s.top_ids[:top_k], top_tokens=s.top_tokens[:top_k],
-                               top_probs=s.top_probs[:top_k]) for s in trace.steps]  # fmt: skip
-    return dataclasses.replace(trace, steps=cut)
+    return DECODES.get(_changed((model_key, text), changes), _with_spinner(N_("Decoding…"), decode))
 
 
 class _DecodedTarget:
@@ -96,22 +101,43 @@ class _DecodedTarget:
         return getattr(self._vocab, name)
 
 
-def _capture_of_own_output(model_key: str, text: str, model, tokenizer, qkv: bool, changes: Interventions) -> Capture:
-    """What capture(model, tokenizer, text, None, qkv, **changes) gives, on the shared decode's ids: the unchanged
-    model's greedy output (capture keeps that output under interventions too, so its log-probs compare)."""
+def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
+    """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
     vocab = tokenizer.target
-    ids = [i for i in shared_decode(model_key, text, model, tokenizer).output_ids if i != vocab.eos_id]
-    forced = dataclasses.replace(tokenizer, target=_DecodedTarget(vocab, ids))
+    forced = dataclasses.replace(tokenizer, target=_DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
     cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
                   shift=changes.shift, seed=changes.seed)  # fmt: skip
     return dataclasses.replace(cap, generated=True)
 
 
 def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
+    """capture(model, tokenizer, text, target, qkv, **changes); with target None on the shared decode's ids (the
+    unchanged model's output: capture keeps it under interventions too, so that log-probs compare)."""
     if target is None:
-        return _capture_of_own_output(model_key, text, model, tokenizer, qkv, changes)
+        return _pass_on(model, tokenizer, text, own_output(model_key, text, model, tokenizer), qkv, changes)
     return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
                    positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
+
+
+def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
+    """The greedy Trace whose outputs are `ids`, read from a teacher-forced capture of them: step t is position t
+    (decoder self-attention over positions 0..t, cross-attention, probabilities from the pass's log-probs).
+    (A Capture -> Trace conversion: its place is beside greedy_decode once model/decoding/ is a package.)"""
+    probs = np.exp(cap.log_probs.astype(np.float64))  # (T, V)
+    k = max(1, min(top_k, probs.shape[1]))
+    steps = []
+    for t, choice in enumerate(ids):
+        top = np.argsort(-probs[t], kind="stable")[:k]
+        rows = dict(decoder_self=cap.decoder_self[:, :, t, : t + 1].copy(), cross=cap.cross[:, :, t, :].copy())
+        steps.append(Step(index=t, token=vocab.token(choice), token_id=int(choice), prob=float(probs[t, choice]),
+                          forced=False, top_ids=top, top_tokens=vocab.decode(top.tolist()),
+                          top_probs=probs[t, top].astype(np.float32), **rows))  # fmt: skip
+    trace = Trace(list(cap.source_tokens), [int(i) for i in cap.source_ids], steps,
+                  stop_reason="eos" if list(ids[-1:]) == [vocab.eos_id] else "max_len",
+                  truncated=cap.source_truncated, start_token=vocab.token(vocab.bos_id),
+                  interventions=changes.describe())  # fmt: skip
+    trace.text = vocab.detokenize(trace.output_tokens)
+    return trace
 
 
 def cached_capture(
@@ -134,13 +160,19 @@ def cached_capture(
 def cached_trace(
     model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
 ) -> Trace:
-    """Greedy decoding once per (model key, text, forced prefix, interventions): TRACES holds at most 64 and 128 MB.
-    Without a prefix, the shared decode (DECODE_TOP_K candidates) cut to top_k. With interventions, through
-    model/intervened.py (the switch to greedy_decode(ablate=...))."""
-    if not prefix and top_k < DECODE_TOP_K:
-        return _fewer_candidates(shared_decode(model_key, text, _model, _tokenizer, changes), top_k)
+    """Greedy decoding with top_k candidates per step, once per (model key, text, forced prefix, top_k,
+    interventions): TRACES holds at most 64 and 128 MB. Without a forced prefix (and without a shuffle), read from
+    one pass over the shared decode's output; otherwise decoded step by step (model/intervened.py with
+    interventions: the switch to greedy_decode(ablate=...))."""
 
     def decode() -> Trace:
+        if not prefix and not changes.needs_full_prefix:
+            ids = own_output(model_key, text, _model, _tokenizer, changes)
+            if changes:  # the changed model's own output, read by the changed model: this trace's own pass
+                cap = _pass_on(_model, _tokenizer, text, ids, False, changes)
+            else:  # the attention page's capture of this input: one pass for both pages
+                cap = cached_capture(model_key, text, None, _model, _tokenizer, spinner=None)
+            return trace_from_pass(cap, ids, _tokenizer.target, top_k, changes)
         if not changes:
             return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
         return intervened.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
