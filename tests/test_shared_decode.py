@@ -13,6 +13,7 @@ import pytest
 from model import capture, intervened, load_checkpoint
 from model.interventions import Interventions
 from tests.apptest_helpers import open_page
+from tests.browser_helpers import letters_checkpoint
 from ui import caches
 
 REVERSE = Path(__file__).resolve().parents[1] / "checkpoints" / "reverse"
@@ -66,6 +67,18 @@ def test_the_steps_read_from_one_pass_are_the_step_by_step_decoding(reverse, top
         np.testing.assert_allclose([a.prob, *a.top_probs], [b.prob, *b.top_probs], atol=1e-5)
         np.testing.assert_allclose(a.decoder_self, b.decoder_self, atol=1e-5)
         np.testing.assert_allclose(a.cross, b.cross, atol=1e-5)
+
+
+def test_a_shift_that_cuts_the_decoding_short_reads_the_same_steps(tmp_path):
+    model, tok = load_checkpoint(letters_checkpoint(tmp_path))  # random weights: it writes no </s> here
+    shifted = Interventions.make(positional="shifted", shift=3)
+    ours = caches.cached_trace("letters|shift", "abcd", (), 5, model, tok, shifted)
+    direct = intervened.decode(model, tok, "abcd", shifted, top_k=5)
+    assert direct.stop_reason == "max_len" and ours.stop_reason == "max_len"  # the shift left no room for more
+    assert ours.output_ids == direct.output_ids
+    for a, b in zip(ours.steps, direct.steps, strict=True):
+        np.testing.assert_allclose(a.cross, b.cross, atol=1e-5)
+        np.testing.assert_allclose(a.top_probs, b.top_probs, atol=1e-5)
 
 
 def test_a_shuffle_and_a_forced_prefix_still_decode_step_by_step(reverse):

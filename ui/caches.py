@@ -168,8 +168,9 @@ def cached_trace(
     def decode() -> Trace:
         if not prefix and not changes.needs_full_prefix:
             ids = own_output(model_key, text, _model, _tokenizer, changes)
-            if changes:  # the changed model's own output, read by the changed model: this trace's own pass
-                cap = _pass_on(_model, _tokenizer, text, ids, False, changes)
+            if changes:  # the changed model's own output, read by the changed model: this trace's own pass, over
+                # the positions the decoding ran (a shift leaves no room for one more)
+                cap = _pass_on(_model, _tokenizer, text, ids[: len(ids) - 1], False, changes)
             else:  # the attention page's capture of this input: one pass for both pages
                 cap = cached_capture(model_key, text, None, _model, _tokenizer, spinner=None)
             return trace_from_pass(cap, ids, _tokenizer.target, top_k, changes)
