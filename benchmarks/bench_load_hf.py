@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from pages.common import set_server_threads
+    from ui.threads import set_server_threads
 
     threads = set_server_threads()
     shapes = (

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--demos", nargs="*", default=None, help="demo names (default: every shipped demo)")
     parser.add_argument("--runs", type=int, default=3, help="times each input is typed")
     args = parser.parse_args(argv)
-    from pages.common import set_server_threads  # the server's torch threads (one), for its side of the comparison
+    from ui.threads import set_server_threads  # the server's torch threads (one), for its side of the comparison
 
     set_server_threads()
     demos = [d for d in list_demos() if args.demos is None or d.name in args.demos]

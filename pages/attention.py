@@ -8,19 +8,21 @@ from functools import partial
 import streamlit as st
 
 from i18n import N_, _
-from pages import common
-from pages import interventions_ui as heads_ui
-from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, presenting, show
-from pages.safe_text import esc
 from tasks.gold import gold_alignment, gold_example
+from ui import caches
+from ui import interventions_ui as heads_ui
+from ui.explain import explain_row
+from ui.presentation import chart_box, chart_text_px, presenting, show
+from ui.safe_text import esc
+from ui.session import require_session
+from ui.url_state import Key, Keys, intish
 from viz import attention_figs as figs
 
 st.title(_("Attention"))
-session = common.require_session()
+session = require_session()
 
 changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
-cap = common.session_capture(session, changes=changes)
+cap = caches.session_capture(session, changes=changes)
 SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the axes' sides, translated by the figure builder
 KINDS = {
     "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, SOURCE, SOURCE),
@@ -38,12 +40,20 @@ VIEWS = {
     "overview": N_("All layers × heads"),
     "bertviz": "bertviz",
 }
-kind = common.url_state("att_kind", "cross", list(KINDS))
+BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
+URL = Keys(
+    Key("att_view", "one", choices=tuple(VIEWS)),
+    Key("att_kind", "cross", choices=tuple(SHORT)),
+    Key("att_layer", cast=int),  # default and choices: the model's layers
+    Key("att_head", "average", cast=intish),
+    Key("att_bertviz", BERT_VIEWS[0], choices=tuple(BERT_VIEWS)),
+)
+kind = URL.read("att_kind")
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
-view = common.url_state("att_view", "one", list(VIEWS))
+view = URL.read("att_view")
 st.segmented_control(
     _("View"),
     list(VIEWS),
@@ -61,7 +71,7 @@ left.radio(
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
-layer = common.url_state("att_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("att_layer", n_layers - 1, range(n_layers))
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
@@ -70,7 +80,7 @@ mid.selectbox(
     format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
-head = common.url_state("att_head", "average", HEAD_CHOICES, lambda v: v if v == "average" else int(v))
+head = URL.read("att_head", choices=HEAD_CHOICES)
 right.selectbox(
     _("Head"),
     HEAD_CHOICES,
@@ -79,9 +89,8 @@ right.selectbox(
     label_visibility="collapsed",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
-bert_view = common.url_state("att_bertviz", BERT_VIEWS[0], BERT_VIEWS)
-common.write_url(
+bert_view = URL.read("att_bertviz")
+URL.write(
     att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
 )
 
@@ -94,7 +103,7 @@ st.caption(
     )
 )
 if changes:
-    new = common.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
+    new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
 title = _(figs.KIND_TITLES[kind])
@@ -171,13 +180,13 @@ else:
             )
         shown_layer = None if every_layer else layer
         key, view_html = ("model", bert_kind, shown_layer), partial(model_view_html, kind=bert_kind, layer=shown_layer)
-    key = (*common.input_key(session), *key, *changed)
-    html = common.cached_html(key, lambda: view_html(*inputs, menus=False))
+    key = (*caches.input_key(session), *key, *changed)
+    html = caches.cached_html(key, lambda: view_html(*inputs, menus=False))
     # in presentation mode no taller than the screen (the model view scrolls inside its frame)
     st.iframe(html, height=640 if bert_view == "head view" else (700 if presenting() else 900))
     st.download_button(
         _("Download this view (.html, works offline)"),
-        lambda: common.cached_html((*key, "menus"), lambda: view_html(*inputs)),
+        lambda: caches.cached_html((*key, "menus"), lambda: view_html(*inputs)),
         file_name=f"bertviz-{bert_view.split()[0]}.html",
         mime="text/html",
         key="att_dl_html",
@@ -193,4 +202,4 @@ explain_row(
     "specials",
     "heads" if kind != "encoder_self" else "post_ln",
 )
-common.capture_downloads(session, "att", changes)
+caches.capture_downloads(session, "att", changes)

@@ -10,20 +10,22 @@ import streamlit as st
 from i18n import N_, _, message_of
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import agreement
-from pages import attribution_ui as ui
-from pages import common
-from pages import interventions_ui as heads_ui
-from pages.presentation import chart_box, chart_text_px
-from pages.safe_text import md
 from tasks.gold import gold_alignment
+from ui import attribution_ui as ui
+from ui import caches
+from ui import interventions_ui as heads_ui
+from ui.presentation import chart_box, chart_text_px
+from ui.safe_text import md
+from ui.session import require_session
+from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
 st.title(_("Attribution: is attention an explanation?"))
-session = common.require_session()
+session = require_session()
 changes = heads_ui.head_switch("attr", session)
-cap = common.session_capture(session, changes=changes)
+cap = caches.session_capture(session, changes=changes)
 n_layers, n_heads = cap.cross.shape[:2]
 if len(cap.source_tokens) > MAX_TOKENS or len(cap.target_tokens) > MAX_TOKENS:
     # flow solves a max-flow per output token over every layer's graph; integrated gradients halves its path
@@ -43,15 +45,26 @@ BASELINES = {
 }
 REPLACEMENTS = {"unk": N_("<unk>"), "pad": N_("<pad>")}
 STEPS = [8, 16, 32, 64, 128]
+N_CHOICES = [10, 20, 50]
+URL = Keys(
+    Key("attr_base", "pad", choices=tuple(BASELINES)),
+    Key("attr_steps", attr.DEFAULT_STEPS, choices=STEPS, cast=int),
+    Key("attr_occ", "unk", choices=tuple(REPLACEMENTS)),
+    Key("attr_tok", 0, cast=int),  # choices: the output's tokens
+    Key("attr_layer", cast=int),  # default and choices: the model's layers
+    Key("attr_head", "average", cast=intish),
+    Key("attr_matrix", "occlusion", choices=(*attr.METHODS, "cross")),
+    Key("attr_n", 10, choices=N_CHOICES, cast=int),
+)
 with st.expander(_("Settings of integrated gradients and occlusion"), icon=":material/tune:"):
     a, b, c = st.columns(3)
-    common.url_state("attr_base", "pad", list(BASELINES))
+    URL.read("attr_base")
     a.selectbox(
         _("Baseline of integrated gradients"), list(BASELINES), key="attr_base", format_func=lambda k: _(BASELINES[k])
     )
-    common.url_state("attr_steps", attr.DEFAULT_STEPS, STEPS, int)
+    URL.read("attr_steps")
     b.selectbox(_("Points per piece of the path"), STEPS, key="attr_steps")
-    common.url_state("attr_occ", "unk", list(REPLACEMENTS))
+    URL.read("attr_occ")
     c.selectbox(
         _("Occlusion replaces a token by"), list(REPLACEMENTS), key="attr_occ", format_func=lambda k: _(REPLACEMENTS[k])
     )
@@ -74,19 +87,19 @@ if T == 0:
     st.stop()
 
 HEADS = ["average", *range(n_heads)]
-MATRICES = [*attr.METHODS, "cross"]
-tok = common.url_state("attr_tok", 0, list(range(T)), int)
-layer = common.url_state("attr_layer", n_layers - 1, list(range(n_layers)), int)
-head = common.url_state("attr_head", "average", HEADS, lambda v: v if v == "average" else int(v))
-matrix = common.url_state("attr_matrix", "occlusion", MATRICES)
+MATRICES = list(URL["attr_matrix"].choices)
+tok = URL.read("attr_tok", choices=range(T))
+layer = URL.read("attr_layer", n_layers - 1, range(n_layers))
+head = URL.read("attr_head", choices=HEADS)
+matrix = URL.read("attr_matrix")
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")
 left.selectbox(_("Output token to explain"), list(range(T)), key="attr_tok",
                format_func=lambda t: f"{t}: {outputs[t]}")  # fmt: skip
 mid.selectbox(_("Layer"), list(range(n_layers)), key="attr_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(_("Head"), HEADS, key="attr_head",
                 format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h))  # fmt: skip
-common.write_url(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
-                 attr_steps=settings["steps"], attr_occ=settings["replacement"])  # fmt: skip
+URL.write(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
+          attr_steps=settings["steps"], attr_occ=settings["replacement"])  # fmt: skip
 
 max_height, max_width = chart_box()
 raw = cap.cross[layer].mean(axis=0) if head == "average" else cap.cross[layer, head]  # (T_in, S)
@@ -119,9 +132,8 @@ written = session.tokenizer.target.detokenize(outputs)
 pairs = gold_alignment(session.card, session.check.text, written) if cap.generated else None
 st.markdown(_("For this input:"))
 ui.show_table(agreement(results, cap.cross, pairs))
-N_CHOICES = [10, 20, 50]
-n = common.url_state("attr_n", 10, N_CHOICES, int)
-common.write_url(attr_n=n)
+n = URL.read("attr_n")
+URL.write(attr_n=n)
 recipe = session.card.get("recipe") if isinstance(session.card, dict) else None
 is_demo = isinstance(recipe, dict) and "train_size" in recipe and "seed" in session.card and "task" in session.card
 if is_demo:

@@ -16,19 +16,27 @@ from model.checkpoints.checkpoint import load_tokenizer
 from model.checkpoints.demos import list_demos
 from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text
-from pages import common
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import esc, md
 from tasks.cards import card_description
+from ui import caches, model_picker
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import esc, md
+from ui.session import require_session
+from ui.url_state import Key, Keys, intish, write_url
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import plain_token
 
 st.title(_("Compare two models"))
-session = common.require_session()
+session = require_session()
 
 SHORT = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self (causal)"), "cross": N_("Cross")}
 INPUTS = {"a": N_("A's output, for both"), "b": N_("B's output, for both"), "own": N_("each model's own output")}
+URL = Keys(
+    Key("cmp_kind", "cross", choices=tuple(KINDS)),
+    Key("cmp_input", "a", choices=tuple(INPUTS), encode=lambda v: None if v == "a" else v),
+    Key("cmp_layer", cast=int),  # default and choices: the layers both models have
+    Key("cmp_head", "average", cast=intish),
+)
 WHY = {
     "layers": N_(
         "A has {a} layers for this kind of attention, B has {b}: a difference needs the same layers and heads, so the "
@@ -74,11 +82,11 @@ col_a.markdown(_("**A:** {label}").format(label=esc(session.label)))
 if description := card_description(session.card):
     col_a.caption(_(description))  # a built-in task's sentence in the reader's language
 start = default_b(session.key, session.tokenizer, (cfg_a.n_encoder_layers, cfg_a.n_decoder_layers, cfg_a.n_heads))
-picked = common._pick_model("model_b", where=col_b, default=start, label=N_("Model B"))
+picked = model_picker.pick_model("model_b", where=col_b, default=start, label=N_("Model B"))
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
-common.write_url(
+write_url(  # model B's picker (model_picker) reads these
     model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],
     model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
 )
@@ -87,7 +95,7 @@ check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
 apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment())  # B's heads may cost more than A's
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
 
-kind = common.url_state("cmp_kind", "cross", list(KINDS))
+kind = URL.read("cmp_kind")
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
 left.radio(
     _("Attention"),
@@ -97,17 +105,17 @@ left.radio(
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
-fed = common.url_state("cmp_input", "a", list(INPUTS))
+fed = URL.read("cmp_input")
 if kind != "encoder_self" and session.target is None:
     st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
 
 
 def capture_a(target):
-    return common.cached_capture(session.key, text, target, session.model, session.tokenizer)
+    return caches.cached_capture(session.key, text, target, session.model, session.tokenizer)
 
 
 def capture_b(target):
-    return common.cached_capture(b_key, text_b, target, model_b, tok_b)
+    return caches.cached_capture(b_key, text_b, target, model_b, tok_b)
 
 
 if check_b.errors:  # B cannot read the input at all: A alone, and why
@@ -126,7 +134,7 @@ else:
 w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
 w_b = getattr(cap_b, kind) if cap_b is not None else w_a
 n_layers, n_heads = min(w_a.shape[0], w_b.shape[0]), min(w_a.shape[1], w_b.shape[1])
-layer = common.url_state("cmp_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("cmp_layer", n_layers - 1, range(n_layers))
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
@@ -135,7 +143,7 @@ mid.selectbox(
     label_visibility="collapsed",
 )
 heads = ["average", *range(n_heads)]
-head = common.url_state("cmp_head", "average", heads, lambda v: v if v == "average" else int(v))
+head = URL.read("cmp_head", choices=heads)
 right.selectbox(
     _("Head"),
     heads,
@@ -143,7 +151,7 @@ right.selectbox(
     label_visibility="collapsed",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-common.write_url(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=None if fed == "a" else fed)
+URL.write(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=fed)
 
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 h = None if head == "average" else int(head)

@@ -7,51 +7,54 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.export import trace_json
 from model.interventions import NONE
-from pages import common
-from pages import decoding_strategy as strategies
-from pages import interventions_ui as heads_ui
-from pages.decoding_beam import beam_view
-from pages.explain import explain_row
-from pages.presentation import chart_box, chart_text_px, presenting, show
-from pages.safe_text import code, esc
 from tasks.gold import gold_alignment
+from ui import caches
+from ui import decoding_strategy as strategies
+from ui import interventions_ui as heads_ui
+from ui.decoding_beam import beam_view
+from ui.explain import explain_row
+from ui.presentation import chart_box, chart_text_px, presenting, show
+from ui.safe_text import code, esc
+from ui.session import require_session
+from ui.url_state import Key, Keys
 from viz import attention_figs
 from viz import decoding_figs as figs
 from viz.tokens import plain_token
 
+URL = Keys(
+    # Forced choices (the user picked another candidate) and the step shown belong to one model and input.
+    Key(
+        "dec_prefix",
+        (),
+        cast=lambda raw: tuple(int(x) for x in raw.split(",") if x.strip()),
+        encode=lambda ids: ",".join(map(str, ids)) or None,
+        resets="input",
+    ),  # fmt: skip
+    Key("dec_step", 0, cast=int, resets="input"),  # choices: the steps of the decoding
+    Key("dec_topk", 5, choices=(3, 5, 10), cast=int),
+    Key("dec_layer", cast=int),  # default and choices: the model's layers
+)
 st.title(_("Step-by-step decoding"))
-session = common.require_session()
+session = require_session()
 strategy = strategies.choose(session.model.config.tgt_vocab_size)  # greedy, beam search or sampling
 if strategy.name == "beam":
     beam_view(session, strategy)
     st.stop()
 
 
-def parse_prefix(raw: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in raw.split(",") if x.strip()) if raw else ()
-
-
-# Forced choices (the user picked another candidate) belong to one model and input; reset when they change.
-context = (session.key, session.check.text)
-if st.session_state.get("dec_context") != context:
-    if "dec_context" in st.session_state:  # a real change, not the first run (which may come from a link)
-        st.session_state["dec_prefix"], st.session_state["dec_step"] = (), 0
-    st.session_state["dec_context"] = context
 vocab_size = session.model.config.tgt_vocab_size
-prefix = common.url_state("dec_prefix", (), None, parse_prefix)
-if any(not 0 <= i < vocab_size for i in prefix):
-    st.session_state["dec_prefix"] = prefix = ()
-top_k = common.url_state("dec_topk", 5, [3, 5, 10], int)
+prefix = URL.read("dec_prefix", ok=lambda ids: all(0 <= i < vocab_size for i in ids))
+top_k = URL.read("dec_topk")
 
 # Heads switched off (issue 14), in the URL as dec_off: greedy decoding only until the strategies take them too.
 changes = heads_ui.head_switch("dec", session) if strategy.name == "greedy" else NONE
-trace = common.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer, changes)
+trace = caches.cached_trace(session.key, session.check.text, prefix, top_k, session.model, session.tokenizer, changes)
 if strategy.name == "sample":
     trace = strategies.sampled_trace(session, strategy, top_k)
 last = len(trace.steps) - 1
 if st.session_state.pop("dec_advance", False) and st.session_state.get("dec_step", 0) < last:
     st.session_state["dec_step"] += 1  # the Play loop's next frame
-step_index = common.url_state("dec_step", 0, list(range(last + 1)), int)
+step_index = URL.read("dec_step", choices=range(last + 1))
 
 
 def go_to(index: int) -> None:
@@ -92,7 +95,7 @@ cols[5].selectbox(_("Candidates shown"), [3, 5, 10], key="dec_topk")
 if last > 0:
     st.select_slider(_("Step"), list(range(last + 1)), key="dec_step", format_func=lambda i: str(i + 1))
 step = trace.steps[step_index]
-common.write_url(dec_step=step_index, dec_prefix=",".join(map(str, prefix)) or None, dec_topk=top_k)
+URL.write(dec_step=step_index, dec_prefix=prefix, dec_topk=top_k)
 
 if changes:
     effect = heads_ui.show_effect(session, changes, trace.text)
@@ -168,14 +171,14 @@ if strategy.name == "sample":
 st.subheader(_("Alignment of all steps"))
 alignment = trace.cross_alignment()
 n_layers = alignment.shape[0]
-layer = common.url_state("dec_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("dec_layer", n_layers - 1, range(n_layers))
 st.selectbox(
     _("Layer"),
     list(range(n_layers)),
     key="dec_layer",
     format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
 )
-common.write_url(dec_layer=layer)
+URL.write(dec_layer=layer)
 max_height, max_width = chart_box()
 show(
     attention_figs.attention_heatmap(
@@ -213,7 +216,7 @@ st.download_button(
 )
 if changes:
     heads_ui.effect_chart("dec", effect)
-common.capture_downloads(session, "dec", changes)  # the capture (a second decoding) runs only when one is downloaded
+caches.capture_downloads(session, "dec", changes)  # the capture (a second decoding) runs only when one is downloaded
 
 if playing:
     time.sleep(0.8)

@@ -6,14 +6,24 @@ from i18n import N_, _, message_of
 from model.analysis import inside
 from model.analysis.export import qkv_npz
 from model.analysis.inspect import attention_shape_walk
-from pages import common
-from pages.presentation import show
-from pages.safe_text import esc, md
+from ui import caches
+from ui.presentation import show
+from ui.safe_text import esc, md
+from ui.session import require_session
+from ui.url_state import Key, Keys, between, flag
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import display_token, plain_token
 
+DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}  # "Shapes with your own numbers"
+LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
+URL = Keys(
+    Key("in_kind", "cross", choices=tuple(inside.KINDS)),
+    *(Key(name, 0, cast=int) for name in ("in_layer", "in_head", "in_query", "in_key")),  # choices: this capture's
+    Key("in_noscale", False, cast=flag, encode=lambda v: "1" if v else None),
+    *(Key(n, d, cast=int, ok=between(1, inside.COST_LIMITS[LIMITS[n]])) for n, d in DEFAULTS.items()),
+)
 st.title(_("Inside attention"))
 st.markdown(
     _(
@@ -21,10 +31,10 @@ st.markdown(
         "of your input: pick them below and follow the formula from top to bottom."
     )
 )
-session = common.require_session()
+session = require_session()
 
 
-cap = common.session_qkv_capture(session)
+cap = caches.session_qkv_capture(session)
 TOKENS = {
     "encoder_self": (cap.source_tokens, cap.source_tokens),
     "decoder_self": (cap.target_tokens, cap.target_tokens),
@@ -36,10 +46,9 @@ SHORT_KINDS = {  # the attention page's names of the three kinds
     "decoder_self": N_("Decoder self (causal)"),
     "cross": N_("Cross (decoder → encoder)"),
 }
-flag = lambda v: str(v).lower() in ("1", "true")  # noqa: E731
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
-kind = common.url_state("in_kind", "cross", list(inside.KINDS))
+kind = URL.read("in_kind")
 q_tokens, k_tokens = TOKENS[kind]
 L, H = cap.qkv[kind][0].shape[:2]
 # One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
@@ -52,7 +61,7 @@ c1.radio(
     format_func=lambda k: _(SHORT_KINDS[k]),
     label_visibility="collapsed",
 )
-layer = common.url_state("in_layer", 0, list(range(L)), int)
+layer = URL.read("in_layer", choices=range(L))
 c2.selectbox(
     _("Layer"),
     list(range(L)),
@@ -60,7 +69,7 @@ c2.selectbox(
     format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
-head = common.url_state("in_head", 0, list(range(H)), int)
+head = URL.read("in_head", choices=range(H))
 c3.selectbox(
     _("Head"),
     list(range(H)),
@@ -68,7 +77,7 @@ c3.selectbox(
     format_func=lambda h: _("head {h}").format(h=h),
     label_visibility="collapsed",
 )
-query = common.url_state("in_query", 0, list(range(len(q_tokens))), int)
+query = URL.read("in_query", choices=range(len(q_tokens)))
 c4.selectbox(
     _("Query token"),
     list(range(len(q_tokens))),
@@ -115,7 +124,7 @@ st.subheader(_("2 · Raw scores"))
 st.markdown(_("How well the query matches each key: the dot product, a sum over the d_k dimensions."))
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
 show(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
-key = common.url_state("in_key", int(step.weights.argmax()), list(range(len(k_tokens))), int)
+key = URL.read("in_key", int(step.weights.argmax()), range(len(k_tokens)))
 st.selectbox(
     _("Key for the elementwise products"),
     list(range(len(k_tokens))),
@@ -177,7 +186,7 @@ st.markdown(
 st.latex(
     r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
 )
-no_scale = common.url_state("in_noscale", False, [False, True], flag)
+no_scale = URL.read("in_noscale")
 st.toggle(
     _("Compare: without 1/√d_k") if step.scaled_scores else _("Compare: with 1/√d_k"),
     key="in_noscale",
@@ -258,16 +267,12 @@ with st.expander(_("W^O of this layer")):
 st.subheader(_("Shapes with your own numbers"))
 # One above the other, each the page's width: side by side, the step names were cut ("注意力权重（即热力图所…").
 mine, live = st.container(), st.container()
-DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}
-LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 with mine:
     cols = st.columns(4)
     for col, (name, label) in zip(
         cols, (("in_batch", _("Batch B")), ("in_len", _("Length T")), ("in_d", "d_model"), ("in_h", _("Heads h")))
     ):
-        value = common.url_state(name, DEFAULTS[name], None, int)
-        if not isinstance(value, int) or not 1 <= value <= inside.COST_LIMITS[LIMITS[name]]:
-            st.session_state[name] = DEFAULTS[name]
+        URL.read(name)
         col.number_input(label, 1, inside.COST_LIMITS[LIMITS[name]], step=1, key=name)
     B, T, D, heads = (st.session_state[n] for n in DEFAULTS)
     try:
@@ -311,13 +316,13 @@ with live:
             size=figs.format_bytes(live_cost.weight_bytes),
         )
     )
-common.write_url(
+URL.write(
     in_kind=kind,
     in_layer=layer,
     in_head=head,
     in_query=query,
     in_key=key,
-    in_noscale=1 if no_scale else None,
+    in_noscale=no_scale,
     **{n: st.session_state[n] for n in DEFAULTS},
 )
 
@@ -331,4 +336,4 @@ st.download_button(
     key="in_dl_qkv",
     on_click="ignore",
 )  # packed when pressed
-common.capture_downloads(session, "inside")
+caches.capture_downloads(session, "inside")

@@ -4,12 +4,14 @@ import streamlit as st
 
 from i18n import _, language, message_of
 from model.analysis.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
-from pages import common
-from pages.safe_text import md
+from ui import caches
+from ui.safe_text import md
+from ui.session import require_session
+from ui.url_state import Key, Keys
 from viz.lecture_pack import lecture_pack_html
 
 st.title(_("Lecture pack"))
-session = common.require_session(valid_input=False)
+session = require_session(valid_input=False)
 st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
@@ -35,8 +37,8 @@ def build(texts: tuple[str, ...]) -> tuple[str, str]:
 
     def run(text: str):
         return (
-            common.cached_capture(session.key, text, None, session.model, session.tokenizer),
-            common.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
+            caches.cached_capture(session.key, text, None, session.model, session.tokenizer),
+            caches.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
         )
 
     report = lambda done, total: bar.progress(  # noqa: E731
@@ -52,21 +54,17 @@ def build(texts: tuple[str, ...]) -> tuple[str, str]:
 # The list comes from a link (pack_inputs) on a session's first visit; otherwise it is prefilled with the current
 # input and the model's examples, once per model (what the user typed is kept).
 MAX_BOX = MAX_INPUTS * (MAX_CHARS + 1)
-if st.session_state.get("pack_model") != session.key:
-    linked = st.query_params.get("pack_inputs") if "pack_model" not in st.session_state else None
-    st.session_state["pack_model"] = session.key
-    st.session_state["pack_inputs"] = (
-        linked[:MAX_BOX]
-        if linked is not None
-        else "\n".join(dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip()))
-    )
+URL = Keys(Key("pack_inputs", cast=lambda raw: raw[:MAX_BOX], resets="model"))
+URL.read(
+    "pack_inputs", default="\n".join(dict.fromkeys(t.strip() for t in [session.text, *session.examples] if t.strip()))
+)
 raw = st.text_area(
     _("Inputs, one per line (at most {n}, each at most {chars} characters)").format(n=MAX_INPUTS, chars=MAX_CHARS),
     key="pack_inputs",
     height=180,
     max_chars=MAX_BOX,
 )
-common.write_url(pack_inputs=raw)
+URL.write(pack_inputs=raw)
 texts, notes = bounded_inputs(raw.splitlines())
 for note in notes:
     st.warning(md(note))

@@ -4,15 +4,17 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
-from pages import common
-from pages.explain import explain_row
-from pages.presentation import show
-from pages.safe_text import esc
 from tasks.cards import card_description
+from ui import caches
+from ui.explain import explain_row
+from ui.presentation import show
+from ui.safe_text import esc
+from ui.session import require_session, show_input_messages
+from ui.url_state import Key, Keys
 from viz import model_figs as figs
 
 st.title(_("Model"))
-session = common.require_session(valid_input=False)
+session = require_session(valid_input=False)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -67,7 +69,14 @@ VIEWS = {
     "weights": N_("Weights"),
     "shapes": N_("Shapes in attention"),
 }
-view = common.url_state("model_view", "config", list(VIEWS))
+PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
+SHAPE_KINDS = [N_("encoder self"), N_("decoder self"), N_("cross")]  # values in the URL: English
+URL = Keys(
+    Key("model_view", "config", choices=tuple(VIEWS)),
+    Key("model_part", PARTS[0], choices=PARTS),
+    Key("model_shape_kind", SHAPE_KINDS[0], choices=SHAPE_KINDS),
+)
+view = URL.read("model_view")
 st.segmented_control(
     _("View"),
     list(VIEWS),
@@ -76,17 +85,16 @@ st.segmented_control(
     required=True,
     label_visibility="collapsed",
 )
-common.write_url(model_view=view)
+URL.write(model_view=view)
 if view == "config":
     rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
     st.dataframe(rows, hide_index=True, width="stretch")
 elif view == "params":
     show(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
-    PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
-    part = common.url_state("model_part", PARTS[0], PARTS)
+    part = URL.read("model_part")
     st.columns(3)[0].selectbox(_("Part"), PARTS, key="model_part", format_func=_, label_visibility="collapsed")
-    common.write_url(model_part=part)
+    URL.write(model_part=part)
     keep = [
         s
         for s in stats
@@ -108,12 +116,11 @@ elif view == "weights":
         width="stretch",
     )
 elif session.ok:  # what is wrong with the input, if anything, is named below
-    cap = common.session_capture(session)
+    cap = caches.session_capture(session)
     S, T = len(cap.source_tokens), len(cap.target_tokens)
-    SHAPE_KINDS = [N_("encoder self"), N_("decoder self"), N_("cross")]  # values in the URL: English
-    which = common.url_state("model_shape_kind", SHAPE_KINDS[0], SHAPE_KINDS)
+    which = URL.read("model_shape_kind")
     st.radio(_("Attention"), SHAPE_KINDS, horizontal=True, key="model_shape_kind", format_func=_)
-    common.write_url(model_shape_kind=which)
+    URL.write(model_shape_kind=which)
     n_q, n_k = {"encoder self": (S, S), "decoder self": (T, T), "cross": (T, S)}[which]
     st.markdown(
         _(
@@ -128,5 +135,5 @@ elif session.ok:  # what is wrong with the input, if anything, is named below
         width="stretch",
     )
 explain_row("post_ln", "heads", "specials")
-if common.show_input_messages(session):  # names what is wrong with the input
-    common.capture_downloads(session, "model")  # made only when pressed
+if show_input_messages(session):  # names what is wrong with the input
+    caches.capture_downloads(session, "model")  # made only when pressed

@@ -7,10 +7,12 @@ from i18n import N_, _
 from model.analysis import pe_analysis as pea
 from model.analysis.inspect import positional_tables
 from model.interventions import NONE
-from pages import common, positional_kinds, positional_models
-from pages import positional_interventions as changed_positions
-from pages.explain import explain
-from pages.presentation import chart_box, show
+from ui import caches, model_picker, positional_kinds, positional_models
+from ui import positional_interventions as changed_positions
+from ui.explain import explain
+from ui.presentation import chart_box, show
+from ui.session import current, show_input_messages
+from ui.url_state import Key, Keys, finite
 from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
@@ -24,7 +26,7 @@ FORMULA = (
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
     r"\omega_i=\mathrm{base}^{-2i/d_{\mathrm{model}}}"
 )
-session = common.current()
+session = current()
 model_d = session.model.config.d_model if session else 64
 # One view at a time (st.tabs would build all six on every run); the choice is in the URL.
 VIEWS = {
@@ -44,7 +46,16 @@ VIEWS = {
 # Where each view's first chart starts in presentation mode at 1366x768 (measured, a little to spare): it fits below.
 TOP_PX = {"matrix": 290, "curves": 390, "offsets": 430, "similarity": 290, "shift": 430, "mine": 200}
 TABLE_VIEWS = ("matrix", "curves", "offsets", "similarity", "shift")  # the views that d_model, length and base change
-view = common.url_state("pe_view", "matrix", list(VIEWS))
+URL = Keys(
+    Key("pe_view", "matrix", choices=tuple(VIEWS)),
+    Key("pe_d", cast=int),  # default: the model's d_model, among the choices
+    Key("pe_len", 100, cast=lambda raw: min(max(int(raw), 2), 1024)),  # a length past the slider's ends: its end
+    Key("pe_base", 10000.0, cast=float, ok=finite(2.0, 1e9), encode=lambda b: f"{b:g}"),
+    Key("pe_dims", cast=int, many=True),  # default and choices: from d_model
+    Key("pe_starts", cast=int, many=True),  # default and choices: from the length
+    Key("pe_k", cast=int),  # default and choices: from the length
+)
+view = URL.read("pe_view")
 changes = NONE
 st.segmented_control(
     _("View"),
@@ -54,22 +65,19 @@ st.segmented_control(
     required=True,
     label_visibility="collapsed",
 )
-common.write_url(pe_view=view)
+URL.write(pe_view=view)
 
 D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
-d_model = common.url_state("pe_d", model_d, D_CHOICES, int)
-length = common.url_state("pe_len", 100, None, int)
-st.session_state["pe_len"] = int(np.clip(st.session_state["pe_len"], 2, 1024))
-base = common.url_state("pe_base", 10000.0, None, float)
-if not np.isfinite(base) or not 2.0 <= base <= 1e9:
-    st.session_state["pe_base"] = base = 10000.0
+URL.read("pe_d", model_d, D_CHOICES)
+URL.read("pe_len", choices=range(2, 1025))
+URL.read("pe_base")
 if view in TABLE_VIEWS:  # shown only where they change something (kept in the link on the other views)
     c1, c2, c3 = st.columns(3)
     c1.select_slider(_("d_model (dimensions)"), D_CHOICES, key="pe_d")
     c2.slider(_("Length (positions)"), 2, 1024, key="pe_len")
     c3.number_input(_("Base"), min_value=2.0, max_value=1e9, step=1000.0, key="pe_base", format="%g")
 d_model, length, base = st.session_state["pe_d"], st.session_state["pe_len"], st.session_state["pe_base"]
-common.write_url(pe_d=d_model, pe_len=length, pe_base=f"{base:g}")
+URL.write(pe_d=d_model, pe_len=length, pe_base=base)
 
 pe = pea.pe_table(length, d_model, base)
 lam = pea.pe_wavelengths(d_model, base)
@@ -93,9 +101,9 @@ if view == "matrix":
     explain("pe_formula")
 elif view == "curves":
     default_dims = sorted({d for d in (0, 1, 4, d_model // 4, d_model // 2) if d < d_model})
-    dims = common.url_ints("pe_dims", default_dims, range(d_model))
+    dims = URL.read("pe_dims", default_dims, range(d_model))
     st.multiselect(_("Dimensions (2i: sin, 2i+1: cos)"), list(range(d_model)), key="pe_dims")
-    common.write_url(pe_dims=",".join(map(str, dims)) or "none")
+    URL.write(pe_dims=dims)
     if dims:
         show(figs.sinusoid_curves(pe, dims, lam), key="pe_curves", top_px=TOP_PX[view])
         explain("pe_formula")
@@ -104,9 +112,9 @@ elif view == "curves":
 elif view == "offsets":
     max_offset = min(length - 1, 60)
     starts = [p for p in (0, 10, 25, 40) if p + max_offset < length] or [0]
-    positions = common.url_ints("pe_starts", starts, range(max(1, length - max_offset)))
+    positions = URL.read("pe_starts", starts, range(max(1, length - max_offset)))
     st.multiselect(_("Starting positions p"), list(range(max(1, length - max_offset))), key="pe_starts")
-    common.write_url(pe_starts=",".join(map(str, positions)) or "none")
+    URL.write(pe_starts=positions)
     if positions:
         dots = pea.offset_dot_products(pe, positions, max_offset)
         spread = float(np.nanmax(np.nanstd(dots, axis=0))) if len(positions) > 1 else 0.0
@@ -128,9 +136,9 @@ elif view == "similarity":
 elif view == "shift":
     k_max = min(length - 1, 100)
     if k_max > 1:
-        k = common.url_state("pe_k", min(5, k_max), list(range(1, k_max + 1)), int)
+        k = URL.read("pe_k", min(5, k_max), range(1, k_max + 1))
         st.slider(_("Offset k"), 1, k_max, key="pe_k")
-        common.write_url(pe_k=k)
+        URL.write(pe_k=k)
     else:  # a slider needs two values to choose from
         k = 1
         st.caption(_("With 2 positions the only offset is k = 1."))
@@ -160,13 +168,13 @@ elif view == "alibi":
     positional_kinds.alibi_view(session)
 elif view == "relative":
     demo = positional_models.reverse_models().get("relative")
-    shipped = common._load(str(demo.path), common._stamp(demo.path), None, ())[0] if demo else None
+    shipped = model_picker.load(str(demo.path), model_picker.stamp(demo.path), None, ())[0] if demo else None
     positional_kinds.relative_view(session, shipped)
 else:
     if session is None:
         st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
     elif session.ok:  # what is wrong with the input, if anything, is named below
-        cap = common.session_capture(session)
+        cap = caches.session_capture(session)
         for side, tokens, emb, rows in (
             ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
             ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
@@ -197,10 +205,10 @@ else:
 
 if view in TABLE_VIEWS:
     st.latex(FORMULA)
-if session is not None and common.show_input_messages(session):  # names what is wrong with the input
-    common.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
+if session is not None and show_input_messages(session):  # names what is wrong with the input
+    caches.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
 left, right = st.columns(2)
-table_npz, table_json = common.pe_downloads(length, d_model, base)
+table_npz, table_json = caches.pe_downloads(length, d_model, base)
 left.download_button(
     _("Download this PE table (.npz)"),
     table_npz,

@@ -17,17 +17,22 @@ from model.analysis.compare import decoder_input_text
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import list_snapshots
 from model.decoding.strategy_export import comparison_npz, snapshots_csv
-from pages import common
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import esc, md
 from tasks.gold import alignment_share, gold_alignment, gold_example
+from ui import caches, model_picker
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import esc, md
+from ui.session import require_session
+from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz.compare_figs import training_curve
+
+# default and choices: the snapshots' steps, the model's layers and heads
+URL = Keys(Key("trn_step", cast=int), Key("trn_layer", cast=int), Key("trn_head", "average", cast=intish))
 
 _LOG = logging.getLogger(__name__)
 
 st.title(_("Training"))
-session = common.require_session()
+session = require_session()
 
 
 def checkpoint_folder(key: str) -> Path | None:
@@ -36,7 +41,7 @@ def checkpoint_folder(key: str) -> Path | None:
     if base.startswith("demo:"):
         return next((d.path for d in list_demos() if d.name == base[5:]), None)
     if base.startswith("path:"):
-        folders = common.server_folders()
+        folders = model_picker.server_folders()
         try:
             path = folders.open_path(base[5:]) if folders.enabled else None
         except ValueError:
@@ -61,7 +66,7 @@ def _load_snapshot(path: str, stamp: float):
 
 folder = checkpoint_folder(session.key)
 try:
-    snaps = _snapshots(str(folder), common._stamp(folder / "snapshots")) if folder is not None else None
+    snaps = _snapshots(str(folder), model_picker.stamp(folder / "snapshots")) if folder is not None else None
 except (CheckpointError, OSError, ValueError) as err:
     st.error(_("This model's training snapshots could not be read: {why}").format(why=md(message_of(err))))
     st.stop()
@@ -85,18 +90,18 @@ if session.target is not None:
 elif gold is not None:
     target, where = gold.target, _("the gold target of this input")
 else:
-    target = decoder_input_text(common.session_capture(session), session.tokenizer.target.detokenize)
+    target = decoder_input_text(caches.session_capture(session), session.tokenizer.target.detokenize)
     where = _("the trained model's own output")
 pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
-step = common.url_state("trn_step", steps[-1], steps, int)
+step = URL.read("trn_step", steps[-1], steps)
 slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
 slide.select_slider(_("Training step"), steps, key="trn_step")
 n_layers = session.model.config.n_decoder_layers
-layer = common.url_state("trn_layer", n_layers - 1, list(range(n_layers)), int)
+layer = URL.read("trn_layer", n_layers - 1, range(n_layers))
 heads = ["average", *range(session.model.config.n_heads)]
-head = common.url_state("trn_head", "average", heads, lambda v: v if v == "average" else int(v))
+head = URL.read("trn_head", choices=heads)
 left.selectbox(_("Layer"), list(range(n_layers)), key="trn_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(
     _("Head"),
@@ -104,7 +109,7 @@ right.selectbox(
     key="trn_head",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-common.write_url(trn_step=step, trn_layer=layer, trn_head=head)
+URL.write(trn_step=step, trn_layer=layer, trn_head=head)
 
 
 class DamagedSnapshot(Exception):
@@ -114,10 +119,10 @@ class DamagedSnapshot(Exception):
 def snapshot_capture(snapshot):
     """This input through one snapshot; DamagedSnapshot when its folder cannot be read or does not fit the model."""
     try:
-        stamp = common._stamp(snapshot.path)
+        stamp = model_picker.stamp(snapshot.path)
         model, tokenizer = _load_snapshot(str(snapshot.path), stamp)
         key = f"snapshot:{snapshot.path}:{stamp}"
-        return common.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
+        return caches.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
     except (CheckpointError, OSError, ValueError) as err:  # what the folder holds is not trusted
         why = _("The snapshot of step {step} could not be loaded: {why}").format(
             step=snapshot.step, why=md(message_of(err))

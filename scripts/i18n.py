@@ -1,6 +1,6 @@
 """The translation catalogs: extract the marked strings, merge them into each language, compile, list what is missing.
 
-    .venv/bin/python scripts/i18n.py extract    app.py, pages/, viz/, model/, tasks/ -> i18n/messages.pot (marked strings only)
+    .venv/bin/python scripts/i18n.py extract    app.py, pages/, ui/, viz/, model/, tasks/ -> i18n/messages.pot (marked strings only)
     .venv/bin/python scripts/i18n.py update     merge messages.pot into i18n/locale/<lang>/LC_MESSAGES/messages.po
     .venv/bin/python scripts/i18n.py compile    messages.po -> messages.mo (what the app reads)
     .venv/bin/python scripts/i18n.py missing    msgids of the tree with no translation, or a fuzzy one; exit 1 if any
@@ -74,7 +74,7 @@ def extract(output: Path = POT) -> Path:
         HEADER["copyright_holder"],
         "-o",
         str(output),
-        ".",  # babel.cfg names what is read (app.py, pages/, viz/, model/, tasks/); every other file is skipped
+        ".",  # babel.cfg names what is read (app.py, pages/, ui/, viz/, model/, tasks/); every other file is skipped
     )
     return output
 

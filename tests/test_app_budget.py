@@ -60,10 +60,10 @@ def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(wide, monkeypa
 
 
 def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
-    """The sidebar asks model.analysis.cpu_share before any work: a run whose work bound is above 1/8 of the budget lowers its
-    own thread (the room's light sessions go first), a demo run stays at the process's priority."""
-    import pages.common
+    """The sidebar asks model.analysis.cpu_share before any work: a run whose work bound is above 1/8 of the budget
+    lowers its own thread (the room's light sessions go first), a demo run stays at the process's priority."""
     from model.analysis import cpu_share
+    from ui import sidebar
 
     seen = []
 
@@ -72,7 +72,7 @@ def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
         seen.append((heavy, cpu_share.thread_nice()))
         return heavy
 
-    monkeypatch.setattr(pages.common, "share_cpu", record)
+    monkeypatch.setattr(sidebar, "share_cpu", record)
     folder, _ = wide
     base = cpu_share.thread_nice()
     at = open_page("attention", model=f"path:{folder}", text="abcdefgh" * 2000)

@@ -13,9 +13,10 @@ from i18n import _, language_scope
 from model.checkpoints.checkpoint import load_config, load_tokenizer
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text
-from pages.common import PAGES, UPLOAD_CHOICE
 from tests.apptest_helpers import TITLES, open_page
 from tests.i18n_helpers import has_cjk, untranslated, visible_strings
+from ui.model_picker import UPLOAD_CHOICE
+from ui.navigation import PAGES
 
 # Each page, and the key and values of its view selector (None: one view).
 VIEWS = {

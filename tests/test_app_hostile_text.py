@@ -12,9 +12,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from i18n import M_, join_messages, language_scope
-from pages.common import PAGES
-from pages.safe_text import code, esc, md
 from tests.apptest_helpers import open_page
+from ui.navigation import PAGES
+from ui.safe_text import code, esc, md
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"

@@ -79,7 +79,7 @@ def reverse_card(positional, curves=None):
 
 
 def test_length_experiment_draws_shipped_curves_and_computes_missing_ones(tmp_path, monkeypatch):
-    from pages import positional_models
+    from ui import positional_models
 
     lengths = np.arange(1, 7)
     shipped = LengthCurve(lengths, np.array([1, 1, 1, 0.5, 0.1, 0]), np.full(6, 50), 0)

@@ -1,5 +1,6 @@
 """Build only what is shown: one view per run, views in the URL, no model work on a view change, downloads on request."""
 
+import importlib
 import io
 import json
 
@@ -7,10 +8,10 @@ import numpy as np
 import pytest
 
 from model import capture
-from pages import caches, common
-from pages.bounded_cache import BoundedCache, nbytes
 from tests.apptest_helpers import chart_titles, charts, open_page
 from tests.browser_helpers import letters_checkpoint
+from ui import caches
+from ui.bounded_cache import BoundedCache, nbytes
 
 ATTENTION_VIEWS = {
     "one": "Cross-attention (decoder → encoder), layer 2, average of heads",
@@ -27,9 +28,11 @@ def ckpt(tmp_path_factory):
 
 @pytest.fixture
 def model_runs(monkeypatch):
-    """Counts every capture() and greedy_decode() the app's caches run."""
+    """Counts every capture() and decoding (greedy_decode, or the fused greedy_ids of the shared decode) the app's
+    caches run."""
+    decoding = importlib.import_module("model.decoding")
     calls = {"capture": 0, "decode": 0}
-    real_capture, real_decode = caches.capture, caches.greedy_decode
+    real_capture, real_decode, real_ids = caches.capture, caches.greedy_decode, decoding.greedy_ids
 
     def counted_capture(*args, **kwargs):
         calls["capture"] += 1
@@ -39,10 +42,15 @@ def model_runs(monkeypatch):
         calls["decode"] += 1
         return real_decode(*args, **kwargs)
 
+    def counted_ids(*args, **kwargs):
+        calls["decode"] += 1
+        return real_ids(*args, **kwargs)
+
     monkeypatch.setattr(caches, "capture", counted_capture)
     monkeypatch.setattr(caches, "greedy_decode", counted_decode)
-    caches.CAPTURES.clear()
-    caches.TRACES.clear()
+    monkeypatch.setattr(decoding, "greedy_ids", counted_ids)
+    for cache in (caches.CAPTURES, caches.TRACES, caches.DECODES):
+        cache.clear()
     return calls
 
 
@@ -61,25 +69,25 @@ def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
     at.segmented_control(key="att_view").set_value("bertviz").run()
     assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
     key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, "en")
-    assert key in common.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
+    assert key in caches.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
     page = at.get("iframe")[0].proto.srcdoc  # the page's layer and kind menus choose: bertviz's own are hidden
     assert '<select id="layer">' in page and '<span class="menus" style="user-select:none" hidden>' in page
     at.selectbox(key="att_layer").set_value(0).run()
-    assert (*key[:-2], 0, "en") in common.HTML and key in common.HTML
+    assert (*key[:-2], 0, "en") in caches.HTML and key in caches.HTML
 
 
 def test_a_view_change_runs_nothing_of_the_model(ckpt, model_runs):
     at = open_page("attention", f"path:{ckpt}", text="bead")
-    assert model_runs == {"capture": 1, "decode": 0}
+    assert model_runs == {"capture": 1, "decode": 1}  # the shared decode, then one pass on its output (issue 23)
     at.segmented_control(key="att_view").set_value("grid").run()
     at.radio(key="att_kind").set_value("encoder_self").run()
     at.selectbox(key="att_layer").set_value(0).run()
     at.segmented_control(key="att_view").set_value("one").run()
     at.selectbox(key="att_head").set_value(1).run()
     assert chart_titles(at) == ["Encoder self-attention, layer 0, head 1"]
-    assert model_runs == {"capture": 1, "decode": 0}
+    assert model_runs == {"capture": 1, "decode": 1}
     at.sidebar.text_area(key="text").set_value("cab").run()  # a new input does run the model
-    assert model_runs == {"capture": 2, "decode": 0}
+    assert model_runs == {"capture": 2, "decode": 2}
 
 
 def test_the_decoding_page_decodes_once_and_steps_from_the_cache(ckpt, model_runs):
@@ -87,7 +95,7 @@ def test_the_decoding_page_decodes_once_and_steps_from_the_cache(ckpt, model_run
     at.button(key="dec_next").click().run()
     at.selectbox(key="dec_layer").set_value(0).run()
     assert not at.exception and at.markdown[0].value.startswith("**Step 2 of")
-    assert model_runs == {"capture": 0, "decode": 1}  # no capture only for the downloads
+    assert model_runs == {"capture": 1, "decode": 1}  # the steps are read from one pass over the decoded output
 
 
 @pytest.mark.parametrize(
@@ -111,13 +119,13 @@ def test_other_pages_build_one_view_and_keep_it_in_the_link(page, key, views, ck
 def test_downloads_are_made_on_request_with_the_right_content(ckpt, deferred, model_runs):
     at = open_page("decoding", f"path:{ckpt}", text="bead")
     assert {"capture.npz", "capture.json", "decoding.json"} <= set(deferred)
-    assert model_runs["capture"] == 0  # offering the capture's files made nothing
+    assert model_runs["capture"] == 1  # the steps' one pass over the decoded output; offering the files made nothing
     from model import load_checkpoint
 
     model, tokenizer = load_checkpoint(ckpt)
     expected = capture(model, tokenizer, "bead")
     arrays = np.load(io.BytesIO(deferred["capture.npz"]()))  # pressing the button
-    assert model_runs["capture"] == 1
+    assert model_runs["capture"] == 1  # the file is that pass's capture (issue 23: the pages share it)
     for name, value in expected.arrays().items():
         np.testing.assert_allclose(arrays[name], value, atol=1e-6, err_msg=name)
     data = json.loads(deferred["capture.json"]())
@@ -188,7 +196,7 @@ def test_server_threads_are_set_from_the_environment():
 
     code = """import os, numpy, torch
 from threadpoolctl import threadpool_info
-from pages.common import set_server_threads as s
+from ui.threads import set_server_threads as s
 for value in ("3", None, "lots", "2"):
     os.environ.pop("VIZ_TORCH_THREADS", None)
     if value is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from i18n import _, language_scope
-from pages.common import PAGES
 from tests.browser_helpers import (
     PROJECTOR,
     WAIT_S,
@@ -23,6 +22,7 @@ from tests.browser_helpers import (
     wait_idle,
     wait_text,
 )
+from ui.navigation import PAGES
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 CHARTS = {"attention", "inside", "positional", "decoding", "compare", "training"}  # they draw a chart at once

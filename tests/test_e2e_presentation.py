@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from pages.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 from tests.browser_helpers import PROJECTOR, WAIT_S, Watch, _failure, screenshot, wait_idle
+from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
 # (page, URL parameters, charts the view draws with the default demo). A view that draws no chart is opened too:
 # bertviz's frame and the tables must keep within the screen as well.

@@ -10,11 +10,11 @@ import zipfile
 import pytest
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
-from pages import uploads
-from pages.safe_text import md
-from pages.uploads import RefusedUpload, UploadStore, scrub, stored_name
 from tests.apptest_helpers import shown
 from tests.conftest import make_tiny
+from ui import uploads
+from ui.safe_text import md
+from ui.uploads import RefusedUpload, UploadStore, scrub, stored_name
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The interface language of a run: from the link (lang=zh), else from the browser, and the sidebar's switch.
 
-run_app (pages/common.py) calls choose_language() first, before the navigation and every label are drawn,
+run_app (ui/run_app.py) calls choose_language() first, before the navigation and every label are drawn,
 and language_switch() at the top of the sidebar. The choice lives in the URL like every other selection.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import LANGUAGES, normalize, set_language
-from pages.common import url_state, write_url
+from ui.url_state import Key, Keys
 
+URL = Keys(Key("lang", choices=tuple(LANGUAGES), cast=normalize))  # default: the browser's language
 LANGUAGE_LABEL = "Language · 语言"  # the switch's label: in both languages, so anyone finds it
 
 
@@ -35,7 +36,7 @@ def choose_language() -> str:
     and otherwise from the browser's language. Returns the language code."""
     if "_lang_default" not in st.session_state:
         st.session_state["_lang_default"] = browser_language()
-    return set_language(url_state("lang", st.session_state["_lang_default"], list(LANGUAGES), normalize))
+    return set_language(URL.read("lang", st.session_state["_lang_default"]))
 
 
 def language_switch() -> None:
@@ -49,4 +50,4 @@ def language_switch() -> None:
         label_visibility="collapsed",
     )
     lang = st.session_state["lang"]
-    write_url(lang=None if lang == st.session_state["_lang_default"] == "en" else lang)
+    URL.write(lang=None if lang == st.session_state["_lang_default"] == "en" else lang)

@@ -15,7 +15,8 @@ from i18n import N_, _
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import Agreement, agreement_over
 from model.interventions import Interventions
-from pages import caches, common
+from ui import caches
+from ui.session import Session
 
 NAMES = {  # method -> its name on the page (marked; translated where shown)
     "rollout": N_("Attention rollout"),
@@ -66,7 +67,7 @@ def settings_key(settings: dict) -> tuple:
     return tuple(sorted(settings.items()))
 
 
-def all_methods(session: common.Session, changes: Interventions, settings: dict) -> dict[str, attr.Attribution]:
+def all_methods(session: Session, changes: Interventions, settings: dict) -> dict[str, attr.Attribution]:
     """Every method's scores for the session's input, computed once (a progress bar while any is missing)."""
     _key, text, target = key = caches.input_key(session)
     keys = {m: (*key, m, settings_key(settings), changes) for m in attr.METHODS}
@@ -92,7 +93,7 @@ def all_methods(session: common.Session, changes: Interventions, settings: dict)
 
 
 def fresh_agreement(
-    session: common.Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
+    session: Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
 ) -> Agreement:
     """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
     from tasks import intervened
@@ -106,7 +107,7 @@ def fresh_agreement(
     )
 
 
-def has_fresh(session: common.Session, changes: Interventions, n: int, settings: dict) -> bool:
+def has_fresh(session: Session, changes: Interventions, n: int, settings: dict) -> bool:
     return (session.key, n, settings_key(settings), changes) in caches.AGREEMENTS
 
 

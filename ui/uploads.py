@@ -31,7 +31,7 @@ from model.checkpoints.archive import TEXT_SUFFIXES, WEIGHT_SUFFIXES, unpacked_s
 from model.checkpoints.archive import safe_extract as _safe_extract
 from model.checkpoints.errors import CheckpointError
 from model.checkpoints.safe_io import size_text
-from pages.safe_text import esc
+from ui.safe_text import esc
 
 DISK_ENV = "VIZ_UPLOAD_DISK_MB"
 DEFAULT_DISK_MB = 2048

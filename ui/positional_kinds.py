@@ -12,10 +12,12 @@ import streamlit as st
 
 from i18n import N_, _
 from model.network import pe_kinds
-from pages import common
-from pages.presentation import chart_box, show
+from ui.presentation import chart_box, show
+from ui.url_state import Key, Keys
 from viz import pe_kinds_figs as figs
 from viz import positional_figs
+
+URL = Keys(Key("pe_pair", 0, cast=int), Key("pe_heads", 8, choices=range(1, 17), cast=int))  # pe_pair: the RoPE pairs
 
 ROPE_CHECK_POSITIONS = 64  # positions of the numerical check of q_m . k_n (a 64 x 64 matrix)
 ALIBI_POSITIONS = 24  # positions of the bias maps (the reverse demos read at most 25 tokens)
@@ -62,10 +64,10 @@ def rope_view(session, d_model: int, base: float) -> None:
     st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
              r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
     theta = pe_kinds.rope_frequencies(d, base)
-    pair = common.url_state("pe_pair", 0, list(range(len(theta))), int)
+    pair = URL.read("pe_pair", choices=range(len(theta)))
     if len(theta) > 1:
         st.slider(_("Pair i"), 0, len(theta) - 1, key="pe_pair")
-    common.write_url(pe_pair=pair)
+    URL.write(pe_pair=pair)
     rng = np.random.default_rng(pair)
     q, k = rng.standard_normal(2), rng.standard_normal(2)
     positions = np.arange(12)
@@ -99,13 +101,13 @@ def rope_view(session, d_model: int, base: float) -> None:
 
 def alibi_view(session) -> None:
     cfg = _uses(session, "alibi")
-    heads = common.url_state("pe_heads", cfg.n_heads if cfg else 8, list(range(1, 17)), int)
+    heads = URL.read("pe_heads", cfg.n_heads if cfg else 8)
     if cfg:
         st.session_state["pe_heads"] = heads = cfg.n_heads
         st.caption(_("This model uses ALiBi with {h} heads.").format(h=heads))
     else:
         st.slider(_("Heads"), 1, 16, key="pe_heads")
-    common.write_url(pe_heads=heads)
+    URL.write(pe_heads=heads)
     st.markdown(
         _(
             "ALiBi adds no positions to the embeddings: each head h adds −m_h·|i − j| to its scores, a penalty growing "

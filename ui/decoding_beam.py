@@ -8,14 +8,18 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.budget import WorkBudget, beam_refusal, source_length
 from model.decoding.strategy_export import beam_csv, beam_json
-from pages import common
-from pages.caches import cached_beam
-from pages.decoding_strategy import Strategy
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import esc, md
 from tasks.gold import gold_alignment
+from ui import caches
+from ui.caches import cached_beam
+from ui.decoding_strategy import Strategy
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import esc, md
+from ui.url_state import Key, Keys
 from viz import attention_figs, strategy_figs
 from viz.tokens import plain_token
+
+# default and choices: the search's steps, hypotheses and the model's layers
+URL = Keys(Key("dec_bstep", cast=int), Key("dec_bhyp", 0, cast=int), Key("dec_blayer", cast=int))
 
 STATUS = {"live": N_("kept"), "finished": N_("finished"), "pruned": N_("pruned")}
 STOPS = {
@@ -58,7 +62,7 @@ def beam_view(session, s: Strategy) -> None:
     )
     max_height, max_width = chart_box()
     n = len(trace.steps)
-    step = common.url_state("dec_bstep", n - 1, list(range(n)), int)
+    step = URL.read("dec_bstep", n - 1, range(n))
     show(
         strategy_figs.beam_tree(
             trace.tree(),
@@ -93,7 +97,7 @@ def beam_view(session, s: Strategy) -> None:
     if not chosen:
         st.info(_("The search wrote nothing."))
         return
-    pick = common.url_state("dec_bhyp", 0, list(range(len(chosen))), int)
+    pick = URL.read("dec_bhyp", choices=range(len(chosen)))
     left, right = st.columns([3, 1])
     left.selectbox(
         _("Hypothesis"),
@@ -105,12 +109,12 @@ def beam_view(session, s: Strategy) -> None:
     path = trace.path(chosen[pick])
     alignment = trace.cross_alignment(path)  # (L, H, T, S)
     n_layers = alignment.shape[0]
-    layer = common.url_state("dec_blayer", n_layers - 1, list(range(n_layers)), int)
+    layer = URL.read("dec_blayer", n_layers - 1, range(n_layers))
     right.selectbox(
         _("Layer"), list(range(n_layers)), key="dec_blayer",
         format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
     )  # fmt: skip
-    common.write_url(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
+    URL.write(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
     show(
         attention_figs.attention_heatmap(
@@ -145,4 +149,4 @@ def beam_view(session, s: Strategy) -> None:
         key="dec_dl_beam_csv",
         on_click="ignore",
     )
-    common.capture_downloads(session, "dec")
+    caches.capture_downloads(session, "dec")

@@ -15,12 +15,13 @@ from model.analysis.pe_analysis import cosine_similarity
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from model.network import pe_kinds
-from pages import caches, common
-from pages.bounded_cache import BoundedCache
-from pages.presentation import chart_box, presenting, show
 from tasks import length_experiment as lx
 from tasks.intervened import UnknownTraining
 from tasks.pe_experiment import training_sources
+from ui import caches, model_picker
+from ui.bounded_cache import BoundedCache
+from ui.presentation import chart_box, presenting, show
+from ui.url_state import Key, Keys
 from viz import pe_kinds_figs
 
 FRESH = 200  # fresh examples behind each exact match of the trained lengths
@@ -34,6 +35,7 @@ KINDS = {
     "relative": N_("T5 relative bias"),
 }
 SHIFTS = (0, 1, 5, 10, 25, 50)  # k for "every position shifted by k" (49 positions + 50 fit max_len 128)
+URL = Keys(Key("pe_lshift", 0, choices=SHIFTS, cast=int))
 CURVES: BoundedCache[lx.LengthCurve] = BoundedCache("length curves", max_entries=64, max_bytes=2**20)
 
 
@@ -59,7 +61,7 @@ def trained_range(found: dict) -> tuple[int, int] | None:
 
 
 def _loaded(found: dict) -> dict:
-    return {kind: common._load(str(d.path), common._stamp(d.path), None, ()) for kind, d in found.items()}
+    return {kind: model_picker.load(str(d.path), model_picker.stamp(d.path), None, ()) for kind, d in found.items()}
 
 
 def _missing_note(found: dict) -> None:
@@ -76,7 +78,7 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     shipped = lx.card_curve(demo.card, shift)
     if shipped is not None:
         return shipped
-    key = (demo.name, common._stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
+    key = (demo.name, model_picker.stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
     if progress is None:
         return CURVES.get(key, lambda: None) if key in CURVES else None
     low, high = lx.training_range(demo.card)
@@ -96,10 +98,10 @@ def length_view() -> None:
         st.info(_("The reverse demos' cards do not say which lengths they were trained on: no length experiment."))
         return
     low, high = trained
-    shift = common.url_state("pe_lshift", 0, list(SHIFTS), int)
+    shift = URL.read("pe_lshift")
     st.segmented_control(_("Every position shifted by k"), list(SHIFTS), key="pe_lshift", required=True,
                          format_func=lambda k: _("as trained") if k == 0 else f"k = {k}")  # fmt: skip
-    common.write_url(pe_lshift=shift)
+    URL.write(pe_lshift=shift)
     st.markdown(
         _("Exact match against input length, from 1 to twice the longest training input ({n} letters): {m} fresh "
           "random strings per length (fewer for 1 letter: there are only 20), the same strings for every model.")

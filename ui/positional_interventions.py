@@ -13,10 +13,12 @@ import streamlit as st
 from i18n import N_, _
 from model.interventions import NONE, Interventions
 from model.interventions.effects import max_shift
-from pages import caches, common
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import code
 from tasks.intervened import UnknownTraining
+from ui import caches
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import code
+from ui.session import Session
+from ui.url_state import Key, Keys
 from viz import attention_figs
 
 CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
@@ -25,13 +27,18 @@ WHAT = {
     "shuffled": N_("with the positions shuffled"),
     "shifted": N_("with every position shifted by {k}"),
 }
+URL = Keys(
+    Key("pe_pos", "off", choices=tuple(CHANGES)),
+    Key("pe_shift", cast=int),  # default and choices: the room this input leaves below max_len
+    Key("pe_seed", 0, choices=range(1000), cast=int),
+)
 FRESH = 200  # fresh examples behind a verdict
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
 
 
-def _changes_from_controls(session: common.Session) -> Interventions:
+def _changes_from_controls(session: Session) -> Interventions:
     """The off / shuffled / shifted controls, kept valid and in the URL."""
-    kind = common.url_state("pe_pos", "off", list(CHANGES))
+    kind = URL.read("pe_pos")
     st.segmented_control(
         _("Positions at inference"),
         list(CHANGES),
@@ -47,16 +54,16 @@ def _changes_from_controls(session: common.Session) -> Interventions:
             st.warning(_("This input leaves no room to shift: its positions already reach the model's max_len."))
             kind = "none"
         else:
-            shift = common.url_state("pe_shift", min(5, room), list(range(1, room + 1)), int)
+            shift = URL.read("pe_shift", min(5, room), range(1, room + 1))
             if room > 1:
                 st.slider(_("k: every position p reads the encoding of p + k"), 1, room, key="pe_shift")
     if kind == "shuffled":
-        seed = common.url_state("pe_seed", 0, list(range(1000)), int)
+        seed = URL.read("pe_seed")
         st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
-    changes = NONE if kind == "none" else Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
-    # the kinds' own URL form (pe_pos=shifted&pe_shift=3); "none" stays in the link as the choice made
-    common.write_url(**(dict.fromkeys(Interventions.url_keys("pe")) | {"pe_pos": "none"} | changes.to_url("pe")))
-    return changes
+    URL.write(pe_pos=st.session_state["pe_pos"], pe_shift=shift, pe_seed=seed)
+    if kind == "none":
+        return NONE
+    return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
 
 
 def _cross(trace, title: str, width: int):
@@ -71,7 +78,7 @@ def _cross(trace, title: str, width: int):
     )  # fmt: skip
 
 
-def inference_view(session: common.Session | None) -> Interventions:
+def inference_view(session: Session | None) -> Interventions:
     """Positions changed at inference: the output, the attention and a one-line verdict; returns the change."""
     if session is None:
         st.info(_("Load a model in the sidebar to change its positions."))
@@ -80,11 +87,11 @@ def inference_view(session: common.Session | None) -> Interventions:
         return NONE
     changes = _changes_from_controls(session)
     args = (session.key, session.check.text, (), 5, session.model, session.tokenizer)
-    plain = common.cached_trace(*args)
+    plain = caches.cached_trace(*args)
     if not changes:
         st.markdown(_("As trained, the model writes **{out}**.").format(out=code(plain.text or "∅")))
         return changes
-    changed = common.cached_trace(*args, changes)
+    changed = caches.cached_trace(*args, changes)
     what = _(WHAT[changes.positional]).format(k=changes.shift)
     st.markdown(
         _("As trained the model writes **{plain}**; {what} it writes **{changed}**.").format(
@@ -106,7 +113,7 @@ def inference_view(session: common.Session | None) -> Interventions:
     return changes
 
 
-def _verdict(session: common.Session, changes: Interventions, what: str) -> None:
+def _verdict(session: Session, changes: Interventions, what: str) -> None:
     """One line: exact match on fresh examples with and without the change (shipped demos with a task only)."""
     if not (session.key.startswith("demo:") and session.card.get("task")):
         st.caption(_("Not a shipped demo with a task: only this input's output is compared."))

@@ -21,14 +21,21 @@ from i18n import N_, _, message_of, ngettext
 from model import Capture
 from model.analysis.budget import BudgetExceeded
 from model.analysis.importance import output_log_probs
-from model.interventions import KINDS, HeadsOff, Interventions
-from model.interventions.heads_off import CODES, Head, layer_counts
-from pages import caches, common
-from pages.presentation import chart_box, chart_text_px, show
-from pages.safe_text import code, md
+from model.interventions import KINDS, Interventions
+from model.interventions.heads_off import CODES, Head, encode_heads, layer_counts, parse_heads
+from ui import caches
+from ui.presentation import chart_box, chart_text_px, show
+from ui.safe_text import code, md
+from ui.session import Session
+from ui.url_state import Key, Keys
 from viz import intervention_figs as figs
 
 KIND_LABELS = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self"), "cross": N_("Cross")}
+# Heads switched off per page, dropped with the model (another model's heads mean nothing here). Read by
+# head_switch with parse_heads (a link's heads this model lacks are left out, the rest kept).
+URL = Keys(
+    *(Key(f"{p}_off", encode=lambda heads: encode_heads(heads) or None, resets="model") for p in ("att", "dec", "attr"))
+)
 
 
 def _pills_key(prefix: str, kind: str, layer: int) -> str:
@@ -37,11 +44,11 @@ def _pills_key(prefix: str, kind: str, layer: int) -> str:
 
 def _kept(prefix: str) -> set[Head]:
     """The heads switched off now: the one record of them (every button and click changes it through a callback)."""
-    return set(st.session_state.get(f"_{prefix}_off", ()))
+    return set(st.session_state.get(f"{prefix}_off", ()))
 
 
 def _keep(prefix: str, heads: Collection[Head]) -> None:
-    st.session_state[f"_{prefix}_off"] = frozenset(heads)
+    st.session_state[f"{prefix}_off"] = frozenset(heads)
 
 
 def _toggled(prefix: str, kind: str, layer: int) -> None:
@@ -58,32 +65,28 @@ def _whole(prefix: str, kind: str, layers: Collection[int], n_heads: int, off: b
     _keep(prefix, heads | chosen if off else heads - chosen)
 
 
-def head_switch(prefix: str, session: common.Session) -> Interventions:
+def head_switch(prefix: str, session: Session) -> Interventions:
     """The "Switch heads off" control of a page (`prefix`: att, dec); returns what to change (empty: nothing)."""
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads
-    owner = f"_{prefix}_off_model"
-    if st.session_state.get(owner) != session.key:
-        heads: set[Head] = set()
-        if owner not in st.session_state:  # the first run of this page in the session: from the link
-            found, dropped = HeadsOff.from_url(st.query_params, prefix, session.model)  # the kind's URL form
-            heads = set(found.heads) if found else set()
-            if dropped:
-                st.warning(
-                    _(
-                        "The link switches off heads that this model does not have, or names them in a form this page "
-                        "does not read; those are left on."
-                    )
+    key = URL[f"{prefix}_off"]  # a KeyError names a page that did not declare its switch below
+    if key.name not in st.session_state:  # the page's first run for this model (another model's heads were dropped)
+        heads, dropped = parse_heads(st.query_params.get(key.name, ""), layers, n_heads)
+        if dropped:  # a list: the heads this model has are kept, so not the one-value warning of url_state.read
+            st.warning(
+                _(
+                    "The link switches off heads that this model does not have, or names them in a form this page "
+                    "does not read; those are left on."
                 )
-        st.session_state[owner] = session.key  # another model: its heads mean nothing here
+            )
         _keep(prefix, heads)
     # Keyed and stateful: it stays open or closed whatever appears above it, and its buttons cost nothing closed.
     box = st.expander(_("Switch heads off"), key=f"{prefix}_off_open", on_change="rerun", icon=":material/toggle_off:")
     if box.open:
         with box:
             _switches(prefix, layers, n_heads)
-    changes = Interventions.of(HeadsOff(frozenset(_kept(prefix))))
-    common.write_url(**(dict.fromkeys(HeadsOff.url_keys(prefix)) | changes.to_url(prefix)))
-    return changes
+    heads = _kept(prefix)
+    URL.write(**{key.name: heads})
+    return Interventions.make(sorted(heads))
 
 
 def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:
@@ -144,10 +147,10 @@ class Effect:
     changed_log_probs: np.ndarray  # (T,) the same tokens, changed model
 
 
-def show_effect(session: common.Session, changes: Interventions, new_output: str) -> Effect:
+def show_effect(session: Session, changes: Interventions, new_output: str) -> Effect:
     """The one-line summary above the page's chart: what the changed model writes, and the output's log p change."""
-    plain = common.session_capture(session)
-    changed = common.session_capture(session, changes=changes)
+    plain = caches.session_capture(session)
+    changed = caches.session_capture(session, changes=changes)
     eos, vocab = session.model.config.eos_id, session.tokenizer.target
     effect = Effect(
         changed, plain.target_tokens[1:] + [vocab.token(eos)], *(output_log_probs(c, eos) for c in (plain, changed))
@@ -210,7 +213,7 @@ def _switch_off(prefix: str, head: Head) -> None:
     _keep(prefix, _kept(prefix) | {head})
 
 
-def importance_panel(prefix: str, session: common.Session, changes: Interventions) -> None:
+def importance_panel(prefix: str, session: Session, changes: Interventions) -> None:
     """Head importance of this input (computed when asked, then kept): a layer x head panel per kind; a click on a
     cell switches that head off or on."""
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads

@@ -3,13 +3,11 @@
 `choose()` draws the choice and the chosen strategy's settings (one row) and returns them; a value in a link
 that is not valid is named on the page and replaced by the default. Greedy and sampling share the page's
 step viewer (both give a Trace); sampling adds what every token was drawn from (`sampling_view`); beam search
-has its own view (pages/decoding_beam.py).
+has its own view (ui/decoding_beam.py).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -17,16 +15,15 @@ import streamlit as st
 
 from i18n import N_, _
 from model.decoding.strategy_export import sampling_csv, sampling_json
-from pages import common
-from pages.caches import cached_sample
-from pages.presentation import chart_box, chart_text_px, show
+from ui.caches import cached_sample
+from ui.presentation import chart_box, chart_text_px, show
+from ui.url_state import Key, Keys, between, finite, rounded
 from viz import strategy_figs
 
 STRATEGIES = {"greedy": N_("Greedy"), "beam": N_("Beam search"), "sample": N_("Sampling")}
 MAX_BEAM = 8
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
-_PROBLEMS = "_dec_url_problems"
 
 
 @dataclass(frozen=True)
@@ -44,41 +41,23 @@ class Strategy:
         return {k: v for k, v in asdict(self).items() if k in ("temperature", "top_k", "top_p", "seed")}
 
 
-def _from_url(key: str, default, ok: Callable[[object], bool], cast: Callable[[str], object], what: str):
-    """st.session_state[key] from the link once (else the default); a value that is not valid is remembered as a
-    message for this run (never echoed: a link's value could be anything) and the default used.
-
-    cast also rounds (e.g. to the widget's precision), so the box, the link and the computation hold one value."""
-    if key not in st.session_state:
-        raw = st.query_params.get(key)
-        value = default
-        if raw is not None:
-            try:
-                parsed = cast(raw)
-                valid = ok(parsed)
-            except (TypeError, ValueError, OverflowError):
-                valid = False
-            if valid:
-                value = parsed
-            else:
-                st.session_state.setdefault(_PROBLEMS, []).append(what)
-        st.session_state[key] = value
-    return st.session_state[key]
-
-
-def _finite(lo: float, hi: float) -> Callable[[object], bool]:
-    return lambda v: isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi
-
-
-def _rounded(decimals: int) -> Callable[[str], float]:
-    """float(text) rounded to `decimals` (nan and inf stay, and are refused by _finite)."""
-    return lambda raw: round(float(raw), decimals) if math.isfinite(float(raw)) else float(raw)
+# cast also rounds (to the widget's precision), so the box, the link and the computation hold one value.
+URL = Keys(
+    Key("dec_strategy", "greedy", choices=tuple(STRATEGIES), what=N_("the decoding strategy"),
+        encode=lambda v: None if v == "greedy" else v),
+    Key("dec_beam", 4, cast=int, ok=between(1, MAX_BEAM), what=N_("the beam size")),
+    Key("dec_lp", 0.6, cast=rounded(1), ok=finite(0.0, 2.0), what=N_("the length penalty")),
+    Key("dec_temp", 1.0, cast=rounded(2), ok=finite(0.0, MAX_TEMPERATURE), what=N_("the temperature")),
+    Key("dec_sk", 0, cast=int, what=N_("top-k")),  # bound: the model's vocabulary
+    Key("dec_sp", 1.0, cast=rounded(2), ok=finite(0.01, 1.0), what=N_("top-p")),
+    Key("dec_seed", 0, cast=int, ok=between(0, MAX_SEED), what=N_("the seed")),
+)  # fmt: skip
 
 
 def choose(vocab_size: int) -> Strategy:
     """The strategy control and its settings (in the URL as dec_strategy, dec_beam, dec_lp, dec_temp, dec_sk,
     dec_sp, dec_seed); messages for values of a link that were not valid."""
-    name = _from_url("dec_strategy", "greedy", lambda v: v in STRATEGIES, str, _("the decoding strategy"))
+    name = URL.read("dec_strategy")
     cols = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")  # one row: the choice, then its settings
     cols[0].segmented_control(
         _("Strategy"),
@@ -90,8 +69,8 @@ def choose(vocab_size: int) -> Strategy:
     name = st.session_state["dec_strategy"] or name
     settings = Strategy(name)
     if name == "beam":
-        beam = _from_url("dec_beam", 4, lambda v: 1 <= v <= MAX_BEAM, int, _("the beam size"))
-        lp = _from_url("dec_lp", 0.6, _finite(0.0, 2.0), _rounded(1), _("the length penalty"))
+        beam = URL.read("dec_beam")
+        lp = URL.read("dec_lp")
         cols[1].number_input(_("Beam size"), 1, MAX_BEAM, key="dec_beam", step=1)
         cols[2].number_input(
             _("Length penalty α"), 0.0, 2.0, key="dec_lp", step=0.1, format="%.1f",
@@ -99,12 +78,10 @@ def choose(vocab_size: int) -> Strategy:
         )  # fmt: skip
         settings = Strategy(name, beam_size=int(beam), length_penalty=round(float(lp), 1))
     elif name == "sample":
-        temp = _from_url("dec_temp", 1.0, _finite(0.0, MAX_TEMPERATURE), _rounded(2), _("the temperature"))
-        top_k = _from_url("dec_sk", 0, lambda v: 0 <= v <= vocab_size, int, _("top-k"))
-        if top_k > vocab_size:  # kept from a model with a larger vocabulary
-            st.session_state["dec_sk"] = top_k = vocab_size
-        top_p = _from_url("dec_sp", 1.0, _finite(0.01, 1.0), _rounded(2), _("top-p"))
-        seed = _from_url("dec_seed", 0, lambda v: 0 <= v <= MAX_SEED, int, _("the seed"))
+        temp = URL.read("dec_temp")
+        top_k = URL.read("dec_sk", ok=between(0, vocab_size))  # kept from a larger vocabulary: 0 (all) again
+        top_p = URL.read("dec_sp")
+        seed = URL.read("dec_seed")
         cols[1].number_input(
             _("Temperature"), 0.0, MAX_TEMPERATURE, key="dec_temp", step=0.1, format="%.2f",
             help=_("Divides the logits: below 1 sharper, above 1 flatter; 0 is greedy decoding."),
@@ -119,16 +96,14 @@ def choose(vocab_size: int) -> Strategy:
         )
         settings = Strategy(name, temperature=round(float(temp), 2), top_k=int(top_k), top_p=round(float(top_p), 2),
                             seed=int(seed))  # fmt: skip
-    for what in st.session_state.pop(_PROBLEMS, []):
-        st.warning(_("The link's value for {what} is not valid here; the default is used instead.").format(what=what))
     write_url(settings)
     return settings
 
 
 def write_url(s: Strategy) -> None:
     beam, sample = s.name == "beam", s.name == "sample"
-    common.write_url(
-        dec_strategy=None if s.name == "greedy" else s.name,
+    URL.write(
+        dec_strategy=s.name,
         dec_beam=s.beam_size if beam else None,
         dec_lp=s.length_penalty if beam else None,
         dec_temp=s.temperature if sample else None,

@@ -1,20 +1,21 @@
 """Cached model calls shared by every session of a server process, and the downloads made from them.
 
 Process-wide, keyed by (model key, input): changing only a view (tab, layer, head, step) recomputes nothing
-about the model. Bounded by entries AND bytes (pages/bounded_cache.py). Pages reach these through
-pages.common, which re-exports them.
+about the model. Bounded by entries AND bytes (ui/bounded_cache.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import streamlit as st
 
 from i18n import M_, N_, _
-from model import Capture, Trace, capture
+from model import Capture, Trace, capture, greedy_decode
 from model.analysis.budget import (
     BudgetExceeded,
     WorkBudget,
@@ -24,12 +25,13 @@ from model.analysis.budget import (
     steps_for,
 )
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
+from model.decoding import Step
 from model.interventions import NONE, Interventions, effects
-from pages.bounded_cache import BoundedCache
 from tasks import intervened
+from ui.bounded_cache import BoundedCache
 
 if TYPE_CHECKING:
-    from pages.common import Session
+    from ui.session import Session
 
 # -- cached model calls --------------------------------------------------------------------------
 # Process-wide, shared by every session, keyed by (model key, input): changing only a view (tab, layer,
@@ -70,6 +72,82 @@ def _changed(key: tuple, changes: Interventions) -> tuple:
     return (*key, changes) if changes else key
 
 
+# -- one decode per (model, input, interventions), shared by every page (issue 23) ----------------------------
+# The greedy decoding is the one costly part of a new input (one decoder step per token, at the bound of reading the
+# weights once per token); the attention, decoding, Inside, attribution and compare pages all start from it. It runs
+# once per (model, input, interventions), fused and unrecorded (DECODES keeps its ids); then one teacher-forced pass
+# over those ids records everything a page shows: the capture of the model's own output, and the decoding page's
+# step-by-step trace read from that same capture (a causal pass gives each step's rows and probabilities exactly as
+# the step did). Only a forced prefix, and a shuffle of positions (each step permutes its own prefix), decode again.
+DECODES: BoundedCache[tuple] = BoundedCache("greedy outputs", max_entries=256, max_bytes=4 * 2**20)
+
+
+def own_output(model_key: str, text: str, model, tokenizer, changes: Interventions = NONE) -> tuple[int, ...]:
+    """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes)."""
+    from model.decoding import greedy_ids
+    from model.text.inputs import prepare_source
+
+    def decode() -> tuple[int, ...]:
+        source = prepare_source(model, tokenizer, text).ids
+        vocab = tokenizer.target
+        return tuple(greedy_ids(model, [source], bos_id=vocab.bos_id, eos_id=vocab.eos_id, interventions=changes)[0])
+
+    return DECODES.get(_changed((model_key, text), changes), _with_spinner(N_("Decoding…"), decode))
+
+
+class _DecodedTarget:
+    """A target vocabulary whose encode() gives ids decoded already: capture(target=...) then runs its one
+    teacher-forced pass on the model's own output without decoding it again. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids: Sequence[int]) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)
+
+
+def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
+    """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
+    vocab = tokenizer.target
+    forced = dataclasses.replace(tokenizer, target=_DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
+    cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
+                  shift=changes.shift, seed=changes.seed)  # fmt: skip
+    return dataclasses.replace(cap, generated=True)
+
+
+def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
+    """capture(model, tokenizer, text, target, qkv, **changes); with target None on the shared decode's ids (the
+    unchanged model's output: capture keeps it under interventions too, so that log-probs compare)."""
+    if target is None:
+        return _pass_on(model, tokenizer, text, own_output(model_key, text, model, tokenizer), qkv, changes)
+    return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
+                   positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
+
+
+def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
+    """The greedy Trace whose outputs are `ids`, read from a teacher-forced capture of them: step t is position t
+    (decoder self-attention over positions 0..t, cross-attention, probabilities from the pass's log-probs).
+    (A Capture -> Trace conversion: its place is beside greedy_decode once model/decoding/ is a package.)"""
+    probs = np.exp(cap.log_probs.astype(np.float64))  # (T, V)
+    k = max(1, min(top_k, probs.shape[1]))
+    steps = []
+    for t, choice in enumerate(ids):
+        top = np.argsort(-probs[t], kind="stable")[:k]
+        rows = dict(decoder_self=cap.decoder_self[:, :, t, : t + 1].copy(), cross=cap.cross[:, :, t, :].copy())
+        steps.append(Step(index=t, token=vocab.token(choice), token_id=int(choice), prob=float(probs[t, choice]),
+                          forced=False, top_ids=top, top_tokens=vocab.decode(top.tolist()),
+                          top_probs=probs[t, top].astype(np.float32), **rows))  # fmt: skip
+    trace = Trace(list(cap.source_tokens), [int(i) for i in cap.source_ids], steps,
+                  stop_reason="eos" if list(ids[-1:]) == [vocab.eos_id] else "max_len",
+                  truncated=cap.source_truncated, start_token=vocab.token(vocab.bos_id),
+                  interventions=changes.describe())  # fmt: skip
+    trace.text = vocab.detokenize(trace.output_tokens)
+    return trace
+
+
 def cached_capture(
     model_key: str,
     text: str,
@@ -79,20 +157,33 @@ def cached_capture(
     spinner: str | None = RUNNING,
     changes: Interventions = NONE,
 ) -> Capture:
-    """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB."""
+    """capture() once per (model key, text, target, interventions): CAPTURES holds at most 64 of them and 256 MB.
+    With target None, on the shared decode of the input."""
     return CAPTURES.get(
         _changed((model_key, text, target), changes),
-        _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, interventions=changes)),
+        _with_spinner(spinner, lambda: _capture(model_key, text, target, _model, _tokenizer, False, changes)),
     )
 
 
 def cached_trace(
     model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
 ) -> Trace:
-    """Greedy decoding once per (model key, text, forced prefix, top_k, interventions): TRACES holds at most 64 and
-    128 MB. The interventions go whole into greedy decoding (model/interventions/effects.py)."""
+    """Greedy decoding with top_k candidates per step, once per (model key, text, forced prefix, top_k,
+    interventions): TRACES holds at most 64 and 128 MB. Without a forced prefix (and without a shuffle), read from
+    one pass over the shared decode's output; otherwise decoded step by step (model/interventions/effects.py
+    with interventions)."""
 
     def decode() -> Trace:
+        if not prefix and not changes.needs_full_prefix:
+            ids = own_output(model_key, text, _model, _tokenizer, changes)
+            if changes:  # the changed model's own output, read by the changed model: this trace's own pass, over
+                # the positions the decoding ran (a shift leaves no room for one more)
+                cap = _pass_on(_model, _tokenizer, text, ids[: len(ids) - 1], False, changes)
+            else:  # the attention page's capture of this input: one pass for both pages
+                cap = cached_capture(model_key, text, None, _model, _tokenizer, spinner=None)
+            return trace_from_pass(cap, ids, _tokenizer.target, top_k, changes)
+        if not changes:
+            return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
         return effects.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
 
     return TRACES.get(
@@ -162,7 +253,8 @@ def session_qkv_capture(session: Session) -> Capture:
     return QKV.get(
         key,
         _with_spinner(
-            N_("Recording Q, K, V…"), lambda: capture(session.model, session.tokenizer, text, target, qkv=True)
+            N_("Recording Q, K, V…"),
+            lambda: _capture(session.key, text, target, session.model, session.tokenizer, True, NONE),
         ),
     )
 

@@ -1,0 +1,63 @@
+"""What a page gets from the sidebar: the Session (model, tokenizer, input and its checks) of this run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from i18n import _
+from model.text.inputs import InputCheck
+from ui.navigation import THROUGH_APP, rerun_through_app
+from ui.safe_text import md
+
+
+@dataclass
+class Session:
+    """What the sidebar settled on in this run."""
+
+    key: str  # identifies the loaded model in caches and URLs: demo:NAME, path:FOLDER, upload:SHA
+    label: str
+    model: Any
+    tokenizer: Any
+    card: dict
+    text: str  # exactly what the user typed
+    check: InputCheck
+    target: str | None  # a teacher-forcing target, or None for the model's own output
+    target_check: InputCheck | None
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.check.errors and not (self.target_check and self.target_check.errors)
+
+
+def show_input_messages(session: Session) -> bool:
+    """Errors and warnings about the input, on the page; False when the page has nothing to show."""
+    for check in (session.check, session.target_check):
+        if check is None:
+            continue
+        for message in check.errors:
+            st.error(md(message))
+        for message in check.warnings:
+            st.warning(md(message))
+    return session.ok
+
+
+def current() -> Session | None:
+    """The sidebar's session of this run (None: no model); a page file run alone is run again through app.py."""
+    if not THROUGH_APP.get():
+        rerun_through_app()
+    return st.session_state.get("_session")
+
+
+def require_session(valid_input: bool = True) -> Session:
+    """The sidebar's session; stops the page with a message when there is no model (or, if asked, no valid input)."""
+    session = current()
+    if session is None:
+        st.info(_("Choose a model in the sidebar to begin."))
+        st.stop()
+    if valid_input and not show_input_messages(session):
+        st.stop()
+    return session

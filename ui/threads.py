@@ -1,0 +1,57 @@
+"""The server process's torch and BLAS threads: one per session's run by default ($VIZ_TORCH_THREADS), set once."""
+
+from __future__ import annotations
+
+from model.analysis.budget import steps_from_environment
+from model.decoding import set_step_cap
+
+THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
+
+
+def set_server_threads() -> int:
+    """Give torch one thread (or $VIZ_TORCH_THREADS) for the whole server process, once, at start; numpy's BLAS
+    (OpenBLAS, one thread per core by default) gets the same number.
+
+    Every browser session runs the model on its own thread; with torch's default (one OpenMP thread per
+    core, per session) concurrent sessions oversubscribe the cores, and issue 11 measured 10-24x more CPU for
+    the same work (benchmarks/bench_threads.py measures it on your machine). One thread per session lets
+    sessions share the cores; a single researcher on a big machine may raise it. The inter-op
+    pool can only be sized before torch first uses it: later calls leave it as it is. numpy's products (the
+    positional page's similarity and shift check) spun a second BLAS thread for matrices this small: twice the
+    CPU for the same wall time.
+    """
+    import os
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    try:
+        n = max(1, int(os.environ.get(THREADS_ENV, "1")))
+    except ValueError:
+        n = 1
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    try:
+        torch.set_num_interop_threads(n)
+    except RuntimeError:  # already started (or set) in this process
+        pass
+    threadpool_limits(limits=n, user_api="blas")  # for the whole process, not only a block
+    return n
+
+
+def _under_apptest() -> bool:
+    from streamlit import config
+
+    return bool(config.get_option("global.appTest"))
+
+
+_started = False  # start_server_once() ran in this process (never under AppTest: tests keep torch's default)
+
+
+def start_server_once() -> None:
+    """At the server's first page run: its threads, and every decoding's step cap ($VIZ_MAX_STEPS)."""
+    global _started
+    if not _started and not _under_apptest():
+        set_server_threads()
+        set_step_cap(steps_from_environment())
+        _started = True
