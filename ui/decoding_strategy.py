@@ -14,13 +14,15 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
+from model.decoding import STRATEGIES as LIBRARY_STRATEGIES
 from model.decoding.strategy_export import sampling_csv, sampling_json
 from ui.caches import cached_sample
 from ui.presentation import chart_box, chart_text_px, show
 from ui.url_state import Key, Keys, between, finite, rounded
 from viz import strategy_figs
 
-STRATEGIES = {"greedy": N_("Greedy"), "beam": N_("Beam search"), "sample": N_("Sampling")}
+# the page's menu, from the library's registry: each strategy module says how a link writes it and its title
+STRATEGIES = {m.LINK: m.TITLE for m in LIBRARY_STRATEGIES.values() if m.LINK}
 MAX_BEAM = 8
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from i18n import N_
+
 from ..interventions import NONE, Interventions
 from ..text.inputs import device_of, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
@@ -28,6 +30,8 @@ from . import core
 from .core import Move, checked_limit
 
 NAME = "beam"
+TITLE = N_("Beam search")  # the decoding page's menu
+LINK = "beam"  # how the page's link writes it (dec_strategy=...)
 
 
 def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:

@@ -10,11 +10,15 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from i18n import N_
+
 from ..interventions import NONE, Interventions
 from ..text.tokenizer import Tokenizer
 from .trace import Trace, decode_trace
 
 NAME = "forced"
+TITLE = N_("Forced prefix")
+LINK = None  # not in the decoding page's menu: a prefix is forced by picking another candidate at a step
 
 
 class ForcedPrefix:

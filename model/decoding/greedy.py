@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from i18n import N_
+
 from ..interventions import NONE, Interventions
 from ..text.tokenizer import Tokenizer
 from .core import greedy_choice
@@ -14,6 +16,8 @@ from .forced import ForcedPrefix
 from .trace import Trace, decode_trace
 
 NAME = "greedy"
+TITLE = N_("Greedy")  # the decoding page's menu
+LINK = "greedy"  # how the page's link writes it (dec_strategy=...)
 
 
 @torch.no_grad()

@@ -7,12 +7,16 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from i18n import N_
+
 from ..interventions import NONE, Interventions
 from ..text.inputs import device_of
 from ..text.tokenizer import Tokenizer
 from .trace import Trace, decode_trace
 
 NAME = "sampling"
+TITLE = N_("Sampling")  # the decoding page's menu
+LINK = "sample"  # how the page's link writes it (dec_strategy=...; links made before the registry say so)
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:

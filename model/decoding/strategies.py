@@ -7,11 +7,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-MODULES = (
+MODULES = (  # the decoding page's menu follows this order
     "greedy",
     "forced",
-    "sampling",
     "beam",
+    "sampling",
 )
 STRATEGIES: dict[str, ModuleType] = {}
 for _module in MODULES:

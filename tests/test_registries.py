@@ -1,0 +1,70 @@
+"""One registry per extension point (issue 23): the pages, the intervention kinds, the decoding strategies and the
+checkpoint formats are each listed once, in their registry, and everything else reads them from there.
+
+Each test derives the list from its registry and compares it with what is on disk: a module that implements the
+extension point but is not registered fails, and so does a registry entry without its module, or a name twice.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def top_level_names(path: Path) -> set[str]:
+    """Names a module defines at its top level (assignments, functions, classes)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def modules_defining(folder: Path, *names: str) -> set[str]:
+    return {p.stem for p in folder.glob("*.py") if set(names) <= top_level_names(p)}
+
+
+def test_every_page_script_is_in_the_page_registry_once():
+    from ui.navigation import PAGES
+
+    files = [file for file, _title, _icon in PAGES.values()]
+    assert len(files) == len(set(files)) and len({t for _f, t, _i in PAGES.values()}) == len(PAGES)
+    assert set(files) == {p.name for p in (ROOT / "pages").glob("*.py")}  # pages/ holds page scripts, all listed
+
+
+def test_every_intervention_kind_module_is_registered_once():
+    from model.interventions import INTERVENTION_KINDS
+    from model.interventions.registry import MODULES
+
+    assert len(MODULES) == len(set(MODULES)) == len(INTERVENTION_KINDS)  # one kind a module, names distinct
+    assert set(MODULES) == modules_defining(ROOT / "model" / "interventions", "KIND")
+    for name, kind in INTERVENTION_KINDS.items():
+        assert kind.name == name and kind.__module__.rsplit(".", 1)[-1] in MODULES
+
+
+def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_the_registry():
+    from model.decoding import STRATEGIES
+    from model.decoding.strategies import MODULES
+    from ui.decoding_strategy import STRATEGIES as MENU
+
+    assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
+    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode")
+    assert MENU == {m.LINK: m.TITLE for m in STRATEGIES.values() if m.LINK}
+    assert list(MENU) == ["greedy", "beam", "sample"]  # the links written before the registry still read the same
+    page_source = (ROOT / "ui" / "decoding_strategy.py").read_text()
+    for module in STRATEGIES.values():  # the titles are written once, in the strategy modules
+        assert f'N_("{module.TITLE}")' not in page_source
+
+
+def test_every_checkpoint_format_module_is_registered_once():
+    from model.checkpoints.formats import FORMATS, REGISTRY
+
+    names = [fmt.NAME for fmt in REGISTRY]
+    assert len(names) == len(set(names)) == len(FORMATS)
+    found = modules_defining(ROOT / "model" / "checkpoints" / "formats", "NAME", "detect", "inspect", "load")
+    assert {fmt.__name__.rsplit(".", 1)[-1] for fmt in REGISTRY} == found
