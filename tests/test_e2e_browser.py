@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_helpers import (
     ROOT,
@@ -98,9 +99,14 @@ def test_attention_page(watch, server, letters):
     assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
     assert frame.locator("#attention line").count() == 2 * S * S  # one line per head and token pair
     assert frame.locator(".attentionBoxes rect").count() == 2 * 2 * S  # a box per head and token, both sides
-    frame.locator("#filter").select_option("2")  # cross: decoder tokens left, source right
+    assert not frame.locator("#filter").is_visible()  # bertviz's own menus are hidden: the page's choose
+    page.get_by_text("Cross (decoder → encoder)", exact=True).click()  # decoder tokens left, source right
+    frame = page.frame_locator('[data-testid="stIFrame"]')
+    expect(frame.locator("g#left text")).to_have_text(target, timeout=WAIT_S * 1000)  # waits for the redraw
     assert frame.locator("g#left text").all_text_contents() == target
     assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
+    page.get_by_text("Encoder self", exact=True).click()
+    wait_idle(page)
     page.get_by_text("model view", exact=True).click()
     frame = page.frame_locator('[data-testid="stIFrame"]')
     try:
