@@ -29,7 +29,7 @@ VIEWS = [
     ("positional", {"pe_view": "shift"}, 1),
     ("positional", {"pe_view": "mine"}, 2),
     ("positional", {"pe_view": "infer", "pe_pos": "off"}, 2),
-    ("positional", {"pe_view": "models"}, 4),
+    ("positional", {"pe_view": "models"}, 2),  # a chart a row of maps, one colour bar each
     ("decoding", {"dec_strategy": "greedy"}, 4),
     ("decoding", {"dec_strategy": "beam"}, 2),
     ("decoding", {"dec_strategy": "sample"}, 5),
