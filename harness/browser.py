@@ -110,6 +110,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy(origin: str) -> bool:
+    """Whether a Streamlit server at `origin` answers its health check."""
+    try:
+        with urllib.request.urlopen(origin + "/_stcore/health", timeout=5) as r:
+            return r.status == 200 and r.read().strip() == b"ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def wait_healthy(origin: str, process: subprocess.Popen, timeout_s: float) -> bool:
+    """Poll the server's health check until it answers (True), or its process exits or timeout_s passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not healthy(origin):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 class AppServer:
     """`streamlit run app.py` headless on a free local port, in its own process group.
 
@@ -141,12 +160,9 @@ class AppServer:
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = time.monotonic() + startup_s
-        while not self.healthy():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"streamlit did not start (exit {self.process.returncode}):\n{self.log()}")
-            time.sleep(0.2)
+        if not wait_healthy(self.origin, self.process, startup_s):
+            self.stop()
+            raise RuntimeError(f"streamlit did not start (exit {self.process.returncode}):\n{self.log()}")
 
     def first_visit(self, browser) -> None:
         """Open the app's root once, as the first person after a start does.
@@ -165,11 +181,7 @@ class AppServer:
             context.close()
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.origin + "/_stcore/health", timeout=5) as r:
-                return r.status == 200 and r.read().strip() == b"ok"
-        except (urllib.error.URLError, OSError):
-            return False
+        return healthy(self.origin)
 
     def url(self, page: str = "", **params: str) -> str:
         """The address of a page (attention, positional, decoding, model; "" for the default) with URL parameters."""

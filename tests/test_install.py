@@ -18,16 +18,14 @@ import signal
 import site
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from cli.serve import SETTINGS, settings_flags
-from harness.browser import free_port
+from harness.browser import free_port, wait_healthy
 from harness.stream_client import StreamSession
 from model import greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
@@ -201,10 +199,7 @@ def test_serve_runs_the_installed_app_with_the_projects_settings(installed):
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + LIMIT_S
-        while not healthy(port):
-            assert server.poll() is None and time.monotonic() < deadline, (cwd / "serve.log").read_text()[-3000:]
-            time.sleep(0.2)
+        assert wait_healthy(f"http://127.0.0.1:{port}", server, LIMIT_S), (cwd / "serve.log").read_text()[-3000:]
         session, drawn = asyncio.run(open_default_page(f"http://127.0.0.1:{port}"))
         assert drawn.drew(""), (drawn, (cwd / "serve.log").read_text()[-3000:])
         assert session.config.gather_usage_stats is False  # True when the settings are not given
@@ -214,14 +209,6 @@ def test_serve_runs_the_installed_app_with_the_projects_settings(installed):
             os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
-
-
-def healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 async def open_default_page(origin: str):

@@ -39,6 +39,7 @@ class ForcedPrefix:
         return logits.argmax(-1)
 
 
+@torch.no_grad()
 def decode(
     model: nn.Module,
     tokenizer: Tokenizer,
@@ -50,7 +51,6 @@ def decode(
     top_k: int = 5,
 ) -> Trace:
     choose = ForcedPrefix(prefix, model.config.tgt_vocab_size)  # past the prefix (or with none): the argmax
-    with torch.no_grad():
-        return decode_trace(
-            model, tokenizer, source, choose, max_len, top_k, forced=choose.forced, interventions=interventions
-        )
+    return decode_trace(
+        model, tokenizer, source, choose, max_len, top_k, forced=choose.forced, interventions=interventions
+    )
