@@ -461,6 +461,28 @@ def choose(page, label: str, option: str) -> None:
             page.keyboard.press("Escape")
 
 
+def press_pill(page, container: str, name: str) -> None:
+    """Select the pill `name` in the pills inside `container` (a CSS selector), as a person would: click it once
+    the last run is over, and click again only while it is still not selected (a rerun that lands between the
+    click and its message can drop the click; a second click on a pill already selected would undo it)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator(container)
+    active = box.get_by_role("button", name=name, exact=True, pressed=True)
+    tries = escalating_timeouts()
+    for i, timeout_s in enumerate(tries):
+        wait_idle(page)
+        if active.count():
+            return
+        box.get_by_role("button", name=name, exact=True).click(timeout=WAIT_S * 1000)
+        try:
+            active.wait_for(state="attached", timeout=timeout_s * 1000)
+            return
+        except PlaywrightTimeout:
+            if i == len(tries) - 1:
+                raise
+
+
 def download(page, button: str | re.Pattern) -> bytes:
     """Click a download button once the script run is over, and return the bytes the browser received.
 

@@ -29,6 +29,7 @@ from tests.browser_helpers import (
     contrast_on_white,
     escalating_timeouts,
     pick_view,
+    press_pill,
     screenshot,
     view_signature,
     wait_idle,
@@ -252,7 +253,7 @@ def test_switched_off_heads_are_in_the_link(browser, server, model):
         maker.goto(server.url(model=model, text="abcdefgh"))
         wait_title(maker, f"{CROSS}, layer 1, average of heads")
         page.get_by_text("Switch heads off", exact=True).click()
-        page.locator(".st-key-att_off_c1").get_by_role("button", name="head 2", exact=True).click()
+        press_pill(page, ".st-key-att_off_c1", "head 2")
         wait_url(maker, "att_off=c1.2")
         wait_text(maker, "With 1 head off the model writes")
         wait_ticks(maker, None, plot="Change in each output token")  # drawn (the title goes on with the total)
