@@ -4,6 +4,8 @@ the budget is refused with what would fit; the box keeps what was typed."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
@@ -81,3 +83,39 @@ def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
     at = open_page("attention", model="demo:reverse", text="stressed")
     assert not at.exception, at.exception
     assert seen[-1][0] is False
+
+
+def test_every_run_ends_its_count_even_one_that_stops_early(wide, monkeypatch):
+    """ui/run_app.py ends the run's count of light runs in progress (cpu_share.run_over) on the run's own thread,
+    after the sidebar counted it: for a drawn page, and for runs that stop early (a beam refused by the budget, an
+    input with no symbol the model knows), so no heavy run waits for a run that is over."""
+    from model.analysis import cpu_share
+    from ui import run_app
+
+    events = []
+    began = cpu_share.begin_run
+    monkeypatch.setattr(
+        cpu_share, "begin_run", lambda heavy: (events.append(("begin", threading.get_ident())), began(heavy))
+    )
+
+    def over():
+        events.append(("over", threading.get_ident(), cpu_share.light_runs()))
+        cpu_share.run_over()
+
+    monkeypatch.setattr(run_app, "run_over", over)
+    folder, _ = wide
+    monkeypatch.setenv("VIZ_WORK_MB", "16")
+    for page, params, refused in (
+        ("attention", {"model": "demo:reverse", "text": "stressed"}, False),
+        (
+            "decoding",
+            {"model": f"path:{folder}", "text": "abcdefgh" * 6, "dec_strategy": "beam", "dec_beam": "8"},
+            True,
+        ),
+        ("attention", {"model": f"path:{folder}", "text": "xyz"}, True),  # none of the model's symbols
+    ):
+        events.clear()
+        at = open_page(page, **params)
+        assert bool(at.error) == refused
+        begins = [e for e in events if e[0] == "begin"]
+        assert begins and events[-1][0] == "over" and events[-1][1] == begins[-1][1]  # on the run's thread, last

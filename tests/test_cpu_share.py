@@ -65,3 +65,99 @@ def test_a_light_run_after_a_heavy_one_gets_the_priority_back():
 
     lowered, back = in_thread(heavy_then_light)
     assert lowered == max(HEAVY_NICE, base) and back == base
+
+
+def run_in_thread(fn) -> tuple[threading.Thread, threading.Event]:
+    """Start fn in a thread; the event is set when it has returned."""
+    returned = threading.Event()
+    t = threading.Thread(target=lambda: (fn(), returned.set()), daemon=True)
+    t.start()
+    return t, returned
+
+
+@pytest.fixture
+def light_run():
+    """A light run in progress on its own thread until the returned event is set."""
+    from model.analysis import cpu_share
+
+    started, end = threading.Event(), threading.Event()
+
+    def light():
+        cpu_share.begin_run(heavy=False)
+        started.set()
+        end.wait(60)
+        cpu_share.run_over()
+
+    t, _ = run_in_thread(light)
+    started.wait(10)
+    yield end
+    end.set()
+    t.join(10)
+
+
+def test_a_heavy_run_waits_at_a_yield_point_until_the_light_run_is_over(light_run, monkeypatch):
+    from model.analysis import cpu_share
+
+    monkeypatch.setattr(cpu_share, "SLICE_S", 0.0)
+    monkeypatch.setattr(cpu_share, "HEAVY_WAIT", 10**6)  # no bound within the test: it waits for the light run
+    assert cpu_share.light_runs() == 1
+
+    def heavy():
+        cpu_share.begin_run(heavy=True)
+        cpu_share.yield_to_light()
+        cpu_share.run_over()
+
+    t, returned = run_in_thread(heavy)
+    assert not returned.wait(0.5)  # still waiting while the light run is in progress
+    light_run.set()
+    assert returned.wait(10)
+    t.join(10)
+    assert cpu_share.light_runs() == 0
+
+
+def test_the_wait_is_bounded_by_what_the_heavy_run_ran(light_run, monkeypatch):
+    from model.analysis import cpu_share
+
+    monkeypatch.setattr(cpu_share, "SLICE_S", 0.0)
+    monkeypatch.setattr(cpu_share, "HEAVY_WAIT", 0)  # it may wait 0 times what it ran: it goes on at once
+    waited = []
+
+    def heavy():
+        cpu_share.begin_run(heavy=True)
+        waited.append(cpu_share.yield_to_light())
+        cpu_share.run_over()
+
+    t, returned = run_in_thread(heavy)
+    assert returned.wait(10)  # the light run is still in progress
+    assert cpu_share.light_runs() == 1 and waited
+
+
+def test_light_runs_never_wait(light_run, monkeypatch):
+    from model.analysis import cpu_share
+
+    monkeypatch.setattr(cpu_share, "SLICE_S", 0.0)
+    out = []
+
+    def light():
+        cpu_share.begin_run(heavy=False)
+        out.append((cpu_share.light_runs(), cpu_share.yield_to_light()))
+        cpu_share.run_over()
+
+    t, returned = run_in_thread(light)
+    assert returned.wait(10)
+    assert out == [(2, 0.0)]  # two light runs in progress, and this one went on without a wait
+    assert cpu_share.light_runs() == 1
+
+
+def test_every_module_forward_is_a_yield_point(monkeypatch):
+    import torch
+
+    from model.analysis import cpu_share
+
+    cpu_share.install_yield_points()
+    calls = []
+    monkeypatch.setattr(cpu_share, "yield_to_light", lambda: calls.append(threading.get_ident()) or 0.0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    out = net(torch.ones(2, 3))
+    assert out.shape == (2, 4)  # the hook leaves the inputs as they are
+    assert calls == [threading.get_ident()] * 3  # the Sequential and its two modules

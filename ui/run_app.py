@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import _
+from model.analysis.cpu_share import run_over
 from ui.language import choose_language, language_switch
 from ui.navigation import THROUGH_APP, page_list
 from ui.presentation import presentation_mode
@@ -15,14 +16,17 @@ from ui.threads import start_server_once
 def run_app(default: str = "attention") -> None:
     """Tests pick the default page."""
     start_server_once()
-    choose_language()  # first: page titles, the navigation and every label below follow it
-    st.set_page_config(page_title=_("Transformer attention explorer"))
-    page = st.navigation(page_list(default))
-    language_switch()
-    st.session_state["_session"] = sidebar()
-    presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
-    token = THROUGH_APP.set(True)
     try:
-        page.run()
-    finally:
-        THROUGH_APP.reset(token)
+        choose_language()  # first: page titles, the navigation and every label below follow it
+        st.set_page_config(page_title=_("Transformer attention explorer"))
+        page = st.navigation(page_list(default))
+        language_switch()
+        st.session_state["_session"] = sidebar()
+        presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
+        token = THROUGH_APP.set(True)
+        try:
+            page.run()
+        finally:
+            THROUGH_APP.reset(token)
+    finally:  # also when the sidebar stops the run (st.stop) or a rerun interrupts it
+        run_over()  # this run no longer counts as one the room's heavy runs wait for

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from model.analysis.budget import steps_from_environment
+from model.analysis.cpu_share import install_yield_points
 from model.decoding import set_step_cap
 
 THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
@@ -49,9 +50,10 @@ _started = False  # start_server_once() ran in this process (never under AppTest
 
 
 def start_server_once() -> None:
-    """At the server's first page run: its threads, and every decoding's step cap ($VIZ_MAX_STEPS)."""
+    """At the server's first page run: its threads, every decoding's step cap ($VIZ_MAX_STEPS), the yield points."""
     global _started
     if not _started and not _under_apptest():
         set_server_threads()
         set_step_cap(steps_from_environment())
+        install_yield_points()  # a heavy run steps aside for the room's light ones (model/analysis/cpu_share.py)
         _started = True
