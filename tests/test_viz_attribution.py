@@ -22,6 +22,25 @@ def test_source_bars_one_panel_per_method_sharing_the_source_rows():
         figs.source_bars([], ["a"])
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["Cross-attention, layer 1, average of heads", "交叉注意力，第 1 层，各头平均"],  # spaces, and Chinese without
+)
+def test_panel_titles_are_wrapped_to_their_panels(name):
+    """Six panels on a 1366 px screen (presentation mode's 18 px text): a long last title ran past the screen's
+    edge. Each title is broken into lines no wider than its panel, and the top margin grows with the lines."""
+    from viz.tokens import label_px
+
+    panels = [(f"m{i}", np.ones(3)) for i in range(5)] + [(name, np.ones(3))]
+    fig = figs.source_bars(panels, ["a", "b", "c"], "t", width_px=1180, tick_px=18)
+    lines = fig.layout.annotations[-1].text.split("<br>")
+    assert len(lines) >= 2 and "".join(lines).replace(" ", "") == name.replace(" ", "")  # nothing lost
+    panel = (fig.layout.xaxis6.domain[1] - fig.layout.xaxis6.domain[0]) * (1180 - fig.layout.margin.l - 10)
+    assert all(label_px(line, 18) <= panel for line in lines), (lines, panel)
+    single = figs.source_bars(panels[:5], ["a", "b", "c"], "t", width_px=1180, tick_px=18)
+    assert fig.layout.margin.t > single.layout.margin.t and fig.layout.height > single.layout.height
+
+
 def test_score_matrix_signed_and_not():
     scores = np.array([[0.1, -0.3], [0.2, 0.0], [0.0, 0.4]])
     fig = figs.score_matrix(scores, ["x", "y", "</s>"], ["a", "b"], "occ", chosen=1)
@@ -33,3 +52,14 @@ def test_score_matrix_signed_and_not():
     assert plain.data[0].zmin == 0 and plain.data[0].zmid is None and not plain.layout.shapes
     with pytest.raises(ValueError, match="3 output x 3 source"):
         figs.score_matrix(scores, ["x", "y", "z"], ["a", "b", "c"])
+
+
+def test_wrapped_chinese_keeps_its_punctuation_with_the_words():
+    from viz.tokens import wrap_px
+
+    for width in range(60, 240, 10):
+        for text in ("注意力展开（rollout）", "交叉注意力，第 1 层，各头平均", "Cross-attention, layer 1, average of heads"):
+            lines = wrap_px(text, width, 18)
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+            assert not any(line[0] in "，）" for line in lines[1:]), lines  # closing marks never start a line
+            assert not any(line[-1] in "（" for line in lines[:-1]), lines  # opening marks never end one

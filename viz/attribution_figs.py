@@ -14,9 +14,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention_figs import token_labels
-from .tokens import TEXT_COLOR, display_token, label_px, plain_token, readable
+from .tokens import TEXT_COLOR, display_token, label_px, plain_token, readable, wrap_px
 
 POSITIVE, NEGATIVE = "#1f77b4", "#d62728"
+TYPICAL_WIDTH_PX = 1100  # the width titles are wrapped for when the caller names none (the page names its own)
 
 
 def _left(tokens: Sequence[str], tick_px: int) -> int:
@@ -42,7 +43,12 @@ def source_bars(
         if np.asarray(values).shape != (S,):
             raise ValueError(f"panel {name!r} has shape {np.asarray(values).shape}, expected ({S},)")
     labels = token_labels(source_tokens)
-    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, subplot_titles=[n for n, _ in panels],
+    left = _left(source_tokens, tick_px)
+    # each panel's title wrapped to the panel's width (a 1366 px screen cut the last one), for the width drawn
+    panel_px = ((width_px or TYPICAL_WIDTH_PX) - left - 10) / len(panels) * (1 - 0.02 * (len(panels) - 1) / len(panels))
+    titles = [wrap_px(name, panel_px - 8, tick_px) for name, _ in panels]
+    lines = max(len(t) for t in titles)
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, subplot_titles=["<br>".join(t) for t in titles],
                         horizontal_spacing=0.02)  # fmt: skip
     for i, (name, values) in enumerate(panels, start=1):
         v = np.asarray(values, dtype=np.float64)
@@ -61,9 +67,9 @@ def source_bars(
     )  # fmt: skip
     fig.update_annotations(font=dict(size=tick_px, color=TEXT_COLOR))
     fig.update_layout(
-        title=dict(text=title),
-        height=max(260, 90 + S * (tick_px + 8)), width=width_px,
-        margin=dict(l=_left(source_tokens, tick_px), r=10, t=80, b=10),
+        title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=12)),  # above every title's lines
+        height=max(260, 90 + S * (tick_px + 8)) + (lines - 1) * (tick_px + 6), width=width_px,
+        margin=dict(l=left, r=10, t=80 + (lines - 1) * (tick_px + 6), b=10),
         bargap=0.15,
     )  # fmt: skip
     return readable(fig, tick_px)

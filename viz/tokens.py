@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,10 +86,60 @@ class Ticks:
         )
 
 
+def _is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
 def label_px(text: str, size: int = TICK_PX) -> float:
     """Rough width in px of a label `size` px high: narrow, average and wide characters of a sans-serif font."""
-    at_14 = sum(4.0 if ch in "il.,:;|!'/()[]ftjr " else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8 for ch in text)
+    at_14 = sum(
+        4.0 if ch in "il.,:;|!'/()[]ftjr " else 14.0 if _is_wide(ch) else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8
+        for ch in text
+    )
     return at_14 * size / 14
+
+
+_WIDE = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"  # CJK characters and their punctuation: one em each
+_NO_LINE_START = set("，。、；：！？）》」』】,.;:!?)")  # stays at the end of the line before (never starts one)
+_NO_LINE_END = set("（《「『【(")  # goes down with the character after it (never ends a line)
+_UNITS = re.compile(rf"[{_WIDE}]|[^\s{_WIDE}]+|\s+")
+
+
+def wrap_px(text: str, max_px: float, size: int = TICK_PX) -> list[str]:
+    """`text` in lines of at most `max_px` (label_px at `size`), broken at spaces and between Chinese characters;
+    closing punctuation never starts a line (the character before it moves down with it) and opening punctuation
+    never ends one; a single word wider than
+    max_px keeps a line of its own."""
+    lines: list[list[tuple[str, str]]] = [[]]  # each line: (space before, unit)
+    space = ""
+    for unit in _UNITS.findall(text):
+        if unit.isspace():
+            space = " "
+            continue
+        line = lines[-1]
+        if (
+            not line
+            or all(u in _NO_LINE_END for _, u in line)
+            or label_px(_joined(line + [(space, unit)]), size) <= max_px
+        ):
+            line.append((space, unit))
+        elif (unit in _NO_LINE_START or line[-1][1] in _NO_LINE_END) and len(line) > 1:
+            moved = [line.pop()] if unit in _NO_LINE_START else []
+            while line and line[-1][1] in _NO_LINE_END:  # an opening mark goes down with what follows it
+                moved.insert(0, line.pop())
+            down = [("", moved[0][1]), *moved[1:], (space, unit)] if moved else [("", unit)]
+            if line:
+                lines.append(down)
+            else:  # nothing was left above: the line is what moved (wider than max_px, as a single long word)
+                lines[-1] = down
+        else:
+            lines.append([("", unit)])
+        space = ""
+    return [_joined(line) for line in lines]
+
+
+def _joined(line: list[tuple[str, str]]) -> str:
+    return "".join(space + unit for space, unit in line).strip()
 
 
 def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = True, size: int = TICK_PX) -> Ticks:
