@@ -58,7 +58,11 @@ def test_wrapped_chinese_keeps_its_punctuation_with_the_words():
     from viz.tokens import wrap_px
 
     for width in range(60, 240, 10):
-        for text in ("注意力展开（rollout）", "交叉注意力，第 1 层，各头平均", "Cross-attention, layer 1, average of heads"):
+        for text in (
+            "注意力展开（rollout）",
+            "交叉注意力，第 1 层，各头平均",
+            "Cross-attention, layer 1, average of heads",
+        ):
             lines = wrap_px(text, width, 18)
             assert "".join(lines).replace(" ", "") == text.replace(" ", "")
             assert not any(line[0] in "，）" for line in lines[1:]), lines  # closing marks never start a line

@@ -19,6 +19,16 @@ def test_query_keys_rows_and_dimension_axis():
         figs.query_keys(q, k, "b", KEYS[:3])
 
 
+@pytest.mark.parametrize("keys", [2, 9, 40])
+def test_the_lower_panel_title_has_room_between_the_panels(keys):
+    """Presentation mode draws the panel titles 18 px high: the gap between the query row and the key rows holds
+    the lower title (about 22 px) with room on both sides, whatever the number of keys."""
+    fig = figs.query_keys(np.ones(4), np.ones((keys, 4)), "q", [str(i) for i in range(keys)])
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    gap_px = (fig.layout.yaxis.domain[0] - fig.layout.yaxis2.domain[1]) * plot_px
+    assert gap_px >= 2 * 18, gap_px
+
+
 def test_scores_mark_masked_keys():
     raw = np.array([4.0, -2.0, 1.0, 3.0])
     allowed = np.array([True, True, False, False])

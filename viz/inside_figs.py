@@ -61,6 +61,9 @@ def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
     )
 
 
+GAP_PX = 52  # between two stacked panels: the lower one's title at presentation mode's 18 px, clear of both
+
+
 def _rows_figure(
     top: np.ndarray,
     top_labels: Sequence[str],
@@ -73,7 +76,8 @@ def _rows_figure(
 ) -> go.Figure:
     """Two stacked vector heatmaps (top on axes x/y, bottom on x2/y2) sharing the dimension axis and one colour scale."""
     n_top, n_bottom = max(top.shape[0], 1), max(bottom.shape[0], 1)
-    gap = 0.1
+    height = int(min(900, 190 + 26 * (n_top + n_bottom)))
+    gap = GAP_PX / (height - 80 - 60)  # the plot area's fraction that holds the lower title (18 px in presentation)
     split = (1 - gap) * n_bottom / (n_top + n_bottom)  # the bottom panel's share of the height
     zmax = _zmax(top, bottom)
     y_axis = lambda labels, domain, anchor: dict(  # noqa: E731
@@ -86,10 +90,10 @@ def _rows_figure(
     )
     layout = _layout(
         title,
-        int(min(900, 190 + 26 * (n_top + n_bottom))),
+        height,
         top=80,
         shapes=list(shapes),
-        xaxis=dict(anchor="y", matches="x2", showticklabels=False),
+        xaxis=dict(anchor="y", matches="x2", showticklabels=False, ticks="", showgrid=False),
         yaxis=y_axis(top_labels, [split + gap, 1], "x"),
         xaxis2=dict(anchor="y2", title=dict(text=xtitle or _("dimension i"))),
         yaxis2=y_axis(bottom_labels, [0, split], "x2"),
