@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from i18n import N_, _
 
+from .subplot_grid import axis_suffix, grid_layout
 from .tokens import (
     CHAR_PX,
     FONTS,
@@ -352,23 +352,22 @@ def head_grid(
     )
     plot_h = rows * geo.cell * len(query_tokens) + gap * (rows - 1)
     height = int(round(geo.height - geo.cell * len(query_tokens) + plot_h)) + 14
-    fig = make_subplots(
-        rows=rows,
-        cols=cols,
-        subplot_titles=[_("head {h}").format(h=h) for h in range(n_heads)],
-        shared_xaxes=True,
-        shared_yaxes=True,
+    layout = grid_layout(
+        rows,
+        cols,
         horizontal_spacing=0.015,
         vertical_spacing=min(0.3, gap / max(plot_h, 1)) if rows > 1 else 0.0,
+        titles=[_("head {h}").format(h=h) for h in range(n_heads)],
+        shared_x=True,
+        shared_y=True,
     )
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
     traces = [
         _heatmap_trace(weights[h], q_labels, k_labels, mask, what=_("head {h}").format(h=h) + "<br>")
         for h in range(n_heads)
     ]
-    for h, trace in enumerate(traces):  # head h in panel h + 1, row by row, as make_subplots numbers them
-        trace.update(xaxis=f"x{h + 1 if h else ''}", yaxis=f"y{h + 1 if h else ''}")
-    layout = fig.layout.to_plotly_json()  # make_subplots' domains, anchors, shared axes and panel titles
+    for h, trace in enumerate(traces):  # head h in panel h + 1, row by row
+        trace.update(xaxis=f"x{axis_suffix(h + 1)}", yaxis=f"y{axis_suffix(h + 1)}")
     for i in range(1, rows * cols + 1):
         below = i + cols > n_heads  # no panel under this one: it carries the x labels
         for name, axis in _token_axes(geo, len(query_tokens), len(key_tokens), i, below, (i - 1) % cols == 0).items():
@@ -421,9 +420,9 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
         raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
     L, H, Tq, Tk = weights.shape
     z, a, b = block_mean(weights, mask)
-    fig = make_subplots(
-        rows=L,
-        cols=H,
+    layout = grid_layout(
+        L,
+        H,
         horizontal_spacing=0.015,
         vertical_spacing=0.03,
         row_titles=[_("layer {i}").format(i=i) for i in range(L)],
@@ -444,8 +443,8 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             z=z[layer, h],
             x=xs,
             y=ys,
-            xaxis=f"x{i + 1 if i else ''}",  # panel i + 1, row by row, as make_subplots numbers them
-            yaxis=f"y{i + 1 if i else ''}",
+            xaxis=f"x{axis_suffix(i + 1)}",  # panel i + 1, row by row
+            yaxis=f"y{axis_suffix(i + 1)}",
             coloraxis="coloraxis",
             hoverongaps=False,
             hovertemplate=_("layer {layer}, head {h}").format(layer=layer, h=h) + f"<br>{where}<extra></extra>",
@@ -453,7 +452,6 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
         for i, (layer, h) in enumerate((layer, h) for layer in range(L) for h in range(H))
     ]
     title = f"{title}{what}" if title else what.strip(" ()")
-    layout = fig.layout.to_plotly_json()  # make_subplots' domains, anchors and row and column titles
     for name in list(layout):
         if name.startswith("xaxis"):
             layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
