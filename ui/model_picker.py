@@ -20,6 +20,7 @@ from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
 from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
+from ui.long_lived import model_loaded
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 from ui.url_state import Key, read
@@ -41,7 +42,9 @@ def server_folders() -> ServerFolders:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _load_cached(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
-    return load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+    loaded = load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+    model_loaded()  # kept for the process: frozen out of the garbage collector's reach after this run
+    return loaded
 
 
 def load(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):

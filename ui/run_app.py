@@ -10,7 +10,7 @@ from ui.language import choose_language, language_switch
 from ui.navigation import THROUGH_APP, page_list
 from ui.presentation import presentation_mode
 from ui.sidebar import sidebar
-from ui.threads import start_server_once
+from ui.threads import end_of_run, start_server_once
 
 
 def run_app(default: str = "attention") -> None:
@@ -30,3 +30,4 @@ def run_app(default: str = "attention") -> None:
             THROUGH_APP.reset(token)
     finally:  # also when the sidebar stops the run (st.stop) or a rerun interrupts it
         run_over()  # this run no longer counts as one the room's heavy runs wait for
+        end_of_run()  # the server's long-lived objects out of the collector's reach (ui/long_lived.py)

@@ -1,12 +1,17 @@
-"""The server process's torch and BLAS threads: one per session's run by default ($VIZ_TORCH_THREADS), set once."""
+"""The server process's settings: torch and BLAS threads (one per session's run by default, $VIZ_TORCH_THREADS),
+the step cap, the yield points, and the long-lived objects kept out of the garbage collector."""
 
 from __future__ import annotations
+
+import os
 
 from model.analysis.budget import steps_from_environment
 from model.analysis.cpu_share import install_yield_points
 from model.decoding import set_step_cap
+from ui.long_lived import freeze_long_lived
 
 THREADS_ENV = "VIZ_TORCH_THREADS"  # torch threads per server process; default 1
+GC_FREEZE_ENV = "VIZ_GC_FREEZE"  # 0: leave every object to Streamlit's full collection after each run (a baseline)
 
 
 def set_server_threads() -> int:
@@ -21,7 +26,6 @@ def set_server_threads() -> int:
     positional page's similarity and shift check) spun a second BLAS thread for matrices this small: twice the
     CPU for the same wall time.
     """
-    import os
 
     import torch
     from threadpoolctl import threadpool_limits
@@ -57,3 +61,10 @@ def start_server_once() -> None:
         set_step_cap(steps_from_environment())
         install_yield_points()  # a heavy run steps aside for the room's light ones (model/analysis/cpu_share.py)
         _started = True
+
+
+def end_of_run() -> None:
+    """At the end of every page run of the server (never under AppTest): freeze what has come to live as long as
+    the process since the last time (ui/long_lived.py)."""
+    if _started and os.environ.get(GC_FREEZE_ENV, "1") != "0":
+        freeze_long_lived()
