@@ -103,3 +103,29 @@ def test_every_shipped_demo_card_states_its_trained_range():
         _, tok = load_checkpoint(demo.path)
         for example in demo.examples:  # the card's own examples are inside the range
             assert trained_range_warning(demo.card, example, tok.source) is None, (demo.name, example)
+
+
+def test_the_demo_list_follows_its_folder(tmp_path):
+    """list_demos reads the cards once, and again when a demo is added, removed or its card edited."""
+    import json
+    import os
+
+    from model.checkpoints.demos import list_demos
+
+    def demo(name: str, description: str) -> None:
+        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name / "config.json").write_text("{}")
+        (tmp_path / name / "card.json").write_text(json.dumps({"description": description}))
+
+    demo("b", "first")
+    assert [(d.name, d.description) for d in list_demos(tmp_path)] == [("b", "first")]
+    demo("a", "second")
+    assert [d.name for d in list_demos(tmp_path)] == ["a", "b"]
+    demo("b", "edited")
+    card = tmp_path / "b" / "card.json"
+    os.utime(card, ns=(card.stat().st_atime_ns, card.stat().st_mtime_ns + 10**9))  # a later time, however coarse
+    assert [d.description for d in list_demos(tmp_path) if d.name == "b"] == ["edited"]
+    (tmp_path / "a" / "config.json").unlink()
+    (tmp_path / "a" / "card.json").unlink()
+    (tmp_path / "a").rmdir()
+    assert [d.name for d in list_demos(tmp_path)] == ["b"]
