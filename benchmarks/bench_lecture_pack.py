@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_lecture_pack                 # every demo, 1, 2 and 5 of its card's examples
     python -m benchmarks.bench_lecture_pack --long          # also 5 inputs as long as the model reads (worst case)
+    python -m benchmarks.bench_lecture_pack --counts 5 --demos reverse reverse_rope   # some demos only
 
 Target (issue 12): at most 10 MB for 5 inputs on a demo model; since issue 27 the pack also carries the model
 (weights and tokenizer, so that the page runs typed inputs), budget 15 MB. Baseline: plotly.js alone, the fixed
@@ -10,7 +11,7 @@ cost every pack carries once. Columns:
   data          pack minus plotly.js: figures, attention and decoding numbers, the model, the page and its scripts
   model         of which the model: its float32 weights as base64 (4/3 of their bytes) and its tokenizer
   per input     (data - model) / inputs
-  pack/target   pack / 10 MB
+  pack/target   pack / 15 MB
   run, html     seconds to run the model on the inputs (capture + greedy decoding) and to write the HTML
 """
 
@@ -51,10 +52,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 5], help="numbers of inputs")
     parser.add_argument("--long", action="store_true", help="also 5 inputs of max_len - 1 tokens per demo")
+    parser.add_argument("--demos", nargs="*", default=None, help="demo names (default: every shipped demo)")
     args = parser.parse_args()
     plotly_js = len(get_plotlyjs().encode())
     rows = []
-    for demo in list_demos():
+    for demo in [d for d in list_demos() if args.demos is None or d.name in args.demos]:
         model, tok = load_checkpoint(demo.path)
         cases = [(f"{n} examples", [demo.examples[i % len(demo.examples)] for i in range(n)]) for n in args.counts]
         if args.long:
@@ -82,7 +84,9 @@ def main() -> None:
                     f"{os.getloadavg()[0]:.1f}",
                 ]
             )
-    print(f"Lecture pack size; baseline plotly.js alone: {mb(plotly_js)}; target {mb(TARGET)} for 5 inputs\n")
+    print(f"Lecture pack size; baseline plotly.js alone: {mb(plotly_js)}; target {mb(TARGET)} for 5 inputs")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"{when}, {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print(
         table(
             [

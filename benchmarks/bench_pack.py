@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_pack                     # every demo, 3 inputs each, 3 runs per input
     python -m benchmarks.bench_pack --demos reverse fr_en --runs 5
+    python -m benchmarks.bench_pack --longest           # each demo's longest trained input instead (card input_tokens.max)
 
 Each demo's default pack (its card's examples, as scripts/lecture_pack.py writes it) is opened from file:// with
 every other request blocked; after its own charts are drawn and the page has run its first example itself (so the
@@ -49,6 +50,13 @@ def inputs_for(card: dict, tok) -> list[str]:
         text = examples[i % len(examples)]
         out.append(text[::-1] if tok.source.level == "char" and i else text if not i else " ".join(text.split()[::-1]))
     return out
+
+
+def longest_input(card: dict, tok) -> list[str]:
+    """One input as long as the demo was trained on (its card's input_tokens.max), cycling through its symbols."""
+    symbols = [t for t in tok.source.tokens if not (t.startswith("<") and t.endswith(">")) and t.strip()]
+    n = (card.get("input_tokens") or {}).get("max", 24)
+    return [("" if tok.source.level == "char" else " ").join(symbols[(7 * k) % len(symbols)] for k in range(n))]
 
 
 def page_times(browser, path: Path, texts: list[str], runs: int) -> tuple[list[float], list[float], list[float]]:
@@ -99,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demos", nargs="*", default=None, help="demo names (default: every shipped demo)")
     parser.add_argument("--runs", type=int, default=3, help="times each input is typed")
+    parser.add_argument("--longest", action="store_true", help="type the longest trained input instead")
     args = parser.parse_args(argv)
     from ui.threads import set_server_threads  # the server's torch threads (one), for its side of the comparison
 
@@ -112,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             texts, _ = bounded_inputs(card.get("examples") or ["abc"])
             path = Path(tmp) / f"{demo.name}.html"
             path.write_bytes(lecture_pack_html(pack_records(model, tok, texts, label=demo.name)).encode())
-            typed = inputs_for(card, tok)
+            typed = longest_input(card, tok) if args.longest else inputs_for(card, tok)
             page_model, page_drawn, page_all = page_times(browser, path, typed, args.runs)
             srv_model, srv_figs = server_times(model, tok, typed, args.runs)
             server = med(srv_model) + med(srv_figs)

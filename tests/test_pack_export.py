@@ -8,12 +8,15 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from i18n import _, language_scope
 from model import TransformerConfig, build_model, load_checkpoint
 from model.analysis.lecture import pack_records
-from model.analysis.pack_export import MAX_BYTES, Unsupported, live_spec
+from model.analysis.pack_export import JS_POSITIONAL, MAX_BYTES, Unsupported, live_spec
 from model.checkpoints.demos import list_demos
+from model.network.config import POSITIONAL_KINDS
+from model.network.positional import relative_position_bucket
 from model.text.tokenizer import ListVocab, Tokenizer, Vocab
 from viz.lecture_pack import lecture_pack_html
 
@@ -73,10 +76,38 @@ def test_the_largest_demos_fit_the_budget(demo):
     assert 'data-testid="pack-input"' in page and len(page.encode()) < 15_000_000
 
 
-def test_a_positional_kind_the_page_lacks_is_refused_by_name():
-    """Positional kinds the script does not implement yet (rope, alibi, relative: issue 27's parallel work) give a pack
-    without the live model, naming the kind, rather than a page that computes something else."""
+def test_every_positional_kind_runs_in_the_page_and_another_would_be_refused_by_name():
+    """The page implements every kind the config allows (parity: tests/test_pack_parity_browser.py); a kind it had
+    no function for would give a pack without the live model, naming the kind, rather than a page computing
+    something else."""
+    assert set(POSITIONAL_KINDS) <= set(JS_POSITIONAL)
+    for kind in POSITIONAL_KINDS:
+        model, tok = tiny(positional=kind)
+        assert live_spec(model, tok)["config"]["positional"] == kind
     model, tok = tiny()
-    model.config.positional = "rope"  # as a config of that kind would read; the page has no function for it
-    with pytest.raises(Unsupported, match="positions of kind “rope”"):
+    model.config.positional = "xpos"  # as a config of a future kind would read; the page has no function for it
+    with pytest.raises(Unsupported, match="positions of kind “xpos”"):
         live_spec(model, tok)
+
+
+@pytest.mark.parametrize("field", ["ff_gated", "rescale_output", "embed_norm", "forced_bos_id"])
+def test_what_the_page_does_not_compute_is_refused(field):
+    model, tok = tiny(**{field: 1 if field == "forced_bos_id" else True})
+    with pytest.raises(Unsupported, match="cannot run a gated feed-forward"):
+        live_spec(model, tok)
+
+
+@pytest.mark.parametrize("buckets, distance, max_len", [(32, 128, 128), (32, 128, 64), (8, 6, 24), (16, 40, 200)])
+def test_relative_buckets_go_with_the_spec_for_every_distance_the_model_reads(buckets, distance, max_len):
+    """Each stack's bucket of key - query for -R..R, the page clamping farther keys to R: the model's own bucket of
+    every relative position up to max_len - 1, in both directions, encoder (bidirectional) and decoder."""
+    model, tok = tiny(positional="relative", relative_buckets=buckets, relative_max_distance=distance, max_len=max_len)
+    extra = live_spec(model, tok)["positions"]
+    reach = extra["reach"]
+    assert reach == min(distance, max_len - 1)
+    rel = np.arange(-(max_len - 1), max_len)
+    for side, bidirectional in (("source", True), ("target", False)):
+        want = relative_position_bucket(torch.as_tensor(rel), bidirectional, buckets, distance).numpy()
+        got = np.array(extra[side])[np.clip(rel, -reach, reach) + reach]
+        np.testing.assert_array_equal(got, want, err_msg=side)
+    assert live_spec(*tiny(positional="rope"))["positions"] == {}

@@ -1,9 +1,11 @@
 """The lecture pack's in-page model against the Python model, in a real headless Chromium.
 
-For every shipped demo: a pack opened from file:// with every other request blocked; generated inputs typed into
-its box (Enter runs them); the page's greedy output must be the one model.greedy_decode writes, its log-probs
-and attention maps those of model.capture within 1e-4, its warnings the app's, and every chart of the typed
-input drawn. A few inputs per demo: the check is the numbers, not the count.
+For every shipped demo (every positional kind: sinusoidal, learned, none, and RoPE, ALiBi and T5's relative bias inside
+self-attention): a pack opened from file:// with every other request blocked; generated inputs typed into its box
+(Enter runs them), one as long as the demo was trained on; the page's greedy output must be the one
+model.greedy_decode writes, its log-probs and attention maps (every layer and head of encoder self, decoder self and
+cross) those of model.capture within 1e-4, its warnings the app's, and every chart of the typed input drawn. A few
+inputs per demo: the check is the numbers, not the count.
 """
 
 from __future__ import annotations
@@ -23,16 +25,13 @@ from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
 from tests.browser_helpers import VIEWPORT, chromium
 from viz.lecture_pack import lecture_pack_html
 
-POSITIONS_RUN = ("sinusoidal", "learned", "none")
-
 TOL = 1e-4
-# The demos the page can run (the live model follows sinusoidal, learned and no positions; rope, alibi and relative
-# are refused by name: tests/test_pack_export.py)
-DEMOS = [d.name for d in list_demos() if d.card.get("config", {}).get("positional", "sinusoidal") in POSITIONS_RUN]
+DEMOS = [d.name for d in list_demos()]  # every shipped demo: the page runs each of them
 
 
 def generated_inputs(name: str, tokenizer, card: dict) -> list[str]:
-    """A card example (capitalised where the vocabulary lowercases), random known symbols, and one unknown symbol."""
+    """A card example (capitalised where the vocabulary lowercases), random known symbols, one unknown symbol, and
+    random known symbols as many as the longest input the demo was trained on (its card's input_tokens.max)."""
     vocab = tokenizer.source
     rng = random.Random(name)
     known = [t for t in vocab.tokens if t not in SPECIALS and t.strip()]
@@ -43,7 +42,9 @@ def generated_inputs(name: str, tokenizer, card: dict) -> list[str]:
     random_text = joiner.join(rng.choice(known) for _ in range(rng.randint(4, 8)))
     unknown = "§" if vocab.level == "char" else "zzqx"
     with_unknown = joiner.join([rng.choice(known), unknown, rng.choice(known)])
-    return [example, random_text, with_unknown]
+    longest = (card.get("input_tokens") or {}).get("max", 24)
+    long_text = joiner.join(rng.choice(known) for _ in range(longest))
+    return [example, random_text, with_unknown, long_text]
 
 
 def typed(page, text: str, n: int) -> dict:
@@ -133,6 +134,12 @@ VARIANTS = {  # what the demos do not use: every other branch of the configurati
     "post-LN with final norms, no positions, shared and tied": dict(
         final_norm=True, positional="none", share_embeddings=True, tie_generator=True
     ),
+    "pre-LN RoPE, pairs (i, i + d/2), base 500": dict(norm_first=True, positional="rope", pe_layout="half", pe_base=500.0),
+    "ALiBi with 3 heads (slopes past a power of two)": dict(positional="alibi", d_model=24, n_heads=3),
+    "T5-like relative bias: 8 buckets, distance 6, heads 6 wide, unscaled scores, no biases": dict(
+        positional="relative", relative_buckets=8, relative_max_distance=6, head_dim=6, scale_scores=False,
+        bias=False, generator_bias=False,
+    ),
 }  # fmt: skip
 
 
@@ -146,5 +153,6 @@ def test_every_configuration_runs_as_in_python(variant, browser, tmp_path):
         "tiny", src_vocab_size=len(tok.source), tgt_vocab_size=len(tok.target), max_len=24, **VARIANTS[variant]
     )
     model = build_model(cfg, seed=3)
-    texts = ["Le chat noir", "la souris MANGE le chat", "le ?? chat"]  # capitals (lowercased), an unknown word
+    # capitals (lowercased), an unknown word, a longer input (distances past the relative bias's last bucket)
+    texts = ["Le chat noir", "la souris MANGE le chat", "le ?? chat", "le chat noir mange la souris grise le chat"]
     assert_parity(browser, model, tok, texts, tmp_path)

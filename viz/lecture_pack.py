@@ -170,6 +170,21 @@ def _pe_rows(cap) -> go.Figure:
     return fig
 
 
+def _pe_views(figs: _Figures, prefix: str, cap) -> list[str]:
+    """This input's positional views (figure ids): the rows added to its source tokens, embedding vs PE size per side."""
+    sides = (
+        ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
+        ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
+    )
+    return [figs.add(f"{prefix}-pe-rows", _pe_rows(cap))] + [
+        figs.add(
+            f"{prefix}-pe-{side}",
+            positional_figs.embedding_vs_pe(tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), side),
+        )
+        for side, tokens, emb, rows in sides
+    ]
+
+
 def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
@@ -291,18 +306,8 @@ def lecture_pack_html(records, title: str = "") -> str:
                 "decoding": dec,
             }
         )
-        pe_ids = [figs.add(f"{prefix}-pe-rows", _pe_rows(cap))] + [
-            figs.add(
-                f"{prefix}-pe-{side}",
-                positional_figs.embedding_vs_pe(
-                    tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), side
-                ),
-            )
-            for side, tokens, emb, rows in (
-                ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
-                ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
-            )
-        ]
+        inside = records.pe.kind in INSIDE_ATTENTION  # nothing added to the embeddings: no rows or norms to draw
+        pe_ids = [] if inside else _pe_views(figs, prefix, cap)
         label = _("Input {n}: {text}").format(n=n + 1, text=item.text)
         links = [_esc(_("attention")), _esc(_("positional encoding")), _esc(_("decoding"))]
         toc.append(
@@ -315,9 +320,13 @@ def lecture_pack_html(records, title: str = "") -> str:
         dec_html = _decoding_html(dec, str(n)) if dec else "<p>" + _esc(_("The model wrote nothing.")) + "</p>"
         source = f"<code>{_esc(' '.join(plain_token(t) for t in cap.source_tokens))}</code>"
         output = f"<code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code>"
-        same = _esc(
-            _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")
-        ).format(link='<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>")
+        link = '<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"
+        if inside:  # the kind's own sentence (true of every input, the typed ones too), then the model's section
+            same = f"{_esc(_(INSIDE_ATTENTION[records.pe.kind]))} → {link}"
+        else:
+            same = _esc(
+                _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")
+            ).format(link=link)
         words = {  # escaped, for the HTML below
             "source": _esc(_("Source tokens:")),
             "output": _esc(_("Model output (the decoder input below):")),

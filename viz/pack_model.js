@@ -1,10 +1,12 @@
-// The lecture pack's own forward pass of the encoder-decoder Transformer (model/transformer.py, in the browser).
-// Reads the spec written by model/pack_export.py: config, tokenizer, and float32 weights. No network, no library.
-// Follows the configuration: post-LN or pre-LN, final norms, LayerNorm or the "std" norm, relu/gelu/silu, scaled
-// embeddings, shared or tied tables. A positional kind is one function in POSITIONS, (config, param, side) -> an object:
-// `rows(offset, T)` added to the embeddings; optionally `bias(h, i, j)` added to head h's score of query position i
-// over key j (ALiBi, T5's bucketed bias) and `scale` instead of 1 / sqrt(d_k) (T5). Implemented: sinusoidal, learned,
-// none (model/pack_export.py refuses the others until they are here).
+// The lecture pack's own forward pass of the encoder-decoder Transformer (model/network/transformer.py, in the
+// browser). Reads the spec written by model/analysis/pack_export.py: config, tokenizer, float32 weights, and what a
+// positional kind needs beyond them. No network, no library. Follows the configuration: post-LN or pre-LN, final
+// norms, LayerNorm or the "std" norm, relu/gelu/silu, scaled embeddings, shared or tied tables, the head width and
+// whether q.k is divided by sqrt(d_k). A positional kind is one function in POSITIONS, (config, param, side, d_k,
+// extra) -> an object: `rows(offset, T)` added to the embeddings; for the kinds inside self-attention (encoder self,
+// decoder self; never cross) `rotate(X, T, offset)`, RoPE's turn of the queries and the new keys, or `bias(h, i, j)`
+// added to head h's scaled score of query position i over key position j (ALiBi, T5's bucketed bias).
+// Implemented: every kind of model/network/config.POSITIONAL_KINDS (pack_export.JS_POSITIONAL).
 // Activations are float64 (the weights are float32): results match torch's float32 within about 1e-6.
 const PackModel = (function () {
   "use strict";
@@ -16,7 +18,7 @@ const PackModel = (function () {
     return new Float32Array(bytes.buffer);
   }
 
-  // -- positional kinds: one function each, (config, param, side) -> {rows(offset, T), bias?, rotate?, scale?} --
+  // -- positional kinds: one function each, (config, param, side, dk, extra) -> {rows(offset, T), rotate?, bias?} --
   function sinusoidTable(P, d, base, layout) {  // as model/positional.sinusoidal_encoding: float64, then float32
     const t = new Float32Array(P * d);
     for (let p = 0; p < P; p++) {
@@ -30,10 +32,65 @@ const PackModel = (function () {
     return t;
   }
   const rowsOf = (table, d) => (offset, T) => table.subarray(offset * d, (offset + T) * d);
+  const zeros = c => ({rows: rowsOf(new Float32Array(c.max_len * c.d_model), c.d_model)});  // nothing added
+  function ropeAngles(c, dk) {  // model/network/positional.rope_angles: cos, sin of m * base^(-2i/dk), float64 -> float32
+    const P = c.max_len, half = dk / 2, cos = new Float32Array(P * half), sin = new Float32Array(P * half);
+    for (let m = 0; m < P; m++) {
+      for (let i = 0; i < half; i++) {
+        const a = m * Math.exp(-Math.log(c.pe_base) * (2 * i) / dk);
+        cos[m * half + i] = Math.cos(a);
+        sin[m * half + i] = Math.sin(a);
+      }
+    }
+    return {cos, sin};
+  }
+  // RoPE (positional.rope_rotate): in X (T, H * dk), row t at position offset + t, each head's pair (a, b) ->
+  // (a cos - b sin, a sin + b cos); pairs (2i, 2i+1) ("interleaved", Su et al.) or (i, i + dk/2) ("half").
+  function rope(c, param, side, dk) {
+    const {cos, sin} = ropeAngles(c, dk), half = dk / 2, H = c.n_heads;
+    const pair = c.pe_layout === "half" ? i => [i, half + i] : i => [2 * i, 2 * i + 1];
+    const rotate = (X, T, offset) => {
+      for (let t = 0; t < T; t++) {
+        const m = offset + t;
+        for (let h = 0; h < H; h++) {
+          const o = t * H * dk + h * dk;
+          for (let i = 0; i < half; i++) {
+            const [ia, ib] = pair(i), a = X[o + ia], b = X[o + ib], co = cos[m * half + i], si = sin[m * half + i];
+            X[o + ia] = a * co - b * si;
+            X[o + ib] = a * si + b * co;
+          }
+        }
+      }
+    };
+    return {...zeros(c), rotate};
+  }
+  function alibiSlopes(H) {  // positional.alibi_slopes: 2^(-8h/n) for n = 2^floor(log2 H), then every other of 2n
+    const powers = n => Array.from({length: n}, (_, h) => 2 ** (-8 * (h + 1) / n));
+    const n = 2 ** Math.floor(Math.log2(H));
+    return Float32Array.from([...powers(n), ...powers(2 * n).filter((_, i) => i % 2 === 0).slice(0, H - n)]);
+  }
+  // ALiBi (positional.alibi_bias): -slope_h * |i - j| on both sides (the decoder's mask hides j > i: the paper's bias)
+  function alibi(c) {
+    const slopes = alibiSlopes(c.n_heads);
+    return {...zeros(c), bias: (h, i, j) => Math.fround(-slopes[h] * Math.abs(i - j))};
+  }
+  // T5's relative bias (positional.RelativePositionBias): the stack's learned (buckets, H) table at the bucket of
+  // key - query; the buckets come with the spec, from the model's own relative_position_bucket (pack_export.py), for
+  // relative positions -R..R (R = spec.positions.reach; farther keys share the bucket of distance R).
+  function relative(c, param, side, dk, extra) {
+    const table = param((side === "source" ? "src_pe" : "tgt_pe") + ".relative_attention_bias.weight");
+    const buckets = extra[side], R = extra.reach, H = c.n_heads;
+    return {...zeros(c), bias: (h, i, j) => table[buckets[Math.max(-R, Math.min(R, j - i)) + R] * H + h]};
+  }
+  // -> {rows(offset, T)} and, for the kinds inside self-attention, rotate(X, T, offset) (q and the new keys) or
+  // bias(h, i, j) (added to the scaled score of query position i over key position j). Cross-attention gets neither.
   const POSITIONS = {
     sinusoidal: (c) => ({rows: rowsOf(sinusoidTable(c.max_len, c.d_model, c.pe_base, c.pe_layout), c.d_model)}),
     learned: (c, param, side) => ({rows: rowsOf(param(side === "source" ? "src_pe.weight" : "tgt_pe.weight"), c.d_model)}),
-    none: (c) => ({rows: rowsOf(new Float32Array(c.max_len * c.d_model), c.d_model)}),
+    none: zeros,
+    rope,
+    alibi,
+    relative,
   };
 
   // -- the math, on row-major Float64Array activations (T, width) ------------------------------------------
@@ -77,7 +134,7 @@ const PackModel = (function () {
   }
 
   function Model(spec) {
-    const c = spec.config, d = c.d_model, H = c.n_heads, dk = d / H, V = c.tgt_vocab_size;
+    const c = spec.config, d = c.d_model, H = c.n_heads, dk = c.head_dim || d / H, inner = H * dk, V = c.tgt_vocab_size;
     const all = floats(spec.weights);
     const param = name => {
       const e = spec.index[name];
@@ -102,8 +159,9 @@ const PackModel = (function () {
     const srcEmbed = param("src_embed.weight"), tgtEmbed = param("tgt_embed.weight"), gen = lin("generator");
     const kind = POSITIONS[c.positional];
     if (!kind) throw new Error("positional kind not implemented here: " + c.positional);
-    const pos = {source: kind(c, param, "source"), target: kind(c, param, "target")};
-    const scale = Math.sqrt(d);
+    const extra = spec.positions || {};  // what a kind needs beyond the weights (pack_export.live_spec)
+    const pos = {source: kind(c, param, "source", dk, extra), target: kind(c, param, "target", dk, extra)};
+    const scale = Math.sqrt(d), sc = c.scale_scores === false ? 1 : 1 / Math.sqrt(dk);  // T5 does not divide q.k
     const N = (x, T, p) => norm(x, T, d, p, c.norm, c.layer_norm_eps);
 
     function embed(table, ids, side, offset) {  // {x: embeddings * sqrt(d) + PE rows, emb, pe} (T, d)
@@ -128,10 +186,13 @@ const PackModel = (function () {
       for (let i = 0; i < h.length; i++) h[i] = act(h[i]);
       return linear(h, T, c.d_ff, p.l2.w, p.l2.b, d);
     }
-    // softmax(q k^T * scale + bias) v per head; K, V (Tk, d) already projected; allowed(i, j); qPos/kPos: positions
+    // softmax(q k^T * sc + bias) v per head, as model/network/attention.attention; K, V (Tk, H * dk) already projected
+    // (self-attention's keys rotated); allowed(i, j); pe: the stack's positions (self-attention), null for cross;
+    // qPos: the position of query row 0 (key j sits at position j)
     function attend(p, x, T, K, V, Tk, allowed, pe, qPos) {
-      const Q = linear(x, T, d, p.q.w, p.q.b, d), out = new Float64Array(T * d), w = new Float64Array(H * T * Tk);
-      const sc = pe && pe.scale !== undefined ? pe.scale : 1 / Math.sqrt(dk), row = new Float64Array(Tk);
+      const Q = linear(x, T, d, p.q.w, p.q.b, inner), out = new Float64Array(T * inner), w = new Float64Array(H * T * Tk);
+      const row = new Float64Array(Tk);
+      if (pe && pe.rotate) pe.rotate(Q, T, qPos);
       for (let h = 0; h < H; h++) {
         for (let i = 0; i < T; i++) {
           let max = -Infinity;
@@ -139,7 +200,7 @@ const PackModel = (function () {
             let s = -Infinity;
             if (allowed(i, j)) {
               s = 0;
-              for (let e = 0; e < dk; e++) s += Q[i * d + h * dk + e] * K[j * d + h * dk + e];
+              for (let e = 0; e < dk; e++) s += Q[i * inner + h * dk + e] * K[j * inner + h * dk + e];
               s *= sc;
               if (pe && pe.bias) s += pe.bias(h, qPos + i, j);
             }
@@ -152,13 +213,18 @@ const PackModel = (function () {
           for (let j = 0; j < Tk; j++) {
             const a = row[j] / sum;
             w[wo + j] = a;
-            if (a) for (let e = 0; e < dk; e++) out[i * d + h * dk + e] += a * V[j * d + h * dk + e];
+            if (a) for (let e = 0; e < dk; e++) out[i * inner + h * dk + e] += a * V[j * inner + h * dk + e];
           }
         }
       }
-      return {y: linear(out, T, d, p.o.w, p.o.b, d), w};  // w: (H, T, Tk)
+      return {y: linear(out, T, inner, p.o.w, p.o.b, d), w};  // w: (H, T, Tk)
     }
-    const kv = (p, x, T) => [linear(x, T, d, p.k.w, p.k.b, d), linear(x, T, d, p.v.w, p.v.b, d)];
+    const kv = (p, x, T) => [linear(x, T, d, p.k.w, p.k.b, inner), linear(x, T, d, p.v.w, p.v.b, inner)];
+    const selfKV = (p, x, T, pe, offset) => {  // the new keys sit at the queries' positions: RoPE rotates them too
+      const r = kv(p, x, T);
+      if (pe.rotate) pe.rotate(r[0], T, offset);
+      return r;
+    };
     const concat = (a, b) => { const r = new Float64Array(a.length + b.length); r.set(a); r.set(b, a.length); return r; };
 
     function encode(ids) {  // ids end with </s>; -> {memory (S, d), attention [L] of (H, S, S), emb, pe}
@@ -167,7 +233,7 @@ const PackModel = (function () {
       let x = e.x;
       for (const L of enc) {
         x = residual(x, S, L.n1, h => {
-          const [K, Vv] = kv(L.self, h, S), r = attend(L.self, h, S, K, Vv, S, allowed, pos.source, 0);
+          const [K, Vv] = selfKV(L.self, h, S, pos.source, 0), r = attend(L.self, h, S, K, Vv, S, allowed, pos.source, 0);
           attention.push(r.w);
           return r.y;
         });
@@ -187,7 +253,7 @@ const PackModel = (function () {
       let x = e.x;
       dec.forEach((L, l) => {
         x = residual(x, T, L.n1, h => {
-          let [K, Vv] = kv(L.self, h, T);
+          let [K, Vv] = selfKV(L.self, h, T, pos.target, offset);
           if (cache) {
             if (cache.self[l]) { K = concat(cache.self[l][0], K); Vv = concat(cache.self[l][1], Vv); }
             cache.self[l] = [K, Vv];

@@ -22,7 +22,7 @@ from i18n import M_
 from ..text.tokenizer import Tokenizer, Vocab
 
 MAX_BYTES = 12_000_000  # float32 weights a pack may carry: base64 makes 16 MB of it, above the 15 MB budget
-JS_POSITIONAL = ("sinusoidal", "learned", "none")  # the kinds viz/pack_model.js implements (one function each)
+JS_POSITIONAL = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")  # viz/pack_model.js: one function each
 JS_ACTIVATIONS = ("relu", "gelu", "silu")
 JS_NORMS = ("layernorm", "std")
 
@@ -43,6 +43,10 @@ def _check(model: nn.Module, tokenizer: Tokenizer, max_bytes: int) -> None:
         )
     if cfg.activation not in JS_ACTIVATIONS or cfg.norm not in JS_NORMS:
         raise Unsupported(M_("the page cannot run this model's activation or norm"))
+    if cfg.ff_gated or cfg.rescale_output or cfg.embed_norm or cfg.forced_bos_id is not None:
+        raise Unsupported(
+            M_("the page cannot run a gated feed-forward, an embedding norm, a rescaled output or a forced first token")
+        )
     if not all(type(v) is Vocab for v in (tokenizer.source, tokenizer.target)):
         raise Unsupported(M_("the page runs only this project's own tokenizers (characters or words)"))
     size = 4 * sum(int(t.numel()) for t in _unique_tensors(model).values())
@@ -68,6 +72,21 @@ def _unique_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
+def _positions(model: nn.Module) -> dict:
+    """What a positional kind needs beyond the weights. T5's relative bias: each stack's bucket of every relative
+    position -R..R (key - query), from the model's own bucket function (float32 logs, so the page need not repeat
+    them bit for bit), R = min(max_distance, max_len - 1): farther keys share the bucket of distance R."""
+    cfg = model.config
+    if cfg.positional != "relative":
+        return {}
+    reach = min(cfg.relative_max_distance, cfg.max_len - 1)
+    keys = torch.arange(2 * reach + 1)
+    out: dict = {"reach": reach}
+    for side, module in model.positional_encodings():
+        out[side] = module.buckets(torch.tensor([reach]), keys)[0].tolist()  # key - query = -R .. R
+    return out
+
+
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
     _check(model, tokenizer, max_bytes)
@@ -87,6 +106,7 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES
     weights = np.concatenate(chunks) if chunks else np.zeros(0, dtype="<f4")
     return {
         "config": {**cfg.to_dict(), "has_final_norm": cfg.has_final_norm, "extra": {}},
+        "positions": _positions(model),
         "tokenizer": {
             "source": tokenizer.source.to_dict(),
             "target": tokenizer.target.to_dict(),
