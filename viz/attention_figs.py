@@ -438,8 +438,9 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
             .replace("{b}", str(b - 1))
         )
     ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
-    traces = [
-        go.Heatmap(
+    traces = [  # plain dicts: go.Figure validates each trace once (a go.Heatmap is validated, then copied again)
+        dict(
+            type="heatmap",
             z=z[layer, h],
             x=xs,
             y=ys,
