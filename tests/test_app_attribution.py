@@ -17,7 +17,7 @@ def test_default_view_shows_each_method_beside_attention():
     at = open_page("attribution", "demo:reverse", text="abcd")
     assert not at.exception, at.exception
     fig = bars(at)
-    names = [a["text"] for a in fig["layout"]["annotations"]]
+    names = [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]]  # titles wrap to their panels
     assert names[:5] == ["Attention rollout", "Attention flow", "Gradient × input", "Integrated gradients", "Occlusion"]
     assert names[5] == "Cross-attention, layer 1, average of heads"
     model, tok = load_checkpoint(str(REVERSE))
@@ -54,7 +54,7 @@ def test_link_round_trip():
         assert at.query_params[key] == value, key
     fig = bars(at)
     assert fig["layout"]["title"]["text"].startswith("What explains output token 2")
-    assert [a["text"] for a in fig["layout"]["annotations"]][5:] == [
+    assert [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]][5:] == [
         "Cross-attention, layer 0, head 1",
         "Cross-attention, layer 0, average of heads",
     ]
