@@ -26,7 +26,6 @@ def set_server_threads() -> int:
     positional page's similarity and shift check) spun a second BLAS thread for matrices this small: twice the
     CPU for the same wall time.
     """
-
     import torch
     from threadpoolctl import threadpool_limits
 

@@ -9,8 +9,7 @@ otherwise that one session's thread stays lowered until Streamlit ends it).
 
 Priority alone does not keep a heavy run out of the light ones' way: the sessions share one Python interpreter, and
 a lowered thread still takes its turns at the interpreter lock and at torch. So a heavy run also steps aside at
-yield points (every module's forward, through torch's global forward pre-hook, and the loops that build big
-figures): while light runs are in progress it waits, at most HEAVY_WAIT times as long as it ran since its last
+yield points (every module's forward, through torch's global forward pre-hook): while light runs are in progress it waits, at most HEAVY_WAIT times as long as it ran since its last
 yield point (it keeps at least 1/(1 + HEAVY_WAIT) of the time: it finishes, later). A run counts as in progress
 from share_cpu until run_over (ui/run_app.py calls it when the page's script ends).
 
