@@ -455,9 +455,9 @@ def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray |
     title = f"{title}{what}" if title else what.strip(" ()")
     for name in list(layout):
         if name.startswith("xaxis"):
-            layout[name].update(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+            layout[name].update(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain")
         elif name.startswith("yaxis"):
-            layout[name].update(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+            layout[name].update(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     row_px = 0.0
     for note in layout.get("annotations", []):  # the row and column titles, dark like every chart's text
         note.setdefault("font", {})["color"] = TEXT_COLOR
