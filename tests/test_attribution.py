@@ -9,7 +9,6 @@ import torch
 
 from model import attribute, load_checkpoint
 from model.analysis import attribution_graph as graph
-from model.analysis.attribution import output_log_prob
 from model.analysis.attribution_agreement import gold_share, mean_spearman, ranks, spearman
 from model.interventions import Interventions
 from tasks.intervened import fresh_examples
@@ -87,11 +86,23 @@ def test_occlusion_is_two_forward_passes(char_tokenizer):
 
 
 def _direct(model, tokenizer, source, target):
-    """x (S, D), the function of the gradient methods, and the decoder's rows, without Captum."""
-    src = tokenizer.source.encode(source) + [2]
+    """x (S, D), log p of output row t as a function of x, and the decoder's rows, without Captum and without the
+    project's gradient helper: a forward hook puts x in place of the source embedding table's output, and the model
+    runs from ids as capture runs it (so positions, scales and norms are the model's own)."""
+    src = torch.tensor([tokenizer.source.encode(source) + [2]])
     tgt = [1] + tokenizer.target.encode(target)
-    f = output_log_prob(model, tgt, tgt[1:] + [2])
-    return model.src_embed(torch.tensor([src])).detach()[0], f, len(tgt)
+    gold = torch.tensor(tgt[1:] + [2])
+
+    def f(xs, rows):
+        handle = model.src_embed.register_forward_hook(lambda module, args, out: xs)
+        try:
+            memory, mask = model.encode(src.expand(len(xs), -1))
+        finally:
+            handle.remove()
+        logp = model.decode(torch.tensor([tgt]).expand(len(xs), -1), memory, mask).log_softmax(-1)
+        return logp[torch.arange(len(xs)), rows, gold[rows]]
+
+    return model.src_embed(src).detach()[0], f, len(tgt)
 
 
 def test_grad_x_input_is_its_definition(char_tokenizer):

@@ -50,15 +50,22 @@ def test_every_intervention_kind_module_is_registered_once():
 def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_the_registry():
     from model.decoding import STRATEGIES
     from model.decoding.strategies import MODULES
-    from ui.decoding_strategy import STRATEGIES as MENU
+    from ui.decoding_strategy import MENU, VIEWS
 
     assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
-    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode")
-    assert MENU == {m.LINK: m.TITLE for m in STRATEGIES.values() if m.LINK}
+    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode", "SETTINGS")
+    assert MENU == {m.LINK: m for m in STRATEGIES.values() if m.LINK}
     assert list(MENU) == ["greedy", "beam", "sample"]  # the links written before the registry still read the same
-    page_source = (ROOT / "ui" / "decoding_strategy.py").read_text()
-    for module in STRATEGIES.values():  # the titles are written once, in the strategy modules
-        assert f'N_("{module.TITLE}")' not in page_source
+    # each strategy in the menu has its app half, a module of the same name with a view
+    on_disk = {p.stem for p in (ROOT / "ui" / "decoding_views").glob("*.py") if p.stem != "__init__"}
+    assert on_disk == {m.__name__.rsplit(".", 1)[-1] for m in MENU.values()}
+    assert all(callable(VIEWS[link].view) for link in MENU)
+    # nothing on the page or in ui/ names a strategy: the titles and settings are written once, in the strategy modules
+    for path in [ROOT / "pages" / "decoding.py", *(ROOT / "ui").rglob("*.py")]:
+        source = path.read_text()
+        for module in STRATEGIES.values():
+            assert f'N_("{module.TITLE}")' not in source, path
+            assert f'"{module.NAME}"' not in source, (path, module.NAME)
 
 
 def test_every_checkpoint_format_module_is_registered_once():

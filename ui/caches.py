@@ -312,32 +312,18 @@ def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], b
 
 
 # -- decoding strategies and training snapshots (issue 15) ---------------------------------------
-# A beam search keeps every step's 2K hypotheses with their attention rows: 32 of them and 128 MB at most.
-BEAMS: BoundedCache[Any] = BoundedCache("beam searches", max_entries=32, max_bytes=128 * 2**20)
+# A decoding through a strategy's decode() (a sampled trace, a beam search with every step's 2K hypotheses and their
+# attention rows): 32 of them and 128 MB at most.
+DECODINGS: BoundedCache[Any] = BoundedCache("decodings", max_entries=32, max_bytes=128 * 2**20)
 
 
-def cached_beam(model_key: str, text: str, beam_size: int, length_penalty: float, _model, _tokenizer):
-    """beam_search() once per (model key, text, beam size, length penalty): BEAMS holds at most 32 and 128 MB."""
-    from model import beam_search
-
-    return BEAMS.get(
-        (model_key, text, int(beam_size), float(length_penalty)),
-        _with_spinner(
-            _("Searching…"), lambda: beam_search(_model, _tokenizer, text, beam_size, length_penalty=length_penalty)
-        ),
-    )
-
-
-def cached_sample(
-    model_key: str, text: str, temperature: float, top_k: int, top_p: float, seed: int, shown: int, _model, _tokenizer
-) -> Trace:
-    """sample() once per (model key, text, settings, seed, candidates shown), in TRACES beside greedy traces."""
-    from model import sample
-
-    return TRACES.get(
-        (model_key, text, "sample", float(temperature), int(top_k), float(top_p), int(seed), int(shown)),
-        _with_spinner(
-            _("Sampling…"),
-            lambda: sample(_model, _tokenizer, text, temperature, top_k, top_p, seed, shown=shown),
-        ),
-    )
+def cached_decoding(session: Session, strategy, changes: Interventions = NONE, **extra: Any) -> Any:
+    """The strategy's own decode() (model/decoding/strategies.py) of the session's input, with its settings, the
+    interventions and `extra` (e.g. shown=5): once per (model key, text, strategy, settings, extra, interventions).
+    DECODINGS holds them."""
+    module = strategy.module
+    key = _changed((session.key, session.check.text, module.NAME, strategy.values, tuple(sorted(extra.items()))),
+                   changes)  # fmt: skip
+    work = lambda: module.decode(session.model, session.tokenizer, session.check.text, interventions=changes,  # noqa: E731
+                                 **strategy.settings, **extra)  # fmt: skip
+    return DECODINGS.get(key, _with_spinner(N_("Decoding…"), work))

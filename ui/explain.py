@@ -102,28 +102,23 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             r"\begin{pmatrix}\sin(p\omega_i)\\ \cos(p\omega_i)\end{pmatrix},\qquad PE(p+k)=M_k\,PE(p)",
         ),
     ),
-    "greedy": (
-        N_("Greedy decoding"),
-        N_(
-            "The decoder starts from `<s>`, and at each step writes the single most probable next token, appends it "
-            "to its input, and repeats until it writes `</s>` (or reaches the length limit). Earlier positions' keys "
-            "and values are kept (a cache), so each step computes only the newest position."
-        ),
-        (r"y_{t+1}=\arg\max_y\; P(y \mid y_{\le t},\, x)",),
-    ),
 }
 
 
-def explain(name: str, expanded: bool = False) -> None:
-    """The explanation `name` of TEXTS in a collapsed expander (a lecturer opens it, or talks over it)."""
-    title, text, formulas = TEXTS[name]
+Text = tuple[str, str, tuple[str, ...]]  # (expander title, markdown, LaTeX lines), marked with N_
+
+
+def explain(name: str | Text, expanded: bool = False) -> None:
+    """The explanation `name` of TEXTS (or a Text given whole, e.g. by a registry entry's app half) in a collapsed
+    expander (a lecturer opens it, or talks over it)."""
+    title, text, formulas = TEXTS[name] if isinstance(name, str) else name
     with st.expander(_(title), expanded=expanded, icon=":material/info:"):
         st.markdown(_(text))
         for formula in formulas:
             st.latex(_(formula))  # only formulas with words have a translation; the others are themselves
 
 
-def explain_row(*names: str) -> None:
+def explain_row(*names: str | Text) -> None:
     """Several explanations side by side, one collapsed expander per column: one line of the page in all."""
     for column, name in zip(st.columns(len(names)), names, strict=True):
         with column:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -208,26 +207,19 @@ def _occlusion(model, prep: _Prepared, replacement_id: int, changes, batch_size,
     return (logp[0][:, None] - logp[1:].T).numpy(), logp[0].numpy()
 
 
-def _encode_embedded(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """model.encode from the embedding table's output x (B, S, D) of an unpadded source: memory (B, S, D)."""
-    if model.config.scale_embeddings:
-        x = x * math.sqrt(model.config.d_model)
-    x = model.embed_dropout(model.src_pe(x))
-    for layer in model.encoder.layers:
-        x = layer(x, None)
-    return model.encoder.norm(x) if model.encoder.norm is not None else x
-
-
-def output_log_prob(model: nn.Module, inputs: list[int], scored: list[int]) -> Callable:
-    """F(x, rows) -> (B,): log p of output token rows[b] given source embeddings x[b] (B, S, D); the decoder
-    input held fixed. The function every gradient method differentiates."""
+def output_log_prob(model: nn.Module, src: list[int], inputs: list[int], scored: list[int]) -> Callable:
+    """F(x, rows) -> (B,): log p of output token rows[b] given source embeddings x[b] (B, S, D), the source
+    embedding table's output for the ids `src`; the decoder input held fixed. The function every gradient method
+    differentiates: the model's own encode (its `embeds` entry: the same scale, positions, norms and layers as from
+    ids) and decode."""
     device = device_of(model)
+    src_ids = torch.tensor([src], device=device)  # (1, S): the padding mask and length (nothing is padded)
     tgt = torch.tensor([inputs], device=device)  # (1, T_in)
     gold = torch.tensor(scored, device=device)  # (T,)
 
     def forward(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        memory = _encode_embedded(model, x)
-        logits = model.decode(tgt.expand(len(x), -1), memory, None)  # (B, T_in, V)
+        memory, mask = model.encode(src_ids.expand(len(x), -1), embeds=x)  # (B, S, D)
+        logits = model.decode(tgt.expand(len(x), -1), memory, mask)  # (B, T_in, V)
         logp = logits.log_softmax(-1)
         return logp[torch.arange(len(x)), rows, gold[rows]]
 
@@ -242,7 +234,7 @@ def _gradients(model, prep: _Prepared, method, baseline_id, steps, changes, batc
     src = torch.tensor([prep.src], device=device)
     x = model.src_embed(src).detach()  # (1, S, D)
     base = torch.zeros_like(x) if baseline_id is None else model.src_embed(torch.full_like(src, baseline_id)).detach()
-    forward = output_log_prob(model, prep.inputs, prep.scored)
+    forward = output_log_prob(model, prep.src, prep.inputs, prep.scored)
     T = len(prep.scored)
     per_pass = _rows_per_pass(model, prep, batch_size)
     rows = torch.arange(T, device=device)

@@ -28,10 +28,17 @@ from ..text.inputs import device_of, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
 from . import core
 from .core import Move, checked_limit
+from .settings import Setting
 
 NAME = "beam"
 TITLE = N_("Beam search")  # the decoding page's menu
 LINK = "beam"  # how the page's link writes it (dec_strategy=...)
+MAX_BEAM = 8  # the widest beam the page offers (each step keeps 2k rows of every attention map)
+SETTINGS = (
+    Setting("beam_size", "dec_beam", 4, 1, MAX_BEAM, N_("Beam size"), N_("the beam size")),
+    Setting("length_penalty", "dec_lp", 0.6, 0.0, 2.0, N_("Length penalty α"), N_("the length penalty"),
+            N_("score = log p / ((5 + length) / 6)^α; the paper uses α = 0.6 with beam size 4"), step=0.1, digits=1),
+)  # fmt: skip
 
 
 def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:

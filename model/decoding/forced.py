@@ -19,6 +19,7 @@ from .trace import Trace, decode_trace
 NAME = "forced"
 TITLE = N_("Forced prefix")
 LINK = None  # not in the decoding page's menu: a prefix is forced by picking another candidate at a step
+SETTINGS = ()
 
 
 class ForcedPrefix:
@@ -48,9 +49,9 @@ def decode(
     interventions: Interventions = NONE,
     max_len: int | None = None,
     prefix: Sequence[int] = (),
-    top_k: int = 5,
+    shown: int = 5,
 ) -> Trace:
     choose = ForcedPrefix(prefix, model.config.tgt_vocab_size)  # past the prefix (or with none): the argmax
     return decode_trace(
-        model, tokenizer, source, choose, max_len, top_k, forced=choose.forced, interventions=interventions
+        model, tokenizer, source, choose, max_len, shown, forced=choose.forced, interventions=interventions
     )

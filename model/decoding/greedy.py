@@ -18,6 +18,7 @@ from .trace import Trace, decode_trace
 NAME = "greedy"
 TITLE = N_("Greedy")  # the decoding page's menu
 LINK = "greedy"  # how the page's link writes it (dec_strategy=...)
+SETTINGS = ()  # nothing to set: the most probable token at every step
 
 
 @torch.no_grad()
@@ -58,6 +59,6 @@ def decode(
     *,
     interventions: Interventions = NONE,
     max_len: int | None = None,
-    top_k: int = 5,
+    shown: int = 5,
 ) -> Trace:
-    return greedy_decode(model, tokenizer, source, max_len, top_k, interventions=interventions)
+    return greedy_decode(model, tokenizer, source, max_len, shown, interventions=interventions)

@@ -12,11 +12,22 @@ from i18n import N_
 from ..interventions import NONE, Interventions
 from ..text.inputs import device_of
 from ..text.tokenizer import Tokenizer
+from .settings import Setting
 from .trace import Trace, decode_trace
 
 NAME = "sampling"
 TITLE = N_("Sampling")  # the decoding page's menu
 LINK = "sample"  # how the page's link writes it (dec_strategy=...; links made before the registry say so)
+MAX_TEMPERATURE = 5.0
+MAX_SEED = 2**31 - 1
+SETTINGS = (
+    Setting("temperature", "dec_temp", 1.0, 0.0, MAX_TEMPERATURE, N_("Temperature"), N_("the temperature"),
+            N_("Divides the logits: below 1 sharper, above 1 flatter; 0 is greedy decoding."), step=0.1, digits=2),
+    Setting("top_k", "dec_sk", 0, 0, None, N_("Top-k (0: all)"), N_("top-k")),
+    Setting("top_p", "dec_sp", 1.0, 0.01, 1.0, N_("Top-p"), N_("top-p"),
+            N_("Keep the most probable tokens until their probabilities reach p (the nucleus)."), step=0.05, digits=2),
+    Setting("seed", "dec_seed", 0, 0, MAX_SEED, N_("Seed"), N_("the seed"), N_("The same seed draws the same tokens.")),
+)  # fmt: skip
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:

@@ -263,9 +263,14 @@ class Transformer(nn.Module):
 
     # -- the two halves -------------------------------------------------------------------------
 
-    def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-        """Token embeddings (B, T, D), multiplied by sqrt(d_model) unless the config says not to."""
-        x = table(ids)
+    def embed(self, table: nn.Embedding, ids: torch.Tensor, embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Token embeddings (B, T, D), multiplied by sqrt(d_model) unless the config says not to.
+
+        embeds (B, T, D), when given, stands for the table's output `table(ids)` (transformers' inputs_embeds):
+        gradient methods differentiate the model from there, through the same scale, positions and layers."""
+        x = table(ids) if embeds is None else embeds
+        if embeds is not None and embeds.shape[:2] != ids.shape:
+            raise ValueError(f"embeds {tuple(embeds.shape)} do not match ids {tuple(ids.shape)}")
         return x * math.sqrt(self.config.d_model) if self.config.scale_embeddings else x
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
@@ -285,10 +290,13 @@ class Transformer(nn.Module):
                 return causal[None, None] & keep[:, None, None, :]
         return None if bool(causal.all()) else causal[None, None]
 
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """src (B, S) ids -> memory (B, S, D) and the source padding mask (B, 1, 1, S) or None."""
+    def encode(self, src: torch.Tensor, embeds: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """src (B, S) ids -> memory (B, S, D) and the source padding mask (B, 1, 1, S) or None.
+
+        embeds (B, S, D): the source embedding table's output to use instead of looking src up (before the
+        sqrt(d_model) scale and the positions); src still gives the padding mask and the length."""
         mask = self.source_mask(src)
-        x = self.embed_dropout(self.encoder.start(self.src_pe(self.embed(self.src_embed, src))))
+        x = self.embed_dropout(self.encoder.start(self.src_pe(self.embed(self.src_embed, src, embeds))))
         positions = None
         if isinstance(self.src_pe, AttentionPositionalEncoding):  # computed once, used by every layer
             pos = self.src_pe.positions(0, src.size(1), src.device)  # (S,)
@@ -304,13 +312,16 @@ class Transformer(nn.Module):
         memory_mask: torch.Tensor | None,
         cache: DecoderCache | None = None,
         last_only: bool = False,
+        embeds: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """tgt (B, T) ids -> logits (B, T, V), or (B, 1, V) for the last position only when last_only.
 
         With a cache, tgt holds only the new tokens, placed after the cache.length already decoded.
+        embeds (B, T, D): the target embedding table's output to use instead of looking tgt up (as in encode).
         """
         offset = cache.length if cache is not None else 0
-        x = self.embed_dropout(self.decoder.start(self.tgt_pe(self.embed(self.tgt_embed, tgt), offset=offset)))
+        x = self.embed(self.tgt_embed, tgt, embeds)
+        x = self.embed_dropout(self.decoder.start(self.tgt_pe(x, offset=offset)))
         self_mask = self.target_mask(tgt, offset)
         positions = None
         if isinstance(self.tgt_pe, AttentionPositionalEncoding):  # computed once, used by every layer

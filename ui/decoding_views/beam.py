@@ -1,5 +1,5 @@
 """Beam search on the decoding page: the tree of hypotheses, one step's hypotheses with their scores, and the
-cross-attention of a chosen hypothesis at each of its steps. Called by pages/decoding.py."""
+cross-attention of a chosen hypothesis at each of its steps."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from model.analysis.budget import WorkBudget, beam_refusal, source_length
 from model.decoding.strategy_export import beam_csv, beam_json
 from tasks.gold import gold_alignment
 from ui import caches
-from ui.caches import cached_beam
-from ui.decoding_strategy import Strategy
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.url_state import Key, Keys
@@ -44,15 +42,15 @@ def explain_beam() -> None:
         st.latex(r"\mathrm{score}(y)=\frac{\log P(y\mid x)}{\left((5+|y|)/6\right)^{\alpha}}")
 
 
-def beam_view(session, s: Strategy) -> None:
-    """Everything the page shows for a beam search of the session's input with settings s."""
+def view(session, strategy, changes) -> None:
+    """Everything the page shows for a beam search of the session's input with the strategy's settings."""
+    s = strategy.settings
     cfg = session.model.config
     source = source_length(session.tokenizer.source, cfg, session.check.text)
-    if (refusal := beam_refusal(cfg, source, s.beam_size, WorkBudget.from_environment())) is not None:
+    if (refusal := beam_refusal(cfg, source, s["beam_size"], WorkBudget.from_environment())) is not None:
         st.error(md(refusal))  # before any work: a wide beam over a long input keeps 2k rows of every map per step
         return
-    trace = cached_beam(session.key, session.check.text, s.beam_size, s.length_penalty, session.model,
-                        session.tokenizer)  # fmt: skip
+    trace = caches.cached_decoding(session, strategy, changes)
     detok = session.tokenizer.target.detokenize
     stop = _(STOPS[trace.stop_reason]).format(k=trace.beam_size)
     st.markdown(
@@ -149,4 +147,4 @@ def beam_view(session, s: Strategy) -> None:
         key="dec_dl_beam_csv",
         on_click="ignore",
     )
-    caches.capture_downloads(session, "dec")
+    caches.capture_downloads(session, "dec", changes)

@@ -1,0 +1,229 @@
+"""One forward path (issue 31): everything that runs the network computes the model's own log-probabilities.
+
+For every positional kind, each imported family's configuration and with an intervention on, the log-probs that each
+path computes for the same source and output equal the model's own teacher-forced pass (`model.encode` then
+`model.decode` from ids, written out here) within 1e-5, and integrated gradients' rows sum to
+log p(y|x) - log p(y|x') of that same pass. `test_every_path_is_listed` finds the code that runs the network (a call
+of `.encode` / `.decode` on a model outside model/network/) and fails on one this file does not check.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model import attribute, capture, load_checkpoint
+from model.analysis.importance import head_importance
+from model.decoding import beam_search, greedy_decode, greedy_ids, sample
+from model.interventions import Interventions
+from model.network.config import POSITIONAL_KINDS
+from model.network.recording import record
+from tasks.evaluate import cross_attention_argmax
+from tests.conftest import make_tiny
+from tests.hf_families import build_bart, build_mbart, build_t5
+
+ROOT = Path(__file__).resolve().parents[1]
+TOL = 1e-5
+SOURCE = "abcab"
+
+# Each checked path: the function that calls the model's encode/decode, and the test below that checks it.
+PATHS = {
+    "model/analysis/capture.py:capture": "capture's log_probs against the pass written here",
+    "model/decoding/core.py:DecoderSession.__init__": "greedy, forced, beam and sampling: every step's probability",
+    "model/decoding/core.py:DecoderSession.step": "(the same)",
+    "model/analysis/attribution.py:_occlusion": "occlusion's log_probs",
+    "model/analysis/attribution.py:output_log_prob.forward": "gradient methods' log_probs and completeness",
+    "model/analysis/importance.py:head_importance": "head importance's baseline",
+    "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
+}
+
+# The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.
+FAMILIES = {
+    "annotated": dict(norm_first=True, final_norm=True, norm="std", layer_norm_eps=1e-6),
+    "gordic": dict(norm_first=True, final_norm=True, pad_id=1, bos_id=2, eos_id=3),
+    "tutorial": dict(norm_first=False, final_norm=True),
+    "marian": dict(
+        norm_first=False,
+        final_norm=False,
+        pe_layout="half",
+        share_embeddings=True,
+        tie_generator=True,
+        activation="silu",
+        bos_id=0,
+        pad_id=0,
+    ),  # fmt: skip
+}
+
+
+def teacher_forced(model, src_ids, inputs, scored, changes=None, src_override=None) -> np.ndarray:
+    """(T,) log p of scored[t] after decoder inputs[: t + 1]: the model's own encode/decode from ids, one pass."""
+    src = torch.tensor([src_override if src_override is not None else src_ids])
+    with torch.no_grad(), record(model, interventions=changes, keep=False):
+        memory, mask = model.encode(src)
+        logp = model.decode(torch.tensor([inputs]), memory, mask).double().log_softmax(-1)[0]
+    return logp[torch.arange(len(scored)), torch.tensor(scored)].numpy()
+
+
+def before_pad(outputs: list[int], model) -> int:
+    """Steps up to this index read no generated <pad>: a random model may write one, which the teacher-forced pass
+    masks as a key (as padding) and the cached decoding step reads as a token; trained models never write it."""
+    pad = model.config.pad_id
+    return next((i for i, t in enumerate(outputs) if t == pad), len(outputs))
+
+
+def interventions_for(model) -> list[Interventions | None]:
+    ablate = [("cross", 0, 0), ("encoder_self", 0, 1), ("decoder_self", 0, 1)]
+    changed = [Interventions.make(ablate)]
+    if model.config.positional != "none":
+        changed.append(Interventions.make(ablate, positional="shifted", shift=2))
+    return [None, *changed]
+
+
+def check_every_path(model, tokenizer, source: str) -> None:
+    vocab = tokenizer.target
+    eos, bos = vocab.eos_id, vocab.bos_id
+    forced_first = model.config.forced_bos_id is not None  # the step function sets step 0 (BART <s>, mBART language)
+    first = 1 if forced_first else 0
+    for changes in interventions_for(model):
+        # capture: the unchanged model's greedy output as decoder input, the pass under `changes`
+        cap = capture(model, tokenizer, source, interventions=changes)
+        src_ids = [int(i) for i in cap.source_ids]
+        inputs = [int(i) for i in cap.target_ids]
+        scored = inputs[1:] + [eos]
+        ref = teacher_forced(model, src_ids, inputs, scored, changes)
+        got = cap.log_probs[np.arange(len(scored)), scored]
+        np.testing.assert_allclose(got, ref, atol=TOL, err_msg="capture")
+
+        # forced decoding (the output as prefix), under the same changes: every step's probability
+        trace = greedy_decode(model, tokenizer, source, prefix=scored[:-1], interventions=changes)
+        steps = [s for s in trace.steps[: before_pad(scored, model) + 1] if s.token_id == scored[s.index]]
+        assert len(steps) >= min(len(scored), before_pad(scored, model) + 1) - 1
+        for s in steps[first:]:
+            assert np.log(s.prob) == pytest.approx(ref[s.index], abs=TOL), ("forced", s.index)
+
+        # sampling draws its own output; its probabilities are the model's for that output
+        drawn = sample(model, tokenizer, source, seed=3, max_len=6, interventions=changes)
+        d_out = drawn.output_ids
+        d_ref = teacher_forced(model, src_ids, [bos] + d_out[:-1], d_out, changes)
+        for s in drawn.steps[first : before_pad(d_out, model) + 1]:
+            assert np.log(s.prob) == pytest.approx(d_ref[s.index], abs=TOL), ("sample", s.index)
+
+        # beam search of width 1 keeps the greedy path of the changed model; its sum is the model's
+        beam = beam_search(model, tokenizer, source, beam_size=1, length_penalty=0.0, max_len=6, interventions=changes)
+        b_out = beam.best.output_ids if hasattr(beam.best, "output_ids") else beam.output_ids
+        b_ref = teacher_forced(model, src_ids, [bos] + b_out[:-1], b_out, changes)
+        if before_pad(b_out, model) >= len(b_out) - 1:
+            assert beam.best.log_prob == pytest.approx(b_ref[first:].sum(), abs=1e-4), "beam"
+
+        # head importance: its baseline is the output's total log p under `changes`
+        imp = head_importance(model, tokenizer, source, interventions=changes)
+        assert imp.baseline == pytest.approx(ref[: len(imp.output_tokens)].sum(), abs=1e-4), "importance"
+
+        # attribution: occlusion and the gradient methods score the same output with the same log p
+        for method in ("occlusion", "grad_x_input"):
+            att = attribute(model, tokenizer, source, method=method, interventions=changes)
+            assert att.output_tokens == vocab.decode(scored[: len(att.output_tokens)])
+            np.testing.assert_allclose(att.log_probs, ref[: len(att.log_probs)], atol=TOL, err_msg=method)
+        if changes is not None and changes.positional is None and tokenizer.source.unk_id is not None:
+            ig = attribute(
+                model, tokenizer, source, method="integrated_gradients", baseline="unk", interventions=changes
+            )
+            np.testing.assert_allclose(ig.log_probs, ref[: len(ig.log_probs)], atol=TOL, err_msg="ig")
+            unk = [tokenizer.source.unk_id] * len(src_ids)  # x': every source token's embedding is <unk>'s
+            change = ref - teacher_forced(model, src_ids, inputs, scored, changes, src_override=unk)
+            change = change[: len(ig.log_probs)]
+            missed = np.abs(ig.row_sums() - change)
+            assert np.all(missed <= 0.01 * np.abs(change) + 1e-4), ("completeness", missed, change)
+
+    # greedy decoding, the batched generator and capture agree on the output of the unchanged model
+    plain = greedy_decode(model, tokenizer, source)
+    assert plain.output_ids == [int(i) for i in capture(model, tokenizer, source).target_ids[1:]] + (
+        [eos] if plain.stop_reason == "eos" else []
+    )
+    assert greedy_ids(model, [src_ids], bos_id=bos, eos_id=eos)[0] == plain.output_ids
+    # the batched alignment pass of the training reports reads the same cross-attention as capture
+    cap = capture(model, tokenizer, source)
+    argmax = cross_attention_argmax(model, [src_ids], [plain.output_ids])[0].numpy()
+    np.testing.assert_array_equal(argmax, cap.cross.mean(1).argmax(-1))
+
+
+@pytest.mark.parametrize("kind", POSITIONAL_KINDS)
+def test_every_path_computes_the_models_log_probs_for_each_positional_kind(char_tokenizer, kind):
+    model = make_tiny(char_tokenizer, seed=5, positional=kind, max_len=64)
+    check_every_path(model, char_tokenizer, SOURCE)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_path_for_each_native_family_configuration(char_tokenizer, family):
+    model = make_tiny(char_tokenizer, seed=6, **FAMILIES[family])
+    check_every_path(model, char_tokenizer, SOURCE)
+
+
+@pytest.fixture(scope="module")
+def hf_folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf_paths")
+    return {
+        f.name: f.folder for f in (build_t5(root, False), build_t5(root, True), build_bart(root), build_mbart(root))
+    }
+
+
+@pytest.mark.parametrize("family", ["t5", "flan-t5", "bart", "mbart"])
+def test_every_path_for_each_imported_hugging_face_family(hf_folders, family):
+    model, tokenizer = load_checkpoint(str(hf_folders[family]))
+    check_every_path(model, tokenizer, "the cat sat")
+
+
+def test_the_gradient_path_is_the_models_forward_for_positions_inside_attention(char_tokenizer):
+    """The published error: the gradient methods ran an encoder of their own without rotary, ALiBi or relative
+    positions. Their log p is the model's, and differs from that of the same weights with positions removed."""
+    for kind in ("rope", "alibi", "relative"):
+        model = make_tiny(char_tokenizer, seed=8, positional=kind)
+        att = attribute(model, char_tokenizer, "abcdab", target="badcba", method="grad_x_input")
+        src = char_tokenizer.source.encode("abcdab") + [2]
+        inputs = [1] + char_tokenizer.target.encode("badcba")
+        ref = teacher_forced(model, src, inputs, inputs[1:] + [2])
+        np.testing.assert_allclose(att.log_probs, ref, atol=TOL)
+        blind = make_tiny(char_tokenizer, seed=8, positional="none")
+        blind.load_state_dict(model.state_dict(), strict=False)
+        assert np.abs(teacher_forced(blind, src, inputs, inputs[1:] + [2]) - ref).max() > 1e-3
+
+
+def _network_calls(path: Path) -> set[str]:
+    """Qualified names of the functions in `path` that call .encode / .decode on a model (or call a model)."""
+    found: set[str] = set()
+
+    def is_model(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "model") or (
+            isinstance(node, ast.Attribute) and node.attr == "model"
+        )
+
+    def visit(node: ast.AST, scope: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, [*scope, child.name])
+                continue
+            if isinstance(child, ast.Call):
+                f = child.func
+                if (isinstance(f, ast.Attribute) and f.attr in ("encode", "decode") and is_model(f.value)) or is_model(
+                    f
+                ):
+                    found.add(f"{path.relative_to(ROOT).as_posix()}:{'.'.join(scope)}")
+            visit(child, scope)
+
+    visit(ast.parse(path.read_text()), [])
+    return found
+
+
+def test_every_path_is_listed():
+    """A new piece of code that runs the network must be added to PATHS (and checked above)."""
+    found: set[str] = set()
+    for package in ("model", "tasks", "ui", "viz", "cli", "pages"):
+        for path in (ROOT / package).rglob("*.py"):
+            if "network" not in path.relative_to(ROOT).parts:
+                found |= _network_calls(path)
+    training = {p for p in found if p.startswith("tasks/train.py")}  # training's own loss pass, not a view
+    assert found - training == set(PATHS), f"unlisted: {found - training - set(PATHS)}, gone: {set(PATHS) - found}"

@@ -1,0 +1,76 @@
+"""Sampling on the decoding page: the step viewer, then what every token was drawn from, with its downloads."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from i18n import _
+from model.decoding.strategy_export import sampling_csv, sampling_json
+from ui import caches
+from ui import decoding_steps as steps
+from ui.explain import explain_row
+from ui.presentation import chart_box, chart_text_px, show
+from viz import strategy_figs
+
+
+def view(session, strategy, changes) -> None:
+    trace = caches.cached_decoding(session, strategy, changes, shown=steps.shown())
+    playing, effect = steps.step_view(session, trace, changes)
+    explain_row("specials")
+    sampling_view(trace, strategy.settings)
+    steps.alignment_view(session, trace, changes)
+    steps.finish(session, changes, playing, effect)
+
+
+def explain_sampling() -> None:
+    with st.expander(_("Sampling"), icon=":material/info:"):
+        st.markdown(
+            _(
+                "Each step draws the next token at random from the model's distribution instead of taking the most "
+                "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
+                "probable tokens, renormalised; **top-p** then keeps the smallest set of those whose renormalised "
+                "probabilities reach p, renormalised again (the order and definitions of Hugging Face's generate). "
+                "The **seed** fixes the draws, so a link shows the same output again."
+            )
+        )
+        st.latex(r"P_T(y)\propto \exp(z_y / T),\quad y \in \text{top-}k \cap \text{nucleus}(p)")
+
+
+def sampling_view(trace, s: dict) -> None:
+    """Every step's distribution (top candidates after temperature, top-k and top-p; the drawn one outlined),
+    and the sampled decoding as JSON and CSV."""
+    st.subheader(_("What each token was drawn from"))
+    explain_sampling()
+    steps = trace.steps
+    drawn = [list(st_.top_ids).index(st_.token_id) if st_.token_id in st_.top_ids else -1 for st_ in steps]
+    fig = strategy_figs.sampling_overview(
+        [st_.top_tokens for st_ in steps],
+        np.stack([st_.top_probs for st_ in steps]) if steps else np.zeros((0, 1)),
+        drawn,
+        [st_.token for st_ in steps],
+        [st_.prob for st_ in steps],
+        title=_("Drawn with temperature {t}, top-k {k}, top-p {p}, seed {seed}").format(
+            t=s["temperature"], k=s["top_k"] or _("all"), p=s["top_p"], seed=s["seed"]
+        ),
+        width_px=chart_box()[1],
+        tick_px=chart_text_px(),
+    )
+    show(fig, key="dec_sampling")
+    left, right = st.columns(2)
+    left.download_button(
+        _("Download the sampled distributions (.json)"),
+        lambda: sampling_json(trace, s),
+        file_name="sampling.json",
+        mime="application/json",
+        key="dec_dl_sampling_json",
+        on_click="ignore",
+    )
+    right.download_button(
+        _("Download the sampled distributions (.csv)"),
+        lambda: sampling_csv(trace),
+        file_name="sampling.csv",
+        mime="text/csv",
+        key="dec_dl_sampling_csv",
+        on_click="ignore",
+    )
