@@ -7,9 +7,9 @@ replacement), attr_n (fresh examples), attr_off (heads switched off).
 
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import _, message_of
 from model.analysis import attribution as attr
-from model.analysis.attribution_agreement import agreement
+from model.analysis.attribution_agreement import REFERENCE, agreement
 from tasks.gold import gold_alignment
 from ui import attribution_ui as ui
 from ui import caches
@@ -38,74 +38,50 @@ if len(cap.source_tokens) > MAX_TOKENS or len(cap.target_tokens) > MAX_TOKENS:
     )
     st.stop()
 
-BASELINES = {
-    "zero": N_("zero embeddings"),
-    "pad": N_("the <pad> token everywhere"),
-    "unk": N_("the <unk> token everywhere"),
-}
-REPLACEMENTS = {"unk": N_("<unk>"), "pad": N_("<pad>")}
-STEPS = [8, 16, 32, 64, 128]
 N_CHOICES = [10, 20, 50]
 URL = Keys(
-    Key("attr_base", "pad", choices=tuple(BASELINES)),
-    Key("attr_steps", attr.DEFAULT_STEPS, choices=STEPS, cast=int),
-    Key("attr_occ", "unk", choices=tuple(REPLACEMENTS)),
+    *ui.SETTING_KEYS,  # each method's settings, from the registry (model/analysis/attribution_methods/)
+    Key("attr_methods", ui.DEFAULT_SHOWN, choices=attr.METHODS, many=True),  # the methods computed and shown
     Key("attr_tok", 0, cast=int),  # choices: the output's tokens
     Key("attr_layer", cast=int),  # default and choices: the model's layers
     Key("attr_head", "average", cast=intish),
-    Key("attr_matrix", "occlusion", choices=(*attr.METHODS, "cross")),
+    Key("attr_matrix", REFERENCE, choices=(*attr.METHODS, "cross")),
     Key("attr_n", 10, choices=N_CHOICES, cast=int),
 )
-with st.expander(_("Settings of integrated gradients and occlusion"), icon=":material/tune:"):
-    a, b, c = st.columns(3)
-    URL.read("attr_base")
-    a.selectbox(
-        _("Baseline of integrated gradients"), list(BASELINES), key="attr_base", format_func=lambda k: _(BASELINES[k])
-    )
-    URL.read("attr_steps")
-    b.selectbox(_("Points per piece of the path"), STEPS, key="attr_steps")
-    URL.read("attr_occ")
-    c.selectbox(
-        _("Occlusion replaces a token by"), list(REPLACEMENTS), key="attr_occ", format_func=lambda k: _(REPLACEMENTS[k])
-    )
-settings = dict(
-    baseline=st.session_state["attr_base"],
-    steps=st.session_state["attr_steps"],
-    replacement=st.session_state["attr_occ"],
-)
+shown = ui.choose_methods(URL)
+settings = ui.settings_controls(URL)
 
 try:
-    results = ui.all_methods(session, changes, settings)
+    results = ui.computed(session, changes, settings, shown)
 except ValueError as err:  # a setting or intervention that does not fit this model
     st.error(_("Could not compute the attributions: {reason}").format(reason=md(message_of(err))))
     st.stop()
-outputs = results["occlusion"].output_tokens
-source = results["occlusion"].source_tokens
+outputs = results[REFERENCE].output_tokens
+source = results[REFERENCE].source_tokens
 T = len(outputs)
 if T == 0:
     st.info(_("The output is empty: there is nothing to explain."))
     st.stop()
 
 HEADS = ["average", *range(n_heads)]
-MATRICES = list(URL["attr_matrix"].choices)
+MATRICES = [*shown, "cross"]
 tok = URL.read("attr_tok", choices=range(T))
 layer = URL.read("attr_layer", n_layers - 1, range(n_layers))
 head = URL.read("attr_head", choices=HEADS)
-matrix = URL.read("attr_matrix")
+matrix = URL.read("attr_matrix", choices=MATRICES)
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")
 left.selectbox(_("Output token to explain"), list(range(T)), key="attr_tok",
                format_func=lambda t: f"{t}: {outputs[t]}")  # fmt: skip
 mid.selectbox(_("Layer"), list(range(n_layers)), key="attr_layer", format_func=lambda i: _("layer {i}").format(i=i))
 right.selectbox(_("Head"), HEADS, key="attr_head",
                 format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h))  # fmt: skip
-URL.write(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix, attr_base=settings["baseline"],
-          attr_steps=settings["steps"], attr_occ=settings["replacement"])  # fmt: skip
+URL.write(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix)
 
 max_height, max_width = chart_box()
 raw = cap.cross[layer].mean(axis=0) if head == "average" else cap.cross[layer, head]  # (T_in, S)
 average = attention_figs.head_average(cap.cross[layer])
 head_name = _("average of heads") if head == "average" else _("head {h}").format(h=head)
-panels = [(_(ui.NAMES[m]), results[m].scores[tok]) for m in attr.METHODS]
+panels = [(ui.title(m), results[m].scores[tok]) for m in shown]
 panels += [(_("Cross-attention, layer {layer}, {head}").format(layer=layer, head=head_name), raw[tok])]
 if head != "average":
     panels += [(_("Cross-attention, layer {layer}, average of heads").format(layer=layer), average[tok])]
@@ -118,10 +94,10 @@ st.caption(_("Each panel keeps its own scale: shares of 1, drops of log-probabil
 
 st.subheader(_("Every output token × every source token"))
 st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
-                     format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else _(ui.NAMES[m]))  # fmt: skip
-shown = raw[:T] if matrix == "cross" else results[matrix].scores
+                     format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else ui.title(m))  # fmt: skip
+matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 st.plotly_chart(
-    figs.score_matrix(shown, outputs, source, _(ui.NAMES.get(matrix, N_("Cross-attention"))),
+    figs.score_matrix(matrix_scores, outputs, source, _("Cross-attention") if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),
     key="attr_matrix_chart",
@@ -139,11 +115,11 @@ is_demo = isinstance(recipe, dict) and "train_size" in recipe and "seed" in sess
 if is_demo:
     cols = st.columns([1, 3], vertical_alignment="bottom")
     cols[0].selectbox(_("Fresh examples"), N_CHOICES, key="attr_n")
-    if ui.has_fresh(session, changes, n, settings) or cols[1].button(
+    if ui.has_fresh(session, changes, n, settings, shown) or cols[1].button(
         _("Average over {n} fresh examples of this demo's task").format(n=n), key="attr_fresh_go"
     ):
         bar = st.progress(0.0, text=_("Explaining {n} fresh examples…").format(n=n))
-        table = ui.fresh_agreement(session, changes, n, settings, lambda d, total: bar.progress(d / total))
+        table = ui.fresh_agreement(session, changes, n, settings, shown, lambda d, total: bar.progress(d / total))
         bar.empty()
         st.markdown(_("Averaged over {n} fresh examples (inputs the model never trained on):").format(n=table.examples))
         ui.show_table(table)
@@ -152,6 +128,6 @@ else:
 
 with st.expander(_("What each method computes, and what agreement means"), icon=":material/help:"):
     for m in attr.METHODS:
-        st.markdown(_(ui.EXPLAIN[m]))
+        st.markdown(_(ui.REGISTRY[m].EXPLANATION))
     st.markdown(_(ui.AGREEMENT_TEXT))
 ui.downloads(results)

@@ -13,25 +13,30 @@ def bars(at) -> dict:
     return next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("What explains output token"))
 
 
-def test_default_view_shows_each_method_beside_attention():
+def test_default_view_shows_the_cheap_methods_beside_attention_and_computes_no_other():
+    from ui import caches
+
+    caches.ATTRIBUTIONS.clear()
     at = open_page("attribution", "demo:reverse", text="abcd")
     assert not at.exception, at.exception
     fig = bars(at)
     names = [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]]  # titles wrap to their panels
-    assert names[:5] == ["Attention rollout", "Attention flow", "Gradient × input", "Integrated gradients", "Occlusion"]
-    assert names[5] == "Cross-attention, layer 1, average of heads"
+    assert names[:3] == ["Attention rollout", "Gradient × input", "Occlusion"]  # the registry's CHEAP methods
+    assert names[3] == "Cross-attention, layer 1, average of heads"
+    computed = {key[3] for key in caches.ATTRIBUTIONS._values}  # (model, text, target, method, settings, changes)
+    assert computed == {"rollout", "grad_x_input", "occlusion"}  # flow and integrated gradients only when picked
     model, tok = load_checkpoint(str(REVERSE))
     occ = attribute(model, tok, "abcd", method="occlusion")
-    np.testing.assert_allclose(arr(fig["data"][4]["x"]), occ.scores[0], atol=1e-6)  # output token 0 by default
+    np.testing.assert_allclose(arr(fig["data"][2]["x"]), occ.scores[0], atol=1e-6)  # output token 0 by default
     cross = capture(model, tok, "abcd").cross[1].mean(0)
-    np.testing.assert_allclose(arr(fig["data"][5]["x"]), cross[0], atol=1e-6)
+    np.testing.assert_allclose(arr(fig["data"][3]["x"]), cross[0], atol=1e-6)
     table = at.dataframe[0].value
     assert list(table.iloc[:, 0])[-2:] == [
         "Cross-attention, layer 0 (head average)",
         "Cross-attention, layer 1 (head average)",
     ]
-    assert table.iloc[4, 1] == "1.000"  # occlusion against itself
-    assert float(table.iloc[4, 2]) == 1.0  # "dcba" is the gold output; occlusion finds every mirrored letter
+    assert table.iloc[2, 1] == "1.000"  # occlusion against itself
+    assert float(table.iloc[2, 2]) == 1.0  # "dcba" is the gold output; occlusion finds every mirrored letter
 
 
 def test_bad_input_is_a_message_and_kept():
@@ -47,7 +52,8 @@ def test_bad_input_is_a_message_and_kept():
 
 def test_link_round_trip():
     params = dict(text="abcdef", attr_tok="2", attr_layer="0", attr_head="1", attr_matrix="flow", attr_occ="pad",
-                  attr_base="unk", attr_steps="16")  # fmt: skip
+                  attr_base="unk", attr_steps="16",
+                  attr_methods="rollout,flow,grad_x_input,integrated_gradients,occlusion")  # fmt: skip
     at = open_page("attribution", "demo:reverse", **params)
     assert not at.exception, at.exception
     for key, value in params.items():

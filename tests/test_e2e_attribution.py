@@ -8,6 +8,7 @@ import pytest
 
 from i18n import _, language_scope
 from tests.browser_helpers import PROJECTOR, WAIT_S, Watch, screenshot, wait_idle
+from ui.attribution_ui import DEFAULT_SHOWN
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -27,7 +28,7 @@ def test_attribution_page_at_a_projector(browser, server, lang):
         box = page.locator(".js-plotly-plot").first.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PROJECTOR["width"], box
         panels = page.locator(".js-plotly-plot").first.locator(".annotation-text").all_text_contents()
-        assert len(panels) == 6 and all(p.strip() for p in panels), panels
+        assert len(panels) == len(DEFAULT_SHOWN) + 1 and all(p.strip() for p in panels), panels  # methods, cross
         if lang == "zh":
             assert all(re.search(r"[\u4e00-\u9fff]", p) for p in panels), panels
         watch.assert_clean()

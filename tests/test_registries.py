@@ -75,3 +75,21 @@ def test_every_checkpoint_format_module_is_registered_once():
     assert len(names) == len(set(names)) == len(FORMATS)
     found = modules_defining(ROOT / "model" / "checkpoints" / "formats", "NAME", "detect", "inspect", "load")
     assert {fmt.__name__.rsplit(".", 1)[-1] for fmt in REGISTRY} == found
+
+
+def test_every_attribution_method_module_is_registered_once_and_the_page_reads_the_registry():
+    from model.analysis.attribution import METHODS
+    from model.analysis.attribution_methods.registry import METHODS as REGISTRY
+    from model.analysis.attribution_methods.registry import MODULES
+
+    assert len(MODULES) == len(set(MODULES)) == len(REGISTRY) and tuple(REGISTRY) == METHODS
+    found = modules_defining(ROOT / "model" / "analysis" / "attribution_methods", "NAME", "compute", "SETTINGS")
+    assert set(MODULES) == found
+    for name, module in REGISTRY.items():
+        assert module.NAME == name and module.__name__.rsplit(".", 1)[-1] in MODULES
+    # titles, explanations and setting names are written once, in the method modules: not in the page or ui/
+    for path in [ROOT / "pages" / "attribution.py", *(ROOT / "ui").rglob("*.py")]:
+        source = path.read_text()
+        for module in REGISTRY.values():
+            assert f'N_("{module.TITLE}")' not in source, path
+            assert f'"{module.NAME}"' not in source, (path, module.NAME)

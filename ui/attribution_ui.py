@@ -13,47 +13,45 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis import attribution as attr
-from model.analysis.attribution_agreement import Agreement, agreement_over
+from model.analysis.attribution_agreement import REFERENCE, Agreement, agreement_over
+from model.analysis.attribution_methods import registry as attr_registry
 from model.interventions import Interventions
 from ui import caches
 from ui.session import Session
+from ui.url_state import Key, Keys
 
-NAMES = {  # method -> its name on the page (marked; translated where shown)
-    "rollout": N_("Attention rollout"),
-    "flow": N_("Attention flow"),
-    "grad_x_input": N_("Gradient × input"),
-    "integrated_gradients": N_("Integrated gradients"),
-    "occlusion": N_("Occlusion"),
-}
-EXPLAIN = {
-    "rollout": N_(
-        "**Attention rollout** (Abnar & Zuidema 2020): each layer's attention, heads averaged, with the residual "
-        "counted as 0.5 I + 0.5 A, multiplied through the encoder (R_ss); into the decoder after Chefer et al. 2021: "
-        "each decoder self-attention step mixes what the positions hold (R_ts ← Â R_ts), each cross-attention step "
-        "keeps half and adds half of the cross-attention times the encoder's rollout (R_ts ← 0.5 R_ts + 0.5 Ā_x R_ss). "
-        "Rows sum to 1. Heads switched off are left out of the averages."
-    ),
-    "flow": N_(
-        "**Attention flow** (Abnar & Zuidema 2020): the same layered graph with the weights as capacities; the score "
-        "of a source token is the maximum flow from the output position to it (networkx). Rows sum to 1."
-    ),
-    "grad_x_input": N_(
-        "**Gradient × input**: the source token's embedding times (elementwise) the gradient of the output token's "
-        "log-probability with respect to it (Captum), its length over the embedding. Unsigned: the signed sum "
-        "cancels out. Small where the model is sure (the softmax saturates); the order of the tokens stays."
-    ),
-    "integrated_gradients": N_(
-        "**Integrated gradients** (Sundararajan et al. 2017, Captum): the gradient averaged along the straight path "
-        "from a baseline (below) to the source embeddings, times their difference. A row sums to the change in the "
-        "output token's log-probability from the baseline to the input (completeness; the path is cut into more "
-        "pieces until it holds within 0.4%)."
-    ),
-    "occlusion": N_(
-        "**Occlusion**: how much the output token's log-probability drops when this one source token is replaced "
-        "(by the token chosen below), the decoder input held fixed. What the model actually uses: the reference "
-        "of the agreement table."
-    ),
-}
+REGISTRY = attr_registry.METHODS  # name -> method module: TITLE, EXPLANATION, SETTINGS, CHEAP, compute
+# computed on every visit: the cheap methods (and occlusion, the agreement's reference); flow and integrated
+# gradients (seconds) only when the reader picks them
+DEFAULT_SHOWN = [m for m, module in REGISTRY.items() if module.CHEAP or m == REFERENCE]
+CHOICES = [c for module in REGISTRY.values() for c in module.SETTINGS]
+SETTING_KEYS = [Key(c.link, c.default, choices=tuple(c.options), cast=type(c.default)) for c in CHOICES]
+
+
+def title(method: str) -> str:
+    return _(REGISTRY[method].TITLE)
+
+
+def choose_methods(url: Keys) -> list[str]:
+    """The methods the page computes and shows (attr_methods in the link); occlusion always, as the reference."""
+    url.read("attr_methods")
+    st.multiselect(_("Methods"), list(REGISTRY), key="attr_methods", format_func=title)
+    shown = [m for m in REGISTRY if m in st.session_state["attr_methods"] or m == REFERENCE]
+    url.write(attr_methods=shown)
+    return shown
+
+
+def settings_controls(url: Keys) -> dict:
+    """Every method's settings in one collapsed row (the registry's Choices), read from and written to the link."""
+    with st.expander(_("Settings of the methods"), icon=":material/tune:"):
+        for column, c in zip(st.columns(max(1, len(CHOICES))), CHOICES):
+            url.read(c.link)
+            column.selectbox(_(c.title), list(c.options), key=c.link, format_func=lambda v, c=c: _(str(c.options[v])))
+    values = {c.name: st.session_state[c.link] for c in CHOICES}
+    url.write(**{c.link: values[c.name] for c in CHOICES})
+    return values
+
+
 AGREEMENT_TEXT = N_(
     "**Agreement.** *Rank correlation with occlusion*: for each output token, Spearman's correlation of a method's "
     "scores with occlusion's over the source tokens, averaged over the output tokens (1: the same order; 0: "
@@ -67,18 +65,20 @@ def settings_key(settings: dict) -> tuple:
     return tuple(sorted(settings.items()))
 
 
-def all_methods(session: Session, changes: Interventions, settings: dict) -> dict[str, attr.Attribution]:
-    """Every method's scores for the session's input, computed once (a progress bar while any is missing)."""
+def computed(
+    session: Session, changes: Interventions, settings: dict, methods: list[str]
+) -> dict[str, attr.Attribution]:
+    """The scores of `methods` for the session's input, each computed once (a progress bar while any is missing)."""
     _key, text, target = key = caches.input_key(session)
-    keys = {m: (*key, m, settings_key(settings), changes) for m in attr.METHODS}
-    missing = [m for m in attr.METHODS if keys[m] not in caches.ATTRIBUTIONS]
+    keys = {m: (*key, m, settings_key(settings), changes) for m in methods}
+    missing = [m for m in methods if keys[m] not in caches.ATTRIBUTIONS]
     bar = st.progress(0.0, text=_("Computing the attributions…")) if missing else None
     out = {}
-    for i, method in enumerate(attr.METHODS):
+    for i, method in enumerate(methods):
 
         def report(done: int, total: int, i: int = i) -> None:
             if bar is not None:
-                bar.progress(min(1.0, (i + done / max(total, 1)) / len(attr.METHODS)))
+                bar.progress(min(1.0, (i + done / max(total, 1)) / len(methods)))
 
         out[method] = caches.ATTRIBUTIONS.get(
             keys[method],
@@ -93,28 +93,33 @@ def all_methods(session: Session, changes: Interventions, settings: dict) -> dic
 
 
 def fresh_agreement(
-    session: Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
+    session: Session,
+    changes: Interventions,
+    n: int,
+    settings: dict,
+    methods: list[str],
+    progress: Callable[[int, int], None],
 ) -> Agreement:
     """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
     from tasks import intervened
 
     examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
     return caches.AGREEMENTS.get(
-        (session.key, n, settings_key(settings), changes),
+        (session.key, n, settings_key(settings), tuple(methods), changes),
         lambda: agreement_over(
-            session.model, session.tokenizer, examples, interventions=changes, progress=progress, **settings
+            session.model, session.tokenizer, examples, methods, interventions=changes, progress=progress, **settings
         ),
     )
 
 
-def has_fresh(session: Session, changes: Interventions, n: int, settings: dict) -> bool:
-    return (session.key, n, settings_key(settings), changes) in caches.AGREEMENTS
+def has_fresh(session: Session, changes: Interventions, n: int, settings: dict, methods: list[str]) -> bool:
+    return (session.key, n, settings_key(settings), tuple(methods), changes) in caches.AGREEMENTS
 
 
 def row_name(name: str) -> str:
     if name.startswith("cross_"):
         return _("Cross-attention, layer {layer} (head average)").format(layer=name.split("_", 1)[1])
-    return _(NAMES[name])
+    return title(name)
 
 
 def show_table(table: Agreement) -> None:

@@ -1,0 +1,25 @@
+"""The attribution methods, one module each (issue 31): a method is one module here and one line in registry.py.
+
+A method module holds both halves of the method:
+- NAME (its key in links and downloads), TITLE and EXPLANATION (marked with N_, translated where shown);
+- SETTINGS: a `Choice` per setting a reader can change (the page's control, its link key and allowed values);
+- CHEAP: whether the page computes it on every visit (False: only when the reader picks it, flow and integrated
+  gradients take seconds);
+- compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress) -> (scores (T, S),
+  settings used, extra fields of the Attribution) through the passes of passes.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A setting of a method that takes one of a few values."""
+
+    name: str  # the keyword of model.attribute()
+    link: str  # its key in the attribution page's link
+    default: object
+    options: dict  # value -> its name on the page (marked with N_)
+    title: str  # the control's label (marked with N_)
