@@ -53,21 +53,24 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10, help="fresh examples per demo for the agreement table")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-agreement", action="store_true")
+    parser.add_argument("--no-timing", action="store_true", help="only the agreement tables")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
     demos = [d for d in list_demos() if not args.demos or d.name in args.demos]
     rows = []
-    for demo in demos:
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {load()}")
+    for demo in [] if args.no_timing else demos:
         model, tok = load_checkpoint(str(demo.path))
         text = demo.card.get("examples", ["abc"])[0]
         times = {m: timed(lambda m=m: attribute(model, tok, text, method=m), args.repeats) for m in METHODS}
         for m in METHODS:
             rows.append([demo.name, repr(text), m, f"{times[m][0]:.3f}", f"{times[m][1]:.3f}",
                          f"{times[m][0] / max(times['occlusion'][0], 1e-9):.1f}x"])  # fmt: skip
-    print(f"Time of model.attribute per method (load average {load()}, torch threads 1)")
-    print(table(["demo", "input", "method", "CPU s", "wall s", "CPU vs occlusion"], rows))
+    if rows:
+        print(f"Time of model.attribute per method (load average {load()}, torch threads 1)")
+        print(table(["demo", "input", "method", "CPU s", "wall s", "CPU vs occlusion"], rows))
     if args.no_agreement:
         return
     for demo in demos:
@@ -77,7 +80,8 @@ def main() -> None:
         except UnknownTraining:
             continue
         result = agreement_over(model, tok, examples)
-        print(f"\n{demo.name}: agreement over {result.examples} fresh examples (load average {load()})")
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        print(f"\n{demo.name}: agreement over {result.examples} fresh examples ({when}, load average {load()})")
         print(table(["explanation", "Spearman with occlusion", "top token is gold"],
                     [[n, cell(s), cell(g)] for n, s, g in zip(result.names, result.spearman, result.gold)]))  # fmt: skip
 

@@ -35,8 +35,8 @@ PATHS = {
     "model/analysis/capture.py:capture": "capture's log_probs against the pass written here",
     "model/decoding/core.py:DecoderSession.__init__": "greedy, forced, beam and sampling: every step's probability",
     "model/decoding/core.py:DecoderSession.step": "(the same)",
-    "model/analysis/attribution.py:_occlusion": "occlusion's log_probs",
-    "model/analysis/attribution.py:output_log_prob.forward": "gradient methods' log_probs and completeness",
+    "model/analysis/attribution_methods/passes.py:occlusion": "occlusion's log_probs",
+    "model/analysis/attribution_methods/passes.py:output_log_prob.forward": "gradient methods' log_probs, completeness",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
 }
@@ -75,10 +75,11 @@ def before_pad(outputs: list[int], model) -> int:
     return next((i for i, t in enumerate(outputs) if t == pad), len(outputs))
 
 
-def interventions_for(model) -> list[Interventions | None]:
+def interventions_for(model, tokenizer, source) -> list[Interventions | None]:
     ablate = [("cross", 0, 0), ("encoder_self", 0, 1), ("decoder_self", 0, 1)]
     changed = [Interventions.make(ablate)]
-    if model.config.positional != "none":
+    longest = max(len(capture(model, tokenizer, source).target_ids), len(tokenizer.source.encode(source)) + 1)
+    if model.config.positional != "none" and longest + 2 <= model.config.max_len:  # room to shift every position
         changed.append(Interventions.make(ablate, positional="shifted", shift=2))
     return [None, *changed]
 
@@ -105,7 +106,8 @@ def check_every_path(model, tokenizer, source: str, target: str) -> None:
     eos, bos = vocab.eos_id, vocab.bos_id
     forced_first = model.config.forced_bos_id is not None  # the step function sets step 0 (BART <s>, mBART language)
     first = 1 if forced_first else 0
-    for changes in interventions_for(model):
+    model.double()  # every path in float64: they compute one function, apart from float32's order of sums
+    for changes in interventions_for(model, tokenizer, source):
         # capture: the unchanged model's greedy output as decoder input, the pass under `changes`
         cap = capture(model, tokenizer, source, interventions=changes)
         src_ids = [int(i) for i in cap.source_ids]

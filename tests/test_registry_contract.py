@@ -1,0 +1,65 @@
+"""Every registered entry through every consumer (issue 31): each decoding strategy in the page's menu and each
+attribution method is opened on its page (AppTest), its settings go into the link and come back, and its download
+holds its result. The lists come from the registries: an entry added later is in these tests without a line here,
+and fails them if it misses a consumer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.analysis.attribution_methods.registry import METHODS
+from tests.apptest_helpers import charts, open_page
+from tests.browser_helpers import letters_checkpoint
+from ui.decoding_strategy import MENU
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return letters_checkpoint(tmp_path_factory.mktemp("contract"), card={"examples": ["cafe"]})
+
+
+def other_value(setting, vocab_size: int):
+    """A valid value of a setting that is not its default (the link must carry it)."""
+    low, high = setting.bounds(vocab_size)
+    value = setting.default + setting.step if setting.default + setting.step <= high else setting.default - setting.step
+    assert low <= value <= high
+    return setting.cast(value)
+
+
+@pytest.mark.parametrize("link", list(MENU))
+def test_each_strategy_draws_its_view_keeps_its_settings_in_the_link_and_downloads(ckpt, link):
+    module = MENU[link]
+    params = {s.link: str(other_value(s, 9)) for s in module.SETTINGS}
+    at = open_page("decoding", f"path:{ckpt}", text="cafe", dec_strategy=link, **params)
+    assert not at.exception, at.exception
+    assert charts(at), link  # its view drew
+    for key, value in params.items():  # its settings came back into the link as they went in
+        assert float(at.query_params[key]) == pytest.approx(float(value)), key
+    assert at.query_params.get("dec_strategy", next(iter(MENU))) == link
+    assert at.get("download_button"), link  # its result can be taken away
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_each_attribution_method_is_computed_when_picked_shown_linked_and_downloaded(method):
+    module = METHODS[method]
+    choices = {c.link: str(list(c.options)[-1]) for c in module.SETTINGS}  # a value other than the first
+    at = open_page("attribution", "demo:reverse", text="abcd", attr_methods=method, attr_matrix=method, **choices)
+    assert not at.exception, at.exception
+    assert method in at.query_params["attr_methods"].split(",")
+    for key, value in choices.items():
+        assert at.query_params[key] == value, key
+    assert at.query_params["attr_matrix"] == method
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert module.TITLE in titles  # the matrix of this method
+    button = next(b for b in at.get("download_button") if b.proto.label.endswith("(.json)"))
+    assert button is not None
+    from ui import caches
+
+    cached = [v for k, (v, _n) in caches.ATTRIBUTIONS._values.items() if k[3] == method]
+    assert cached and cached[-1].method == method  # computed through the registry's compute
+    from model.analysis.attribution import attributions_json
+
+    data = json.loads(attributions_json({method: cached[-1]}))
+    assert method in data["methods"] and len(data["methods"][method]["scores"]) == len(cached[-1].output_tokens)
