@@ -55,7 +55,7 @@ def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_th
     assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
     assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode", "SETTINGS")
     assert MENU == {m.LINK: m for m in STRATEGIES.values() if m.LINK}
-    assert list(MENU) == ["greedy", "beam", "sample"]  # the links written before the registry still read the same
+    assert {"greedy", "beam", "sample"} <= set(MENU)  # the links written before the registry still read the same
     # each strategy in the menu has its app half, a module of the same name with a view
     on_disk = {p.stem for p in (ROOT / "ui" / "decoding_views").glob("*.py") if p.stem != "__init__"}
     assert on_disk == {m.__name__.rsplit(".", 1)[-1] for m in MENU.values()}

@@ -22,7 +22,7 @@ from model import Capture
 from model.analysis.budget import BudgetExceeded
 from model.analysis.importance import output_log_probs
 from model.interventions import KINDS, Interventions
-from model.interventions.heads_off import CODES, Head, encode_heads, layer_counts, parse_heads
+from model.interventions.heads_off import CODES, Head, HeadsOff, layer_counts
 from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import code, md
@@ -31,11 +31,12 @@ from ui.url_state import Key, Keys
 from viz import intervention_figs as figs
 
 KIND_LABELS = {"encoder_self": N_("Encoder self"), "decoder_self": N_("Decoder self"), "cross": N_("Cross")}
-# Heads switched off per page, dropped with the model (another model's heads mean nothing here). Read by
-# head_switch with parse_heads (a link's heads this model lacks are left out, the rest kept).
+# Heads switched off per page, dropped with the model (another model's heads mean nothing here). Read and written in
+# the intervention kind's own URL form (HeadsOff.from_url / to_url: a link's heads this model lacks are left out).
 URL = Keys(
-    *(Key(f"{p}_off", encode=lambda heads: encode_heads(heads) or None, resets="model") for p in ("att", "dec", "attr"))
-)
+    *(Key(f"{p}_off", encode=lambda heads, p=p: HeadsOff(frozenset(heads)).to_url(p).get(f"{p}_off"), resets="model")
+      for p in ("att", "dec", "attr"))
+)  # fmt: skip
 
 
 def _pills_key(prefix: str, kind: str, layer: int) -> str:
@@ -70,7 +71,8 @@ def head_switch(prefix: str, session: Session) -> Interventions:
     layers, n_heads = layer_counts(session.model), session.model.config.n_heads
     key = URL[f"{prefix}_off"]  # a KeyError names a page that did not declare its switch below
     if key.name not in st.session_state:  # the page's first run for this model (another model's heads were dropped)
-        heads, dropped = parse_heads(st.query_params.get(key.name, ""), layers, n_heads)
+        change, dropped = HeadsOff.from_url(st.query_params, prefix, session.model)
+        heads = set(change.heads) if change else set()
         if dropped:  # a list: the heads this model has are kept, so not the one-value warning of url_state.read
             st.warning(
                 _(
