@@ -1,7 +1,9 @@
 """The lecture pack's live part: a text box whose input the page runs through the model itself (no server).
 
-`live_html(spec)` is the section with the box, and the scripts that run the model (pack_model.js: the forward
-pass; pack_live.js: the box, and the views of the typed input, made from the first precomputed input's figures).
+`live_html(spec)` is the section with the box; `live_scripts(spec)` the scripts that run the model: onnxruntime-web
+(viz/vendor/onnxruntime-web: its API, its Emscripten glue and its WebAssembly binary, gzipped, all inside the page),
+pack_text.js (the input check and the tokenizer), pack_net.js (the model's own exported graphs, greedy decoding) and
+pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures).
 `live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
 app's own messages (model/inputs.check_text), their values filled in by the script.
 `spec` is model.pack_export.live_spec's dict (JSON-ready), or None: then the section says why it is missing.
@@ -9,6 +11,7 @@ app's own messages (model/inputs.check_text), their values filled in by the scri
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from pathlib import Path
@@ -106,8 +109,34 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
     )
 
 
+ORT = HERE / "vendor" / "onnxruntime-web"
+
+
+def _inert(text: str) -> str:
+    """Vendored code as it goes inside a <script> element, which must not hold "</script" or "<!--" (the parser
+    would end the element there): the vendored files hold neither; a new version that did is refused here."""
+    if "</script" in text.lower() or "<!--" in text:
+        raise ValueError("a vendored script holds '</script' or '<!--': it cannot be inlined as it is")
+    return text
+
+
+def runtime_scripts() -> str:
+    """onnxruntime-web inside the page: its API, and, as inert data, the glue module and the gzipped binary that
+    pack_net.js hands to it (a blob: URL and wasmBinary), so that nothing is fetched."""
+    wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.wasm.gz").read_bytes()).decode("ascii")
+    glue = _inert((ORT / "ort-wasm-simd-threaded.mjs").read_text(encoding="utf-8"))
+    return (
+        f"<script>{_inert((ORT / 'ort.wasm.min.js').read_text(encoding='utf-8'))}</script>"
+        f'<script type="text/plain" id="ort-glue">{glue}</script>'
+        f'<script type="text/plain" id="ort-wasm">{wasm}</script>'
+    )
+
+
 def live_scripts(spec: dict | None) -> str:
     """The scripts of the live section (after lecture_pack.js), or nothing without a model."""
     if spec is None:
         return ""
-    return "".join(f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_model.js", "pack_live.js"))
+    ours = "".join(
+        f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
+    )
+    return runtime_scripts() + ours

@@ -1,11 +1,13 @@
-// The lecture pack's text box: runs the typed input through the model in this page (pack_model.js) and draws every
+// The lecture pack's text box: runs the typed input through the model's own graph in this page (pack_net.js, the
+// input check and tokenizer of pack_text.js) and draws every
 // view the pack shows for a precomputed input, for it: the first input's section is the pattern (its figures are
 // re-labelled with the typed input's tokens), PackViews (lecture_pack.js) draws and wires it.
 (function () {
   "use strict";
   const V = PackViews, W = V.TEXT.live, spec = JSON.parse(document.getElementById("pack-model").textContent);
-  const model = PackModel.Model(spec), c = model.config;
-  const src = PackModel.Vocab(spec.tokenizer.source), tgt = PackModel.Vocab(spec.tokenizer.target);
+  const c = spec.config, model = {config: c, L: c.n_decoder_layers, H: c.n_heads, d: c.d_model};
+  const src = PackText.Vocab(spec.tokenizer.source), tgt = PackText.Vocab(spec.tokenizer.target);
+  const opening = PackNet.open(spec);  // the runtime and both graphs, started at once; every run waits for them
   const box = document.querySelector('[data-testid="pack-input"]'), status = document.querySelector(".live-status");
   const out = document.querySelector('[data-testid="pack-output"]'), messages = document.querySelector(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
@@ -134,17 +136,17 @@
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
-  function run(t0, text, n) {
+  async function run(t0, text, n) {
     messages.replaceChildren();
-    const check = PackModel.checkText(text, src, c.max_len - 1, W);
+    const check = PackText.checkText(text, src, c.max_len - 1, W);
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed
       check.errors.forEach(e => say(messages, e, "warning error"));
       status.textContent = "";
       section.dataset.drawn = String(n);
-      return Promise.resolve();
+      return;
     }
-    const srcIds = [...check.ids, src.eos], r = PackModel.run(model, srcIds, 5);
+    const net = await opening, srcIds = [...check.ids, src.eos], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
