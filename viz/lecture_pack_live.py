@@ -139,4 +139,5 @@ def live_scripts(spec: dict | None) -> str:
     ours = "".join(
         f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
     )
-    return runtime_scripts() + ours
+    tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
+    return runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours

@@ -6,8 +6,9 @@
   "use strict";
   const V = PackViews, W = V.TEXT.live, spec = JSON.parse(document.getElementById("pack-model").textContent);
   const c = spec.config, model = {config: c, L: c.n_decoder_layers, H: c.n_heads, d: c.d_model};
-  const src = PackText.Vocab(spec.tokenizer.source), tgt = PackText.Vocab(spec.tokenizer.target);
-  const opening = PackNet.open(spec);  // the runtime and both graphs, started at once; every run waits for them
+  // the runtime, both graphs and the tokenizers, started at once; every run waits for them
+  const opening = Promise.all([PackNet.open(spec), PackText.open(spec.tokenizer)]);
+  let src = null, tgt = null;
   const box = document.querySelector('[data-testid="pack-input"]'), status = document.querySelector(".live-status");
   const out = document.querySelector('[data-testid="pack-output"]'), messages = document.querySelector(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
@@ -137,6 +138,8 @@
 
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
   async function run(t0, text, n) {
+    const [net, vocabs] = await opening;
+    ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
     const check = PackText.checkText(text, src, c.max_len - 1, W);
     check.warnings.forEach(w => say(messages, w, "warning"));
@@ -146,7 +149,7 @@
       section.dataset.drawn = String(n);
       return;
     }
-    const net = await opening, srcIds = [...check.ids, src.eos], r = await PackNet.run(net, srcIds, 5);
+    const srcIds = [...check.ids, src.eos], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));

@@ -1,22 +1,33 @@
-// The lecture pack's input check and this project's vocabularies (model/text/tokenizer.py, model/text/inputs.check_text)
-// in the browser: text -> symbols -> ids, with the app's warnings (removed characters, unknown symbols, cuts).
+// The lecture pack's input check and tokenizers in the browser: text -> symbols -> ids, with the app's warnings (removed
+// characters, unknown symbols, cuts; model/text/inputs.check_text).
+//   const text = await PackText.open(spec.tokenizer)   // {source, target}: vocabularies
+// A vocabulary's symbols come from its tokenizer.json (model/text/tokenizer_json.py), run here by tokenizers.js
+// (@huggingface/tokenizers, vendored; the page holds the module as text and imports it from a blob: URL) and in the
+// app by the Python `tokenizers` library: one description of the normalization and punctuation rules, two runtimes.
 const PackText = (function () {
   "use strict";
   const SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"];
-  // -- this project's Vocab (model/tokenizer.py) and the app's input check (model/inputs.check_text) ---------
-  function Vocab(spec) {
+  let library = null;
+  function load() {  // the tokenizers.js module, once per page
+    if (!library) {
+      const code = new Blob([document.getElementById("tokenizers-js").textContent], {type: "text/javascript"});
+      library = import(URL.createObjectURL(code));
+    }
+    return library;
+  }
+  function Vocab(spec, Tokenizer) {
     const ids = new Map(spec.tokens.map((t, i) => [t, i]));
-    const split = text => {
-      text = text.normalize("NFC");
-      if (spec.lowercase) text = text.toLowerCase();
-      return spec.level === "char" ? Array.from(text) : text.split(/\s+/).filter(Boolean);
-    };
+    const described = new Tokenizer(spec.json, {unk_token: "<unk>"});
     return {
-      tokens: spec.tokens, level: spec.level, unk: 3, eos: 2, bos: 1, split,
+      tokens: spec.tokens, level: spec.level, unk: 3, eos: 2, bos: 1, split: text => described.tokenize(text),
       ids: symbols => symbols.map(s => (ids.has(s) ? ids.get(s) : 3)),
       token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : "<unk>"),
       detokenize: symbols => symbols.filter(s => !SPECIALS.includes(s)).join(spec.level === "char" ? "" : " "),
     };
+  }
+  async function open(spec) {
+    const {Tokenizer} = await load();
+    return {source: Vocab(spec.source, Tokenizer), target: Vocab(spec.target, Tokenizer)};
   }
   const isSpace = ch => /[\s\x1c-\x1f\x85]/u.test(ch);
   function cleanText(text) {  // model.tokenizer.clean_text
@@ -52,5 +63,5 @@ const PackText = (function () {
     return {text: cleaned, errors, warnings, ids: ids.slice(0, maxTokens)};
   }
 
-  return {Vocab, checkText, cleanText};
+  return {open, checkText, cleanText};
 })();

@@ -59,9 +59,9 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES
     _check_size(size, max_bytes)
     return {
         "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
-        "tokenizer": {
-            "source": tokenizer.source.to_dict(),
-            "target": tokenizer.target.to_dict(),
+        "tokenizer": {  # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py)
+            side: {**vocab.to_dict(), "json": vocab.description()}
+            for side, vocab in (("source", tokenizer.source), ("target", tokenizer.target))
         },
         "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
         "n_bytes": size,
