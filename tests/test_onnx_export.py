@@ -14,6 +14,7 @@ import torch
 from model import capture, load_checkpoint
 from model.analysis.onnx_export import MAX_ABS, export_graphs, output_names, run_graphs, sessions
 from model.checkpoints.demos import list_demos
+from model.network.recording import record
 from model.text.inputs import prepare_source
 from tests.hf_families import TEXTS, build_all
 
@@ -81,6 +82,24 @@ def test_every_attention_map_is_a_named_output_with_dynamic_sequence_axes(demos)
         out = run_graphs(runs, [5] * (S - 1) + [2], [1] + [6] * (T - 1))
         assert out["cross.0"].shape == (1, model.config.n_heads, T, S)
         assert np.allclose(out["decoder_self.0"].sum(-1), 1.0, atol=1e-5)
+
+
+def test_pad_tokens_are_masked_as_the_model_masks_them(demos):
+    """A <pad> in the source (typed "<pad>") or in the decoder input (a greedy output that wrote it): the graph builds
+    the model's padding masks from the ids it is given (its trace had a <pad> on both sides)."""
+    model, _ = demos["translate"]
+    runs = sessions(export_graphs(model))
+    pad = model.config.pad_id
+    source, target = [7, pad, 9, 11, 2], [model.config.bos_id, 8, pad, 12, 13, 14]
+    got = run_graphs(runs, source, target)
+    with torch.no_grad(), record(model) as rec:  # the model's own numbers for these ids, through its encode/decode
+        memory, mask = model.encode(torch.tensor([source]))
+        logits = model.decode(torch.tensor([target]), memory, mask)
+    assert mask is not None and not bool(mask.all())
+    assert np.abs(got["log_probs"][0] - logits[0].log_softmax(-1).numpy()).max() < MAX_ABS
+    assert np.all(got["cross.0"][0, :, :, 1] == 0) and np.all(got["decoder_self.1"][0, :, 3:, 2] == 0)
+    for i in range(model.config.n_decoder_layers):
+        assert np.abs(got[f"cross.{i}"] - rec.attention[("cross", i)][0].numpy()).max() < MAX_ABS
 
 
 def test_a_model_in_training_mode_is_refused_and_export_leaves_eval_mode_alone(demos):

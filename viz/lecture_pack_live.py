@@ -16,7 +16,7 @@ import html
 import json
 from pathlib import Path
 
-from i18n import M_, _, ngettext
+from i18n import M_, N_, _, ngettext
 
 HERE = Path(__file__).resolve().parent
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
@@ -64,6 +64,26 @@ def live_words(spec: dict | None) -> dict[str, str]:
             )
         ),
     }
+    checks = (spec or {}).get("checks", {})
+    if "trained" in checks:  # model.text.inputs.trained_range_warning, {n} filled by the script
+        units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
+        unit = checks["trained"]["unit"]
+        words["trained"] = _(
+            M_(
+                "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+                "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+                "as what an untrained length does, not as what the model learned.",
+                low=checks["trained"]["low"],
+                high=checks["trained"]["high"],
+                unit=M_(units[unit]) if unit in units else unit,
+                n="{n}",
+            )
+        )
+    if "grammar" in checks:  # tasks.cards.grammar_warning
+        words["guess"] = _(
+            "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
+            "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
+        )
     known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if spec else []
     hint = M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20])) if known else ""
     words["none_known"] = _(

@@ -134,6 +134,24 @@
     if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
   }
 
+  // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
+  const checks = spec.checks || {};
+  function moreWarnings(text) {
+    const out = [], t = checks.trained, g = checks.grammar;
+    if (t) {  // model.text.inputs.trained_range_warning
+      const n = src.split(text).length;
+      if (n && (n < t.low || n > t.high)) out.push(V.fillIn(W.trained, {n}));
+    }
+    if (g) {  // tasks.Task.outside_patterns
+      const strip = w => { const a = Array.from(w); let i = 0, j = a.length; while (i < j && g.punctuation.includes(a[i])) i++; while (j > i && g.punctuation.includes(a[j - 1])) j--; return a.slice(i, j).join(""); };
+      const words = (g.lowercase ? text.toLowerCase() : text).split(/\s+/).map(strip).filter(Boolean);
+      if (words.length && words.every(w => Object.hasOwn(g.classes, w))) {
+        const pattern = JSON.stringify(words.map(w => g.classes[w]).filter(c => c !== null));
+        if (!g.patterns.some(p => JSON.stringify(p) === pattern)) out.push(W.guess);
+      }
+    }
+    return out;
+  }
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
@@ -142,6 +160,7 @@
     ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
     const check = PackText.checkText(text, src, c.max_len - 1, W);
+    if (!check.errors.length) check.warnings.push(...moreWarnings(check.text));
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed
       check.errors.forEach(e => say(messages, e, "warning error"));

@@ -41,13 +41,13 @@ const PackNet = (function () {
   }
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
   async function encode(net, srcIds) {
-    const o = await net.encoder.run({source_ids: ids64(srcIds)});
+    const ids = ids64(srcIds), o = await net.encoder.run({source_ids: ids});
     const attention = [];
     for (let l = 0; l < net.Lenc; l++) attention.push(o[`encoder_self.${l}`].data);
-    return {memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data};
+    return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data};
   }
   async function decode(net, tgt, enc) {
-    const o = await net.decoder.run({target_ids: ids64(tgt), memory: enc.memory});
+    const o = await net.decoder.run({target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids});
     const self = [], cross = [];
     for (let l = 0; l < net.L; l++) { self.push(o[`decoder_self.${l}`].data); cross.push(o[`cross.${l}`].data); }
     return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data};

@@ -10,14 +10,14 @@ outputs); nothing here repeats the network. Names and shapes (batch 1, sequence 
     encoder  in:  source_ids (1, S) int64
              out: memory (1, S, D); source_embeddings (1, S, D); source_positions (S, D);
                   encoder_self.{l} (1, H, S, S) for every encoder layer l
-    decoder  in:  target_ids (1, T) int64 (<s> y_1 .. y_{T-1}), memory (1, S, D)
+    decoder  in:  target_ids (1, T) int64 (<s> y_1 .. y_{T-1}), memory (1, S, D), source_ids (1, S) (its <pad> mask)
              out: log_probs (1, T, V) (log-softmax of the logits, as Capture.log_probs);
                   target_embeddings (1, T, D); target_positions (T, D);
                   decoder_self.{l} (1, H, T, T), cross.{l} (1, H, T, S) for every decoder layer l
 
 The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
 for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
-The source is never padded in a pack (one input at a time): the graphs are traced without padding masks.
+Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output that writes one).
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ class _Decoder(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor):
+    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor):
         with record(self.model) as rec:
-            logits = self.model.decode(target_ids, memory, None)
+            logits = self.model.decode(target_ids, memory, self.model.source_mask(source_ids))
         pe = rec.positional["target"][0]
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
@@ -134,10 +134,14 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
         raise ValueError("export a model in eval mode (dropout off)")
     names = output_names(model)
     cfg = model.config
-    S = T = max(3, min(5, cfg.max_len))  # traced at a length where no mask is all-true (the causal one is real)
+    # Traced on ids holding a <pad> on both sides and at a length > 1: the model's masks are None when nothing is
+    # padded (a decision on the ids that a trace would freeze); here its padding and causal masks are built, so the
+    # graph computes them from the ids it is given (all true without a <pad>: the same numbers).
+    S = T = max(3, min(5, cfg.max_len))
     src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
+    src[0, 1] = cfg.pad_id
     tgt = torch.full((1, T), 4 % cfg.tgt_vocab_size, dtype=torch.long)
-    tgt[0, 0] = cfg.bos_id
+    tgt[0, 0], tgt[0, 2] = cfg.bos_id, cfg.pad_id
     seq = {"source_ids": {1: "S"}, "memory": {1: "S"}, "source_embeddings": {1: "S"}, "source_positions": {0: "S"}}
     seq.update({n: {2: "S", 3: "S"} for n in names["encoder"][3:]})
     with torch.no_grad():
@@ -147,7 +151,10 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
         axes.update({"target_embeddings": {1: "T"}, "target_positions": {0: "T"}})
         axes.update({n: {2: "T", 3: "T"} for n in names["decoder"] if n.startswith("decoder_self.")})
         axes.update({n: {2: "T", 3: "S"} for n in names["decoder"] if n.startswith("cross.")})
-        decoder = _export(_Decoder(model).eval(), (tgt, memory), ["target_ids", "memory"], names["decoder"], axes)
+        axes["source_ids"] = {1: "S"}
+        decoder = _export(
+            _Decoder(model).eval(), (tgt, memory, src), ["target_ids", "memory", "source_ids"], names["decoder"], axes
+        )
     return {"encoder": encoder, "decoder": decoder}
 
 
@@ -181,6 +188,7 @@ def run_graphs(runs: dict, source: Sequence[int], target: Sequence[int]) -> dict
     )
     dec = runs["decoder"]
     feeds = {"target_ids": np.array([target], dtype=np.int64), "memory": out["memory"]}
+    feeds["source_ids"] = np.array([source], dtype=np.int64)
     out.update(zip([o.name for o in dec.get_outputs()], dec.run(None, feeds)))
     return out
 
@@ -192,7 +200,7 @@ def torch_outputs(model: nn.Module, source: Sequence[int], target: Sequence[int]
     names = output_names(model)
     with torch.no_grad():
         enc = _Encoder(model).eval()(src)
-        dec = _Decoder(model).eval()(tgt, enc[0])
+        dec = _Decoder(model).eval()(tgt, enc[0], src)
     return {n: t.numpy() for n, t in zip(names["encoder"] + names["decoder"], (*enc, *dec))}
 
 
