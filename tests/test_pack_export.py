@@ -30,7 +30,7 @@ def test_the_spec_carries_both_graphs_and_the_tokenizer():
     spec = live_spec(model, tok)
     graphs = {k: onnx.load_from_string(base64.b64decode(v)) for k, v in spec["graphs"].items()}
     assert [i.name for i in graphs["encoder"].graph.input] == ["source_ids"]
-    assert [i.name for i in graphs["decoder"].graph.input] == ["target_ids", "memory", "source_ids"]
+    assert [i.name for i in graphs["decoder"].graph.input] == ["target_ids", "memory", "source_ids", "pad_mask"]
     assert spec["n_bytes"] == sum(len(base64.b64decode(v)) for v in spec["graphs"].values())
     assert spec["config"]["has_final_norm"] is False and spec["tokenizer"]["source"]["level"] == "char"
 

@@ -74,7 +74,9 @@ def app_warnings(tok, model, card: dict, text: str) -> list[str]:
     check = check_text(text, tok.source, model.config.max_len - 1)
     found = list(check.warnings)
     if not check.errors:
-        found += [w for w in (trained_range_warning(card, check.text, tok.source), grammar_warning(card, check.text)) if w]
+        found += [
+            w for w in (trained_range_warning(card, check.text, tok.source), grammar_warning(card, check.text)) if w
+        ]
     return [_(w) for w in found]
 
 

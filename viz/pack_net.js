@@ -46,8 +46,11 @@ const PackNet = (function () {
     for (let l = 0; l < net.Lenc; l++) attention.push(o[`encoder_self.${l}`].data);
     return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data};
   }
-  async function decode(net, tgt, enc) {
-    const o = await net.decoder.run({target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids});
+  // padMask: mask <pad> keys of tgt (the capture's teacher-forced pass) or not (a cached greedy step of the app)
+  async function decode(net, tgt, enc, padMask) {
+    const feeds = {target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids};
+    feeds.pad_mask = new ort.Tensor("bool", Uint8Array.from([padMask ? 1 : 0]), [1]);
+    const o = await net.decoder.run(feeds);
     const self = [], cross = [];
     for (let l = 0; l < net.L; l++) { self.push(o[`decoder_self.${l}`].data); cross.push(o[`cross.${l}`].data); }
     return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data};
@@ -66,7 +69,7 @@ const PackNet = (function () {
     const steps = [], out = [], inputs = [c.bos_id];
     let stop = "max_len", last = null;
     for (let t = 0; t < limit; t++) {
-      last = await decode(net, inputs, enc);
+      last = await decode(net, inputs, enc, false);
       const T = inputs.length;
       let lp = last.logProbs.subarray((T - 1) * V, T * V);
       if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
@@ -82,8 +85,9 @@ const PackNet = (function () {
       if (choice === c.eos_id) { stop = "eos"; break; }
     }
     const tgt = [c.bos_id, ...out.filter(i => i !== c.eos_id)];
-    // the capture's pass over <s> y_1 .. y_n: the last step's when it read exactly that (it wrote </s>)
-    const full = last && stop === "eos" && tgt.length === inputs.length - 1 ? last : await decode(net, tgt, enc);
+    // the capture's pass over <s> y_1 .. y_n: the last step's when it read exactly that (it wrote </s>) and no <pad>
+    const same = last && stop === "eos" && tgt.length === inputs.length - 1 && !tgt.slice(1).includes(c.pad_id);
+    const full = same ? last : await decode(net, tgt, enc, true);
     const logProbs = tgt.map((_, t) => full.logProbs.subarray(t * V, (t + 1) * V));
     return {enc, steps, stop, out, tgt, full, logProbs};
   }

@@ -10,7 +10,9 @@ outputs); nothing here repeats the network. Names and shapes (batch 1, sequence 
     encoder  in:  source_ids (1, S) int64
              out: memory (1, S, D); source_embeddings (1, S, D); source_positions (S, D);
                   encoder_self.{l} (1, H, S, S) for every encoder layer l
-    decoder  in:  target_ids (1, T) int64 (<s> y_1 .. y_{T-1}), memory (1, S, D), source_ids (1, S) (its <pad> mask)
+    decoder  in:  target_ids (1, T) int64 (<s> y_1 .. y_{T-1}), memory (1, S, D), source_ids (1, S) (its <pad> mask),
+                  pad_mask (1,) bool: mask the <pad> keys of target_ids (True: as capture's teacher-forced pass) or not
+                  (False: as each step of the app's cached greedy decoding, whose mask is causal only)
              out: log_probs (1, T, V) (log-softmax of the logits, as Capture.log_probs);
                   target_embeddings (1, T, D); target_positions (T, D);
                   decoder_self.{l} (1, H, T, T), cross.{l} (1, H, T, S) for every decoder layer l
@@ -72,9 +74,21 @@ class _Decoder(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor):
-        with record(self.model) as rec:
-            logits = self.model.decode(target_ids, memory, self.model.source_mask(source_ids))
+    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, pad_mask: torch.Tensor):
+        model, own = self.model, type(self.model).target_mask
+        other = (model.config.pad_id + 1) % model.config.tgt_vocab_size
+
+        def target_mask(tgt: torch.Tensor, offset: int = 0) -> torch.Tensor:
+            # The model's own mask both ways: of these ids (their <pad> keys masked, as a teacher-forced pass), and of
+            # ids without a <pad> (causal only: what a cached greedy step masks); pad_mask (1,) picks one.
+            return (pad_mask & own(model, tgt, offset)) | (~pad_mask & own(model, torch.full_like(tgt, other), offset))
+
+        model.target_mask = target_mask
+        try:
+            with record(model) as rec:
+                logits = model.decode(target_ids, memory, model.source_mask(source_ids))
+        finally:
+            del model.target_mask
         pe = rec.positional["target"][0]
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
@@ -142,6 +156,7 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
     src[0, 1] = cfg.pad_id
     tgt = torch.full((1, T), 4 % cfg.tgt_vocab_size, dtype=torch.long)
     tgt[0, 0], tgt[0, 2] = cfg.bos_id, cfg.pad_id
+    on = torch.ones(1, dtype=torch.bool)
     seq = {"source_ids": {1: "S"}, "memory": {1: "S"}, "source_embeddings": {1: "S"}, "source_positions": {0: "S"}}
     seq.update({n: {2: "S", 3: "S"} for n in names["encoder"][3:]})
     with torch.no_grad():
@@ -152,9 +167,8 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
         axes.update({n: {2: "T", 3: "T"} for n in names["decoder"] if n.startswith("decoder_self.")})
         axes.update({n: {2: "T", 3: "S"} for n in names["decoder"] if n.startswith("cross.")})
         axes["source_ids"] = {1: "S"}
-        decoder = _export(
-            _Decoder(model).eval(), (tgt, memory, src), ["target_ids", "memory", "source_ids"], names["decoder"], axes
-        )
+        inputs = ["target_ids", "memory", "source_ids", "pad_mask"]
+        decoder = _export(_Decoder(model).eval(), (tgt, memory, src, on), inputs, names["decoder"], axes)
     return {"encoder": encoder, "decoder": decoder}
 
 
@@ -180,8 +194,10 @@ def sessions(graphs: dict[str, bytes]) -> dict:
     return {k: ort.InferenceSession(v, opts, providers=["CPUExecutionProvider"]) for k, v in graphs.items()}
 
 
-def run_graphs(runs: dict, source: Sequence[int], target: Sequence[int]) -> dict[str, np.ndarray]:
-    """Every output of both graphs for one source and one decoder input, by name."""
+def run_graphs(
+    runs: dict, source: Sequence[int], target: Sequence[int], pad_mask: bool = True
+) -> dict[str, np.ndarray]:
+    """Every output of both graphs for one source and one decoder input, by name (pad_mask: see the docstring)."""
     enc = runs["encoder"]
     out = dict(
         zip([o.name for o in enc.get_outputs()], enc.run(None, {"source_ids": np.array([source], dtype=np.int64)}))
@@ -189,6 +205,7 @@ def run_graphs(runs: dict, source: Sequence[int], target: Sequence[int]) -> dict
     dec = runs["decoder"]
     feeds = {"target_ids": np.array([target], dtype=np.int64), "memory": out["memory"]}
     feeds["source_ids"] = np.array([source], dtype=np.int64)
+    feeds["pad_mask"] = np.array([pad_mask])
     out.update(zip([o.name for o in dec.get_outputs()], dec.run(None, feeds)))
     return out
 
@@ -200,7 +217,7 @@ def torch_outputs(model: nn.Module, source: Sequence[int], target: Sequence[int]
     names = output_names(model)
     with torch.no_grad():
         enc = _Encoder(model).eval()(src)
-        dec = _Decoder(model).eval()(tgt, enc[0], src)
+        dec = _Decoder(model).eval()(tgt, enc[0], src, torch.ones(1, dtype=torch.bool))
     return {n: t.numpy() for n, t in zip(names["encoder"] + names["decoder"], (*enc, *dec))}
 
 
