@@ -49,7 +49,10 @@ def test_a_foreign_tokenizer_gives_a_pack_without_the_model_and_says_why():
     assert records.live is None and "tokenizers" in str(records.live_note)
     page = lecture_pack_html(records)
     assert 'id="pack-model"' not in page and "pack-input" not in page
-    assert html.escape("This pack runs no model of its own: the page runs only this project's own tokenizers") in page
+    assert (
+        html.escape("This pack runs no model of its own: the page runs this project's own tokenizers and those of")
+        in page
+    )
     with language_scope("zh"):
         zh = lecture_pack_html(records)
     assert _("Try your own input") in page and "此讲义包不自带可运行的模型" in zh

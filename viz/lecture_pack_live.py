@@ -84,7 +84,8 @@ def live_words(spec: dict | None) -> dict[str, str]:
             "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
             "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
         )
-    known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if spec else []
+    own = spec and spec["tokenizer"]["source"].get("level") != "subword"  # a folder's pieces: no hint, as the app
+    known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if own else []
     hint = M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20])) if known else ""
     words["none_known"] = _(
         M_(

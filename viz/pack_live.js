@@ -139,7 +139,7 @@
   function moreWarnings(text) {
     const out = [], t = checks.trained, g = checks.grammar;
     if (t) {  // model.text.inputs.trained_range_warning
-      const n = src.split(text).length;
+      const n = src.symbols(text).length;
       if (n && (n < t.low || n > t.high)) out.push(V.fillIn(W.trained, {n}));
     }
     if (g) {  // tasks.Task.outside_patterns
@@ -168,7 +168,7 @@
       section.dataset.drawn = String(n);
       return;
     }
-    const srcIds = [...check.ids, src.eos], r = await PackNet.run(net, srcIds, 5);
+    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));

@@ -29,9 +29,19 @@ class Unsupported(ValueError):
     """The page cannot run this model; the message (an i18n Message) says why."""
 
 
-def _check_tokenizer(tokenizer: Tokenizer) -> None:
-    if not all(type(v) is Vocab for v in (tokenizer.source, tokenizer.target)):
-        raise Unsupported(M_("the page runs only this project's own tokenizers (characters or words)"))
+def _side(vocab) -> dict:
+    """One side's tokenizer for the page: this project's vocabulary, or a Hugging Face folder's (sentencepiece,
+    byte-level BPE) as a tokenizer.json; Unsupported for the others."""
+    if type(vocab) is Vocab:
+        return {**vocab.to_dict(), "json": vocab.description()}
+    from ..checkpoints.formats.hf_descriptions import pack_side
+    from ..checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab
+
+    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab)):
+        return pack_side(vocab)
+    raise Unsupported(
+        M_("the page runs this project's own tokenizers and those of T5, BART and mBART folders, not this one")
+    )
 
 
 def _check_size(size: int, max_bytes: int) -> None:
@@ -52,17 +62,14 @@ def weight_bytes(model: nn.Module) -> int:
 
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
-    _check_tokenizer(tokenizer)
+    sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
     _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
     graphs = export_graphs(model)
     size = sum(len(g) for g in graphs.values())
     _check_size(size, max_bytes)
     return {
         "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
-        "tokenizer": {  # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py)
-            side: {**vocab.to_dict(), "json": vocab.description()}
-            for side, vocab in (("source", tokenizer.source), ("target", tokenizer.target))
-        },
+        "tokenizer": sides,  # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py, hf_descriptions)
         "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
         "n_bytes": size,
     }
