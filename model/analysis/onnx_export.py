@@ -24,6 +24,7 @@ Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output 
 
 from __future__ import annotations
 
+import copy
 import io
 import warnings
 from collections.abc import Sequence
@@ -143,9 +144,13 @@ def _drop_noop_casts(graph_bytes: bytes) -> bytes:
 
 
 def export_graphs(model: nn.Module) -> dict[str, bytes]:
-    """The encoder and decoder graphs of `model` (eval mode, on the CPU) as ONNX bytes."""
+    """The encoder and decoder graphs of `model` (eval mode, on the CPU) as ONNX bytes.
+
+    The trace runs on a copy: tracing sets the module's mode and the decoder's trace replaces its target_mask for a
+    moment, which other sessions of a server sharing the model must never see."""
     if model.training:
         raise ValueError("export a model in eval mode (dropout off)")
+    model = copy.deepcopy(model)
     names = output_names(model)
     cfg = model.config
     # Traced on ids holding a <pad> on both sides and at a length > 1: the model's masks are None when nothing is
