@@ -22,6 +22,7 @@ from model import CheckpointError, load_checkpoint
 from model.analysis.lecture import MAX_INPUTS, bounded_inputs, pack_records
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
+from tasks.cards import pack_checks
 from viz.lecture_pack import lecture_pack_html
 
 
@@ -72,7 +73,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
         for note in notes:
             print(note, file=sys.stderr)
         progress = lambda done, total: print(f"\r{done}/{total} inputs run", end="", file=sys.stderr, flush=True)  # noqa: E731
-        records = pack_records(model, tokenizer, texts, label=path.name, progress=progress)
+        card = load_card(path) if path.is_dir() else {}
+        records = pack_records(model, tokenizer, texts, label=path.name, progress=progress, checks=pack_checks(card))
         print(file=sys.stderr)
         with language_scope(args.lang):
             page = lecture_pack_html(records, title=args.title).encode("utf-8")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from i18n import _, language, message_of
 from model.analysis.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
+from tasks.cards import pack_checks
 from ui import caches
 from ui.safe_text import md
 from ui.session import require_session
@@ -17,8 +18,9 @@ st.markdown(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
         "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
         "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it. "
-        "It also carries the model itself (for models of up to about 12 MB of weights, every shipped demo): a student "
-        "types any input into the pack and the page decodes it and draws every view for it."
+        "It also carries the model itself, its own graph run by onnxruntime in the page (for models of up to about 7 MB "
+        "of weights: every shipped demo): a student types any input into the pack and the page decodes it and draws "
+        "every view for it."
     )
 )
 
@@ -44,7 +46,9 @@ def build(texts: tuple[str, ...]) -> tuple[str, str]:
     report = lambda done, total: bar.progress(  # noqa: E731
         done / (total + 1), text=_("Ran {done} of {total} inputs…").format(done=done, total=total)
     )
-    records = pack_records(session.model, session.tokenizer, texts, label=session.label, progress=report, run=run)
+    records = pack_records(
+        session.model, session.tokenizer, texts, session.label, report, run, checks=pack_checks(session.card)
+    )
     bar.progress(len(texts) / (len(texts) + 1), text=_("Writing the HTML…"))
     page = pack_html(session.key, texts, language(), records)
     bar.empty()

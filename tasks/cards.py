@@ -8,6 +8,7 @@ from typing import Any
 from i18n import M_, Message
 
 from .registry import TASKS
+from .tasks import ADJECTIVE_ONLY, PUNCTUATION, _patterns
 
 
 def card_description(card: dict[str, Any]) -> str:
@@ -28,3 +29,24 @@ def grammar_warning(card: dict, text: str) -> Message | None:
         "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
         "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
     )
+
+
+def pack_checks(card: dict) -> dict:
+    """The checks the app makes on typed text beyond the vocabulary's, as data the lecture pack's page applies
+    (viz/pack_live.js): "trained", the card's range of input lengths (model.text.inputs.trained_range_warning), and
+    "grammar", the task's word classes and sentence patterns (grammar_warning: a word's class is the first of its
+    classes in alphabetical order, None for words that can only be adjectives, which patterns leave out)."""
+    out: dict = {}
+    bounds = card.get("input_tokens") if isinstance(card, dict) else None
+    if isinstance(bounds, dict) and isinstance(bounds.get("min"), int) and isinstance(bounds.get("max"), int):
+        out["trained"] = {"low": bounds["min"], "high": bounds["max"], "unit": str(bounds.get("unit", "tokens"))}
+    task = TASKS.get(str(card.get("task", ""))) if isinstance(card, dict) else None
+    classes = task.word_classes() if task is not None else None
+    if classes is not None:
+        out["grammar"] = {
+            "lowercase": bool(task.lowercase),
+            "punctuation": PUNCTUATION,
+            "classes": {w: None if c == ADJECTIVE_ONLY else min(c) for w, c in sorted(classes.items())},
+            "patterns": sorted(list(p) for p in _patterns(task)),
+        }
+    return out

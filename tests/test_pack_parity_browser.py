@@ -20,12 +20,16 @@ from model import TransformerConfig, build_model, capture, greedy_decode, load_c
 from model.analysis.lecture import pack_records
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
-from model.text.inputs import check_text
+from model.text.inputs import check_text, trained_range_warning
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
+from tasks.cards import grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
 from viz.lecture_pack import lecture_pack_html
 
 TOL = 1e-4
+EXTRA = {  # the drift issue 33 found: "noir." read as one <unk> in the pack; "le chat noir mange": the app's "a guess"
+    "fr_en": ["Nous avons un chat noir.", "le chat noir mange", "J'ai «un» chat!"],
+}
 DEMOS = [d.name for d in list_demos()]  # every shipped demo: the page runs each of them
 
 
@@ -44,7 +48,8 @@ def generated_inputs(name: str, tokenizer, card: dict) -> list[str]:
     with_unknown = joiner.join([rng.choice(known), unknown, rng.choice(known)])
     longest = (card.get("input_tokens") or {}).get("max", 24)
     long_text = joiner.join(rng.choice(known) for _ in range(longest))
-    return [example, random_text, with_unknown, long_text]
+    odd = f"{example.capitalize()}. 42 😀 Été!"  # punctuation, capitals, digits, emoji, accents
+    return [example, random_text, with_unknown, long_text, odd]
 
 
 def typed(page, text: str, n: int) -> dict:
@@ -63,9 +68,21 @@ def browser():
         yield b
 
 
-def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
+def app_warnings(tok, model, card: dict, text: str) -> list[str]:
+    """The warnings the app's sidebar shows for a typed input (ui/sidebar.py): the input check's, the card's trained
+    lengths, the task's grammar; translated."""
+    check = check_text(text, tok.source, model.config.max_len - 1)
+    found = list(check.warnings)
+    if not check.errors:
+        found += [
+            w for w in (trained_range_warning(card, check.text, tok.source), grammar_warning(card, check.text)) if w
+        ]
+    return [_(w) for w in found]
+
+
+def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None) -> None:
     """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
-    records = pack_records(model, tok, texts[:1], label="m")
+    records = pack_records(model, tok, texts[:1], label="m", checks=pack_checks(card or {}))
     assert records.live is not None, records.live_note
     pack = folder / "pack.html"
     pack.write_text(lecture_pack_html(records), encoding="utf-8")
@@ -85,7 +102,7 @@ def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
         check = check_text(text, tok.source, model.config.max_len - 1)
         trace = greedy_decode(model, tok, check.text)
         cap = capture(model, tok, check.text)
-        assert got["warnings"] == [_(w) for w in check.warnings], text
+        assert got["warnings"] == app_warnings(tok, model, card or {}, text), text
         assert got["source_ids"] == trace.source_ids
         assert got["output_ids"] == trace.output_ids, text  # the same greedy output, token for token
         assert got["stop"] == trace.stop_reason
@@ -94,7 +111,10 @@ def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
         for kind in ("encoder_self", "decoder_self", "cross"):
             np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
         for step, s in zip(got["steps"], trace.steps):
-            assert step["top"] == s.top_ids.tolist()
+            # candidates of probability 0 (every other token at a forced first step) tie: their order is torch's choice
+            assert [i for i, p in zip(step["top"], step["top_probs"]) if p > 0] == [
+                i for i, p in zip(s.top_ids.tolist(), s.top_probs) if p > 0
+            ]
             np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
             np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
             np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
@@ -120,7 +140,9 @@ def assert_parity(browser, model, tok, texts: list[str], folder) -> None:
 def test_the_page_decodes_as_the_python_model(name, browser, tmp_path):
     path = next(d.path for d in list_demos() if d.name == name)
     model, tok = load_checkpoint(path)
-    assert_parity(browser, model, tok, generated_inputs(name, tok, load_card(path)), tmp_path)
+    card = load_card(path)
+    texts = generated_inputs(name, tok, card) + EXTRA.get(name, [])
+    assert_parity(browser, model, tok, texts, tmp_path, card)
 
 
 VARIANTS = {  # what the demos do not use: every other branch of the configuration
@@ -155,4 +177,29 @@ def test_every_configuration_runs_as_in_python(variant, browser, tmp_path):
     model = build_model(cfg, seed=3)
     # capitals (lowercased), an unknown word, a longer input (distances past the relative bias's last bucket)
     texts = ["Le chat noir", "la souris MANGE le chat", "le ?? chat", "le chat noir mange la souris grise le chat"]
+    assert_parity(browser, model, tok, texts, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """A tiny random T5 folder (sentencepiece unigram, relative positions) and BART folder (byte-level BPE, learned
+    positions, a forced first token), built once for the module (tests/hf_families.py)."""
+    from tests.hf_families import build_bart, build_t5
+
+    root = tmp_path_factory.mktemp("hf")
+    return {f.name: f.folder for f in (build_t5(root, False), build_bart(root))}
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_a_t5_and_a_bart_folder_pack_read_and_decode_as_the_app(name, folders, browser, tmp_path):
+    from tests.hf_families import WORDS
+
+    model, tok = load_checkpoint(folders[name])
+    rng = random.Random(name)
+    texts = [
+        "the cat sat on a mat",
+        "The Cat sat, on a mat. 42 😀 Été «zebra»!",  # capitals, punctuation, digits, emoji, accents, unknown pieces
+        " ".join(rng.choice(WORDS) for _ in range(60)),  # past max_len: the cut warning
+    ]
     assert_parity(browser, model, tok, texts, tmp_path)

@@ -1,7 +1,9 @@
 """The lecture pack's live part: a text box whose input the page runs through the model itself (no server).
 
-`live_html(spec)` is the section with the box, and the scripts that run the model (pack_model.js: the forward
-pass; pack_live.js: the box, and the views of the typed input, made from the first precomputed input's figures).
+`live_html(spec)` is the section with the box; `live_scripts(spec)` the scripts that run the model: onnxruntime-web
+(viz/vendor/onnxruntime-web: its API, its Emscripten glue and its WebAssembly binary, gzipped, all inside the page),
+pack_text.js (the input check and the tokenizer), pack_net.js (the model's own exported graphs, greedy decoding) and
+pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures).
 `live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
 app's own messages (model/inputs.check_text), their values filled in by the script.
 `spec` is model.pack_export.live_spec's dict (JSON-ready), or None: then the section says why it is missing.
@@ -9,11 +11,12 @@ app's own messages (model/inputs.check_text), their values filled in by the scri
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from pathlib import Path
 
-from i18n import M_, _, ngettext
+from i18n import M_, N_, _, ngettext
 
 HERE = Path(__file__).resolve().parent
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
@@ -61,7 +64,28 @@ def live_words(spec: dict | None) -> dict[str, str]:
             )
         ),
     }
-    known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if spec else []
+    checks = (spec or {}).get("checks", {})
+    if "trained" in checks:  # model.text.inputs.trained_range_warning, {n} filled by the script
+        units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
+        unit = checks["trained"]["unit"]
+        words["trained"] = _(
+            M_(
+                "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+                "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+                "as what an untrained length does, not as what the model learned.",
+                low=checks["trained"]["low"],
+                high=checks["trained"]["high"],
+                unit=M_(units[unit]) if unit in units else unit,
+                n="{n}",
+            )
+        )
+    if "grammar" in checks:  # tasks.cards.grammar_warning
+        words["guess"] = _(
+            "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
+            "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
+        )
+    own = spec and spec["tokenizer"]["source"].get("level") != "subword"  # a folder's pieces: no hint, as the app
+    known = sorted(set(spec["tokenizer"]["source"]["tokens"]) - set(SPECIALS)) if own else []
     hint = M_(" It knows {n} symbols, e.g. {examples}.", n=len(known), examples=" ".join(known[:20])) if known else ""
     words["none_known"] = _(
         M_(
@@ -106,8 +130,35 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
     )
 
 
+ORT = HERE / "vendor" / "onnxruntime-web"
+
+
+def _inert(text: str) -> str:
+    """Vendored code as it goes inside a <script> element, which must not hold "</script" or "<!--" (the parser
+    would end the element there): the vendored files hold neither; a new version that did is refused here."""
+    if "</script" in text.lower() or "<!--" in text:
+        raise ValueError("a vendored script holds '</script' or '<!--': it cannot be inlined as it is")
+    return text
+
+
+def runtime_scripts() -> str:
+    """onnxruntime-web inside the page: its API, and, as inert data, the glue module and the gzipped binary that
+    pack_net.js hands to it (a blob: URL and wasmBinary), so that nothing is fetched."""
+    wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.wasm.gz").read_bytes()).decode("ascii")
+    glue = _inert((ORT / "ort-wasm-simd-threaded.mjs").read_text(encoding="utf-8"))
+    return (
+        f"<script>{_inert((ORT / 'ort.wasm.min.js').read_text(encoding='utf-8'))}</script>"
+        f'<script type="text/plain" id="ort-glue">{glue}</script>'
+        f'<script type="text/plain" id="ort-wasm">{wasm}</script>'
+    )
+
+
 def live_scripts(spec: dict | None) -> str:
     """The scripts of the live section (after lecture_pack.js), or nothing without a model."""
     if spec is None:
         return ""
-    return "".join(f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_model.js", "pack_live.js"))
+    ours = "".join(
+        f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
+    )
+    tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
+    return runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours

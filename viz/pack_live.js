@@ -1,11 +1,14 @@
-// The lecture pack's text box: runs the typed input through the model in this page (pack_model.js) and draws every
+// The lecture pack's text box: runs the typed input through the model's own graph in this page (pack_net.js, the
+// input check and tokenizer of pack_text.js) and draws every
 // view the pack shows for a precomputed input, for it: the first input's section is the pattern (its figures are
 // re-labelled with the typed input's tokens), PackViews (lecture_pack.js) draws and wires it.
 (function () {
   "use strict";
   const V = PackViews, W = V.TEXT.live, spec = JSON.parse(document.getElementById("pack-model").textContent);
-  const model = PackModel.Model(spec), c = model.config;
-  const src = PackModel.Vocab(spec.tokenizer.source), tgt = PackModel.Vocab(spec.tokenizer.target);
+  const c = spec.config, model = {config: c, L: c.n_decoder_layers, H: c.n_heads, d: c.d_model};
+  // the runtime, both graphs and the tokenizers, started at once; every run waits for them
+  const opening = Promise.all([PackNet.open(spec), PackText.open(spec.tokenizer)]);
+  let src = null, tgt = null;
   const box = document.querySelector('[data-testid="pack-input"]'), status = document.querySelector(".live-status");
   const out = document.querySelector('[data-testid="pack-output"]'), messages = document.querySelector(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
@@ -131,20 +134,41 @@
     if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
   }
 
+  // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
+  const checks = spec.checks || {};
+  function moreWarnings(text) {
+    const out = [], t = checks.trained, g = checks.grammar;
+    if (t) {  // model.text.inputs.trained_range_warning
+      const n = src.symbols(text).length;
+      if (n && (n < t.low || n > t.high)) out.push(V.fillIn(W.trained, {n}));
+    }
+    if (g) {  // tasks.Task.outside_patterns
+      const strip = w => { const a = Array.from(w); let i = 0, j = a.length; while (i < j && g.punctuation.includes(a[i])) i++; while (j > i && g.punctuation.includes(a[j - 1])) j--; return a.slice(i, j).join(""); };
+      const words = (g.lowercase ? text.toLowerCase() : text).split(/\s+/).map(strip).filter(Boolean);
+      if (words.length && words.every(w => Object.hasOwn(g.classes, w))) {
+        const pattern = JSON.stringify(words.map(w => g.classes[w]).filter(c => c !== null));
+        if (!g.patterns.some(p => JSON.stringify(p) === pattern)) out.push(W.guess);
+      }
+    }
+    return out;
+  }
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
-  function run(t0, text, n) {
+  async function run(t0, text, n) {
+    const [net, vocabs] = await opening;
+    ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
-    const check = PackModel.checkText(text, src, c.max_len - 1, W);
+    const check = PackText.checkText(text, src, c.max_len - 1, W);
+    if (!check.errors.length) check.warnings.push(...moreWarnings(check.text));
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed
       check.errors.forEach(e => say(messages, e, "warning error"));
       status.textContent = "";
       section.dataset.drawn = String(n);
-      return Promise.resolve();
+      return;
     }
-    const srcIds = [...check.ids, src.eos], r = PackModel.run(model, srcIds, 5);
+    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));

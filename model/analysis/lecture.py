@@ -117,12 +117,15 @@ def pack_records(
     run: Callable[[str], tuple[Capture, Trace]] | None = None,
     budget: WorkBudget | None = None,
     live: bool = True,
+    checks: dict | None = None,
 ) -> PackRecords:
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
     Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
 
     live: carry the model itself (weights and tokenizer, model.analysis.pack_export) so that the page runs typed inputs;
-    a model the page cannot run gets a pack without it, and PackRecords.live_note says why.
+    a model the page cannot run gets a pack without it, and PackRecords.live_note says why. checks: the app's checks
+    beyond the vocabulary's, as data for the page (tasks.cards.pack_checks: the card's trained lengths, the task's
+    grammar), so that typed input gets the app's warnings.
 
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
     """
@@ -142,7 +145,7 @@ def pack_records(
     spec, note = None, ""
     if live:
         try:
-            spec = live_spec(model, tokenizer)
+            spec = {**live_spec(model, tokenizer), "checks": dict(checks or {})}
         except Unsupported as err:
             note = err.args[0]
     return PackRecords(label, n_parameters, model.config.to_dict(), inputs, pack_pe(model), spec, note)

@@ -1,55 +1,50 @@
-"""The model and tokenizer as plain data for the lecture pack's in-page forward pass (viz/pack_model.js).
+"""The model and tokenizer for the lecture pack's text box: the model's own graphs and the tokenizer's description.
 
-    spec = live_spec(model, tokenizer)        # a dict, JSON-ready: config, tokenizer, tensor index
-    spec["weights"]                           # base64 of every tensor, little-endian float32, one after another
+    spec = live_spec(model, tokenizer)        # a dict, JSON-ready: config, tokenizer, graphs (base64 ONNX)
 
-Each tensor appears once (shared embeddings and a tied output layer point at the same entry), under the
-module names of model/network/transformer.py; the index gives its offset (in numbers) and shape. A model the page
-cannot run (a positional kind or tokenizer the script does not implement, or more than max_bytes of weights)
-raises Unsupported with a sentence saying why: the builder writes a pack without the live model then.
+The network is not described here: `graphs` are the ONNX exports of the model's own encode and teacher-forced decode
+(model/analysis/onnx_export.py), every attention map a named output, which the page runs with onnxruntime-web
+(viz/pack_net.js). So every model the app opens can be packed (every positional kind, gated feed-forwards, RMS norms,
+embedding norms, rescaled outputs, forced first tokens) when its graphs fit the pack's budget. A model the page
+cannot run raises Unsupported with a sentence saying why: the builder writes a pack without the live model then.
 """
 
 from __future__ import annotations
 
 import base64
 
-import numpy as np
-import torch
 from torch import nn
 
 from i18n import M_
 
 from ..text.tokenizer import Tokenizer, Vocab
+from .onnx_export import export_graphs
 
-MAX_BYTES = 12_000_000  # float32 weights a pack may carry: base64 makes 16 MB of it, above the 15 MB budget
-JS_POSITIONAL = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")  # viz/pack_model.js: one function each
-JS_ACTIVATIONS = ("relu", "gelu", "silu")
-JS_NORMS = ("layernorm", "std")
+# Bytes of ONNX graphs a pack may carry: base64 makes 9.3 MB of them; with plotly.js (4.7 MB), the inlined
+# onnxruntime-web (4.9 MB) and the precomputed figures a pack stays under its 20 MB budget.
+MAX_BYTES = 7_000_000
 
 
 class Unsupported(ValueError):
     """The page cannot run this model; the message (an i18n Message) says why."""
 
 
-def _check(model: nn.Module, tokenizer: Tokenizer, max_bytes: int) -> None:
-    cfg = model.config
-    if cfg.positional not in JS_POSITIONAL:
-        raise Unsupported(
-            M_(
-                "the page cannot run positions of kind “{kind}” yet (it runs: {kinds})",
-                kind=cfg.positional,
-                kinds=", ".join(JS_POSITIONAL),
-            )  # fmt: skip
-        )
-    if cfg.activation not in JS_ACTIVATIONS or cfg.norm not in JS_NORMS:
-        raise Unsupported(M_("the page cannot run this model's activation or norm"))
-    if cfg.ff_gated or cfg.rescale_output or cfg.embed_norm or cfg.forced_bos_id is not None:
-        raise Unsupported(
-            M_("the page cannot run a gated feed-forward, an embedding norm, a rescaled output or a forced first token")
-        )
-    if not all(type(v) is Vocab for v in (tokenizer.source, tokenizer.target)):
-        raise Unsupported(M_("the page runs only this project's own tokenizers (characters or words)"))
-    size = 4 * sum(int(t.numel()) for t in _unique_tensors(model).values())
+def _side(vocab) -> dict:
+    """One side's tokenizer for the page: this project's vocabulary, or a Hugging Face folder's (sentencepiece,
+    byte-level BPE) as a tokenizer.json; Unsupported for the others."""
+    if type(vocab) is Vocab:
+        return {**vocab.to_dict(), "json": vocab.description()}
+    from ..checkpoints.formats.hf_descriptions import pack_side
+    from ..checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab
+
+    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab)):
+        return pack_side(vocab)
+    raise Unsupported(
+        M_("the page runs this project's own tokenizers and those of T5, BART and mBART folders, not this one")
+    )
+
+
+def _check_size(size: int, max_bytes: int) -> None:
     if size > max_bytes:
         raise Unsupported(
             M_(
@@ -60,58 +55,21 @@ def _check(model: nn.Module, tokenizer: Tokenizer, max_bytes: int) -> None:
         )
 
 
-def _unique_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Parameters by name, each stored tensor once (the first name of a shared one)."""
-    seen: dict[int, str] = {}
-    out: dict[str, torch.Tensor] = {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        if id(p) in seen:
-            continue
-        seen[id(p)] = name
-        out[name] = p.detach()
-    return out
-
-
-def _positions(model: nn.Module) -> dict:
-    """What a positional kind needs beyond the weights. T5's relative bias: each stack's bucket of every relative
-    position -R..R (key - query), from the model's own bucket function (float32 logs, so the page need not repeat
-    them bit for bit), R = min(max_distance, max_len - 1): farther keys share the bucket of distance R."""
-    cfg = model.config
-    if cfg.positional != "relative":
-        return {}
-    reach = min(cfg.relative_max_distance, cfg.max_len - 1)
-    keys = torch.arange(2 * reach + 1)
-    out: dict = {"reach": reach}
-    for side, module in model.positional_encodings():
-        out[side] = module.buckets(torch.tensor([reach]), keys)[0].tolist()  # key - query = -R .. R
-    return out
+def weight_bytes(model: nn.Module) -> int:
+    """float32 bytes of the model's parameters, each stored tensor once."""
+    return 4 * sum(int(p.numel()) for p in model.parameters())
 
 
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
-    _check(model, tokenizer, max_bytes)
-    cfg = model.config
-    index: dict[str, dict] = {}
-    chunks, offset = [], 0
-    ids: dict[int, str] = {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        if id(p) in ids:  # shared embeddings, a tied output layer: the same entry
-            index[name] = index[ids[id(p)]]
-            continue
-        ids[id(p)] = name
-        array = p.detach().float().cpu().numpy().astype("<f4")
-        index[name] = {"offset": offset, "shape": list(array.shape)}
-        chunks.append(array.ravel())
-        offset += array.size
-    weights = np.concatenate(chunks) if chunks else np.zeros(0, dtype="<f4")
+    sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
+    _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
+    graphs = export_graphs(model)
+    size = sum(len(g) for g in graphs.values())
+    _check_size(size, max_bytes)
     return {
-        "config": {**cfg.to_dict(), "has_final_norm": cfg.has_final_norm, "extra": {}},
-        "positions": _positions(model),
-        "tokenizer": {
-            "source": tokenizer.source.to_dict(),
-            "target": tokenizer.target.to_dict(),
-        },
-        "index": index,
-        "weights": base64.b64encode(weights.tobytes()).decode("ascii"),
-        "n_bytes": int(weights.nbytes),
+        "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
+        "tokenizer": sides,  # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py, hf_descriptions)
+        "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
+        "n_bytes": size,
     }

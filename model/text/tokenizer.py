@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from .tokenizer_json import compile_description, description, run_symbols
+
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 LEVELS = ("char", "word")
@@ -57,6 +59,7 @@ class Vocab:
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
+        self._compiled = None  # the description run by `tokenizers`, made on first use
 
     @classmethod
     def build(cls, symbols: Iterable[str], level: str = "word", lowercase: bool = False) -> Vocab:
@@ -73,25 +76,16 @@ class Vocab:
         """Symbols of the text; accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it).
 
         Words: punctuation at either end of a word the vocabulary does not know is split off ("étudiant." reads as
-        "étudiant" "."), so that a sentence typed with its full stop reads its last word; known words stay whole."""
-        text = unicodedata.normalize("NFC", text)
-        symbols = split(text.lower() if self.lowercase else text, self.level)
-        if self.level != "word":
-            return symbols
-        return [piece for word in symbols for piece in self._peel(word)]
+        "étudiant" "."), so that a sentence typed with its full stop reads its last word; known words stay whole.
+        The rules are one Hugging Face tokenizer.json (`description()`, model/text/tokenizer_json.py), run here by
+        `tokenizers` and in the lecture pack by tokenizers.js: the pack reads text as the app does."""
+        if self._compiled is None:
+            self._compiled = compile_description(self.description())
+        return run_symbols(self._compiled, text)
 
-    def _peel(self, word: str) -> list[str]:
-        """A word, or its leading punctuation, its core and its trailing punctuation, one symbol each (see split)."""
-        if word in self._ids:
-            return [word]
-        start, end = 0, len(word)
-        while start < end and unicodedata.category(word[start]).startswith("P"):
-            start += 1
-        while end > start and unicodedata.category(word[end - 1]).startswith("P"):
-            end -= 1
-        if (start, end) == (0, len(word)) or start == end:
-            return [word]
-        return [*word[:start], word[start:end], *word[end:]]
+    def description(self) -> dict:
+        """This vocabulary as a Hugging Face tokenizer.json (a dict): normalizer, pre-tokenizer, WordLevel model."""
+        return description(self)
 
     def ids(self, symbols: Sequence[str]) -> list[int]:
         return [self._ids.get(s, self.unk_id) for s in symbols]

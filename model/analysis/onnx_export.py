@@ -1,0 +1,246 @@
+"""The model's own graph for the lecture pack: torch.onnx export of encode and teacher-forced decode.
+
+    graphs = export_graphs(model)          # {"encoder": bytes, "decoder": bytes}, two ONNX models
+    report = check_graphs(model, graphs, [ids, ...])  # onnxruntime against the PyTorch model, per output
+
+Both graphs are traced through `Transformer.encode` / `Transformer.decode` inside a `record` block, so every
+attention map the app records comes out of the graph under a name (the recording hooks' tensors become graph
+outputs); nothing here repeats the network. Names and shapes (batch 1, sequence axes dynamic):
+
+    encoder  in:  source_ids (1, S) int64
+             out: memory (1, S, D); source_embeddings (1, S, D); source_positions (S, D);
+                  encoder_self.{l} (1, H, S, S) for every encoder layer l
+    decoder  in:  target_ids (1, T) int64 (<s> y_1 .. y_{T-1}), memory (1, S, D), source_ids (1, S) (its <pad> mask),
+                  pad_mask (1,) bool: mask the <pad> keys of target_ids (True: as capture's teacher-forced pass) or not
+                  (False: as each step of the app's cached greedy decoding, whose mask is causal only)
+             out: log_probs (1, T, V) (log-softmax of the logits, as Capture.log_probs);
+                  target_embeddings (1, T, D); target_positions (T, D);
+                  decoder_self.{l} (1, H, T, T), cross.{l} (1, H, T, S) for every decoder layer l
+
+The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
+for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
+Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output that writes one).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..network.recording import record
+
+OPSET = 17
+MAX_ABS = 1e-4  # the parity tolerance of log-probs and attention maps (float32 on both sides)
+
+
+def output_names(model: nn.Module) -> dict[str, list[str]]:
+    """The names of each graph's outputs, in order (see the module docstring)."""
+    cfg = model.config
+    return {
+        "encoder": ["memory", "source_embeddings", "source_positions"]
+        + [f"encoder_self.{i}" for i in range(cfg.n_encoder_layers)],
+        "decoder": ["log_probs", "target_embeddings", "target_positions"]
+        + [f"decoder_self.{i}" for i in range(cfg.n_decoder_layers)]
+        + [f"cross.{i}" for i in range(cfg.n_decoder_layers)],
+    }
+
+
+class _Encoder(nn.Module):
+    """encode() with every recorded map as an output (the hooks' tensors, in layer order). Use it in eval mode:
+    torch.onnx.export restores the wrapper's mode on everything inside it when it is done."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, source_ids: torch.Tensor):
+        with record(self.model) as rec:
+            memory, _ = self.model.encode(source_ids)
+        pe = rec.positional["source"][0]
+        maps = [rec.attention[("encoder_self", i)][0] for i in rec.layers("encoder_self")]
+        return (memory, pe.embeddings, pe.rows, *maps)
+
+
+class _Decoder(nn.Module):
+    """Teacher-forced decode() over the whole prefix, log-softmax of the logits, every recorded map."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, pad_mask: torch.Tensor):
+        model, own = self.model, type(self.model).target_mask
+        other = (model.config.pad_id + 1) % model.config.tgt_vocab_size
+
+        def target_mask(tgt: torch.Tensor, offset: int = 0) -> torch.Tensor:
+            # The model's own mask both ways: of these ids (their <pad> keys masked, as a teacher-forced pass), and of
+            # ids without a <pad> (causal only: what a cached greedy step masks); pad_mask (1,) picks one.
+            return (pad_mask & own(model, tgt, offset)) | (~pad_mask & own(model, torch.full_like(tgt, other), offset))
+
+        model.target_mask = target_mask
+        try:
+            with record(model) as rec:
+                logits = model.decode(target_ids, memory, model.source_mask(source_ids))
+        finally:
+            del model.target_mask
+        pe = rec.positional["target"][0]
+        selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
+        cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
+        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *cross)
+
+
+def _export(module: nn.Module, args: tuple, inputs: list[str], outputs: list[str], axes: dict) -> bytes:
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python values (sizes, the padding checks)
+        torch.onnx.export(
+            module,
+            args,
+            buf,
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+            do_constant_folding=True,
+        )
+    return _drop_noop_casts(buf.getvalue())
+
+
+def _drop_noop_casts(graph_bytes: bytes) -> bytes:
+    """Remove Cast nodes whose input already has the target type (RMSNorm's x.float() on float32). Such chains are
+    valid ONNX, but onnxruntime's graph optimizer drops one of them and leaves its consumers reading a missing name."""
+    import onnx
+
+    proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(graph_bytes))
+    graph = proto.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)}
+    types.update({t.name: t.data_type for t in graph.initializer})
+    outputs = {o.name for o in graph.output}
+    rename: dict[str, str] = {}
+    keep = []
+    for node in graph.node:
+        node.input[:] = [rename.get(x, x) for x in node.input]
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        if (
+            node.op_type == "Cast"
+            and to is not None
+            and types.get(node.input[0]) == to
+            and node.output[0] not in outputs
+        ):
+            rename[node.output[0]] = node.input[0]
+            continue
+        keep.append(node)
+    del graph.node[:]
+    graph.node.extend(keep)
+    return proto.SerializeToString()
+
+
+def export_graphs(model: nn.Module) -> dict[str, bytes]:
+    """The encoder and decoder graphs of `model` (eval mode, on the CPU) as ONNX bytes.
+
+    The trace runs on a copy: tracing sets the module's mode and the decoder's trace replaces its target_mask for a
+    moment, which other sessions of a server sharing the model must never see."""
+    if model.training:
+        raise ValueError("export a model in eval mode (dropout off)")
+    model = copy.deepcopy(model)
+    names = output_names(model)
+    cfg = model.config
+    # Traced on ids holding a <pad> on both sides and at a length > 1: the model's masks are None when nothing is
+    # padded (a decision on the ids that a trace would freeze); here its padding and causal masks are built, so the
+    # graph computes them from the ids it is given (all true without a <pad>: the same numbers).
+    S = T = max(3, min(5, cfg.max_len))
+    src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
+    src[0, 1] = cfg.pad_id
+    tgt = torch.full((1, T), 4 % cfg.tgt_vocab_size, dtype=torch.long)
+    tgt[0, 0], tgt[0, 2] = cfg.bos_id, cfg.pad_id
+    on = torch.ones(1, dtype=torch.bool)
+    seq = {"source_ids": {1: "S"}, "memory": {1: "S"}, "source_embeddings": {1: "S"}, "source_positions": {0: "S"}}
+    seq.update({n: {2: "S", 3: "S"} for n in names["encoder"][3:]})
+    with torch.no_grad():
+        memory = model.encode(src)[0]
+        encoder = _export(_Encoder(model).eval(), (src,), ["source_ids"], names["encoder"], seq)
+        axes = {"target_ids": {1: "T"}, "memory": {1: "S"}, "log_probs": {1: "T"}}
+        axes.update({"target_embeddings": {1: "T"}, "target_positions": {0: "T"}})
+        axes.update({n: {2: "T", 3: "T"} for n in names["decoder"] if n.startswith("decoder_self.")})
+        axes.update({n: {2: "T", 3: "S"} for n in names["decoder"] if n.startswith("cross.")})
+        axes["source_ids"] = {1: "S"}
+        inputs = ["target_ids", "memory", "source_ids", "pad_mask"]
+        decoder = _export(_Decoder(model).eval(), (tgt, memory, src, on), inputs, names["decoder"], axes)
+    return {"encoder": encoder, "decoder": decoder}
+
+
+@dataclass
+class Parity:
+    """The largest absolute difference of each output over the checked inputs, and whether all are within `tol`."""
+
+    worst: dict[str, float]
+    tol: float
+
+    @property
+    def ok(self) -> bool:
+        return all(v <= self.tol for v in self.worst.values())
+
+
+def sessions(graphs: dict[str, bytes]) -> dict:
+    """onnxruntime sessions of the two graphs (CPU, one thread)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    return {k: ort.InferenceSession(v, opts, providers=["CPUExecutionProvider"]) for k, v in graphs.items()}
+
+
+def run_graphs(
+    runs: dict, source: Sequence[int], target: Sequence[int], pad_mask: bool = True
+) -> dict[str, np.ndarray]:
+    """Every output of both graphs for one source and one decoder input, by name (pad_mask: see the docstring)."""
+    enc = runs["encoder"]
+    out = dict(
+        zip([o.name for o in enc.get_outputs()], enc.run(None, {"source_ids": np.array([source], dtype=np.int64)}))
+    )
+    dec = runs["decoder"]
+    feeds = {"target_ids": np.array([target], dtype=np.int64), "memory": out["memory"]}
+    feeds["source_ids"] = np.array([source], dtype=np.int64)
+    feeds["pad_mask"] = np.array([pad_mask])
+    out.update(zip([o.name for o in dec.get_outputs()], dec.run(None, feeds)))
+    return out
+
+
+def torch_outputs(model: nn.Module, source: Sequence[int], target: Sequence[int]) -> dict[str, np.ndarray]:
+    """The same outputs from the PyTorch model (its own encode/decode, recorded)."""
+    src = torch.tensor([list(source)], dtype=torch.long)
+    tgt = torch.tensor([list(target)], dtype=torch.long)
+    names = output_names(model)
+    with torch.no_grad():
+        enc = _Encoder(model).eval()(src)
+        dec = _Decoder(model).eval()(tgt, enc[0], src, torch.ones(1, dtype=torch.bool))
+    return {n: t.numpy() for n, t in zip(names["encoder"] + names["decoder"], (*enc, *dec))}
+
+
+def check_graphs(
+    model: nn.Module,
+    graphs: dict[str, bytes],
+    pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
+    tol: float = MAX_ABS,
+) -> Parity:
+    """Run every (source ids, decoder input ids) pair through onnxruntime and through `model`: the largest absolute
+    difference per output name (memory, log-probs, every attention map)."""
+    runs = sessions(graphs)
+    worst: dict[str, float] = {}
+    for source, target in pairs:
+        got, want = run_graphs(runs, source, target), torch_outputs(model, source, target)
+        for name, value in want.items():
+            if got[name].shape != value.shape:
+                raise AssertionError(f"{name}: shape {got[name].shape} != {value.shape}")
+            diff = float(np.max(np.abs(got[name].astype(np.float64) - value.astype(np.float64)), initial=0.0))
+            worst[name] = max(worst.get(name, 0.0), diff)
+    return Parity(worst, tol)

@@ -1,0 +1,99 @@
+"""Hugging Face folder tokenizers (hf_tokenizers.py) as tokenizer.json descriptions, for the lecture pack.
+
+    description(vocab) -> dict     # a SentencePieceVocab's or ByteLevelVocab's pieces as a tokenizer.json
+    pack_side(vocab) -> dict       # what the pack's page needs of one side: the description, ids and specials
+
+Byte-level BPE (BART): the app already runs the `tokenizers` library with vocab.json + merges.txt; its own
+tokenizer.json is the description. Sentencepiece (T5, mBART): the model's settings written as a tokenizer.json, as
+transformers' SpmConverter writes them (the normalizer spec: precompiled charsmap, extra whitespace removal, the
+dummy prefix, whitespace escaping; Unigram or BPE pieces with their scores; the matching decoder). The app keeps
+running sentencepiece itself; tests/test_pack_hf_tokenizers.py checks that the description gives its piece ids on
+generated text, in `tokenizers` and in tokenizers.js.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+
+def _spm_tokenizer(spm):
+    """A `tokenizers.Tokenizer` of a sentencepiece processor's model (see the module docstring)."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE, Unigram
+
+    proto = pb.ModelProto.FromString(spm.serialized_model_proto())
+    spec, trainer = proto.normalizer_spec, proto.trainer_spec
+    # sentencepiece never reads a control piece (<s>, </s>) or <unk> from text; here they are spelled with a space,
+    # which the normalizer has turned into "▁" before the model looks: no text can spell them (their ids stay)
+    hidden = " " if spec.escape_whitespaces else "\x00"
+    pieces = [(p.piece if p.type not in (2, 3) else hidden + p.piece, p.score) for p in proto.pieces]
+    user_defined = [p.piece for p in proto.pieces if p.type == 4]
+    if trainer.model_type == 2:  # BPE: merges ranked by the pieces' scores, as SpmConverter
+        normal = {p.piece: (p.score, i) for i, p in enumerate(proto.pieces) if p.type == 1}
+        ranked = sorted(
+            (-rank[0], rank[1], tok[:k], tok[k:])
+            for tok, rank in normal.items()
+            for k in range(1, len(tok))
+            if tok[:k] in normal and tok[k:] in normal
+        )
+        vocab = {p: i for i, (p, _) in enumerate(pieces)}
+        model = BPE(
+            vocab=vocab,
+            merges=[(a, b) for _, _, a, b in ranked],
+            unk_token=trainer.unk_piece,
+            fuse_unk=True,
+            byte_fallback=trainer.byte_fallback,
+            ignore_merges=bool(user_defined),
+        )
+    else:
+        model = Unigram(pieces, trainer.unk_id, trainer.byte_fallback)
+    tok = Tokenizer(model)
+    steps = [normalizers.Precompiled(spec.precompiled_charsmap)] if spec.precompiled_charsmap else []
+    if spec.remove_extra_whitespaces:
+        steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
+    if spec.escape_whitespaces:
+        steps.append(normalizers.Replace(" ", "▁"))
+    if spec.add_dummy_prefix:
+        steps.append(normalizers.Replace(Regex(r"\A▁"), "▁▁"))
+    tok.normalizer = normalizers.Sequence(steps)
+    pre = (
+        [pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False)]
+        if spec.add_dummy_prefix
+        else []
+    )
+    if user_defined:
+        pattern = "|".join(re.escape(p) for p in sorted(user_defined, key=len, reverse=True))
+        pre.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    if pre:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(pre)
+    steps = [decoders.Replace("▁", " ")] + ([decoders.ByteFallback()] if trainer.byte_fallback else [])
+    if spec.add_dummy_prefix:
+        steps += [decoders.Fuse(), decoders.Strip(content=" ", left=1)]
+    elif trainer.byte_fallback:
+        steps.append(decoders.Fuse())
+    tok.decoder = decoders.Sequence(steps)
+    return tok
+
+
+def description(vocab) -> dict:
+    """The tokenizer.json (a dict) of a Hugging Face folder's vocabulary: its pieces, before the folder's ids."""
+    bpe = getattr(vocab, "bpe", None)
+    if bpe is not None:
+        return json.loads(bpe.to_str())
+    return json.loads(_spm_tokenizer(vocab.spm).to_str())
+
+
+def pack_side(vocab) -> dict:
+    """One side for the pack's page: the description, how its piece ids become the model's (id + offset, the
+    sentencepiece <unk> -> unk_id), the token of every id as the app shows it, the specials and what goes around."""
+    spm = getattr(vocab, "spm", None)
+    return {
+        **vocab.to_dict(),
+        "level": "subword",
+        "json": description(vocab),
+        "offset": getattr(vocab, "offset", 0),
+        "spm_unk": spm.unk_id() if spm is not None else None,
+        "tokens": [vocab.token(i) for i in range(len(vocab))],
+    }

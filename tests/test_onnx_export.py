@@ -1,0 +1,147 @@
+"""model/analysis/onnx_export.py: the model's own graph, run by onnxruntime, gives what the app shows.
+
+Demos: onnxruntime's greedy output, log-probs and every attention map against the app's capture() of the same
+input (within 1e-4). Hugging Face folders (tiny random ones, tests/hf_families.py): against transformers itself
+(eager attention, output_attentions=True), an implementation independent of this project."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from model import capture, load_checkpoint
+from model.analysis.onnx_export import MAX_ABS, export_graphs, output_names, run_graphs, sessions
+from model.checkpoints.demos import list_demos
+from model.network.recording import record
+from model.text.inputs import prepare_source
+from tests.hf_families import TEXTS, build_all
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+DEMOS = [d.name for d in list_demos()]
+INPUTS = {  # per demo: a typed input with capitals, punctuation, an unknown symbol
+    "translate": "the cat sees the dog .",
+    "fr_en": "Nous avons un chat noir.",
+}
+
+
+def ort_greedy(runs, config, source, limit):
+    """Greedy decoding written out here: argmax of the last row, the forced first token, stop after </s>."""
+    target = [config.bos_id]
+    for step in range(limit):
+        out = run_graphs(runs, source, target)
+        nxt = int(np.argmax(out["log_probs"][0, -1]))
+        if step == 0 and config.forced_bos_id is not None:
+            nxt = config.forced_bos_id
+        target.append(nxt)
+        if nxt == config.eos_id:
+            break
+    return target[1:]
+
+
+@pytest.fixture(scope="module")
+def demos():
+    return {d.name: load_checkpoint(d.path) for d in list_demos()}
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_each_demo_graph_matches_the_apps_capture(demos, name):
+    model, tok = demos[name]
+    graphs = export_graphs(model)
+    runs = sessions(graphs)
+    text = INPUTS.get(name, "Stressed? 42 déjà")
+    cap = capture(model, tok, text)
+    source = [int(i) for i in cap.source_ids]
+    got = run_graphs(runs, source, [int(i) for i in cap.target_ids])
+    assert np.abs(got["log_probs"][0] - cap.log_probs).max() < MAX_ABS
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        layers = getattr(cap, kind)
+        for i in range(layers.shape[0]):
+            assert got[f"{kind}.{i}"].shape == (1, *layers[i].shape)
+            assert np.abs(got[f"{kind}.{i}"][0] - layers[i]).max() < MAX_ABS, (kind, i)
+    assert np.abs(got["source_positions"] - cap.source_pe).max() < MAX_ABS
+    assert np.abs(got["target_embeddings"][0] - cap.target_embeddings).max() < MAX_ABS
+    written = ort_greedy(runs, model.config, source, model.config.max_len - 1)
+    assert [model.config.bos_id] + [i for i in written if i != model.config.eos_id] == list(cap.target_ids)
+
+
+def test_every_attention_map_is_a_named_output_with_dynamic_sequence_axes(demos):
+    model, _ = demos["reverse"]
+    graphs = export_graphs(model)
+    names = output_names(model)
+    for side in ("encoder", "decoder"):
+        graph = onnx.load_from_string(graphs[side]).graph
+        assert [o.name for o in graph.output] == names[side]
+        dims = [d.dim_param or d.dim_value for d in graph.output[-1].type.tensor_type.shape.dim]
+        assert dims[2:] == (["S", "S"] if side == "encoder" else ["T", "S"])
+    L = model.config.n_decoder_layers
+    assert names["decoder"][-L:] == [f"cross.{i}" for i in range(L)]
+    runs = sessions(graphs)
+    for S, T in ((1, 1), (9, 2), (30, 17)):  # lengths other than the traced one
+        out = run_graphs(runs, [5] * (S - 1) + [2], [1] + [6] * (T - 1))
+        assert out["cross.0"].shape == (1, model.config.n_heads, T, S)
+        assert np.allclose(out["decoder_self.0"].sum(-1), 1.0, atol=1e-5)
+
+
+def test_pad_tokens_are_masked_as_the_model_masks_them(demos):
+    """A <pad> in the source (typed "<pad>") or in the decoder input (a greedy output that wrote it): the graph builds
+    the model's padding masks from the ids it is given (its trace had a <pad> on both sides)."""
+    model, _ = demos["translate"]
+    runs = sessions(export_graphs(model))
+    pad = model.config.pad_id
+    source, target = [7, pad, 9, 11, 2], [model.config.bos_id, 8, pad, 12, 13, 14]
+    got = run_graphs(runs, source, target)
+    with torch.no_grad(), record(model) as rec:  # the model's own numbers for these ids, through its encode/decode
+        memory, mask = model.encode(torch.tensor([source]))
+        logits = model.decode(torch.tensor([target]), memory, mask)
+    assert mask is not None and not bool(mask.all())
+    assert np.abs(got["log_probs"][0] - logits[0].log_softmax(-1).numpy()).max() < MAX_ABS
+    assert np.all(got["cross.0"][0, :, :, 1] == 0) and np.all(got["decoder_self.1"][0, :, 3:, 2] == 0)
+    for i in range(model.config.n_decoder_layers):
+        assert np.abs(got[f"cross.{i}"] - rec.attention[("cross", i)][0].numpy()).max() < MAX_ABS
+
+
+def test_a_model_in_training_mode_is_refused_and_export_leaves_eval_mode_alone(demos):
+    model, _ = demos["copy"]
+    export_graphs(model)
+    assert not any(m.training for m in model.modules())
+    model.train()
+    try:
+        with pytest.raises(ValueError, match="eval mode"):
+            export_graphs(model)
+    finally:
+        model.eval()
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    built = build_all(tmp_path_factory.mktemp("hf"))
+    out = {}
+    for name, fam in built.items():
+        model, tok = load_checkpoint(fam.folder)
+        out[name] = (fam, model, tok, sessions(export_graphs(model)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["t5", "flan-t5", "bart", "mbart"])
+@torch.no_grad()
+def test_each_family_graph_matches_transformers(families, name):
+    fam, model, tok, runs = families[name]
+    for text in TEXTS[:3]:
+        source = prepare_source(model, tok, text).ids
+        assert source == fam.tokenizer(text)["input_ids"]
+        target = [fam.start] + ([fam.forced] if fam.forced is not None else []) + [5, 9, 7]
+        got = run_graphs(runs, source, target)
+        ref = fam.hf(input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([target]), output_attentions=True)
+        assert np.abs(got["log_probs"] - ref.logits.log_softmax(-1).numpy()).max() < MAX_ABS
+        theirs = {"encoder_self": ref.encoder_attentions, "decoder_self": ref.decoder_attentions}
+        theirs["cross"] = ref.cross_attentions
+        for kind, layers in theirs.items():
+            for i, layer in enumerate(layers):
+                assert np.abs(got[f"{kind}.{i}"] - layer.numpy()).max() < MAX_ABS, (kind, i)
+        written = ort_greedy(runs, model.config, source, 8)
+        generated = fam.hf.generate(
+            torch.tensor([source]), num_beams=1, do_sample=False, max_new_tokens=8, forced_eos_token_id=None
+        )[0].tolist()
+        assert written == generated[1:], text

@@ -1,0 +1,95 @@
+// The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
+// (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
+//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix)
+//   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
+// r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
+//     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}
+// (flat Float32Arrays, row-major), the form pack_live.js draws. No arithmetic of the model happens here: only the
+// argmax and the top-k of the graph's log-probabilities, and the forced first token (BART, mBART).
+const PackNet = (function () {
+  "use strict";
+  function bytes(b64) {
+    const bin = atob(b64), out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  async function gunzip(data) {
+    const stream = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  let runtime = null;
+  function start() {  // the WebAssembly runtime, once per page: binary from the page, glue as a blob: URL
+    if (!runtime) {
+      runtime = (async () => {
+        ort.env.wasm.numThreads = 1;
+        ort.env.wasm.proxy = false;
+        ort.env.wasm.wasmBinary = await gunzip(bytes(document.getElementById("ort-wasm").textContent));
+        const glue = new Blob([document.getElementById("ort-glue").textContent], {type: "text/javascript"});
+        ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};
+      })();
+    }
+    return runtime;
+  }
+  async function open(spec) {
+    await start();
+    const opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+    const [encoder, decoder] = await Promise.all(
+      ["encoder", "decoder"].map(k => ort.InferenceSession.create(bytes(spec.graphs[k]), opts)));
+    const c = spec.config;
+    return {config: c, encoder, decoder, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
+      d: c.d_model, V: c.tgt_vocab_size};
+  }
+  const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
+  async function encode(net, srcIds) {
+    const ids = ids64(srcIds), o = await net.encoder.run({source_ids: ids});
+    const attention = [];
+    for (let l = 0; l < net.Lenc; l++) attention.push(o[`encoder_self.${l}`].data);
+    return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data};
+  }
+  // padMask: mask <pad> keys of tgt (the capture's teacher-forced pass) or not (a cached greedy step of the app)
+  async function decode(net, tgt, enc, padMask) {
+    const feeds = {target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids};
+    feeds.pad_mask = new ort.Tensor("bool", Uint8Array.from([padMask ? 1 : 0]), [1]);
+    const o = await net.decoder.run(feeds);
+    const self = [], cross = [];
+    for (let l = 0; l < net.L; l++) { self.push(o[`decoder_self.${l}`].data); cross.push(o[`cross.${l}`].data); }
+    return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data};
+  }
+  // The newest position's rows (query T-1) of every layer's maps: (H, T, K) -> (H, K)
+  function lastRows(maps, H, T, K) {
+    return maps.map(m => {
+      const row = new Float32Array(H * K);
+      for (let h = 0; h < H; h++) row.set(m.subarray((h * T + T - 1) * K, (h * T + T) * K), h * K);
+      return row;
+    });
+  }
+  async function run(net, srcIds, topK) {
+    const c = net.config, S = srcIds.length, V = net.V, enc = await encode(net, srcIds);
+    const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
+    const steps = [], out = [], inputs = [c.bos_id];
+    let stop = "max_len", last = null;
+    for (let t = 0; t < limit; t++) {
+      last = await decode(net, inputs, enc, false);
+      const T = inputs.length;
+      let lp = last.logProbs.subarray((T - 1) * V, T * V);
+      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
+        lp = new Float32Array(V).fill(-Infinity);
+        lp[c.forced_bos_id] = 0;
+      }
+      const order = Array.from(lp.keys()).sort((a, b) => lp[b] - lp[a] || a - b);
+      const choice = order[0], k = Math.max(1, Math.min(topK, V));
+      steps.push({id: choice, prob: Math.exp(lp[choice]), top: order.slice(0, k), topProbs: order.slice(0, k).map(i => Math.exp(lp[i])),
+        self: lastRows(last.self, net.H, T, T), cross: lastRows(last.cross, net.H, T, S)});
+      out.push(choice);
+      inputs.push(choice);
+      if (choice === c.eos_id) { stop = "eos"; break; }
+    }
+    const tgt = [c.bos_id, ...out.filter(i => i !== c.eos_id)];
+    // the capture's pass over <s> y_1 .. y_n: the last step's when it read exactly that (it wrote </s>) and no <pad>
+    const same = last && stop === "eos" && tgt.length === inputs.length - 1 && !tgt.slice(1).includes(c.pad_id);
+    const full = same ? last : await decode(net, tgt, enc, true);
+    const logProbs = tgt.map((_, t) => full.logProbs.subarray(t * V, (t + 1) * V));
+    return {enc, steps, stop, out, tgt, full, logProbs};
+  }
+  return {open, run, start};
+})();

@@ -1,0 +1,87 @@
+// The lecture pack's input check and tokenizers in the browser: text -> symbols -> ids, with the app's warnings (removed
+// characters, unknown symbols, cuts; model/text/inputs.check_text).
+//   const text = await PackText.open(spec.tokenizer)   // {source, target}: vocabularies
+// A vocabulary's symbols come from its tokenizer.json (model/text/tokenizer_json.py), run here by tokenizers.js
+// (@huggingface/tokenizers, vendored; the page holds the module as text and imports it from a blob: URL) and in the
+// app by the Python `tokenizers` library: one description of the normalization and punctuation rules, two runtimes.
+const PackText = (function () {
+  "use strict";
+  const SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"];
+  let library = null;
+  function load() {  // the tokenizers.js module, once per page
+    if (!library) {
+      const code = new Blob([document.getElementById("tokenizers-js").textContent], {type: "text/javascript"});
+      library = import(URL.createObjectURL(code));
+    }
+    return library;
+  }
+  // One side's vocabulary: symbols(text) (what the input check names), contentIds(text) (the ids of the text itself),
+  // prefix (ids put in front: BART's <s>), after (ids after </s>: mBART's language code), token(i), detokenize(tokens).
+  function Vocab(spec, Tokenizer) {  // this project's (model/text/tokenizer.Vocab): symbols are the description's
+    const ids = new Map(spec.tokens.map((t, i) => [t, i]));
+    const described = new Tokenizer(spec.json, {unk_token: "<unk>"});
+    const symbols = text => described.tokenize(text);
+    return {
+      unk: 3, eos: 2, bos: 1, prefix: [], after: [], symbols,
+      contentIds: text => symbols(text).map(s => (ids.has(s) ? ids.get(s) : 3)),
+      token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : "<unk>"),
+      detokenize: tokens => tokens.filter(s => !SPECIALS.includes(s)).join(spec.level === "char" ? "" : " "),
+    };
+  }
+  // A Hugging Face folder's (model/checkpoints/formats/hf_tokenizers.py): pieces from the folder's tokenizer as a
+  // tokenizer.json (hf_descriptions.py), their ids + offset (the sentencepiece <unk> -> unk_id); the input check
+  // names whitespace-separated words, as the app's does for these vocabularies.
+  function PieceVocab(spec, Tokenizer) {
+    const described = new Tokenizer(spec.json, {}), added = new Set(Object.keys(spec.added));
+    const byToken = new Map();
+    spec.tokens.forEach((t, i) => { if (!byToken.has(t)) byToken.set(t, i); });
+    const pieceIds = text => described.encode(text, {add_special_tokens: false}).ids
+      .map(p => (spec.spm_unk !== null && p === spec.spm_unk ? spec.unk_id : p + spec.offset));
+    return {
+      unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prefix, after: spec.after_eos,
+      symbols: text => text.split(" ").filter(Boolean), contentIds: pieceIds,
+      token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`),
+      detokenize: tokens => described.decode(tokens.filter(t => !added.has(t) && !t.startsWith("<id "))
+        .map(t => byToken.get(t) - spec.offset), {skip_special_tokens: false, clean_up_tokenization_spaces: false}).trim(),
+    };
+  }
+  async function open(spec) {
+    const {Tokenizer} = await load(), make = side => (side.level === "subword" ? PieceVocab : Vocab)(side, Tokenizer);
+    return {source: make(spec.source), target: make(spec.target)};
+  }
+  const isSpace = ch => /[\s\x1c-\x1f\x85]/u.test(ch);
+  function cleanText(text) {  // model.tokenizer.clean_text
+    let kept = "";
+    for (const ch of text) kept += isSpace(ch) ? " " : (/\p{C}/u.test(ch) ? "" : ch);
+    return kept.split(" ").filter(Boolean).join(" ");
+  }
+  // {text, errors, warnings, ids}: model/text/inputs.check_text (ids: what prepare_source puts before </s>); messages in the pack's language, from the templates in `words`
+  function checkText(text, vocab, maxTokens, words) {
+    const fill = (t, v) => t.replace(/\{(\w+)\}/g, (m, k) => (k in v ? String(v[k]) : m));
+    const cleaned = cleanText(text), errors = [], warnings = [];
+    let dropped = 0;
+    for (const ch of text) if (!isSpace(ch) && !cleaned.includes(ch)) dropped++;
+    if (dropped) warnings.push(fill(dropped === 1 ? words.removed_one : words.removed_many, {n: dropped}));
+    const symbols = vocab.symbols(cleaned);
+    if (!symbols.length) return {text: cleaned, errors: [words.empty], warnings, ids: []};
+    const unknown = [...new Set(symbols.filter(s => vocab.contentIds(s).every(i => i === vocab.unk)))];
+    const quote = list => {
+      const shown = list.slice(0, 12).map(s => (s.trim() ? `“${s}”` : words.a_space)).join(", ");
+      return list.length > 12 ? fill(words.and_more, {shown, n: list.length - 12}) : shown;
+    };
+    if (unknown.length && unknown.length === new Set(symbols).size) {
+      errors.push(fill(words.none_known, {symbols: quote(unknown)}));
+    } else if (unknown.length) {
+      warnings.push(fill(words.unknown, {symbols: quote(unknown)}));
+    }
+    const ids = vocab.contentIds(cleaned), room = maxTokens - (vocab.prefix.length ? 1 : 0) - vocab.after.length;
+    if (ids.length > room) {
+      const kept = vocab.detokenize(ids.slice(0, room).map(vocab.token));
+      warnings.push(fill(words.cut, {n: ids.length, room, kept: Array.from(kept).slice(-40).join(""),
+        dropped: ids.length - room}));
+    }
+    return {text: cleaned, errors, warnings, ids: [...vocab.prefix, ...ids.slice(0, room)]};  // before </s>
+  }
+
+  return {open, checkText, cleanText};
+})();
