@@ -39,6 +39,9 @@ PATHS = {
     "model/analysis/attribution_methods/passes.py:output_log_prob.forward": "gradient methods' log_probs, completeness",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
+    "model/analysis/onnx_export.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
+    "model/analysis/onnx_export.py:_Decoder.forward": "(the same)",
+    "model/analysis/onnx_export.py:export_graphs": "(the same: the trace's example pass)",
 }
 
 # The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.
@@ -186,6 +189,28 @@ def hf_folders(tmp_path_factory):
 def test_every_path_for_each_imported_hugging_face_family(hf_folders, family):
     model, tokenizer = load_checkpoint(str(hf_folders[family]))
     check_every_path(model, tokenizer, "the cat", "the")
+
+
+@pytest.mark.parametrize("kind", POSITIONAL_KINDS)
+def test_the_packs_exported_graphs_compute_captures_log_probs_and_maps(char_tokenizer, kind):
+    """The lecture pack's network: the model's graphs exported by torch.onnx and run by onnxruntime (float32 on both
+    sides: within 1e-4, the pack's stated tolerance), on capture's own output."""
+    import onnxruntime as ort
+
+    from model.analysis.onnx_export import export_graphs
+
+    model = make_tiny(char_tokenizer, seed=9, positional=kind, max_len=64)
+    graphs = export_graphs(model)
+    run = {k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in graphs.items()}
+    cap = capture(model, char_tokenizer, SOURCE)
+    src = np.array([cap.source_ids], dtype=np.int64)
+    memory = run["encoder"].run(["memory"], {"source_ids": src})[0]
+    names = [o.name for o in run["decoder"].get_outputs()]
+    feeds = {"target_ids": np.array([cap.target_ids], dtype=np.int64), "memory": memory, "source_ids": src}
+    out = dict(zip(names, run["decoder"].run(None, {**feeds, "pad_mask": np.array([True])})))
+    np.testing.assert_allclose(out["log_probs"][0], cap.log_probs, atol=1e-4)
+    for layer in range(model.config.n_decoder_layers):
+        np.testing.assert_allclose(out[f"cross.{layer}"][0], cap.cross[layer], atol=1e-4)
 
 
 def test_the_gradient_path_is_the_models_forward_for_positions_inside_attention(char_tokenizer):
