@@ -35,11 +35,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from i18n import M_, Message
+from i18n import M_, N_, Message
 
 from ..checkpoints.safe_io import size_text
 from ..decoding import DEFAULT_SLACK, step_cap
-from ..text.inputs import MAX_LEN_CUT, WHAT  # the names and the max_len warning of check_text's messages
+from ..text.bounded import content_count, read_bounded
+from ..text.inputs import CUTS, WHAT, count_limit  # the names and the max_len warnings of check_text's messages
 
 ENV = "VIZ_WORK_MB"
 MAX_TEXT_CHARS = (
@@ -47,6 +48,18 @@ MAX_TEXT_CHARS = (
 )
 DEFAULT_MB = 256
 F32 = 4  # bytes per recorded number
+
+
+BUDGET_CUT = N_(
+    "The {what} has {n} tokens, but this model's attention ({heads} heads, {layers} layers: it grows with "
+    "the square of the length) fits this server's work budget of {budget} for at most {room}: cut after "
+    "“{kept}” ({dropped} tokens dropped)."
+)
+BUDGET_CUT_LONG = N_(
+    "The {what} has more than {n} tokens, but this model's attention ({heads} heads, {layers} layers: "
+    "it grows with the square of the length) fits this server's work budget of {budget} for at most "
+    "{room}: cut after “{kept}”."
+)  # the text was longer than check_text counts (model.text.inputs.count_limit)
 
 
 class BudgetExceeded(ValueError):
@@ -172,12 +185,11 @@ class WorkBudget:
         """How many ablations one batched pass of head importance may hold (0: not even one)."""
         return max(0, self.max_bytes // max(1, importance_row_bytes(cfg, S, T)))
 
-    def cut_notice(self, cfg, what: Message, n: int, room: int, kept: str) -> Message:
-        """The warning when a text is cut to fit this budget (what was kept, and why)."""
+    def cut_notice(self, cfg, what: Message, n: int, room: int, kept: str, complete: bool = True) -> Message:
+        """The warning when a text is cut to fit this budget (what was kept, and why); complete=False: the text
+        was longer than what was counted (n is a lower bound)."""
         return M_(
-            "The {what} has {n} tokens, but this model's attention ({heads} heads, {layers} layers: it grows with "
-            "the square of the length) fits this server's work budget of {budget} for at most {room}: cut after "
-            "“{kept}” ({dropped} tokens dropped).",
+            BUDGET_CUT if complete else BUDGET_CUT_LONG,
             what=what,
             n=n,
             heads=cfg.n_heads,
@@ -203,9 +215,9 @@ def fit_text(vocab, text: str, n: int) -> str:
     """The longest prefix of `text` that the vocabulary reads as at most n tokens of content (a <s> that a
     vocabulary puts in front not counted), cut where a space was when there is one: a prefix of what was typed."""
 
-    def count(prefix: str) -> int:
-        ids = vocab.encode(prefix)
-        return len(ids) - (1 if getattr(vocab, "prepend_bos", False) and ids else 0)
+    def count(prefix: str) -> int:  # exact up to n + 1: more is never read (model/text/bounded.py)
+        read = read_bounded(vocab, prefix, n)
+        return content_count(vocab, read.ids) if read.complete else n + 1
 
     if count(text) <= n:
         return text
@@ -213,11 +225,6 @@ def fit_text(vocab, text: str, n: int) -> str:
     kept = text[: max(end, 0)]
     space = kept.rfind(" ")
     return kept[:space].rstrip() if space > 0 and not text[len(kept) : len(kept) + 1].isspace() else kept.rstrip()
-
-
-def _content_ids(vocab, text: str) -> list[int]:
-    ids = vocab.encode(text)
-    return ids[1:] if getattr(vocab, "prepend_bos", False) and ids else ids
 
 
 def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", source_tokens: int | None = None) -> None:
@@ -246,20 +253,20 @@ def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", sou
         return
     if room >= cfg.max_len - 1:
         return  # the model's own max_len binds first: check_text has said what it cuts
-    ids = _content_ids(vocab, check.text)
-    if len(ids) <= room:
+    read = read_bounded(vocab, check.text, count_limit(cfg.max_len))  # as check_text counted
+    n = content_count(vocab, read.ids)
+    if n <= room:
         return
     kept = fit_text(vocab, check.text, room)
-    check.warnings[:] = [
-        w for w in check.warnings if getattr(w, "template", None) != MAX_LEN_CUT
-    ]  # one cut, named once
-    check.warnings.append(budget.cut_notice(cfg, name, len(ids), room, kept))
+    check.warnings[:] = [w for w in check.warnings if getattr(w, "template", None) not in CUTS]  # one cut, named once
+    complete = read.complete and getattr(check, "complete", True)
+    check.warnings.append(budget.cut_notice(cfg, name, n, room, kept, complete))
     check.text = kept
 
 
 def source_length(vocab, cfg, text: str) -> int:
     """Source tokens a text gives the model (</s> included, cut to max_len as model.inputs.prepare_source does)."""
-    return min(len(vocab.encode(text)) + 1, cfg.max_len)
+    return min(len(read_bounded(vocab, text, cfg.max_len).ids) + 1, cfg.max_len)
 
 
 def beam_refusal(cfg, S: int, beam_size: int, budget: WorkBudget) -> Message | None:
