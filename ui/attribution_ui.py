@@ -14,9 +14,11 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import Agreement, agreement_over
+from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
 from ui.session import Session
+from ui.workers import run_with_progress
 
 NAMES = {  # method -> its name on the page (marked; translated where shown)
     "rollout": N_("Attention rollout"),
@@ -72,24 +74,31 @@ def all_methods(session: Session, changes: Interventions, settings: dict) -> dic
     _key, text, target = key = caches.input_key(session)
     keys = {m: (*key, m, settings_key(settings), changes) for m in attr.METHODS}
     missing = [m for m in attr.METHODS if keys[m] not in caches.ATTRIBUTIONS]
-    bar = st.progress(0.0, text=_("Computing the attributions…")) if missing else None
-    out = {}
-    for i, method in enumerate(attr.METHODS):
-
-        def report(done: int, total: int, i: int = i) -> None:
-            if bar is not None:
-                bar.progress(min(1.0, (i + done / max(total, 1)) / len(attr.METHODS)))
-
-        out[method] = caches.ATTRIBUTIONS.get(
-            keys[method],
-            lambda m=method: attr.attribute(
-                session.model, session.tokenizer, text, target, method=m, interventions=changes, progress=report,
-                **settings,
-            ),
+    computed: dict = {}
+    if missing:  # counted before any method starts (issue 30), then computed in one limited worker process
+        plans = gradient_plans(session, settings)
+        computed = run_with_progress(
+            attribute_methods, session.model, session.tokenizer, text, target, missing, changes, plans,
+            progress=True, key=("attribution", *keys[missing[0]]), label=N_("Computing the attributions…"), **settings,
         )  # fmt: skip
-    if bar is not None:
-        bar.empty()
-    return out
+        for method, result in computed.items():
+            caches.ATTRIBUTIONS.put(keys[method], result)
+    return {m: computed[m] if m in computed else caches.ATTRIBUTIONS.get(keys[m], lambda: None) for m in attr.METHODS}
+
+
+def gradient_plans(session: Session, settings: dict) -> dict:
+    """The gradient methods' plans for the session's input (model.analysis.budget.attribution_plans): the decoder
+    inputs are the shared decode's output (or the typed target); BudgetExceeded says what fits."""
+    from model.analysis.budget import WorkBudget, attribution_plans, source_length
+
+    model_key, text, target = caches.input_key(session)
+    cfg, tok = session.model.config, session.tokenizer
+    S = source_length(tok.source, cfg, text)
+    if target is None:
+        T = len(caches.own_output(model_key, text, session.model, tok)) + 1
+    else:
+        T = source_length(tok.target, cfg, target)
+    return attribution_plans(cfg, S, T, int(settings.get("steps", attr.DEFAULT_STEPS)), WorkBudget.from_environment())
 
 
 def fresh_agreement(

@@ -7,11 +7,13 @@ A new page is its script in pages/ plus one line here.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
 
 from i18n import N_, _
+from model.analysis.budget import attention_page_bytes
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 # url_path -> (file, title, icon); the first is the default page. Titles are marked (N_) and translated in page_list.
@@ -26,6 +28,17 @@ PAGES = {
     "model": ("model.py", N_("Model"), ":material/account_tree:"),
     "lecture_pack": ("lecture_pack.py", N_("Lecture pack"), ":material/school:"),
 }
+
+# url_path -> what a run of that page may cost before it starts (model/analysis/budget.py): the sidebar cuts the
+# input to the room this leaves. A page not named here counts page_bytes (capture with Q, K, V, every map's figure).
+COSTS = {"attention": attention_page_bytes}
+
+
+def page_cost(page) -> Callable | None:
+    """The cost function of st.navigation's chosen page (its url_path, the default page's "-home" form too)."""
+    name = str(getattr(page, "url_path", "") or "").removesuffix("-home")
+    return COSTS.get(name)
+
 
 THROUGH_APP = contextvars.ContextVar("page_runs_through_app", default=False)  # set by run_app around page.run()
 
