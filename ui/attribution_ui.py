@@ -11,14 +11,16 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, message_of
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import Agreement, agreement_over
 from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
+from ui.disk_cache import checkpoint_cached, demo_folder, stored
+from ui.safe_text import md
 from ui.session import Session
-from ui.workers import run_with_progress
+from ui.workers import WorkerStopped, run_limited, run_with_progress, steady
 
 NAMES = {  # method -> its name on the page (marked; translated where shown)
     "rollout": N_("Attention rollout"),
@@ -103,21 +105,38 @@ def gradient_plans(session: Session, settings: dict) -> dict:
 
 def fresh_agreement(
     session: Session, changes: Interventions, n: int, settings: dict, progress: Callable[[int, int], None]
-) -> Agreement:
-    """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
+) -> Agreement | None:
+    """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo); None
+    when its worker was stopped (the deadline, the memory limit: a warning says so)."""
     from tasks import intervened
 
     examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
-    return caches.AGREEMENTS.get(
-        (session.key, n, settings_key(settings), changes),
-        lambda: agreement_over(
-            session.model, session.tokenizer, examples, interventions=changes, progress=progress, **settings
-        ),
-    )
+    try:
+        return _fresh(session, changes, n, settings, progress, examples)
+    except WorkerStopped as stopped:
+        st.warning(md(message_of(stopped)))
+        return None
+
+
+def _fresh(session, changes, n, settings, progress, examples) -> Agreement:
+    def compute() -> Agreement:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+        return run_limited(
+            agreement_over, session.model, session.tokenizer, examples, interventions=changes, progress=True,
+            on_progress=steady(progress), **settings,
+        )  # fmt: skip
+
+    key = (session.key, n, settings_key(settings), changes)
+    if changes:
+        return caches.AGREEMENTS.get(key, compute)
+    params = (n, settings_key(settings))  # a demo's agreement depends on its checkpoint only: kept on disk
+    return caches.AGREEMENTS.get(key, lambda: checkpoint_cached(session.key, "agreement", params, compute))
 
 
 def has_fresh(session: Session, changes: Interventions, n: int, settings: dict) -> bool:
-    return (session.key, n, settings_key(settings), changes) in caches.AGREEMENTS
+    if (session.key, n, settings_key(settings), changes) in caches.AGREEMENTS:
+        return True
+    folder = None if changes else demo_folder(session.key)
+    return folder is not None and stored(folder, "agreement", (n, settings_key(settings)))
 
 
 def row_name(name: str) -> str:

@@ -242,9 +242,15 @@ def demo_exact_match(
     (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
     a change does not fit the examples (a shift past max_len)."""
     examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
-    return MATCHES.get(
-        (model_key, changes, n), lambda: intervened.exact_match_with(model, tokenizer, examples, changes)
-    )
+    from ui.disk_cache import checkpoint_cached
+    from ui.workers import heartbeat, run_limited  # in a limited worker process (issue 30)
+
+    def compute() -> intervened.MatchResult:
+        return run_limited(intervened.exact_match_with, model, tokenizer, examples, changes, on_progress=heartbeat())
+
+    if changes:
+        return MATCHES.get((model_key, changes, n), compute)
+    return MATCHES.get((model_key, changes, n), lambda: checkpoint_cached(model_key, "exact_match", (n,), compute))
 
 
 def session_qkv_capture(session: Session) -> Capture:

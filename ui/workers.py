@@ -186,6 +186,28 @@ def run_limited(
         _kill(pid)
 
 
+def steady(progress: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """An on_progress for run_limited from a page's progress(done, total): heartbeats repeat the last report (so
+    that the page's waiting loop still makes a Streamlit call, where a rerun or a departure interrupts it)."""
+    last = [0, 1]
+
+    def report(done: int, total: int) -> None:
+        if done >= 0 and total > 0:
+            last[:] = [done, total]
+        progress(*last)
+
+    return report
+
+
+def heartbeat() -> Callable[[int, int], None]:
+    """An on_progress for work shown without a bar (under a spinner): an empty placeholder emptied again at each
+    heartbeat, the Streamlit call at which a rerun or a departed session interrupts the wait."""
+    import streamlit as st
+
+    slot = st.empty()
+    return lambda done, total: slot.empty()
+
+
 def _mb(n: int) -> str:
     return f"{n / 2**20:.0f} MB"
 
