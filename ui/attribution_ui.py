@@ -20,7 +20,7 @@ from ui import caches
 from ui.disk_cache import checkpoint_cached, demo_folder, stored
 from ui.safe_text import md
 from ui.session import Session
-from ui.workers import WorkerStopped, run_limited, run_with_progress, steady
+from ui.workers import WorkerStopped, run_limited, run_with_progress, session_gone, steady
 
 NAMES = {  # method -> its name on the page (marked; translated where shown)
     "rollout": N_("Attention rollout"),
@@ -122,7 +122,7 @@ def _fresh(session, changes, n, settings, progress, examples) -> Agreement:
     def compute() -> Agreement:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
         return run_limited(
             agreement_over, session.model, session.tokenizer, examples, interventions=changes, progress=True,
-            on_progress=steady(progress), **settings,
+            on_progress=steady(progress), should_stop=session_gone, **settings,
         )  # fmt: skip
 
     key = (session.key, n, settings_key(settings), changes)

@@ -243,10 +243,18 @@ def demo_exact_match(
     a change does not fit the examples (a shift past max_len)."""
     examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
     from ui.disk_cache import checkpoint_cached
-    from ui.workers import heartbeat, run_limited  # in a limited worker process (issue 30)
+    from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process (issue 30)
 
     def compute() -> intervened.MatchResult:
-        return run_limited(intervened.exact_match_with, model, tokenizer, examples, changes, on_progress=heartbeat())
+        return run_limited(
+            intervened.exact_match_with,
+            model,
+            tokenizer,
+            examples,
+            changes,
+            on_progress=heartbeat(),
+            should_stop=session_gone,
+        )
 
     if changes:
         return MATCHES.get((model_key, changes, n), compute)

@@ -24,7 +24,7 @@ from ui.disk_cache import on_disk, stored
 from ui.presentation import chart_box, presenting, show
 from ui.safe_text import md
 from ui.url_state import Key, Keys
-from ui.workers import WorkerStopped, run_limited, steady
+from ui.workers import WorkerStopped, run_limited, session_gone, steady
 from viz import pe_kinds_figs
 
 FRESH = 200  # fresh examples behind each exact match of the trained lengths
@@ -96,7 +96,14 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
 
     def compute() -> lx.LengthCurve:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
         return run_limited(
-            lx.length_curve, model, tokenizer, examples, shift, progress=True, on_progress=steady(progress)
+            lx.length_curve,
+            model,
+            tokenizer,
+            examples,
+            shift,
+            progress=True,
+            on_progress=steady(progress),
+            should_stop=session_gone,
         )
 
     return CURVES.get(key, lambda: on_disk(demo.path, "length_curve", params, compute))

@@ -199,6 +199,21 @@ def steady(progress: Callable[[int, int], None]) -> Callable[[int, int], None]:
     return report
 
 
+def session_gone() -> bool:
+    """True when the Streamlit session this script runs for is no longer connected (its visitor left). Streamlit
+    also asks the script to stop then, which interrupts the wait at its next heartbeat: this is the second way."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is None or not Runtime.exists():
+            return False
+        return not Runtime.instance().is_active_session(ctx.session_id)
+    except Exception:  # noqa: BLE001 - outside a server (tests, the CLI) nobody leaves
+        return False
+
+
 def heartbeat() -> Callable[[int, int], None]:
     """An on_progress for work shown without a bar (under a spinner): an empty placeholder emptied again at each
     heartbeat, the Streamlit call at which a rerun or a departed session interrupts the wait."""
@@ -256,6 +271,6 @@ def run_with_progress(fn: Callable, *args: Any, key: tuple, label: str, **kwargs
         bar.progress(shown[0], text=_("{label} ({seconds} s)").format(label=_(label), seconds=seconds))
 
     try:
-        return run_limited(fn, *args, on_progress=report, **kwargs)
+        return run_limited(fn, *args, on_progress=report, should_stop=session_gone, **kwargs)
     finally:
         box.empty()
