@@ -54,6 +54,18 @@ class MatchResult:
     failure: tuple[str, str, str] | None  # (source, target, output) of the first example the model got wrong
 
 
+def match_to_json(result: MatchResult) -> dict:
+    """A MatchResult as JSON (a shipped demo's results.json)."""
+    return {"exact_match": result.exact_match, "examples": result.examples, "interventions": result.interventions,
+            "failure": None if result.failure is None else list(result.failure)}  # fmt: skip
+
+
+def match_from_json(data: dict) -> MatchResult:
+    failure = data.get("failure")
+    return MatchResult(float(data["exact_match"]), int(data["examples"]), dict(data.get("interventions") or {}),
+                       None if failure is None else tuple(str(x) for x in failure))  # fmt: skip
+
+
 @torch.no_grad()
 def exact_match_with(
     model: nn.Module, tokenizer: Tokenizer, examples: Sequence[Example], changes: Interventions = Interventions()

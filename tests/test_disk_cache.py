@@ -48,3 +48,33 @@ def test_only_shipped_demos_are_kept(monkeypatch):
     value = disk_cache.checkpoint_cached("upload:abc", "v", (), lambda: calls.append(1) or 7)
     assert value == 7 and disk_cache.demo_folder("upload:abc") is None and disk_cache.demo_folder("path:/x") is None
     assert disk_cache.demo_folder("demo:reverse|heads=2") is None  # a model with heads changed is not the demo
+
+
+def test_a_shipped_result_is_read_only_for_the_files_it_was_computed_from(tmp_path):
+    import json
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    key = disk_cache.shipped_key("exact_match", (200,))
+    (folder / disk_cache.SHIPPED).write_text(json.dumps({
+        "version": disk_cache.VERSION, "digest": disk_cache.folder_digest(folder), "results": {key: {"v": 1}},
+    }))  # fmt: skip
+    assert disk_cache.shipped(folder, "exact_match", (200,)) == {"v": 1}
+    assert disk_cache.shipped(folder, "exact_match", (100,)) is None
+    (folder / "model.safetensors").write_bytes(b"retrained")
+    assert disk_cache.shipped(folder, "exact_match", (200,)) is None
+
+
+def test_every_shipped_demo_ships_its_exact_match():
+    """scripts/precompute.py ran on the demos as they are: each demo with a task reads its six-kinds score at once."""
+    from model.checkpoints.demos import list_demos
+    from tasks.intervened import match_from_json
+
+    demos = [d for d in list_demos() if d.card.get("task")]
+    assert demos
+    for demo in demos:
+        value = disk_cache.shipped(demo.path, "exact_match", (200,))
+        assert value is not None, f"{demo.name}: run scripts/precompute.py"
+        result = match_from_json(value)
+        assert result.examples == 200 and 0.0 <= result.exact_match <= 1.0

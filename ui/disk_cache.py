@@ -28,6 +28,7 @@ VERSION = 1  # bump when a cached record's meaning changes
 ENV_DIR, ENV_MB = "VIZ_CACHE_DIR", "VIZ_CACHE_MB"
 DEFAULT_MB = 512
 _MISSING = object()
+SHIPPED = "results.json"  # a shipped demo's precomputed results, beside its weights (scripts/precompute.py)
 _lock = threading.Lock()
 _opened: dict[str, Any] = {}
 _digests: dict[tuple, str] = {}
@@ -56,7 +57,7 @@ def folder_digest(folder: str | Path) -> str:
     """sha256 over a checkpoint's regular files (relative name, size, bytes), in name order; remembered per
     (folder, every file's size and mtime) so that an unchanged folder is read once per process."""
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and p.name != SHIPPED)
     stamp = (
         str(folder.resolve()),
         tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in files),
@@ -102,7 +103,35 @@ def demo_folder(model_key: str) -> Path | None:
     return next((d.path for d in list_demos() if d.name == base[5:]), None)
 
 
-def checkpoint_cached(model_key: str, name: str, params: Hashable, compute: Callable[[], T]) -> T:
-    """on_disk for a shipped demo's model key; other models compute (their in-memory caches still hold them)."""
+def shipped_key(name: str, params: Hashable) -> str:
+    return f"{name} {params!r}"
+
+
+def shipped(folder: Path, name: str, params: Hashable) -> Any:
+    """The JSON value a shipped demo's results.json holds for (name, params), or None. Only when the file says it
+    was computed from these very files (their digest): a retrained demo computes again."""
+    from model.checkpoints.safe_io import read_json
+
+    path = folder / SHIPPED
+    if not path.is_file():
+        return None
+    try:
+        data = read_json(path)
+    except Exception:  # noqa: BLE001 - a damaged file is as good as none
+        return None
+    if not isinstance(data, dict) or data.get("digest") != folder_digest(folder) or data.get("version") != VERSION:
+        return None
+    return (data.get("results") or {}).get(shipped_key(name, params))
+
+
+def checkpoint_cached(
+    model_key: str, name: str, params: Hashable, compute: Callable[[], T], decode: Callable[[Any], T] | None = None
+) -> T:
+    """on_disk for a shipped demo's model key, read from the demo's results.json first when it ships the result
+    (decode: its JSON value -> the record); other models compute (their in-memory caches still hold them)."""
     folder = demo_folder(model_key)
-    return compute() if folder is None else on_disk(folder, name, params, compute)
+    if folder is None:
+        return compute()
+    if decode is not None and (value := shipped(folder, name, params)) is not None:
+        return decode(value)
+    return on_disk(folder, name, params, compute)
