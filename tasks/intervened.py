@@ -54,6 +54,24 @@ class MatchResult:
     failure: tuple[str, str, str] | None  # (source, target, output) of the first example the model got wrong
 
 
+def exact_match_fresh(
+    model: nn.Module, tokenizer: Tokenizer, card: dict, n: int, changes: Interventions
+) -> MatchResult:
+    """exact_match_with on n fresh examples of a demo's task (fresh_examples: UnknownTraining when the card does
+    not say how it was trained): one call, for a worker process."""
+    return exact_match_with(model, tokenizer, fresh_examples(card, n), changes)
+
+
+def agreement_fresh(model: nn.Module, tokenizer: Tokenizer, card: dict, n: int, changes: Interventions,
+                    progress=None, **settings):  # fmt: skip
+    """The attribution methods' agreement averaged over n fresh examples of a demo's task (model.analysis.
+    attribution_agreement.agreement_over): one call, for a worker process."""
+    from model.analysis.attribution_agreement import agreement_over
+
+    examples = fresh_examples(card, n)
+    return agreement_over(model, tokenizer, examples, interventions=changes, progress=progress, **settings)
+
+
 def match_to_json(result: MatchResult) -> dict:
     """A MatchResult as JSON (a shipped demo's results.json)."""
     return {"exact_match": result.exact_match, "examples": result.examples, "interventions": result.interventions,

@@ -13,7 +13,7 @@ import streamlit as st
 
 from i18n import N_, _, message_of
 from model.analysis import attribution as attr
-from model.analysis.attribution_agreement import Agreement, agreement_over
+from model.analysis.attribution_agreement import Agreement
 from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
@@ -108,20 +108,19 @@ def fresh_agreement(
 ) -> Agreement | None:
     """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo); None
     when its worker was stopped (the deadline, the memory limit: a warning says so)."""
-    from tasks import intervened
-
-    examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
     try:
-        return _fresh(session, changes, n, settings, progress, examples)
+        return _fresh(session, changes, n, settings, progress)
     except WorkerStopped as stopped:
         st.warning(md(message_of(stopped)))
         return None
 
 
-def _fresh(session, changes, n, settings, progress, examples) -> Agreement:
-    def compute() -> Agreement:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+def _fresh(session, changes, n, settings, progress) -> Agreement:
+    from tasks import intervened
+
+    def compute() -> Agreement:  # in a limited worker process (issue 30), the fresh examples drawn there too
         return run_limited(
-            agreement_over, session.model, session.tokenizer, examples, interventions=changes, progress=True,
+            intervened.agreement_fresh, session.model, session.tokenizer, session.card, n, changes, progress=True,
             on_progress=steady(progress), should_stop=session_gone, **settings,
         )  # fmt: skip
 

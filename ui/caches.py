@@ -241,20 +241,12 @@ def demo_exact_match(
     """Exact match of a shipped demo on n fresh examples of its task with `changes` applied, once per
     (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
     a change does not fit the examples (a shift past max_len)."""
-    examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
     from ui.disk_cache import checkpoint_cached
     from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process (issue 30)
 
-    def compute() -> intervened.MatchResult:
-        return run_limited(
-            intervened.exact_match_with,
-            model,
-            tokenizer,
-            examples,
-            changes,
-            on_progress=heartbeat(),
-            should_stop=session_gone,
-        )
+    def compute() -> intervened.MatchResult:  # the fresh examples too: drawing them excludes the training set
+        return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
+                           on_progress=heartbeat(), should_stop=session_gone)  # fmt: skip
 
     if changes:
         return MATCHES.get((model_key, changes, n), compute)
