@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_classroom import pct  # noqa: E402
 from benchmarks.common import table  # noqa: E402
 from harness.browser import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
-from harness.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
+from harness.stream_client import BackMsg, StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
 
@@ -85,7 +86,6 @@ LETTERS31 = "abcdefghijklmnopqrstabcdefghijk"  # 31 letters of the reverse demo'
 def issue30_models(folder: Path) -> dict[str, Path]:
     """Issue 30's hostile folders: a T5 folder whose spiece.model rewrites `a` as 2,000 `z`s, a BART folder with a
     57 MB vocab.json (2.5 M entries), a wide checkpoint (d_ff 8192, about 64 MB)."""
-    import io as _io
     import random
 
     import sentencepiece as spm
@@ -102,7 +102,7 @@ def issue30_models(folder: Path) -> dict[str, Path]:
     t5.mkdir()
     rule = folder / "rule.tsv"
     rule.write_text("61\t" + " ".join(["7A"] * 2000) + "\n")
-    buf = _io.BytesIO()
+    buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences), model_writer=buf, vocab_size=40, model_type="unigram",
         character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, normalization_rule_tsv=str(rule),
@@ -171,11 +171,9 @@ def worker_rss(pid: int) -> int:
 async def leave_mid_run(server: AppServer, page: str, params: dict) -> tuple[float, float]:
     """A visitor opens a heavy view and leaves once its worker runs: (seconds the worker was seen running before the
     visitor left, seconds from leaving until no worker of the server was left)."""
-    from harness.stream_client import BackMsg
-
     pid = server.process.pid
     async with StreamSession(server.origin) as s:
-        s.page, s.query = page, __import__("urllib.parse").parse.urlencode(params)
+        s.page, s.query = page, urllib.parse.urlencode(params)
         msg = BackMsg()
         msg.rerun_script.query_string, msg.rerun_script.page_name = s.query, s.page
         await s.ws.send(msg.SerializeToString())
