@@ -128,3 +128,17 @@ def test_the_attention_page_counts_what_it_computes():
     assert budget.source_room(cfg, attention_page_bytes) >= 128
     assert budget.source_room(cfg) < 64  # the conservative estimate the other pages still use
     assert attention_page_bytes(cfg, 128) >= capture_bytes(cfg, 128, 129) and page_bytes(cfg, 128) > 2 * 2**28
+
+
+def test_every_page_cost_is_a_page_and_a_cost_function():
+    from types import SimpleNamespace
+
+    from ui.navigation import COSTS, PAGES, page_cost
+
+    assert set(COSTS) <= set(PAGES)
+    for name in COSTS:
+        for path in (name, f"{name}-home"):  # the default page is served as NAME-home
+            cost = page_cost(SimpleNamespace(url_path=path))
+            assert callable(cost) and cost.__module__ == "model.analysis.budget"
+    assert page_cost(SimpleNamespace(url_path="attention-home")) is attention_page_bytes
+    assert page_cost(SimpleNamespace(url_path="inside")) is None  # page_bytes, the conservative default

@@ -13,7 +13,6 @@ from pathlib import Path
 import streamlit as st
 
 from i18n import N_, _
-from model.analysis.budget import attention_page_bytes
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 # url_path -> (file, title, icon); the first is the default page. Titles are marked (N_) and translated in page_list.
@@ -31,13 +30,18 @@ PAGES = {
 
 # url_path -> what a run of that page may cost before it starts (model/analysis/budget.py): the sidebar cuts the
 # input to the room this leaves. A page not named here counts page_bytes (capture with Q, K, V, every map's figure).
-COSTS = {"attention": attention_page_bytes}
+# Named, not imported: this module stays light (the budget module imports torch).
+COSTS = {"attention": "attention_page_bytes"}
 
 
 def page_cost(page) -> Callable | None:
     """The cost function of st.navigation's chosen page (its url_path, the default page's "-home" form too)."""
-    name = str(getattr(page, "url_path", "") or "").removesuffix("-home")
-    return COSTS.get(name)
+    name = COSTS.get(str(getattr(page, "url_path", "") or "").removesuffix("-home"))
+    if name is None:
+        return None
+    from model.analysis import budget
+
+    return getattr(budget, name)
 
 
 THROUGH_APP = contextvars.ContextVar("page_runs_through_app", default=False)  # set by run_app around page.run()
