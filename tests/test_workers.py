@@ -124,3 +124,34 @@ def test_an_interrupted_wait_kills_the_worker():
     with pytest.raises(Rerun):
         run_limited(spin, 30, progress=True, on_progress=progress, limits=Limits(2**30, 60))
     assert time.monotonic() - started < 2.0 and not _alive(pids[0])
+
+
+def double(x: int, progress=None) -> int:
+    progress(1, 2)
+    return 2 * x
+
+
+def test_a_cancelled_job_waits_for_run_again():
+    """In a page: the result under a progress bar; once cancelled (the Cancel button's flag), the same job is not
+    started again but said to be cancelled, until "Run again" is pressed."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from tests.test_workers import double
+        from ui.workers import WorkerStopped, run_with_progress
+
+        try:
+            st.write(f"result {run_with_progress(double, 21, progress=True, key=('job', 1), label='Working')}")
+        except WorkerStopped as stopped:
+            st.error(stopped.args[0])
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert [m.value for m in at.markdown] == ["result 42"] and not at.exception
+    assert [b.label for b in at.button] == []  # the Cancel button went with the finished job's bar
+    at.session_state["_worker_cancelled"] = ("job", 1)  # what pressing Cancel leaves behind
+    at.run()
+    assert [e.value for e in at.error] == [CANCELLED] and not at.markdown
+    at.button(key="worker_again").click().run()
+    assert [m.value for m in at.markdown] == ["result 42"] and not at.error
