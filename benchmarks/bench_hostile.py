@@ -16,12 +16,24 @@ as its browser runs on its own machine. Printed: the ordinary sessions' change p
 tracebacks anywhere (pages and server log), and the bytes under the server's upload folder before and after.
 The memory criterion: the hostile phase's peak stays within the ordinary phase's peak plus one session's work
 budget (the hostile visitor runs one page at a time).
+
+    python -m benchmarks.bench_hostile --issue30 [--sessions 5] [--changes 5]
+
+Issue 30's attacks instead, each alone beside the room after an ordinary phase: a T5 folder whose spiece.model
+rewrites `a` as 2,000 `z`s with 20,000 characters of `a b`, the integrated-gradients link with the largest
+settings (31 letters, attr_steps=128), a wide checkpoint (d_ff 8192) on the Attribution page, a BART folder with a
+57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (default settings)
+and leaves once its worker runs. One
+row each: the ordinary sessions' p95 before and during (ratio), the server's RSS at the start, its peak and after,
+the workers' peak RSS (every child of the server), the attack's own seconds, the seconds from leaving until no
+worker was left, tracebacks, the upload folder's bytes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import multiprocessing
@@ -31,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -39,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_classroom import pct  # noqa: E402
 from benchmarks.common import table  # noqa: E402
 from harness.browser import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
-from harness.stream_client import StreamSession, distinct_texts, rss_bytes  # noqa: E402
+from harness.stream_client import BackMsg, StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
 
@@ -65,6 +78,126 @@ def hostile_models(folder: Path) -> dict[str, Path]:
         noeos.generator.bias[config.eos_id] = -1e4  # never ends: decodes to the step limit
     save_checkpoint(noeos.eval(), tok, folder / "noeos", card={"examples": ["abc"]})
     return {"wide": folder / "wide", "noeos": folder / "noeos"}
+
+
+LETTERS31 = "abcdefghijklmnopqrstabcdefghijk"  # 31 letters of the reverse demo's alphabet
+
+
+def issue30_models(folder: Path) -> dict[str, Path]:
+    """Issue 30's hostile folders: a T5 folder whose spiece.model rewrites `a` as 2,000 `z`s, a BART folder with a
+    57 MB vocab.json (2.5 M entries), a wide checkpoint (d_ff 8192, about 64 MB)."""
+    import random
+
+    import sentencepiece as spm
+    import torch
+    import transformers
+    from tokenizers import ByteLevelBPETokenizer
+
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+
+    rng = random.Random(0)
+    words = "the cat sat on a mat and the dog ran to the red house while birds sang in old trees".split()
+    sentences = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(200)]
+    t5 = folder / "t5-amplify"  # a t5-small-shaped folder, scaled down, whose tokenizer multiplies text
+    t5.mkdir()
+    rule = folder / "rule.tsv"
+    rule.write_text("61\t" + " ".join(["7A"] * 2000) + "\n")
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=buf, vocab_size=40, model_type="unigram",
+        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, normalization_rule_tsv=str(rule),
+        pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+    )  # fmt: skip
+    (t5 / "spiece.model").write_bytes(buf.getvalue())  # 18 KB or so
+    pieces = spm.SentencePieceProcessor(model_proto=buf.getvalue()).get_piece_size()
+    (t5 / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "T5Tokenizer", "extra_ids": 4}))
+    torch.manual_seed(0)
+    transformers.T5ForConditionalGeneration(
+        transformers.T5Config(vocab_size=pieces + 12, d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2,
+                              num_decoder_layers=2, dropout_rate=0.0, decoder_start_token_id=0)
+    ).save_pretrained(str(t5))  # fmt: skip
+    bart = folder / "bart-vocab57"  # a bart-base-shaped folder, scaled down, with a 57 MB vocab.json
+    bart.mkdir()
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(sentences, vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(bart))
+    (bart / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BartTokenizer"}))
+    transformers.BartForConditionalGeneration(
+        transformers.BartConfig(vocab_size=300, d_model=32, encoder_layers=2, decoder_layers=2,
+                                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                                decoder_ffn_dim=64, max_position_embeddings=40, dropout=0.0, forced_eos_token_id=None)
+    ).save_pretrained(str(bart))  # fmt: skip
+    entries = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    with open(bart / "vocab.json", "w") as f:  # 2.5 M entries, about 57 MB
+        f.write(json.dumps(entries)[:-1])
+        f.write("".join(f', "tok{i:09d}x{i % 97:02d}abcdefghij": {4 + i % 296}' for i in range(2_500_000)) + "}")
+    vocab = Vocab.build("abcdefghijklmnopqrstuvwxyz", level="char")
+    wide = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=512, n_heads=8, d_ff=8192,
+        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=128,
+    )  # fmt: skip
+    save_checkpoint(build_model(wide, seed=0), Tokenizer(vocab, vocab), folder / "wide_ff", card={"examples": ["abc"]})
+    return {"amplify": t5, "vocab57": bart, "wide_ff": folder / "wide_ff"}
+
+
+def issue30_links(models: dict[str, Path]) -> dict[str, list]:
+    """Issue 30's attacks that are links, each alone beside the room (name -> the links it opens)."""
+    return {
+        "amplifying tokenizer": [("", {"model": f"path:{models['amplify']}", "text": "a b " * 5000})],
+        "IG link, largest settings": [
+            ("attribution", {"model": "demo:reverse", "text": LETTERS31, "attr_steps": "128"})
+        ],
+        "wide model on Attribution": [("attribution", {"model": f"path:{models['wide_ff']}", "text": LETTERS31})],
+        "57 MB vocab.json": [("", {"model": f"path:{models['vocab57']}", "text": "hello"})],
+    }
+
+
+def worker_rss(pid: int) -> int:
+    """Resident memory of every child process of `pid` (any of its threads may have forked a worker)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                total += rss_bytes(int(child))
+            except (OSError, RuntimeError):
+                pass
+    return total
+
+
+async def leave_mid_run(server: AppServer, page: str, params: dict) -> tuple[float, float]:
+    """A visitor opens a heavy view and leaves once its worker runs: (seconds the worker was seen running before the
+    visitor left, seconds from leaving until no worker of the server was left)."""
+    pid = server.process.pid
+    async with StreamSession(server.origin) as s:
+        s.page, s.query = page, urllib.parse.urlencode(params)
+        msg = BackMsg()
+        msg.rerun_script.query_string, msg.rerun_script.page_name = s.query, s.page
+        await s.ws.send(msg.SerializeToString())
+        started = time.perf_counter()
+
+        async def drain() -> None:  # a browser reads what the server sends; unread, it would hold up the close
+            with contextlib.suppress(Exception):
+                while True:
+                    await s.ws.recv()
+
+        reader = asyncio.create_task(drain())
+        while worker_rss(pid) == 0 and time.perf_counter() - started < 60:
+            await asyncio.sleep(0.05)
+        seen = time.perf_counter() - started
+        await asyncio.sleep(1.0)
+        running = worker_rss(pid)  # still working when the visitor leaves
+        if not running:
+            return seen, float("nan")
+        left = time.perf_counter()  # the visitor closes the connection now
+        await s.ws.close()
+        reader.cancel()
+    while worker_rss(pid) > 0 and time.perf_counter() - left < 120:
+        await asyncio.sleep(0.02)
+    return seen, time.perf_counter() - left
 
 
 def hostile_uploads(folder: Path) -> list[tuple[str, bytes]]:
@@ -173,19 +306,20 @@ def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out) -> None
             watch.close()
 
 
-def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=None) -> dict:
-    out = {"changes": [], "exceptions": [], "hostile": [], "uploads": [], "peak": 0}
+def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=None, links=None) -> dict:
+    out = {"changes": [], "exceptions": [], "hostile": [], "uploads": [], "peak": 0, "worker_peak": 0}
     pid, stop = server.process.pid, threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             out["peak"] = max(out["peak"], rss_bytes(pid))
+            out["worker_peak"] = max(out["worker_peak"], worker_rss(pid))
             time.sleep(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     uploader, results = None, multiprocessing.Queue()
-    if hostile and args.hostile != "links":
+    if hostile and args.hostile != "links" and uploads is not None:
         uploader = multiprocessing.Process(target=upload_all, args=(server, uploads, results), daemon=True)
         uploader.start()
 
@@ -198,7 +332,8 @@ def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=No
         ]
         await asyncio.gather(*tasks)
 
-    links = hostile_links(models) if hostile and args.hostile != "uploads" else [] if hostile else BENIGN
+    if links is None:
+        links = hostile_links(models) if hostile and args.hostile != "uploads" else [] if hostile else BENIGN
     visitor = multiprocessing.Process(target=visit, args=(server.origin, links, results), daemon=True)
     visitor.start()
     asyncio.run(room())
@@ -223,7 +358,11 @@ def main() -> None:
     parser.add_argument(
         "--hostile", choices=["all", "links", "uploads"], default="all", help="what the hostile visitor sends"
     )
+    parser.add_argument("--issue30", action="store_true", help="issue 30's attacks, each alone beside the room")
+    parser.add_argument("--leave-only", action="store_true", help="with --issue30: only the visitor who leaves")
     args = parser.parse_args()
+    if args.issue30:
+        return main_issue30(args)
     from model.checkpoints.serving import ENV
 
     all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=3)
@@ -293,6 +432,67 @@ def main() -> None:
         f"upload folder: {disk_before} bytes before, {disk_after} after the hostile uploads; "
         f"tracebacks in the server log: {log_tracebacks}"
     )
+
+
+def main_issue30(args) -> None:
+    """Issue 30's attacks, one at a time beside the room, then the visitor who leaves mid-run; one row each."""
+    from model.checkpoints.serving import ENV
+
+    attacks_n = 5
+    all_texts = distinct_texts((attacks_n + 1) * args.sessions * (args.changes + 1), seed=3)
+    per = args.changes + 1
+    texts = [all_texts[i * per : (i + 1) * per] for i in range((attacks_n + 1) * args.sessions)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name in ("models", "app", "cache"):
+            (tmp / name).mkdir()
+        models = issue30_models(tmp / "models")
+        os.environ[ENV] = str(tmp / "models")
+        os.environ["VIZ_WORK_MB"] = str(args.work_mb)
+        os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
+        server = AppServer(tmp / "app")
+        try:
+            with chromium() as browser:
+                server.first_visit(browser)
+            asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+            start_rss = rss_bytes(server.process.pid)
+            quiet = phase(server, args, texts[: args.sessions], hostile=False) if not args.leave_only else None
+            base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
+            attacks = issue30_links(models) if quiet else {}
+            for k, (name, links) in enumerate(attacks.items(), start=1):
+                disk = upload_bytes(tmp / "app")
+                r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], True, links=links)
+                after = rss_bytes(server.process.pid)
+                seconds = " ".join(f"{sec:.1f}" for _, sec, _ in r["hostile"])
+                rows.append([name, f"{base_p95:.2f}", f"{pct(r['changes'], 0.95):.2f}",
+                             f"{pct(r['changes'], 0.95) / base_p95:.2f}x", f"{start_rss / 2**20:.0f} / {r['peak'] / 2**20:.0f} / {after / 2**20:.0f}",
+                             f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
+                             f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
+            seen, stopped = asyncio.run(
+                leave_mid_run(server, "attribution", {"model": "demo:reverse", "text": LETTERS31[::-1]})
+            )
+            after = rss_bytes(server.process.pid)
+            rows.append(["visitor leaves mid-run (reverse demo, Attribution, 31 letters)", "-", "-", "-",
+                         f"{start_rss / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
+                         f"{stopped:.2f}", "-", "-"])  # fmt: skip
+            log_tracebacks = server.log().count("Traceback")
+        finally:
+            server.stop()
+    print(
+        f"\n{args.sessions} ordinary sessions (reverse demo), a new input every {args.interval:g} s, {args.changes} "
+        f"changes each; work budget {args.work_mb} MB; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    print(
+        table(
+            ["attack", "p95 before (s)", "p95 during (s)", "ratio", "server RSS start / peak / after (MB)",
+             "worker peak RSS (MB)", "attack's own seconds", "s until stopped after leaving", "tracebacks on pages",
+             "upload bytes before / after"],
+            rows,
+        )
+    )  # fmt: skip
+    print(f"tracebacks in the server log: {log_tracebacks}")
 
 
 if __name__ == "__main__":

@@ -121,8 +121,11 @@ if is_demo:
         bar = st.progress(0.0, text=_("Explaining {n} fresh examples…").format(n=n))
         table = ui.fresh_agreement(session, changes, n, settings, shown, lambda d, total: bar.progress(d / total))
         bar.empty()
-        st.markdown(_("Averaged over {n} fresh examples (inputs the model never trained on):").format(n=table.examples))
-        ui.show_table(table)
+        if table is not None:  # None: stopped in its worker (deadline, memory), the reason shown
+            st.markdown(
+                _("Averaged over {n} fresh examples (inputs the model never trained on):").format(n=table.examples)
+            )
+            ui.show_table(table)
 else:
     st.caption(_("The average over fresh examples needs a demo model whose card names its task."))
 

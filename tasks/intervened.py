@@ -54,6 +54,38 @@ class MatchResult:
     failure: tuple[str, str, str] | None  # (source, target, output) of the first example the model got wrong
 
 
+def exact_match_fresh(
+    model: nn.Module, tokenizer: Tokenizer, card: dict, n: int, changes: Interventions
+) -> MatchResult:
+    """exact_match_with on n fresh examples of a demo's task (fresh_examples: UnknownTraining when the card does
+    not say how it was trained): one call, for a worker process."""
+    return exact_match_with(model, tokenizer, fresh_examples(card, n), changes)
+
+
+def agreement_fresh(model: nn.Module, tokenizer: Tokenizer, card: dict, n: int, changes: Interventions,
+                    methods=None, progress=None, **settings):  # fmt: skip
+    """The attribution methods' agreement averaged over n fresh examples of a demo's task (model.analysis.
+    attribution_agreement.agreement_over): one call, for a worker process."""
+    from model.analysis.attribution import METHODS
+    from model.analysis.attribution_agreement import agreement_over
+
+    examples = fresh_examples(card, n)
+    return agreement_over(model, tokenizer, examples, methods or METHODS, interventions=changes, progress=progress,
+                          **settings)  # fmt: skip
+
+
+def match_to_json(result: MatchResult) -> dict:
+    """A MatchResult as JSON (a shipped demo's results.json)."""
+    return {"exact_match": result.exact_match, "examples": result.examples, "interventions": result.interventions,
+            "failure": None if result.failure is None else list(result.failure)}  # fmt: skip
+
+
+def match_from_json(data: dict) -> MatchResult:
+    failure = data.get("failure")
+    return MatchResult(float(data["exact_match"]), int(data["examples"]), dict(data.get("interventions") or {}),
+                       None if failure is None else tuple(str(x) for x in failure))  # fmt: skip
+
+
 @torch.no_grad()
 def exact_match_with(
     model: nn.Module, tokenizer: Tokenizer, examples: Sequence[Example], changes: Interventions = Interventions()

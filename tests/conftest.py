@@ -69,6 +69,21 @@ def allow_test_folders(tmp_path_factory):
         os.environ[ENV] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_result_cache(tmp_path_factory):
+    """Results kept on disk under a checkpoint's digest (ui/disk_cache.py) go to a folder of this run, not to the
+    home folder: every run computes what it checks (servers started by tests inherit the variable)."""
+    from ui.disk_cache import ENV_DIR
+
+    before = os.environ.get(ENV_DIR)
+    os.environ[ENV_DIR] = str(tmp_path_factory.mktemp("result-cache"))
+    yield
+    if before is None:
+        os.environ.pop(ENV_DIR, None)
+    else:
+        os.environ[ENV_DIR] = before
+
+
 @pytest.fixture
 def deferred(monkeypatch):
     """file name -> the callable a download button registered (Streamlit calls it when the button is pressed)."""

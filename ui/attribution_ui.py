@@ -11,14 +11,18 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, message_of
 from model.analysis import attribution as attr
-from model.analysis.attribution_agreement import REFERENCE, Agreement, agreement_over
+from model.analysis.attribution_agreement import REFERENCE, Agreement
 from model.analysis.attribution_methods import registry as attr_registry
+from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
+from ui.disk_cache import checkpoint_cached, demo_folder, stored
+from ui.safe_text import md
 from ui.session import Session
 from ui.url_state import Key, Keys
+from ui.workers import WorkerStopped, run_limited, run_with_progress, session_gone, steady
 
 REGISTRY = attr_registry.METHODS  # name -> method module: TITLE, EXPLANATION, SETTINGS, CHEAP, compute
 # computed on every visit: the cheap methods (and occlusion, the agreement's reference); flow and integrated
@@ -68,28 +72,36 @@ def settings_key(settings: dict) -> tuple:
 def computed(
     session: Session, changes: Interventions, settings: dict, methods: list[str]
 ) -> dict[str, attr.Attribution]:
-    """The scores of `methods` for the session's input, each computed once (a progress bar while any is missing)."""
+    """The scores of `methods` for the session's input, each computed once: the missing ones counted before any
+    starts (issue 30), then computed together in one limited worker process with progress and Cancel."""
     _key, text, target = key = caches.input_key(session)
     keys = {m: (*key, m, settings_key(settings), changes) for m in methods}
     missing = [m for m in methods if keys[m] not in caches.ATTRIBUTIONS]
-    bar = st.progress(0.0, text=_("Computing the attributions…")) if missing else None
-    out = {}
-    for i, method in enumerate(methods):
-
-        def report(done: int, total: int, i: int = i) -> None:
-            if bar is not None:
-                bar.progress(min(1.0, (i + done / max(total, 1)) / len(methods)))
-
-        out[method] = caches.ATTRIBUTIONS.get(
-            keys[method],
-            lambda m=method: attr.attribute(
-                session.model, session.tokenizer, text, target, method=m, interventions=changes, progress=report,
-                **settings,
-            ),
+    done: dict = {}
+    if missing:
+        plans = gradient_plans(session, settings)
+        done = run_with_progress(
+            attribute_methods, session.model, session.tokenizer, text, target, missing, changes, plans,
+            progress=True, key=("attribution", *keys[missing[0]]), label=N_("Computing the attributions…"), **settings,
         )  # fmt: skip
-    if bar is not None:
-        bar.empty()
-    return out
+        for method, result in done.items():
+            caches.ATTRIBUTIONS.put(keys[method], result)
+    return {m: done[m] if m in done else caches.ATTRIBUTIONS.get(keys[m], lambda: None) for m in methods}
+
+
+def gradient_plans(session: Session, settings: dict) -> dict:
+    """The gradient methods' plans for the session's input (model.analysis.budget.attribution_plans): the decoder
+    inputs are the shared decode's output (or the typed target); BudgetExceeded says what fits."""
+    from model.analysis.budget import WorkBudget, attribution_plans, source_length
+
+    model_key, text, target = caches.input_key(session)
+    cfg, tok = session.model.config, session.tokenizer
+    S = source_length(tok.source, cfg, text)
+    if target is None:
+        T = len(caches.own_output(model_key, text, session.model, tok)) + 1
+    else:
+        T = source_length(tok.target, cfg, target)
+    return attribution_plans(cfg, S, T, int(settings.get("steps", attr.DEFAULT_STEPS)), WorkBudget.from_environment())
 
 
 def fresh_agreement(
@@ -99,21 +111,41 @@ def fresh_agreement(
     settings: dict,
     methods: list[str],
     progress: Callable[[int, int], None],
-) -> Agreement:
-    """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo)."""
+) -> Agreement | None:
+    """The agreement table averaged over n fresh examples of the demo's task (UnknownTraining: not a demo); None
+    when its worker was stopped (the deadline, the memory limit: a warning says so)."""
+    try:
+        return _fresh(session, changes, n, settings, methods, progress)
+    except WorkerStopped as stopped:
+        st.warning(md(message_of(stopped)))
+        return None
+
+
+def _fresh(session, changes, n, settings, methods, progress) -> Agreement:
     from tasks import intervened
 
-    examples = caches.EXAMPLES.get((session.key, n), lambda: intervened.fresh_examples(session.card, n))
-    return caches.AGREEMENTS.get(
-        (session.key, n, settings_key(settings), tuple(methods), changes),
-        lambda: agreement_over(
-            session.model, session.tokenizer, examples, methods, interventions=changes, progress=progress, **settings
-        ),
-    )
+    def compute() -> Agreement:  # in a limited worker process (issue 30), the fresh examples drawn there too
+        return run_limited(
+            intervened.agreement_fresh, session.model, session.tokenizer, session.card, n, changes, methods, progress=True,
+            on_progress=steady(progress), should_stop=session_gone, **settings,
+        )  # fmt: skip
+
+    key = (session.key, n, settings_key(settings), tuple(methods), changes)
+    if changes:
+        return caches.AGREEMENTS.get(key, compute)
+    params = (
+        n,
+        settings_key(settings),
+        tuple(methods),
+    )  # a demo's agreement depends on its checkpoint only: kept on disk
+    return caches.AGREEMENTS.get(key, lambda: checkpoint_cached(session.key, "agreement", params, compute))
 
 
 def has_fresh(session: Session, changes: Interventions, n: int, settings: dict, methods: list[str]) -> bool:
-    return (session.key, n, settings_key(settings), tuple(methods), changes) in caches.AGREEMENTS
+    if (session.key, n, settings_key(settings), tuple(methods), changes) in caches.AGREEMENTS:
+        return True
+    folder = None if changes else demo_folder(session.key)
+    return folder is not None and stored(folder, "agreement", (n, settings_key(settings), tuple(methods)))
 
 
 def row_name(name: str) -> str:

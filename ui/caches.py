@@ -241,9 +241,18 @@ def demo_exact_match(
     """Exact match of a shipped demo on n fresh examples of its task with `changes` applied, once per
     (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
     a change does not fit the examples (a shift past max_len)."""
-    examples = EXAMPLES.get((model_key, n), lambda: intervened.fresh_examples(card, n))
-    return MATCHES.get(
-        (model_key, changes, n), lambda: intervened.exact_match_with(model, tokenizer, examples, changes)
+    from ui.disk_cache import checkpoint_cached
+    from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process (issue 30)
+
+    def compute() -> intervened.MatchResult:  # the fresh examples too: drawing them excludes the training set
+        return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
+                           on_progress=heartbeat(), should_stop=session_gone)  # fmt: skip
+
+    if changes:
+        return MATCHES.get((model_key, changes, n), compute)
+    return MATCHES.get(  # a shipped demo's result comes from its results.json (scripts/precompute.py)
+        (model_key, changes, n),
+        lambda: checkpoint_cached(model_key, "exact_match", (n,), compute, decode=intervened.match_from_json),
     )
 
 

@@ -7,6 +7,7 @@ A new page is its script in pages/ plus one line here.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -26,6 +27,22 @@ PAGES = {
     "model": ("model.py", N_("Model"), ":material/account_tree:"),
     "lecture_pack": ("lecture_pack.py", N_("Lecture pack"), ":material/school:"),
 }
+
+# url_path -> what a run of that page may cost before it starts (model/analysis/budget.py): the sidebar cuts the
+# input to the room this leaves. A page not named here counts page_bytes (capture with Q, K, V, every map's figure).
+# Named, not imported: this module stays light (the budget module imports torch).
+COSTS = {"attention": "attention_page_bytes"}
+
+
+def page_cost(page) -> Callable | None:
+    """The cost function of st.navigation's chosen page (its url_path, the default page's "-home" form too)."""
+    name = COSTS.get(str(getattr(page, "url_path", "") or "").removesuffix("-home"))
+    if name is None:
+        return None
+    from model.analysis import budget
+
+    return getattr(budget, name)
+
 
 THROUGH_APP = contextvars.ContextVar("page_runs_through_app", default=False)  # set by run_app around page.run()
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, message_of
 from model.interventions import NONE, Interventions
 from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining
 from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
-from ui.safe_text import code
+from ui.safe_text import code, md
 from ui.session import Session
 from ui.url_state import Key, Keys
+from ui.workers import WorkerStopped
 from viz import attention_figs
 
 CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
@@ -124,6 +125,9 @@ def _verdict(session: Session, changes: Interventions, what: str) -> None:
                              for c in (NONE, changes))  # fmt: skip
     except UnknownTraining:
         st.caption(_("This demo's card does not say how it was trained: no fresh examples to score."))
+        return
+    except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit (issue 30)
+        st.caption(md(message_of(stopped)))
         return
     except ValueError:  # the shift runs past max_len for the longer fresh examples
         st.caption(_("Shifted by {k}, the longer fresh examples run past the model's max_len: no verdict for this k.")

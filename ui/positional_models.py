@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, message_of
 from model.analysis.inspect import positional_tables
 from model.analysis.pe_analysis import cosine_similarity
 from model.checkpoints.demos import list_demos
@@ -20,8 +20,11 @@ from tasks.intervened import UnknownTraining
 from tasks.pe_experiment import training_sources
 from ui import caches, model_picker
 from ui.bounded_cache import BoundedCache
+from ui.disk_cache import on_disk, stored
 from ui.presentation import chart_box, presenting, show
+from ui.safe_text import md
 from ui.url_state import Key, Keys
+from ui.workers import WorkerStopped, run_limited, session_gone, steady
 from viz import pe_kinds_figs
 
 FRESH = 200  # fresh examples behind each exact match of the trained lengths
@@ -79,13 +82,31 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     if shipped is not None:
         return shipped
     key = (demo.name, model_picker.stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
+    params = (shift, lx.LENGTH_EXAMPLES)  # on disk under the checkpoint's digest (issue 30)
     if progress is None:
-        return CURVES.get(key, lambda: None) if key in CURVES else None
+        if key in CURVES:
+            return CURVES.get(key, lambda: None)
+        if stored(demo.path, "length_curve", params):
+            return CURVES.get(key, lambda: on_disk(demo.path, "length_curve", params, lambda: None))
+        return None
     low, high = lx.training_range(demo.card)
     recipe = demo.card.get("recipe") or {}
     seen = training_sources("reverse", int(recipe.get("train_size", 0)), int(demo.card.get("seed", 0)))
     examples = lx.examples_by_length("reverse", range(1, 2 * high + 1), lx.LENGTH_EXAMPLES, exclude=seen)
-    return CURVES.get(key, lambda: lx.length_curve(model, tokenizer, examples, shift, progress))
+
+    def compute() -> lx.LengthCurve:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+        return run_limited(
+            lx.length_curve,
+            model,
+            tokenizer,
+            examples,
+            shift,
+            progress=True,
+            on_progress=steady(progress),
+            should_stop=session_gone,
+        )
+
+    return CURVES.get(key, lambda: on_disk(demo.path, "length_curve", params, compute))
 
 
 def length_view() -> None:
@@ -119,7 +140,11 @@ def length_view() -> None:
                 bar.progress((i + done / total) / len(todo), _("{kind}: {done} of {total} strings").format(
                     kind=_(KINDS[kind]), done=done, total=total))  # fmt: skip
 
-            curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
+            try:  # each curve in its own limited worker (issue 30)
+                curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
+            except WorkerStopped as stopped:
+                st.warning(md(message_of(stopped)))
+                break
         bar.empty()
     shown = {_(KINDS[k]): (c.lengths, c.exact_match) for k, c in curves.items() if c is not None}
     if not shown:
@@ -180,6 +205,10 @@ def models_view() -> None:
                 result = caches.demo_exact_match(f"demo:{demo.name}", model, tokenizer, demo.card, NONE, FRESH)
         except UnknownTraining:
             column.metric(_(KINDS[kind]), "—", help=_("its card does not say how it was trained"))
+            continue
+        except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit
+            column.metric(_(KINDS[kind]), "—")
+            column.caption(md(message_of(stopped)))
             continue
         curve = None if trained is None else _curve(demo, model, tokenizer, 0)
         beyond = None if curve is None else float(np.mean(curve.exact_match[curve.lengths > trained[1]]))

@@ -7,7 +7,7 @@ import streamlit as st
 from i18n import _
 from model.analysis.cpu_share import run_over
 from ui.language import choose_language, language_switch
-from ui.navigation import THROUGH_APP, page_list
+from ui.navigation import THROUGH_APP, page_cost, page_list
 from ui.presentation import presentation_mode
 from ui.sidebar import sidebar
 from ui.threads import end_of_run, start_server_once
@@ -21,7 +21,7 @@ def run_app(default: str = "attention") -> None:
         st.set_page_config(page_title=_("Transformer attention explorer"))
         page = st.navigation(page_list(default))
         language_switch()
-        st.session_state["_session"] = sidebar()
+        st.session_state["_session"] = sidebar(page_cost(page))  # the input cut to what this page costs
         presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
         token = THROUGH_APP.set(True)
         try:

@@ -30,8 +30,11 @@ def _use_example() -> None:
         st.session_state["example_pick"] = None
 
 
-def sidebar() -> Session | None:
-    """Render the shared sidebar; None when no model could be loaded (the reason is shown)."""
+def sidebar(cost=None) -> Session | None:
+    """Render the shared sidebar; None when no model could be loaded (the reason is shown).
+
+    cost: the page's cost function (ui.navigation.COSTS; None: model.analysis.budget.page_bytes), by which the
+    input is cut to what the work budget allows before the page runs."""
     st.sidebar.header(_("Model and input"))
     picked = pick_model()
     if picked is None:
@@ -85,12 +88,14 @@ def sidebar() -> Session | None:
     budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work (issue 22)
     check = check_text(text, tok.source, room)
     check.warnings[:0] = long_link
-    apply_budget(check, tok.source, model.config, budget)
+    apply_budget(check, tok.source, model.config, budget, cost=cost)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
     source_tokens = source_length(tok.source, model.config, check.text)
     if target_check is not None:
-        apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens)
-    share_cpu(page_bytes(model.config, source_tokens), budget.max_bytes)  # a heavy run yields to the room's light ones
+        apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens, cost)
+    share_cpu(
+        (cost or page_bytes)(model.config, source_tokens), budget.max_bytes
+    )  # a heavy run yields to the room's light ones
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):

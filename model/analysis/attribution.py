@@ -73,11 +73,14 @@ def attribute(
     replacement: str = "unk",
     batch_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
+    plan=None,
 ) -> Attribution:
     """One method's (T, S) scores for the output of `source` (see each method's module for what it computes).
 
     steps and baseline: integrated gradients; replacement: occlusion. batch_size: most rows of one pass.
     progress(done, total): after each batch of the slow methods (flow, gradients, occlusion).
+    plan: a budget.GradientPlan (rows of one backward pass, pieces of integrated gradients' path in all), counted
+    before the work starts (budget.gradient_plan); None: the methods' own limits.
     ValueError naming a bad method, setting or intervention.
     """
     if method not in REGISTRY:
@@ -92,7 +95,7 @@ def attribute(
     changes = interventions or NONE
     prep = prepare(model, tokenizer, source, target)
     changes.check(model, (len(prep.src), len(prep.inputs)))
-    options = {"steps": steps, "baseline": baseline, "replacement": replacement}
+    options = {"steps": steps, "baseline": baseline, "replacement": replacement, "plan": plan}
     scores, settings, extra = REGISTRY[method].compute(
         model, tokenizer, source, target, prep, changes, options, batch_size, progress
     )

@@ -35,11 +35,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from i18n import M_, Message
+from i18n import M_, N_, Message
 
 from ..checkpoints.safe_io import size_text
 from ..decoding import DEFAULT_SLACK, step_cap
-from ..text.inputs import MAX_LEN_CUT, WHAT  # the names and the max_len warning of check_text's messages
+from ..text.bounded import content_count, read_bounded
+from ..text.inputs import CUTS, WHAT, count_limit  # the names and the max_len warnings of check_text's messages
 
 ENV = "VIZ_WORK_MB"
 MAX_TEXT_CHARS = (
@@ -47,6 +48,18 @@ MAX_TEXT_CHARS = (
 )
 DEFAULT_MB = 256
 F32 = 4  # bytes per recorded number
+
+
+BUDGET_CUT = N_(
+    "The {what} has {n} tokens, but this model's attention ({heads} heads, {layers} layers: it grows with "
+    "the square of the length) fits this server's work budget of {budget} for at most {room}: cut after "
+    "“{kept}” ({dropped} tokens dropped)."
+)
+BUDGET_CUT_LONG = N_(
+    "The {what} has more than {n} tokens, but this model's attention ({heads} heads, {layers} layers: "
+    "it grows with the square of the length) fits this server's work budget of {budget} for at most "
+    "{room}: cut after “{kept}”."
+)  # the text was longer than check_text counts (model.text.inputs.count_limit)
 
 
 class BudgetExceeded(ValueError):
@@ -118,6 +131,134 @@ def page_bytes(cfg, S: int, T: int | None = None) -> int:
     return max(capture_bytes(cfg, S, T, qkv=True), decode_bytes(cfg, S, steps)) + figure_bytes(cfg, S, T)
 
 
+def greedy_bytes(cfg, S: int, steps: int) -> int:
+    """The shared decode of an input (ui.caches.own_output: fused, nothing recorded): the key/value cache of
+    `steps` steps and one step's pass."""
+    cache = 2 * cfg.n_decoder_layers * (steps + S) * cfg.d_model
+    return F32 * cache + pass_bytes(cfg, S, 1)
+
+
+THUMBNAIL_CELLS = 48  # viz.attention_figs.THUMBNAIL_CELLS: an overview thumbnail's most cells a side
+
+
+def attention_view_bytes(cfg, S: int, T: int) -> int:
+    """The largest of the Attention page's views, one at a time: all heads of one layer (24 bytes a number, as
+    figure_bytes), every layer and head as thumbnails of at most 48 x 48 cells, or bertviz's model view of one
+    kind (weights written as whole thousandths: about 4 bytes, held three times: 12)."""
+    qk = max(S * S, T * T, T * S)
+    layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
+    grid = 24 * cfg.n_heads * qk
+    overview = 24 * layers * cfg.n_heads * min(qk, THUMBNAIL_CELLS**2)
+    one_kind = cfg.n_heads * max(cfg.n_encoder_layers * S * S, cfg.n_decoder_layers * max(T * T, T * S))
+    return max(grid, overview, 12 * one_kind)
+
+
+def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
+    """The Attention page on a new input: the shared decode, one recorded pass over its output (no Q, K, V: that
+    page does not show them) and its largest view."""
+    steps = steps_for(cfg, S)
+    T = steps + 1 if T is None else T
+    return max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
+
+
+def backward_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
+    """What autograd keeps for one backward pass of `rows` rows through the encoder (S tokens) and the decoder (T
+    inputs), from the embeddings to the log-probabilities: per layer the inputs of every linear map, norm and
+    activation (12 x d_model and 2 x d_ff a token for a block; 18 x d_model and 2 x d_ff for a decoder block,
+    its cross-attention included), the attention probabilities, their softmax input and dropout mask (3 per
+    score), the logits and their log-softmax (3 per logit); and the gradient of the input embeddings.
+    tests/test_budget.py measures what autograd really saves (saved_tensors_hooks) against it."""
+    d, f, H = cfg.d_model, max(cfg.d_ff, 4 * cfg.d_model), cfg.n_heads
+    enc = cfg.n_encoder_layers * (S * (12 * d + 2 * f) + 3 * H * S * S)
+    dec = cfg.n_decoder_layers * (T * (18 * d + 2 * f) + 3 * H * (T * T + T * S))
+    ends = 3 * T * cfg.tgt_vocab_size + 4 * S * d
+    return rows * F32 * (enc + dec + ends)
+
+
+def forward_ops(cfg, S: int, T: int) -> int:
+    """Multiply-adds x 2 of one row's forward pass: every projection, feed-forward and the generator, and the
+    attention scores and weighted sums."""
+    d, f, H = cfg.d_model, cfg.d_ff, cfg.n_heads
+    enc = cfg.n_encoder_layers * (S * (4 * d * d + 2 * d * f) + 2 * S * S * d)
+    dec = cfg.n_decoder_layers * (T * (8 * d * d + 2 * d * f) + 2 * (T * T + T * S) * d)
+    head = T * d * cfg.tgt_vocab_size
+    del H  # the scores' cost does not depend on how d is split into heads
+    return 2 * (enc + dec + head)
+
+
+OPS_ENV = "VIZ_WORK_GOPS"
+DEFAULT_GOPS = 400  # operations one request may cost: about 40 s at the ~10 GFLOP/s a busy 2-core CPU gives
+
+
+def ops_from_environment() -> int:
+    """$VIZ_WORK_GOPS x 10^9 (default 400): the operations one request may cost; not a positive integer: default."""
+    try:
+        gops = int(os.environ.get(OPS_ENV, DEFAULT_GOPS))
+    except ValueError:
+        gops = DEFAULT_GOPS
+    return (gops if gops > 0 else DEFAULT_GOPS) * 10**9
+
+
+@dataclass(frozen=True)
+class GradientPlan:
+    """How a gradient method may run within the budget: rows per backward pass, and (integrated gradients)
+    how many pieces of the path its halving loop may do in all, counted before it starts."""
+
+    rows: int  # path points or rows of one backward pass
+    pieces: int  # pieces of the path, all rows together (T at least: one per row, no halving)
+    ops: int  # the operations of the worst case within these limits
+
+
+def ig_piece_ops(cfg, S: int, T: int, steps: int) -> int:
+    """One piece of integrated gradients' path for one output row: `steps` points forward and backward (3 forward
+    passes' worth each) and the two ends' forward passes that check the piece."""
+    return (3 * steps + 2) * forward_ops(cfg, S, T)
+
+
+def gradient_plan(cfg, S: int, T: int, method: str, steps: int, budget: WorkBudget, ops: int | None = None):
+    """The GradientPlan of a gradient method ("grad_x_input" or "integrated_gradients") on S source tokens and T
+    decoder inputs, or BudgetExceeded saying what fits (a shorter input, fewer points per piece)."""
+    ops = ops_from_environment() if ops is None else ops
+    rows = budget.max_bytes // max(1, backward_bytes(cfg, S, T))
+    if rows < 1:
+        raise BudgetExceeded(
+            budget.refusal(
+                M_("A gradient through this model"), backward_bytes(cfg, S, T), M_("a shorter input is needed.")
+            )
+        )
+    if method != "integrated_gradients":
+        return GradientPlan(int(rows), T, T * 3 * forward_ops(cfg, S, T))
+    piece = ig_piece_ops(cfg, S, T, steps)
+    pieces = min(ops // max(1, piece), T * MAX_PIECES_PER_ROW)
+    if pieces < T:  # not even one piece a row: fewer points per piece, if any fit
+        fit = _largest(lambda k: T * ig_piece_ops(cfg, S, T, k) <= ops, 1, steps)
+        fits = (
+            M_("{k} points per piece of the path fit this input.", k=fit)
+            if fit >= 1
+            else M_("a shorter input is needed.")
+        )
+        raise BudgetExceeded(
+            M_(
+                "Integrated gradients with {steps} points per piece would need at least {need} billion operations, "
+                "more than this server's {ops} billion for one request; {fits}",
+                steps=steps,
+                need=-(-T * piece // 10**9),
+                ops=ops // 10**9,
+                fits=fits,
+            )
+        )
+    return GradientPlan(int(min(rows, steps * T)), int(pieces), int(pieces * piece))
+
+
+def attribution_plans(cfg, S: int, T: int, steps: int, budget: WorkBudget, ops: int | None = None) -> dict:
+    """{method: GradientPlan} of the gradient methods of the Attribution page, all counted before any starts:
+    BudgetExceeded (saying what fits) when one of them does not fit."""
+    return {m: gradient_plan(cfg, S, T, m, steps, budget, ops) for m in ("grad_x_input", "integrated_gradients")}
+
+
+MAX_PIECES_PER_ROW = 511  # integrated gradients' halving down to 1/256 of the path: at most 2 x 256 - 1 pieces
+
+
 def importance_row_bytes(cfg, S: int, T: int) -> int:
     """One row of head importance's batched passes: the pass, logits in float64 twice, no maps recorded."""
     return pass_bytes(cfg, S, T) + 2 * 8 * T * cfg.tgt_vocab_size + 2 * F32 * (S + T) * cfg.d_model
@@ -155,14 +296,17 @@ class WorkBudget:
     def describe(self) -> str:
         return size_text(self.max_bytes)
 
-    def source_room(self, cfg) -> int:
-        """The most source tokens (</s> included) a page run may read: a new input's capture with Q, K, V, its
-        greedy decoding to the step limit and its figures fit the budget. 0 when not even one token fits."""
-        return _largest(lambda s: page_bytes(cfg, s) <= self.max_bytes, 1, cfg.max_len)
+    def source_room(self, cfg, cost=None) -> int:
+        """The most source tokens (</s> included) a page run may read: cost(cfg, S) of the page (default
+        page_bytes: a new input's capture with Q, K, V, its greedy decoding to the step limit and the figures of
+        every map) fits the budget. 0 when not even one token fits."""
+        cost = cost or page_bytes
+        return _largest(lambda s: cost(cfg, s) <= self.max_bytes, 1, cfg.max_len)
 
-    def target_room(self, cfg, S: int) -> int:
+    def target_room(self, cfg, S: int, cost=None) -> int:
         """The most decoder tokens (<s> included) a typed target may give beside S source tokens."""
-        return _largest(lambda t: page_bytes(cfg, S, t) <= self.max_bytes, 1, cfg.max_len)
+        cost = cost or page_bytes
+        return _largest(lambda t: cost(cfg, S, t) <= self.max_bytes, 1, cfg.max_len)
 
     def beam_room(self, cfg, S: int, steps: int) -> int:
         """The widest beam whose search over `steps` steps fits (0: not even a beam of 1)."""
@@ -172,12 +316,11 @@ class WorkBudget:
         """How many ablations one batched pass of head importance may hold (0: not even one)."""
         return max(0, self.max_bytes // max(1, importance_row_bytes(cfg, S, T)))
 
-    def cut_notice(self, cfg, what: Message, n: int, room: int, kept: str) -> Message:
-        """The warning when a text is cut to fit this budget (what was kept, and why)."""
+    def cut_notice(self, cfg, what: Message, n: int, room: int, kept: str, complete: bool = True) -> Message:
+        """The warning when a text is cut to fit this budget (what was kept, and why); complete=False: the text
+        was longer than what was counted (n is a lower bound)."""
         return M_(
-            "The {what} has {n} tokens, but this model's attention ({heads} heads, {layers} layers: it grows with "
-            "the square of the length) fits this server's work budget of {budget} for at most {room}: cut after "
-            "“{kept}” ({dropped} tokens dropped).",
+            BUDGET_CUT if complete else BUDGET_CUT_LONG,
             what=what,
             n=n,
             heads=cfg.n_heads,
@@ -203,9 +346,9 @@ def fit_text(vocab, text: str, n: int) -> str:
     """The longest prefix of `text` that the vocabulary reads as at most n tokens of content (a <s> that a
     vocabulary puts in front not counted), cut where a space was when there is one: a prefix of what was typed."""
 
-    def count(prefix: str) -> int:
-        ids = vocab.encode(prefix)
-        return len(ids) - (1 if getattr(vocab, "prepend_bos", False) and ids else 0)
+    def count(prefix: str) -> int:  # exact up to n + 1: more is never read (model/text/bounded.py)
+        read = read_bounded(vocab, prefix, n)
+        return content_count(vocab, read.ids) if read.complete else n + 1
 
     if count(text) <= n:
         return text
@@ -215,12 +358,9 @@ def fit_text(vocab, text: str, n: int) -> str:
     return kept[:space].rstrip() if space > 0 and not text[len(kept) : len(kept) + 1].isspace() else kept.rstrip()
 
 
-def _content_ids(vocab, text: str) -> list[int]:
-    ids = vocab.encode(text)
-    return ids[1:] if getattr(vocab, "prepend_bos", False) and ids else ids
-
-
-def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", source_tokens: int | None = None) -> None:
+def apply_budget(
+    check, vocab, cfg, budget: WorkBudget, what: str = "input", source_tokens: int | None = None, cost=None
+) -> None:
     """Cut a checked text (model.text.inputs.InputCheck) to what `budget` allows this model, in place: check.text
     becomes its longest prefix that fits and a warning says so; an error when not even one token fits.
 
@@ -230,9 +370,9 @@ def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", sou
         return
     name = M_(WHAT.get(what, what))
     if what == "target":
-        room = budget.target_room(cfg, source_tokens or 1) - 1  # <s> comes first
+        room = budget.target_room(cfg, source_tokens or 1, cost) - 1  # <s> comes first
     else:
-        room = budget.source_room(cfg) - 1  # </s> comes last
+        room = budget.source_room(cfg, cost) - 1  # </s> comes last
     if room < 1:
         check.errors.append(
             M_(
@@ -246,20 +386,20 @@ def apply_budget(check, vocab, cfg, budget: WorkBudget, what: str = "input", sou
         return
     if room >= cfg.max_len - 1:
         return  # the model's own max_len binds first: check_text has said what it cuts
-    ids = _content_ids(vocab, check.text)
-    if len(ids) <= room:
+    read = read_bounded(vocab, check.text, count_limit(cfg.max_len))  # as check_text counted
+    n = content_count(vocab, read.ids)
+    if n <= room:
         return
     kept = fit_text(vocab, check.text, room)
-    check.warnings[:] = [
-        w for w in check.warnings if getattr(w, "template", None) != MAX_LEN_CUT
-    ]  # one cut, named once
-    check.warnings.append(budget.cut_notice(cfg, name, len(ids), room, kept))
+    check.warnings[:] = [w for w in check.warnings if getattr(w, "template", None) not in CUTS]  # one cut, named once
+    complete = read.complete and getattr(check, "complete", True)
+    check.warnings.append(budget.cut_notice(cfg, name, n, room, kept, complete))
     check.text = kept
 
 
 def source_length(vocab, cfg, text: str) -> int:
     """Source tokens a text gives the model (</s> included, cut to max_len as model.inputs.prepare_source does)."""
-    return min(len(vocab.encode(text)) + 1, cfg.max_len)
+    return min(len(read_bounded(vocab, text, cfg.max_len).ids) + 1, cfg.max_len)
 
 
 def beam_refusal(cfg, S: int, beam_size: int, budget: WorkBudget) -> Message | None:

@@ -9,6 +9,7 @@ from torch import nn
 
 from i18n import M_, N_, NM_, Message, join_messages
 
+from .bounded import bounded_ids, read_bounded
 from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
 
 
@@ -23,9 +24,9 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
     """Tokenize the source, cut it to the model's max_len (keeping room for </s>), append </s>
     (and what the vocabulary puts after it: mBART's language code)."""
     vocab = tokenizer.source
-    ids = vocab.encode(text)
     after = list(getattr(vocab, "after_eos", ()))
     room = model.config.max_len - 1 - len(after)
+    ids = bounded_ids(vocab, text, room)  # never more of the text than the model reads (model/text/bounded.py)
     truncated = max(0, len(ids) - room)
     ids = ids[:room] + [vocab.eos_id] + after
     return SourceInput(ids, vocab.decode(ids), truncated)
@@ -33,8 +34,8 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
 
 def prepare_target(model: nn.Module, vocab: Vocab, text: str) -> tuple[list[int], int]:
     """Decoder input ids for a given target text: <s> then the text's ids, cut to max_len; and how many were cut."""
-    ids = vocab.encode(text)
     room = model.config.max_len - 1
+    ids = bounded_ids(vocab, text, room)
     return [vocab.bos_id] + ids[:room], max(0, len(ids) - room)
 
 
@@ -60,6 +61,13 @@ class InputCheck:
     errors: list[str]  # reasons not to run at all (i18n Messages: translate where shown, _(message))
     warnings: list[str]  # things the user should know, the model still runs (Messages too)
     unknown: list[str]  # distinct symbols the vocabulary does not know
+    complete: bool = True  # the whole text was tokenized; False: `text` is the prefix read (model/text/bounded.py)
+
+
+def count_limit(max_tokens: int) -> int:
+    """How many tokens check_text counts before it stops reading a text: twice what the model reads, and 1,024
+    more (a longer text is cut; its message then says "more than" this many). Ordinary texts are counted exactly."""
+    return 2 * max(0, max_tokens) + 1024
 
 
 def _content_ids(vocab, text: str) -> list[int]:
@@ -72,6 +80,11 @@ WHAT = {"input": N_("input"), "target": N_("target")}  # what check_text's messa
 MAX_LEN_CUT = N_(
     "The {what} has {n} tokens but this model reads at most {room}: cut after “{kept}” ({dropped} tokens dropped)."
 )  # check_text's warning when the model's max_len cuts a text (model/analysis/budget.py replaces it when it cuts more)
+MAX_LEN_CUT_LONG = N_(
+    "The {what} has more than {n} tokens (counting stopped there) but this model reads at most {room}: "
+    "cut after “{kept}”."
+)  # the same when the text was too long to count to its end (read_bounded stopped)
+CUTS = (MAX_LEN_CUT, MAX_LEN_CUT_LONG)
 
 
 def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
@@ -82,6 +95,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
     Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
     """
     cleaned = clean_text(text)
+    read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
     errors, warnings = [], []
     name = M_(WHAT.get(what, what))
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
@@ -94,7 +108,7 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
                 what=name,
             )
         )
-    symbols = vocab.split(cleaned) if hasattr(vocab, "split") else cleaned.split()
+    symbols = vocab.split(read.text) if hasattr(vocab, "split") else read.text.split()
     if not symbols:
         errors.append(M_("The {what} is empty: type some text, or pick an example.", what=name))
         return InputCheck(cleaned, errors, warnings, [])
@@ -122,21 +136,13 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
         )
     elif unknown:
         warnings.append(M_("Not in the vocabulary, read as <unk>: {symbols}.", symbols=_quote(unknown)))
-    ids = _content_ids(vocab, cleaned)
+    ids = read.ids[1:] if getattr(vocab, "prepend_bos", False) else read.ids
     room = max_tokens - (1 if getattr(vocab, "prepend_bos", False) else 0) - len(getattr(vocab, "after_eos", ()))
     if len(ids) > room:
         kept = vocab.detokenize(vocab.decode(ids[:room]))
-        warnings.append(
-            M_(
-                MAX_LEN_CUT,
-                what=name,
-                n=len(ids),
-                room=room,
-                kept=kept[-40:],
-                dropped=len(ids) - room,
-            )
-        )
-    return InputCheck(cleaned, errors, warnings, unknown)
+        template = MAX_LEN_CUT if read.complete else MAX_LEN_CUT_LONG
+        warnings.append(M_(template, what=name, n=len(ids), room=room, kept=kept[-40:], dropped=len(ids) - room))
+    return InputCheck(read.text, errors, warnings, unknown, read.complete)
 
 
 def _quote(symbols: list[str], limit: int = 12) -> Message:

@@ -318,5 +318,7 @@ class Tokenizer:
     @classmethod
     def load(cls, path: str | Path) -> Tokenizer:
         from ..checkpoints.safe_io import read_json  # bounded size and depth; a regular file only
+        from ..checkpoints.tokenizer_budget import charge  # the memory of the parsed lists, before parsing
 
+        charge([(path, "json")], Path(path).name)
         return cls.from_dict(read_json(path))

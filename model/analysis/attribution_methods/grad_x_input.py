@@ -19,5 +19,5 @@ CHEAP = True
 
 
 def compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress):
-    scores, logp, _ = gradients(model, prep, False, None, 1, changes, batch_size, progress)
+    scores, logp, _ = gradients(model, prep, False, None, 1, changes, batch_size, progress, options.get("plan"))
     return scores, {"baseline": options["baseline"]}, {"log_probs": logp}

@@ -34,5 +34,7 @@ CHEAP = False  # a backward pass per point of the path, the path cut into pieces
 def compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress):
     baseline, steps = options["baseline"], options["steps"]
     base_id = None if baseline == "zero" else special_id(tokenizer, baseline)
-    scores, logp, expected = gradients(model, prep, True, base_id, steps, changes, batch_size, progress)
+    scores, logp, expected = gradients(
+        model, prep, True, base_id, steps, changes, batch_size, progress, options.get("plan")
+    )
     return scores, {"baseline": baseline, "steps": steps}, {"log_probs": logp, "expected_sums": expected}

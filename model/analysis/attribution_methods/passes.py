@@ -120,7 +120,7 @@ def output_log_prob(model: nn.Module, src: list[int], inputs: list[int], scored:
     return forward
 
 
-def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, changes, batch_size, progress):
+def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, changes, batch_size, progress, plan=None):
     """integrated: integrated gradients along the path from the baseline (else gradient x input at x)."""
     """(T, S) attributions summed over the embedding, (T,) log p(y_t), (T,) F(x) - F(baseline)."""
     from captum.attr import InputXGradient
@@ -131,7 +131,7 @@ def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, chang
     base = torch.zeros_like(x) if baseline_id is None else model.src_embed(torch.full_like(src, baseline_id)).detach()
     forward = output_log_prob(model, prep.src, prep.inputs, prep.scored)
     T = len(prep.scored)
-    per_pass = _rows_per_pass(model, prep, batch_size)
+    per_pass = _rows_per_pass(model, prep, batch_size if plan is None else min(batch_size, plan.rows))
     rows = torch.arange(T, device=device)
     with record(model, interventions=changes, keep=False):
         with torch.no_grad():
@@ -141,7 +141,10 @@ def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, chang
             rows_ig = max(
                 per_pass, min(GRADIENT_ROWS, LOGIT_BUDGET // (len(prep.inputs) * model.config.tgt_vocab_size))
             )
-            attr = _integrated(forward, x[0], base[0], logp - start, steps, rows_ig, progress)
+            if plan is not None:  # what autograd keeps for one pass, counted by the budget
+                rows_ig = max(1, min(rows_ig, plan.rows))
+            pieces = None if plan is None else plan.pieces
+            attr = _integrated(forward, x[0], base[0], logp - start, steps, rows_ig, progress, pieces)
         else:
             attr = torch.zeros(T, *x.shape[1:], dtype=torch.float64)
             for part in _chunks(T, per_pass):
@@ -167,7 +170,7 @@ PIECE_TOLERANCE = 0.004  # a piece of the path is kept when its sums miss its ch
 MIN_PIECE = 1 / 256  # pieces are halved at most down to this length of the path
 
 
-def _integrated(forward, x, base, change, steps, per_pass, progress) -> torch.Tensor:
+def _integrated(forward, x, base, change, steps, per_pass, progress, max_pieces=None) -> torch.Tensor:
     """(T, S, D) integrated gradients of every output row, the path cut into pieces where the quadrature misses.
 
     Each piece [a, b] of the straight path from the baseline to x is one Captum IntegratedGradients call with
@@ -175,13 +178,15 @@ def _integrated(forward, x, base, change, steps, per_pass, progress) -> torch.Te
     sum is the integral over the whole path. A piece whose attributions do not sum to its own change of log p
     within (PIECE_TOLERANCE x |the row's change| + 1e-4) x its length + 1e-5 (float32's noise) is halved and done again: the sum of the
     kept pieces then misses the row's change by at most PIECE_TOLERANCE of it (0.4%), unless halving stopped at
-    MIN_PIECE. change: (T,) log p(x) - log p(x').
+    MIN_PIECE, or at max_pieces pieces done and pending in all (the budget counted them before the start).
+    change: (T,) log p(x) - log p(x').
     """
     from captum.attr import IntegratedGradients
 
     T = len(change)
     out = torch.zeros(T, *x.shape, dtype=torch.float64)
     pending = [(t, 0.0, 1.0) for t in range(T)]
+    pieces = T  # pieces done or pending: each split adds one
     at_once = max(1, per_pass // steps)
     done = 0.0
     while pending:
@@ -197,11 +202,13 @@ def _integrated(forward, x, base, change, steps, per_pass, progress) -> torch.Te
             gain = (forward(end, rows) - forward(start, rows)).double()
         missed = (attr.double().sum((1, 2)) - gain).abs().cpu()
         for i, (t, a, b) in enumerate(todo):
-            if missed[i] <= (PIECE_TOLERANCE * abs(change[t]) + 1e-4) * (b - a) + 1e-5 or b - a <= MIN_PIECE:
+            close = missed[i] <= (PIECE_TOLERANCE * abs(change[t]) + 1e-4) * (b - a) + 1e-5
+            if close or b - a <= MIN_PIECE or (max_pieces is not None and pieces >= max_pieces):
                 out[t] += attr[i].detach().double().cpu()
                 done += b - a
             else:
                 pending += [(t, a, (a + b) / 2), (t, (a + b) / 2, b)]
+                pieces += 1
         if progress is not None:
             progress(min(T, int(done)), T)
     return out

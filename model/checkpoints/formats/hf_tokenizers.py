@@ -22,8 +22,10 @@ from pathlib import Path
 
 from i18n import M_
 
+from ...text.bounded import check_expansion
 from ..checkpoint import CheckpointError
 from ..safe_io import read_bytes, read_json, regular_file
+from ..tokenizer_budget import charge
 
 SPM_MAX_BYTES = 64 * 2**20  # a 250k-piece sentencepiece model is about 5 MB
 MERGES_MAX_BYTES = 64 * 2**20  # GPT-2 / BART merges.txt: 456 KB
@@ -42,6 +44,7 @@ def _sentencepiece(path: Path, folder: str):
         raise CheckpointError(
             M_("reading this tokenizer needs the sentencepiece package: pip install sentencepiece")
         ) from None
+    charge([(path, "sentencepiece")], folder)  # counted before it is parsed
     data = read_bytes(path, SPM_MAX_BYTES)
     try:
         return sentencepiece.SentencePieceProcessor(model_proto=data)
@@ -192,7 +195,9 @@ def t5_vocab(folder: Path, size: int, pad: int, eos: int, start: int, extra_ids:
     specials = {"pad": pad, "bos": start, "eos": eos, "unk": spm.unk_id()}
     names = {spm.id_to_piece(i): i for i in range(n) if spm.is_control(i) or spm.is_unknown(i)}
     added = {**names, **{f"<extra_id_{i}>": n + extra_ids - 1 - i for i in range(extra_ids)}}
-    return SentencePieceVocab(spm, 0, "t5", size, specials, added)
+    vocab = SentencePieceVocab(spm, 0, "t5", size, specials, added)
+    check_expansion(vocab, f"{folder.name}/spiece.model", CheckpointError)  # a rule that multiplies text: refused
+    return vocab
 
 
 def mbart_vocabs(
@@ -214,6 +219,7 @@ def mbart_vocabs(
     target = SentencePieceVocab(
         spm, 1, "mbart", size, target_specials, added, prefix=[] if forced is None else [forced]
     )
+    check_expansion(source, f"{folder.name}/sentencepiece.bpe.model", CheckpointError)
     return source, target
 
 
@@ -226,14 +232,16 @@ def bart_vocabs(
         raise CheckpointError(
             M_("reading a BART tokenizer needs the tokenizers package: pip install tokenizers")
         ) from None
-    ids = read_json(folder / "vocab.json", origin=f"{folder.name}/vocab.json")
+    merges = folder / "merges.txt"
+    vocab_json = folder / "vocab.json"  # read by json here, then with merges.txt by the tokenizers library
+    charge([(vocab_json, "json"), (vocab_json, "bpe"), (merges, "bpe")], folder.name)
+    ids = read_json(vocab_json, origin=f"{folder.name}/vocab.json")
     if not isinstance(ids, dict) or not all(type(v) is int for v in ids.values()):
         raise CheckpointError(M_("{name} must map each token to an integer id", name="vocab.json"))
     _check_range(folder.name, ids.values(), size, "vocab.json")
     missing = [t for t in ("<s>", "<pad>", "</s>", "<unk>") if t not in ids]
     if missing:
         raise CheckpointError(M_("{folder}: vocab.json lacks {tokens}", folder=folder.name, tokens=", ".join(missing)))
-    merges = folder / "merges.txt"
     read_bytes(merges, MERGES_MAX_BYTES)  # bounded, a regular file
     try:
         bpe = ByteLevelBPETokenizer(str(folder / "vocab.json"), str(merges), add_prefix_space=False)
@@ -252,6 +260,7 @@ def bart_vocabs(
     target = ByteLevelVocab(
         bpe, ids, "bart", size, {**specials, "bos": start}, added, prefix=[] if forced is None else [forced]
     )
+    check_expansion(source, f"{folder.name}/vocab.json", CheckpointError)
     return source, target
 
 

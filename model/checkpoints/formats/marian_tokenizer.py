@@ -13,9 +13,11 @@ from typing import Any
 
 from i18n import M_
 
+from ...text.bounded import check_expansion
 from ...text.tokenizer import IdVocab, Tokenizer
 from ..checkpoint import CheckpointError
 from ..safe_io import read_json, regular_file
+from ..tokenizer_budget import charge
 
 TOKENIZER_FILES = ("vocab.json", "source.spm", "target.spm")
 
@@ -105,6 +107,11 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
         raise CheckpointError(
             M_("reading a MarianMT tokenizer needs the sentencepiece package: pip install sentencepiece")
         ) from None
+    files = [(folder / "vocab.json", "json"), (folder / "source.spm", "sentencepiece")]
+    files.append((folder / "target.spm", "sentencepiece"))
+    if (folder / "target_vocab.json").is_file():
+        files.append((folder / "target_vocab.json", "json"))
+    charge(files, folder.name)  # counted before any of them is parsed
     tok_cfg: dict[str, Any] = {}
     if (folder / "tokenizer_config.json").is_file():
         tok_cfg = read_json(folder / "tokenizer_config.json")
@@ -157,4 +164,6 @@ def marian_tokenizer(folder: Path, cfg: dict[str, Any], src_size: int, tgt_size:
                     problem=str(err),
                 )
             ) from None
+    for side, spm in zip(sides, ("source.spm", "target.spm")):
+        check_expansion(side, f"{folder.name}/{spm}", CheckpointError)  # a rule that multiplies text: refused
     return Tokenizer(*sides)

@@ -23,6 +23,7 @@ from i18n import M_, NM_
 
 from ..checkpoint import CheckpointError
 from ..safe_io import JSON_MAX_BYTES, parse_json, read_bytes
+from ..tokenizer_budget import charge
 from .safe_pickle import InertObject, load_inert_pickle, looks_like_pickle
 
 VocabSpec = Union[str, "os.PathLike[str]", Sequence[str]]
@@ -179,6 +180,7 @@ def read_vocabulary(spec: VocabSpec) -> VocabLists:
     path = Path(spec)
     if not path.exists():
         raise CheckpointError(M_("vocabulary file {name} does not exist", name=path.name))
+    charge([(path, "json")], path.name)  # a token list costs about what a JSON one does: counted before parsing
     raw = read_bytes(path, JSON_MAX_BYTES)
     if looks_like_pickle(raw[:4]) or path.suffix in (".pt", ".pth", ".pkl"):
         return _from_pickle(path)

@@ -1,0 +1,124 @@
+"""Reading a visitor's text as tokens with work bounded by the tokens wanted, not by the text (issue 30).
+
+A tokenizer file decides how many tokens a character becomes: a sentencepiece normalization rule can rewrite `a`
+as 2,000 `z`s, so 20,000 typed characters became 40 million tokens, and every `vocab.encode(text)` of the whole
+text paid for all of them. Two bounds, both stated here:
+
+- `read_bounded(vocab, text, limit)` encodes the text in pieces of at most CHUNK_CHARS characters (cut before a
+  space where there is one, so every piece starts a word as it would in the whole text) and stops as soon as more
+  than `limit` tokens were counted. Its work is at most (limit + CHUNK_CHARS) characters' worth, whatever the
+  text's length; the ids it returns are those of the whole prefix it read, encoded in one go (exactly what the
+  model reads of it), and `complete` says whether that prefix is the whole text.
+- `worst_expansion(vocab)` encodes each of PROBE characters alone when a tokenizer is loaded; `check_expansion`
+  refuses a tokenizer that turns one of them into more than MAX_EXPANSION tokens (byte fallback of a 4-byte
+  character gives 4 pieces and a word marker: 5). A rule on a character outside the probe is still bounded by
+  read_bounded: it costs at most one piece's expansion beyond the limit.
+
+Pure Python: the vocabulary objects of model/text/tokenizer.py and model/checkpoints/formats/ (anything with
+encode and the optional prepend_bos).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from i18n import M_, N_
+
+CHUNK_CHARS = 256  # characters per piece at most
+MIN_CHUNK = 16  # characters per piece at least (near the limit, pieces shrink to the room left)
+MAX_EXPANSION = 16  # tokens one character may become, at most, for a tokenizer to be accepted
+MAX_RESYNC = 4  # exact re-encodings of the prefix read when pieces' counts and the whole's disagree
+
+# One character of each script a visitor may type, the ASCII letters, digits and punctuation, and characters
+# that normalizers commonly rewrite (ligatures, full-width forms, compatibility letters).
+PROBE = (
+    "".join(chr(c) for c in range(0x21, 0x7F))
+    + "àéîõüßçñøåæœÀÉÎÕÜ¡¿«»°±²³µ·×÷"
+    + "ΑαΒβΓγΔδΩωЖжЯяЩщ"
+    + "אבגابتअआকখกขაბ"
+    + "一二三中文字日本語あいうアイウ한국어"
+    + "ﬁﬂﬀＡＢａｂ１２！？ⅠⅡ①②ℌℕ™…—–‘’“”€£¥₩"
+    + "😀👍🎉"
+)
+
+
+@dataclass
+class BoundedText:
+    """What read_bounded read of a text."""
+
+    text: str  # the prefix read: the whole text when complete, else the text up to where counting stopped
+    ids: list[int]  # vocab.encode(text) of that prefix (a <s> in front when the vocabulary puts one there)
+    complete: bool  # the whole text was read: len(content ids) is its exact token count
+
+
+def content_count(vocab, ids: list[int]) -> int:
+    """Tokens of content in vocab.encode(...)'s ids: without the <s> some vocabularies put in front."""
+    return len(ids) - (1 if getattr(vocab, "prepend_bos", False) and ids else 0)
+
+
+def _piece_end(text: str, start: int, size: int) -> int:
+    """Where a piece of at most `size` characters from `start` ends: before the last space inside it (so the
+    next piece begins with the space, as the word does in the whole text), else after `size` characters."""
+    end = start + size
+    if end >= len(text):
+        return len(text)
+    space = max(text.rfind(" ", start + 1, end + 1), text.rfind("\n", start + 1, end + 1))
+    return space if space > start else end
+
+
+def read_bounded(vocab, text: str, limit: int) -> BoundedText:
+    """Encode `text` until more than `limit` content tokens were seen, in pieces; never the rest of the text.
+
+    When the whole text has at most `limit` tokens (or a few more, by a piece's boundary), it is read whole:
+    complete=True and ids = vocab.encode(text). Otherwise text is the prefix read (ending at a piece's end, at
+    least `limit` + 1 tokens: what a model that reads `limit` tokens reads of the whole), complete=False."""
+    limit = max(0, int(limit))
+    pos, counted, resyncs = 0, 0, 0
+    while pos < len(text):
+        room = limit + 1 - counted
+        end = _piece_end(text, pos, min(CHUNK_CHARS, max(MIN_CHUNK, room)))
+        counted += content_count(vocab, vocab.encode(text[pos:end]))
+        pos = end
+        if counted > limit and pos < len(text):
+            ids = vocab.encode(text[:pos])  # the pieces' sum can differ from the whole at their boundaries
+            exact = content_count(vocab, ids)
+            if exact > limit or resyncs >= MAX_RESYNC:
+                return BoundedText(text[:pos], ids, False)
+            counted, resyncs = exact, resyncs + 1
+    ids = vocab.encode(text)
+    return BoundedText(text, ids, True)
+
+
+def bounded_ids(vocab, text: str, limit: int) -> list[int]:
+    """vocab.encode(text) for a caller that keeps at most `limit` content tokens: the same first limit + 1 (or
+    more) ids, with the work bounded by the limit (read_bounded)."""
+    return read_bounded(vocab, text, limit).ids
+
+
+def worst_expansion(vocab, probe: str = PROBE) -> tuple[int, str]:
+    """(the most tokens one probe character becomes, that character), each character encoded alone."""
+    worst, which = 0, ""
+    for ch in probe:
+        n = content_count(vocab, vocab.encode(ch))
+        if n > worst:
+            worst, which = n, ch
+    return worst, which
+
+
+class ExpandingTokenizer(ValueError):
+    """A tokenizer that turns one character into more than MAX_EXPANSION tokens; its message is an i18n Message."""
+
+
+EXPANSION_REFUSED = N_(
+    "{origin}: this tokenizer turns the single character “{char}” into {n} tokens; this app accepts "
+    "tokenizers that make at most {max} tokens of one character (its normalization rewrites text into much "
+    "longer text)."
+)
+
+
+def check_expansion(vocab, origin: str, error: type[Exception] = ExpandingTokenizer, probe: str = PROBE) -> int:
+    """The vocabulary's worst expansion over the probe; `error` (a Message saying so) when above MAX_EXPANSION."""
+    worst, which = worst_expansion(vocab, probe)
+    if worst > MAX_EXPANSION:
+        raise error(M_(EXPANSION_REFUSED, origin=origin, char=which, n=worst, max=MAX_EXPANSION))
+    return worst

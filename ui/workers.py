@@ -1,0 +1,276 @@
+"""Heavy work in a child process that the operating system limits, stopped when nobody waits for it (issue 30).
+
+    result = run_limited(model.analysis.attribution.attribute, model, tok, text, method=name)
+    result = run_with_progress(fn, *args, key=("attr", ...), label=N_("Computing…"), **kwargs)   # in a page
+
+`run_limited` forks the server process (the child shares the loaded model's memory copy-on-write: nothing is
+pickled on the way in), and in the child, before the work starts:
+
+- RLIMIT_AS: the child's address space at the fork plus $VIZ_WORKER_MB (default 1024 MB): an allocation beyond
+  fails in the child (torch raises, the child reports "out of memory"), never in the server;
+- RLIMIT_CPU: the deadline in CPU seconds plus 5: a child that escapes the wall deadline is killed by the kernel;
+- one torch thread (the room's other sessions keep the other cores), its own process group.
+
+The parent waits on a pipe: progress messages (the function's `progress(done, total)` argument is sent over it),
+then the result or the error, pickled. It kills the child (SIGKILL) when the wall deadline ($VIZ_DEADLINE_S,
+default 60 s, at most 60) passes, when `should_stop()` says so, or when the waiting thread is interrupted (a
+Streamlit rerun, a session that left: both raise inside the wait at its next progress update, at most
+POLL_S apart) - the `finally` below kills the child within that time.
+
+The result comes back as a copy in the server's memory: it is what the page shows and caches. What the work held
+while running (activations, gradients, the graph) stays in the child and goes with it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from i18n import M_, N_
+
+ENV_MB, ENV_DEADLINE = "VIZ_WORKER_MB", "VIZ_DEADLINE_S"
+DEFAULT_MB, DEFAULT_DEADLINE, MAX_DEADLINE = 1024, 60.0, 60.0
+POLL_S = 0.2  # the parent's longest wait between two looks at the child (and at should_stop)
+
+OUT_OF_MEMORY = N_(
+    "This computation needed more than the {limit} a worker may use on this server; it was stopped. A shorter "
+    "input or smaller settings fit."
+)
+PAST_DEADLINE = N_(
+    "This computation was stopped after {seconds} seconds, this server's limit for one request. A shorter input or "
+    "smaller settings fit."
+)
+CANCELLED = N_("Cancelled. Press “Run again” to start it again, or change the input.")
+
+
+class WorkerStopped(ValueError):
+    """The work did not finish: args[0] is a Message saying why (memory, deadline, cancelled). A ValueError, as
+    the pages' other reasons not to show a result, so that they show it as one."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory: int  # bytes of address space beyond the child's at the fork
+    deadline: float  # wall seconds
+
+    @classmethod
+    def from_environment(cls) -> Limits:
+        try:
+            mb = int(os.environ.get(ENV_MB, DEFAULT_MB))
+        except ValueError:
+            mb = DEFAULT_MB
+        try:
+            seconds = float(os.environ.get(ENV_DEADLINE, DEFAULT_DEADLINE))
+        except ValueError:
+            seconds = DEFAULT_DEADLINE
+        mb = mb if mb > 0 else DEFAULT_MB
+        seconds = min(MAX_DEADLINE, seconds) if seconds > 0 else DEFAULT_DEADLINE
+        return cls(mb * 2**20, seconds)
+
+
+def _address_space() -> int:
+    """This process's virtual memory size in bytes (VmSize)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> None:
+    """In the forked child: limits first, then the work; every outcome goes back over `conn`. Never returns."""
+    code = 0
+    try:
+        os.setpgid(0, 0)
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            pass
+        cap = _address_space() + limits.memory
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        cpu = int(limits.deadline) + 5
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+        def progress(done: int, total: int) -> None:
+            conn.send(("progress", int(done), int(total)))
+
+        if "progress" in kwargs:
+            kwargs = {**kwargs, "progress": progress}
+        result = fn(*args, **kwargs)
+        conn.send(("done", pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
+    except MemoryError:
+        conn.send(("memory", None))
+    except RuntimeError as err:  # torch's allocator: "DefaultCPUAllocator: can't allocate memory"
+        kind = "memory" if "allocate" in str(err) or "memory" in str(err) else "error"
+        conn.send((kind, err if kind == "error" else None))
+    except BaseException as err:  # noqa: BLE001 - every failure goes back to the parent, which decides
+        try:
+            conn.send(("error", err))
+        except Exception:  # noqa: BLE001 - an exception that does not pickle
+            conn.send(("error", RuntimeError(traceback.format_exception_only(err)[-1].strip()[:200])))
+    finally:
+        conn.close()
+        os._exit(code)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def run_limited(
+    fn: Callable,
+    *args: Any,
+    limits: Limits | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """fn(*args, **kwargs) in a limited child process; its result, or its exception raised here.
+
+    A `progress` keyword (any value) is replaced in the child by a function that reports to on_progress here.
+    WorkerStopped (a Message) when the child ran out of memory or time; WorkerStopped("cancelled") when
+    should_stop() said so. The child is gone when this returns or raises, whatever happened."""
+    import multiprocessing
+
+    limits = limits or Limits.from_environment()
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    pid = os.fork()
+    if pid == 0:  # the child
+        receive.close()
+        _child(fn, args, kwargs, limits, send)
+    send.close()
+    started = time.monotonic()
+    try:
+        while True:
+            left = limits.deadline - (time.monotonic() - started)
+            if left <= 0:
+                raise WorkerStopped(M_(PAST_DEADLINE, seconds=int(limits.deadline)))
+            if should_stop is not None and should_stop():
+                raise WorkerStopped(M_(CANCELLED))
+            if not receive.poll(min(POLL_S, left)):
+                if on_progress is not None:
+                    on_progress(-1, -1)  # a heartbeat: the waiting page's chance to notice a rerun or a departure
+                continue
+            try:
+                kind, *payload = receive.recv()
+            except EOFError:  # the child died without a word: the kernel's CPU limit, or the OOM killer
+                raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory))) from None
+            if kind == "progress":
+                if on_progress is not None:
+                    on_progress(*payload)
+            elif kind == "done":
+                return pickle.loads(payload[0])
+            elif kind == "memory":
+                raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory)))
+            else:
+                raise payload[0]
+    finally:
+        receive.close()
+        _kill(pid)
+
+
+def steady(progress: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """An on_progress for run_limited from a page's progress(done, total): heartbeats repeat the last report (so
+    that the page's waiting loop still makes a Streamlit call, where a rerun or a departure interrupts it)."""
+    last = [0, 1]
+
+    def report(done: int, total: int) -> None:
+        if done >= 0 and total > 0:
+            last[:] = [done, total]
+        progress(*last)
+
+    return report
+
+
+def session_gone() -> bool:
+    """True when the Streamlit session this script runs for is no longer connected (its visitor left). Streamlit
+    also asks the script to stop then, which interrupts the wait at its next heartbeat: this is the second way."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is None or not Runtime.exists():
+            return False
+        return not Runtime.instance().is_active_session(ctx.session_id)
+    except Exception:  # noqa: BLE001 - outside a server (tests, the CLI) nobody leaves
+        return False
+
+
+def heartbeat() -> Callable[[int, int], None]:
+    """An on_progress for work shown without a bar (under a spinner): an empty placeholder emptied again at each
+    heartbeat, the Streamlit call at which a rerun or a departed session interrupts the wait."""
+    import streamlit as st
+
+    slot = st.empty()
+    return lambda done, total: slot.empty()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.0f} MB"
+
+
+# -- in a page: a progress bar, a Cancel button --------------------------------------------------------------------
+
+CANCELLED_KEY = "_worker_cancelled"  # session state: the key of the job its visitor cancelled
+
+
+def _cancel(key) -> None:
+    import streamlit as st
+
+    st.session_state[CANCELLED_KEY] = key
+
+
+def _again() -> None:
+    import streamlit as st
+
+    st.session_state.pop(CANCELLED_KEY, None)
+
+
+def run_with_progress(fn: Callable, *args: Any, key: tuple, label: str, **kwargs: Any) -> Any:
+    """run_limited(fn, *args, **kwargs) under a progress bar (label: a marked string) and a Cancel button.
+
+    Cancel (or any other widget, or leaving the page) reruns the script: the waiting loop is interrupted at its
+    next heartbeat and the child killed. A cancelled job (the same key) is not started again until the visitor
+    presses "Run again" or changes what the key holds; WorkerStopped says so meanwhile."""
+    import streamlit as st
+
+    from i18n import _
+
+    if st.session_state.get(CANCELLED_KEY) == key:
+        st.button(_("Run again"), key="worker_again", on_click=_again)
+        raise WorkerStopped(M_(CANCELLED))
+    box = st.empty()
+    with box.container():
+        bar = st.progress(0.0, text=_(label))
+        st.button(_("Cancel"), key="worker_cancel", on_click=_cancel, args=(key,))
+    shown = [0.0]
+    started = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        if done >= 0 and total > 0:
+            shown[0] = min(1.0, done / total)
+        seconds = int(time.monotonic() - started)
+        bar.progress(shown[0], text=_("{label} ({seconds} s)").format(label=_(label), seconds=seconds))
+
+    try:
+        return run_limited(fn, *args, on_progress=report, should_stop=session_gone, **kwargs)
+    finally:
+        box.empty()
