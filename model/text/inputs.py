@@ -31,6 +31,18 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
     return SourceInput(ids, vocab.decode(ids), truncated)
 
 
+def prepare_sequence(model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None = None) -> SourceInput:
+    """A decoder-only model's one sequence: the text's ids as the family's tokenizer gives them (its BOS in front
+    when the family adds one, no </s> appended), then the target's ids when given, cut to max_len."""
+    vocab = tokenizer.target
+    ids = vocab.encode(text)
+    if target is not None:
+        extra = vocab.encode(target)
+        ids += extra[len(getattr(vocab, "prefix", ())) :] if getattr(vocab, "prepend_bos", False) else extra
+    room = model.config.max_len
+    return SourceInput(ids[:room], vocab.decode(ids[:room]), max(0, len(ids) - room))
+
+
 def prepare_target(model: nn.Module, vocab: Vocab, text: str) -> tuple[list[int], int]:
     """Decoder input ids for a given target text: <s> then the text's ids, cut to max_len; and how many were cut."""
     ids = vocab.encode(text)
