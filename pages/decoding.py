@@ -16,6 +16,7 @@ from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import code, esc
 from ui.session import require_session
+from ui.shapes import NO_DECODER, requires
 from ui.url_state import Key, Keys
 from viz import attention_figs
 from viz import decoding_figs as figs
@@ -36,6 +37,7 @@ URL = Keys(
 )
 st.title(_("Step-by-step decoding"))
 session = require_session()
+requires(session.model.config.has_decoder, NO_DECODER)  # an encoder alone writes nothing
 strategy = strategies.choose(session.model.config.tgt_vocab_size)  # greedy, beam search or sampling
 if strategy.name == "beam":
     beam_view(session, strategy)
@@ -142,17 +144,19 @@ with left:
             st.rerun()
 # The plot of a step chart: its column less row labels and colour bar.
 width = int(chart_box()[1] * (0.22 if presenting() else 0.62))
-with right[0]:
-    show(
-        figs.step_rows(
-            step.cross,
-            trace.source_tokens,
-            _("Cross-attention of the new position over the source"),
-            width_px=width,
-            tick_px=chart_text_px(),
-        ),
-        key="dec_cross",
-    )
+has_cross = step.cross.shape[-1] > 0  # a decoder-only model has no source: no cross-attention charts
+if has_cross:
+    with right[0]:
+        show(
+            figs.step_rows(
+                step.cross,
+                trace.source_tokens,
+                _("Cross-attention of the new position over the source"),
+                width_px=width,
+                tick_px=chart_text_px(),
+            ),
+            key="dec_cross",
+        )
 with right[-1]:
     show(
         figs.step_rows(
@@ -168,44 +172,45 @@ explain_row(*(["greedy"] if strategy.name == "greedy" else []), "specials")  # s
 if strategy.name == "sample":
     strategies.sampling_view(trace, strategy)
 
-st.subheader(_("Alignment of all steps"))
-alignment = trace.cross_alignment()
-n_layers = alignment.shape[0]
-layer = URL.read("dec_layer", n_layers - 1, range(n_layers))
-st.selectbox(
-    _("Layer"),
-    list(range(n_layers)),
-    key="dec_layer",
-    format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
-)
-URL.write(dec_layer=layer)
-max_height, max_width = chart_box()
-show(
-    attention_figs.attention_heatmap(
-        attention_figs.head_average(alignment[layer]),
-        trace.output_tokens,
-        trace.source_tokens,
-        _("Output tokens (rows) against source tokens (columns), layer {layer}").format(layer=layer),
-        query_label=N_("output"),
-        key_label=N_("source"),
-        gold=gold_alignment(session.card, session.check.text, trace.text),
-        max_height=max_height,
-        max_width=max_width,
-        tick_px=chart_text_px(),
-        snug=True,
-    ),
-    key="dec_alignment",
-)
-st.caption(
-    _("Output: {output} · stopped at {stop}.").format(
-        output=esc(trace.text) or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
+if has_cross:  # the alignment of the outputs with the source
+    st.subheader(_("Alignment of all steps"))
+    alignment = trace.cross_alignment()
+    n_layers = alignment.shape[0]
+    layer = URL.read("dec_layer", n_layers - 1, range(n_layers))
+    st.selectbox(
+        _("Layer"),
+        list(range(n_layers)),
+        key="dec_layer",
+        format_func=lambda i: _("layer {i} (average of heads)").format(i=i),
     )
-    + " "
-    + _(
-        "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
-        "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
+    URL.write(dec_layer=layer)
+    max_height, max_width = chart_box()
+    show(
+        attention_figs.attention_heatmap(
+            attention_figs.head_average(alignment[layer]),
+            trace.output_tokens,
+            trace.source_tokens,
+            _("Output tokens (rows) against source tokens (columns), layer {layer}").format(layer=layer),
+            query_label=N_("output"),
+            key_label=N_("source"),
+            gold=gold_alignment(session.card, session.check.text, trace.text),
+            max_height=max_height,
+            max_width=max_width,
+            tick_px=chart_text_px(),
+            snug=True,
+        ),
+        key="dec_alignment",
     )
-)
+    st.caption(
+        _("Output: {output} · stopped at {stop}.").format(
+            output=esc(trace.text) or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
+        )
+        + " "
+        + _(
+            "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
+            "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
+        )
+    )
 st.download_button(
     _("Download this decoding, step by step (.json)"),
     lambda: trace_json(trace, interventions=changes.describe()),

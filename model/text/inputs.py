@@ -34,13 +34,13 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
 def prepare_sequence(model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None = None) -> SourceInput:
     """A decoder-only model's one sequence: the text's ids as the family's tokenizer gives them (its BOS in front
     when the family adds one, no </s> appended), then the target's ids when given, cut to max_len."""
-    vocab = tokenizer.target
-    ids = vocab.encode(text)
+    ids = tokenizer.source.encode(text)  # the same vocabulary as the target's (the target's may be ids given)
     if target is not None:
-        extra = vocab.encode(target)
-        ids += extra[len(getattr(vocab, "prefix", ())) :] if getattr(vocab, "prepend_bos", False) else extra
+        extra = tokenizer.target.encode(target)
+        prefix = list(getattr(tokenizer.target, "prefix", ()))
+        ids += extra[len(prefix) :] if prefix and extra[: len(prefix)] == prefix else extra
     room = model.config.max_len
-    return SourceInput(ids[:room], vocab.decode(ids[:room]), max(0, len(ids) - room))
+    return SourceInput(ids[:room], tokenizer.target.decode(ids[:room]), max(0, len(ids) - room))
 
 
 def prepare_target(model: nn.Module, vocab: Vocab, text: str) -> tuple[list[int], int]:
