@@ -184,6 +184,14 @@ class TransformerConfig:
         return self.shape != "encoder-only"
 
     @property
+    def attention_kinds(self) -> tuple[str, ...]:
+        """The attention this shape records: encoder_self, decoder_self and cross (encoder-decoder), decoder_self
+        (decoder-only) or encoder_self (encoder-only), in the order of recording.ATTENTION_KINDS."""
+        kinds = {"encoder_self": self.has_encoder, "decoder_self": self.has_decoder}
+        kinds["cross"] = self.has_encoder and self.has_decoder
+        return tuple(k for k, present in kinds.items() if present)
+
+    @property
     def attention_width(self) -> int:
         """n_heads * d_head: the width of the concatenated heads (d_model in the paper)."""
         return self.n_heads * self.d_head
