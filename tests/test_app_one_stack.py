@@ -11,7 +11,7 @@ from i18n import _, language_scope
 from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
-from ui.shapes import GQA, NO_DECODER
+from ui.shapes import GQA, NO_ATTRIBUTION, NO_DECODER
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "the cat sat on a mat"
@@ -40,13 +40,17 @@ def _z(chart: dict) -> np.ndarray:
     return np.asarray(z, dtype=float)
 
 
-@pytest.mark.parametrize("page", ["attention", "inside", "positional", "decoding", "model", "compare", "lecture_pack"])
+@pytest.mark.parametrize(
+    "page", ["attention", "inside", "positional", "decoding", "attribution", "model", "compare", "lecture_pack"]
+)
 @pytest.mark.parametrize("family", ["gpt2", "bert-mlm"])
 def test_every_page_runs_on_a_decoder_only_and_an_encoder_only_model(folders, family, page):
     at = open_page(page, f"path:{folders[family]}", text=TEXT)
     no_error(at)
     if page == "decoding" and family == "bert-mlm":
         assert [i.value for i in at.info] == [_(NO_DECODER)]
+    elif page == "attribution":  # not built for these shapes yet: said in one line
+        assert [i.value for i in at.info] == [_(NO_ATTRIBUTION)]
     elif page not in ("lecture_pack", "model"):
         assert charts(at), page
 

@@ -126,3 +126,30 @@ def test_capture_and_decoding_of_the_new_shapes():
     assert cap.source_tokens == ["a", "b", "c", "</s>"] and cap.encoder_self.shape == (2, 4, 4, 4)
     assert cap.log_probs is None and cap.decoder_self.size == 0
     assert np.all(cap.encoder_self[:, :, 0, 3] > 0)  # bidirectional: the first query sees the last key
+
+
+def test_interventions_on_a_decoder_only_model():
+    """Heads off: the head's output is zero before W^O (so the log-probs change); positions shifted: a RoPE decoder
+    reads the same text at positions + 3, and only relative offsets matter, so nothing changes but rounding."""
+    tok = Tokenizer(VOCAB, VOCAB)
+    model = build_model(config("decoder-only", n_kv_heads=2, positional="rope"), seed=6)
+    plain = capture(model, tok, "abcab=", qkv=True)
+    off = capture(model, tok, "abcab=", qkv=True, ablate=[("decoder_self", 1, 3)])
+    assert off.interventions == {"ablate": [["decoder_self", 1, 3]]}
+    assert np.all(off.head_outputs["decoder_self"][1, 3] == 0) and not np.allclose(off.log_probs, plain.log_probs)
+    np.testing.assert_allclose(off.decoder_self[0], plain.decoder_self[0], atol=1e-6)  # layer 0 is before it
+    shifted = capture(model, tok, "abcab=", positional="shifted", shift=3)
+    np.testing.assert_allclose(shifted.log_probs, plain.log_probs, atol=1e-4)
+    learned = build_model(config("decoder-only", positional="learned"), seed=7)
+    a, b = capture(learned, tok, "abcab="), capture(learned, tok, "abcab=", positional="shifted", shift=3)
+    assert not np.allclose(a.log_probs, b.log_probs)  # a learned table: other rows, other outputs
+
+
+def test_beam_search_of_width_one_is_greedy_on_a_decoder_only_model():
+    from model.decoding.beam import beam_search
+
+    tok = Tokenizer(VOCAB, VOCAB)
+    model = build_model(config("decoder-only", n_kv_heads=2), seed=8)
+    greedy = greedy_decode(model, tok, "abc=", max_new_tokens=6)
+    beam = beam_search(model, tok, "abc=", beam_size=1, max_len=6)
+    assert beam.output_ids == greedy.output_ids and beam.source_tokens == list("abc=")

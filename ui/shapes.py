@@ -19,6 +19,10 @@ NO_ENCODER = N_(
     "This view does not apply to a decoder-only model (GPT-2, Llama, Qwen2): it has no encoder, so no source and no "
     "cross-attention. The decoder reads the prompt and its continuation as one sequence."
 )
+NO_ATTRIBUTION = N_(
+    "Attribution here explains each output token by the source tokens of an encoder-decoder; for a decoder-only or "
+    "encoder-only model it is not available yet."
+)
 NO_KIND_IN_B = N_(
     "Model B has none of this attention (its shape differs from model A's): choose another kind, or a model B of "
     "the same shape."
