@@ -70,16 +70,19 @@ def hf_class(family: str):
 
 
 def peak_rss_mb(code: str) -> float:
-    """Peak resident memory (MB) of a fresh child process that imports what both sides need, then runs `code`;
-    the peak of the imports alone is subtracted."""
-    prelude = "import sys; sys.path.insert(0, %r); import torch, transformers, model.checkpoints.loading\n" % str(
-        Path(__file__).resolve().parents[1]
-    )
-    measure = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-    base = subprocess.run([sys.executable, "-c", prelude + measure], capture_output=True, text=True, check=True)
-    run = subprocess.run([sys.executable, "-c", prelude + code + "\n" + measure], capture_output=True, text=True,
-                         check=True)  # fmt: skip
-    return (int(run.stdout.split()[-1]) - int(base.stdout.split()[-1])) / 1024
+    """How far the resident memory of a fresh child process rose above its level before `code` (MB): the child
+    imports what both sides need, resets its peak (Linux: /proc/self/clear_refs), runs `code`, reads VmHWM."""
+    root = str(Path(__file__).resolve().parents[1])
+    script = f"""import sys; sys.path.insert(0, {root!r}); import torch, transformers, model.checkpoints.loading
+def status(field):
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
+open("/proc/self/clear_refs", "w").write("5")
+before = status("VmRSS:")
+{code}
+print((status("VmHWM:") - before) / 1024)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return float(run.stdout.split()[-1])
 
 
 def alternate(a, b, repeats: int) -> tuple[float, float]:

@@ -19,8 +19,8 @@ CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 NAMES = {"reverse_decoder_rope": "rope", "reverse_decoder_nope": "none"}
 EXAMPLES = 300
 TEST_SEED_OFFSET = 3
-CARD_TOLERANCE = 0.05  # 300 fresh examples against the card's 500 others
-NOPE_AT_LEAST = 0.5  # the causal decoder without positions reverses most strings of its trained lengths
+CARD_TOLERANCE = 0.08  # 300 fresh examples against the card's 500 others (about 2 standard errors)
+NOPE_AT_LEAST = 0.4  # the causal decoder without positions reverses about half the strings of 1-12 letters (card: 0.53)
 ENCODER_DECODER_NOPE_BELOW = 0.2  # the card of reverse_nope (tests/test_demo_models.py measures it)
 
 

@@ -115,8 +115,9 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
 
 
 def _conv1d(t: torch.Tensor) -> torch.Tensor:
-    """A Conv1D weight (in, out) as a Linear weight (out, in)."""
-    return t.t().contiguous()
+    """A Conv1D weight (in, out) as a Linear weight (out, in): a transposed view, copied once when the model takes it
+    (x @ W, as Conv1D computes it; no second pass to make it contiguous)."""
+    return t.t()
 
 
 def _third(index: int, d: int, weight: bool):
@@ -127,7 +128,7 @@ def _third(index: int, d: int, weight: bool):
             raise CheckpointError(M_("a fused tensor of shape {shape} cannot be split into {parts} equal parts",
                                      shape=tuple(t.shape), parts=3))  # fmt: skip
         part = t[..., index * d : (index + 1) * d]
-        return _conv1d(part) if weight else part.contiguous()
+        return _conv1d(part) if weight else part
 
     return take
 
