@@ -51,10 +51,10 @@ def build(folder: Path, family: str, shape: dict) -> None:
     import torch
     import transformers
 
-    from tests.hf_one_stack import _byte_level
+    from harness.byte_level import byte_level
 
     folder.mkdir()
-    _byte_level(folder, ["<|endoftext|>"])  # a small tokenizer: ids beyond its 300 are typed as ids below
+    byte_level(folder, ["<|endoftext|>"])  # a small tokenizer: ids beyond its 300 are typed as ids below
     torch.manual_seed(0)
     if family == "gpt2":
         model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**shape))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from harness.byte_level import byte_level
 from tests.hf_families import Family, perturb, reference, sentences, train_sentencepiece
 
 TEXTS = ("the cat sat on a mat", "birds sang while the dog ran to the red house", "a")
@@ -19,21 +20,7 @@ TEXTS = ("the cat sat on a mat", "birds sang while the dog ran to the red house"
 
 def _byte_level(folder: Path, specials: list[str], bos: str | None = None):
     """A byte-level BPE tokenizer.json (GPT-2, Qwen2, Llama 3 style); bos: a token the post-processor puts first."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(sentences(), trainer)
-    if bos is not None:
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))]
-        )
-    tok.save(str(folder / "tokenizer.json"))
-    return tok
+    return byte_level(folder, specials, bos)
 
 
 def _fast(folder: Path, **specials):
