@@ -15,7 +15,7 @@ from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import esc
 from ui.session import require_session
-from ui.shapes import capture_caption, gqa_note, present_kinds
+from ui.shapes import capture_caption, gqa_note, present_kinds, special_keys
 from ui.url_state import Key, Keys, flag, intish
 from viz import attention_figs as figs
 from viz import sinks
@@ -165,10 +165,12 @@ elif view == "grid":
         ),
         key="att_grid",
     )
-elif view == "sinks":
-    share = sinks.sink_share(weights, causal=mask is not None)
-    show(sinks.sink_map(share, k_tokens[0], _("{title}: share of attention on the first token").format(title=title)),
-         key="att_sinks")  # fmt: skip
+elif view == "sinks":  # the first token's share; the other special tokens' in the hover
+    others = special_keys(k_tokens, session.tokenizer.target)
+    extra = sinks.keys_share(weights, others, causal=mask is not None) if others else None
+    show(sinks.sink_map(sinks.sink_share(weights, causal=mask is not None), k_tokens[0],
+                        _("{title}: share of attention on the first token").format(title=title), extra,
+                        " ".join(dict.fromkeys(k_tokens[i] for i in others))), key="att_sinks")  # fmt: skip
 elif view == "overview":
     show(
         figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),

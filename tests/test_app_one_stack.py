@@ -108,3 +108,15 @@ def test_the_pages_speak_chinese_on_the_new_shapes(folders):
     no_error(at)
     with language_scope("zh"):
         assert any(c.value == _(GQA).format(kv=2, heads=4, groups="0,1 | 2,3") for c in at.caption)
+
+
+def test_berts_sinks_view_names_its_other_special_token(folders):
+    """[CLS] is the first token; [SEP] (a well-known sink of BERT) gets its share in the hover."""
+    model, tok = load_checkpoint(folders["bert-mlm"])
+    cap = capture(model, tok, TEXT)
+    at = open_page("attention", f"path:{folders['bert-mlm']}", text=TEXT, att_view="sinks")
+    no_error(at)
+    trace = charts(at)[0]["data"][0]
+    assert "[SEP]" in trace["hovertemplate"] and "[CLS]" in trace["hovertemplate"]
+    shown = _z({"data": [{"z": trace["customdata"]}]}).astype(float)
+    np.testing.assert_allclose(shown, cap.encoder_self[..., -1].mean(-1), atol=1e-5)  # [SEP] is the last key

@@ -38,3 +38,16 @@ def test_sink_map_shows_each_share_in_a_fixed_0_to_1_scale():
     np.testing.assert_allclose(np.asarray(trace.z), share)
     assert (trace.zmin, trace.zmax) == (0.0, 1.0) and "%{z:.0%}" in trace.hovertemplate
     assert "The" in trace.hovertemplate and fig.layout.yaxis.autorange == "reversed"
+
+
+def test_the_share_on_the_other_special_tokens_is_in_the_hover():
+    w = np.zeros((1, 1, 3, 3), dtype=np.float32)
+    w[0, 0] = [[0.5, 0.2, 0.3], [0.1, 0.1, 0.8], [0.4, 0.4, 0.2]]
+    others = sinks.keys_share(w, [2])
+    assert others[0, 0] == pytest.approx((0.3 + 0.8 + 0.2) / 3)
+    causal = sinks.keys_share(w, [2], causal=True)  # only query 2 can see key 2
+    assert causal[0, 0] == pytest.approx(0.2)
+    assert np.all(sinks.keys_share(w, []) == 0)
+    fig = sinks.sink_map(sinks.sink_share(w), "[CLS]", "t", others, "[SEP]")
+    np.testing.assert_allclose(np.asarray(fig.data[0].customdata), others)
+    assert "%{customdata:.0%}" in fig.data[0].hovertemplate and "[SEP]" in fig.data[0].hovertemplate

@@ -89,3 +89,11 @@ def kv_note(config, head: int) -> None:
     kv = config.kv_head_of(head)
     group = ", ".join(str(h) for h in range(config.n_heads) if config.kv_head_of(h) == kv)
     st.caption(_(KV_HEAD).format(head=head, kv=kv, group=group))
+
+
+def special_keys(tokens, vocab) -> list[int]:
+    """Positions after the first of the tokens the vocabulary calls special ([SEP], </s>, a BOS in the middle)."""
+    from model.text.tokenizer import SPECIALS
+
+    special = set(SPECIALS) | set(getattr(vocab, "added", {}) or {})
+    return [i for i, t in enumerate(tokens) if i and t in special]

@@ -28,6 +28,19 @@ def sink_share(weights: np.ndarray, causal: bool = False, key: int = 0) -> np.nd
     return rows.mean(axis=-1).astype(np.float32)
 
 
+def keys_share(weights: np.ndarray, keys: list[int], causal: bool = False) -> np.ndarray:
+    """(L, H, Tq, Tk) -> (L, H): each head's summed weight on the keys `keys` (the sequence's other special tokens:
+    BERT's [SEP], a separator), averaged over the queries that can see at least one of them (causal: query i sees
+    keys <= i); zeros when there are none."""
+    if weights.ndim != 4:
+        raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
+    if not keys:
+        return np.zeros(weights.shape[:2], dtype=np.float32)
+    total = weights[..., keys].sum(axis=-1)  # (L, H, Tq)
+    first = min(keys) if causal else 0  # the queries that can see one of them
+    return total[:, :, first:].mean(axis=-1).astype(np.float32)
+
+
 def without_sink(weights: np.ndarray, key: int = 0) -> np.ndarray:
     """(..., Tq, Tk) -> (..., Tq, Tk - 1): the weights without key `key`'s column, each row renormalised to sum to 1
     over the keys left (a row whose whole weight was on that key stays 0: it had nothing else to show)."""
@@ -39,10 +52,15 @@ def without_sink(weights: np.ndarray, key: int = 0) -> np.ndarray:
         return np.where(total > 0, rest / np.where(total > 0, total, 1), 0.0).astype(np.float32)
 
 
-def sink_map(share: np.ndarray, first_token: str, title: str = "") -> go.Figure:
-    """The (L, H) shares as a heatmap: rows layers, columns heads, 0..1, the share in the hover and in each cell."""
+def sink_map(
+    share: np.ndarray, first_token: str, title: str = "", others: np.ndarray | None = None, other_tokens: str = ""
+) -> go.Figure:
+    """The (L, H) shares as a heatmap: rows layers, columns heads, 0..1, the share in the hover and in each cell;
+    others (L, H): the share on the sequence's other special tokens (named in other_tokens), in the hover."""
     if share.ndim != 2:
         raise ValueError(f"share must be (layers, heads), got shape {share.shape}")
+    if others is not None and others.shape != share.shape:
+        raise ValueError(f"others must be {share.shape}, got {others.shape}")
     L, H = share.shape
     token = plain_token(first_token)
     hover = (
@@ -50,8 +68,15 @@ def sink_map(share: np.ndarray, first_token: str, title: str = "") -> go.Figure:
         .replace("{share}", "%{z:.0%}")
         .replace("{token}", token)
     )
+    if others is not None:
+        hover += "<br>" + (
+            _("{share} on the other special tokens ({tokens})")
+            .replace("{share}", "%{customdata:.0%}")
+            .replace("{tokens}", plain_token(other_tokens))
+        )
     trace = go.Heatmap(
         z=share.astype(np.float32),
+        customdata=None if others is None else others.astype(np.float32),
         x=list(range(H)),
         y=list(range(L)),
         zmin=0.0,
