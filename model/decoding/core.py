@@ -50,10 +50,12 @@ def step_limit(model: nn.Module, source_len: int, requested: int | None = None) 
     section 6.1; enough for every demo task), and never more than max_len - 1, so that the decoder input
     <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table; nor more than a server's
     step cap (set_step_cap)."""
-    wanted = source_len + DEFAULT_SLACK if requested is None else requested
     cap = _STEP_CAP[0]
-    # a decoder-only model's prompt is its decoder's first inputs: prompt and continuation share the positions
-    room = model.config.max_len - 1 if model.config.has_encoder else model.config.max_len - source_len
+    # a decoder-only model's prompt is its decoder's first inputs: prompt and continuation share the positions, and
+    # by default it continues by DEFAULT_SLACK tokens (the prompt's length says nothing about the continuation's)
+    encoder = model.config.has_encoder
+    wanted = (source_len if encoder else 0) + DEFAULT_SLACK if requested is None else requested
+    room = model.config.max_len - 1 if encoder else model.config.max_len - source_len
     return max(0, min(int(wanted), room, cap if cap is not None else int(wanted)))
 
 
