@@ -153,3 +153,18 @@ def test_beam_search_of_width_one_is_greedy_on_a_decoder_only_model():
     greedy = greedy_decode(model, tok, "abc=", max_new_tokens=6)
     beam = beam_search(model, tok, "abc=", beam_size=1, max_len=6)
     assert beam.output_ids == greedy.output_ids and beam.source_tokens == list("abc=")
+
+
+def test_the_work_budget_counts_what_each_shape_computes():
+    """A decoder-only page: prompt and continuation as one causal sequence, no cross-attention, 50 tokens written by
+    default; an encoder-only page writes nothing. (Sums written here from the shapes.)"""
+    from model.analysis import budget
+
+    dec = config("decoder-only", max_len=32)
+    assert budget.steps_for(dec, 10) == 22 and budget.steps_for(dec, 2) == 30  # the positions left, at most 50
+    assert budget.steps_for(config("encoder-only"), 10) == 0
+    assert budget.steps_for(config("encoder-decoder"), 10) == 31  # unchanged: max_len - 1
+    S, T = 7, 5
+    assert budget.figure_bytes(dec, S, T) == 24 * dec.n_heads * dec.n_decoder_layers * (S + T) ** 2
+    both = config("encoder-decoder")
+    assert budget.figure_bytes(both, S, T) == 24 * both.n_heads * 2 * (S * S + T * T + T * S)
