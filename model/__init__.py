@@ -1,4 +1,5 @@
-"""The encoder-decoder Transformer, its recording hooks, decoding (greedy, beam, sampling) and checkpoints (PyTorch only).
+"""The Transformer (encoder-decoder, decoder-only, encoder-only), its recording hooks, decoding (greedy, beam,
+sampling) and checkpoints (PyTorch only).
 
 Packages: network/ (config, the Transformer, attention, positions, recording hooks), text/ (tokenizers, input
 checks), checkpoints/ (save/load, formats/: one module per imported format and their registry), analysis/

@@ -15,8 +15,10 @@ from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import esc
 from ui.session import require_session
-from ui.url_state import Key, Keys, intish
+from ui.shapes import capture_caption, gqa_note, present_kinds, special_keys
+from ui.url_state import Key, Keys, flag, intish
 from viz import attention_figs as figs
+from viz import sinks
 
 st.title(_("Attention"))
 session = require_session()
@@ -38,6 +40,7 @@ VIEWS = {
     "one": N_("One head"),
     "grid": N_("All heads of the layer"),
     "overview": N_("All layers × heads"),
+    "sinks": N_("Attention sinks"),
     "bertviz": "bertviz",
 }
 BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
@@ -47,8 +50,10 @@ URL = Keys(
     Key("att_layer", cast=int),  # default and choices: the model's layers
     Key("att_head", "average", cast=intish),
     Key("att_bertviz", BERT_VIEWS[0], choices=tuple(BERT_VIEWS)),
+    Key("att_nosink", False, cast=flag),
 )
-kind = URL.read("att_kind")
+KINDS = present_kinds(KINDS, dict(encoder_self=cap.encoder_self, decoder_self=cap.decoder_self, cross=cap.cross))
+kind = URL.read("att_kind", choices=tuple(KINDS))
 weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
@@ -90,12 +95,16 @@ right.selectbox(
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
 bert_view = URL.read("att_bertviz")
-URL.write(
-    att_view=view, att_kind=kind, att_layer=layer, att_head=head, att_bertviz=bert_view if view == "bertviz" else None
-)
+nosink = URL.read("att_nosink") and len(k_tokens) > 1 and view in ("one", "grid")
+if view in ("one", "grid") and len(k_tokens) > 1:
+    st.checkbox(_("Without the first token (renormalised)"), key="att_nosink")
+URL.write(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
+          att_bertviz=bert_view if view == "bertviz" else None, att_nosink=True if nosink else None)  # fmt: skip
+gqa_note(session.model.config)
 
 st.caption(
-    _("Source: {source} tokens · decoder input: {target} tokens ({origin}) · model predicts: {predicted}").format(
+    capture_caption(cap, session.tokenizer, session.check.text)
+    or _("Source: {source} tokens · decoder input: {target} tokens ({origin}) · model predicts: {predicted}").format(
         source=len(cap.source_tokens),
         target=len(cap.target_tokens),
         origin=_("the model’s own greedy output") if cap.generated else _("the target you typed"),
@@ -106,6 +115,9 @@ if changes:
     new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
 mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
+if nosink:  # the first key's column left out, each row renormalised over the rest (viz/sinks.py)
+    weights, k_tokens = sinks.without_sink(weights), k_tokens[1:]
+    mask = mask[:, 1:] if mask is not None else None
 title = _(figs.KIND_TITLES[kind])
 max_height, max_width = chart_box()
 # A demo's gold alignment, over the cross-attention of the model's own output when that output is the gold target.
@@ -153,6 +165,12 @@ elif view == "grid":
         ),
         key="att_grid",
     )
+elif view == "sinks":  # the first token's share; the other special tokens' in the hover
+    others = special_keys(k_tokens, session.tokenizer.target)
+    extra = sinks.keys_share(weights, others, causal=mask is not None) if others else None
+    show(sinks.sink_map(sinks.sink_share(weights, causal=mask is not None), k_tokens[0],
+                        _("{title}: share of attention on the first token").format(title=title), extra,
+                        " ".join(dict.fromkeys(k_tokens[i] for i in others))), key="att_sinks")  # fmt: skip
 elif view == "overview":
     show(
         figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),

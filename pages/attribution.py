@@ -17,6 +17,7 @@ from ui import interventions_ui as heads_ui
 from ui.presentation import chart_box, chart_text_px
 from ui.safe_text import md
 from ui.session import require_session
+from ui.shapes import NO_ATTRIBUTION, requires
 from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
@@ -24,6 +25,7 @@ from viz import attribution_figs as figs
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
 st.title(_("Attribution: is attention an explanation?"))
 session = require_session()
+requires(len(session.model.config.attention_kinds) == 3, NO_ATTRIBUTION)  # source tokens -> output tokens
 changes = heads_ui.head_switch("attr", session)
 cap = caches.session_capture(session, changes=changes)
 n_layers, n_heads = cap.cross.shape[:2]

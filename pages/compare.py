@@ -21,6 +21,7 @@ from ui import caches, model_picker
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
+from ui.shapes import NO_KIND_IN_B, requires
 from ui.url_state import Key, Keys, intish, write_url
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
@@ -95,18 +96,19 @@ check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
 apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment())  # B's heads may cost more than A's
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
 
-kind = URL.read("cmp_kind")
+kinds = [k for k in KINDS if k in session.model.config.attention_kinds]  # what model A's shape has
+kind = URL.read("cmp_kind", choices=kinds)  # one kind (decoder-only, encoder-only): each reads the input alone
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
 left.radio(
     _("Attention"),
-    list(KINDS),
+    kinds,
     key="cmp_kind",
     horizontal=True,
     format_func=lambda k: _(SHORT[k]),
     label_visibility="collapsed",
 )
 fed = URL.read("cmp_input")
-if kind != "encoder_self" and session.target is None:
+if kind != "encoder_self" and session.target is None and len(kinds) > 1:
     st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
 
 
@@ -122,7 +124,7 @@ if check_b.errors:  # B cannot read the input at all: A alone, and why
     cap_a, cap_b = capture_a(session.target), None
 else:
     typed = session.target
-    if typed is not None or fed == "own" or kind == "encoder_self":
+    if typed is not None or fed == "own" or kind == "encoder_self" or len(kinds) == 1:
         cap_a, cap_b = capture_a(typed), capture_b(typed)
     elif fed == "a":
         cap_a = capture_a(None)
@@ -134,6 +136,7 @@ else:
 w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
 w_b = getattr(cap_b, kind) if cap_b is not None else w_a
 n_layers, n_heads = min(w_a.shape[0], w_b.shape[0]), min(w_a.shape[1], w_b.shape[1])
+requires(n_layers > 0, NO_KIND_IN_B)  # model B's shape lacks this attention
 layer = URL.read("cmp_layer", n_layers - 1, range(n_layers))
 mid.selectbox(
     _("Layer"),

@@ -9,9 +9,11 @@ from i18n import _
 from ui import decoding_strategy as strategies
 from ui import interventions_ui as heads_ui
 from ui.session import require_session
+from ui.shapes import NO_DECODER, requires
 
 st.title(_("Step-by-step decoding"))
 session = require_session()
+requires(session.model.config.has_decoder, NO_DECODER)  # an encoder alone writes nothing
 strategy = strategies.choose(session.model.config.tgt_vocab_size)
 changes = heads_ui.head_switch("dec", session)  # heads switched off (dec_off in the link), for every strategy
 strategy.view(session, changes)

@@ -10,6 +10,7 @@ from ui import caches
 from ui.presentation import show
 from ui.safe_text import esc, md
 from ui.session import require_session
+from ui.shapes import kv_note
 from ui.url_state import Key, Keys, between, flag
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
@@ -48,14 +49,15 @@ SHORT_KINDS = {  # the attention page's names of the three kinds
 }
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
-kind = URL.read("in_kind")
+KINDS = [k for k in inside.KINDS if k in cap.qkv]  # the kinds this model's shape has
+kind = URL.read("in_kind", choices=KINDS)
 q_tokens, k_tokens = TOKENS[kind]
 L, H = cap.qkv[kind][0].shape[:2]
 # One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
 c1, c2, c3, c4 = st.columns([4.2, 1, 1, 1.4], vertical_alignment="center")
 c1.radio(
     _("Attention"),
-    list(inside.KINDS),
+    KINDS,
     key="in_kind",
     horizontal=True,
     format_func=lambda k: _(SHORT_KINDS[k]),
@@ -85,6 +87,7 @@ c4.selectbox(
     format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
     label_visibility="collapsed",
 )
+kv_note(session.model.config, head)
 step = inside.step_from_capture(cap, kind, layer, head, query, session.model.config.scale_scores)
 q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
 kind_title = _(KIND_TITLES[kind])

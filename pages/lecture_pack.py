@@ -8,11 +8,13 @@ from tasks.cards import pack_checks
 from ui import caches
 from ui.safe_text import md
 from ui.session import require_session
+from ui.shapes import NO_PACK, requires
 from ui.url_state import Key, Keys
 from viz.lecture_pack import lecture_pack_html
 
 st.title(_("Lecture pack"))
 session = require_session(valid_input=False)
+requires(len(session.model.config.attention_kinds) == 3, NO_PACK)  # its exported graph is an encoder-decoder's
 st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "

@@ -179,6 +179,8 @@ else:
             ("source", cap.source_tokens, cap.source_embeddings, cap.source_pe),
             ("target", cap.target_tokens, cap.target_embeddings, cap.target_pe),
         ):
+            if not tokens:  # the side a decoder-only or encoder-only model does not have
+                continue
             show(
                 figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side),
                 key=f"pe_norms_{side}",
@@ -186,8 +188,10 @@ else:
             )
         cfg = session.model.config
         if cfg.positional == "learned":
-            table = positional_tables(session.model)["source"][:length]
-            show(figs.pe_matrix(table, _("This model's learned positional table (source side)")), key="pe_learned")
+            side, table = next(iter(positional_tables(session.model).items()))  # the source's, or a decoder's
+            title = _("This model's learned positional table (source side)") if side == "source" else None
+            title = title or _("This model's learned positional table (decoder side)")
+            show(figs.pe_matrix(table[:length], title), key="pe_learned")
         elif cfg.positional == "none":
             st.caption(
                 _(

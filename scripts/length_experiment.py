@@ -32,7 +32,13 @@ SHIFTS = (0, 1, 5, 10, 25, 50)  # the page's choices (pages/positional_models.py
 
 
 def reverse_demos(only: str | None):
-    return [d for d in list_demos() if d.card.get("task") == "reverse" and (only is None or d.name == only)]
+    return [
+        d
+        for d in list_demos()
+        if d.card.get("task") == "reverse"
+        and d.card.get("shape", "encoder-decoder") == "encoder-decoder"
+        and (only is None or d.name == only)
+    ]  # the decoder-only demos measure their own curve (tasks/decoder_only.py)
 
 
 def measure(demo, shifts) -> None:

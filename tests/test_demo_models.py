@@ -35,6 +35,7 @@ POSITIONS = {  # --positional of the reverse variants
     "reverse_relative": "relative",
 }  # fmt: skip
 DEMOS = {name: name for name in TASKS} | {name: "reverse" for name in POSITIONS}  # folder -> task
+DECODER_ONLY = ("reverse_decoder_nope", "reverse_decoder_rope")  # tests/test_decoder_demos.py
 EXACT_MATCH_TARGET = {
     "copy": 0.99, "reverse": 0.99, "dates": 0.98, "translate": 0.95, "fr_en": 0.98, "reverse_learned": 0.95,
     "reverse_rope": 0.95, "reverse_alibi": 0.95, "reverse_relative": 0.95,
@@ -42,7 +43,7 @@ EXACT_MATCH_TARGET = {
 EXACT_MATCH_BELOW = {"reverse_nope": 0.2}  # without positions the model cannot know where a letter was
 ALIGNMENT_TARGET = {"reverse": 0.90, "translate": 0.80, "fr_en": 0.80, "reverse_learned": 0.90}
 CARD_TOLERANCE = 0.02  # the card's numbers (other fresh examples) agree with ours within 2 points
-SIZE_LIMIT = 32 * 1024 * 1024  # ten models of <= 3 MB and the translate demo's training snapshots
+SIZE_LIMIT = 32 * 1024 * 1024  # twelve models of <= 3 MB and the translate demo's training snapshots
 SNAPSHOTS_LIMIT = 8_000_000  # a demo's snapshots/ folder (issue 15)
 MODEL_SIZE_LIMIT = 3_000_000  # each shipped checkpoint folder
 # wall time of one thread on the shared 2-core machine that trained them: reverse 456 s when idle, its two
@@ -75,7 +76,8 @@ def shipped():
 
 
 def test_every_task_ships_a_checkpoint_and_every_checkpoint_is_a_demo():
-    assert sorted(p.name for p in CHECKPOINTS.iterdir() if p.is_dir()) == sorted(DEMOS)
+    # the decoder-only reverse demos (tasks/decoder_only.py) are tested in tests/test_decoder_demos.py
+    assert sorted(p.name for p in CHECKPOINTS.iterdir() if p.is_dir()) == sorted([*DEMOS, *DECODER_ONLY])
     assert set(TASKS) <= set(DEMOS) and set(DEMOS.values()) == set(TASKS)
     for name in DEMOS:
         names = {p.name for p in (CHECKPOINTS / name).iterdir()}
@@ -86,7 +88,7 @@ def test_every_task_ships_a_checkpoint_and_every_checkpoint_is_a_demo():
 def test_checkpoints_fit_the_size_budget():
     total = sum(f.stat().st_size for f in CHECKPOINTS.rglob("*") if f.is_file())
     assert total <= SIZE_LIMIT, f"checkpoints/ holds {total / 1e6:.1f} MB"
-    for name in DEMOS:
+    for name in [*DEMOS, *DECODER_ONLY]:
         size = sum(f.stat().st_size for f in (CHECKPOINTS / name).iterdir() if f.is_file())
         assert size <= MODEL_SIZE_LIMIT, f"checkpoints/{name} holds {size / 1e6:.2f} MB"
         snapshots = sum(f.stat().st_size for f in (CHECKPOINTS / name / "snapshots").rglob("*") if f.is_file())

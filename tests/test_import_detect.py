@@ -115,11 +115,11 @@ def test_a_folder_of_no_known_format_lists_the_registered_ones(tmp_path):
 
 
 def test_a_folder_of_another_hugging_face_model_is_refused(tmp_path):
-    (tmp_path / "gpt2").mkdir()
-    (tmp_path / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2}))
+    (tmp_path / "xlnet").mkdir()
+    (tmp_path / "xlnet" / "config.json").write_text(json.dumps({"model_type": "xlnet", "n_layer": 2}))
     with pytest.raises(
         CheckpointError,
-        match="Hugging Face model of another kind .* these encoder-decoder families can be imported: "
-        "MarianMT, T5 and flan-T5, BART, mBART",
+        match="Hugging Face model of another kind .* these families can be imported: "
+        "MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, BERT",
     ):
-        inspect_checkpoint(tmp_path / "gpt2")
+        inspect_checkpoint(tmp_path / "xlnet")

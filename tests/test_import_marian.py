@@ -244,9 +244,9 @@ def copy_folder(src, dst, **config_changes):
         ({"decoder_attention_heads": 2}, r"encoder_attention_heads differs from decoder_attention_heads"),
         ({"normalize_embedding": True}, r"normalize_embedding is set \(a LayerNorm on the embeddings\)"),
         (
-            {"model_type": "gpt2"},
-            r"a Hugging Face model of another kind \(not named here\); of Hugging Face models these encoder-decoder "
-            r"families can be imported: MarianMT, T5 and flan-T5, BART, mBART",
+            {"model_type": "xlnet"},
+            r"a Hugging Face model of another kind \(not named here\); of Hugging Face models these families can be "
+            r"imported: MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, BERT",
         ),
         ({"pad_token_id": 5}, r"the source vocabulary has <pad> at id \d+, but config.json pad_token_id is 5"),
     ],

@@ -17,7 +17,7 @@ def test_every_format_module_implements_the_protocol():
     assert (
         [fmt.NAME for fmt in REGISTRY]
         == list(FORMATS)
-        == ["marian", "t5", "bart", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+        == ["marian", "t5", "bart", "gpt2", "llama", "bert", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
     )
     for fmt in REGISTRY:
         assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
@@ -86,17 +86,21 @@ def test_a_new_format_is_one_module_and_one_registry_line(tmp_path, monkeypatch,
 
 
 def test_both_readmes_list_every_registered_format():
-    """The docs follow the registry: a new format that the READMEs do not mention fails here."""
+    """The docs follow the registry: a new format that the READMEs and the documentation site (docs/, its Chinese
+    pages under docs/zh/) do not mention fails here."""
     from pathlib import Path
 
     from i18n import _, language_scope
 
     root = Path(__file__).resolve().parents[1]
-    english, chinese = (root / "README.md").read_text(), (root / "README.zh.md").read_text()
+    site = sorted((root / "docs").glob("*.md"))
+    zh_site = sorted((root / "docs" / "zh").glob("*.md"))
+    english = "\n".join(p.read_text() for p in [root / "README.md", *site])
+    chinese = "\n".join(p.read_text() for p in [root / "README.zh.md", *zh_site])
     for fmt in REGISTRY:
         assert f"`{fmt.NAME}`" in english, fmt.NAME
         if getattr(fmt, "MODEL_TYPES", None):  # the Hugging Face families: by title in both languages
             assert fmt.TITLE in english, fmt.TITLE
             with language_scope("zh"):
                 assert _(fmt.TITLE) in chinese, fmt.NAME
-    assert registry.hugging_face_families() == "MarianMT, T5 and flan-T5, BART, mBART"
+    assert registry.hugging_face_families() == "MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, BERT"

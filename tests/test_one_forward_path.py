@@ -39,6 +39,7 @@ PATHS = {
     "model/analysis/attribution_methods/passes.py:output_log_prob.forward": "gradient methods' log_probs, completeness",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
+    "model/analysis/capture.py:_capture_one_stack": "capture of a decoder-only model against the pass written here",
     "model/analysis/onnx_export.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
     "model/analysis/onnx_export.py:_Decoder.forward": "(the same)",
     "model/analysis/onnx_export.py:export_graphs": "(the same: the trace's example pass)",
@@ -228,6 +229,44 @@ def test_the_gradient_path_is_the_models_forward_for_positions_inside_attention(
         assert np.abs(teacher_forced(blind, src, inputs, inputs[1:] + [2]) - ref).max() > 1e-3
 
 
+@pytest.mark.parametrize("extra", [dict(positional="rope"), dict(positional="none", n_kv_heads=1)])
+def test_every_path_of_a_decoder_only_model(extra):
+    """A decoder-only model (grouped-query attention in the second case): capture's log-probs, greedy continuation,
+    forced and sampled steps and beam search against the model's own decode over the whole sequence."""
+    from model.network.config import TransformerConfig
+    from model.network.transformer import build_model
+    from model.text.tokenizer import Tokenizer, Vocab
+
+    vocab = Vocab.build(list("abcdefgh="), level="char")
+    tok = Tokenizer(vocab, vocab)
+    cfg = TransformerConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=24, n_heads=4, d_ff=32,
+                            max_len=48, dropout=0.0, shape="decoder-only", n_encoder_layers=0, n_decoder_layers=2,
+                            **extra)  # fmt: skip
+    model = build_model(cfg, seed=4).double()
+
+    def own(ids: list[int]) -> np.ndarray:  # (T, V) log p after each prefix: one pass of the model's decode
+        with torch.no_grad():
+            return model.decode(torch.tensor([ids])).double().log_softmax(-1)[0].numpy()
+
+    cap = capture(model, tok, "abc=")
+    ids = [int(i) for i in cap.target_ids]
+    np.testing.assert_allclose(cap.log_probs, own(ids), atol=TOL)
+    greedy = greedy_decode(model, tok, "abc=", max_new_tokens=5)
+    seq = ids + greedy.output_ids
+    ref = own(seq)
+    for s in greedy.steps:
+        assert np.log(s.prob) == pytest.approx(ref[len(ids) - 1 + s.index, s.token_id], abs=TOL)
+        assert s.token_id == int(ref[len(ids) - 1 + s.index].argmax())
+    drawn = sample(model, tok, "abc=", seed=2, max_len=5)
+    ref = own(ids + drawn.output_ids)
+    for s in drawn.steps:
+        assert np.log(s.prob) == pytest.approx(ref[len(ids) - 1 + s.index, s.token_id], abs=TOL)
+    beam = beam_search(model, tok, "abc=", beam_size=1, length_penalty=0.0, max_len=5)
+    out = beam.best.output_ids
+    ref = own(ids + out)
+    assert beam.best.log_prob == pytest.approx(sum(ref[len(ids) - 1 + t, y] for t, y in enumerate(out)), abs=1e-4)
+
+
 def _network_calls(path: Path) -> set[str]:
     """Qualified names of the functions in `path` that call .encode / .decode on a model (or call a model)."""
     found: set[str] = set()
@@ -261,5 +300,5 @@ def test_every_path_is_listed():
         for path in (ROOT / package).rglob("*.py"):
             if "network" not in path.relative_to(ROOT).parts:
                 found |= _network_calls(path)
-    training = {p for p in found if p.startswith("tasks/train.py")}  # training's own loss pass, not a view
+    training = {p for p in found if p.startswith("tasks/train.py") or p.endswith(":train")}  # training's loss pass
     assert found - training == set(PATHS), f"unlisted: {found - training - set(PATHS)}, gone: {set(PATHS) - found}"

@@ -85,10 +85,14 @@ DECODES: BoundedCache[tuple] = BoundedCache("greedy outputs", max_entries=256, m
 def own_output(model_key: str, text: str, model, tokenizer, changes: Interventions = NONE) -> tuple[int, ...]:
     """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes)."""
     from model.decoding import greedy_ids
-    from model.text.inputs import prepare_source
+    from model.text.inputs import prepare_sequence, prepare_source
 
-    def decode() -> tuple[int, ...]:
-        source = prepare_source(model, tokenizer, text).ids
+    if not model.config.has_decoder:  # an encoder alone writes nothing
+        return ()
+
+    def decode() -> tuple[int, ...]:  # a decoder-only model continues the text
+        prepare = prepare_source if model.config.has_encoder else prepare_sequence
+        source = prepare(model, tokenizer, text).ids
         vocab = tokenizer.target
         return tuple(greedy_ids(model, [source], bos_id=vocab.bos_id, eos_id=vocab.eos_id, interventions=changes)[0])
 
@@ -121,7 +125,7 @@ def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes
 def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
     """capture(model, tokenizer, text, target, qkv, **changes); with target None on the shared decode's ids (the
     unchanged model's output: capture keeps it under interventions too, so that log-probs compare)."""
-    if target is None:
+    if target is None and model.config.has_decoder:
         return _pass_on(model, tokenizer, text, own_output(model_key, text, model, tokenizer), qkv, changes)
     return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
                    positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
@@ -130,20 +134,26 @@ def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qk
 def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
     """The greedy Trace whose outputs are `ids`, read from a teacher-forced capture of them: step t is position t
     (decoder self-attention over positions 0..t, cross-attention, probabilities from the pass's log-probs).
+    A decoder-only model's pass reads prompt + ids: step t is position P - 1 + t, P the prompt's tokens.
     (A Capture -> Trace conversion: its place is beside greedy_decode once model/decoding/ is a package.)"""
     probs = np.exp(cap.log_probs.astype(np.float64))  # (T, V)
     k = max(1, min(top_k, probs.shape[1]))
+    prompt = not cap.source_tokens  # decoder-only: no source side
+    start = len(cap.target_ids) - len([i for i in ids if i != vocab.eos_id]) - 1 if prompt else 0  # P - 1
     steps = []
     for t, choice in enumerate(ids):
-        top = np.argsort(-probs[t], kind="stable")[:k]
-        rows = dict(decoder_self=cap.decoder_self[:, :, t, : t + 1].copy(), cross=cap.cross[:, :, t, :].copy())
-        steps.append(Step(index=t, token=vocab.token(choice), token_id=int(choice), prob=float(probs[t, choice]),
+        at = start + t
+        top = np.argsort(-probs[at], kind="stable")[:k]
+        rows = dict(decoder_self=cap.decoder_self[:, :, at, : at + 1].copy(), cross=cap.cross[:, :, at, :].copy())
+        steps.append(Step(index=t, token=vocab.token(choice), token_id=int(choice), prob=float(probs[at, choice]),
                           forced=False, top_ids=top, top_tokens=vocab.decode(top.tolist()),
-                          top_probs=probs[t, top].astype(np.float32), **rows))  # fmt: skip
-    trace = Trace(list(cap.source_tokens), [int(i) for i in cap.source_ids], steps,
+                          top_probs=probs[at, top].astype(np.float32), **rows))  # fmt: skip
+    source = list(cap.target_tokens[: start + 1]) if prompt else list(cap.source_tokens)
+    source_ids = cap.target_ids[: start + 1] if prompt else cap.source_ids
+    trace = Trace(source, [int(i) for i in source_ids], steps,
                   stop_reason="eos" if list(ids[-1:]) == [vocab.eos_id] else "max_len",
-                  truncated=cap.source_truncated, start_token=vocab.token(vocab.bos_id),
-                  interventions=changes.describe())  # fmt: skip
+                  truncated=cap.target_truncated if prompt else cap.source_truncated,
+                  start_token=vocab.token(vocab.bos_id), interventions=changes.describe(), prompt=prompt)  # fmt: skip
     trace.text = vocab.detokenize(trace.output_tokens)
     return trace
 

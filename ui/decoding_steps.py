@@ -126,14 +126,32 @@ def step_view(session, trace, changes, override: bool = False, prefix: tuple[int
         (right[0], step.cross, trace.source_tokens, N_("Cross-attention of the new position over the source"), "dec_cross"),
         (right[-1], step.decoder_self, inputs, N_("Decoder self-attention of the new position"), "dec_self"),
     )  # fmt: skip
-    for column, weights, keys, title, key in rows:
+    for column, weights, keys, title, key in rows[0 if has_cross(trace) else 1 :]:  # decoder-only: no source
         with column:
             show(figs.step_rows(weights, keys, _(title), width_px=width, tick_px=chart_text_px()), key=key)
     return playing, effect
 
 
+def has_cross(trace) -> bool:
+    """Whether the decoding read a source (a decoder-only model continues a prompt: no cross-attention)."""
+    return bool(trace.steps) and trace.steps[0].cross.shape[-1] > 0
+
+
 def alignment_view(session, trace, changes) -> None:
-    """The alignment of all steps, the caption, and the downloads of this decoding."""
+    """The alignment of all steps with the source (where there is one), the caption, and the downloads."""
+    if has_cross(trace):
+        _alignment(session, trace)
+    st.download_button(
+        _("Download this decoding, step by step (.json)"),
+        lambda: trace_json(trace, interventions=changes.describe()),
+        file_name="decoding.json",
+        mime="application/json",
+        key="dec_dl",
+        on_click="ignore",
+    )
+
+
+def _alignment(session, trace) -> None:
     st.subheader(_("Alignment of all steps"))
     alignment = trace.cross_alignment()
     n_layers = alignment.shape[0]
@@ -171,14 +189,6 @@ def alignment_view(session, trace, changes) -> None:
             "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
             "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
         )
-    )
-    st.download_button(
-        _("Download this decoding, step by step (.json)"),
-        lambda: trace_json(trace, interventions=changes.describe()),
-        file_name="decoding.json",
-        mime="application/json",
-        key="dec_dl",
-        on_click="ignore",
     )
 
 

@@ -43,12 +43,14 @@ CURVES: BoundedCache[lx.LengthCurve] = BoundedCache("length curves", max_entries
 
 
 def reverse_models() -> dict[str, object]:
-    """The shipped reverse demos by positional kind (from each card: task and config.positional), in KINDS order."""
+    """The shipped encoder-decoder reverse demos by positional kind (from each card: task, config.shape and
+    config.positional), in KINDS order (the decoder-only ones, tasks/decoder_only.py, are not among the six)."""
     found = {}
     for demo in list_demos():
         config = demo.card.get("config") or {}
         kind = config.get("positional") if isinstance(config, dict) else None
-        if demo.card.get("task") == "reverse" and kind in KINDS and kind not in found:
+        shape = config.get("shape", "encoder-decoder") if isinstance(config, dict) else None
+        if demo.card.get("task") == "reverse" and shape == "encoder-decoder" and kind in KINDS and kind not in found:
             found[kind] = demo
     return {k: found[k] for k in KINDS if k in found}
 

@@ -66,13 +66,24 @@ class BudgetExceeded(ValueError):
     """A request that does not fit the work budget; its message (an i18n Message) says what would fit."""
 
 
+def one_sequence(cfg, S: int, T: int) -> tuple[int, int]:
+    """(S, T) as the model's shape reads them: a decoder-only model reads the prompt's S tokens and the T after them
+    as one decoder sequence (no source side, no cross-attention); an encoder-only model writes nothing (T = 0)."""
+    if not cfg.has_encoder:
+        return 0, S + T
+    return (S, 0) if not cfg.has_decoder else (S, T)
+
+
 def _attention_elements(cfg, S: int, T: int) -> int:
-    return cfg.n_heads * (cfg.n_encoder_layers * S * S + cfg.n_decoder_layers * (T * T + T * S))
+    S, T = one_sequence(cfg, S, T)
+    cross = T * S if cfg.has_encoder and cfg.has_decoder else 0
+    return cfg.n_heads * (cfg.n_encoder_layers * S * S + cfg.n_decoder_layers * (T * T + cross))
 
 
 def pass_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
     """The transient peak of one forward pass of `rows` batch rows (nothing recorded): one layer's scores,
     softmax and mask at a time, the widest activations, the logits and their log-softmax."""
+    S, T = one_sequence(cfg, S, T)
     scores = cfg.n_heads * max(S * S, T * T, T * S) * 3
     activations = (S + T) * max(cfg.d_ff, 4 * cfg.d_model) * 2
     logits = T * cfg.tgt_vocab_size * 3
@@ -81,6 +92,7 @@ def pass_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
 
 def capture_bytes(cfg, S: int, T: int, qkv: bool = False) -> int:
     """One recorded pass (model.capture): every map twice (tensor and numpy), the pass, the log-probs."""
+    S, T = one_sequence(cfg, S, T)
     maps = 2 * F32 * _attention_elements(cfg, S, T)
     vectors = 0
     if qkv:  # q, k, v and the head outputs of every layer and kind, tensor and numpy
@@ -102,13 +114,17 @@ def decode_bytes(cfg, S: int, steps: int, beams: int = 1) -> int:
 def figure_bytes(cfg, S: int, T: int) -> int:
     """Figures and downloads of every map: 24 bytes a number (a float64 typed array in base64 is 10.7 bytes, held
     as the figure's JSON, then in the protobuf message and the websocket frame that carry it)."""
-    return 24 * _attention_elements(cfg, S, T)
+    return 24 * _attention_elements(cfg, S, T)  # (one_sequence inside)
 
 
 def steps_for(cfg, S: int) -> int:
-    """The decoding step limit for S source tokens (model.decoding.step_limit, without a model)."""
+    """The decoding step limit for S source tokens (model.decoding.step_limit, without a model): a decoder-only
+    model continues its prompt of S tokens by DEFAULT_SLACK at most; an encoder-only model writes nothing."""
     cap = step_cap()
-    return max(0, min(S + DEFAULT_SLACK, cfg.max_len - 1, S + DEFAULT_SLACK if cap is None else cap))
+    if not cfg.has_decoder:
+        return 0
+    wanted, room = (S + DEFAULT_SLACK, cfg.max_len - 1) if cfg.has_encoder else (DEFAULT_SLACK, cfg.max_len - S)
+    return max(0, min(wanted, room, wanted if cap is None else cap))
 
 
 STEPS_ENV = "VIZ_MAX_STEPS"

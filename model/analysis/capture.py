@@ -11,7 +11,7 @@ from torch import nn
 from ..decoding import greedy_ids
 from ..interventions import Interventions
 from ..network.recording import ATTENTION_KINDS, Recorder, record
-from ..text.inputs import as_batch, prepare_source, prepare_target, require_eval
+from ..text.inputs import as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
 from ..text.tokenizer import Tokenizer
 
 
@@ -21,6 +21,11 @@ class Capture:
 
     S = source tokens (ending with </s>), T = decoder input tokens (starting with <s>),
     L = layers of that stack, H = heads, D = d_model. All arrays are float32 numpy.
+
+    Decoder-only models: the text is the decoder's one sequence (T tokens as the family's tokenizer gives them,
+    its BOS included when it adds one); the source side is empty (S = 0: encoder_self (0, H, 0, 0), cross
+    (0, H, T, 0), source arrays of length 0). Encoder-only models: the text is the source; the decoder side is
+    empty (T = 0) and log_probs is the masked-LM head's (S, V) distributions, or None without a head.
     """
 
     source_tokens: list[str]  # S
@@ -57,9 +62,12 @@ class Capture:
         return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
 
 
-def _stack(recorder: Recorder, kind: str) -> np.ndarray:
-    """(L, H, Tq, Tk) from the one map each layer recorded, batch item 0."""
+def _stack(recorder: Recorder, kind: str, empty: tuple[int, ...] = (0, 0, 0, 0)) -> np.ndarray:
+    """(L, H, Tq, Tk) from the one map each layer recorded, batch item 0; `empty` (L = 0) for a stack the model's
+    shape does not have."""
     maps = [recorder.attention[(kind, i)][-1][0] for i in recorder.layers(kind)]
+    if not maps:
+        return np.zeros(empty, dtype=np.float32)
     return torch.stack(maps).float().cpu().numpy()
 
 
@@ -98,6 +106,8 @@ def capture(
     require_eval(model)
     # bad arguments are named before any work
     changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
+    if model.config.shape != "encoder-decoder":
+        return _capture_one_stack(model, tokenizer, source, target, qkv, changes)
     vocab = tokenizer.target
     src = prepare_source(model, tokenizer, source)
     if target is None:
@@ -137,5 +147,56 @@ def capture(
             kind: _stack_vectors(rec, kind, "bias") for kind in ATTENTION_KINDS if rec.vectors.get((kind, 0, "bias"))
         },
         log_probs=_numpy(logits[0].float().log_softmax(-1)),
+        interventions=changes.describe(),
+    )
+
+
+def _capture_one_stack(
+    model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None, qkv: bool, changes: Interventions
+) -> Capture:
+    """capture() of a decoder-only model (the text, then the target when given, as one decoder sequence) or of
+    an encoder-only model (the text as the source); the other side's arrays are empty."""
+    cfg = model.config
+    H, D = cfg.n_heads, cfg.d_model
+    decoder = cfg.shape == "decoder-only"
+    seq = prepare_sequence(model, tokenizer, text, target) if decoder else prepare_source(model, tokenizer, text)
+    changes.check(model, (0, len(seq.ids)) if decoder else (len(seq.ids), 0))
+    with record(model, qkv=qkv, interventions=changes) as rec:
+        batch = as_batch(model, seq.ids)
+        if decoder:
+            logits = model.decode(batch)  # (1, T, V)
+        else:
+            memory, _ = model.encode(batch)
+            logits = model.logits(memory) if model.generator is not None else None  # (1, S, V)
+    n = len(seq.ids)
+    side = rec.positional["target" if decoder else "source"][-1]
+    none_pe = np.zeros((0, D), dtype=np.float32)
+    kinds = ("decoder_self",) if decoder else ("encoder_self",)
+    names = ("q", "k", "v", "heads")
+    vectors = {kind: [_stack_vectors(rec, kind, name) for name in names] for kind in kinds} if qkv else {}
+    ids = np.asarray(seq.ids)
+    no_ids = np.zeros((0,), dtype=np.int64)
+    tokens = seq.tokens
+    predicted = tokenizer.target.decode(logits[0].argmax(-1).tolist()) if logits is not None and decoder else []
+    return Capture(
+        source_tokens=[] if decoder else tokens,
+        target_tokens=tokens if decoder else [],
+        predicted_tokens=predicted,
+        source_ids=no_ids if decoder else ids,
+        target_ids=ids if decoder else no_ids,
+        encoder_self=_stack(rec, "encoder_self", (0, H, 0, 0)),
+        decoder_self=_stack(rec, "decoder_self", (0, H, 0, 0)),
+        cross=np.zeros((0, H, n, 0) if decoder else (0, H, 0, n), dtype=np.float32),
+        source_pe=none_pe if decoder else _numpy(side.rows),
+        target_pe=_numpy(side.rows) if decoder else none_pe,
+        source_embeddings=none_pe if decoder else _numpy(side.embeddings[0]),
+        target_embeddings=_numpy(side.embeddings[0]) if decoder else none_pe,
+        generated=False,
+        source_truncated=0 if decoder else seq.truncated,
+        target_truncated=seq.truncated if decoder else 0,
+        qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
+        head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
+        position_bias={kind: _stack_vectors(rec, kind, "bias") for kind in kinds if rec.vectors.get((kind, 0, "bias"))},
+        log_probs=None if logits is None else _numpy(logits[0].float().log_softmax(-1)),
         interventions=changes.describe(),
     )

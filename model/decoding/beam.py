@@ -24,7 +24,7 @@ from torch import nn
 from i18n import N_
 
 from ..interventions import NONE, Interventions
-from ..text.inputs import device_of, prepare_source, require_eval
+from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
 from . import core
 from .core import Move, checked_limit
@@ -70,7 +70,7 @@ class BeamStep:
 
 @dataclass
 class BeamTrace:
-    """A whole beam search: every step's hypotheses and the best one."""
+    """A whole beam search: every step's hypotheses and the best one (decoder-only: the source is the prompt)."""
 
     source_tokens: list[str]
     source_ids: list[int]
@@ -151,6 +151,9 @@ class BeamTrace:
 
 def _rows(recorder, kind: str, layers: int) -> np.ndarray:
     """(R, L, H, Tk): every row's newest query over the keys, from the one map per layer of this step."""
+    if (kind, 0) not in recorder.attention:  # a decoder-only model's cross-attention: no keys
+        rows, heads = recorder.attention[("decoder_self", 0)][-1].shape[:2]
+        return np.zeros((rows, layers, heads, 0), dtype=np.float32)
     maps = torch.stack([recorder.attention[(kind, i)][-1][:, :, -1, :] for i in range(layers)])  # (L, R, H, Tk)
     return maps.transpose(0, 1).float().cpu().numpy()
 
@@ -234,7 +237,7 @@ def beam_search(
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
     vocab = tokenizer.target
-    src_in = prepare_source(model, tokenizer, source)
+    src_in = (prepare_source if model.config.has_encoder else prepare_sequence)(model, tokenizer, source)
     trace = BeamTrace(src_in.tokens, src_in.ids, beam_size, length_penalty, truncated=src_in.truncated,
                       start_token=vocab.token(vocab.bos_id), interventions=changes.describe())  # fmt: skip
     limit = checked_limit(model, len(src_in.ids), max_len, changes)

@@ -50,9 +50,13 @@ def step_limit(model: nn.Module, source_len: int, requested: int | None = None) 
     section 6.1; enough for every demo task), and never more than max_len - 1, so that the decoder input
     <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table; nor more than a server's
     step cap (set_step_cap)."""
-    wanted = source_len + DEFAULT_SLACK if requested is None else requested
     cap = _STEP_CAP[0]
-    return max(0, min(int(wanted), model.config.max_len - 1, cap if cap is not None else int(wanted)))
+    # a decoder-only model's prompt is its decoder's first inputs: prompt and continuation share the positions, and
+    # by default it continues by DEFAULT_SLACK tokens (the prompt's length says nothing about the continuation's)
+    encoder = model.config.has_encoder
+    wanted = (source_len if encoder else 0) + DEFAULT_SLACK if requested is None else requested
+    room = model.config.max_len - 1 if encoder else model.config.max_len - source_len
+    return max(0, min(int(wanted), room, cap if cap is not None else int(wanted)))
 
 
 def checked_limit(model: nn.Module, source_len: int, requested: int | None, changes: Interventions) -> int:
@@ -80,23 +84,32 @@ class DecoderSession:
     sources: B source id lists (each ending with </s>; padded here). Row b's decoder input so far is
     `inputs[b]` = <s> y_1 .. y_t. `step()` gives the next-token logits of every row, `append` adds the
     chosen tokens, `reorder` keeps and repeats rows (beam search).
+    A decoder-only model has no encoder: the sources are prompts (all of one length) and row b's input is
+    prompt_b y_1 .. y_t; the first step feeds the whole prompt, the next ones the newest token.
     """
 
     def __init__(self, model: nn.Module, sources: Sequence[Sequence[int]], bos_id: int, use_cache: bool = True):
         self.model = model
         device = device_of(model)
+        self.written = 0  # tokens appended so far
+        self.cache = model.new_cache() if use_cache else None
+        if not model.config.has_encoder:
+            if len({len(s) for s in sources}) > 1 or not all(len(s) for s in sources):
+                raise ValueError("a decoder-only model decodes prompts of one length (at least one token) together")
+            self.memory, self.mask = None, None
+            self.inputs = torch.tensor([list(s) for s in sources], dtype=torch.long, device=device)  # (B, P)
+            return
         self.memory, self.mask = model.encode(
             pad_batch(sources, model.config.pad_id, device)
         )  # (B, S, D), (B,1,1,S)|None
-        self.cache = model.new_cache() if use_cache else None
         self.inputs = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=device)  # (B, t+1)
 
     def step(self) -> torch.Tensor:
-        """(B, V) logits of the token after each row's input; with the cache only the newest token is fed."""
-        new = self.inputs[:, -1:] if self.cache is not None else self.inputs
+        """(B, V) logits of the token after each row's input; with the cache only what it lacks is fed."""
+        new = self.inputs[:, self.cache.length :] if self.cache is not None else self.inputs
         logits = self.model.decode(new, self.memory, self.mask, self.cache, last_only=True)[:, -1]
         forced = self.model.config.forced_bos_id
-        if forced is not None and self.inputs.size(1) == 1:  # BART's <s>, mBART's language code: every
+        if forced is not None and self.written == 0:  # BART's <s>, mBART's language code: every
             logits = torch.full_like(logits, float("-inf"))  # strategy takes it (Hugging Face's forced BOS)
             logits[:, forced] = 0.0
         return logits
@@ -104,11 +117,12 @@ class DecoderSession:
     def append(self, tokens: torch.Tensor) -> None:
         """tokens: (B,) the next input of every row."""
         self.inputs = torch.cat([self.inputs, tokens[:, None]], dim=1)
+        self.written += 1
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Keep rows `rows` (B',) of everything (inputs, memory, mask, cache), in that order."""
         self.inputs = self.inputs[rows]
-        self.memory = self.memory[rows]
+        self.memory = self.memory[rows] if self.memory is not None else None
         self.mask = self.mask[rows] if self.mask is not None else None
         if self.cache is not None:
             for layer in self.cache.layers:
@@ -260,8 +274,10 @@ def greedy_ids(
     """Cached greedy decoding of many sources at once, nothing recorded: each one's output ids,
     ending with </s> when it was written; `step_limit` applies per source (`checked_limit` with
     interventions, which the recording hooks apply to every row; nothing is kept)."""
-    if interventions.needs_full_prefix and len({len(s) for s in sources}) > 1:
-        # a shuffle permutes the padded length's positions: decode each source length apart, as one source alone
+    apart = interventions.needs_full_prefix or not model.config.has_encoder
+    if apart and len({len(s) for s in sources}) > 1:
+        # a shuffle permutes the padded length's positions, and a decoder-only model's prompts are its inputs:
+        # decode each source length apart, as one source alone
         by_length: dict[int, list[int]] = {}
         for i, s in enumerate(sources):
             by_length.setdefault(len(s), []).append(i)

@@ -36,8 +36,12 @@ def greedy_decode(
     shift: int = 1,
     seed: int = 0,
     interventions: Interventions | None = None,
+    max_new_tokens: int | None = None,
 ) -> Trace:
     """Decode `source` greedily, recording each step's attention rows and top-k candidates.
+
+    A decoder-only model continues `source` (the prompt): Trace.text is the continuation. max_new_tokens is
+    another name for max_len (transformers' generate() calls it so).
 
     max_len: most tokens to generate (default and bound: `step_limit`). prefix: token ids to force as
     the first outputs (the user picked other candidates, forced.py); greedy choice continues after them.
@@ -47,6 +51,7 @@ def greedy_decode(
     Trace.interventions records them.
     """
     changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
+    max_len = max_new_tokens if max_len is None else max_len
     choose = ForcedPrefix(prefix, model.config.tgt_vocab_size) if len(prefix) else None
     return decode_trace(model, tokenizer, source, choose or greedy_choice, max_len, top_k, use_cache, stop_at_eos,
                         forced=choose.forced if choose else (lambda t: False), interventions=changes)  # fmt: skip

@@ -12,7 +12,7 @@ from torch import nn
 
 from ..interventions import NONE, Interventions
 from ..network.recording import Recorder
-from ..text.inputs import prepare_source, require_eval
+from ..text.inputs import prepare_sequence, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
 from . import core
 from .core import Chooser, RowsPolicy, checked_limit
@@ -45,6 +45,7 @@ class Trace:
     truncated: int = 0  # source tokens cut to fit the model's max_len
     text: str = ""  # the generated text, specials left out
     start_token: str = "<s>"  # the decoder's first input (Marian starts from <pad>)
+    prompt: bool = False  # decoder-only: the source tokens are the prompt, the decoder's first inputs
     # what was changed while decoding, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "off"}
     interventions: dict = field(default_factory=dict)
 
@@ -57,8 +58,8 @@ class Trace:
         return [s.token for s in self.steps]
 
     def decoder_inputs(self, t: int) -> list[str]:
-        """The decoder's input tokens at step t: <s> y_1 .. y_t."""
-        return [self.start_token] + self.output_tokens[:t]
+        """The decoder's input tokens at step t: <s> y_1 .. y_t (decoder-only: prompt y_1 .. y_t)."""
+        return (list(self.source_tokens) if self.prompt else [self.start_token]) + self.output_tokens[:t]
 
     def cross_alignment(self) -> np.ndarray:
         """(L, H, T, S): row t is the cross-attention of step t; T = number of steps."""
@@ -67,19 +68,23 @@ class Trace:
         return np.stack([s.cross for s in self.steps], axis=2)
 
     def decoder_self_matrix(self) -> np.ndarray:
-        """(L, H, T, T): row t is step t's self-attention row, zero above the diagonal."""
+        """(L, H, T, T): row t is step t's self-attention row, zero above the diagonal. Decoder-only:
+        (L, H, T, P + T - 1), row t over the prompt's P tokens and y_1 .. y_t."""
         T = len(self.steps)
         if not T:
             return np.zeros((0, 0, 0, 0), dtype=np.float32)
-        L, H, _ = self.steps[0].decoder_self.shape
-        out = np.zeros((L, H, T, T), dtype=np.float32)
+        L, H, first = self.steps[0].decoder_self.shape
+        out = np.zeros((L, H, T, first + T - 1), dtype=np.float32)
         for t, s in enumerate(self.steps):
-            out[:, :, t, : t + 1] = s.decoder_self
+            out[:, :, t, : first + t] = s.decoder_self
         return out
 
 
-def _last_rows(recorder, kind: str, layers: int) -> np.ndarray:
-    """(L, H, Tk): the last query row of each layer's single recorded map of this kind, batch row 0."""
+def _last_rows(recorder, kind: str, layers: int, heads: int = 0) -> np.ndarray:
+    """(L, H, Tk): the last query row of each layer's single recorded map of this kind, batch row 0
+    ((L, heads, 0) when the model has no attention of this kind: a decoder-only model's cross-attention)."""
+    if (kind, 0) not in recorder.attention:
+        return np.zeros((layers, heads, 0), dtype=np.float32)
     return torch.stack([recorder.attention[(kind, i)][-1][0, :, -1, :] for i in range(layers)]).float().cpu().numpy()
 
 
@@ -103,10 +108,11 @@ def decode_trace(
     """
     require_eval(model)
     vocab = tokenizer.target
-    src_in = prepare_source(model, tokenizer, source)
+    prompt = not model.config.has_encoder  # decoder-only: the source is the prompt
+    src_in = (prepare_sequence if prompt else prepare_source)(model, tokenizer, source)
     limit = checked_limit(model, len(src_in.ids), max_len, interventions)
     trace = Trace(src_in.tokens, src_in.ids, truncated=src_in.truncated, start_token=vocab.token(vocab.bos_id),
-                  interventions=interventions.describe())  # fmt: skip
+                  interventions=interventions.describe(), prompt=prompt)  # fmt: skip
     n_layers = len(model.decoder.layers)
     k = max(1, min(top_k, model.config.tgt_vocab_size))
     probs_of = distribution or (lambda logits: logits.float().softmax(-1))
@@ -127,7 +133,7 @@ def decode_trace(
                 top_tokens=vocab.decode(top_ids),
                 top_probs=top_p.cpu().numpy(),
                 decoder_self=_last_rows(rec, "decoder_self", n_layers),
-                cross=_last_rows(rec, "cross", n_layers),
+                cross=_last_rows(rec, "cross", n_layers, model.config.n_heads),
             )
         )
 

@@ -94,14 +94,19 @@ class MultiHeadAttention(nn.Module):
         d_head: int | None = None,
         bias: bool = True,
         scale: bool = True,
+        n_kv_heads: int | None = None,
+        qkv_bias: bool | None = None,
     ):
         super().__init__()
         self.n_heads = n_heads
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         self.d_head = d_model // n_heads if d_head is None else d_head
         inner = n_heads * self.d_head
-        self.q_proj = nn.Linear(d_model, inner, bias=bias)
-        self.k_proj = nn.Linear(d_model, inner, bias=bias)
-        self.v_proj = nn.Linear(d_model, inner, bias=bias)
+        kv_inner = self.n_kv_heads * self.d_head
+        qkv_bias = bias if qkv_bias is None else qkv_bias
+        self.q_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, kv_inner, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, kv_inner, bias=qkv_bias)
         self.out_proj = nn.Linear(inner, d_model, bias=bias)
         self.dropout = dropout
         self.scale = scale
@@ -115,9 +120,15 @@ class MultiHeadAttention(nn.Module):
         probes = (self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe)
         return dict(zip(VECTOR_PROBES, probes))
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor, heads: int | None = None) -> torch.Tensor:
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dk)
+        return x.view(B, T, heads or self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dk)
+
+    def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H_kv, T, dk) -> (B, H, T, dk): query head h reads key/value head h // (H / H_kv) (grouped-query
+        attention); unchanged when every query head has its own."""
+        groups = self.n_heads // self.n_kv_heads
+        return x if groups == 1 else x.repeat_interleave(groups, dim=1)
 
     def forward(
         self,
@@ -130,6 +141,9 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor:
         """query: (B, Tq, D); key_value: (B, Tk, D), ignored when a static cache already holds K and V.
 
+        Grouped-query attention (n_kv_heads < n_heads): K and V have n_kv_heads heads (so has the cache); each is
+        repeated for its group of query heads before the scores, so the probes see (B, H, Tk, dk) per query head.
+
         cache with static_kv=False (decoder self-attention): the new keys and values are appended.
         cache with static_kv=True (cross-attention): K and V are computed from key_value once, then reused.
         positions (self-attention of a rope / alibi / relative model): RoPE rotates q and the new keys (which sit at
@@ -141,8 +155,8 @@ class MultiHeadAttention(nn.Module):
         if static_kv and cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
-            k = self.split_heads(self.k_proj(key_value))  # (B, H, Tk, dk)
-            v = self.split_heads(self.v_proj(key_value))
+            k = self.split_heads(self.k_proj(key_value), self.n_kv_heads)  # (B, H_kv, Tk, dk)
+            v = self.split_heads(self.v_proj(key_value), self.n_kv_heads)
             if positions is not None:
                 q, k, bias = positions.rotate(q), positions.rotate(k), positions.bias
             if cache is not None:
@@ -150,6 +164,7 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache.k, k], dim=2)
                     v = torch.cat([cache.v, v], dim=2)
                 cache.k, cache.v = k, v
+        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Tk, dk): the cache keeps the H_kv heads
         p = self.dropout if self.training else 0.0
         if is_recording():
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)

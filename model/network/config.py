@@ -20,6 +20,12 @@ ATTENTION_POSITIONAL_KINDS = ("rope", "alibi", "relative")
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "std", "rms")
+# The three shapes of the one model: both stacks (the paper), the decoder alone (GPT-2, Llama, Qwen2: no encoder,
+# no cross-attention, the whole sequence in the decoder) or the encoder alone (BERT).
+SHAPES = ("encoder-decoder", "decoder-only", "encoder-only")
+# What turns the last hidden states into logits: a linear layer (the generator), BERT's masked-LM head
+# (dense -> activation -> norm -> linear), or nothing (BertModel: hidden states only).
+OUTPUT_HEADS = ("linear", "mlm", "none")
 
 # What a config may ask for before anything is allocated: the paper's big model (d_model 1024, 16 heads,
 # d_ff 4096, 6+6 layers, 37k-64k vocabularies, positions in the thousands) fits with room to spare;
@@ -78,6 +84,16 @@ class TransformerConfig:
     rescale_output: bool = False  # multiply the decoder output by d_model^-0.5 before the generator (T5 v1.0)
     embed_norm: bool = False  # a norm on embeddings + positions, before the first layer (BART, mBART)
     forced_bos_id: int | None = None  # decoding's first output token is forced to this id (BART <s>, mBART lang)
+    # "encoder-decoder" (the paper), "decoder-only" (n_encoder_layers 0: one sequence through the decoder, no
+    # cross-attention) or "encoder-only" (n_decoder_layers 0). The stack a shape lacks is not built at all.
+    shape: str = "encoder-decoder"
+    # key/value heads of every attention (grouped-query attention, Llama 2/3, Qwen2); None: n_heads. Query head h
+    # reads key/value head h // (n_heads / n_kv_heads) (see kv_head_of).
+    n_kv_heads: int | None = None
+    qkv_bias: bool | None = None  # biases on q, k, v only; None: as `bias` (Qwen2: q/k/v yes, output and FFN no)
+    rope_dim: int | None = None  # positional="rope": the first rope_dim dims of each head rotate (partial RoPE)
+    type_vocab_size: int = 0  # BERT's token-type table; row 0 (segment A) is added to every token's embedding
+    output_head: str = "linear"  # "linear" (the generator), "mlm" (BERT: dense, act, norm, then it) or "none"
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
 
     def __post_init__(self) -> None:
@@ -94,6 +110,8 @@ class TransformerConfig:
             ("pe_layout", PE_LAYOUTS),
             ("activation", ACTIVATIONS),
             ("norm", NORM_KINDS),
+            ("shape", SHAPES),
+            ("output_head", OUTPUT_HEADS),
         ):
             if getattr(self, name) not in allowed:
                 problems.append(M_("{name} is not one of {allowed}", name=name, allowed=", ".join(allowed)))
@@ -108,6 +126,10 @@ class TransformerConfig:
                 problems.append(M_("{name} is {value}; it must be at least 0", name=name, value=value))
         if problems:  # relations only between fields that are each valid (no division by a zero n_heads)
             raise ValueError(_invalid(problems))
+        if self.n_heads % self.kv_heads:
+            problems.append(M_("n_heads={h} is not a multiple of n_kv_heads={kv}", h=self.n_heads, kv=self.kv_heads))
+        if self.rope_dim is not None and (self.rope_dim % 2 or self.rope_dim > self.d_head):
+            problems.append(M_("rope_dim must be even and at most the head width {d}", d=self.d_head))
         if self.head_dim is None and self.d_model % self.n_heads:
             problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -143,6 +165,31 @@ class TransformerConfig:
     def d_head(self) -> int:
         """Width of one head's queries, keys and values (d_k = d_v in the paper)."""
         return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads per attention (n_heads unless grouped-query attention)."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    def kv_head_of(self, head: int) -> int:
+        """The key/value head that query head `head` reads (each group of n_heads / kv_heads query heads shares one)."""
+        return head // (self.n_heads // self.kv_heads)
+
+    @property
+    def has_encoder(self) -> bool:
+        return self.shape != "decoder-only"
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.shape != "encoder-only"
+
+    @property
+    def attention_kinds(self) -> tuple[str, ...]:
+        """The attention this shape records: encoder_self, decoder_self and cross (encoder-decoder), decoder_self
+        (decoder-only) or encoder_self (encoder-only), in the order of recording.ATTENTION_KINDS."""
+        kinds = {"encoder_self": self.has_encoder, "decoder_self": self.has_decoder}
+        kinds["cross"] = self.has_encoder and self.has_decoder
+        return tuple(k for k, present in kinds.items() if present)
 
     @property
     def attention_width(self) -> int:
@@ -199,6 +246,7 @@ _INTS = (
     "pad_id",
     "bos_id",
     "eos_id",
+    "type_vocab_size",
 )
 _REALS = ("dropout", "pe_base", "layer_norm_eps")
 _BOOLS = (
@@ -213,8 +261,8 @@ _BOOLS = (
     "rescale_output",
     "embed_norm",
 )
-_OPTIONAL_INTS = ("head_dim", "forced_bos_id")
-_STRINGS = ("positional", "pe_layout", "activation", "norm")
+_OPTIONAL_INTS = ("head_dim", "forced_bos_id", "n_kv_heads", "rope_dim")
+_STRINGS = ("positional", "pe_layout", "activation", "norm", "shape", "output_head")
 
 
 def _invalid(problems: list) -> str:
@@ -264,6 +312,8 @@ def _type_problems(c: TransformerConfig) -> list[str]:
         for n in _OPTIONAL_INTS
         if getattr(c, n) is not None and type(getattr(c, n)) is not int
     ]
+    if c.qkv_bias is not None and type(c.qkv_bias) is not bool:
+        problems.append(M_("qkv_bias must be true, false or null, not {kind}", kind=kind(c.qkv_bias)))
     if c.final_norm is not None and type(c.final_norm) is not bool:
         problems.append(M_("final_norm must be true, false or null, not {kind}", kind=kind(c.final_norm)))
     if not isinstance(c.extra, dict):
@@ -272,19 +322,29 @@ def _type_problems(c: TransformerConfig) -> list[str]:
 
 
 def parameter_count(c: TransformerConfig) -> int:
-    """Numbers the model will allocate: every parameter (tied ones once) plus the two positional tables."""
+    """Numbers the model will allocate: every parameter (tied ones once) plus the positional tables of the stacks
+    its shape has."""
     d, f, w, b = c.d_model, c.d_ff, c.attention_width, int(c.bias)
-    attention = 3 * (d * w + w * b) + w * d + d * b
+    kv = c.kv_heads * c.d_head
+    qkv_b = int(c.bias if c.qkv_bias is None else c.qkv_bias)
+    attention = d * w + 2 * d * kv + (w + 2 * kv) * qkv_b + w * d + d * b
     ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b
     norm = d if c.norm == "rms" else 2 * d
+    stacks = int(c.has_encoder) + int(c.has_decoder)
     encoder = c.n_encoder_layers * (attention + ff + 2 * norm)
-    decoder = c.n_decoder_layers * (2 * attention + ff + 3 * norm)
-    final = 2 * norm if c.has_final_norm else 0
-    final += 2 * norm if c.embed_norm else 0
-    embed = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
-    generator = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
-    positions = 2 * c.max_len * d + (2 * c.relative_buckets * c.n_heads if c.positional == "relative" else 0)
-    return encoder + decoder + final + embed + generator + positions
+    cross = attention + norm if c.shape == "encoder-decoder" else 0
+    decoder = c.n_decoder_layers * (attention + cross + ff + 2 * norm)
+    final = stacks * norm if c.has_final_norm else 0
+    final += stacks * norm if c.embed_norm else 0
+    one_table = c.share_embeddings or c.shape != "encoder-decoder"
+    embed = c.src_vocab_size * d + (0 if one_table else c.tgt_vocab_size * d) + c.type_vocab_size * d
+    head = 0
+    if c.output_head != "none":
+        head = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
+        head += d * d + d + norm if c.output_head == "mlm" else 0
+    relative = c.relative_buckets * c.n_heads if c.positional == "relative" else 0
+    positions = stacks * (c.max_len * d + relative)  # every kind keeps a (max_len, d) table (zeros: a view)
+    return encoder + decoder + final + embed + head + positions
 
 
 def limit_problems(c: TransformerConfig) -> list[str]:
@@ -303,7 +363,18 @@ def limit_problems(c: TransformerConfig) -> list[str]:
     }
     if c.head_dim is not None:
         bounds["head_dim"] = LIMITS["d_model"]
+    if c.n_kv_heads is not None:
+        bounds["n_kv_heads"] = LIMITS["n_heads"]
+    if c.rope_dim is not None:
+        bounds["rope_dim"] = LIMITS["d_model"]
     problems = []
+    if c.type_vocab_size < 0 or c.type_vocab_size > LIMITS["vocab"]:
+        problems.append(M_("type_vocab_size must lie in 0..{limit}", limit=LIMITS["vocab"]))
+    absent = {"decoder-only": "n_encoder_layers", "encoder-only": "n_decoder_layers"}.get(c.shape)
+    if absent is not None:  # the stack this shape lacks: exactly 0 layers
+        bounds.pop(absent)
+        if getattr(c, absent) != 0:
+            problems.append(M_("{name} must be 0 in a {shape} model", name=absent, shape=c.shape))
     for name, bound in bounds.items():
         value = getattr(c, name)
         if value < 1:

@@ -106,7 +106,8 @@ class NoPositionalEncoding(nn.Module):
     def __init__(self, d_model: int, max_len: int):
         super().__init__()
         self.max_len = max_len
-        self.register_buffer("table", torch.zeros(max_len, d_model), persistent=False)
+        # one row of zeros seen max_len times: no memory for the table of a long-context model
+        self.register_buffer("table", torch.zeros(1, d_model).expand(max_len, d_model), persistent=False)
 
     def rows(self, offset: int, length: int) -> torch.Tensor:
         check_length(offset, length, self.max_len)
@@ -236,8 +237,15 @@ class SelfAttentionPositions:
         self.cos, self.sin, self.bias, self.layout = cos, sin, bias, layout
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, H, Tq, dk) rotated by the query positions (unchanged without RoPE)."""
-        return x if self.cos is None else rope_rotate(x, self.cos, self.sin, self.layout)
+        """x (B, H, Tq, dk) rotated by the query positions (unchanged without RoPE). Partial RoPE (angles for
+        fewer than dk/2 pairs): the first 2 * pairs dims rotate, the rest pass unchanged."""
+        if self.cos is None:
+            return x
+        rotated = 2 * self.cos.size(-1)
+        if rotated == x.size(-1):
+            return rope_rotate(x, self.cos, self.sin, self.layout)
+        head = rope_rotate(x[..., :rotated], self.cos, self.sin, self.layout)
+        return torch.cat([head, x[..., rotated:]], dim=-1)
 
 
 class AttentionPositionalEncoding(NoPositionalEncoding):

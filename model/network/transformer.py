@@ -77,7 +77,14 @@ def make_norm(config: TransformerConfig) -> nn.Module:
 
 def make_attention(config: TransformerConfig) -> MultiHeadAttention:
     return MultiHeadAttention(
-        config.d_model, config.n_heads, config.dropout, config.d_head, config.bias, config.scale_scores
+        config.d_model,
+        config.n_heads,
+        config.dropout,
+        config.d_head,
+        config.bias,
+        config.scale_scores,
+        config.n_kv_heads,
+        config.qkv_bias,
     )
 
 
@@ -130,13 +137,16 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: TransformerConfig):
+    """Masked self-attention, cross-attention over the encoder's memory, feed-forward; a decoder-only model's
+    layers have no cross-attention (cross_attn and norm2 are None: norm1 before attention, norm3 before the FFN)."""
+
+    def __init__(self, config: TransformerConfig, cross: bool = True):
         super().__init__()
         self.self_attn = make_attention(config)
-        self.cross_attn = make_attention(config)
+        self.cross_attn = make_attention(config) if cross else None
         self.ff = FeedForward(config)
         self.norm1 = make_norm(config)
-        self.norm2 = make_norm(config)
+        self.norm2 = make_norm(config) if cross else None
         self.norm3 = make_norm(config)
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
@@ -144,7 +154,7 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
-        memory: torch.Tensor,
+        memory: torch.Tensor | None,
         self_mask: torch.Tensor | None,
         memory_mask: torch.Tensor | None,
         cache: LayerCache | None = None,
@@ -159,14 +169,28 @@ class DecoderLayer(nn.Module):
             self.dropout,
             self.norm_first,
         )
-        x = residual(
-            x,
-            self.norm2,
-            lambda h: self.cross_attn(h, memory, memory_mask, cross_cache, static_kv=True),
-            self.dropout,
-            self.norm_first,
-        )
+        if self.cross_attn is not None:
+            x = residual(
+                x,
+                self.norm2,
+                lambda h: self.cross_attn(h, memory, memory_mask, cross_cache, static_kv=True),
+                self.dropout,
+                self.norm_first,
+            )
         return residual(x, self.norm3, self.ff, self.dropout, self.norm_first)
+
+
+class MLMTransform(nn.Module):
+    """BERT's masked-LM head before its output layer: norm(act(dense(x)))."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.d_model, config.d_model)
+        self.activation = ACTIVATION_FNS[config.activation]
+        self.norm = make_norm(config)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.activation(self.dense(x)))
 
 
 @dataclass
@@ -203,29 +227,42 @@ class Stack(nn.Module):
 
 
 class Transformer(nn.Module):
+    """The one model in its three shapes (config.shape): encoder-decoder, decoder-only (the decoder's stack with
+    no cross-attention reads the whole sequence: tgt_embed, tgt_pe, decoder) and encoder-only (src_embed, src_pe,
+    encoder). The stack a shape lacks is an empty Stack and its positional module None; one embedding table."""
+
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = config
         d = config.d_model
+        both = config.shape == "encoder-decoder"
         self.src_embed = nn.Embedding(config.src_vocab_size, d)
-        self.tgt_embed = self.src_embed if config.share_embeddings else nn.Embedding(config.tgt_vocab_size, d)
-        self.src_pe = self._positional(config, bidirectional=True)
-        self.tgt_pe = self._positional(config, bidirectional=False)
+        one_table = config.share_embeddings or not both
+        self.tgt_embed = self.src_embed if one_table else nn.Embedding(config.tgt_vocab_size, d)
+        # BERT's token types: row 0 (segment A) is added to every token (type_vocab_size 0: none)
+        self.type_embed = nn.Embedding(config.type_vocab_size, d) if config.type_vocab_size else None
+        self.src_pe = self._positional(config, bidirectional=True) if config.has_encoder else None
+        self.tgt_pe = self._positional(config, bidirectional=False) if config.has_decoder else None
         self.embed_dropout = nn.Dropout(config.dropout)
         final = config.has_final_norm
-        self.encoder = Stack(
-            [EncoderLayer(config) for _ in range(config.n_encoder_layers)],
-            make_norm(config) if final else None,
-            make_norm(config) if config.embed_norm else None,
+
+        def stack(present: bool, layers: list[nn.Module]) -> Stack:
+            if not present:
+                return Stack([], None)
+            return Stack(layers, make_norm(config) if final else None, make_norm(config) if config.embed_norm else None)
+
+        self.encoder = stack(config.has_encoder, [EncoderLayer(config) for _ in range(config.n_encoder_layers)])
+        self.decoder = stack(
+            config.has_decoder, [DecoderLayer(config, cross=both) for _ in range(config.n_decoder_layers)]
         )
-        self.decoder = Stack(
-            [DecoderLayer(config) for _ in range(config.n_decoder_layers)],
-            make_norm(config) if final else None,
-            make_norm(config) if config.embed_norm else None,
+        self.head_transform = None  # BERT's masked-LM head: dense, activation, norm before the output layer
+        if config.output_head == "mlm":
+            self.head_transform = MLMTransform(config)
+        self.generator = (
+            None if config.output_head == "none" else nn.Linear(d, config.tgt_vocab_size, bias=config.generator_bias)
         )
-        self.generator = nn.Linear(d, config.tgt_vocab_size, bias=config.generator_bias)
         self.reset_parameters()
-        if config.tie_generator:
+        if config.tie_generator and self.generator is not None:
             self.generator.weight = self.tgt_embed.weight
 
     @staticmethod
@@ -238,7 +275,7 @@ class Transformer(nn.Module):
             return NoPositionalEncoding(d, n)
         if config.positional == "rope":
             rope = RotaryPositionalEncoding(d, n, h, config.pe_base, config.pe_layout)
-            rope.d_head = config.d_head  # a head width set apart from d_model (head_dim)
+            rope.d_head = config.rope_dim or config.d_head  # head_dim set apart; partial RoPE: the rotated dims
             return rope
         if config.positional == "alibi":
             return AlibiPositionalEncoding(d, n, h)
@@ -264,14 +301,24 @@ class Transformer(nn.Module):
     # -- the two halves -------------------------------------------------------------------------
 
     def embed(self, table: nn.Embedding, ids: torch.Tensor, embeds: torch.Tensor | None = None) -> torch.Tensor:
-        """Token embeddings (B, T, D), multiplied by sqrt(d_model) unless the config says not to.
+        """Token embeddings (B, T, D), multiplied by sqrt(d_model) unless the config says not to (plus BERT's
+        token-type row 0 when the model has token types).
 
         embeds (B, T, D), when given, stands for the table's output `table(ids)` (transformers' inputs_embeds):
         gradient methods differentiate the model from there, through the same scale, positions and layers."""
         x = table(ids) if embeds is None else embeds
         if embeds is not None and embeds.shape[:2] != ids.shape:
             raise ValueError(f"embeds {tuple(embeds.shape)} do not match ids {tuple(ids.shape)}")
-        return x * math.sqrt(self.config.d_model) if self.config.scale_embeddings else x
+        x = x * math.sqrt(self.config.d_model) if self.config.scale_embeddings else x
+        return x if self.type_embed is None else x + self.type_embed.weight[0]
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The output head over hidden states (B, T, D) -> (B, T, V) (BERT's masked-LM transform first)."""
+        if self.generator is None:
+            raise ValueError("this model has no output layer (an encoder without a language-model head)")
+        if self.head_transform is not None:
+            x = self.head_transform(x)
+        return self.generator(x)
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
         """(B, 1, 1, S) True on real source tokens, or None when nothing is padded."""
@@ -282,7 +329,7 @@ class Transformer(nn.Module):
         """(B, 1, T, offset+T): causal (query i sees keys <= offset+i) and, without a cache, no padded keys."""
         T = tgt.size(1)
         causal = torch.ones(T, offset + T, dtype=torch.bool, device=tgt.device).tril(diagonal=offset)
-        if offset == 0:
+        if offset == 0 and self.config.shape == "encoder-decoder":  # decoder-only: a text may hold its pad id
             keep = tgt != self.config.pad_id
             if self.config.bos_id == self.config.pad_id:
                 keep[:, 0] = True  # the first input is the start token, even where it is spelled <pad> (Marian)
@@ -308,8 +355,8 @@ class Transformer(nn.Module):
     def decode(
         self,
         tgt: torch.Tensor,
-        memory: torch.Tensor,
-        memory_mask: torch.Tensor | None,
+        memory: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
         last_only: bool = False,
         embeds: torch.Tensor | None = None,
@@ -317,6 +364,7 @@ class Transformer(nn.Module):
         """tgt (B, T) ids -> logits (B, T, V), or (B, 1, V) for the last position only when last_only.
 
         With a cache, tgt holds only the new tokens, placed after the cache.length already decoded.
+        A decoder-only model takes no memory (its layers have no cross-attention): tgt is the whole sequence.
         embeds (B, T, D): the target embedding table's output to use instead of looking tgt up (as in encode).
         """
         offset = cache.length if cache is not None else 0
@@ -336,11 +384,16 @@ class Transformer(nn.Module):
             x = self.decoder.norm(x)
         if self.config.rescale_output:  # T5 v1.0: the tied output layer reads d_model^-0.5 * h
             x = x * self.config.d_model**-0.5
-        return self.generator(x[:, -1:] if last_only else x)
+        return self.logits(x[:, -1:] if last_only else x)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced logits (B, T, V) for decoder inputs tgt given sources src."""
+    def forward(self, src: torch.Tensor | None, tgt: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V) for decoder inputs tgt given sources src. Decoder-only: the logits of
+        tgt alone (src is ignored); encoder-only: the output head over the encoded src (B, S, V)."""
+        if not self.config.has_encoder:
+            return self.decode(tgt)
         memory, mask = self.encode(src)
+        if not self.config.has_decoder:
+            return self.logits(memory)
         return self.decode(tgt, memory, mask)
 
     def new_cache(self) -> DecoderCache:
@@ -358,7 +411,8 @@ class Transformer(nn.Module):
             yield "encoder_self", i, layer.self_attn
         for i, layer in enumerate(self.decoder.layers):
             yield "decoder_self", i, layer.self_attn
-            yield "cross", i, layer.cross_attn
+            if layer.cross_attn is not None:
+                yield "cross", i, layer.cross_attn
 
     def vector_probes(self) -> Iterator[tuple[str, int, str, nn.Module]]:
         """(kind, layer, name, probe) for the Q, K, V and head-output probes of every attention module."""
@@ -367,8 +421,11 @@ class Transformer(nn.Module):
                 yield kind, i, name, probe
 
     def positional_encodings(self) -> Iterator[tuple[str, nn.Module]]:
-        yield "source", self.src_pe
-        yield "target", self.tgt_pe
+        """("source", module) and/or ("target", module): the sides the model's shape has."""
+        if self.src_pe is not None:
+            yield "source", self.src_pe
+        if self.tgt_pe is not None:
+            yield "target", self.tgt_pe
 
 
 def build_model(config: TransformerConfig, seed: int | None = None) -> Transformer:

@@ -32,6 +32,18 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
     return SourceInput(ids, vocab.decode(ids), truncated)
 
 
+def prepare_sequence(model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None = None) -> SourceInput:
+    """A decoder-only model's one sequence: the text's ids as the family's tokenizer gives them (its BOS in front
+    when the family adds one, no </s> appended), then the target's ids when given, cut to max_len."""
+    ids = tokenizer.source.encode(text)  # the same vocabulary as the target's (the target's may be ids given)
+    if target is not None:
+        extra = tokenizer.target.encode(target)
+        prefix = list(getattr(tokenizer.target, "prefix", ()))
+        ids += extra[len(prefix) :] if prefix and extra[: len(prefix)] == prefix else extra
+    room = model.config.max_len
+    return SourceInput(ids[:room], tokenizer.target.decode(ids[:room]), max(0, len(ids) - room))
+
+
 def prepare_target(model: nn.Module, vocab: Vocab, text: str) -> tuple[list[int], int]:
     """Decoder input ids for a given target text: <s> then the text's ids, cut to max_len; and how many were cut."""
     room = model.config.max_len - 1

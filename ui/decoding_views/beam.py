@@ -114,22 +114,23 @@ def view(session, strategy, changes) -> None:
     )  # fmt: skip
     URL.write(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
-    show(
-        attention_figs.attention_heatmap(
-            attention_figs.head_average(alignment[layer]),
-            tokens,
-            trace.source_tokens,
-            _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
-            query_label=_("output"),
-            key_label=_("source"),
-            gold=gold_alignment(session.card, session.check.text, detok(tokens)),
-            max_height=max_height,
-            max_width=max_width,
-            tick_px=chart_text_px(),
-            snug=True,
-        ),
-        key="dec_beam_alignment",
-    )
+    if alignment.shape[-1]:  # a decoder-only model has no source to align with
+        show(
+            attention_figs.attention_heatmap(
+                attention_figs.head_average(alignment[layer]),
+                tokens,
+                trace.source_tokens,
+                _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
+                query_label=_("output"),
+                key_label=_("source"),
+                gold=gold_alignment(session.card, session.check.text, detok(tokens)),
+                max_height=max_height,
+                max_width=max_width,
+                tick_px=chart_text_px(),
+                snug=True,
+            ),
+            key="dec_beam_alignment",
+        )
     left, right = st.columns(2)
     left.download_button(
         _("Download this beam search (.json)"),

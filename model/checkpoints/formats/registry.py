@@ -24,12 +24,23 @@ from i18n import M_, join_messages, message_of
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
-from . import annotated, bart, gordic, marian, native, t5, torch_tutorial
+from . import annotated, bart, bert, gordic, gpt2, llama, marian, native, t5, torch_tutorial
 from .common import listing
 from .source import CheckpointInfo, LoadOptions, Source, UnknownContent
 from .vocab_files import VocabSpec
 
-REGISTRY: tuple[ModuleType, ...] = (marian, t5, bart, native, annotated, gordic, torch_tutorial)  # detection order
+REGISTRY: tuple[ModuleType, ...] = (
+    marian,
+    t5,
+    bart,
+    gpt2,
+    llama,
+    bert,
+    native,
+    annotated,
+    gordic,
+    torch_tutorial,
+)  # detection order
 FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> title
 
 
@@ -72,7 +83,7 @@ def detect(src: Source) -> ModuleType:
         raise CheckpointError(
             M_(
                 "{name}/config.json describes a Hugging Face model of another kind (not named here); "
-                "of Hugging Face models these encoder-decoder families can be imported: {families}",
+                "of Hugging Face models these families can be imported: {families}",
                 name=src.name,
                 families=hugging_face_families(),
             )

@@ -27,6 +27,7 @@ from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import check_safetensors_header, read_json, regular_file
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
+from .safetensors_read import read_private
 from .vocab_files import VocabSpec
 
 WRAPPER_KEYS = ("state_dict", "model_state_dict", "model")
@@ -112,8 +113,8 @@ def _precision(state: Mapping[str, torch.Tensor]) -> str:
 def read_weights(path: Path, mmap: bool = False) -> Weights:
     """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights.
 
-    safetensors files are always memory-mapped; torch.save zip archives when mmap=True (for inspecting:
-    shapes and dtypes without reading the bytes), else read into memory once, for the model to adopt.
+    With mmap=True (inspecting: shapes and dtypes without reading the bytes) safetensors files and torch.save zip
+    archives are memory-mapped; otherwise both are read into private memory once, for the model to adopt.
     """
     info = regular_file(path)
     with open(path, "rb") as fh:
@@ -122,7 +123,10 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
     if _is_safetensors(head, info.st_size):
         check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
         try:
-            obj: Any = load_file(str(path))  # memory-mapped by safetensors
+            if mmap:  # inspecting: memory-mapped by safetensors (shapes and dtypes, nothing read)
+                obj: Any = load_file(str(path))
+            else:  # loading: read once into private memory, the tensors views of it (safetensors_read.py)
+                obj, mapped = read_private(path), False
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(unreadable_safetensors(path.name, err)) from None
     elif looks_like_pickle(head):
