@@ -24,6 +24,7 @@ from model.text.inputs import check_text, trained_range_warning
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
 from tasks.cards import grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
+from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 from viz.lecture_pack import lecture_pack_html
 
 TOL = 1e-4
@@ -202,4 +203,13 @@ def test_a_t5_and_a_bart_folder_pack_read_and_decode_as_the_app(name, folders, b
         "The Cat sat, on a mat. 42 😀 Été «zebra»!",  # capitals, punctuation, digits, emoji, accents, unknown pieces
         " ".join(rng.choice(WORDS) for _ in range(60)),  # past max_len: the cut warning
     ]
+    assert_parity(browser, model, tok, texts, tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_marian_folder_pack_reads_and_decodes_as_the_app(marian_dir, browser, tmp_path):
+    """A tiny MarianMT folder (tests/test_import_marian.py): sentencepiece pieces numbered by vocab.json, the decoder
+    starting from <pad>, sinusoids in the half layout."""
+    model, tok = load_checkpoint(marian_dir)
+    texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été", ">>fra<< the cat"]
     assert_parity(browser, model, tok, texts, tmp_path)
