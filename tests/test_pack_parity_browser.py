@@ -207,7 +207,7 @@ def test_a_t5_and_a_bart_folder_pack_read_and_decode_as_the_app(name, folders, b
 
 
 @pytest.mark.filterwarnings("ignore")
-def test_a_marian_folder_pack_reads_and_decodes_as_the_app(marian_dir, browser, tmp_path):
+def test_a_marian_folder_pack_reads_and_decodes_as_the_app(marian_dir, browser, tmp_path):  # noqa: F811
     """A tiny MarianMT folder (tests/test_import_marian.py): sentencepiece pieces numbered by vocab.json, the decoder
     starting from <pad>, sinusoids in the half layout."""
     model, tok = load_checkpoint(marian_dir)
