@@ -5,13 +5,15 @@
     python -m benchmarks.bench_lecture_pack --counts 5 --demos reverse reverse_rope   # some demos only
 
 Target (issue 12): at most 10 MB for 5 inputs on a demo model; since issue 27 the pack also carries the model
-(weights and tokenizer, so that the page runs typed inputs), budget 15 MB. Baseline: plotly.js alone, the fixed
-cost every pack carries once. Columns:
+(so that the page runs typed inputs), budget 15 MB; since issue 33 the model is its own ONNX graphs, run by the
+inlined onnxruntime-web (4.9 MB), and its tokenizer.json, read by tokenizers.js: budget 20 MB. Baseline: plotly.js
+alone, the fixed cost every pack carries once. Columns:
   pack          the whole HTML file
   data          pack minus plotly.js: figures, attention and decoding numbers, the model, the page and its scripts
-  model         of which the model: its float32 weights as base64 (4/3 of their bytes) and its tokenizer
+  model         of which the model: its two ONNX graphs as base64 (4/3 of their bytes) and its tokenizer
+                (the runtimes, onnxruntime-web and tokenizers.js, are counted in data, not here)
   per input     (data - model) / inputs
-  pack/target   pack / 15 MB
+  pack/target   pack / 20 MB
   run, html     seconds to run the model on the inputs (capture + greedy decoding) and to write the HTML
 """
 
@@ -34,7 +36,7 @@ from model.analysis.lecture import pack_records  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
 from viz.lecture_pack import lecture_pack_html  # noqa: E402
 
-TARGET = 15e6
+TARGET = 20e6
 
 
 def mb(n: float) -> str:

@@ -17,6 +17,7 @@ from model.checkpoints.demos import list_demos
 from model.network.recording import record
 from model.text.inputs import prepare_source
 from tests.hf_families import TEXTS, build_all
+from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 DEMOS = [d.name for d in list_demos()]
@@ -145,3 +146,23 @@ def test_each_family_graph_matches_transformers(families, name):
             torch.tensor([source]), num_beams=1, do_sample=False, max_new_tokens=8, forced_eos_token_id=None
         )[0].tolist()
         assert written == generated[1:], text
+
+
+@torch.no_grad()
+def test_a_marian_folder_graph_matches_transformers(marian_dir):  # noqa: F811
+    """MarianMT (tests/test_import_marian.py's tiny folder): the decoder starts from <pad>, which is not masked."""
+    import transformers
+
+    model, tok = load_checkpoint(marian_dir)
+    hf = transformers.MarianMTModel.from_pretrained(str(marian_dir), attn_implementation="eager").eval()
+    runs = sessions(export_graphs(model))
+    source = prepare_source(model, tok, "the cat sat on a mat").ids
+    target = [model.config.bos_id, 5, 9, 7, 11]
+    got = run_graphs(runs, source, target)
+    ref = hf(input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([target]), output_attentions=True)
+    assert target[0] == model.config.pad_id  # Marian's start token is its <pad>
+    assert np.abs(got["log_probs"] - ref.logits.log_softmax(-1).numpy()).max() < MAX_ABS
+    for kind, layers in (("encoder_self", ref.encoder_attentions), ("decoder_self", ref.decoder_attentions),
+                         ("cross", ref.cross_attentions)):  # fmt: skip
+        for i, layer in enumerate(layers):
+            assert np.abs(got[f"{kind}.{i}"] - layer.numpy()).max() < MAX_ABS, (kind, i)

@@ -76,3 +76,26 @@ def test_every_positional_kind_and_what_the_hand_written_page_refused_now_packs(
         assert live_spec(model, tok)["config"]["positional"] == kind
     model, tok = tiny(ff_gated=True, rescale_output=True, embed_norm=True, forced_bos_id=4, norm="rms")
     assert live_spec(model, tok)["config"]["forced_bos_id"] == 4
+
+
+def test_the_apps_other_checks_go_as_data_the_page_can_apply():
+    """tasks.cards.pack_checks: the card's trained lengths and the task's grammar, as the page's script reads them
+    (a word's class, None for adjective-only words, which patterns leave out): the app's "a guess" sentence for
+    "le chat noir mange", none for a card example."""
+    from model.checkpoints.checkpoint import load_card
+    from tasks.cards import grammar_warning, pack_checks
+
+    card = load_card(next(d.path for d in list_demos() if d.name == "fr_en"))
+    checks = pack_checks(card)
+    bounds = card["input_tokens"]
+    assert checks["trained"] == {"low": bounds["min"], "high": bounds["max"], "unit": bounds["unit"]}
+    grammar = checks["grammar"]
+
+    def pattern(text: str) -> list[str]:
+        words = [w.strip(grammar["punctuation"]) for w in text.lower().split()]
+        return [grammar["classes"][w] for w in words if w and grammar["classes"][w] is not None]
+
+    assert grammar_warning(card, "le chat noir mange") and pattern("le chat noir mange") not in grammar["patterns"]
+    example = card["examples"][0]
+    assert not grammar_warning(card, example) and pattern(example) in grammar["patterns"]
+    assert pack_checks({}) == {}

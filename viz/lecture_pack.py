@@ -12,7 +12,8 @@ Input records are duck-typed (no import of model/): `records` has .label, .n_par
 
 The pack is written in the current language (i18n): its text, its figures, and the few words its script writes.
 With records.live (model.pack_export.live_spec) the pack also carries the model, and a text box runs typed inputs
-in the page (viz/lecture_pack_live.py, pack_model.js, pack_live.js); charts are drawn as they come on screen.
+in the page (viz/lecture_pack_live.py: onnxruntime-web and tokenizers.js, pack_text.js, pack_net.js, pack_live.js; the model's
+own ONNX graphs and its tokenizer.json, docs/pack.md); charts are drawn as they come on screen.
 """
 
 from __future__ import annotations

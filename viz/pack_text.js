@@ -35,14 +35,37 @@ const PackText = (function () {
     const described = new Tokenizer(spec.json, {}), added = new Set(Object.keys(spec.added));
     const byToken = new Map();
     spec.tokens.forEach((t, i) => { if (!byToken.has(t)) byToken.set(t, i); });
-    const pieceIds = text => described.encode(text, {add_special_tokens: false}).ids
+    let pieceIds = text => described.encode(text, {add_special_tokens: false}).ids
       .map(p => (spec.spm_unk !== null && p === spec.spm_unk ? spec.unk_id : p + spec.offset));
+    let shown = t => !added.has(t) && !t.startsWith("<id "), toPiece = t => byToken.get(t) - spec.offset;
+    if (spec.marian) {  // marian_tokenizer.MarianVocab: a leading ">>xx<<" is one token; pieces -> vocab.json ids
+      const ids = new Map(Object.entries(spec.marian.ids)), specials = new Set(spec.marian.specials);
+      pieceIds = text => {
+        const code = [], end = text.startsWith(">>") ? text.indexOf("<<") : -1;
+        if (end !== -1) { code.push(text.slice(0, end + 2)); text = text.slice(end + 2); }
+        const pieces = [...code, ...described.encode(text, {add_special_tokens: false}).tokens];
+        return pieces.map(p => (ids.has(p) ? ids.get(p) : spec.unk_id));
+      };
+      shown = t => !specials.has(t);
+      toPiece = t => described.token_to_id(t);
+      // sentencepiece's decode_pieces as MarianVocab.detokenize calls it: the target model's pieces with "▁" as a
+      // space (the first one dropped); a piece that model lacks (vocab.json is shared by both sides) as it is spelled
+      const join = tokens => {
+        const text = tokens.filter(shown).map(t => (toPiece(t) === undefined ? t : t.replaceAll("▁", " "))).join("");
+        return (text.startsWith(" ") ? text.slice(1) : text).trim();
+      };
+      return {unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: [], after: [],
+        symbols: text => text.split(" ").filter(Boolean), contentIds: pieceIds,
+        token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`), detokenize: join};
+    }
     return {
       unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prefix, after: spec.after_eos,
       symbols: text => text.split(" ").filter(Boolean), contentIds: pieceIds,
       token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`),
-      detokenize: tokens => described.decode(tokens.filter(t => !added.has(t) && !t.startsWith("<id "))
-        .map(t => byToken.get(t) - spec.offset), {skip_special_tokens: false, clean_up_tokenization_spaces: false}).trim(),
+      detokenize: tokens => {
+        const ids = tokens.filter(shown).map(toPiece).filter(i => i !== undefined);
+        return ids.length ? described.decode(ids, {skip_special_tokens: false, clean_up_tokenization_spaces: false}).trim() : "";
+      },
     };
   }
   async function open(spec) {

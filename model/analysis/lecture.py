@@ -122,7 +122,7 @@ def pack_records(
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
     Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
 
-    live: carry the model itself (weights and tokenizer, model.analysis.pack_export) so that the page runs typed inputs;
+    live: carry the model itself (its ONNX graphs and tokenizer.json, model.analysis.pack_export) so that the page runs typed inputs;
     a model the page cannot run gets a pack without it, and PackRecords.live_note says why. checks: the app's checks
     beyond the vocabulary's, as data for the page (tasks.cards.pack_checks: the card's trained lengths, the task's
     grammar), so that typed input gets the app's warnings.

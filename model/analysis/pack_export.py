@@ -36,11 +36,12 @@ def _side(vocab) -> dict:
         return {**vocab.to_dict(), "json": vocab.description()}
     from ..checkpoints.formats.hf_descriptions import pack_side
     from ..checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab
+    from ..checkpoints.formats.marian_tokenizer import MarianVocab
 
-    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab)):
+    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab, MarianVocab)):
         return pack_side(vocab)
     raise Unsupported(
-        M_("the page runs this project's own tokenizers and those of T5, BART and mBART folders, not this one")
+        M_("the page runs this project's own tokenizers and those of T5, BART, mBART and Marian folders, not this one")
     )
 
 

@@ -87,8 +87,25 @@ def description(vocab) -> dict:
 
 def pack_side(vocab) -> dict:
     """One side for the pack's page: the description, how its piece ids become the model's (id + offset, the
-    sentencepiece <unk> -> unk_id), the token of every id as the app shows it, the specials and what goes around."""
+    sentencepiece <unk> -> unk_id; Marian: the pieces' ids in vocab.json, a leading ">>xx<<" one token), the token of
+    every id as the app shows it, the specials and what goes around."""
+    from .marian_tokenizer import MarianVocab
+
     spm = getattr(vocab, "spm", None)
+    if isinstance(vocab, MarianVocab):
+        specials = {vocab.token(i): i for i in (vocab.pad_id, vocab.bos_id, vocab.eos_id)}
+        return {
+            **vocab.to_dict(),
+            "level": "subword",
+            "json": description(vocab),
+            "marian": {"ids": vocab.to_dict()["tokens"], "specials": sorted(specials)},
+            "offset": 0,
+            "spm_unk": None,
+            "added": {},
+            "prefix": [],
+            "after_eos": [],
+            "tokens": [vocab.token(i) for i in range(len(vocab))],
+        }
     return {
         **vocab.to_dict(),
         "level": "subword",
