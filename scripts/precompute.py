@@ -35,6 +35,8 @@ def main() -> None:
     for demo in list_demos():
         if args.only and demo.name not in args.only:
             continue
+        if demo.card.get("shape", "encoder-decoder") != "encoder-decoder":  # the six kinds compare encoder-decoders
+            continue
         try:
             examples = intervened.fresh_examples(demo.card, FRESH)
         except intervened.UnknownTraining:
