@@ -18,8 +18,9 @@ from viz import positional_figs as figs
 st.title(_("Positional encoding"))
 st.caption(
     _(
-        "No recurrence: the Transformer adds this position signal to every token embedding "
-        "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
+        "No recurrence: the paper's Transformer adds this position signal to every token embedding "
+        "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ); RoPE, ALiBi and T5's relative bias add "
+        "nothing to the embeddings and act inside attention instead (their views)."
     )
 )
 FORMULA = (

@@ -3,6 +3,7 @@ warning when a sentence leaves the task's grammar. The library (model/) reads ca
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from i18n import M_, Message
@@ -28,3 +29,19 @@ def grammar_warning(card: dict, text: str) -> Message | None:
         "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "
         "(see its examples): it learned its task's sentences, not the language, so its output here is a guess."
     )
+
+
+_MACHINE = re.compile(r"(\d+)-core CPU \((.*)\), (\d+) threads?, torch (\S+)")
+
+
+def machine_text(trained_on: str) -> Message | str:
+    """The card's `trained_on` ("2-core CPU (AMD EPYC), 1 threads, torch 2.13.0+cpu", as tasks/train.py writes it)
+    as a Message in the reader's language, one thread said as such; any other text as written."""
+    found = _MACHINE.fullmatch(str(trained_on).strip())
+    if found is None:
+        return str(trained_on)
+    cores, cpu, threads, torch = found.groups()
+    if threads == "1":
+        return M_("{cores}-core CPU ({cpu}), one thread, torch {torch}", cores=cores, cpu=cpu, torch=torch)
+    return M_("{cores}-core CPU ({cpu}), {threads} threads, torch {torch}", cores=cores, cpu=cpu, threads=threads,
+              torch=torch)  # fmt: skip

@@ -19,6 +19,10 @@ from viz import positional_figs
 
 URL = Keys(Key("pe_pair", 0, cast=int), Key("pe_heads", 8, choices=range(1, 17), cast=int))  # pe_pair: the RoPE pairs
 
+LAYOUTS = {  # pe_layout as the caption says it (marked only; the URL and config keep the English key)
+    "interleaved": N_("interleaved: dimensions 2i and 2i+1"),
+    "half": N_("in halves: dimensions i and i + d/2"),
+}
 ROPE_CHECK_POSITIONS = 64  # positions of the numerical check of q_m . k_n (a 64 x 64 matrix)
 ALIBI_POSITIONS = 24  # positions of the bias maps (the reverse demos read at most 25 tokens)
 RELATIVE_RANGE = 160  # relative positions -160..160: past T5's max distance of 128
@@ -48,8 +52,8 @@ def rope_view(session, d_model: int, base: float) -> None:
     layout = cfg.pe_layout if cfg else "interleaved"
     if cfg:
         st.caption(
-            _("This model uses RoPE: each head's {d} dimensions, base {base}, {layout} pairs.").format(
-                d=d, base=f"{base:g}", layout=layout
+            _("This model uses RoPE: each head's {d} dimensions, base {base}, pairs {layout}.").format(
+                d=d, base=f"{base:g}", layout=_(LAYOUTS.get(layout, layout))
             )
         )
     else:
@@ -77,7 +81,7 @@ def rope_view(session, d_model: int, base: float) -> None:
         figs.rope_rotation(pe_kinds.rope_pair_path(q, positions, theta[pair]),
                            pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height),
         key="pe_rope_rotation", where=left)  # fmt: skip
-    show(figs.rope_frequencies(theta, height), key="pe_rope_freq", where=right)
+    show(figs.rope_frequencies(theta, height, layout), key="pe_rope_freq", where=right)
     check = pe_kinds.rope_check(d, ROPE_CHECK_POSITIONS, base, layout)
     st.metric(
         _("largest spread of q_m·k_n along a diagonal m − n = const, {n} positions").format(n=check.positions),
@@ -147,7 +151,7 @@ def relative_view(session, demo_model) -> None:
     rel, enc = pe_kinds.relative_buckets(RELATIVE_RANGE, True, buckets, distance)
     dec = pe_kinds.relative_buckets(RELATIVE_RANGE, False, buckets, distance)[1]
     height = min(380, chart_box()[0] - 60)
-    show(figs.relative_buckets(rel, enc, dec, buckets // 4, height), key="pe_rel_buckets")
+    show(figs.relative_buckets(rel, enc, dec, buckets // 4, height, buckets // 2), key="pe_rel_buckets")
     st.caption(_("{b} buckets, maximum distance {m}.").format(b=buckets, m=distance))
     model = session.model if cfg else demo_model
     if model is None:

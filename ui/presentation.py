@@ -2,10 +2,13 @@
 
 Compact header: a smaller title and less padding above it, so that at 1366x768 the first chart starts
 within about 250 px of the top. Presentation mode (a sidebar toggle, in the URL as present=1): the
-sidebar collapses, text is larger, and charts get a screen's height each (`chart_box`).
+sidebar collapses, text is larger, charts get a screen's height each (`chart_box`), and a badge at the top
+right names the model and its positions on every page, so the room knows which model it is looking at.
 """
 
 from __future__ import annotations
+
+import html
 
 import streamlit as st
 
@@ -34,6 +37,16 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
 </style>
 """
+# The model's badge: fixed at the top right, beside Streamlit's menu, above the (transparent) header bar; it takes
+# no room from the page, so the first chart stays where it was. Dark text on the theme's light grey.
+BADGE_CSS = """
+<style>
+#viz-model-badge { position: fixed; top: 0.55rem; right: 3.6rem; z-index: 1000001; pointer-events: none;
+  background: #f0f2f6; color: #31333f; border-radius: 0.5rem; padding: 0.15rem 0.7rem; font-size: 1rem;
+  line-height: 1.5; white-space: nowrap; max-width: 45vw; overflow: hidden; text-overflow: ellipsis; }
+#viz-model-badge b { font-weight: 600; }
+</style>
+"""
 # Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
 # instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
 UPRIGHT_CJK_CSS = """
@@ -51,8 +64,19 @@ def _changed() -> None:
     st.session_state["_present_changed"] = True
 
 
-def presentation_mode() -> bool:
-    """The sidebar's presentation toggle (kept in the URL) and the page's CSS; True in presentation mode."""
+def model_badge(label: str, positional: str) -> str:
+    """The badge's HTML: the model's name (escaped: an upload's file name is a visitor's text) and its kind of
+    positions, in the page's language."""
+    from ui.positional_models import KINDS  # the kinds' titles, as the positional page shows them
+
+    kind = _(KINDS[positional]) if positional in KINDS else positional
+    text = _("{model} · positions: {kind}").format(model=f"<b>{html.escape(label)}</b>", kind=html.escape(kind))
+    return f'{BADGE_CSS}<div id="viz-model-badge" role="status">{text}</div>'
+
+
+def presentation_mode(session=None) -> bool:
+    """The sidebar's presentation toggle (kept in the URL) and the page's CSS; True in presentation mode.
+    session: the sidebar's Session (None when no model loaded); in presentation mode its model gets a badge."""
     first = "present" not in st.session_state
     if first:
         st.session_state["present"] = st.query_params.get("present", "") in ("1", "true", "yes")
@@ -73,7 +97,8 @@ def presentation_mode() -> bool:
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
-    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else ""))
+    badge = model_badge(session.label, session.model.config.positional) if present and session is not None else ""
+    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else "") + badge)
     return present
 
 

@@ -1,0 +1,89 @@
+"""Issue 34's details, headless: the model's badge in presentation mode (name and positions, escaped, translated),
+the card's machine line, and the positional figures' titles and shading that said the wrong thing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from i18n import language_scope
+from model.network import pe_kinds
+from tasks.cards import machine_text
+from tests.apptest_helpers import open_page
+from tests.browser_helpers import letters_checkpoint
+from ui.presentation import model_badge
+from viz import pe_kinds_figs as figs
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return f"path:{letters_checkpoint(tmp_path_factory.mktemp('badge'), card={'examples': ['cafe']})}"
+
+
+def _badges(at) -> list[str]:
+    return [e.proto.body for e in at.get("html") if 'id="viz-model-badge"' in e.proto.body]
+
+
+def test_presentation_mode_names_the_model_and_its_positions_on_the_page(ckpt):
+    at = open_page("attention", ckpt, text="cafe", present="1")
+    (badge,) = _badges(at)
+    label = ckpt.rsplit("/", 1)[-1]
+    assert f"<b>{label}</b>" in badge and "Sinusoidal (fixed)" in badge
+    at.sidebar.toggle(key="present").set_value(False).run()
+    assert _badges(at) == []  # the sidebar names the model when it is open
+
+
+def test_the_badge_escapes_the_name_and_speaks_the_page_language():
+    html = model_badge('<img src=x onerror="alert(1)">', "rope")
+    assert "<img" not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html and "RoPE" in html
+    with language_scope("zh"):
+        assert "位置编码：" in model_badge("fr_en", "sinusoidal")
+    assert "positions: mystery" in model_badge("x", "mystery")  # a kind without a title: its name
+
+
+def test_the_machine_line_says_one_thread_and_is_translated():
+    one = machine_text("2-core CPU (AMD EPYC), 1 threads, torch 2.13.0+cpu")
+    assert one.template == "{cores}-core CPU ({cpu}), one thread, torch {torch}"
+    assert str(one) == "2-core CPU (AMD EPYC), one thread, torch 2.13.0+cpu"
+    five = machine_text("16-core CPU (Intel(R) Xeon(R) Processor), 5 threads, torch 2.11.0+cu130")
+    assert five.template == "{cores}-core CPU ({cpu}), {threads} threads, torch {torch}"
+    assert five.values["cpu"] == "Intel(R) Xeon(R) Processor" and five.values["threads"] == "5"
+    assert machine_text("a laptop") == "a laptop"  # someone else's card: as written
+
+
+def test_rope_pairs_are_labelled_by_the_model_layout():
+    theta = pe_kinds.rope_frequencies(8, 10000.0)
+    title = lambda layout: figs.rope_frequencies(theta, layout=layout).layout.xaxis.title.text  # noqa: E731
+    assert title("interleaved") == figs.ROPE_PAIRS["interleaved"] == "pair i (dimensions 2i, 2i+1)"
+    assert title("half") == figs.ROPE_PAIRS["half"] == "pair i (dimensions i, i + d/2)"
+
+
+def test_t5_buckets_shade_each_stack_exact_range():
+    rel, enc = pe_kinds.relative_buckets(40, True, 32, 128)
+    dec = pe_kinds.relative_buckets(40, False, 32, 128)[1]
+    fig = figs.relative_buckets(rel, enc, dec, 32 // 4, 300, 32 // 2)
+    spans = sorted((s.x0, s.x1) for s in fig.layout.shapes)
+    assert spans == [(-15.5, 0.5), (-7.5, 7.5)]
+    # the shading is where the buckets really are one per distance
+    exact_dec = rel[(rel <= 0) & (rel > -16)]
+    assert len(set(dec[np.isin(rel, exact_dec)])) == len(exact_dec) and dec[rel == -16] == dec[rel == -17]
+    assert len(set(enc[np.abs(rel) < 8])) == 15 and enc[rel == 8] == enc[rel == 9]
+
+
+def test_alibi_title_matches_its_heads_numbered_from_zero():
+    fig = figs.alibi_slopes(np.array([2.0**-1, 2.0**-2, 2.0**-4]))
+    assert fig.layout.title.text == "ALiBi slopes 2^(−8(h+1)/H), heads h = 0 … H−1"
+    assert list(fig.data[0].x) == [0, 1, 2]  # head 0 has the slope 2^(-8/H)
+    from model.network.positional import alibi_slopes
+
+    assert alibi_slopes(8)[0].item() == pytest.approx(2 ** (-8 * (0 + 1) / 8))
+
+
+def test_the_model_page_says_one_thread_for_a_demo_trained_on_one():
+    from model.checkpoints.demos import CHECKPOINTS
+
+    if not (CHECKPOINTS / "reverse").is_dir():
+        pytest.skip("the reverse demo is not shipped here")
+    at = open_page("model", "demo:reverse")
+    text = " ".join(m.value for m in at.markdown)
+    assert not at.exception and "one thread" in text and "1 threads" not in text
