@@ -47,6 +47,66 @@ BADGE_CSS = """
 #viz-model-badge b { font-weight: 600; }
 </style>
 """
+# The first chart grows with the window (presentation mode). A figure's size in px is chosen on the server for a
+# 1366x768 projector (`chart_box`), which does not know the window; `show` sends that size in the figure's meta and
+# lets the chart follow its box, and this script sizes the boxes in the browser: every chart at its own size, except
+# the page's first chart (one not inside columns) in a window taller than 800 px (larger than a 1366x768
+# projector), which gets 72% of the content's width (at most 2.5 times its own) and as much more height, but no more
+# than reaches the bottom of the first screen. Plotly lays the figure out again in the larger box: a heatmap's cells
+# stay square (its axes are tied), text keeps its size. It runs again when the page or the window changes.
+SCALE_JS = """
+<div id="viz-present" hidden></div>
+<script>
+(() => {
+  if (window.__vizScale) { window.__vizScale(); return; }
+  const WIDTH_SHARE = 0.72, MAX_SCALE = 2.5, SMALL_SCREEN = 800;
+  const size = (box, w, h) => {  // the chart's box and Streamlit's frames around it up to its element's container
+    const W = `${Math.round(w)}px`, H = `${Math.round(h)}px`;
+    const holder = box.closest('[data-testid="stElementContainer"]');
+    for (let el = box; el; el = el === holder ? null : el.parentElement) {
+      if (el.style.getPropertyValue('width') !== W) el.style.setProperty('width', W, 'important');
+      if (el.style.getPropertyValue('height') !== H) el.style.setProperty('height', H, 'important');
+    }
+    if (holder && holder.style.getPropertyValue('flex-basis') !== H) {  // Streamlit sets it to the figure's height
+      holder.style.setProperty('flex-basis', H, 'important');
+    }
+  };
+  const apply = () => {
+    if (!document.getElementById('viz-present')) return;
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    if (!main) return;
+    const boxes = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(b => {
+      const p = b.querySelector('.js-plotly-plot');
+      return p && p.layout && p.layout.meta && p.layout.meta.vizSize;
+    });
+    const style = getComputedStyle(main);
+    const contentW = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const scroller = document.querySelector('[data-testid="stMain"]');
+    const H = window.innerHeight;
+    const first = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .find(b => b.getBoundingClientRect().height > 0);
+    for (const box of boxes) {
+      const [w, h] = box.querySelector('.js-plotly-plot').layout.meta.vizSize;
+      let W2 = w, H2 = h;
+      if (box === first && !box.closest('[data-testid="stColumn"]') && H > SMALL_SCREEN) {
+        const top = box.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0) + window.scrollY;
+        const s = Math.max(1, Math.min(WIDTH_SHARE * contentW / w, MAX_SCALE));
+        W2 = w * s;
+        H2 = Math.max(h, Math.min(h * s, H - top - 16));  // still whole on the first screen
+      }
+      const place = (box.closest('[data-testid="stElementContainer"]') || box).parentElement;
+      size(box, Math.min(W2, place ? place.clientWidth : W2), H2);  // never wider than its place
+    }
+  };
+  let pending = false;
+  const soon = () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; apply(); }); } };
+  window.__vizScale = soon;
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  window.addEventListener('resize', soon);
+  soon();
+})();
+</script>
+"""
 # Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
 # instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
 UPRIGHT_CJK_CSS = """
@@ -98,7 +158,8 @@ def presentation_mode(session=None) -> bool:
     else:
         st.query_params.pop("present", None)
     badge = model_badge(session.label, session.model.config.positional) if present and session is not None else ""
-    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else "") + badge)
+    css = COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else "") + badge
+    st.html(css + SCALE_JS if present else css, unsafe_allow_javascript=present)
     return present
 
 
@@ -140,6 +201,12 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
 
     ensure_readable(fig, chart_text_px())
     fit_height(fig, top_px)
-    if fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
+    if fig.layout.width and presenting() and "width" not in kwargs:
+        # sized in the browser (SCALE_JS): its size at a projector's 1366x768 travels in the layout's meta, and the
+        # chart follows its box, which the script sizes (the first chart larger in a larger window)
+        fig.layout.meta = {**(fig.layout.meta or {}), "vizSize": [fig.layout.width, fig.layout.height or 450]}
+        fig.layout.width = None
+        kwargs["width"] = "stretch"
+    elif fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
         kwargs.setdefault("width", "content")
     return (where or st).plotly_chart(fig, key=key, **kwargs)
