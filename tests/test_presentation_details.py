@@ -87,3 +87,11 @@ def test_the_model_page_says_one_thread_for_a_demo_trained_on_one():
     at = open_page("model", "demo:reverse")
     text = " ".join(m.value for m in at.markdown)
     assert not at.exception and "one thread" in text and "1 threads" not in text
+
+
+def test_the_rotation_names_the_dimensions_the_pair_turns():
+    path = np.zeros((3, 2))
+    interleaved = figs.rope_rotation(path, path, 2, 0.5)
+    assert (interleaved.layout.xaxis.title.text, interleaved.layout.yaxis.title.text) == ("dimension 4", "dimension 5")
+    half = figs.rope_rotation(path, path, 2, 0.5, dims=(2, 34))
+    assert (half.layout.xaxis.title.text, half.layout.yaxis.title.text) == ("dimension 2", "dimension 34")

@@ -166,3 +166,23 @@ def test_ensure_readable_reaches_colour_bar_titles_log_axes_and_bar_text():
     kept = go.Figure(go.Scatter(x=[1, 10]), layout=dict(yaxis=dict(type="log", dtick="D2")))
     ensure_readable(kept, 18)
     assert kept.layout.yaxis.dtick == "D2" and kept.layout.uniformtext.minsize is None  # no text trace
+
+
+def test_ensure_readable_reaches_marker_colour_bars_and_text_beside_bars():
+    import plotly.graph_objects as go
+
+    from viz.tokens import TEXT_COLOR, TICK_COLOR, ensure_readable
+
+    fig = go.Figure(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="markers",
+            marker=dict(color=[0, 1], showscale=True, colorbar=dict(title_text="position")),
+        )
+    )
+    fig.add_bar(x=[1, 2], y=["a", "b"], orientation="h", text=["1", "2"])
+    ensure_readable(fig, 18)
+    bar = fig.data[0].marker.colorbar
+    assert bar.tickfont.size == 18 and bar.tickfont.color == TICK_COLOR and bar.title.font.color == TEXT_COLOR
+    assert fig.data[1].outsidetextfont.size == 18 and fig.data[1].outsidetextfont.color == TEXT_COLOR

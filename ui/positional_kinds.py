@@ -58,15 +58,6 @@ def rope_view(session, d_model: int, base: float) -> None:
         )
     else:
         st.caption(_("An example: d = {d} (the width of one head), base {base}.").format(d=d, base=f"{base:g}"))
-    st.markdown(
-        _(
-            "RoPE adds nothing to the embeddings. In every self-attention layer it turns each pair of query and key "
-            "dimensions by the angle m·θᵢ of its position m, after the projections W^Q, W^K. A dot product of two "
-            "turned vectors depends on the difference of their angles only: q_m·k_n is a function of m − n."
-        )
-    )
-    st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
-             r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
     theta = pe_kinds.rope_frequencies(d, base)
     pair = URL.read("pe_pair", choices=range(len(theta)))
     if len(theta) > 1:
@@ -79,9 +70,20 @@ def rope_view(session, d_model: int, base: float) -> None:
     left, right = st.columns(2)
     show(
         figs.rope_rotation(pe_kinds.rope_pair_path(q, positions, theta[pair]),
-                           pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height),
+                           pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height,
+                           dims=(pair, pair + d // 2) if layout == "half" else None),
         key="pe_rope_rotation", where=left)  # fmt: skip
     show(figs.rope_frequencies(theta, height, layout), key="pe_rope_freq", where=right)
+    # the explanation under the first charts: on a projector they are whole on the first screen
+    st.markdown(
+        _(
+            "RoPE adds nothing to the embeddings. In every self-attention layer it turns each pair of query and key "
+            "dimensions by the angle m·θᵢ of its position m, after the projections W^Q, W^K. A dot product of two "
+            "turned vectors depends on the difference of their angles only: q_m·k_n is a function of m − n."
+        )
+    )
+    st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
+             r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
     check = pe_kinds.rope_check(d, ROPE_CHECK_POSITIONS, base, layout)
     st.metric(
         _("largest spread of q_m·k_n along a diagonal m − n = const, {n} positions").format(n=check.positions),

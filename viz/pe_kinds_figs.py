@@ -19,8 +19,18 @@ MARGIN = dict(t=60, l=10, r=10, b=10)
 DIVERGING = "RdBu"
 
 
-def rope_rotation(q_path: np.ndarray, k_path: np.ndarray, pair: int, theta: float, height: int = 400) -> go.Figure:
-    """One (q, k) dimension pair at positions 0..P-1, each (P, 2): both turn by theta per position on their circles."""
+def rope_rotation(
+    q_path: np.ndarray,
+    k_path: np.ndarray,
+    pair: int,
+    theta: float,
+    height: int = 400,
+    dims: tuple[int, int] | None = None,
+) -> go.Figure:
+    """One (q, k) dimension pair at positions 0..P-1, each (P, 2): both turn by theta per position on their circles.
+    dims: the two dimensions of the head that pair turns (default (2·pair, 2·pair + 1), the interleaved layout;
+    the "half" layout turns (pair, pair + d/2))."""
+    first, second = dims if dims is not None else (2 * pair, 2 * pair + 1)
     if q_path.ndim != 2 or q_path.shape[1] != 2 or q_path.shape != k_path.shape:
         raise ValueError(f"q and k paths must both be (positions, 2), got {q_path.shape} and {k_path.shape}")
     positions = np.arange(q_path.shape[0])
@@ -35,8 +45,8 @@ def rope_rotation(q_path: np.ndarray, k_path: np.ndarray, pair: int, theta: floa
                 hovertemplate=name + " · " + _("position %{customdata}") + "<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
             )
         )  # fmt: skip
-    fig.update_xaxes(title_text=_("dimension {d}").format(d=2 * pair), zeroline=True, constrain="domain")
-    fig.update_yaxes(title_text=_("dimension {d}").format(d=2 * pair + 1), zeroline=True, scaleanchor="x")
+    fig.update_xaxes(title_text=_("dimension {d}").format(d=first), zeroline=True, constrain="domain")
+    fig.update_yaxes(title_text=_("dimension {d}").format(d=second), zeroline=True, scaleanchor="x")
     fig.update_layout(
         title=_("Pair {i}: turns {theta} rad per position").format(i=pair, theta=f"{theta:.3g}"),
         height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2),

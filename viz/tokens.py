@@ -259,6 +259,14 @@ def ensure_readable(fig, tick_px: int = TICK_PX):
             bar = _readable_colorbar(trace.colorbar.to_plotly_json(), tick_px, small)
             if bar:
                 trace.colorbar.update(bar)
+        marker = getattr(trace, "marker", None)  # a scatter's markers coloured by a value: their colour bar
+        if marker is not None and "colorbar" in marker and marker.showscale and marker.coloraxis is None:
+            bar = _readable_colorbar(marker.colorbar.to_plotly_json(), tick_px, small)
+            if bar:
+                marker.colorbar.update(bar)
+        if trace.type == "bar" and trace.text is not None and small(trace.outsidetextfont.to_plotly_json()):
+            # text beside a bar is drawn in the template's grey unless told (text inside stays white on the bar)
+            trace.outsidetextfont = dict(size=max(tick_px, trace.outsidetextfont.size or 0), color=TEXT_COLOR)
     return fig
 
 
