@@ -264,6 +264,8 @@ def ensure_readable(fig, tick_px: int = TICK_PX):
             bar = _readable_colorbar(marker.colorbar.to_plotly_json(), tick_px, small)
             if bar:
                 marker.colorbar.update(bar)
+        if trace.type == "heatmap" and trace.text is not None and (trace.textfont.size or 0) < tick_px:
+            trace.textfont.size = tick_px  # numbers in the cells (their colour: plotly's contrast with each cell)
         if trace.type == "bar" and trace.text is not None and small(trace.outsidetextfont.to_plotly_json()):
             # text beside a bar is drawn in the template's grey unless told (text inside stays white on the bar)
             trace.outsidetextfont = dict(size=max(tick_px, trace.outsidetextfont.size or 0), color=TEXT_COLOR)
