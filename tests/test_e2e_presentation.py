@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_helpers import PROJECTOR, WAIT_S, Watch, _failure, screenshot, wait_idle
+from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, screenshot, wait_idle
 from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
 # (page, URL parameters, charts the view draws with the default demo). A view that draws no chart is opened too:
@@ -227,7 +227,11 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
         projector.page.set_viewport_size(screen)
         for name, params, charts in HALL_VIEWS:
             model = params.get("model", "demo:reverse")
-            shown = open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
+            open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
+            try:  # drawn with the page's first element (before the page's own script): there once the run is over
+                projector.page.wait_for_selector("#viz-model-badge", timeout=WAIT_S * 1000)
+            except Exception as e:
+                raise AssertionError(f"no model badge; {_failure(projector, 'badge')}") from e
             shown = projector.page.evaluate(_HALL)
             where = f"{screen['width']}x{screen['height']} {lang} {name} {params}"
             kind = "rope" if model.endswith("_rope") else "sinusoidal"
@@ -256,10 +260,10 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
                 texts += 1
                 if t["px"] < 14 or _lighter_than_theme(t["fill"]):
                     problems.append(f"{where}: chart text {t['text']!r} {t['px']} px {t['fill']}")
-            if problems and problems[-1].startswith(where):
-                screenshot(
-                    projector.page, f"hall-{lang}-{screen['width']}-{name}-{'-'.join(map(str, params.values()))}"
-                )
+            # what the hall sees (the window only), every view: test-artifacts/hall-*.png
+            ARTIFACTS.mkdir(exist_ok=True)
+            shot = f"hall-{lang}-{screen['width']}-{name}-{'-'.join(map(str, params.values())).replace(':', '_')}"
+            projector.page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
     projector.page.set_viewport_size(PROJECTOR)
     assert problems == [], "\n".join(problems[:40])
     assert texts > 300  # the sizes and colours were read from drawn text
