@@ -95,3 +95,21 @@ def test_the_rotation_names_the_dimensions_the_pair_turns():
     assert (interleaved.layout.xaxis.title.text, interleaved.layout.yaxis.title.text) == ("dimension 4", "dimension 5")
     half = figs.rope_rotation(path, path, 2, 0.5, dims=(2, 34))
     assert (half.layout.xaxis.title.text, half.layout.yaxis.title.text) == ("dimension 2", "dimension 34")
+
+
+def test_chinese_y_titles_lose_their_parentheses_in_a_column():
+    from ui.presentation import upright_title
+
+    assert upright_title("分数（距离 0 时为 1）") == "分数 · 距离 0 时为 1"
+    assert upright_title("θᵢ（每个位置的弧度）") == "θᵢ · 每个位置的弧度"
+    assert upright_title("头") == "头" and upright_title("log p (nats)") == "log p · nats"
+
+
+def test_a_chinese_page_draws_its_y_titles_without_parentheses(ckpt):
+    from tests.apptest_helpers import charts
+
+    with language_scope("zh"):
+        at = open_page("attention", ckpt, text="cafe", lang="zh")
+    titles = [c["layout"]["yaxis"]["title"]["text"] for c in charts(at) if c["layout"].get("yaxis", {}).get("title")]
+    assert titles and all("（" not in t and "(" not in t for t in titles), titles
+    assert any(" · " in t for t in titles)  # "解码器输入词元（发出关注）" as drawn in a column

@@ -9,6 +9,7 @@ right names the model and its positions on every page, so the room knows which m
 from __future__ import annotations
 
 import html
+import re
 
 import streamlit as st
 
@@ -109,11 +110,31 @@ SCALE_JS = """
 """
 # Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
 # instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
+# Every character upright (text-orientation): digits and letters turned sideways in a column were drawn out of
+# place or not at all ("分数（距离 0 时为 1）" read "分数 距离 时为 ）"); parentheses, which have no upright form in a
+# column, are written as " · " by `upright_title` (the titles are the page's, in Chinese, never a visitor's text).
 UPRIGHT_CJK_CSS = """
 <style>
-.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text { transform: none; writing-mode: vertical-rl; }
+.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text {
+  transform: none; writing-mode: vertical-rl; text-orientation: upright; }
 </style>
 """
+_PARENTHESES = re.compile(r"\s*[（(]\s*([^（）()]*?)\s*[）)]")
+
+
+def upright_title(text: str) -> str:
+    """A y-axis title as it is drawn in a column: "分数（距离 0 时为 1）" -> "分数 · 距离 0 时为 1"."""
+    return _PARENTHESES.sub(lambda m: " · " + m.group(1) if m.group(1) else "", text).strip()
+
+
+def _upright_y_titles(fig) -> None:
+    """In Chinese, every y-axis title of the figure in the form `upright_title` gives (see UPRIGHT_CJK_CSS)."""
+    for name, axis in fig.layout.to_plotly_json().items():
+        text = name.startswith("yaxis") and ((axis.get("title") or {}).get("text") or "")
+        if text and upright_title(text) != text:
+            fig.layout[name].title.text = upright_title(text)
+
+
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
 # header; in presentation mode, with the sidebar collapsed, nearly a screen each.
 NORMAL_BOX, PRESENT_BOX = (520, 860), (470, 1180)
@@ -200,6 +221,8 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     from viz.tokens import ensure_readable
 
     ensure_readable(fig, chart_text_px())
+    if language() == "zh":
+        _upright_y_titles(fig)
     fit_height(fig, top_px)
     if fig.layout.width and presenting() and "width" not in kwargs:
         # sized in the browser (SCALE_JS): its size at a projector's 1366x768 travels in the layout's meta, and the
