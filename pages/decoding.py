@@ -7,6 +7,7 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.export import trace_json
 from model.interventions import NONE
+from tasks.cards import label_smoothing_note
 from tasks.gold import gold_alignment
 from ui import caches
 from ui import decoding_strategy as strategies
@@ -14,7 +15,7 @@ from ui import interventions_ui as heads_ui
 from ui.decoding_beam import beam_view
 from ui.explain import explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
-from ui.safe_text import code, esc
+from ui.safe_text import code, esc, md
 from ui.session import require_session
 from ui.url_state import Key, Keys
 from viz import attention_figs
@@ -164,6 +165,8 @@ with right[-1]:
         ),
         key="dec_self",
     )
+if note := label_smoothing_note(session.card):  # the ~90% at every step of a demo (issue 34)
+    st.caption(md(note))
 explain_row(*(["greedy"] if strategy.name == "greedy" else []), "specials")  # sampling explains itself below
 if strategy.name == "sample":
     strategies.sampling_view(trace, strategy)

@@ -45,3 +45,20 @@ def machine_text(trained_on: str) -> Message | str:
         return M_("{cores}-core CPU ({cpu}), one thread, torch {torch}", cores=cores, cpu=cpu, torch=torch)
     return M_("{cores}-core CPU ({cpu}), {threads} threads, torch {torch}", cores=cores, cpu=cpu, threads=threads,
               torch=torch)  # fmt: skip
+
+
+def label_smoothing_note(card: dict[str, Any]) -> Message | None:
+    """Why a trained demo's top choice sits near 1 − ε at almost every step: it was trained with label smoothing ε
+    (its targets gave the right token 1 − ε and spread ε over the others), so a sure model says about 1 − ε, not
+    100%. None when the card records no label smoothing."""
+    recipe = card.get("recipe") if isinstance(card, dict) else None
+    smoothing = recipe.get("label_smoothing") if isinstance(recipe, dict) else None
+    if not isinstance(smoothing, (int, float)) or not 0 < smoothing < 1:
+        return None
+    return M_(
+        "Why the top choice is about {top} at almost every step: this model was trained with label smoothing "
+        "{eps} (its targets gave the right token {top} and spread {eps} over all the others), so even when it is "
+        "sure it says about {top}, not 100%.",
+        top=f"{1 - smoothing:.0%}",
+        eps=f"{smoothing:g}",
+    )

@@ -113,3 +113,19 @@ def test_a_chinese_page_draws_its_y_titles_without_parentheses(ckpt):
     titles = [c["layout"]["yaxis"]["title"]["text"] for c in charts(at) if c["layout"].get("yaxis", {}).get("title")]
     assert titles and all("（" not in t and "(" not in t for t in titles), titles
     assert any(" · " in t for t in titles)  # "解码器输入词元（发出关注）" as drawn in a column
+
+
+def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent():
+    from tasks.cards import label_smoothing_note
+
+    note = label_smoothing_note({"recipe": {"label_smoothing": 0.1}})
+    assert note.template.startswith("Why the top choice is about {top}") and note.values == {"top": "90%", "eps": "0.1"}
+    assert label_smoothing_note({"recipe": {}}) is None and label_smoothing_note({}) is None
+    assert label_smoothing_note({"recipe": {"label_smoothing": "lots"}}) is None
+    from model.checkpoints.demos import CHECKPOINTS
+
+    if (CHECKPOINTS / "reverse").is_dir():
+        at = open_page("decoding", "demo:reverse", text="abc")
+        from harness.apptest import shown
+
+        assert any("label smoothing 0.1 " in shown(c.value) for c in at.caption), [c.value for c in at.caption]
