@@ -18,9 +18,8 @@ from viz import positional_figs as figs
 st.title(_("Positional encoding"))
 st.caption(
     _(
-        "No recurrence: the paper's Transformer adds this position signal to every token embedding "
-        "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ); RoPE, ALiBi and T5's relative bias add "
-        "nothing to the embeddings and act inside attention instead (their views)."
+        "The paper's Transformer adds this signal to every token embedding (dimensions 2i, 2i+1 share ωᵢ); "
+        "RoPE, ALiBi and T5's bias act inside attention instead."
     )
 )
 FORMULA = (

@@ -129,3 +129,21 @@ def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent():
         from harness.apptest import shown
 
         assert any("label smoothing 0.1 " in shown(c.value) for c in at.caption), [c.value for c in at.caption]
+
+
+def test_training_without_snapshots_links_the_demo_that_has_them():
+    from model.checkpoints.demos import CHECKPOINTS
+
+    if not (CHECKPOINTS / "translate" / "snapshots").is_dir():
+        pytest.skip("the translate demo's snapshots are not shipped here")
+    at = open_page("training", "demo:reverse", present="1", lang="zh")
+    links = [m.value for m in at.markdown if "](training?" in m.value]
+    assert links == ["[在这里打开 translate 演示模型](training?present=1&lang=zh&model=demo%3Atranslate)"], links
+    at = open_page("training", "demo:translate")
+    assert charts_of(at) and charts_of(at)[0]["layout"]["title"]["text"].startswith("Step 0 ")  # from the start
+
+
+def charts_of(at):
+    from tests.apptest_helpers import charts
+
+    return charts(at)
