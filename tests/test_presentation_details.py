@@ -147,3 +147,16 @@ def charts_of(at):
     from tests.apptest_helpers import charts
 
     return charts(at)
+
+
+def test_inside_opens_on_the_most_spread_out_row():
+    from model.analysis.inside import default_focus
+
+    w = np.zeros((2, 2, 3, 4))
+    w[..., 0] = 1.0  # every row one-hot ...
+    w[1, 0, 2] = [0.25, 0.25, 0.25, 0.25]  # ... but layer 1, head 0, query 2: spread out
+    w[0, 1, 1] = [0.5, 0.5, 0.0, 0.0]
+    assert default_focus(w) == (1, 0, 2)
+    assert default_focus(np.ones((1, 1, 2, 2)) / 2) == (0, 0, 0)  # ties: the first
+    with pytest.raises(ValueError, match="layers, heads, queries, keys"):
+        default_focus(np.ones((2, 2)))
