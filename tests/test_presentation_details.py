@@ -160,3 +160,24 @@ def test_inside_opens_on_the_most_spread_out_row():
     assert default_focus(np.ones((1, 1, 2, 2)) / 2) == (0, 0, 0)  # ties: the first
     with pytest.raises(ValueError, match="layers, heads, queries, keys"):
         default_focus(np.ones((2, 2)))
+
+
+def test_where_attention_misses_the_gold_link_the_page_says_so_and_links_attribution():
+    from tasks.gold import disagreements
+
+    weights = np.array([[0.1, 0.8, 0.1], [0.7, 0.2, 0.1], [0.0, 0.1, 0.9]])  # rows: target tokens 0, 1, 2
+    assert disagreements(weights, [(0, 0), (1, 1), (2, 2)]) == [(0, 1, [0]), (1, 0, [1])]
+    assert disagreements(weights, [(1, 0), (0, 1), (2, 2), (2, 9)]) == []  # every row peaks on a gold source
+    from model.checkpoints.demos import CHECKPOINTS
+
+    if not (CHECKPOINTS / "fr_en").is_dir():
+        pytest.skip("the fr_en demo is not shipped here")
+    at = open_page("attention", "demo:fr_en", text="je suis étudiant", present="1")
+    (line,) = [c.value for c in at.caption if "](attribution?" in c.value]
+    from urllib.parse import parse_qs
+
+    link = parse_qs(line[line.index("](attribution?") + 14 : line.rindex(")")])
+    assert link["model"] == ["demo:fr_en"] and link["text"] == ["je suis étudiant"] and link["present"] == ["1"]
+    assert link["attr_tok"] == ["0"]  # "i": its row peaks on "suis", the gold link is "je" (the worked example)
+    at = open_page("attention", "demo:fr_en", text="je suis étudiant", att_layer="0")
+    assert not at.exception
