@@ -220,7 +220,7 @@ def test_the_lighter_than_theme_check_tells_grey_from_dark():
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projector, lang):
     from i18n import _, language_scope
-    from ui.positional_models import KINDS
+    from ui.positional_names import KINDS
 
     problems, texts = [], 0
     for screen in HALL_SCREENS:

@@ -14,6 +14,7 @@ import re
 import streamlit as st
 
 from i18n import _, language
+from ui.positional_names import KINDS  # the kinds' titles, as the positional page shows them
 
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
@@ -148,7 +149,6 @@ def _changed() -> None:
 def model_badge(label: str, positional: str) -> str:
     """The badge's HTML: the model's name (escaped: an upload's file name is a visitor's text) and its kind of
     positions, in the page's language."""
-    from ui.positional_models import KINDS  # the kinds' titles, as the positional page shows them
 
     kind = _(KINDS[positional]) if positional in KINDS else positional
     text = _("{model} · positions: {kind}").format(model=f"<b>{html.escape(label)}</b>", kind=html.escape(kind))
