@@ -17,10 +17,7 @@ from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
 st.caption(
-    _(
-        "The paper's Transformer adds this signal to every token embedding (dimensions 2i, 2i+1 share ωᵢ); "
-        "RoPE, ALiBi and T5's bias act inside attention instead."
-    )
+    _("Added to every token embedding (dimensions 2i, 2i+1 share ωᵢ); RoPE, ALiBi and T5's bias act inside attention.")
 )
 FORMULA = (
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"
