@@ -68,13 +68,20 @@ SCALE_JS = """
     for (let el = box; el; el = el === holder ? null : el.parentElement) {
       if (el.style.getPropertyValue('width') !== W) el.style.setProperty('width', W, 'important');
       if (el.style.getPropertyValue('height') !== H) el.style.setProperty('height', H, 'important');
+      el.setAttribute('data-viz-sized', '');
     }
     if (holder && holder.style.getPropertyValue('flex-basis') !== H) {  // Streamlit sets it to the figure's height
       holder.style.setProperty('flex-basis', H, 'important');
     }
   };
   const apply = () => {
-    if (!document.getElementById('viz-present')) return;
+    if (!document.getElementById('viz-present')) {  // presentation mode switched off: the boxes as Streamlit sizes them
+      document.querySelectorAll('[data-viz-sized]').forEach(el => {
+        ['width', 'height', 'flex-basis'].forEach(name => el.style.removeProperty(name));
+        el.removeAttribute('data-viz-sized');
+      });
+      return;
+    }
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
     if (!main) return;
     const boxes = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(b => {
