@@ -127,7 +127,7 @@ UPRIGHT_CJK_CSS = """
   transform: none; writing-mode: vertical-rl; text-orientation: upright; }
 </style>
 """
-_PARENTHESES = re.compile(r"\s*[（(]\s*([^（）()]*?)\s*[）)]")
+_PARENTHESES = re.compile(r"\s*（\s*([^（）]*?)\s*）")  # full-width only: ASCII ones belong to formulas, PE(p)
 
 
 def upright_title(text: str) -> str:
