@@ -8,10 +8,10 @@ from functools import partial
 import streamlit as st
 
 from i18n import N_, _
-from tasks.gold import gold_alignment, gold_example
+from tasks.gold import disagreements, gold_alignment, gold_example
 from ui import caches
 from ui import interventions_ui as heads_ui
-from ui.explain import explain_row
+from ui.explain import explain_disagreement, explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import esc
 from ui.session import require_session
@@ -151,6 +151,8 @@ if view == "one":
         ),
         key="att_one",
     )
+    if gold and (odd := disagreements(shown, gold)):  # the worked example's puzzle, said in one line (issue 34)
+        explain_disagreement(odd, len({t for _s, t in gold}), cap.predicted_tokens, k_tokens, session)
 elif view == "grid":
     show(
         figs.head_grid(

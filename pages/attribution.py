@@ -14,7 +14,7 @@ from tasks.gold import gold_alignment
 from ui import attribution_ui as ui
 from ui import caches
 from ui import interventions_ui as heads_ui
-from ui.presentation import chart_box, chart_text_px
+from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import md
 from ui.session import require_session
 from ui.shapes import NO_ATTRIBUTION, requires
@@ -87,7 +87,7 @@ panels = [(ui.title(m), results[m].scores[tok]) for m in shown]
 panels += [(_("Cross-attention, layer {layer}, {head}").format(layer=layer, head=head_name), raw[tok])]
 if head != "average":
     panels += [(_("Cross-attention, layer {layer}, average of heads").format(layer=layer), average[tok])]
-st.plotly_chart(
+show(
     figs.source_bars(panels, source, _("What explains output token {t} “{token}”?").format(t=tok, token=outputs[tok]),
                      width_px=max_width, tick_px=chart_text_px()),
     key="attr_bars",
@@ -98,7 +98,7 @@ st.subheader(_("Every output token × every source token"))
 st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
                      format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
-st.plotly_chart(
+show(
     figs.score_matrix(matrix_scores, outputs, source, _("Cross-attention") if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),

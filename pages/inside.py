@@ -63,7 +63,8 @@ c1.radio(
     format_func=lambda k: _(SHORT_KINDS[k]),
     label_visibility="collapsed",
 )
-layer = URL.read("in_layer", choices=range(L))
+focus = inside.default_focus(getattr(cap, kind))  # the most spread-out row: its scaling lesson is not 0 bits
+layer = URL.read("in_layer", focus[0], choices=range(L))
 c2.selectbox(
     _("Layer"),
     list(range(L)),
@@ -71,7 +72,7 @@ c2.selectbox(
     format_func=lambda i: _("layer {i}").format(i=i),
     label_visibility="collapsed",
 )
-head = URL.read("in_head", choices=range(H))
+head = URL.read("in_head", focus[1], choices=range(H))
 c3.selectbox(
     _("Head"),
     list(range(H)),
@@ -79,7 +80,7 @@ c3.selectbox(
     format_func=lambda h: _("head {h}").format(h=h),
     label_visibility="collapsed",
 )
-query = URL.read("in_query", choices=range(len(q_tokens)))
+query = URL.read("in_query", focus[2], choices=range(len(q_tokens)))
 c4.selectbox(
     _("Query token"),
     list(range(len(q_tokens))),

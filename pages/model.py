@@ -4,11 +4,11 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
-from tasks.cards import card_description
+from tasks.cards import card_description, machine_text
 from ui import caches
 from ui.explain import explain_row
 from ui.presentation import show
-from ui.safe_text import esc
+from ui.safe_text import esc, md
 from ui.session import require_session, show_input_messages
 from ui.url_state import Key, Keys
 from viz import model_figs as figs
@@ -55,7 +55,7 @@ if card:
             _("Trained in {minutes} min ({steps} steps) on {machine}").format(
                 minutes=f"{card['training_seconds'] / 60:.1f}",
                 steps=card.get("steps", "?"),
-                machine=esc(card.get("trained_on", _("a CPU"))),
+                machine=md(machine_text(card["trained_on"])) if "trained_on" in card else _("a CPU"),
             )
         )
     st.markdown("  \n".join(line for line in lines if line))

@@ -17,10 +17,7 @@ from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
 st.caption(
-    _(
-        "No recurrence: the Transformer adds this position signal to every token embedding "
-        "(pair index i: dimensions 2i and 2i+1 share the frequency ωᵢ)."
-    )
+    _("Added to every token embedding (dimensions 2i, 2i+1 share ωᵢ); RoPE, ALiBi and T5's bias act inside attention.")
 )
 FORMULA = (
     r"PE_{(p,\,2i)}=\sin(p\,\omega_i),\quad PE_{(p,\,2i+1)}=\cos(p\,\omega_i),\quad"

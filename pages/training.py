@@ -7,6 +7,7 @@ snapshot; the scores of every snapshot are a curve beside it.
 
 import logging
 from pathlib import Path
+from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
@@ -81,6 +82,11 @@ if not snaps or not snaps.items:
             "`python -m model.train --task TASK --out FOLDER --snapshots 8` saves them beside its checkpoint."
         )
     )
+    if any(d.name == "translate" for d in list_demos()):  # one click to a model that has them, the view kept
+        kept = {k: v for k, v in st.query_params.to_dict().items() if k in ("lang", "present")}  # not the text
+        link = urlencode({**kept, "model": "demo:translate"})
+        label = _("Open the translate demo here")
+        st.markdown(f"[{label}](training?{link})")
     st.stop()
 
 text = session.check.text
@@ -95,7 +101,7 @@ else:
 pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
-step = URL.read("trn_step", steps[-1], steps)
+step = URL.read("trn_step", steps[0], steps)  # from the start: the lecture watches attention form, step by step
 slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
 slide.select_slider(_("Training step"), steps, key="trn_step")
 n_layers = session.model.config.n_decoder_layers

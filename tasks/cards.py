@@ -3,6 +3,7 @@ warning when a sentence leaves the task's grammar. The library (model/) reads ca
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from i18n import M_, Message
@@ -50,3 +51,36 @@ def pack_checks(card: dict) -> dict:
             "patterns": sorted(list(p) for p in _patterns(task)),
         }
     return out
+
+
+_MACHINE = re.compile(r"(\d+)-core CPU \((.*)\), (\d+) threads?, torch (\S+)")
+
+
+def machine_text(trained_on: str) -> Message | str:
+    """The card's `trained_on` ("2-core CPU (AMD EPYC), 1 threads, torch 2.13.0+cpu", as tasks/train.py writes it)
+    as a Message in the reader's language, one thread said as such; any other text as written."""
+    found = _MACHINE.fullmatch(str(trained_on).strip())
+    if found is None:
+        return str(trained_on)
+    cores, cpu, threads, torch = found.groups()
+    if threads == "1":
+        return M_("{cores}-core CPU ({cpu}), one thread, torch {torch}", cores=cores, cpu=cpu, torch=torch)
+    return M_("{cores}-core CPU ({cpu}), {threads} threads, torch {torch}", cores=cores, cpu=cpu, threads=threads,
+              torch=torch)  # fmt: skip
+
+
+def label_smoothing_note(card: dict[str, Any]) -> Message | None:
+    """Why a trained demo's top choice sits near 1 − ε at almost every step: it was trained with label smoothing ε
+    (its targets gave the right token 1 − ε and spread ε over the others), so a sure model says about 1 − ε, not
+    100%. None when the card records no label smoothing."""
+    recipe = card.get("recipe") if isinstance(card, dict) else None
+    smoothing = recipe.get("label_smoothing") if isinstance(recipe, dict) else None
+    if not isinstance(smoothing, (int, float)) or not 0 < smoothing < 1:
+        return None
+    return M_(
+        "Why the top choice is about {top} at almost every step: this model was trained with label smoothing "
+        "{eps} (its targets gave the right token {top} and spread {eps} over all the others), so even when it is "
+        "sure it says about {top}, not 100%.",
+        top=f"{1 - smoothing:.0%}",
+        eps=f"{smoothing:g}",
+    )

@@ -58,3 +58,20 @@ def alignment_share(cross: np.ndarray, pairs: Sequence[tuple[int, int]]) -> list
         return []
     peaks = cross.mean(axis=1).argmax(axis=-1)  # (L, T): head average, then the source position it peaks on
     return [sum(int(peaks[layer, j]) in links[j] for j in rows) / len(rows) for layer in range(cross.shape[0])]
+
+
+def disagreements(weights: np.ndarray, pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
+    """Where one attention map and the gold alignment disagree: (row, source the row peaks on, gold sources).
+
+    weights: (T, S) one head or the head average, rows = the decoder positions, row j writing target token j (as
+    in alignment_share); only rows with a gold link count, in order. The worked example's puzzle: on fr_en "je
+    suis étudiant", the last layer's row that writes "i" peaks on "suis" while the gold link is "je"."""
+    links: dict[int, set[int]] = {}
+    for s, t in pairs:
+        links.setdefault(int(t), set()).add(int(s))
+    peaks = weights.argmax(axis=-1)
+    return [
+        (j, int(peaks[j]), sorted(links[j]))
+        for j in sorted(links)
+        if j < weights.shape[0] and int(peaks[j]) not in links[j]
+    ]

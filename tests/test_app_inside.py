@@ -30,6 +30,12 @@ def arr(value) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
+def focus(letters, kind: str, text: str = "cafe", target: str | None = None) -> tuple[int, int, int]:
+    """The page's default (layer, head, query) for this input: its most spread-out row (inside.default_focus)."""
+    model, tokenizer = load_checkpoint(letters)
+    return inside.default_focus(getattr(capture(model, tokenizer, text, target=target), kind))
+
+
 def chart(at, key: str) -> dict:
     """The figure of the chart whose title starts with `key`."""
     for c in charts(at):
@@ -93,7 +99,7 @@ def test_shapes_with_your_own_numbers(ckpt):
     assert at.number_input(key="in_h").value == 10  # what the user typed stays
 
 
-def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt):
+def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt, letters):
     at = open_page(
         "inside",
         ckpt,
@@ -124,8 +130,9 @@ def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt):
         in_noscale="perhaps",
     )
     assert not bad.exception, bad.exception
+    layer, head, query = focus(letters, "cross")  # a bad value falls back to the page's default example
     assert chart_titles(bad)[0].startswith(
-        "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0"
+        f"Query and keys: Cross-attention (decoder → encoder), layer {layer}, head {head}, query {query}"
     )
     assert [bad.number_input(key=k).value for k in ("in_batch", "in_len", "in_d", "in_h")] == [32, 512, 768, 12]
     assert bad.query_params["in_kind"] == "cross" and not bad.error
@@ -157,7 +164,7 @@ def test_bad_input_is_named(ckpt):
         {"in_layer": "2", "in_head": "2", "in_noscale": "1"},  # the encoder has 2 layers, the model 2 heads
     ],
 )
-def test_each_bad_selection_falls_back_alone(ckpt, params):
+def test_each_bad_selection_falls_back_alone(ckpt, letters, params):
     at = open_page("inside", ckpt, text="cafe", target="bead", in_kind=params.pop("in_kind", "encoder_self"), **params)
     assert not at.exception, at.exception
     assert not at.error
@@ -165,10 +172,11 @@ def test_each_bad_selection_falls_back_alone(ckpt, params):
     assert 0 <= at.selectbox(key="in_layer").value < (2 if kind == "encoder_self" else 3)
     assert at.selectbox(key="in_head").value in (0, 1)
     if "in_query" in params:
-        assert (kind, at.selectbox(key="in_query").value) == ("decoder_self", 0)
+        assert (kind, at.selectbox(key="in_query").value) == ("decoder_self", focus(letters, kind, target="bead")[2])
         assert 0 <= at.selectbox(key="in_key").value < 5
     if "in_d" in params:
         assert [at.number_input(key=k).value for k in ("in_batch", "in_d", "in_h")] == [32, 768, 12]
     if "in_layer" in params:
-        assert (at.selectbox(key="in_layer").value, at.selectbox(key="in_head").value) == (0, 0)
+        default = focus(letters, "encoder_self", target="bead")[:2]
+        assert (at.selectbox(key="in_layer").value, at.selectbox(key="in_head").value) == default
         assert at.toggle(key="in_noscale").value is True  # the valid part of the link is kept

@@ -108,7 +108,9 @@ def test_length_experiment_draws_shipped_curves_and_computes_missing_ones(tmp_pa
 
 def test_inside_page_shows_the_bias_an_alibi_model_adds(tmp_path):
     path = checkpoint(tmp_path / "alibi", "alibi")
-    at = open_page("inside", f"path:{path}", text="abcd", in_kind="encoder_self", in_query="1")
+    at = open_page(
+        "inside", f"path:{path}", text="abcd", in_kind="encoder_self", in_query="1", in_layer="0", in_head="0"
+    )
     assert not at.exception, at.exception
     bias = figure(at, "Scaled scores plus the positional bias")
     b = values(bias["data"][1]["y"])  # encoder self-attention of "abcd" + </s>, query 1, head 0: slope 2^-2

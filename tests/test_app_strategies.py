@@ -215,7 +215,7 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
     assert not at.exception, at.exception
     snaps = list_snapshots(snapshot_run)
     heat, curve = charts(at)
-    assert heat["layout"]["title"]["text"].startswith("Step 8 (exact match")
+    assert heat["layout"]["title"]["text"].startswith("Step 0 (exact match")  # opens at the first snapshot
     assert "the gold target of this input" in caption(at)  # every snapshot reads dcba
     assert [t["name"] for t in curve["data"]] == [
         "exact match (held-out)",
@@ -238,7 +238,7 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
     linked = open_page("training", f"path:{snapshot_run}", text="abcd", trn_step="4", trn_head="0")
     assert chart_titles(linked)[0].startswith("Step 4") and chart_titles(linked)[0].endswith("head 0")
     bad = open_page("training", f"path:{snapshot_run}", text="abcd", trn_step="5", trn_layer="x")
-    assert not bad.exception and chart_titles(bad)[0].startswith("Step 8")
+    assert not bad.exception and chart_titles(bad)[0].startswith("Step 0")
 
 
 def test_a_model_without_snapshots_says_how_to_make_them(models):
@@ -265,16 +265,16 @@ SECRET = b"secret-contents-7f3a"  # bytes that must never reach the page
 def test_a_damaged_snapshot_is_named_by_its_step_never_a_traceback(snapshot_run, tmp_path):
     bad = SECRET + b"\x00" * 16  # not a safetensors header
     run = damaged_copy(snapshot_run, tmp_path, 4, "model.safetensors", bad)
-    at = open_page("training", f"path:{run}", text="abcd")  # step 8 shown: the curve cannot run step 4
+    at = open_page("training", f"path:{run}", text="abcd")  # step 0 shown: the curve cannot run step 4
     assert not at.exception, at.exception
     assert "snapshot of step 4 could not be loaded" in messages(at) and "secret" not in messages(at)
-    assert chart_titles(at)[0].startswith("Step 8") and "no curve here" not in caption(at)
+    assert chart_titles(at)[0].startswith("Step 0") and "no curve here" not in caption(at)
     assert [t["name"] for t in charts(at)[1]["data"]][-1] == "alignment, layer 1 (held-out)"  # none for this input
     at.select_slider(key="trn_step").set_value(4).run()  # the damaged one itself: a message, no chart
     assert not at.exception and at.error and "snapshot of step 4" in at.error[0].value and not charts(at)
 
     run = damaged_copy(snapshot_run, tmp_path / "config", 8, "config.json", b"{" + SECRET)
-    at = open_page("training", f"path:{run}", text="abcd")
+    at = open_page("training", f"path:{run}", text="abcd", trn_step="8")  # the damaged one chosen in the link
     assert not at.exception and "snapshot of step 8 could not be loaded" in at.error[0].value
     assert "secret" not in messages(at)
 

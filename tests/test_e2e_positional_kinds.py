@@ -12,7 +12,7 @@ from tests.browser_helpers import _FIND_PLOT, PROJECTOR, WAIT_S, Watch, plot_dat
 # kind -> (its view, the title of a chart drawn from the model's numbers, the chart's index on the view)
 VIEWS = {
     "rope": ("rope", "Pair 0: turns 1 rad per position", 0),
-    "alibi": ("alibi", "ALiBi slopes 2^(−8h/H)", 1),
+    "alibi": ("alibi", "ALiBi slopes 2^(−8(h+1)/H), heads h = 0 … H−1", 1),
     "relative": ("relative", "Encoder: learned bias of this model", 1),
     "sinusoidal": ("shift", "M_k for k = 5 (first 16 dimensions)", 0),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_helpers import PROJECTOR, WAIT_S, Watch, _failure, screenshot, wait_idle
+from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, screenshot, wait_idle
 from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
 # (page, URL parameters, charts the view draws with the default demo). A view that draws no chart is opened too:
@@ -97,7 +97,7 @@ def test_every_view_fits_a_projector_in_presentation_mode(server, projector):
         assert len(shown["charts"]) >= charts, (where, shown)
         if shown["charts"]:
             first = shown["charts"][0]
-            if not (first["top"] >= 0 and first["bottom"] <= screen_h and first["right"] <= screen_w):
+            if not (first["top"] >= 0 and first["bottom"] <= screen_h + 1 and first["right"] <= screen_w):  # sub-px
                 problems.append(
                     f"{where}: first chart {first['title']!r} spans {first['top']:.0f}-{first['bottom']:.0f} px"
                 )
@@ -154,3 +154,117 @@ def test_chinese_y_axis_titles_stand_upright(server, projector):
     )
     assert "解码器" in title["text"] and title["mode"] == "vertical-rl" and title["transform"] == "none", title
     assert title["h"] > 3 * title["w"], title  # a column of upright characters
+
+
+# Issue 34: a hall. One view per page (and RoPE's, whose charts sat below the screen), at a projector's 1366x768 and
+# a 1920x1080 screen, in both languages, with present=1: the model's name and positions on the page with the sidebar
+# folded, the first chart whole on the first screen, at 1920 the first chart (when not one of several side by side)
+# at least 70% of the content's width with the heatmap's cells still square, and every text of every chart at least
+# 14 px and no lighter than the theme's text colour (text inside a bar, white on its colour, excepted).
+HALL_VIEWS = [
+    ("attention", {"att_view": "one"}, 1),
+    ("inside", {}, 10),
+    ("positional", {"pe_view": "matrix"}, 1),
+    ("positional", {"pe_view": "rope", "model": "demo:reverse_rope"}, 2),
+    ("decoding", {"dec_strategy": "greedy"}, 4),
+    ("attribution", {}, 1),
+    ("compare", {}, 1),
+    ("training", {"model": "demo:translate"}, 2),
+    ("model", {"model_view": "params"}, 1),
+    ("lecture_pack", {}, 0),
+]
+HALL_SCREENS = [PROJECTOR, {"width": 1920, "height": 1080}]
+THEME_TEXT = (49, 51, 63)  # Streamlit's text colour #31333F: chart text may be as dark or darker, never lighter
+
+_HALL = """() => {
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    const style = getComputedStyle(main);
+    const content = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const badge = document.getElementById('viz-model-badge');
+    const b = badge && badge.getBoundingClientRect();
+    const sidebar = document.querySelector('[data-testid="stSidebar"]');
+    const plots = [...document.querySelectorAll('.js-plotly-plot')];
+    const first = plots[0], r = first && first.getBoundingClientRect(), full = first && first._fullLayout;
+    const square = full && full.xaxis && full.xaxis.scaleanchor === 'y'
+        ? (full.xaxis._length / (full.xaxis.range[1] - full.xaxis.range[0]))
+          / (full.yaxis._length / Math.abs(full.yaxis.range[1] - full.yaxis.range[0])) / (full.xaxis.scaleratio || 1)
+        : null;
+    const texts = plots.flatMap(p => [...p.querySelectorAll('text')]
+        .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0
+                     && !(t.getAttribute('class') || '').includes('bartext-inside'))
+        .map(t => { const s = getComputedStyle(t); return {text: t.textContent.slice(0, 24), px: parseFloat(s.fontSize),
+                                                           fill: s.fill}; }));
+    return {content, badge: badge ? {text: badge.textContent, top: b.top, bottom: b.bottom, left: b.left,
+                                     right: b.right, px: parseFloat(getComputedStyle(badge).fontSize)} : null,
+            sidebar: sidebar ? sidebar.getBoundingClientRect().right > 1 : false,
+            first: r ? {top: r.top, bottom: r.bottom, width: r.width, inColumns: !!first.closest('[data-testid="stColumn"]')}
+                     : null,
+            square, texts};
+}"""
+
+
+def _rgb(fill: str) -> tuple[int, ...]:
+    return tuple(int(float(x)) for x in fill[fill.index("(") + 1 : fill.index(")")].split(",")[:3])
+
+
+def _lighter_than_theme(fill: str) -> bool:
+    luminance = lambda rgb: 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]  # noqa: E731
+    return fill.startswith("rgb") and luminance(_rgb(fill)) > luminance(THEME_TEXT) + 0.5
+
+
+def test_the_lighter_than_theme_check_tells_grey_from_dark():
+    assert _lighter_than_theme("rgb(128, 132, 149)") and _lighter_than_theme("rgb(255, 255, 255)")
+    assert not _lighter_than_theme("rgb(34, 34, 34)") and not _lighter_than_theme("rgb(49, 51, 63)")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projector, lang):
+    from i18n import _, language_scope
+    from ui.positional_names import KINDS
+
+    problems, texts = [], 0
+    for screen in HALL_SCREENS:
+        projector.page.set_viewport_size(screen)
+        for name, params, charts in HALL_VIEWS:
+            model = params.get("model", "demo:reverse")
+            open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
+            try:  # drawn with the page's first element (before the page's own script): there once the run is over
+                projector.page.wait_for_selector("#viz-model-badge", timeout=WAIT_S * 1000)
+            except Exception as e:
+                raise AssertionError(f"no model badge; {_failure(projector, 'badge')}") from e
+            shown = projector.page.evaluate(_HALL)
+            where = f"{screen['width']}x{screen['height']} {lang} {name} {params}"
+            kind = "rope" if model.endswith("_rope") else "sinusoidal"
+            with language_scope(lang):
+                expected = (model.split(":", 1)[1], _(KINDS[kind]))
+            badge = shown["badge"]
+            if not badge or not all(part in badge["text"] for part in expected):
+                problems.append(f"{where}: badge {badge} does not name {expected}")
+            elif not (0 <= badge["top"] and badge["bottom"] <= screen["height"] and badge["right"] <= screen["width"]):
+                problems.append(f"{where}: badge outside the screen {badge}")
+            elif badge["px"] < 14:
+                problems.append(f"{where}: badge text {badge['px']} px")
+            if shown["sidebar"]:
+                problems.append(f"{where}: the sidebar is open")
+            first = shown["first"]
+            if charts and first is None:
+                problems.append(f"{where}: no chart")
+            if first:
+                if not (first["top"] >= 0 and first["bottom"] <= screen["height"] + 1):  # sub-pixel rounding
+                    problems.append(f"{where}: first chart spans {first['top']:.0f}-{first['bottom']:.0f} px")
+                if screen["width"] == 1920 and not first["inColumns"] and first["width"] < 0.7 * shown["content"]:
+                    problems.append(f"{where}: first chart {first['width']:.0f} px of {shown['content']:.0f}")
+                if shown["square"] is not None and abs(shown["square"] - 1) > 0.02:
+                    problems.append(f"{where}: cells {shown['square']:.3f} times as wide as they should be")
+            for t in shown["texts"]:
+                texts += 1
+                if t["px"] < 14 or _lighter_than_theme(t["fill"]):
+                    problems.append(f"{where}: chart text {t['text']!r} {t['px']} px {t['fill']}")
+            # what the hall sees (the window only), every view: test-artifacts/hall-*.png
+            ARTIFACTS.mkdir(exist_ok=True)
+            shot = f"hall-{lang}-{screen['width']}-{name}-{'-'.join(map(str, params.values())).replace(':', '_')}"
+            projector.page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
+    projector.page.set_viewport_size(PROJECTOR)
+    assert problems == [], "\n".join(problems[:40])
+    assert texts > 300  # the sizes and colours were read from drawn text
+    projector.assert_clean()

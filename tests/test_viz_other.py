@@ -87,7 +87,8 @@ def test_decoding_charts_take_the_presentation_text_size_and_wrap_a_long_title()
     assert narrow.layout.xaxis.tickfont.size == narrow.layout.yaxis.tickfont.size == 18
     assert narrow.layout.margin.t > wide.layout.margin.t  # room for the second line of the title
     bars = decoding_figs.top_k_bars(["la", "le"], np.array([0.7, 0.3]), tick_px=18)
-    assert bars.layout.yaxis.tickfont.size == 18 and bars.data[0].insidetextfont.size == 18
+    assert bars.layout.yaxis.tickfont.size == 18 and bars.data[0].textfont.size == 18
+    assert bars.data[0].textposition == "outside" and bars.data[0].textfont.color == "#222222"  # dark, never shrunk
     assert decoding_figs.wrap_title("short", 100, 14) == "short"
 
 
@@ -142,3 +143,46 @@ def test_ensure_readable_brings_every_text_to_the_size_and_leaves_what_is_right(
     shared = go.Figure(go.Heatmap(z=[[1]], coloraxis="coloraxis"), layout=dict(coloraxis=dict(colorscale="Blues")))
     ensure_readable(shared, 14)
     assert shared.layout.coloraxis.colorbar.tickfont.size == 14 and shared.data[0].colorbar.tickfont.size is None
+
+
+def test_ensure_readable_reaches_colour_bar_titles_log_axes_and_bar_text():
+    """Issue 34: colour-bar titles were grey, log axes labelled their 2s and 5s at 3/4 of the size, and text on bars
+    shrank to its bar; each is brought to the mode's size and dark, what was set already stays."""
+    import plotly.graph_objects as go
+
+    from viz.tokens import TEXT_COLOR, ensure_readable
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2]], colorbar=dict(title=dict(text="weight"))))
+    fig.update_yaxes(type="log")
+    ensure_readable(fig, 18)
+    assert fig.data[0].colorbar.title.font.size == 18 and fig.data[0].colorbar.title.font.color == TEXT_COLOR
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.xaxis.dtick is None  # only the log axis
+    shared = go.Figure(go.Heatmap(z=[[1]], coloraxis="coloraxis"), layout=dict(coloraxis_colorbar_title_text="w"))
+    ensure_readable(shared, 14)
+    assert shared.layout.coloraxis.colorbar.title.font.size == 14
+    bars = go.Figure(go.Bar(x=[1, 2], y=["a", "b"], text=["1", "2"]))
+    ensure_readable(bars, 18)
+    assert bars.layout.uniformtext.minsize == 18 and bars.layout.uniformtext.mode == "show"
+    kept = go.Figure(go.Scatter(x=[1, 10]), layout=dict(yaxis=dict(type="log", dtick="D2")))
+    ensure_readable(kept, 18)
+    assert kept.layout.yaxis.dtick == "D2" and kept.layout.uniformtext.minsize is None  # no text trace
+
+
+def test_ensure_readable_reaches_marker_colour_bars_and_text_beside_bars():
+    import plotly.graph_objects as go
+
+    from viz.tokens import TEXT_COLOR, TICK_COLOR, ensure_readable
+
+    fig = go.Figure(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="markers",
+            marker=dict(color=[0, 1], showscale=True, colorbar=dict(title_text="position")),
+        )
+    )
+    fig.add_bar(x=[1, 2], y=["a", "b"], orientation="h", text=["1", "2"])
+    ensure_readable(fig, 18)
+    bar = fig.data[0].marker.colorbar
+    assert bar.tickfont.size == 18 and bar.tickfont.color == TICK_COLOR and bar.title.font.color == TEXT_COLOR
+    assert fig.data[1].outsidetextfont.size == 18 and fig.data[1].outsidetextfont.color == TEXT_COLOR

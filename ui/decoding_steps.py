@@ -10,11 +10,12 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis.export import trace_json
+from tasks.cards import label_smoothing_note
 from tasks.gold import gold_alignment
 from ui import caches
 from ui import interventions_ui as heads_ui
 from ui.presentation import chart_box, chart_text_px, presenting, show
-from ui.safe_text import code, esc
+from ui.safe_text import code, esc, md
 from ui.url_state import Key, Keys
 from viz import attention_figs
 from viz import decoding_figs as figs
@@ -190,6 +191,12 @@ def _alignment(session, trace) -> None:
             "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
         )
     )
+
+
+def label_smoothing(session) -> None:
+    """One line on the ~90% of the top choice at every step of a demo trained with label smoothing (issue 34)."""
+    if note := label_smoothing_note(session.card):
+        st.caption(md(note))
 
 
 def finish(session, changes, playing: bool, effect) -> None:

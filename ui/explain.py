@@ -123,3 +123,31 @@ def explain_row(*names: str | Text) -> None:
     for column, name in zip(st.columns(len(names)), names, strict=True):
         with column:
             explain(name)
+
+
+def explain_disagreement(odd: list, rows: int, outputs: list, sources: list, session) -> None:
+    """One line under an attention map whose peaks miss the gold alignment on some rows (tasks.gold.disagreements),
+    with a link to the Attribution page for the first such output token (model, input, language and mode kept)."""
+    from urllib.parse import urlencode
+
+    from ui.safe_text import esc
+    from viz.tokens import plain_token
+
+    row, peak, golds = odd[0]
+    kept = {k: v for k, v in st.query_params.to_dict().items() if k in ("model", "text", "lang", "present")}
+    link = "attribution?" + urlencode({**kept, "attr_tok": row})
+    label = _("the Attribution page tests which source tokens it depends on")
+    st.caption(
+        _(
+            "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
+            "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "
+            "depends on; {link}."
+        ).format(
+            n=len(odd),
+            m=rows,
+            out=esc(plain_token(outputs[row])),
+            peak=esc(plain_token(sources[peak])),
+            gold=esc(" ".join(plain_token(sources[g]) for g in golds)),
+            link=f"[{label}]({link})",
+        )
+    )

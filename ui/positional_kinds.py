@@ -19,6 +19,10 @@ from viz import positional_figs
 
 URL = Keys(Key("pe_pair", 0, cast=int), Key("pe_heads", 8, choices=range(1, 17), cast=int))  # pe_pair: the RoPE pairs
 
+LAYOUTS = {  # pe_layout as the caption says it (marked only; the URL and config keep the English key)
+    "interleaved": N_("interleaved: dimensions 2i and 2i+1"),
+    "half": N_("in halves: dimensions i and i + d/2"),
+}
 ROPE_CHECK_POSITIONS = 64  # positions of the numerical check of q_m . k_n (a 64 x 64 matrix)
 ALIBI_POSITIONS = 24  # positions of the bias maps (the reverse demos read at most 25 tokens)
 RELATIVE_RANGE = 160  # relative positions -160..160: past T5's max distance of 128
@@ -48,21 +52,12 @@ def rope_view(session, d_model: int, base: float) -> None:
     layout = cfg.pe_layout if cfg else "interleaved"
     if cfg:
         st.caption(
-            _("This model uses RoPE: each head's {d} dimensions, base {base}, {layout} pairs.").format(
-                d=d, base=f"{base:g}", layout=layout
+            _("This model uses RoPE: each head's {d} dimensions, base {base}, pairs {layout}.").format(
+                d=d, base=f"{base:g}", layout=_(LAYOUTS.get(layout, layout))
             )
         )
     else:
         st.caption(_("An example: d = {d} (the width of one head), base {base}.").format(d=d, base=f"{base:g}"))
-    st.markdown(
-        _(
-            "RoPE adds nothing to the embeddings. In every self-attention layer it turns each pair of query and key "
-            "dimensions by the angle m·θᵢ of its position m, after the projections W^Q, W^K. A dot product of two "
-            "turned vectors depends on the difference of their angles only: q_m·k_n is a function of m − n."
-        )
-    )
-    st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
-             r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
     theta = pe_kinds.rope_frequencies(d, base)
     pair = URL.read("pe_pair", choices=range(len(theta)))
     if len(theta) > 1:
@@ -75,9 +70,20 @@ def rope_view(session, d_model: int, base: float) -> None:
     left, right = st.columns(2)
     show(
         figs.rope_rotation(pe_kinds.rope_pair_path(q, positions, theta[pair]),
-                           pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height),
+                           pe_kinds.rope_pair_path(k, positions, theta[pair]), pair, theta[pair], height,
+                           dims=(pair, pair + d // 2) if layout == "half" else None),
         key="pe_rope_rotation", where=left)  # fmt: skip
-    show(figs.rope_frequencies(theta, height), key="pe_rope_freq", where=right)
+    show(figs.rope_frequencies(theta, height, layout), key="pe_rope_freq", where=right)
+    # the explanation under the first charts: on a projector they are whole on the first screen
+    st.markdown(
+        _(
+            "RoPE adds nothing to the embeddings. In every self-attention layer it turns each pair of query and key "
+            "dimensions by the angle m·θᵢ of its position m, after the projections W^Q, W^K. A dot product of two "
+            "turned vectors depends on the difference of their angles only: q_m·k_n is a function of m − n."
+        )
+    )
+    st.latex(r"q_m\cdot k_n=\operatorname{Re}\sum_i q^{(i)}\,\overline{k^{(i)}}\,e^{\,i(m-n)\theta_i},\quad"
+             r"\theta_i=\mathrm{base}^{-2i/d}")  # fmt: skip
     check = pe_kinds.rope_check(d, ROPE_CHECK_POSITIONS, base, layout)
     st.metric(
         _("largest spread of q_m·k_n along a diagonal m − n = const, {n} positions").format(n=check.positions),
@@ -147,7 +153,7 @@ def relative_view(session, demo_model) -> None:
     rel, enc = pe_kinds.relative_buckets(RELATIVE_RANGE, True, buckets, distance)
     dec = pe_kinds.relative_buckets(RELATIVE_RANGE, False, buckets, distance)[1]
     height = min(380, chart_box()[0] - 60)
-    show(figs.relative_buckets(rel, enc, dec, buckets // 4, height), key="pe_rel_buckets")
+    show(figs.relative_buckets(rel, enc, dec, buckets // 4, height, buckets // 2), key="pe_rel_buckets")
     st.caption(_("{b} buckets, maximum distance {m}.").format(b=buckets, m=distance))
     model = session.model if cfg else demo_model
     if model is None:

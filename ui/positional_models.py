@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import _, message_of
 from model.analysis.inspect import positional_tables
 from model.analysis.pe_analysis import cosine_similarity
 from model.checkpoints.demos import list_demos
@@ -21,6 +21,7 @@ from tasks.pe_experiment import training_sources
 from ui import caches, model_picker
 from ui.bounded_cache import BoundedCache
 from ui.disk_cache import on_disk, stored
+from ui.positional_names import KINDS
 from ui.presentation import chart_box, presenting, show
 from ui.safe_text import md
 from ui.url_state import Key, Keys
@@ -29,14 +30,6 @@ from viz import pe_kinds_figs
 
 FRESH = 200  # fresh examples behind each exact match of the trained lengths
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
-KINDS = {
-    "sinusoidal": N_("Sinusoidal (fixed)"),
-    "learned": N_("Learned"),
-    "none": N_("None"),
-    "rope": N_("RoPE"),
-    "alibi": N_("ALiBi"),
-    "relative": N_("T5 relative bias"),
-}
 SHIFTS = (0, 1, 5, 10, 25, 50)  # k for "every position shifted by k" (49 positions + 50 fit max_len 128)
 URL = Keys(Key("pe_lshift", 0, choices=SHIFTS, cast=int))
 CURVES: BoundedCache[lx.LengthCurve] = BoundedCache("length curves", max_entries=64, max_bytes=2**20)

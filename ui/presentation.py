@@ -2,14 +2,19 @@
 
 Compact header: a smaller title and less padding above it, so that at 1366x768 the first chart starts
 within about 250 px of the top. Presentation mode (a sidebar toggle, in the URL as present=1): the
-sidebar collapses, text is larger, and charts get a screen's height each (`chart_box`).
+sidebar collapses, text is larger, charts get a screen's height each (`chart_box`), and a badge at the top
+right names the model and its positions on every page, so the room knows which model it is looking at.
 """
 
 from __future__ import annotations
 
+import html
+import re
+
 import streamlit as st
 
 from i18n import _, language
+from ui.positional_names import KINDS  # the kinds' titles, as the positional page shows them
 
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
@@ -34,13 +39,110 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
 </style>
 """
-# Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
-# instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
-UPRIGHT_CJK_CSS = """
+# The model's badge: fixed at the top right, beside Streamlit's menu, above the (transparent) header bar; it takes
+# no room from the page, so the first chart stays where it was. Dark text on the theme's light grey.
+BADGE_CSS = """
 <style>
-.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text { transform: none; writing-mode: vertical-rl; }
+#viz-model-badge { position: fixed; top: 0.55rem; right: 3.6rem; z-index: 1000001; pointer-events: none;
+  background: #f0f2f6; color: #31333f; border-radius: 0.5rem; padding: 0.15rem 0.7rem; font-size: 1rem;
+  line-height: 1.5; white-space: nowrap; max-width: 45vw; overflow: hidden; text-overflow: ellipsis; }
+#viz-model-badge b { font-weight: 600; }
 </style>
 """
+# The first chart grows with the window (presentation mode). A figure's size in px is chosen on the server for a
+# 1366x768 projector (`chart_box`), which does not know the window; `show` sends that size in the figure's meta and
+# lets the chart follow its box, and this script sizes the boxes in the browser: every chart at its own size, except
+# the page's first chart (one not inside columns) in a window taller than 800 px (larger than a 1366x768
+# projector), which gets 72% of the content's width (at most 2.5 times its own) and as much more height, but no more
+# than reaches the bottom of the first screen. Plotly lays the figure out again in the larger box: a heatmap's cells
+# stay square (its axes are tied), text keeps its size. It runs again when the page or the window changes.
+SCALE_JS = """
+<div id="viz-present" hidden></div>
+<script>
+(() => {
+  if (window.__vizScale) { window.__vizScale(); return; }
+  const WIDTH_SHARE = 0.72, MAX_SCALE = 2.5, SMALL_SCREEN = 800;
+  const size = (box, w, h) => {  // the chart's box and Streamlit's frames around it up to its element's container
+    const W = `${Math.round(w)}px`, H = `${Math.round(h)}px`;
+    const holder = box.closest('[data-testid="stElementContainer"]');
+    for (let el = box; el; el = el === holder ? null : el.parentElement) {
+      if (el.style.getPropertyValue('width') !== W) el.style.setProperty('width', W, 'important');
+      if (el.style.getPropertyValue('height') !== H) el.style.setProperty('height', H, 'important');
+      el.setAttribute('data-viz-sized', '');
+    }
+    if (holder && holder.style.getPropertyValue('flex-basis') !== H) {  // Streamlit sets it to the figure's height
+      holder.style.setProperty('flex-basis', H, 'important');
+    }
+  };
+  const apply = () => {
+    if (!document.getElementById('viz-present')) {  // presentation mode switched off: the boxes as Streamlit sizes them
+      document.querySelectorAll('[data-viz-sized]').forEach(el => {
+        ['width', 'height', 'flex-basis'].forEach(name => el.style.removeProperty(name));
+        el.removeAttribute('data-viz-sized');
+      });
+      return;
+    }
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    if (!main) return;
+    const boxes = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(b => {
+      const p = b.querySelector('.js-plotly-plot');
+      return p && p.layout && p.layout.meta && p.layout.meta.vizSize;
+    });
+    const style = getComputedStyle(main);
+    const contentW = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const scroller = document.querySelector('[data-testid="stMain"]');
+    const H = window.innerHeight;
+    const first = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .find(b => b.getBoundingClientRect().height > 0);
+    for (const box of boxes) {
+      const [w, h] = box.querySelector('.js-plotly-plot').layout.meta.vizSize;
+      let W2 = w, H2 = h;
+      if (box === first && !box.closest('[data-testid="stColumn"]') && H > SMALL_SCREEN) {
+        const top = box.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0) + window.scrollY;
+        const s = Math.max(1, Math.min(WIDTH_SHARE * contentW / w, MAX_SCALE));
+        W2 = w * s;
+        H2 = Math.max(h, Math.min(h * s, H - top - 16));  // still whole on the first screen
+      }
+      const place = (box.closest('[data-testid="stElementContainer"]') || box).parentElement;
+      size(box, Math.min(W2, place ? place.clientWidth : W2), H2);  // never wider than its place
+    }
+  };
+  let pending = false;
+  const soon = () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; apply(); }); } };
+  window.__vizScale = soon;
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  window.addEventListener('resize', soon);
+  soon();
+})();
+</script>
+"""
+# Chinese y-axis titles: plotly turns them a quarter round (each character lying on its side); written top to bottom
+# instead, characters upright (the CSS transform overrides the SVG rotation; Latin letters in them still turn).
+# Every character upright (text-orientation): digits and letters turned sideways in a column were drawn out of
+# place or not at all ("分数（距离 0 时为 1）" read "分数 距离 时为 ）"); parentheses, which have no upright form in a
+# column, are written as " · " by `upright_title` (the titles are the page's, in Chinese, never a visitor's text).
+UPRIGHT_CJK_CSS = """
+<style>
+.js-plotly-plot .ytitle, .js-plotly-plot .g-ytitle text {
+  transform: none; writing-mode: vertical-rl; text-orientation: upright; }
+</style>
+"""
+_PARENTHESES = re.compile(r"\s*（\s*([^（）]*?)\s*）")  # full-width only: ASCII ones belong to formulas, PE(p)
+
+
+def upright_title(text: str) -> str:
+    """A y-axis title as it is drawn in a column: "分数（距离 0 时为 1）" -> "分数 · 距离 0 时为 1"."""
+    return _PARENTHESES.sub(lambda m: " · " + m.group(1) if m.group(1) else "", text).strip()
+
+
+def _upright_y_titles(fig) -> None:
+    """In Chinese, every y-axis title of the figure in the form `upright_title` gives (see UPRIGHT_CJK_CSS)."""
+    for name, axis in fig.layout.to_plotly_json().items():
+        text = name.startswith("yaxis") and ((axis.get("title") or {}).get("text") or "")
+        if text and upright_title(text) != text:
+            fig.layout[name].title.text = upright_title(text)
+
+
 # (max height, max width) in px of one chart's plot: beside the open sidebar at 1366x768 under a compact
 # header; in presentation mode, with the sidebar collapsed, nearly a screen each.
 NORMAL_BOX, PRESENT_BOX = (520, 860), (470, 1180)
@@ -51,8 +153,18 @@ def _changed() -> None:
     st.session_state["_present_changed"] = True
 
 
-def presentation_mode() -> bool:
-    """The sidebar's presentation toggle (kept in the URL) and the page's CSS; True in presentation mode."""
+def model_badge(label: str, positional: str) -> str:
+    """The badge's HTML: the model's name (escaped: an upload's file name is a visitor's text) and its kind of
+    positions, in the page's language."""
+
+    kind = _(KINDS[positional]) if positional in KINDS else positional
+    text = _("{model} · positions: {kind}").format(model=f"<b>{html.escape(label)}</b>", kind=html.escape(kind))
+    return f'{BADGE_CSS}<div id="viz-model-badge" role="status">{text}</div>'
+
+
+def presentation_mode(session=None) -> bool:
+    """The sidebar's presentation toggle (kept in the URL) and the page's CSS; True in presentation mode.
+    session: the sidebar's Session (None when no model loaded); in presentation mode its model gets a badge."""
     first = "present" not in st.session_state
     if first:
         st.session_state["present"] = st.query_params.get("present", "") in ("1", "true", "yes")
@@ -73,7 +185,9 @@ def presentation_mode() -> bool:
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
-    st.html(COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else ""))
+    badge = model_badge(session.label, session.model.config.positional) if present and session is not None else ""
+    css = COMPACT_CSS + (PRESENT_CSS if present else "") + (UPRIGHT_CJK_CSS if language() == "zh" else "") + badge
+    st.html(css + SCALE_JS if present else css, unsafe_allow_javascript=present)
     return present
 
 
@@ -114,7 +228,15 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     from viz.tokens import ensure_readable
 
     ensure_readable(fig, chart_text_px())
+    if language() == "zh":
+        _upright_y_titles(fig)
     fit_height(fig, top_px)
-    if fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
+    if fig.layout.width and presenting() and "width" not in kwargs:
+        # sized in the browser (SCALE_JS): its size at a projector's 1366x768 travels in the layout's meta, and the
+        # chart follows its box, which the script sizes (the first chart larger in a larger window)
+        fig.layout.meta = {**(fig.layout.meta or {}), "vizSize": [fig.layout.width, fig.layout.height or 450]}
+        fig.layout.width = None
+        kwargs["width"] = "stretch"
+    elif fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
         kwargs.setdefault("width", "content")
     return (where or st).plotly_chart(fig, key=key, **kwargs)

@@ -22,7 +22,8 @@ def run_app(default: str = "attention") -> None:
         page = st.navigation(page_list(default))
         language_switch()
         st.session_state["_session"] = sidebar(page_cost(page))  # the input cut to what this page costs
-        presentation_mode()  # the page's CSS, and the sidebar's presentation toggle (present=1 in the URL)
+        # the page's CSS, the sidebar's presentation toggle (present=1 in the URL) and the model's badge
+        presentation_mode(st.session_state["_session"])
         token = THROUGH_APP.set(True)
         try:
             page.run()

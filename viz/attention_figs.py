@@ -193,7 +193,13 @@ def _token_axes(geo: Geometry, nq: int, nk: int, i: int = 1, x_labels: bool = Tr
 
     return {
         f"xaxis{suffix}": axis(
-            geo.x, x_labels, range=[-0.5, nk - 0.5], side="bottom", scaleanchor=f"y{suffix}", scaleratio=geo.ratio
+            geo.x,
+            x_labels,
+            range=[-0.5, nk - 0.5],
+            side="bottom",
+            scaleanchor=f"y{suffix}",
+            scaleratio=geo.ratio,
+            constraintoward="left",  # a figure laid out larger in the browser keeps the map beside its labels
         ),
         f"yaxis{suffix}": axis(geo.y, y_labels, range=[nq - 0.5, -0.5], constraintoward="top"),
     }

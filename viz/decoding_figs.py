@@ -40,13 +40,15 @@ def top_k_bars(
         # the chosen bar outlined: a candidate of 0.1% (a forced choice) is a sliver of a pixel without it
         marker_line=dict(color=colors, width=[4 if i == chosen else 0 for i in range(len(tokens))]),
         text=[f"{p:.1%}" for p in probs],
-        textposition="auto",
-        outsidetextfont=dict(color="#222222", size=tick_px),
-        insidetextfont=dict(color="white", size=tick_px),
+        # beside the bar, dark, at the tick size: inside a bar plotly shrinks the text to the bar (11 px white on
+        # red at a projector's size); the axis runs past 1 to leave room for "100.0%"
+        textposition="outside",
+        cliponaxis=False,
+        textfont=dict(color="#222222", size=tick_px),
         hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
     )
     layout = dict(
-        xaxis=dict(title=dict(text=_("probability")), range=[0, 1]),
+        xaxis=dict(title=dict(text=_("probability")), range=[0, 1.2], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]),
         # Categories whatever the tokens look like: digit tokens ("2", "4") would otherwise make a numeric axis.
         yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=tick_px)),
         title=dict(text=title or _("Next-token candidates")),

@@ -212,6 +212,7 @@ def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") ->
         y=[0],
         text=text,
         texttemplate="%{text}",
+        textfont=dict(size=TICK_PX, color=TEXT_COLOR),  # on white cells: dark (plotly's own choice is grey)
         zmin=-1,
         zmax=1,
         colorscale=[[0, "#ffffff"], [1, "#ffffff"]],

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from i18n import _
+from i18n import N_, _
 
 from .tokens import readable
 
@@ -19,8 +19,18 @@ MARGIN = dict(t=60, l=10, r=10, b=10)
 DIVERGING = "RdBu"
 
 
-def rope_rotation(q_path: np.ndarray, k_path: np.ndarray, pair: int, theta: float, height: int = 400) -> go.Figure:
-    """One (q, k) dimension pair at positions 0..P-1, each (P, 2): both turn by theta per position on their circles."""
+def rope_rotation(
+    q_path: np.ndarray,
+    k_path: np.ndarray,
+    pair: int,
+    theta: float,
+    height: int = 400,
+    dims: tuple[int, int] | None = None,
+) -> go.Figure:
+    """One (q, k) dimension pair at positions 0..P-1, each (P, 2): both turn by theta per position on their circles.
+    dims: the two dimensions of the head that pair turns (default (2·pair, 2·pair + 1), the interleaved layout;
+    the "half" layout turns (pair, pair + d/2))."""
+    first, second = dims if dims is not None else (2 * pair, 2 * pair + 1)
     if q_path.ndim != 2 or q_path.shape[1] != 2 or q_path.shape != k_path.shape:
         raise ValueError(f"q and k paths must both be (positions, 2), got {q_path.shape} and {k_path.shape}")
     positions = np.arange(q_path.shape[0])
@@ -35,8 +45,8 @@ def rope_rotation(q_path: np.ndarray, k_path: np.ndarray, pair: int, theta: floa
                 hovertemplate=name + " · " + _("position %{customdata}") + "<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
             )
         )  # fmt: skip
-    fig.update_xaxes(title_text=_("dimension {d}").format(d=2 * pair), zeroline=True, constrain="domain")
-    fig.update_yaxes(title_text=_("dimension {d}").format(d=2 * pair + 1), zeroline=True, scaleanchor="x")
+    fig.update_xaxes(title_text=_("dimension {d}").format(d=first), zeroline=True, constrain="domain")
+    fig.update_yaxes(title_text=_("dimension {d}").format(d=second), zeroline=True, scaleanchor="x")
     fig.update_layout(
         title=_("Pair {i}: turns {theta} rad per position").format(i=pair, theta=f"{theta:.3g}"),
         height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2),
@@ -44,8 +54,15 @@ def rope_rotation(q_path: np.ndarray, k_path: np.ndarray, pair: int, theta: floa
     return readable(fig)
 
 
-def rope_frequencies(theta: np.ndarray, height: int = 340) -> go.Figure:
-    """theta_i against pair i on a log axis, with the wavelength 2 pi / theta_i in the hover."""
+ROPE_PAIRS = {  # which two dimensions of a head pair i turns, per pe_layout (marked only: translated where shown)
+    "interleaved": N_("pair i (dimensions 2i, 2i+1)"),
+    "half": N_("pair i (dimensions i, i + d/2)"),
+}
+
+
+def rope_frequencies(theta: np.ndarray, height: int = 340, layout: str = "interleaved") -> go.Figure:
+    """theta_i against pair i on a log axis, with the wavelength 2 pi / theta_i in the hover. layout: the model's
+    pe_layout ("interleaved": pair i is dimensions 2i, 2i+1; "half": i and i + d/2), named in the axis title."""
     pairs = np.arange(len(theta))
     fig = go.Figure(
         go.Scatter(
@@ -54,7 +71,7 @@ def rope_frequencies(theta: np.ndarray, height: int = 340) -> go.Figure:
             + "<extra></extra>",
         )
     )  # fmt: skip
-    fig.update_xaxes(title_text=_("pair i (dimensions 2i, 2i+1)"))
+    fig.update_xaxes(title_text=_(ROPE_PAIRS.get(layout, ROPE_PAIRS["interleaved"])))
     fig.update_yaxes(title_text=_("θᵢ (radians per position)"), type="log")
     fig.update_layout(title=_("Rotation frequencies θᵢ = base^(−2i/d)"), height=height, margin=MARGIN)
     return readable(fig)
@@ -136,14 +153,25 @@ def alibi_slopes(slopes: np.ndarray, height: int = 300) -> go.Figure:
     )
     fig.update_xaxes(title_text=_("head"), dtick=1)
     fig.update_yaxes(title_text=_("slope"), type="log")
-    fig.update_layout(title=_("ALiBi slopes 2^(−8h/H)"), height=height, margin=MARGIN)
+    # heads are numbered from 0 here, so head h has the paper's slope 2^(−8(h+1)/H) (H a power of 2)
+    fig.update_layout(title=_("ALiBi slopes 2^(−8(h+1)/H), heads h = 0 … H−1"), height=height, margin=MARGIN)
     return readable(fig)
 
 
 def relative_buckets(
-    rel: np.ndarray, encoder: np.ndarray, decoder: np.ndarray, max_exact: int, height: int = 380
+    rel: np.ndarray,
+    encoder: np.ndarray,
+    decoder: np.ndarray,
+    max_exact: int,
+    height: int = 380,
+    decoder_exact: int | None = None,
 ) -> go.Figure:
-    """T5's bucket against relative position (key − query), encoder (both directions) and decoder (one)."""
+    """T5's bucket against relative position (key − query), encoder (both directions) and decoder (one).
+
+    max_exact: the encoder's exact distances (|key − query| < max_exact: a quarter of the buckets, as each direction
+    gets half); decoder_exact: the decoder's (key − query in −(decoder_exact − 1) … 0: half the buckets, one
+    direction), shaded apart (default 2 · max_exact)."""
+    decoder_exact = 2 * max_exact if decoder_exact is None else decoder_exact
     fig = go.Figure(
         [
             go.Scatter(x=rel, y=encoder, mode="lines", line=dict(shape="hv"), name=_("encoder (bidirectional)")),
@@ -156,8 +184,10 @@ def relative_buckets(
             ),  # fmt: skip
         ]
     )
-    fig.add_vrect(x0=-max_exact + 0.5, x1=max_exact - 0.5, fillcolor="LightGreen", opacity=0.2, line_width=0,
-                  annotation_text=_("exact"), annotation_position="top left")  # fmt: skip
+    fig.add_vrect(x0=-decoder_exact + 0.5, x1=0.5, fillcolor="LightSkyBlue", opacity=0.25, line_width=0,
+                  annotation_text=_("decoder: exact"), annotation_position="bottom left")  # fmt: skip
+    fig.add_vrect(x0=-max_exact + 0.5, x1=max_exact - 0.5, fillcolor="LightGreen", opacity=0.25, line_width=0,
+                  annotation_text=_("encoder: exact"), annotation_position="top right")  # fmt: skip
     fig.update_xaxes(title_text=_("relative position (key − query)"))
     fig.update_yaxes(title_text=_("bucket"))
     fig.update_layout(

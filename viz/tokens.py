@@ -224,11 +224,19 @@ def ensure_readable(fig, tick_px: int = TICK_PX):
             fix["title"] = dict(
                 font=dict(size=max(tick_px, (title.get("font") or {}).get("size") or 0), color=TEXT_COLOR)
             )
+        if axis.get("type") == "log" and axis.get("dtick") is None and axis.get("showticklabels") is not False:
+            fix["dtick"] = 1  # powers of ten only: plotly labels the 2s and 5s between them at 3/4 of the size
         if fix:
             changes[name] = fix
     for name, axis in layout.items():
-        if name.startswith("coloraxis") and small((axis.get("colorbar") or {}).get("tickfont")):
-            changes[name] = dict(colorbar=dict(tickfont=dict(size=tick_px, color=TICK_COLOR)))
+        if name.startswith("coloraxis"):
+            bar = _readable_colorbar(axis.get("colorbar") or {}, tick_px, small)
+            if bar:
+                changes[name] = dict(colorbar=bar)
+    if any(getattr(trace, "text", None) is not None for trace in fig.data):
+        # text drawn on bars shrinks to fit its bar (the top-k's 11 px percentages): never below the tick size
+        if ((layout.get("uniformtext") or {}).get("minsize") or 0) < tick_px:
+            changes["uniformtext"] = dict(minsize=tick_px, mode="show")
     if small((layout.get("legend") or {}).get("font")):
         changes["legend"] = dict(font=dict(size=tick_px, color=TEXT_COLOR))
     title = layout.get("title") or {}
@@ -248,6 +256,28 @@ def ensure_readable(fig, tick_px: int = TICK_PX):
         fig.update_layout(changes)
     for trace in fig.data:  # a trace's own colour bar (traces on a shared colour axis have none)
         if "colorbar" in trace and trace.coloraxis is None and trace.showscale is not False:
-            if small(trace.colorbar.tickfont.to_plotly_json()):
-                trace.colorbar.tickfont = dict(size=tick_px, color=TICK_COLOR)
+            bar = _readable_colorbar(trace.colorbar.to_plotly_json(), tick_px, small)
+            if bar:
+                trace.colorbar.update(bar)
+        marker = getattr(trace, "marker", None)  # a scatter's markers coloured by a value: their colour bar
+        if marker is not None and "colorbar" in marker and marker.showscale and marker.coloraxis is None:
+            bar = _readable_colorbar(marker.colorbar.to_plotly_json(), tick_px, small)
+            if bar:
+                marker.colorbar.update(bar)
+        if trace.type == "heatmap" and trace.text is not None and (trace.textfont.size or 0) < tick_px:
+            trace.textfont.size = tick_px  # numbers in the cells (their colour: plotly's contrast with each cell)
+        if trace.type == "bar" and trace.text is not None and small(trace.outsidetextfont.to_plotly_json()):
+            # text beside a bar is drawn in the template's grey unless told (text inside stays white on the bar)
+            trace.outsidetextfont = dict(size=max(tick_px, trace.outsidetextfont.size or 0), color=TEXT_COLOR)
     return fig
+
+
+def _readable_colorbar(bar: dict, tick_px: int, small) -> dict:
+    """The changes that make a colour bar's tick labels and title dark and at least tick_px high ({} if none)."""
+    fix: dict = {}
+    if small(bar.get("tickfont")):
+        fix["tickfont"] = dict(size=max(tick_px, (bar.get("tickfont") or {}).get("size") or 0), color=TICK_COLOR)
+    title = bar.get("title") or {}
+    if title.get("text") and small(title.get("font")):
+        fix["title"] = dict(font=dict(size=max(tick_px, (title.get("font") or {}).get("size") or 0), color=TEXT_COLOR))
+    return fix

@@ -49,6 +49,21 @@ def entropy_bits(p: np.ndarray) -> float:
     return max(0.0, float(-(nz * np.log2(nz)).sum()))  # never -0.0
 
 
+def default_focus(weights: np.ndarray) -> tuple[int, int, int]:
+    """(layer, head, query) of the row of `weights` (L, H, Tq, Tk) with the most entropy: the page's first example.
+
+    A trained head's row is often nearly one-hot (the reverse demo's cross-attention, layer 0, head 0, query 0),
+    where the lesson of the scaling by 1/sqrt(d_k) (how much sharper the row would be without it) reads 0.00 bits;
+    the most spread-out row shows it. Ties: the first in (layer, head, query) order."""
+    if weights.ndim != 4 or weights.shape[2] == 0:
+        raise ValueError(f"weights must be (layers, heads, queries, keys), got {weights.shape}")
+    p = np.clip(weights.astype(np.float64), 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bits = -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)  # (L, H, Tq)
+    layer, head, query = np.unravel_index(int(np.argmax(bits)), bits.shape)
+    return int(layer), int(head), int(query)
+
+
 @dataclass
 class HeadStep:
     """One query of one head, every intermediate of softmax(q K^T / sqrt(d_k) + mask) V. Tk keys, d_k dimensions."""

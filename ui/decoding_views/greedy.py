@@ -23,6 +23,7 @@ def view(session, strategy, changes) -> None:
     trace = caches.cached_trace(session.key, session.check.text, prefix, steps.shown(), session.model,
                                 session.tokenizer, changes)  # fmt: skip
     playing, effect = steps.step_view(session, trace, changes, override=True, prefix=prefix)
+    steps.label_smoothing(session)
     explain_row(EXPLANATION, "specials")
     steps.alignment_view(session, trace, changes)
     steps.finish(session, changes, playing, effect)

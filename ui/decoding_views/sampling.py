@@ -17,6 +17,7 @@ from viz import strategy_figs
 def view(session, strategy, changes) -> None:
     trace = caches.cached_decoding(session, strategy, changes, shown=steps.shown())
     playing, effect = steps.step_view(session, trace, changes)
+    steps.label_smoothing(session)
     explain_row("specials")
     sampling_view(trace, strategy.settings)
     steps.alignment_view(session, trace, changes)
