@@ -6,7 +6,7 @@ from i18n import N_, _, message_of
 from model.analysis import inside
 from model.analysis.export import qkv_npz
 from model.analysis.inspect import attention_shape_walk
-from ui import caches
+from ui import caches, positional_views
 from ui.presentation import show
 from ui.safe_text import esc, md
 from ui.session import require_session
@@ -158,8 +158,8 @@ if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores her
         pe_kinds_figs.score_bias(step.scaled, step.bias, k_tokens, _("Scaled scores plus the positional bias")),
         key="in_bias",
     )
-elif session.model.config.positional == "rope":
-    st.caption(_("RoPE: q and the keys above are already turned by their positions, so q·k_j depends on i − j."))
+elif note := getattr(positional_views.of(session.model.config.positional), "INSIDE_NOTE", None):
+    st.caption(_(note))  # RoPE: the kind's own line (ui/positional_views/)
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))

@@ -4,6 +4,7 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
+from model.network.position_kinds.registry import kind
 from tasks.cards import card_description, machine_text
 from ui import caches
 from ui.explain import explain_row
@@ -25,20 +26,12 @@ def _weights(model_key: str, _model) -> tuple[dict, list]:
 
 cfg = session.model.config
 counts, stats = _weights(session.key, session.model)
-POSITIONS = {
-    "sinusoidal": N_("sinusoidal positions"),
-    "learned": N_("learned positions"),
-    "none": N_("no positional encoding"),
-    "rope": N_("rotary positions (RoPE)"),
-    "alibi": N_("ALiBi positions (a bias on the scores)"),
-    "relative": N_("T5 relative position bias"),
-}
 st.markdown(
     _("**{label}** · {n} parameters · {norm} · {positions}").format(
         label=esc(session.label),
         n=f"{sum(counts.values()):,}",
         norm="pre-LN" if cfg.norm_first else _("post-LN (as in the paper)"),
-        positions=_(POSITIONS[cfg.positional]) if cfg.positional in POSITIONS else f"{cfg.positional} positions",
+        positions=_(kind(cfg.positional).DESCRIPTION),
     )
 )
 card = session.card

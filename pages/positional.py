@@ -5,9 +5,9 @@ import streamlit as st
 
 from i18n import N_, _
 from model.analysis import pe_analysis as pea
-from model.analysis.inspect import positional_tables
 from model.interventions import NONE
-from ui import caches, model_picker, positional_kinds, positional_models
+from model.network.position_kinds.registry import kind
+from ui import caches, positional_models, positional_views
 from ui import positional_interventions as changed_positions
 from ui.explain import explain
 from ui.presentation import chart_box, show
@@ -34,9 +34,7 @@ VIEWS = {
     "shift": N_("Shift is a rotation"),
     "mine": N_("This model & input"),
     "infer": N_("Positions at inference"),
-    "rope": N_("RoPE"),
-    "alibi": N_("ALiBi"),
-    "relative": N_("T5 relative bias"),
+    **{name: kind(name).TITLE for name in positional_views.VIEWS},  # the kinds' own views (RoPE, ALiBi, T5's bias)
     "models": N_("Six kinds side by side"),
     "length": N_("Length experiment"),
 }
@@ -159,14 +157,8 @@ elif view == "models":  # issues 14, 24: the reverse models that differ only in 
     positional_models.models_view()
 elif view == "length":  # issue 24: exact match against input length, one curve per positional kind
     positional_models.length_view()
-elif view == "rope":  # issue 24: today's positions
-    positional_kinds.rope_view(session, d_model, base)
-elif view == "alibi":
-    positional_kinds.alibi_view(session)
-elif view == "relative":
-    demo = positional_models.reverse_models().get("relative")
-    shipped = model_picker.load(str(demo.path), model_picker.stamp(demo.path), None, ())[0] if demo else None
-    positional_kinds.relative_view(session, shipped)
+elif view in positional_views.VIEWS:  # issue 24: today's positions, each kind's own view (ui/positional_views/)
+    positional_views.VIEWS[view].view(session, d_model, base)
 else:
     if session is None:
         st.info(_("Load a model in the sidebar to compare its embeddings with the PE."))
@@ -184,25 +176,7 @@ else:
                 top_px=TOP_PX[view],
             )
         cfg = session.model.config
-        if cfg.positional == "learned":
-            side, table = next(iter(positional_tables(session.model).items()))  # the source's, or a decoder's
-            title = _("This model's learned positional table (source side)") if side == "source" else None
-            title = title or _("This model's learned positional table (decoder side)")
-            show(figs.pe_matrix(table[:length], title), key="pe_learned")
-        elif cfg.positional == "none":
-            st.caption(
-                _(
-                    "This model adds no positional encoding: the embeddings alone, so attention cannot tell where a token is."
-                )
-            )
-        elif cfg.positional in positional_kinds.INSIDE:
-            st.caption(_(positional_kinds.INSIDE[cfg.positional]))
-        else:
-            st.caption(
-                _("This model uses the fixed sinusoidal encoding (d_model {d}, base {base}, {layout} layout).").format(
-                    d=cfg.d_model, base=f"{cfg.pe_base:g}", layout=cfg.pe_layout
-                )
-            )
+        positional_views.of(cfg.positional).mine(session, cfg, length)  # what this model's kind says of itself
 
 if view in TABLE_VIEWS:
     st.latex(FORMULA)

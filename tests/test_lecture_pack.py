@@ -19,9 +19,10 @@ from i18n import _
 from model import Capture, Step, Trace
 from model.analysis import pe_analysis as pea
 from model.analysis.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
+from model.network.position_kinds.registry import kind as positional_kind
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
-from viz.lecture_pack import INSIDE_ATTENTION, lecture_pack_html
+from viz.lecture_pack import lecture_pack_html
 from viz.tokens import display_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,6 +335,6 @@ def test_a_model_with_positions_inside_attention_says_so_instead_of_a_zero_table
     assert {"rope": "RoPE", "alibi": "ALiBi", "relative": "T5"}[kind] in section
     # each input's positional part (and so the typed input's, cloned from the first) says the same, draws no zero rows
     part = text[text.index('<h3 id="in0-pe">') : text.index('<h3 id="in0-decoding">')]
-    assert html.escape(_(INSIDE_ATTENTION[kind])) in part and 'href="#pe"' in part
+    assert html.escape(_(positional_kind(kind).PACK_TEXT)) in part and 'href="#pe"' in part
     assert "data-figure" not in part and "sinusoids" not in part
     assert not {"in0-pe-rows", "in0-pe-source", "in0-pe-target"} & set(pack_data(text)["figures"])

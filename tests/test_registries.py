@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -93,3 +95,34 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
         for module in REGISTRY.values():
             assert f'N_("{module.TITLE}")' not in source, path
             assert f'"{module.NAME}"' not in source, (path, module.NAME)
+
+
+def test_every_positional_kind_module_is_registered_once_with_its_app_half():
+    from model.network.config import POSITIONAL_KINDS
+    from model.network.position_kinds.registry import MODULES, kinds
+    from ui import positional_views
+
+    assert len(MODULES) == len(set(MODULES)) == len(kinds()) and tuple(kinds()) == POSITIONAL_KINDS == MODULES
+    found = modules_defining(ROOT / "model" / "network" / "position_kinds", "NAME", "TITLE", "make")
+    assert set(MODULES) == found
+    app = {p.stem for p in (ROOT / "ui" / "positional_views").glob("*.py") if p.stem != "__init__"}
+    assert app == set(MODULES)  # each kind's app half: a module of the same name
+    for name in MODULES:
+        assert callable(positional_views.of(name).mine) and callable(positional_views.of(name).similarity)
+    # the pages name no kind: their titles, descriptions and views come from the registry
+    for page in ("positional.py", "model.py", "inside.py"):
+        source = (ROOT / "pages" / page).read_text()
+        for name, k in kinds().items():
+            assert f'"{name}"' not in source, (page, name)
+            assert f'N_("{k.TITLE}")' not in source and f'N_("{k.DESCRIPTION}")' not in source, (page, name)
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "learned", "none", "rope", "alibi", "relative"])
+def test_each_positional_kind_builds_the_module_the_model_uses(name, char_tokenizer):
+    """The factory is the kind's own make(): a model of each kind holds the module it returns, on both sides."""
+    from model.network.position_kinds.registry import kind
+    from tests.conftest import make_tiny
+
+    model = make_tiny(char_tokenizer, positional=name)
+    made = kind(name).make(model.config, True)
+    assert type(model.src_pe) is type(made) and type(model.tgt_pe) is type(kind(name).make(model.config, False))

@@ -26,16 +26,6 @@ LAYOUTS = {  # pe_layout as the caption says it (marked only; the URL and config
 ROPE_CHECK_POSITIONS = 64  # positions of the numerical check of q_m . k_n (a 64 x 64 matrix)
 ALIBI_POSITIONS = 24  # positions of the bias maps (the reverse demos read at most 25 tokens)
 RELATIVE_RANGE = 160  # relative positions -160..160: past T5's max distance of 128
-# what the "This model & input" view says of a model whose positions act inside attention (nothing is added)
-INSIDE = {
-    "rope": N_("This model uses rotary positions (RoPE): nothing is added to the embeddings (the rows above are zero); "
-               "queries and keys are turned by their position in every self-attention layer. See the RoPE view."),
-    "alibi": N_("This model uses ALiBi: nothing is added to the embeddings (the rows above are zero); each head "
-                "subtracts slope × distance from its scores. See the ALiBi view."),
-    "relative": N_("This model uses T5's relative bias: nothing is added to the embeddings (the rows above are zero); "
-                   "a learned number per head and distance bucket is added to the scores. See the T5 relative bias "
-                   "view."),
-}  # fmt: skip
 
 
 def _uses(session, kind: str):

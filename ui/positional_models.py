@@ -10,11 +10,8 @@ import numpy as np
 import streamlit as st
 
 from i18n import _, message_of
-from model.analysis.inspect import positional_tables
-from model.analysis.pe_analysis import cosine_similarity
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
-from model.network import pe_kinds
 from tasks import length_experiment as lx
 from tasks.intervened import UnknownTraining
 from tasks.pe_experiment import training_sources
@@ -227,26 +224,13 @@ def models_view() -> None:
 def _similarity_rows(loaded: dict) -> None:
     """Row 1: cosine similarity of positions (added tables; RoPE's rotations), one range [-1, 1]. Row 2: the bias
     ALiBi and T5 add to the scores (head average), one range for both."""
+    from ui import positional_views  # each kind's app half says how its positions compare (ui/positional_views/)
+
     P = SHOWN_POSITIONS
-    cosine = {}
-    for kind in ("sinusoidal", "learned", "none", "rope"):
-        if kind in loaded:
-            model = loaded[kind][0]
-            if kind == "rope":
-                cfg = model.config
-                same = pe_kinds.rope_decay(cfg.d_head, P, cfg.pe_base)[1]
-                cosine[kind] = same[np.abs(np.subtract.outer(np.arange(P), np.arange(P)))]
-            elif kind == "none":
-                cosine[kind] = np.ones((P, P))  # nothing added: every position looks the same
-            else:
-                cosine[kind] = cosine_similarity(positional_tables(model)["source"][:P])
-    bias = {}
-    if "alibi" in loaded:
-        bias["alibi"] = pe_kinds.alibi_matrix(loaded["alibi"][0].config.n_heads, P)[1].mean(axis=0)
-    if "relative" in loaded:
-        rel, values = pe_kinds.relative_bias_curves(loaded["relative"][0], P)["source"]
-        offsets = np.subtract.outer(np.arange(P), np.arange(P))  # i - j; rel runs -P..P for key - query
-        bias["relative"] = values.mean(axis=0)[P - offsets]
+    cosine, bias = {}, {}
+    for name, (model, *_rest) in loaded.items():
+        row, matrix = positional_views.of(name).similarity(model, P)
+        (cosine if row == "cos" else bias)[name] = matrix
     height = 360 if presenting() else 300  # beside the sidebar the four maps are about 180 px wide
     for heading, maps, label in (
         (_("**How alike two positions look** (cosine similarity of the rows added; RoPE: of a vector turned to "

@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from i18n import N_, _, language
+from i18n import _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
@@ -239,25 +239,15 @@ def _decoding_html(dec: dict, ref: str) -> str:
     )
 
 
-INSIDE_ATTENTION = {
-    "rope": N_("This model adds nothing to its embeddings: its queries and keys are rotated by their positions in "
-               "every self-attention layer (RoPE), so attention sees the distance i − j."),
-    "alibi": N_("This model adds nothing to its embeddings: each head subtracts slope × |i − j| from its "
-                "self-attention scores (ALiBi)."),
-    "relative": N_("This model adds nothing to its embeddings: a learned number per head and bucket of distance is "
-                   "added to its self-attention scores (T5's relative bias)."),
-}  # fmt: skip
-
-
 def _pe_section(figs: _Figures, pe) -> str:
     if pe.kind == "none":
         return (
             '<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds no positional '
             "encoding: it sees its tokens without their order (the table is all zeros).</p></section>"
         )
-    if pe.kind in INSIDE_ATTENTION:  # rope, alibi, relative: nothing added, the table is zeros (issue 24)
+    if pe.inside_text:  # a kind acting inside attention: nothing added, the table is zeros (issue 24)
         heading = _esc(_("Positional encoding of this model"))
-        return f'<section id="pe"><h2>{heading}</h2><p>{_esc(_(INSIDE_ATTENTION[pe.kind]))}</p></section>'
+        return f'<section id="pe"><h2>{heading}</h2><p>{_esc(_(pe.inside_text))}</p></section>'
     P, D = pe.table.shape
     parts = [
         figs.add(
@@ -307,7 +297,7 @@ def lecture_pack_html(records, title: str = "") -> str:
                 "decoding": dec,
             }
         )
-        inside = records.pe.kind in INSIDE_ATTENTION  # nothing added to the embeddings: no rows or norms to draw
+        inside = bool(records.pe.inside_text)  # nothing added to the embeddings: no rows or norms to draw
         pe_ids = [] if inside else _pe_views(figs, prefix, cap)
         label = _("Input {n}: {text}").format(n=n + 1, text=item.text)
         links = [_esc(_("attention")), _esc(_("positional encoding")), _esc(_("decoding"))]
@@ -323,7 +313,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         output = f"<code>{_esc(' '.join(plain_token(t) for t in cap.target_tokens))}</code>"
         link = '<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"
         if inside:  # the kind's own sentence (true of every input, the typed ones too), then the model's section
-            same = f"{_esc(_(INSIDE_ATTENTION[records.pe.kind]))} → {link}"
+            same = f"{_esc(_(records.pe.inside_text))} → {link}"
         else:
             same = _esc(
                 _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")

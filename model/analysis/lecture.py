@@ -14,6 +14,7 @@ from torch import nn
 from i18n import M_, NM_, join_messages
 
 from ..decoding import Trace, greedy_decode
+from ..network.position_kinds.registry import kind
 from ..text.inputs import check_text
 from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
@@ -43,13 +44,14 @@ class PackPE:
     """The model's positional table and the numbers of the PE figures (the same for every input)."""
 
     table: np.ndarray  # (P, D) the first P rows of the source side's positional table
-    kind: str  # "sinusoidal", "learned" or "none" (a table of zeros)
+    kind: str  # the config's positional kind (its table: zeros for none, rope, alibi, relative)
     layout: str  # "interleaved" or "half" (sinusoidal only)
     base: float
     wavelengths: np.ndarray | None  # (D,) wavelength of each dimension, interleaved sinusoids only
     dims: list[int]  # the dimensions drawn as curves
     positions: list[int]  # starting positions p of the dot-product curves
     dots: np.ndarray  # (len(positions), K + 1) PE(p) . PE(p+k), k = 0..K
+    inside_text: str | None = None  # a kind acting inside attention: its sentence (marked; translated where shown)
 
 
 @dataclass
@@ -100,6 +102,7 @@ def pack_pe(model: nn.Module) -> PackPE:
         dims=dims,
         positions=positions,
         dots=pea.offset_dot_products(table, positions, max_offset),
+        inside_text=kind(cfg.positional).PACK_TEXT,
     )
 
 

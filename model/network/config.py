@@ -14,9 +14,9 @@ from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
 
-POSITIONAL_KINDS = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")
-# The kinds that add nothing to the embeddings and act inside self-attention instead (model/network/positional.py).
-ATTENTION_POSITIONAL_KINDS = ("rope", "alibi", "relative")
+from .position_kinds.registry import MODULES as POSITIONAL_KINDS
+
+# POSITIONAL_KINDS: the registry's kinds (model/network/position_kinds/: one module each, its factory and titles)
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "std", "rms")

@@ -20,15 +20,10 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
+from .position_kinds.registry import kind as positional_kind
 from .positional import (
-    AlibiPositionalEncoding,
     AttentionPositionalEncoding,
-    LearnedPositionalEncoding,
-    NoPositionalEncoding,
-    RelativePositionBias,
-    RotaryPositionalEncoding,
     SelfAttentionPositions,
-    SinusoidalPositionalEncoding,
 )
 
 ACTIVATION_FNS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -267,21 +262,9 @@ class Transformer(nn.Module):
 
     @staticmethod
     def _positional(config: TransformerConfig, bidirectional: bool) -> nn.Module:
-        """The positional module of one stack (bidirectional: the encoder's, for T5's buckets)."""
-        d, n, h = config.d_model, config.max_len, config.n_heads
-        if config.positional == "learned":
-            return LearnedPositionalEncoding(d, n)
-        if config.positional == "none":
-            return NoPositionalEncoding(d, n)
-        if config.positional == "rope":
-            rope = RotaryPositionalEncoding(d, n, h, config.pe_base, config.pe_layout)
-            rope.d_head = config.rope_dim or config.d_head  # head_dim set apart; partial RoPE: the rotated dims
-            return rope
-        if config.positional == "alibi":
-            return AlibiPositionalEncoding(d, n, h)
-        if config.positional == "relative":
-            return RelativePositionBias(d, n, h, bidirectional, config.relative_buckets, config.relative_max_distance)
-        return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.pe_base, config.pe_layout)
+        """The positional module of one stack (bidirectional: the encoder's, for T5's buckets): its kind's own
+        factory (model/network/position_kinds/)."""
+        return positional_kind(config.positional).make(config, bidirectional)
 
     def reset_parameters(self) -> None:
         """Xavier-uniform matrices (as the Annotated Transformer), N(0, 1/d) embeddings so that

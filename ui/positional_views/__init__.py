@@ -1,0 +1,22 @@
+"""The app half of each positional kind (model/network/position_kinds/ holds the library half): a module of the
+same name here with
+
+    mine(session, cfg, length)   what the positional page's "This model & input" view says of a model of this kind
+    view(session, d_model, base) optional: a view of its own on the positional page (its title: the kind's TITLE)
+    INSIDE_NOTE                  optional: the Inside page's line where the kind changes q and k (RoPE)
+
+The pages read them through `of(kind)` and VIEWS; none names a kind."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from model.network.position_kinds.registry import kinds
+
+MODULES: dict[str, ModuleType] = {name: importlib.import_module(f"{__name__}.{name}") for name in kinds()}
+VIEWS: dict[str, ModuleType] = {name: m for name, m in MODULES.items() if hasattr(m, "view")}
+
+
+def of(kind: str) -> ModuleType:
+    return MODULES[kind]
