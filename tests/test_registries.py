@@ -126,3 +126,18 @@ def test_each_positional_kind_builds_the_module_the_model_uses(name, char_tokeni
     model = make_tiny(char_tokenizer, positional=name)
     made = kind(name).make(model.config, True)
     assert type(model.src_pe) is type(made) and type(model.tgt_pe) is type(kind(name).make(model.config, False))
+
+
+def test_the_positional_page_reads_and_writes_each_position_kind_in_its_own_url_form():
+    from model.interventions import INTERVENTION_KINDS
+    from ui import positional_interventions as page
+
+    kinds = [k for k in INTERVENTION_KINDS.values() if k.slot == "positions"]
+    assert set(page.KINDS) == {k.positional for k in kinds} and set(page.CHANGES) == {"none", *page.KINDS}
+    declared = set(page.URL.keys)
+    for k in kinds:  # every key a kind's link form uses is declared by the page (read, checked, reset with it)
+        assert set(k.url_keys(page.PREFIX)) <= declared, k
+        assert k.title and k.what  # its words on the page come from the kind
+    source = (ROOT / "ui" / "positional_interventions.py").read_text()
+    for k in kinds:
+        assert f'N_("{k.title}")' not in source and f'"{k.positional}"' not in source, k.positional

@@ -11,25 +11,23 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _, message_of
-from model.interventions import NONE, Interventions
+from model.interventions import INTERVENTION_KINDS, NONE, Interventions
 from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining
 from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import code, md
 from ui.session import Session
-from ui.url_state import Key, Keys
+from ui.url_state import Key, Keys, write_url
 from ui.workers import WorkerStopped
 from viz import attention_figs
 
-CHANGES = {"none": N_("As trained"), "off": N_("Off"), "shuffled": N_("Shuffled"), "shifted": N_("Shifted by k")}
-WHAT = {
-    "off": N_("with no positional encoding"),
-    "shuffled": N_("with the positions shuffled"),
-    "shifted": N_("with every position shifted by {k}"),
-}
+# the intervention kinds of the "positions" slot (model/interventions/), their titles and sentences theirs
+KINDS = {k.positional: k for k in INTERVENTION_KINDS.values() if k.slot == "positions"}
+CHANGES = {"none": N_("As trained"), **{name: k.title for name, k in KINDS.items()}}
+PREFIX = "pe"  # the kinds' own URL forms with this prefix: pe_pos=shifted&pe_shift=3 (Change.to_url / url_keys)
 URL = Keys(
-    Key("pe_pos", "off", choices=tuple(CHANGES)),
+    Key("pe_pos", next(iter(KINDS)), choices=tuple(CHANGES)),
     Key("pe_shift", cast=int),  # default and choices: the room this input leaves below max_len
     Key("pe_seed", 0, choices=range(1000), cast=int),
 )
@@ -48,23 +46,26 @@ def _changes_from_controls(session: Session) -> Interventions:
         format_func=lambda c: _(CHANGES[c]),
         label_visibility="collapsed",
     )
-    room = min(100, max_shift(session.model, session.tokenizer, session.check.text))
+    setting = KINDS[kind].setting if kind in KINDS else None  # the kind's one setting, if any: its control below
     shift = seed = None
-    if kind == "shifted":
+    if setting == "shift":
+        room = min(100, max_shift(session.model, session.tokenizer, session.check.text))
         if room < 1:
             st.warning(_("This input leaves no room to shift: its positions already reach the model's max_len."))
-            kind = "none"
+            kind = None
         else:
             shift = URL.read("pe_shift", min(5, room), range(1, room + 1))
             if room > 1:
                 st.slider(_("k: every position p reads the encoding of p + k"), 1, room, key="pe_shift")
-    if kind == "shuffled":
+    if setting == "seed":
         seed = URL.read("pe_seed")
         st.number_input(_("Shuffle number (each gives another order)"), 0, 999, key="pe_seed")
-    URL.write(pe_pos=st.session_state["pe_pos"], pe_shift=shift, pe_seed=seed)
-    if kind == "none":
-        return NONE
-    return Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0)
+    changes = Interventions.make(positional=kind, shift=shift or 1, seed=seed or 0) if kind in KINDS else NONE
+    written = {key: None for key in URL.keys} | {"pe_pos": st.session_state["pe_pos"]}
+    for change in changes.changes:  # the kind writes its own link form (its setting too)
+        written |= change.to_url(PREFIX)
+    write_url(**written)
+    return changes
 
 
 def _cross(trace, title: str, width: int):
@@ -93,7 +94,7 @@ def inference_view(session: Session | None) -> Interventions:
         st.markdown(_("As trained, the model writes **{out}**.").format(out=code(plain.text or "∅")))
         return changes
     changed = caches.cached_trace(*args, changes)
-    what = _(WHAT[changes.positional]).format(k=changes.shift)
+    what = _(KINDS[changes.positional].what).format(k=changes.shift)
     st.markdown(
         _("As trained the model writes **{plain}**; {what} it writes **{changed}**.").format(
             plain=code(plain.text or "∅"), what=what, changed=code(changed.text or "∅")
@@ -116,7 +117,8 @@ def inference_view(session: Session | None) -> Interventions:
 
 def _verdict(session: Session, changes: Interventions, what: str) -> None:
     """One line: exact match on fresh examples with and without the change (shipped demos with a task only)."""
-    if not (session.key.startswith("demo:") and session.card.get("task")):
+    encoder_decoder = session.card.get("shape", "encoder-decoder") == "encoder-decoder"  # fresh source/target pairs
+    if not (session.key.startswith("demo:") and session.card.get("task") and encoder_decoder):
         st.caption(_("Not a shipped demo with a task: only this input's output is compared."))
         return
     try:

@@ -19,6 +19,8 @@ class PositionChange(Change):
     points: ClassVar[frozenset[str]] = frozenset({ROWS, POSITIONS})
     positional: ClassVar[str] = ""  # its value of capture(..., positional=...)
     setting: ClassVar[str | None] = None  # the keyword / download field / URL suffix of its one setting, if any
+    title: ClassVar[str] = ""  # the positional page's control (marked with N_)
+    what: ClassVar[str] = ""  # "with ..." in the page's sentences, {k} its setting's value (marked with N_)
 
     @classmethod
     def example(cls, model: nn.Module) -> PositionChange:

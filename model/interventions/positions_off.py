@@ -20,6 +20,8 @@ LABEL = N_("positions removed")
 class PositionsOff(PositionChange):
     name: ClassVar[str] = "positions_off"
     positional: ClassVar[str] = "off"
+    title: ClassVar[str] = N_("Off")
+    what: ClassVar[str] = N_("with no positional encoding")
 
     def change_rows(self, module: nn.Module, offset: int, rows: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(rows)

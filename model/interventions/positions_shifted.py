@@ -25,6 +25,8 @@ class PositionsShifted(PositionChange):
     name: ClassVar[str] = "positions_shifted"
     positional: ClassVar[str] = "shifted"
     setting: ClassVar[str | None] = "shift"
+    title: ClassVar[str] = N_("Shifted by k")
+    what: ClassVar[str] = N_("with every position shifted by {k}")
 
     def __post_init__(self) -> None:
         whole_number("shift", self.shift)

@@ -28,6 +28,8 @@ def permutation(seed: int, offset: int, length: int) -> torch.Tensor:
 @dataclass(frozen=True)
 class PositionsShuffled(PositionChange):
     seed: int = 0  # which permutation
+    title: ClassVar[str] = N_("Shuffled")
+    what: ClassVar[str] = N_("with the positions shuffled")
     name: ClassVar[str] = "positions_shuffled"
     positional: ClassVar[str] = "shuffled"
     setting: ClassVar[str | None] = "seed"
