@@ -96,13 +96,14 @@ right.selectbox(
 )
 bert_view = URL.read("att_bertviz")
 nosink = URL.read("att_nosink") and len(k_tokens) > 1 and view in ("one", "grid")
+said, sink_box = st.columns([3, 1], vertical_alignment="center")  # the input's line and the sink option: one row
 if view in ("one", "grid") and len(k_tokens) > 1:
-    st.checkbox(_("Without the first token (renormalised)"), key="att_nosink")
+    sink_box.checkbox(_("Without the first token (renormalised)"), key="att_nosink")
 URL.write(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
           att_bertviz=bert_view if view == "bertviz" else None, att_nosink=True if nosink else None)  # fmt: skip
 gqa_note(session.model.config)
 
-st.caption(
+said.caption(
     capture_caption(cap, session.tokenizer, session.check.text)
     or _("Source: {source} tokens · decoder input: {target} tokens ({origin}) · model predicts: {predicted}").format(
         source=len(cap.source_tokens),

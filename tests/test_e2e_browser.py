@@ -331,7 +331,9 @@ def test_the_default_page_opens_by_its_own_name(watch, server, letters):
 
 def test_inside_attention_page(watch, server, letters):
     page = watch.page
-    watch.goto(server.url("inside", model=f"path:{letters}", text="cafe", target="bead"))
+    # the head and query asked for (without them the page opens on its most spread-out row: default_focus)
+    watch.goto(server.url("inside", model=f"path:{letters}", text="cafe", target="bead", in_layer="0", in_head="0",
+                          in_query="0"))  # fmt: skip
     keys = [f"{i}: {t}" for i, t in enumerate(source_ticks("cafe"))]
     wait_ticks(watch, None, ["q: <s>"], plot="Query and keys")  # the query (axis y) above every source key (y2)
     assert ticks(page, "y2", "Query and keys") == keys

@@ -282,7 +282,9 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
     maker = fresh(browser, server)
     page = maker.page
     try:
-        maker.goto(server.url("inside", model=model, text="abcdefgh", target="hgfe"))
+        maker.goto(
+            server.url("inside", model=model, text="abcdefgh", target="hgfe", in_layer="0", in_head="0", in_query="0")
+        )  # the page's own default is its most spread-out row (default_focus)
         wait_title(maker, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
         page.get_by_text("Decoder self (causal)", exact=True).click()  # one row of controls, as on the attention page
         wait_url(maker, "in_kind=decoder_self")

@@ -163,7 +163,9 @@ def check_every_path(model, tokenizer, source: str, target: str) -> None:
     # the batched alignment pass of the training reports reads the same cross-attention as capture
     cap = capture(model, tokenizer, source)
     argmax = cross_attention_argmax(model, [src_ids], [plain.output_ids])[0].numpy()
-    np.testing.assert_array_equal(argmax, cap.cross.mean(1).argmax(-1))
+    mean = np.sort(cap.cross.mean(1), -1)  # (L, T, S): where the two largest weights tie (float32 sums), either wins
+    clear = mean[..., -1] - mean[..., -2] > 1e-5
+    np.testing.assert_array_equal(argmax[clear], cap.cross.mean(1).argmax(-1)[clear])
 
 
 @pytest.mark.parametrize("kind", POSITIONAL_KINDS)

@@ -63,6 +63,8 @@ def weight_bytes(model: nn.Module) -> int:
 
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
+    if model.config.shape != "encoder-decoder":  # its graphs are an encoder's and a decoder's reading it
+        raise Unsupported(M_("the page runs encoder-decoder models; this one is {shape}", shape=model.config.shape))
     sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
     _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
     graphs = export_graphs(model)

@@ -53,11 +53,6 @@ def view(session, strategy, changes) -> None:
     trace = caches.cached_decoding(session, strategy, changes)
     detok = session.tokenizer.target.detokenize
     stop = _(STOPS[trace.stop_reason]).format(k=trace.beam_size)
-    st.markdown(
-        _("**Best hypothesis:** {text} · score {score:.3f} · {n} steps, stopped: {stop}").format(
-            text=esc(trace.text) or "∅", score=trace.score, n=len(trace.steps), stop=stop
-        )
-    )
     max_height, max_width = chart_box()
     n = len(trace.steps)
     step = URL.read("dec_bstep", n - 1, range(n))
@@ -72,6 +67,11 @@ def view(session, strategy, changes) -> None:
             current=step,
         ),
         key="dec_beam_tree",
+    )
+    st.markdown(  # below the tree: the tree whole on a projector's first screen, the heads switch above it
+        _("**Best hypothesis:** {text} · score {score:.3f} · {n} steps, stopped: {stop}").format(
+            text=esc(trace.text) or "∅", score=trace.score, n=len(trace.steps), stop=stop
+        )
     )
     explain_beam()
     if n > 1:
