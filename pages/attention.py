@@ -59,7 +59,8 @@ n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = URL.read("att_view")
-st.segmented_control(
+views, sink_box = st.columns([3, 1], vertical_alignment="center")  # the views and the sink option: one row
+views.segmented_control(
     _("View"),
     list(VIEWS),
     key="att_view",
@@ -96,14 +97,13 @@ right.selectbox(
 )
 bert_view = URL.read("att_bertviz")
 nosink = URL.read("att_nosink") and len(k_tokens) > 1 and view in ("one", "grid")
-said, sink_box = st.columns([3, 1], vertical_alignment="center")  # the input's line and the sink option: one row
 if view in ("one", "grid") and len(k_tokens) > 1:
     sink_box.checkbox(_("Without the first token (renormalised)"), key="att_nosink")
 URL.write(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
           att_bertviz=bert_view if view == "bertviz" else None, att_nosink=True if nosink else None)  # fmt: skip
 gqa_note(session.model.config)
 
-said.caption(
+st.caption(
     capture_caption(cap, session.tokenizer, session.check.text)
     or _("Source: {source} tokens · decoder input: {target} tokens ({origin}) · model predicts: {predicted}").format(
         source=len(cap.source_tokens),
