@@ -28,8 +28,9 @@ from torch import nn
 from ..interventions import NONE, Interventions
 from ..text.inputs import require_eval
 from ..text.tokenizer import Tokenizer
-from .attribution_methods.passes import keep_masks, output_log_prob, prepare
+from .attribution_methods.passes import keep_masks, output_log_prob
 from .attribution_methods.registry import METHODS as REGISTRY
+from .scored import prepare
 
 METHODS = tuple(REGISTRY)  # ("rollout", "flow", "grad_x_input", "integrated_gradients", "occlusion")
 BASELINES = ("zero", "pad", "unk")

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..decoding import greedy_ids
 from ..interventions import KINDS, Interventions
 from ..network.recording import record
-from ..text.inputs import device_of, prepare_source, prepare_target, require_eval
+from ..text.inputs import device_of, require_eval
 from ..text.tokenizer import Tokenizer
 from .capture import Capture
+from .scored import prepare
 
 LOGIT_BUDGET = 1 << 25  # most logits (rows x positions x vocabulary) one batch holds: 128 MB in float32
 MAX_ROWS = 64  # most ablations per batch
@@ -97,16 +97,9 @@ def head_importance(
     require_eval(model)
     base = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
     vocab = tokenizer.target
-    src = prepare_source(model, tokenizer, source)
-    if target is None:
-        scored = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]
-    else:
-        ids, _ = prepare_target(model, vocab, target)
-        scored = ids[1:] + [vocab.eos_id]
-    # the decoder inputs of `capture`: <s> and the output without </s>; input t predicts scored[t] (an output cut
-    # by the step limit leaves the last input predicting nothing that is scored)
-    inputs = [vocab.bos_id] + [i for i in scored if i != vocab.eos_id]
-    base.check(model, (len(src.ids), len(inputs)))
+    prep = prepare(model, tokenizer, source, target)
+    src_ids_list, inputs, scored = prep.src, prep.inputs, prep.scored
+    base.check(model, (len(src_ids_list), len(inputs)))
     heads = _heads(model)
     encoder_heads = [h for h in heads if h[0] == "encoder_self"]
     # row 0: nothing more switched off; row 1 + j: heads[j] switched off
@@ -116,7 +109,7 @@ def head_importance(
     device = device_of(model)
     total = torch.zeros(len(rows), dtype=torch.float64)
     if scored:
-        src_ids = torch.tensor([src.ids], device=device)  # (1, S)
+        src_ids = torch.tensor([src_ids_list], device=device)  # (1, S)
         tgt_ids = torch.tensor([inputs], device=device)  # (1, T)
         gold = torch.tensor(scored, device=device)  # (T,)
         enc_rows = [frozenset()] + [frozenset({h}) for h in encoder_heads]
@@ -142,7 +135,7 @@ def head_importance(
     for (kind, layer, head), value in zip(heads, total[1:].tolist()):
         log_prob[kind][layer, head] = value
     return HeadImportance(
-        source_tokens=src.tokens,
+        source_tokens=prep.src_tokens,
         target_tokens=vocab.decode(inputs),
         output_tokens=vocab.decode(scored),
         generated=target is None,

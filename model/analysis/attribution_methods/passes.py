@@ -5,42 +5,20 @@ the capture of the same pass. One module per method (beside this one) says which
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from ...decoding import greedy_ids
 from ...interventions import KINDS, Interventions
 from ...network.recording import record
-from ...text.inputs import device_of, prepare_source, prepare_target
+from ...text.inputs import device_of
 from ...text.tokenizer import Tokenizer
 from .. import attribution_graph as graph
 from ..capture import capture
+from ..scored import Prepared
 
 LOGIT_BUDGET = 1 << 24  # most logits (rows x positions x vocabulary) one batch holds: 64 MB in float32
-
-
-@dataclass
-class Prepared:
-    src: list[int]  # (S,) source ids with </s>
-    src_tokens: list[str]
-    inputs: list[int]  # (T_in,) decoder inputs <s> y_1 ..
-    scored: list[int]  # (T,) output ids, row t written at decoder position t
-
-
-def prepare(model: nn.Module, tokenizer: Tokenizer, source: str, target: str | None) -> Prepared:
-    """The source ids and the scored output, as head_importance reads them."""
-    vocab = tokenizer.target
-    src = prepare_source(model, tokenizer, source)
-    if target is None:
-        scored = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]
-    else:
-        ids, _ = prepare_target(model, vocab, target)
-        scored = ids[1:] + [vocab.eos_id]
-    inputs = [vocab.bos_id] + [i for i in scored if i != vocab.eos_id]
-    return Prepared(src.ids, src.tokens, inputs, scored)
 
 
 def special_id(tokenizer: Tokenizer, name: str) -> int:
