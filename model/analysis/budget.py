@@ -32,13 +32,13 @@ Pure Python and arithmetic: no torch, nothing allocated.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from i18n import M_, N_, Message
 
 from ..checkpoints.safe_io import size_text
 from ..decoding import DEFAULT_SLACK, step_cap
+from ..env import positive_int
 from ..text.bounded import content_count, read_bounded
 from ..text.inputs import CUTS, WHAT, count_limit  # the names and the max_len warnings of check_text's messages
 
@@ -133,11 +133,7 @@ DEFAULT_STEPS = 256  # the paper's base model at 148 tokens decodes to at most 1
 
 def steps_from_environment() -> int:
     """$VIZ_MAX_STEPS (default 256): the server's cap on every decoding's steps (model.decoding.set_step_cap)."""
-    try:
-        steps = int(os.environ.get(STEPS_ENV, DEFAULT_STEPS))
-    except ValueError:
-        steps = DEFAULT_STEPS
-    return steps if steps > 0 else DEFAULT_STEPS
+    return positive_int(STEPS_ENV, DEFAULT_STEPS)
 
 
 def page_bytes(cfg, S: int, T: int | None = None) -> int:
@@ -208,11 +204,7 @@ DEFAULT_GOPS = 400  # operations one request may cost: about 40 s at the ~10 GFL
 
 def ops_from_environment() -> int:
     """$VIZ_WORK_GOPS x 10^9 (default 400): the operations one request may cost; not a positive integer: default."""
-    try:
-        gops = int(os.environ.get(OPS_ENV, DEFAULT_GOPS))
-    except ValueError:
-        gops = DEFAULT_GOPS
-    return (gops if gops > 0 else DEFAULT_GOPS) * 10**9
+    return positive_int(OPS_ENV, DEFAULT_GOPS) * 10**9
 
 
 @dataclass(frozen=True)
@@ -292,11 +284,7 @@ def _largest(fits, low: int, high: int) -> int:
 
 def budget_from_environment() -> int:
     """$VIZ_WORK_MB in bytes (default 256 MB); a value that is not a positive integer gives the default."""
-    try:
-        mb = int(os.environ.get(ENV, DEFAULT_MB))
-    except ValueError:
-        mb = DEFAULT_MB
-    return (mb if mb > 0 else DEFAULT_MB) * 2**20
+    return positive_int(ENV, DEFAULT_MB) * 2**20
 
 
 @dataclass(frozen=True)

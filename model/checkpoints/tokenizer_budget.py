@@ -16,12 +16,12 @@ merges.txt: 30 MB by these factors; mBART's 5 MB sentencepiece model: 40 MB).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from i18n import M_, N_
 
+from ..env import positive_int
 from .errors import CheckpointError
 from .safe_io import regular_file, size_text
 
@@ -37,11 +37,7 @@ TOO_LARGE = N_(
 
 def budget_from_environment() -> int:
     """$VIZ_TOKENIZER_MB in bytes (default 256 MB); a value that is not a positive integer gives the default."""
-    try:
-        mb = int(os.environ.get(ENV, DEFAULT_MB))
-    except ValueError:
-        mb = DEFAULT_MB
-    return (mb if mb > 0 else DEFAULT_MB) * 2**20
+    return positive_int(ENV, DEFAULT_MB) * 2**20
 
 
 def cost(files: Iterable[tuple[str | Path, str]]) -> tuple[int, int]:
