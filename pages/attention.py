@@ -201,8 +201,8 @@ else:
             )
         shown_layer = None if every_layer else layer
         key, view_html = ("model", bert_kind, shown_layer), partial(model_view_html, kind=bert_kind, layer=shown_layer)
-    key = (*caches.input_key(session), *key, *changed)
-    html = caches.cached_html(key, lambda: view_html(*inputs, menus=False))
+    key, fill = (*caches.input_key(session), *key, *changed), presenting()  # a hall: the drawing fills its frame
+    html = caches.cached_html((*key, fill), lambda: view_html(*inputs, menus=False, fill=fill))
     # in presentation mode no taller than the screen (the model view scrolls inside its frame)
     st.iframe(html, height=640 if bert_view == "head view" else (700 if presenting() else 900))
     st.download_button(

@@ -16,6 +16,7 @@ import pytest
 
 from tests.browser_helpers import ARTIFACTS, WAIT_S, chromium
 from tests.test_bertviz_view import HOSTILE, attention
+from ui.presentation import PRESENT_TEXT_PX
 from viz.bertviz_view import head_view_html, model_view_html
 
 # Three encoder layers, two decoder layers (the head view pads the decoder's menu), three heads.
@@ -234,3 +235,34 @@ def test_the_watch_catches_a_page_that_goes_online(browser, site):
     assert v.page.locator("svg").count() == 0
     assert any("require" in e for e in v.errors), v.errors
     v.page.close()
+
+
+# A token's drawn height in CSS pixels of the host page: its font size times the body's zoom.
+TOKEN_PX_JS = """() => { const t = document.querySelector('g#left text');
+    return parseFloat(getComputedStyle(t).fontSize) * (parseFloat(document.body.style.zoom) || 1); }"""
+
+
+@pytest.mark.parametrize("view", ["head", "model"])
+def test_a_hall_gets_a_drawing_that_fills_its_frame(browser, site, view):
+    """Presentation mode (fill=True): the drawing grows until it fills the frame's width or height, so a head view's
+    tokens are drawn larger than bertviz's own size; without it nothing grows (a drawing that fits is left alone)."""
+    enc, dec, crs = attention(L_ENC, L_DEC, H, S, T, seed=13, spread=2.0)
+    build = head_view_html if view == "head" else functools.partial(model_view_html, layer=0)
+    zooms = {}
+    for fill in (False, True):
+        v = Visit(browser, site, f"{view}-fill-{fill}.html", build(enc, dec, crs, SRC, TGT, menus=False, fill=fill))
+        v.wait_drawn("#vis svg text")
+        v.page.wait_for_function("() => document.fonts.status === 'loaded'")
+        if fill:  # the zoom is set once the drawing is laid out
+            v.page.wait_for_function("() => parseFloat(document.body.style.zoom) > 1")
+        zooms[fill] = v.page.evaluate("() => parseFloat(document.body.style.zoom) || 1")
+        fits = v.page.evaluate(  # nothing to scroll to
+            """() => document.documentElement.scrollWidth <= window.innerWidth + 1
+                     && document.documentElement.scrollHeight <= window.innerHeight + 1"""
+        )
+        assert fits, (view, fill)  # grown, still whole in its frame
+        if view == "head" and fill:
+            assert v.page.evaluate(TOKEN_PX_JS) >= PRESENT_TEXT_PX  # the hall's text size
+        v.assert_clean()
+        v.page.close()
+    assert zooms[False] == 1 and zooms[True] > 1, zooms  # grown, and still whole (above)

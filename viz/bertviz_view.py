@@ -113,6 +113,7 @@ def head_view_html(
     kind: str = "Encoder",
     only_layer: bool = False,
     menus: bool = True,
+    fill: bool = False,
 ) -> str:
     """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
 
@@ -127,6 +128,8 @@ def head_view_html(
     decimals: weights are rounded to this many decimals. offline: inline d3 and jQuery (no network).
     menus: False keeps bertviz's own Layer and Attention menus out of sight (both views) for a host whose own
     controls choose the layer and the kind: two sets of menus would disagree, and only the host's are in its link.
+    fill: the drawing grows (at most 2.5x) until it fills its frame's width or height (presentation mode); without
+    it, it only shrinks to fit the frame's width.
     Raises ValueError naming the mismatch when shapes and token counts disagree.
     """
     arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
@@ -150,7 +153,7 @@ def head_view_html(
         include_layers=layers,
     )
     controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind)}'
-    return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"), menus)
+    return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"), menus, fill)
 
 
 def model_view_html(
@@ -166,6 +169,7 @@ def model_view_html(
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
     menus: bool = True,
+    fill: bool = False,
 ) -> str:
     """bertviz's model view (a thumbnail per layer and head, light theme) as a full HTML document.
 
@@ -197,7 +201,8 @@ def model_view_html(
         include_heads=include_heads,
         total_heads=n_heads,
     )
-    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, _("Attention: model view"), menus)
+    title = _("Attention: model view")
+    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, title, menus, fill)
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -367,7 +372,15 @@ svg text{{font-family:{FONT}}}"""
 
 
 def _page(
-    view: str, vis_id: str, controls: str, params: str, decimals: int, offline: bool, title: str, menus: bool = True
+    view: str,
+    vis_id: str,
+    controls: str,
+    params: str,
+    decimals: int,
+    offline: bool,
+    title: str,
+    menus: bool = True,
+    fill: bool = False,
 ) -> str:
     """The full document: controls (hidden without `menus`: bertviz's script still reads them) and the drawing area
     inside the root div, then the scripts."""
@@ -389,23 +402,31 @@ def _page(
         f'<div class="hint">{_(_HINTS[view])}</div>\n'
         "<div id='vis'></div>\n</div>\n"
         f"<script>\n{_DECODE_JS}\n</script>\n"
-        f'<script type="text/javascript">\n{script}\n{_FIT_WIDTH_JS if view == "model" else ""}</script>\n'
+        f'<script type="text/javascript">\n{script}\n{_FIT_JS % ("true" if fill else "false")}</script>\n'
         "</body>\n</html>\n"
     )
 
 
 # The model view draws a fixed-size thumbnail per head: wider than its frame (8 heads beside the sidebar at 1366 px),
 # the last column was cut off. Once drawn, and whenever the frame changes width, the page is zoomed to fit it.
-_FIT_WIDTH_JS = """(function () {
+# With `fill` (presentation mode: a hall reads bertviz's 12 px words from far away) a smaller drawing also grows
+# until it fills the frame's width or height, at most 2.5 times.
+_FIT_JS = """(function (fill) {
+  const root = document.body.firstElementChild;  // the drawing's own box (shrink-wrapped when filling)
+  if (fill) root.style.display = 'inline-block';
   const fit = () => {
     const body = document.body;
     body.style.zoom = 1;
-    const wide = document.documentElement.scrollWidth, room = window.innerWidth;
-    if (wide > room + 1) body.style.zoom = (room / wide).toFixed(3);
+    const box = root.getBoundingClientRect(), room = window.innerWidth, high = window.innerHeight;
+    const over = document.documentElement.scrollWidth, wide = Math.max(box.right + 12, over > room + 1 ? over : 0);
+    const tall = box.bottom + 10;
+    let zoom = wide > room + 1 ? room / wide : 1;
+    if (fill) zoom = Math.max(zoom, Math.min(room / wide, high / tall, 2.5));
+    if (Math.abs(zoom - 1) > 0.01) body.style.zoom = zoom.toFixed(3);
   };
   new ResizeObserver(fit).observe(document.getElementById('vis'));
   window.addEventListener('resize', fit);
-})();"""
+})(%s);"""
 
 
 # ---------------------------------------------------------------------------------------------- assets
