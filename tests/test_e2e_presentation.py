@@ -177,6 +177,7 @@ HALL_SCREENS = [PROJECTOR, {"width": 1920, "height": 1080}]
 THEME_TEXT = (49, 51, 63)  # Streamlit's text colour #31333F: chart text may be as dark or darker, never lighter
 
 _HALL = """() => {
+    const _rightmost = f => Math.max(...Object.keys(f).filter(k => /^xaxis\\d*$/.test(k)).map(k => f[k].domain[1]));
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
     const style = getComputedStyle(main);
     const content = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
@@ -189,6 +190,10 @@ _HALL = """() => {
         ? (full.xaxis._length / (full.xaxis.range[1] - full.xaxis.range[0]))
           / (full.yaxis._length / Math.abs(full.yaxis.range[1] - full.yaxis.range[0])) / (full.xaxis.scaleratio || 1)
         : null;
+    // from the map's right edge to its colour bar's left edge, px (null: no colour bar beside a constrained map)
+    const cbar = first && [...first.querySelectorAll('.colorbar .cbfill')].pop();  // the rightmost
+    const gap = cbar && full.xaxis && full.xaxis.constrain === 'domain'
+        ? cbar.getBoundingClientRect().left - (r.left + full._size.l + _rightmost(full) * full._size.w) : null;
     const texts = plots.flatMap(p => [...p.querySelectorAll('text')]
         .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0
                      && !(t.getAttribute('class') || '').includes('bartext-inside'))
@@ -199,8 +204,17 @@ _HALL = """() => {
             sidebar: sidebar ? sidebar.getBoundingClientRect().right > 1 : false,
             first: r ? {top: r.top, bottom: r.bottom, width: r.width, inColumns: !!first.closest('[data-testid="stColumn"]')}
                      : null,
-            square, texts};
+            square, texts, gap};
 }"""
+
+
+_BAR_BESIDE = """() => {
+    const _rightmost = f => Math.max(...Object.keys(f).filter(k => /^xaxis\\d*$/.test(k)).map(k => f[k].domain[1]));
+    const p = document.querySelector('.js-plotly-plot'), f = p && p._fullLayout;
+    const bar = p && [...p.querySelectorAll('.colorbar .cbfill')].pop();
+    if (!bar || !f.xaxis || f.xaxis.constrain !== 'domain') return true;
+    const right = p.getBoundingClientRect().left + f._size.l + _rightmost(f) * f._size.w;
+    return bar.getBoundingClientRect().left - right <= 80; }"""
 
 
 def _rgb(fill: str) -> tuple[int, ...]:
@@ -232,6 +246,10 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
                 projector.page.wait_for_selector("#viz-model-badge", timeout=WAIT_S * 1000)
             except Exception as e:
                 raise AssertionError(f"no model badge; {_failure(projector, 'badge')}") from e
+            try:  # the script draws the colour bar again beside a map laid out narrower than its box
+                projector.page.wait_for_function(_BAR_BESIDE, timeout=10_000)
+            except Exception:
+                pass  # reported below with its distance
             shown = projector.page.evaluate(_HALL)
             where = f"{screen['width']}x{screen['height']} {lang} {name} {params}"
             kind = "rope" if model.endswith("_rope") else "sinusoidal"
@@ -254,6 +272,8 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
                     problems.append(f"{where}: first chart spans {first['top']:.0f}-{first['bottom']:.0f} px")
                 if screen["width"] == 1920 and not first["inColumns"] and first["width"] < 0.7 * shown["content"]:
                     problems.append(f"{where}: first chart {first['width']:.0f} px of {shown['content']:.0f}")
+                if shown["gap"] is not None and shown["gap"] > 80:  # (a bar between two maps: negative)
+                    problems.append(f"{where}: the colour bar {shown['gap']:.0f} px from its map")
                 if shown["square"] is not None and abs(shown["square"] - 1) > 0.02:
                     problems.append(f"{where}: cells {shown['square']:.3f} times as wide as they should be")
             for t in shown["texts"]:

@@ -56,7 +56,7 @@ BADGE_CSS = """
 # projector), which gets 72% of the content's width (at most 2.5 times its own) and as much more height, but no more
 # than reaches the bottom of the first screen. Plotly lays the figure out again in the larger box: a heatmap's cells
 # stay square (its axes are tied), text keeps its size. It runs again when the page or the window changes.
-SCALE_JS = """
+SCALE_JS = r"""
 <div id="viz-present" hidden></div>
 <script>
 (() => {
@@ -106,6 +106,28 @@ SCALE_JS = """
       const place = (box.closest('[data-testid="stElementContainer"]') || box).parentElement;
       size(box, Math.min(W2, place ? place.clientWidth : W2), H2);  // never wider than its place
     }
+    main.querySelectorAll('.js-plotly-plot').forEach(plot => {  // every chart, sized here or by its column
+      if (!plot.__vizHug && plot.on) { plot.__vizHug = true; plot.on('plotly_afterplot', () => hug(plot)); hug(plot); }
+    });
+  };
+  // A map with square cells in a box grown wider than the cells allow keeps to its left (constrain 'domain'): its
+  // colour bar, placed at the box's right edge, would stand far from it. Drawn again beside the map's right edge.
+  const hug = plot => {
+    const full = plot._fullLayout;
+    if (!window.Plotly || !full || !full.xaxis || full.xaxis.constrain !== 'domain' || !(full._size.w > 0)) return;
+    const right = Math.max(...Object.keys(full).filter(k => /^xaxis\d*$/.test(k)).map(k => full[k].domain[1]));
+    const target = Math.min(1.02, right + 24 / full._size.w);  // beside the rightmost map
+    // the figure's own place (at the box's edge) or where this script put it at an earlier size, and not there yet
+    const far = bar => bar && (bar.x >= 1 || bar.x === plot.__vizHugX) && Math.abs(bar.x - target) > 0.002;
+    const axes = Object.keys(full).filter(k => /^coloraxis\d*$/.test(k) && full[k].showscale && far(full[k].colorbar));
+    const own = (plot._fullData || []).map((t, i) => t.showscale && far(t.colorbar) ? i : -1).filter(i => i >= 0);
+    const marks = (plot._fullData || []).map((t, i) => t.marker && t.marker.showscale && far(t.marker.colorbar)
+                                                       ? i : -1).filter(i => i >= 0);
+    if (!axes.length && !own.length && !marks.length) return;
+    plot.__vizHugX = target;
+    if (axes.length) Plotly.relayout(plot, Object.fromEntries(axes.map(k => [`${k}.colorbar.x`, target])));
+    if (own.length) Plotly.restyle(plot, {'colorbar.x': target}, own);  // a heatmap's own colour bar
+    if (marks.length) Plotly.restyle(plot, {'marker.colorbar.x': target}, marks);  // a scatter's markers' bar
   };
   let pending = false;
   const soon = () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; apply(); }); } };

@@ -86,9 +86,11 @@ def compare_heatmaps(
     domains = [(0, w), (w + gap, 2 * w + gap), (2 * w + gap + bar, 3 * w + gap + bar)]
     for i, (lo, hi) in enumerate(domains, start=1):  # token axes with square cells, then each panel's new place
         fig.update_layout(_token_axes(geo, nq, nk, i, y_labels=i == 1))
-        fig.layout[f"xaxis{'' if i == 1 else i}"].domain = [lo, hi]
-    for annotation, (lo, hi) in zip(fig.layout.annotations, domains):  # the panels' titles over their new places
-        annotation.update(x=(lo + hi) / 2)
+        # in a box laid out wider than its maps need, each map keeps to its place's right: beside the next map or
+        # its colour bar, the extra width to the left of the three
+        fig.layout[f"xaxis{'' if i == 1 else i}"].update(domain=[lo, hi], constraintoward="right")
+    for annotation, (_lo, hi) in zip(fig.layout.annotations, domains):  # the panels' titles over their maps' right
+        annotation.update(x=hi, xanchor="right")
     fig.update_xaxes(title_text=_("key tokens (attended to)"))
     fig.update_yaxes(title_text=_("query tokens (attending)"), row=1, col=1)
     weights_axis = _coloraxis()
