@@ -131,6 +131,33 @@ def test_the_attention_page_counts_what_it_computes():
     assert attention_page_bytes(cfg, 128) >= capture_bytes(cfg, 128, 129) and page_bytes(cfg, 128) > 2 * 2**28
 
 
+def test_a_gpt2_small_shape_reads_128_tokens_on_the_attention_page(tmp_path):
+    """Issue 32: a GPT-2-small-shaped folder (12 layers of 768, 12 heads, 50257 tokens, 1024 positions; the config
+    read by the gpt2 format, no weights needed) reads 128 prompt tokens on the Attention page within the default
+    256 MB, counted over its one sequence (prompt and the 50 tokens it continues by); a much longer one is cut."""
+    import json
+
+    from model.analysis.budget import attention_view_bytes, steps_for
+    from model.checkpoints.formats import gpt2
+    from model.checkpoints.formats.source import Source
+
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+                    "n_head": 12})
+    )  # fmt: skip
+    cfg = gpt2.gpt2_config(gpt2.read_gpt2_config(Source(tmp_path)), "config.json")
+    assert cfg.shape == "decoder-only" and cfg.max_len == 1024
+    budget = WorkBudget(256 * 2**20)
+    room = budget.source_room(cfg, attention_page_bytes)
+    assert room - 1 >= 128  # apply_budget keeps room - 1 tokens of the typed text
+    S = 128
+    n = S + steps_for(cfg, S) + 1  # the sequence the page draws: the prompt and its continuation
+    # bertviz's model view of every layer over the whole sequence is one of the views counted
+    assert attention_view_bytes(cfg, S, steps_for(cfg, S) + 1) >= 12 * 12 * 12 * n * n
+    assert attention_page_bytes(cfg, S) >= capture_bytes(cfg, S, steps_for(cfg, S) + 1) + 12 * 12 * 12 * n * n
+    assert room < 256 and attention_page_bytes(cfg, 512) > budget.max_bytes  # a much longer prompt is still cut
+
+
 def test_every_page_cost_is_a_page_and_a_cost_function():
     from types import SimpleNamespace
 

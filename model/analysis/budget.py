@@ -156,7 +156,9 @@ THUMBNAIL_CELLS = 48  # viz.attention_figs.THUMBNAIL_CELLS: an overview thumbnai
 def attention_view_bytes(cfg, S: int, T: int) -> int:
     """The largest of the Attention page's views, one at a time: all heads of one layer (24 bytes a number, as
     figure_bytes), every layer and head as thumbnails of at most 48 x 48 cells, or bertviz's model view of one
-    kind (weights written as whole thousandths: about 4 bytes, held three times: 12)."""
+    kind (weights written as whole thousandths: about 4 bytes, held three times: 12). A decoder-only model's
+    views draw its one sequence, prompt and continuation (one_sequence)."""
+    S, T = one_sequence(cfg, S, T)
     qk = max(S * S, T * T, T * S)
     layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
     grid = 24 * cfg.n_heads * qk
