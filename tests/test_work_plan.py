@@ -23,6 +23,7 @@ from model.analysis.budget import (
     ig_piece_ops,
     page_bytes,
 )
+from model.analysis.scored import Prepared
 from model.text.tokenizer import Tokenizer
 
 LETTERS = "abcdefgh"
@@ -62,7 +63,7 @@ def test_backward_bytes_bound_what_autograd_keeps(small, S, T, rows):
     inputs = [cfg.bos_id] + [3 + (i % 5) for i in range(T - 1)]  # T decoder inputs
     scored = inputs[1:] + [cfg.eos_id]
     src = [3 + (i % 5) for i in range(S)]
-    forward = attr.output_log_prob(model, src, inputs, scored)
+    forward = attr.output_log_prob(model, Prepared(src, [], inputs, scored))
     x = model.src_embed(torch.tensor([src])).detach().expand(rows, -1, -1)
     x = x.clone().requires_grad_()
     kept = saved_bytes(model, lambda: forward(x, torch.arange(rows) % T).sum())
