@@ -161,9 +161,7 @@ def sequence_layers(maps: np.ndarray, keep: np.ndarray | None = None) -> list[np
     return out
 
 
-def sequence_rollout(
-    maps: np.ndarray, keep: np.ndarray | None, queries: list[int], keys: list[int]
-) -> np.ndarray:
+def sequence_rollout(maps: np.ndarray, keep: np.ndarray | None, queries: list[int], keys: list[int]) -> np.ndarray:
     """(len(queries), len(keys)) rollout through one stack: R = Â_L ... Â_1 over its N positions (the same rule as
     the encoder's R^ss), row q of R restricted to the key positions and divided by its sum.
 
