@@ -46,7 +46,7 @@ REPLACEMENTS = ("unk", "pad")
 DEFAULT_STEPS = 32  # integrated gradients: Gauss-Legendre points per piece of the path
 MAX_STEPS = 1024
 
-__all__ = ["METHODS", "Attribution", "attention_over_source", "attribute", "attributions_json", "attributions_npz",
+__all__ = ["METHODS", "Attribution", "attention_over_source", "attribute", "explained_sizes", "attributions_json", "attributions_npz",
            "keep_masks", "output_log_prob"]  # fmt: skip
 
 
@@ -134,6 +134,20 @@ def attention_over_source(cap, sources: int) -> tuple[str, np.ndarray]:
     if cap.decoder_self.shape[0]:
         return "decoder_self", cap.decoder_self[:, :, sources - 1 :, :sources]
     return "encoder_self", cap.encoder_self
+
+
+def explained_sizes(model: nn.Module, tokenizer: Tokenizer, text: str, cap) -> tuple[int, int]:
+    """(source tokens, output tokens) the methods explain for `text` and its capture (at most; before computing):
+    an encoder-decoder's source and decoder inputs, a decoder-only model's prompt and continuation (+ </s>), an
+    encoder-only model's text on both sides."""
+    from ..text.inputs import prepare_sequence
+
+    cfg = model.config
+    if cfg.has_encoder:
+        n = len(cap.source_tokens)
+        return (n, len(cap.target_tokens)) if cfg.has_decoder else (n, n)
+    prompt = len(prepare_sequence(model, tokenizer, text).ids)
+    return prompt, len(cap.target_tokens) - prompt + 1
 
 
 # -- downloads -------------------------------------------------------------------------------------
