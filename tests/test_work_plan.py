@@ -72,6 +72,30 @@ def test_backward_bytes_bound_what_autograd_keeps(small, S, T, rows):
     assert kept >= need / 8  # ... of the right size, not a multiple of it
 
 
+@pytest.mark.parametrize("shape", ["decoder-only", "encoder-only"])
+def test_backward_bytes_bound_what_autograd_keeps_in_one_stack(shape):
+    """Issue 32: a decoder-only model's gradient runs the prompt and the continuation as one sequence, an
+    encoder-only model's its head over every position: backward_bytes(cfg, prompt, outputs) bounds what autograd keeps."""
+    decoder = shape == "decoder-only"
+    cfg = TransformerConfig(
+        src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4, d_ff=64, dropout=0.0, max_len=96, shape=shape,
+        n_encoder_layers=0 if decoder else 2, n_decoder_layers=2 if decoder else 0,
+    )  # fmt: skip
+    model = build_model(cfg, seed=0).eval()
+    P, T = 20, 30
+    prompt = [3 + (i % 7) for i in range(P)]
+    if decoder:  # the continuation's T - 1 tokens follow the prompt, then </s>
+        scored = [3 + (i % 5) for i in range(T - 1)] + [cfg.eos_id]
+        prep = Prepared(prompt, [], prompt + scored[:-1], scored, first=P - 1)
+    else:  # every position scored
+        prep, T = Prepared(prompt, [], [], prompt), P
+    forward = attr.output_log_prob(model, prep)
+    x = model.src_embed(torch.tensor([prompt])).detach().expand(3, -1, -1).clone().requires_grad_()
+    kept = saved_bytes(model, lambda: forward(x, torch.arange(3)).sum())
+    need = backward_bytes(cfg, P, T, 3)
+    assert need / 8 <= kept <= need
+
+
 def test_integrated_gradients_never_runs_more_pieces_than_its_plan(small, monkeypatch):
     """A plan of one piece per row: the halving loop, which would split rows whose quadrature misses, asks
     Captum for exactly T pieces in all; without the plan it asks for more on this input (the bound binds)."""
