@@ -130,7 +130,9 @@ def gradient_plans(session: Session, settings: dict) -> dict:
     model_key, text, target = caches.input_key(session)
     cfg, tok = session.model.config, session.tokenizer
     S = source_length(tok.source, cfg, text)
-    if target is None:
+    if not cfg.has_decoder:  # an encoder-only model: a row per position (its head's prediction there)
+        T = S
+    elif target is None:
         T = len(caches.own_output(model_key, text, session.model, tok)) + 1
     else:
         T = source_length(tok.target, cfg, target)
