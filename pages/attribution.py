@@ -23,9 +23,7 @@ from viz import attention_figs
 from viz import attribution_figs as figs
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
-MAX_OUTPUT = (
-    64  # output tokens of a decoder-only model: its continuation of 50 tokens by default (decoding.DEFAULT_SLACK)
-)
+MAX_OUTPUT = 64  # output tokens of a decoder-only model: it continues by 50 tokens by default (DEFAULT_SLACK)
 st.title(_("Attribution: is attention an explanation?"))
 session = require_session()
 requires(attributable(session.model), NO_ATTRIBUTION)  # something written or predicted to explain
