@@ -1,6 +1,7 @@
 """Attribution page (issue 26): is attention an explanation? Rollout, flow, gradients and occlusion beside attention.
 
-Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw cross-attention shown),
+Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw attention shown: cross-attention,
+or the self-attention of a decoder-only or encoder-only model, issue 32),
 attr_matrix (the method of the matrix view), attr_base / attr_steps (integrated gradients), attr_occ (occlusion's
 replacement), attr_n (fresh examples), attr_off (heads switched off).
 """
