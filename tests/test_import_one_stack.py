@@ -183,9 +183,9 @@ def test_gradient_x_input_and_integrated_gradients_match_transformers(families, 
 
 @pytest.mark.parametrize("name, target", [("gpt2", CONTINUATION), ("bert-mlm", None)])
 def test_occlusion_and_rollout_match_transformers(families, name, target):
-    """Occlusion (each prompt token replaced by <unk>, log p dropped) and rollout (R = Π (0.5 I + 0.5 Ā_l) over the
-    sequence, the rows that write the output restricted to the prompt and renormalised, Abnar & Zuidema's rule) from
-    transformers' own log-probs and attention maps."""
+    """Occlusion (each prompt token replaced by <unk>, log p dropped), rollout (R = Π (0.5 I + 0.5 Ā_l) over the
+    sequence, the rows that write the output restricted to the prompt and renormalised, Abnar & Zuidema's rule) and
+    flow (the maximum flow through the same graph) from transformers' own log-probs and attention maps."""
     from model import attribute
 
     family, model, tok = families[name]
@@ -208,3 +208,15 @@ def test_occlusion_and_rollout_match_transformers(families, name, target):
         r = (0.5 * np.eye(len(ids)) + 0.5 * a[0].double().mean(0).numpy()) @ r
     rows = r[at][:, :P]
     np.testing.assert_allclose(roll.scores, rows / rows.sum(1, keepdims=True), atol=1e-5)
+    # flow: the maximum flow through the same layered graph (capacities 0.5 I + 0.5 Ā), networkx on transformers' maps
+    import networkx as nx
+
+    flow = attribute(model, tok, PROMPT, target, method="flow")
+    g = nx.DiGraph()
+    for layer, a in enumerate(out.attentions, start=1):
+        cap = 0.5 * np.eye(len(ids)) + 0.5 * a[0].double().mean(0).numpy()
+        for i, j in zip(*np.nonzero(cap > 1e-12)):
+            g.add_edge((layer, int(i)), (layer - 1, int(j)), capacity=float(cap[i, j]))
+    top = len(out.attentions)
+    want = np.array([[nx.maximum_flow_value(g, (top, q), (0, k)) for k in range(P)] for q in at])
+    np.testing.assert_allclose(flow.scores, want / want.sum(1, keepdims=True), atol=1e-5)
