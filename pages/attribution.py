@@ -1,6 +1,7 @@
 """Attribution page (issue 26): is attention an explanation? Rollout, flow, gradients and occlusion beside attention.
 
-Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw cross-attention shown),
+Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw attention shown: cross-attention,
+or the self-attention of a decoder-only or encoder-only model, issue 32),
 attr_matrix (the method of the matrix view), attr_base / attr_steps (integrated gradients), attr_occ (occlusion's
 replacement), attr_n (fresh examples), attr_off (heads switched off).
 """
@@ -17,26 +18,29 @@ from ui import interventions_ui as heads_ui
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import md
 from ui.session import require_session
-from ui.shapes import NO_ATTRIBUTION, requires
+from ui.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
 from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
+MAX_OUTPUT = 64  # output tokens of a decoder-only model: it continues by 50 tokens by default (DEFAULT_SLACK)
 st.title(_("Attribution: is attention an explanation?"))
 session = require_session()
-requires(len(session.model.config.attention_kinds) == 3, NO_ATTRIBUTION)  # source tokens -> output tokens
+requires(attributable(session.model), NO_ATTRIBUTION)  # something written or predicted to explain
+attribution_note(session.model.config)
 changes = heads_ui.head_switch("attr", session)
 cap = caches.session_capture(session, changes=changes)
-n_layers, n_heads = cap.cross.shape[:2]
-if len(cap.source_tokens) > MAX_TOKENS or len(cap.target_tokens) > MAX_TOKENS:
+n_source, n_output = attr.explained_sizes(session.model, session.tokenizer, session.check.text, cap)
+most_output = MAX_TOKENS if session.model.config.has_encoder else MAX_OUTPUT
+if n_source > MAX_TOKENS or n_output > most_output:
     # flow solves a max-flow per output token over every layer's graph; integrated gradients halves its path
     # until complete: on a server, the work of five methods is bounded before it starts (issue 22)
     st.info(
         _(
-            "This page explains inputs of at most {n} source tokens with at most {n} output tokens on this server; "
+            "This page explains inputs of at most {n} source tokens with at most {m} output tokens on this server; "
             "this one has {s} and {t}. Try a shorter input."
-        ).format(n=MAX_TOKENS, s=len(cap.source_tokens), t=len(cap.target_tokens))
+        ).format(n=MAX_TOKENS, m=most_output, s=n_source, t=n_output)
     )
     st.stop()
 
@@ -61,6 +65,10 @@ except ValueError as err:  # a setting or intervention that does not fit this mo
 outputs = results[REFERENCE].output_tokens
 source = results[REFERENCE].source_tokens
 T = len(outputs)
+# the raw attention beside the methods: cross-attention, or (one stack) the self-attention rows that write the output
+kind, maps = attr.attention_over_source(cap, len(source))  # (L, H, rows, S)
+words = ui.ATTENTION_WORDS[kind]
+n_layers, n_heads = maps.shape[:2]
 if T == 0:
     st.info(_("The output is empty: there is nothing to explain."))
     st.stop()
@@ -80,13 +88,13 @@ right.selectbox(_("Head"), HEADS, key="attr_head",
 URL.write(attr_tok=tok, attr_layer=layer, attr_head=head, attr_matrix=matrix)
 
 max_height, max_width = chart_box()
-raw = cap.cross[layer].mean(axis=0) if head == "average" else cap.cross[layer, head]  # (T_in, S)
-average = attention_figs.head_average(cap.cross[layer])
+raw = maps[layer].mean(axis=0) if head == "average" else maps[layer, head]  # (rows, S)
+average = attention_figs.head_average(maps[layer])
 head_name = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 panels = [(ui.title(m), results[m].scores[tok]) for m in shown]
-panels += [(_("Cross-attention, layer {layer}, {head}").format(layer=layer, head=head_name), raw[tok])]
+panels += [(_(words.panel).format(layer=layer, head=head_name), raw[tok])]
 if head != "average":
-    panels += [(_("Cross-attention, layer {layer}, average of heads").format(layer=layer), average[tok])]
+    panels += [(_(words.average).format(layer=layer), average[tok])]
 show(
     figs.source_bars(panels, source, _("What explains output token {t} “{token}”?").format(t=tok, token=outputs[tok]),
                      width_px=max_width, tick_px=chart_text_px()),
@@ -96,10 +104,10 @@ st.caption(_("Each panel keeps its own scale: shares of 1, drops of log-probabil
 
 st.subheader(_("Every output token × every source token"))
 st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
-                     format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else ui.title(m))  # fmt: skip
+                     format_func=lambda m: _(words.choice) if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 show(
-    figs.score_matrix(matrix_scores, outputs, source, _("Cross-attention") if matrix == "cross" else ui.title(matrix),
+    figs.score_matrix(matrix_scores, outputs, source, _(words.name) if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),
     key="attr_matrix_chart",
@@ -109,7 +117,7 @@ st.subheader(_("Which explanation agrees with what the model uses?"))
 written = session.tokenizer.target.detokenize(outputs)
 pairs = gold_alignment(session.card, session.check.text, written) if cap.generated else None
 st.markdown(_("For this input:"))
-ui.show_table(agreement(results, cap.cross, pairs))
+ui.show_table(agreement(results, maps, pairs), kind)
 n = URL.read("attr_n")
 URL.write(attr_n=n)
 recipe = session.card.get("recipe") if isinstance(session.card, dict) else None
@@ -127,7 +135,7 @@ if is_demo:
             st.markdown(
                 _("Averaged over {n} fresh examples (inputs the model never trained on):").format(n=table.examples)
             )
-            ui.show_table(table)
+            ui.show_table(table, kind)
 else:
     st.caption(_("The average over fresh examples needs a demo model whose card names its task."))
 

@@ -1,6 +1,7 @@
 """Shipped demos' slow results computed once and written beside their weights, in each demo's results.json (issue 30),
 so that no visitor waits for them: the exact match on 200 fresh examples behind the positional page's "six kinds side
-by side" and its interventions' verdicts.
+by side" (the decoder-only demos' too: fresh prompts `source=` of their trained lengths, tasks/intervened.py) and its
+interventions' verdicts.
 
     .venv/bin/python scripts/precompute.py                   every demo whose card names its task
     .venv/bin/python scripts/precompute.py --only reverse    one demo
@@ -34,8 +35,6 @@ def main() -> None:
     args = parser.parse_args()
     for demo in list_demos():
         if args.only and demo.name not in args.only:
-            continue
-        if demo.card.get("shape", "encoder-decoder") != "encoder-decoder":  # the six kinds compare encoder-decoders
             continue
         try:
             examples = intervened.fresh_examples(demo.card, FRESH)

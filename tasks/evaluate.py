@@ -27,15 +27,17 @@ from torch import nn
 
 from model.decoding import greedy_ids, pad_batch
 from model.network.recording import record
-from model.text.inputs import device_of, prepare_source, require_eval
+from model.text.inputs import device_of, prepare_sequence, prepare_source, require_eval
 from model.text.tokenizer import Tokenizer
 
 from .tasks import Example
 
 
 def source_ids(model: nn.Module, tokenizer: Tokenizer, sources: Sequence[str]) -> list[list[int]]:
-    """Each source as the app feeds it: tokens + </s>, cut to the model's max_len."""
-    return [prepare_source(model, tokenizer, s).ids for s in sources]
+    """Each source as the app feeds it: tokens + </s>, cut to the model's max_len (a decoder-only model: the
+    prompt's tokens as the family's tokenizer gives them, continued by decoding)."""
+    prepare = prepare_source if model.config.has_encoder else prepare_sequence
+    return [prepare(model, tokenizer, s).ids for s in sources]
 
 
 def greedy_batch(

@@ -28,6 +28,12 @@ def gold_example(card: dict, source_text: str) -> Example | None:
         return None
     if task in TASKS and TASKS[task].lowercase:  # its vocabulary lower-cases typed text: "Je suis" reads as "je suis"
         source_text = source_text.lower()
+    if card.get("shape") == "decoder-only":  # a decoder-only demo reads the prompt `source=` (tasks/decoder_only.py)
+        from .decoder_only import SEP
+
+        if not source_text.endswith(SEP):
+            return None
+        source_text = source_text[: -len(SEP)]  # the source's tokens come first: the alignment's indices hold
     return _example(task, source_text)
 
 

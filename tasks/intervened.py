@@ -10,7 +10,7 @@ every step); this module adds the task: fresh examples per demo and a result wit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -41,7 +41,15 @@ def fresh_examples(card: dict, n: int = 200) -> list[Example]:
     except (KeyError, TypeError, ValueError):
         raise UnknownTraining("the model's card does not name a known task, seed and training size") from None
     train = {e.source for e in dataset(task, size, seed)}
-    return held_out(task, n, seed + FRESH_SEED_OFFSET, exclude=train)
+    if card.get("shape") != "decoder-only":
+        return held_out(task, n, seed + FRESH_SEED_OFFSET, exclude=train)
+    # a decoder-only demo (tasks/decoder_only.py): trained on strings of at most recipe.max_length letters, as its
+    # card's report; its input is the prompt `source=`
+    from .decoder_only import prompt
+
+    longest = int(card["recipe"].get("max_length", 10**9))
+    fresh = [e for e in held_out(task, 3 * n, seed + FRESH_SEED_OFFSET, exclude=train) if len(e.source) <= longest]
+    return [replace(e, source=prompt(e.source)) for e in fresh[:n]]
 
 
 @dataclass

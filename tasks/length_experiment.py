@@ -142,6 +142,20 @@ def card_curve(card: dict, shift: int, n: int = LENGTH_EXAMPLES, seed: int = LEN
     return LengthCurve(np.asarray(lengths), np.asarray(values, dtype=float), np.asarray(counts), shift)
 
 
+def measured_curve(card: dict) -> LengthCurve | None:
+    """A decoder-only demo's length experiment as its training script measured it (tasks/decoder_only.py: its own
+    fresh strings per length, every position as trained), or None: {"lengths": [...], "exact_match": [...],
+    "examples": [...]} under the card's CARD_KEY."""
+    entry = card.get(CARD_KEY)
+    if not isinstance(entry, dict):
+        return None
+    values, lengths, counts = entry.get("exact_match"), entry.get("lengths"), entry.get("examples")
+    if not isinstance(values, list) or not isinstance(lengths, list) or len(values) != len(lengths):
+        return None
+    counts = counts if isinstance(counts, list) and len(counts) == len(lengths) else [0] * len(lengths)
+    return LengthCurve(np.asarray(lengths), np.asarray(values, dtype=float), np.asarray(counts), 0)
+
+
 def card_entry(curves: Sequence[LengthCurve], measured: str, n: int = LENGTH_EXAMPLES, seed: int = LENGTH_SEED) -> dict:
     """What a card stores for these curves (one per shift, the same lengths): JSON-ready."""
     first = curves[0]

@@ -11,7 +11,8 @@ from i18n import _, language_scope
 from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
-from ui.shapes import GQA, NO_ATTRIBUTION, NO_DECODER, NO_PACK
+from ui.attribution_ui import SELF_WORDS
+from ui.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER, NO_PACK
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "the cat sat on a mat"
@@ -20,7 +21,7 @@ TEXT = "the cat sat on a mat"
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("one-stack-app")
-    return {name: BUILDERS[name](root).folder for name in ("gpt2", "llama-gqa", "bert-mlm")}
+    return {name: BUILDERS[name](root).folder for name in ("gpt2", "llama-gqa", "bert-mlm", "bert")}
 
 
 def no_error(at) -> None:
@@ -49,8 +50,9 @@ def test_every_page_runs_on_a_decoder_only_and_an_encoder_only_model(folders, fa
     no_error(at)
     if page == "decoding" and family == "bert-mlm":
         assert [i.value for i in at.info] == [_(NO_DECODER)]
-    elif page == "attribution":  # not built for these shapes yet: said in one line
-        assert [i.value for i in at.info] == [_(NO_ATTRIBUTION)]
+    elif page == "attribution":  # what the rows and columns are, in one line per shape, then the charts
+        note = ATTRIBUTION_PROMPT if family == "gpt2" else ATTRIBUTION_MLM
+        assert _(note) in [c.value for c in at.caption] and charts(at)
     elif page == "lecture_pack":
         assert [i.value for i in at.info] == [_(NO_PACK)]
     elif page not in ("lecture_pack", "model"):
@@ -120,3 +122,45 @@ def test_berts_sinks_view_names_its_other_special_token(folders):
     assert "[SEP]" in trace["hovertemplate"] and "[CLS]" in trace["hovertemplate"]
     shown = _z({"data": [{"z": trace["customdata"]}]}).astype(float)
     np.testing.assert_allclose(shown, cap.encoder_self[..., -1].mean(-1), atol=1e-5)  # [SEP] is the last key
+
+
+def _bars(at, token: str) -> dict:
+    title = _("What explains output token {t} “{token}”?").format(t=0, token=token)
+    return next(c for c in charts(at) if c["layout"]["title"]["text"] == title)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("which", ["demo:reverse_decoder_rope", "gpt2"])
+def test_the_attribution_page_explains_the_continuation_by_the_prompt(folders, which, lang):
+    """A decoder-only model: each method's row over the prompt's tokens is attribute()'s for the continuation's first
+    token, and the raw attention beside them is the self-attention row of the prompt's last position (it writes that
+    token) over the prompt, in English and Chinese."""
+    from model import attribute
+    from tests.apptest_helpers import ROOT
+
+    path = str(ROOT / "checkpoints" / "reverse_decoder_rope") if which.startswith("demo:") else str(folders[which])
+    text = "stressed=" if which.startswith("demo:") else TEXT
+    at = open_page("attribution", which if which.startswith("demo:") else f"path:{path}", text=text, lang=lang)
+    no_error(at)
+    model, tok = load_checkpoint(path)
+    occ = attribute(model, tok, text, method="occlusion")
+    P = len(occ.source_tokens)
+    cap = capture(model, tok, text, tok.target.detokenize(occ.output_tokens))
+    with language_scope(lang):
+        fig = _bars(at, occ.output_tokens[0])
+    np.testing.assert_allclose(np.asarray(_z({"data": [{"z": fig["data"][2]["x"]}]}), float), occ.scores[0], atol=1e-5)
+    last = model.config.n_decoder_layers - 1
+    want = cap.decoder_self[last].mean(0)[P - 1, :P]
+    np.testing.assert_allclose(np.asarray(_z({"data": [{"z": fig["data"][3]["x"]}]}), float), want, atol=1e-5)
+    with language_scope(lang):
+        titles = [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]]
+        assert _(SELF_WORDS.average).format(layer=last) in titles
+        assert _(ATTRIBUTION_PROMPT) in [c.value for c in at.caption]
+        if lang == "zh":
+            assert _(ATTRIBUTION_PROMPT) != ATTRIBUTION_PROMPT
+
+
+def test_an_encoder_without_an_output_head_has_nothing_to_explain(folders):
+    at = open_page("attribution", f"path:{folders['bert']}", text=TEXT)
+    no_error(at)
+    assert [i.value for i in at.info] == [_(NO_ATTRIBUTION)] and not charts(at)

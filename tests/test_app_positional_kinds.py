@@ -119,3 +119,37 @@ def test_inside_page_shows_the_bias_an_alibi_model_adds(tmp_path):
     np.testing.assert_allclose(total, values(bias["data"][0]["y"]) + b, atol=1e-6)
     at = open_page("inside", f"path:{path}", text="abcd", in_kind="cross")
     assert not any(c["layout"].get("title", {}).get("text", "").startswith("Scaled scores plus") for c in charts(at))
+
+
+def test_the_six_kinds_views_show_the_decoder_only_demos_and_the_nope_lesson():
+    """Issue 32: the shipped decoder-only demos beside the six kinds, with the numbers of their cards and results:
+    their length curves (as trained) in the length view, their exact match in the models view, and the NoPE lesson
+    of the two models without positions (the causal decoder holds longer than the encoder-decoder)."""
+    import json
+
+    from i18n import _
+    from model.checkpoints.demos import list_demos
+    from tasks.length_experiment import card_curve, holds_up_to, measured_curve
+    from ui.positional_models import DECODER, NOPE_LESSON
+    from ui.positional_names import KINDS
+
+    demos = {d.name: d for d in list_demos()}
+    decoders = {"rope": demos["reverse_decoder_rope"], "none": demos["reverse_decoder_nope"]}
+    at = open_page("positional", "demo:reverse", text="abc", pe_view="length")
+    assert not at.exception, at.exception
+    curves = {t["name"]: t for t in figure(at, "Exact match by input length")["data"]}
+    for kind, demo in decoders.items():
+        trace = curves[_(DECODER).format(kind=_(KINDS[kind]))]
+        np.testing.assert_allclose(values(trace["y"]), demo.card["length_experiment"]["exact_match"])
+    dec = holds_up_to(measured_curve(decoders["none"].card))
+    encdec = holds_up_to(card_curve(demos["reverse_nope"].card, 0))
+    lesson = _(NOPE_LESSON).format(dec=dec, encdec=encdec)
+    assert lesson in [m.value for m in at.markdown] and dec > encdec
+    at = open_page("positional", "demo:reverse", text="abc", pe_view="models")
+    assert not at.exception, at.exception
+    shown = {m.label: m.value for m in at.metric}
+    for kind, demo in decoders.items():
+        results = json.loads((demo.path / "results.json").read_text())["results"]
+        want = results["exact_match (200,)"]["exact_match"]
+        assert shown[_(DECODER).format(kind=_(KINDS[kind]))] == f"{want:.0%}"
+    assert lesson in [m.value for m in at.markdown]

@@ -74,3 +74,25 @@ def test_the_app_continues_the_prompt_as_the_evaluation_does(shipped):
         trace = greedy_decode(model, tok, d.prompt(example.source), max_new_tokens=len(example.target) + 1)
         right = trace.output_ids == tok.target.encode(example.target) + [tok.target.eos_id]
         assert right == (d.exact_match(model, tok, [example]) == 1.0)
+
+
+def test_fresh_examples_and_the_attribution_agreement_read_the_prompt(shipped):
+    """The app's fresh examples of a decoder-only demo are its prompts `source=` of its trained lengths, and the
+    attribution agreement over them knows each output's gold source letter (the alignment of `source`)."""
+    import numpy as np
+
+    from model.analysis.attribution_agreement import agreement_over
+    from tasks.gold import gold_alignment
+    from tasks.intervened import fresh_examples
+
+    model, tok, card, _fresh, _match = shipped("reverse_decoder_rope")
+    examples = fresh_examples(card, 3)
+    assert len(examples) == 3
+    for e in examples:
+        assert e.source.endswith(d.SEP) and 1 <= len(e.source) - 1 <= card["recipe"]["max_length"]
+        assert e.target == e.source[:-1][::-1]
+    assert set(gold_alignment(card, "stressed=", "desserts")) == {(7 - t, t) for t in range(8)}
+    assert gold_alignment(card, "stressed", "desserts") is None  # not the demo's prompt
+    table = agreement_over(model, tok, examples[:2], methods=("rollout", "occlusion"))
+    gold = dict(zip(table.names, table.gold))
+    assert table.examples == 2 and not np.isnan(gold["occlusion"]) and 0.0 <= gold["occlusion"] <= 1.0

@@ -111,3 +111,112 @@ def test_bert_every_attention_map_and_the_masked_lm_match_transformers(families,
             np.testing.assert_allclose(cap.log_probs, out.logits[0].log_softmax(-1).numpy(), atol=1e-4)
         else:
             assert cap.log_probs is None
+
+
+# -- attribution (issue 32): every method over the prompt, against transformers' own forward ---------------------
+
+PROMPT, CONTINUATION = "the cat sat", " on a mat"
+
+
+def _hf_case(family, tok, prompt: str, continuation: str | None):
+    """transformers' ids of the prompt and of the prompt + continuation (the continuation's own ids appended), the
+    scored ids (the continuation then </s>) and the positions that write them."""
+    p = reference_ids(family, prompt)
+    if continuation is None:  # an encoder: every position scored with the head's own top prediction
+        with torch.no_grad():
+            top = family.hf(torch.tensor([p])).logits[0].argmax(-1)
+        return p, p, top.tolist(), list(range(len(p)))
+    lead = reference_ids(family, "")  # what the tokenizer puts before any text (a BOS): once, before the prompt
+    rest = reference_ids(family, continuation)[len(lead) :]
+    scored = rest + [tok.target.eos_id]
+    return p, p + rest, scored, [len(p) - 1 + t for t in range(len(scored))]
+
+
+@pytest.mark.parametrize("name, target", [("gpt2", CONTINUATION), ("llama-gqa", CONTINUATION), ("bert-mlm", None)])
+def test_gradient_x_input_and_integrated_gradients_match_transformers(families, name, target):
+    """Gradient x input (‖x ⊙ ∂ log p / ∂x‖ per prompt token) and integrated gradients (Gauss-Legendre on the straight
+    path from the <pad> embeddings, written here) of each scored token, computed by torch autograd through
+    transformers' own model from inputs_embeds; IG's rows sum to log p(x) - log p(baseline) (completeness)."""
+    from model import attribute
+
+    family, model, tok = families[name]
+    model, hf = model.double(), family.hf.double()
+    try:
+        p, ids, scored, at = _hf_case(family, tok, PROMPT, target)
+        gx = attribute(model, tok, PROMPT, target, method="grad_x_input")
+        ig = attribute(model, tok, PROMPT, target, method="integrated_gradients", baseline="pad", steps=32)
+        assert gx.source_tokens == tok.source.decode(p) and gx.scores.shape == (len(scored), len(p))
+        table = hf.get_input_embeddings()
+        full = table(torch.tensor([ids])).detach()  # (1, N, D)
+        P, T = len(p), len(scored)
+        gold, where = torch.tensor(scored), torch.tensor(at)
+
+        def f(x: torch.Tensor) -> torch.Tensor:  # (B, P, D) prompt embeddings -> (B, T) log p of each scored token
+            e = torch.cat([x, full[:, P:].expand(len(x), -1, -1)], 1)  # the continuation held fixed
+            return hf(inputs_embeds=e).logits.double().log_softmax(-1)[:, where, gold]
+
+        x = full[:, :P].clone().requires_grad_()
+        want, out = np.zeros((T, P)), f(x)
+        for t in range(T):
+            (grad,) = torch.autograd.grad(out[0, t], x, retain_graph=True)
+            want[t] = (x * grad)[0].norm(dim=-1).detach().numpy()
+        np.testing.assert_allclose(gx.scores, want, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(gx.log_probs, f(x)[0].detach().numpy(), atol=1e-6)
+
+        base = table(torch.full((1, P), tok.source.pad_id)).detach()
+        nodes, weights = np.polynomial.legendre.leggauss(64)
+        alphas = torch.tensor((nodes + 1) / 2)[:, None, None]
+        path = (base + alphas * (x.detach() - base)).requires_grad_()  # (64, P, D)
+        ref, out = np.zeros((T, P)), f(path)
+        for t in range(T):
+            (grad,) = torch.autograd.grad(out[:, t].sum(), path, retain_graph=True)
+            mean = (torch.tensor(weights / 2)[:, None, None] * grad).sum(0)  # ∫_0^1 ∂F/∂x dα
+            ref[t] = ((x.detach() - base)[0] * mean).sum(-1).numpy()
+        with torch.no_grad():
+            change = (f(x) - f(base))[0].numpy()
+        np.testing.assert_allclose(ig.expected_sums, change, atol=1e-6)  # RMS norms run in float32 (both)
+        assert np.all(np.abs(ig.row_sums() - change) <= 0.01 * np.abs(change) + 1e-4)  # completeness
+        np.testing.assert_allclose(ig.scores, ref, atol=2e-3 * np.abs(ref).max())
+    finally:
+        model.float(), hf.float()
+
+
+@pytest.mark.parametrize("name, target", [("gpt2", CONTINUATION), ("bert-mlm", None)])
+def test_occlusion_and_rollout_match_transformers(families, name, target):
+    """Occlusion (each prompt token replaced by <unk>, log p dropped), rollout (R = Π (0.5 I + 0.5 Ā_l) over the
+    sequence, the rows that write the output restricted to the prompt and renormalised, Abnar & Zuidema's rule) and
+    flow (the maximum flow through the same graph) from transformers' own log-probs and attention maps."""
+    from model import attribute
+
+    family, model, tok = families[name]
+    p, ids, scored, at = _hf_case(family, tok, PROMPT, target)
+    occ = attribute(model, tok, PROMPT, target, method="occlusion", replacement="unk")
+    roll = attribute(model, tok, PROMPT, target, method="rollout")
+    P = len(p)
+    with torch.no_grad():
+        out = family.hf(torch.tensor([ids]), output_attentions=True)
+        logp = out.logits[0].double().log_softmax(-1)[at, scored].numpy()
+        want = np.zeros((len(scored), P))
+        for s in range(P):
+            hidden = list(ids)
+            hidden[s] = tok.source.unk_id
+            changed = family.hf(torch.tensor([hidden])).logits[0].double().log_softmax(-1)[at, scored].numpy()
+            want[:, s] = logp - changed
+    np.testing.assert_allclose(occ.scores, want, atol=2e-4)
+    r = np.eye(len(ids))
+    for a in out.attentions:
+        r = (0.5 * np.eye(len(ids)) + 0.5 * a[0].double().mean(0).numpy()) @ r
+    rows = r[at][:, :P]
+    np.testing.assert_allclose(roll.scores, rows / rows.sum(1, keepdims=True), atol=1e-5)
+    # flow: the maximum flow through the same layered graph (capacities 0.5 I + 0.5 Ā), networkx on transformers' maps
+    import networkx as nx
+
+    flow = attribute(model, tok, PROMPT, target, method="flow")
+    g = nx.DiGraph()
+    for layer, a in enumerate(out.attentions, start=1):
+        cap = 0.5 * np.eye(len(ids)) + 0.5 * a[0].double().mean(0).numpy()
+        for i, j in zip(*np.nonzero(cap > 1e-12)):
+            g.add_edge((layer, int(i)), (layer - 1, int(j)), capacity=float(cap[i, j]))
+    top = len(out.attentions)
+    want = np.array([[nx.maximum_flow_value(g, (top, q), (0, k)) for k in range(P)] for q in at])
+    np.testing.assert_allclose(flow.scores, want / want.sum(1, keepdims=True), atol=1e-5)

@@ -35,8 +35,8 @@ PATHS = {
     "model/analysis/capture.py:capture": "capture's log_probs against the pass written here",
     "model/decoding/core.py:DecoderSession.__init__": "greedy, forced, beam and sampling: every step's probability",
     "model/decoding/core.py:DecoderSession.step": "(the same)",
-    "model/analysis/attribution_methods/passes.py:occlusion": "occlusion's log_probs",
-    "model/analysis/attribution_methods/passes.py:output_log_prob.forward": "gradient methods' log_probs, completeness",
+    "model/analysis/attribution_methods/passes.py:logits_of": "occlusion's and the gradient methods' log_probs, "
+    "completeness, for each shape (rollout and flow record the same pass)",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
     "model/analysis/capture.py:_capture_one_stack": "capture of a decoder-only model against the pass written here",
@@ -283,6 +283,19 @@ def test_every_path_of_a_decoder_only_model(extra):
     out = beam.best.output_ids
     ref = own(ids + out)
     assert beam.best.log_prob == pytest.approx(sum(ref[len(ids) - 1 + t, y] for t, y in enumerate(out)), abs=1e-4)
+    # attribution: occlusion and the gradient methods score the continuation "hgf" (then </s>) with the model's own
+    # log p, the prompt's last position writing its first token; integrated gradients is complete against the pass
+    # with every prompt token <unk>
+    cont = vocab.encode("hgf") + [vocab.eos_id]
+    ref = own(ids + cont[:-1])
+    want = np.array([ref[len(ids) - 1 + t, y] for t, y in enumerate(cont)])
+    for method in ("occlusion", "grad_x_input", "integrated_gradients"):
+        att = attribute(model, tok, "abc=", "hgf", method=method, baseline="unk")
+        assert att.source_tokens == list("abc=") and att.output_tokens == [*"hgf", "</s>"]
+        np.testing.assert_allclose(att.log_probs, want, atol=TOL, err_msg=method)
+    blank = own([vocab.unk_id] * len(ids) + cont[:-1])
+    change = want - np.array([blank[len(ids) - 1 + t, y] for t, y in enumerate(cont)])
+    assert np.all(np.abs(att.row_sums() - change) <= 0.01 * np.abs(change) + 1e-4), ("completeness", change)
 
 
 def _network_calls(path: Path) -> set[str]:

@@ -23,6 +23,7 @@ from model.analysis.budget import (
     ig_piece_ops,
     page_bytes,
 )
+from model.analysis.scored import Prepared
 from model.text.tokenizer import Tokenizer
 
 LETTERS = "abcdefgh"
@@ -62,13 +63,37 @@ def test_backward_bytes_bound_what_autograd_keeps(small, S, T, rows):
     inputs = [cfg.bos_id] + [3 + (i % 5) for i in range(T - 1)]  # T decoder inputs
     scored = inputs[1:] + [cfg.eos_id]
     src = [3 + (i % 5) for i in range(S)]
-    forward = attr.output_log_prob(model, src, inputs, scored)
+    forward = attr.output_log_prob(model, Prepared(src, [], inputs, scored))
     x = model.src_embed(torch.tensor([src])).detach().expand(rows, -1, -1)
     x = x.clone().requires_grad_()
     kept = saved_bytes(model, lambda: forward(x, torch.arange(rows) % T).sum())
     need = backward_bytes(cfg, S, T, rows)
     assert kept <= need  # an upper bound ...
     assert kept >= need / 8  # ... of the right size, not a multiple of it
+
+
+@pytest.mark.parametrize("shape", ["decoder-only", "encoder-only"])
+def test_backward_bytes_bound_what_autograd_keeps_in_one_stack(shape):
+    """Issue 32: a decoder-only model's gradient runs the prompt and the continuation as one sequence, an
+    encoder-only model's its head over every position: backward_bytes(cfg, prompt, outputs) bounds what autograd keeps."""
+    decoder = shape == "decoder-only"
+    cfg = TransformerConfig(
+        src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4, d_ff=64, dropout=0.0, max_len=96, shape=shape,
+        n_encoder_layers=0 if decoder else 2, n_decoder_layers=2 if decoder else 0,
+    )  # fmt: skip
+    model = build_model(cfg, seed=0).eval()
+    P, T = 20, 30
+    prompt = [3 + (i % 7) for i in range(P)]
+    if decoder:  # the continuation's T - 1 tokens follow the prompt, then </s>
+        scored = [3 + (i % 5) for i in range(T - 1)] + [cfg.eos_id]
+        prep = Prepared(prompt, [], prompt + scored[:-1], scored, first=P - 1)
+    else:  # every position scored
+        prep, T = Prepared(prompt, [], [], prompt), P
+    forward = attr.output_log_prob(model, prep)
+    x = model.src_embed(torch.tensor([prompt])).detach().expand(3, -1, -1).clone().requires_grad_()
+    kept = saved_bytes(model, lambda: forward(x, torch.arange(3)).sum())
+    need = backward_bytes(cfg, P, T, 3)
+    assert need / 8 <= kept <= need
 
 
 def test_integrated_gradients_never_runs_more_pieces_than_its_plan(small, monkeypatch):
@@ -129,6 +154,33 @@ def test_the_attention_page_counts_what_it_computes():
     assert budget.source_room(cfg, attention_page_bytes) >= 128
     assert budget.source_room(cfg) < 64  # the conservative estimate the other pages still use
     assert attention_page_bytes(cfg, 128) >= capture_bytes(cfg, 128, 129) and page_bytes(cfg, 128) > 2 * 2**28
+
+
+def test_a_gpt2_small_shape_reads_128_tokens_on_the_attention_page(tmp_path):
+    """Issue 32: a GPT-2-small-shaped folder (12 layers of 768, 12 heads, 50257 tokens, 1024 positions; the config
+    read by the gpt2 format, no weights needed) reads 128 prompt tokens on the Attention page within the default
+    256 MB, counted over its one sequence (prompt and the 50 tokens it continues by); a much longer one is cut."""
+    import json
+
+    from model.analysis.budget import attention_view_bytes, steps_for
+    from model.checkpoints.formats import gpt2
+    from model.checkpoints.formats.source import Source
+
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+                    "n_head": 12})
+    )  # fmt: skip
+    cfg = gpt2.gpt2_config(gpt2.read_gpt2_config(Source(tmp_path)), "config.json")
+    assert cfg.shape == "decoder-only" and cfg.max_len == 1024
+    budget = WorkBudget(256 * 2**20)
+    room = budget.source_room(cfg, attention_page_bytes)
+    assert room - 1 >= 128  # apply_budget keeps room - 1 tokens of the typed text
+    S = 128
+    n = S + steps_for(cfg, S) + 1  # the sequence the page draws: the prompt and its continuation
+    # bertviz's model view of every layer over the whole sequence is one of the views counted
+    assert attention_view_bytes(cfg, S, steps_for(cfg, S) + 1) >= 12 * 12 * 12 * n * n
+    assert attention_page_bytes(cfg, S) >= capture_bytes(cfg, S, steps_for(cfg, S) + 1) + 12 * 12 * 12 * n * n
+    assert room < 256 and attention_page_bytes(cfg, 512) > budget.max_bytes  # a much longer prompt is still cut
 
 
 def test_every_page_cost_is_a_page_and_a_cost_function():

@@ -7,6 +7,7 @@ averaged agreement over fresh examples per (model key, n, settings, intervention
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -30,6 +31,38 @@ REGISTRY = attr_registry.METHODS  # name -> method module: TITLE, EXPLANATION, S
 DEFAULT_SHOWN = [m for m, module in REGISTRY.items() if module.CHEAP or m == REFERENCE]
 CHOICES = [c for module in REGISTRY.values() for c in module.SETTINGS]
 SETTING_KEYS = [Key(c.link, c.default, choices=tuple(c.options), cast=type(c.default)) for c in CHOICES]
+
+
+@dataclass(frozen=True)
+class AttentionWords:
+    """How the page names the raw attention it shows beside the methods (marked with N_, translated where shown)."""
+
+    name: str  # the matrix's title
+    choice: str  # the matrix's choice
+    panel: str  # {layer}, {head}
+    average: str  # {layer}
+    row: str  # the agreement table's row, {layer}
+
+
+SELF_WORDS = AttentionWords(
+    N_("Self-attention"),
+    N_("Self-attention (layer, head above)"),
+    N_("Self-attention, layer {layer}, {head}"),
+    N_("Self-attention, layer {layer}, average of heads"),
+    N_("Self-attention, layer {layer} (head average)"),
+)
+# the attention kind of model.analysis.attribution.attention_over_source -> its words
+ATTENTION_WORDS = {
+    "cross": AttentionWords(
+        N_("Cross-attention"),
+        N_("Cross-attention (layer, head above)"),
+        N_("Cross-attention, layer {layer}, {head}"),
+        N_("Cross-attention, layer {layer}, average of heads"),
+        N_("Cross-attention, layer {layer} (head average)"),
+    ),
+    "decoder_self": SELF_WORDS,
+    "encoder_self": SELF_WORDS,
+}
 
 
 def title(method: str) -> str:
@@ -97,7 +130,9 @@ def gradient_plans(session: Session, settings: dict) -> dict:
     model_key, text, target = caches.input_key(session)
     cfg, tok = session.model.config, session.tokenizer
     S = source_length(tok.source, cfg, text)
-    if target is None:
+    if not cfg.has_decoder:  # an encoder-only model: a row per position (its head's prediction there)
+        T = S
+    elif target is None:
         T = len(caches.own_output(model_key, text, session.model, tok)) + 1
     else:
         T = source_length(tok.target, cfg, target)
@@ -148,21 +183,21 @@ def has_fresh(session: Session, changes: Interventions, n: int, settings: dict, 
     return folder is not None and stored(folder, "agreement", (n, settings_key(settings), tuple(methods)))
 
 
-def row_name(name: str) -> str:
-    if name.startswith("cross_"):
-        return _("Cross-attention, layer {layer} (head average)").format(layer=name.split("_", 1)[1])
+def row_name(name: str, kind: str = "cross") -> str:
+    if name.startswith("cross_"):  # a layer's raw attention (agreement's rows), cross or the one stack's self
+        return _(ATTENTION_WORDS[kind].row).format(layer=name.split("_", 1)[1])
     return title(name)
 
 
-def show_table(table: Agreement) -> None:
-    """The agreement table as a dataframe (— where a number is not defined)."""
+def show_table(table: Agreement, kind: str = "cross") -> None:
+    """The agreement table as a dataframe (— where a number is not defined); kind: the raw attention's."""
 
     def cell(v: float) -> str:
         return "—" if np.isnan(v) else f"{v:.3f}"
 
     st.dataframe(
         {
-            _("Explanation"): [row_name(n) for n in table.names],
+            _("Explanation"): [row_name(n, kind) for n in table.names],
             _("Rank correlation with occlusion"): [cell(v) for v in table.spearman],
             _("Top token is gold"): [cell(v) for v in table.gold],
         },

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import _, message_of
+from i18n import N_, _, message_of
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from tasks import length_experiment as lx
@@ -43,6 +43,53 @@ def reverse_models() -> dict[str, object]:
         if demo.card.get("task") == "reverse" and shape == "encoder-decoder" and kind in KINDS and kind not in found:
             found[kind] = demo
     return {k: found[k] for k in KINDS if k in found}
+
+
+def decoder_models() -> dict[str, object]:
+    """The shipped decoder-only reverse demos (tasks/decoder_only.py: `stressed=` -> `desserts`) by positional kind,
+    from each card, in KINDS order: the NoPE lesson's other half."""
+    found = {}
+    for demo in list_demos():
+        config = demo.card.get("config") or {}
+        kind = config.get("positional") if isinstance(config, dict) else None
+        shape = config.get("shape") if isinstance(config, dict) else None
+        if demo.card.get("task") == "reverse" and shape == "decoder-only" and kind in KINDS and kind not in found:
+            found[kind] = demo
+    return {k: found[k] for k in KINDS if k in found}
+
+
+DECODER = N_("Decoder-only, {kind}")
+DECODER_CURVES = N_(
+    "The decoder-only curves are those measured when they were trained (tasks/decoder_only.py: {m} fresh strings "
+    "per length, trained on {low}-{high} letters, every position as trained)."
+)
+NOPE_LESSON = N_(
+    "**No positions at all** (NoPE): the causal decoder is right at least half the time up to {dec} letters, the "
+    "encoder-decoder up to {encdec}. The causal mask lets each position count what it sees, so order survives "
+    "(Kazemnejad et al. 2023); a bidirectional encoder without positions reads a bag of letters."
+)
+
+
+def nope_lesson(encdec: lx.LengthCurve | None, decoders: dict) -> None:
+    """The NoPE lesson with this project's numbers: the decoder-only and the encoder-decoder demo without positions."""
+    demo = decoders.get("none")
+    dec = None if demo is None else lx.measured_curve(demo.card)
+    if encdec is not None and dec is not None:
+        st.markdown(_(NOPE_LESSON).format(dec=lx.holds_up_to(dec), encdec=lx.holds_up_to(encdec)))
+
+
+def _decoder_lines(shown: dict, lines: list) -> dict:
+    """The decoder-only demos' measured curves added to the length view's curves and lines; their demos."""
+    decoders = decoder_models()
+    for kind, demo in decoders.items():
+        curve = lx.measured_curve(demo.card)
+        if curve is None:
+            continue
+        name = _(DECODER).format(kind=_(KINDS[kind]))
+        shown[name] = (curve.lengths, curve.exact_match)
+        lines.append(_("**{kind}**: right at least half the time up to {n} letters.").format(kind=name,
+                                                                                               n=lx.holds_up_to(curve)))  # fmt: skip
+    return decoders
 
 
 def trained_range(found: dict) -> tuple[int, int] | None:
@@ -143,16 +190,23 @@ def length_view() -> None:
         st.info(_("No curve for this shift yet: compute them with the button above."))
         return
     title = _("Exact match by input length") if not shift else _("Exact match by input length, every position + {k}")
-    show(
-        pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40)),
-        key="pe_length_curves",
-    )
     lines = [
         _("**{kind}**: right at least half the time up to {n} letters.").format(kind=_(KINDS[k]), n=lx.holds_up_to(c))
         for k, c in curves.items()
         if c is not None
     ]
+    decoders = _decoder_lines(shown, lines) if not shift else {}  # their curves are measured as trained only
+    show(
+        pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40)),
+        key="pe_length_curves",
+    )
     st.markdown("  \n".join(lines))
+    if decoders:
+        first = next(iter(decoders.values()))
+        d_low, d_high = lx.training_range(first.card)
+        measured = lx.measured_curve(first.card)
+        st.caption(_(DECODER_CURVES).format(m=int(measured.examples.max()), low=d_low, high=d_high))
+        nope_lesson(curves.get("none"), decoders)
     drawn = [c for c in curves.values() if c is not None]
     past = [max(lx.all_below_from(c, 0.1) for c in drawn)] if drawn else []
     if past and high < past[0] <= int(drawn[0].lengths.max()):
@@ -209,6 +263,7 @@ def models_view() -> None:
             column.caption(_("{v:.0%} beyond").format(v=beyond))
         if result.failure is not None:
             failures.append((kind, result.failure))
+    _decoder_metrics(found, loaded)
     if presenting():  # on a projector the maps come first, on the first screen; the failures under them
         _similarity_rows(loaded)
     for kind, (source, target, output) in failures[:3]:
@@ -219,6 +274,38 @@ def models_view() -> None:
         )  # fmt: skip  (demo letters only)
     if not presenting():
         _similarity_rows(loaded)
+
+
+DECODER_MATCH = N_(
+    "**Decoder-only** (no encoder, one causal sequence `stressed=desserts`): exact match on {n} fresh examples of "
+    "their trained lengths ({low}-{high} letters)"
+)
+
+
+def _decoder_metrics(found: dict, loaded: dict) -> None:
+    """The decoder-only demos' exact match (shipped in their results.json, scripts/precompute.py) in a row under the
+    six kinds, and the NoPE lesson with the encoder-decoder without positions."""
+    decoders = decoder_models()
+    if not decoders:
+        return
+    first = next(iter(decoders.values()))
+    try:
+        low, high = lx.training_range(first.card)
+    except ValueError:
+        return
+    st.markdown(_(DECODER_MATCH).format(n=FRESH, low=low, high=high))
+    for column, (kind, demo) in zip(st.columns(max(len(found), len(decoders))), decoders.items()):
+        model, tokenizer = _loaded({kind: demo})[kind]
+        name = _(DECODER).format(kind=_(KINDS[kind]))
+        try:
+            with st.spinner(_("Scoring {n} fresh examples…").format(n=FRESH)):
+                result = caches.demo_exact_match(f"demo:{demo.name}", model, tokenizer, demo.card, NONE, FRESH)
+        except (UnknownTraining, WorkerStopped):
+            column.metric(name, "—")
+            continue
+        column.metric(name, f"{result.exact_match:.0%}", help=demo.name)
+    encdec = found.get("none")
+    nope_lesson(None if encdec is None else _curve(encdec, *loaded["none"], 0), decoders)
 
 
 def _similarity_rows(loaded: dict) -> None:

@@ -20,8 +20,17 @@ NO_ENCODER = N_(
     "cross-attention. The decoder reads the prompt and its continuation as one sequence."
 )
 NO_ATTRIBUTION = N_(
-    "Attribution here explains each output token by the source tokens of an encoder-decoder; for a decoder-only or "
-    "encoder-only model it is not available yet."
+    "Attribution explains what a model writes or predicts; this encoder-only model has no output head (such as "
+    "BERT's masked-LM head), so there is nothing to explain. The Attention page shows its self-attention."
+)
+ATTRIBUTION_PROMPT = N_(
+    "A decoder-only model: each row explains one token of the continuation by the prompt's tokens, the "
+    "continuation before it held fixed. Every method applies; rollout and flow run through the self-attention of "
+    "the whole sequence."
+)
+ATTRIBUTION_MLM = N_(
+    "An encoder-only model writes nothing: each row explains the masked-LM head's top prediction at one position "
+    "by every token of the text. Every method applies; rollout and flow run through its self-attention."
 )
 NO_PACK = N_(
     "The lecture pack exports an encoder-decoder's graph to run in the browser; for a decoder-only or encoder-only "
@@ -47,6 +56,18 @@ def requires(has: bool, why: str) -> None:
     if not has:
         st.info(_(why))
         st.stop()
+
+
+def attributable(model) -> bool:
+    """Whether the attribution page has something to explain: a decoder writes tokens, or an output head predicts."""
+    return model.config.has_decoder or model.generator is not None
+
+
+def attribution_note(config) -> None:
+    """One line saying what the attribution page's rows and columns are for a decoder-only or encoder-only model."""
+    if config.has_encoder and config.has_decoder:
+        return
+    st.caption(_(ATTRIBUTION_PROMPT if config.has_decoder else ATTRIBUTION_MLM))
 
 
 def gqa_note(config) -> None:

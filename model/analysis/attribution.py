@@ -13,6 +13,14 @@ docstring), its title, explanation and settings; METHODS lists their names in th
 the model's own forward pass: the gradient methods differentiate `model.encode(src, embeds=x)` then `model.decode`,
 x the output of the source embedding table (before the sqrt(d_model) scale and the positions), so rotary, ALiBi and
 relative positions, norms and interventions are those of every other view (tests/test_one_forward_path.py).
+
+Decoder-only and encoder-only models (issue 32), through the same methods and passes (model/analysis/scored.py says
+what is scored): a decoder-only model's "source" is its prompt and each row explains a token of the continuation
+(its greedy one, or `target`), the continuation held fixed as an encoder-decoder's decoder input; the gradient methods
+differentiate `model.decode` of the whole sequence from the prompt's embeddings (the continuation's looked up).
+An encoder-only model with an output head (BERT's masked-LM head): each row explains the head's top prediction at
+one position by every token of the text; rollout and flow run through its one stack. `attention_over_source` gives
+the raw attention a page shows beside the methods: cross-attention, or the one stack's self-attention rows.
 """
 
 from __future__ import annotations
@@ -38,8 +46,8 @@ REPLACEMENTS = ("unk", "pad")
 DEFAULT_STEPS = 32  # integrated gradients: Gauss-Legendre points per piece of the path
 MAX_STEPS = 1024
 
-__all__ = ["METHODS", "Attribution", "attribute", "attributions_json", "attributions_npz", "keep_masks",
-           "output_log_prob"]  # fmt: skip
+__all__ = ["METHODS", "Attribution", "attention_over_source", "attribute", "explained_sizes", "attributions_json", "attributions_npz",
+           "keep_masks", "output_log_prob"]  # fmt: skip
 
 
 @dataclass
@@ -95,7 +103,9 @@ def attribute(
     require_eval(model)
     changes = interventions or NONE
     prep = prepare(model, tokenizer, source, target)
-    changes.check(model, (len(prep.src), len(prep.inputs)))
+    cfg = model.config
+    lengths = (len(prep.src), len(prep.inputs)) if cfg.has_encoder else (0, len(prep.inputs))  # as capture checks
+    changes.check(model, lengths)
     options = {"steps": steps, "baseline": baseline, "replacement": replacement, "plan": plan}
     scores, settings, extra = REGISTRY[method].compute(
         model, tokenizer, source, target, prep, changes, options, batch_size, progress
@@ -112,6 +122,32 @@ def attribute(
         interventions=changes.describe(),
         **extra,
     )
+
+
+def attention_over_source(cap, sources: int) -> tuple[str, np.ndarray]:
+    """(kind, (L, H, rows, S)) the raw attention of the positions that write the output over the source tokens, as
+    the attribution methods' rows and columns: an encoder-decoder's cross-attention; a decoder-only model's
+    self-attention from the prompt's last position on (row t writes output token t) over the prompt's `sources`
+    tokens; an encoder-only model's self-attention."""
+    if cap.cross.shape[0]:
+        return "cross", cap.cross
+    if cap.decoder_self.shape[0]:
+        return "decoder_self", cap.decoder_self[:, :, sources - 1 :, :sources]
+    return "encoder_self", cap.encoder_self
+
+
+def explained_sizes(model: nn.Module, tokenizer: Tokenizer, text: str, cap) -> tuple[int, int]:
+    """(source tokens, output tokens) the methods explain for `text` and its capture (at most; before computing):
+    an encoder-decoder's source and decoder inputs, a decoder-only model's prompt and continuation (+ </s>), an
+    encoder-only model's text on both sides."""
+    from ..text.inputs import prepare_sequence
+
+    cfg = model.config
+    if cfg.has_encoder:
+        n = len(cap.source_tokens)
+        return (n, len(cap.target_tokens)) if cfg.has_decoder else (n, n)
+    prompt = len(prepare_sequence(model, tokenizer, text).ids)
+    return prompt, len(cap.target_tokens) - prompt + 1
 
 
 # -- downloads -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..interventions import NONE, Interventions
-from .attribution import METHODS, Attribution, attribute
+from .attribution import METHODS, Attribution, attention_over_source, attribute
 from .attribution_graph import head_mean
 from .capture import capture
 
@@ -125,10 +125,15 @@ def agreement_over(
     for i, ex in enumerate(examples):
         results = {m: attribute(model, tokenizer, ex.source, method=m, interventions=interventions, **settings)
                    for m in methods}  # fmt: skip
-        cap = capture(model, tokenizer, ex.source, interventions=interventions)
         written = tokenizer.target.detokenize(results[REFERENCE].output_tokens)
+        # a decoder-only model reads the prompt and its continuation (without </s>) as one sequence
+        continuation = tokenizer.target.detokenize(
+            results[REFERENCE].target_tokens[len(results[REFERENCE].source_tokens) :]
+        )
+        cap = capture(model, tokenizer, ex.source, None if model.config.has_encoder else continuation,
+                      interventions=interventions)  # fmt: skip
         pairs = [tuple(p) for p in ex.alignment] if written == ex.target else None
-        tables.append(agreement(results, cap.cross, pairs))
+        tables.append(agreement(results, attention_over_source(cap, len(results[REFERENCE].source_tokens))[1], pairs))
         if progress is not None:
             progress(i + 1, len(examples))
     return average(tables)

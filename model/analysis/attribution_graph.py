@@ -145,3 +145,67 @@ def flow(
         if progress is not None:
             progress(t + 1, rows)
     return _normalise_rows(out)
+
+
+# -- one stack: a decoder-only or an encoder-only model (issue 32) -----------------------------------------------
+
+
+def sequence_layers(maps: np.ndarray, keep: np.ndarray | None = None) -> list[np.ndarray]:
+    """Per layer Â_l = 0.5 I + 0.5 Ā_l (N, N) of one stack's self-attention maps (L, H, N, N), heads kept averaged
+    (keep: (L, H) bool); a layer with every head off is the residual alone (I)."""
+    N = maps.shape[-1]
+    out = []
+    for li, a in enumerate(head_mean(maps, keep)):
+        on = keep is None or keep[li].any()
+        out.append(0.5 * np.eye(N) + 0.5 * a if on else np.eye(N))
+    return out
+
+
+def sequence_rollout(maps: np.ndarray, keep: np.ndarray | None, queries: list[int], keys: list[int]) -> np.ndarray:
+    """(len(queries), len(keys)) rollout through one stack: R = Â_L ... Â_1 over its N positions (the same rule as
+    the encoder's R^ss), row q of R restricted to the key positions and divided by its sum.
+
+    A decoder-only model: queries are the positions that write the scored tokens, keys the prompt's: the share that
+    reaches the continuation's own tokens (inputs held fixed, as an encoder-decoder's decoder inputs, which its
+    R^ts leaves out) is not counted. An encoder-only model: every position over every position."""
+    r = np.eye(maps.shape[-1])
+    for a in sequence_layers(maps, keep):
+        r = a @ r  # (N, N)
+    return _normalise_rows(r[np.ix_(queries, keys)])
+
+
+def sequence_flow_graph(maps: np.ndarray, keep: np.ndarray | None = None):
+    """The layered graph of one stack: node ("s", l, i) is position i after layer l (l = 0: the token), an edge
+    from ("s", l, i) to ("s", l - 1, j) with capacity Â_l[i, j]."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for li, a in enumerate(sequence_layers(maps, keep), start=1):
+        for i, j in zip(*np.nonzero(a > EPS)):
+            g.add_edge(("s", li, int(i)), ("s", li - 1, int(j)), capacity=float(a[i, j]))
+    return g
+
+
+def sequence_flow(
+    maps: np.ndarray,
+    keep: np.ndarray | None,
+    queries: list[int],
+    keys: list[int],
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """(len(queries), len(keys)) attention flow through one stack: the maximum flow from position q's last node to
+    key k's token node, each row divided by its sum over the keys. progress(done, total) after each row."""
+    import networkx as nx
+    from networkx.algorithms.flow import preflow_push
+
+    g = sequence_flow_graph(maps, keep)
+    L = len(maps)
+    out = np.zeros((len(queries), len(keys)))
+    for row, q in enumerate(queries):
+        for col, k in enumerate(keys):
+            start, sink = ("s", L, q), ("s", 0, k)
+            if start in g and sink in g and start != sink:
+                out[row, col] = nx.maximum_flow_value(g, start, sink, capacity="capacity", flow_func=preflow_push)
+        if progress is not None:
+            progress(row + 1, len(queries))
+    return _normalise_rows(out)

@@ -156,7 +156,9 @@ THUMBNAIL_CELLS = 48  # viz.attention_figs.THUMBNAIL_CELLS: an overview thumbnai
 def attention_view_bytes(cfg, S: int, T: int) -> int:
     """The largest of the Attention page's views, one at a time: all heads of one layer (24 bytes a number, as
     figure_bytes), every layer and head as thumbnails of at most 48 x 48 cells, or bertviz's model view of one
-    kind (weights written as whole thousandths: about 4 bytes, held three times: 12)."""
+    kind (weights written as whole thousandths: about 4 bytes, held three times: 12). A decoder-only model's
+    views draw its one sequence, prompt and continuation (one_sequence)."""
+    S, T = one_sequence(cfg, S, T)
     qk = max(S * S, T * T, T * S)
     layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
     grid = 24 * cfg.n_heads * qk
@@ -179,21 +181,28 @@ def backward_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
     activation (12 x d_model and 2 x d_ff a token for a block; 18 x d_model and 2 x d_ff for a decoder block,
     its cross-attention included), the attention probabilities, their softmax input and dropout mask (3 per
     score), the logits and their log-softmax (3 per logit); and the gradient of the input embeddings.
-    tests/test_budget.py measures what autograd really saves (saved_tensors_hooks) against it."""
+    tests/test_budget.py measures what autograd really saves (saved_tensors_hooks) against it.
+    A decoder-only model runs its prompt (S) and continuation (T) as one sequence; an encoder-only model's output
+    head predicts at each of its S positions (issue 32)."""
     d, f, H = cfg.d_model, max(cfg.d_ff, 4 * cfg.d_model), cfg.n_heads
+    predicted = T + S if not cfg.has_encoder else (T if cfg.has_decoder else S)  # rows of logits
+    S, T = one_sequence(cfg, S, T)
     enc = cfg.n_encoder_layers * (S * (12 * d + 2 * f) + 3 * H * S * S)
     dec = cfg.n_decoder_layers * (T * (18 * d + 2 * f) + 3 * H * (T * T + T * S))
-    ends = 3 * T * cfg.tgt_vocab_size + 4 * S * d
+    ends = 3 * predicted * cfg.tgt_vocab_size + 4 * (S if cfg.has_encoder else T) * d
     return rows * F32 * (enc + dec + ends)
 
 
 def forward_ops(cfg, S: int, T: int) -> int:
     """Multiply-adds x 2 of one row's forward pass: every projection, feed-forward and the generator, and the
-    attention scores and weighted sums."""
+    attention scores and weighted sums (a decoder-only model: its one sequence; an encoder-only one: its head over
+    every position)."""
+    predicted = T + S if not cfg.has_encoder else (T if cfg.has_decoder else S)
+    S, T = one_sequence(cfg, S, T)
     d, f, H = cfg.d_model, cfg.d_ff, cfg.n_heads
     enc = cfg.n_encoder_layers * (S * (4 * d * d + 2 * d * f) + 2 * S * S * d)
     dec = cfg.n_decoder_layers * (T * (8 * d * d + 2 * d * f) + 2 * (T * T + T * S) * d)
-    head = T * d * cfg.tgt_vocab_size
+    head = predicted * d * cfg.tgt_vocab_size
     del H  # the scores' cost does not depend on how d is split into heads
     return 2 * (enc + dec + head)
 

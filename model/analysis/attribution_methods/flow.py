@@ -17,4 +17,4 @@ CHEAP = False  # one max-flow per output token over every layer's graph: seconds
 
 
 def compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress):
-    return graph_scores(model, tokenizer, source, target, NAME, changes, len(prep.scored), progress), {}, {}
+    return graph_scores(model, tokenizer, source, target, NAME, changes, len(prep.scored), progress, prep), {}, {}

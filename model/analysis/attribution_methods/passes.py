@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...interventions import KINDS, Interventions
+from ...interventions import Interventions
 from ...network.recording import record
 from ...text.inputs import device_of
 from ...text.tokenizer import Tokenizer
@@ -30,32 +30,80 @@ def special_id(tokenizer: Tokenizer, name: str) -> int:
 
 
 def keep_masks(model: nn.Module, changes: Interventions) -> dict[str, np.ndarray] | None:
-    """{kind: (L, H) bool}, False for the heads `changes` switches off; None when none is."""
+    """{kind: (L, H) bool} for the attention kinds the model's shape has, False for the heads `changes` switches
+    off; None when none is."""
     if not changes.ablate:
         return None
     cfg = model.config
-    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    layers: dict[str, int] = {}
+    for kind, i, _module in model.attention_modules():
+        layers[kind] = max(layers.get(kind, 0), i + 1)
     keep = {k: np.ones((n, cfg.n_heads), dtype=bool) for k, n in layers.items()}
     for kind, layer, head in changes.ablate:
         keep[kind][layer, head] = False
-    return keep if set(keep) == set(KINDS) else None
+    return keep
 
 
-def graph_scores(model, tokenizer, source, target, method, changes, rows, progress) -> np.ndarray:
-    """Rollout or flow from the capture of the same pass (the attention maps with `changes` applied)."""
-    cap = capture(model, tokenizer, source, target, interventions=changes)
+def graph_scores(model, tokenizer, source, target, method, changes, rows, progress, prep=None) -> np.ndarray:
+    """Rollout or flow from the attention maps of the same pass (with `changes` applied). A decoder-only or
+    encoder-only model: over its one sequence (model/analysis/attribution_graph.py, sequence_rollout), the maps
+    recorded in the pass of logits_of, rows at the positions that score the output, columns the source tokens."""
     keep = keep_masks(model, changes)
+    if model.config.shape != "encoder-decoder":
+        kind = "decoder_self" if model.config.has_decoder else "encoder_self"
+        with torch.no_grad(), record(model, interventions=changes) as rec:
+            logits_of(model, prep, torch.tensor([prep.src], device=device_of(model)))
+        maps = stacked(rec, kind)
+        queries = list(range(prep.first, prep.first + rows))
+        keys = list(range(len(prep.src)))
+        mask = None if keep is None else keep[kind]
+        if method == "rollout":
+            return graph.sequence_rollout(maps, mask, queries, keys)
+        return graph.sequence_flow(maps, mask, queries, keys, progress=progress)
+    cap = capture(model, tokenizer, source, target, interventions=changes)
     if method == "rollout":
         return graph.rollout(cap.encoder_self, cap.decoder_self, cap.cross, keep)[:rows]
     return graph.flow(cap.encoder_self, cap.decoder_self, cap.cross, keep, rows=rows, progress=progress)
+
+
+def logits_of(model: nn.Module, prep: Prepared, src: torch.Tensor, embeds: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, N, V) the model's own pass over B rows whose source ids are src (B, S), everything else as prepared and
+    held fixed; embeds (B, S, D): the embedding table's output to use for those ids (transformers' inputs_embeds).
+    Encoder-decoder: encode the source, decode the decoder inputs; decoder-only: decode the prompt then the
+    continuation as one sequence; encoder-only: the output head over the encoded text. Row t of the scored output
+    is position prep.first + t."""
+    cfg = model.config
+    device = device_of(model)
+    B = len(src)
+    if not cfg.has_encoder:  # decoder-only: the source is the prompt, the continuation follows it
+        tail = torch.tensor([prep.inputs[len(prep.src) :]], dtype=torch.long, device=device).expand(B, -1)
+        full = None if embeds is None else torch.cat([embeds, model.tgt_embed(tail).to(embeds.dtype)], 1)
+        return model.decode(torch.cat([src, tail], 1), embeds=full)  # (B, P + T_cont, V)
+    memory, mask = model.encode(src, embeds=embeds)  # (B, S, D)
+    if not cfg.has_decoder:
+        return model.logits(memory)  # (B, S, V)
+    tgt = torch.tensor([prep.inputs], device=device)  # (1, T_in)
+    return model.decode(tgt.expand(B, -1), memory, mask)  # (B, T_in, V)
+
+
+def stacked(recorder, kind: str) -> np.ndarray:
+    """(L, H, N, N) the maps of one kind that a recorded pass kept, batch item 0 (as capture stacks them)."""
+    from ..capture import _stack
+
+    return _stack(recorder, kind)
 
 
 def _chunks(n: int, size: int) -> list[range]:
     return [range(start, min(n, start + size)) for start in range(0, n, size)]
 
 
+def _positions(prep: Prepared) -> int:
+    """Positions whose logits one row's pass computes."""
+    return max(len(prep.inputs), len(prep.src))
+
+
 def _rows_per_pass(model: nn.Module, prep: Prepared, batch_size: int) -> int:
-    return max(1, min(batch_size, LOGIT_BUDGET // (len(prep.inputs) * model.config.tgt_vocab_size)))
+    return max(1, min(batch_size, LOGIT_BUDGET // (_positions(prep) * model.config.tgt_vocab_size)))
 
 
 @torch.no_grad()
@@ -66,34 +114,30 @@ def occlusion(model, prep: Prepared, replacement_id: int, changes, batch_size, p
     src = torch.tensor(prep.src, device=device)
     rows = src.repeat(S + 1, 1)  # (1 + S, S): row 0 unchanged, row 1 + s with token s replaced
     rows[torch.arange(1, S + 1), torch.arange(S)] = replacement_id
-    tgt = torch.tensor([prep.inputs], device=device)  # (1, T_in)
     gold = torch.tensor(prep.scored, device=device)
+    at = prep.first + torch.arange(T)
     logp = torch.zeros(S + 1, T, dtype=torch.float64)
     for part in _chunks(S + 1, _rows_per_pass(model, prep, batch_size)):
         with record(model, interventions=changes, keep=False):
-            memory, mask = model.encode(rows[list(part)])  # (b, S, D)
-            logits = model.decode(tgt.expand(len(part), -1), memory, mask)  # (b, T_in, V)
-        logp[list(part)] = logits.double().log_softmax(-1)[:, torch.arange(T), gold].cpu()
+            logits = logits_of(model, prep, rows[list(part)])  # (b, N, V)
+        logp[list(part)] = logits.double().log_softmax(-1)[:, at, gold].cpu()
         if progress is not None:
             progress(part.stop, S + 1)
     return (logp[0][:, None] - logp[1:].T).numpy(), logp[0].numpy()
 
 
-def output_log_prob(model: nn.Module, src: list[int], inputs: list[int], scored: list[int]) -> Callable:
+def output_log_prob(model: nn.Module, prep: Prepared) -> Callable:
     """F(x, rows) -> (B,): log p of output token rows[b] given source embeddings x[b] (B, S, D), the source
-    embedding table's output for the ids `src`; the decoder input held fixed. The function every gradient method
-    differentiates: the model's own encode (its `embeds` entry: the same scale, positions, norms and layers as from
-    ids) and decode."""
+    embedding table's output for the ids `prep.src`; everything else held fixed. The function every gradient method
+    differentiates: the model's own pass (logits_of, its `embeds` entry: the same scale, positions, norms and layers
+    as from ids)."""
     device = device_of(model)
-    src_ids = torch.tensor([src], device=device)  # (1, S): the padding mask and length (nothing is padded)
-    tgt = torch.tensor([inputs], device=device)  # (1, T_in)
-    gold = torch.tensor(scored, device=device)  # (T,)
+    src_ids = torch.tensor([prep.src], device=device)  # (1, S): the padding mask and length (nothing is padded)
+    gold = torch.tensor(prep.scored, device=device)  # (T,)
 
     def forward(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        memory, mask = model.encode(src_ids.expand(len(x), -1), embeds=x)  # (B, S, D)
-        logits = model.decode(tgt.expand(len(x), -1), memory, mask)  # (B, T_in, V)
-        logp = logits.log_softmax(-1)
-        return logp[torch.arange(len(x)), rows, gold[rows]]
+        logp = logits_of(model, prep, src_ids.expand(len(x), -1), embeds=x).log_softmax(-1)  # (B, N, V)
+        return logp[torch.arange(len(x)), prep.first + rows, gold[rows]]
 
     return forward
 
@@ -107,7 +151,7 @@ def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, chang
     src = torch.tensor([prep.src], device=device)
     x = model.src_embed(src).detach()  # (1, S, D)
     base = torch.zeros_like(x) if baseline_id is None else model.src_embed(torch.full_like(src, baseline_id)).detach()
-    forward = output_log_prob(model, prep.src, prep.inputs, prep.scored)
+    forward = output_log_prob(model, prep)
     T = len(prep.scored)
     per_pass = _rows_per_pass(model, prep, batch_size if plan is None else min(batch_size, plan.rows))
     rows = torch.arange(T, device=device)
@@ -117,7 +161,7 @@ def gradients(model, prep: Prepared, integrated: bool, baseline_id, steps, chang
             start = forward(base.expand(T, -1, -1), rows).double().cpu().numpy()
         if integrated:
             rows_ig = max(
-                per_pass, min(GRADIENT_ROWS, LOGIT_BUDGET // (len(prep.inputs) * model.config.tgt_vocab_size))
+                per_pass, min(GRADIENT_ROWS, LOGIT_BUDGET // (_positions(prep) * model.config.tgt_vocab_size))
             )
             if plan is not None:  # what autograd keeps for one pass, counted by the budget
                 rows_ig = max(1, min(rows_ig, plan.rows))

@@ -20,4 +20,4 @@ CHEAP = True
 
 
 def compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress):
-    return graph_scores(model, tokenizer, source, target, NAME, changes, len(prep.scored), progress), {}, {}
+    return graph_scores(model, tokenizer, source, target, NAME, changes, len(prep.scored), progress, prep), {}, {}
