@@ -21,6 +21,7 @@ from ui.shapes import NO_ATTRIBUTION, requires
 from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
+from viz.tokens import written_rows
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
 st.title(_("Attribution: is attention an explanation?"))
@@ -99,7 +100,7 @@ st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
                      format_func=lambda m: _("Cross-attention (layer, head above)") if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 show(
-    figs.score_matrix(matrix_scores, outputs, source, _("Cross-attention") if matrix == "cross" else ui.title(matrix),
+    figs.score_matrix(matrix_scores, written_rows(outputs, results[REFERENCE].target_tokens[:T]), source, _("Cross-attention") if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),
     key="attr_matrix_chart",
