@@ -127,6 +127,15 @@ def explain_row(*names: str | Text) -> None:
             explain(name)
 
 
+# The worked example's puzzle in one line (issue 34), and its link's words: marked here, translated where shown.
+DISAGREEMENT = N_(
+    "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
+    "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "
+    "depends on; {link}."
+)
+ATTRIBUTION_LINK = N_("the Attribution page tests which source tokens it depends on")
+
+
 def explain_disagreement(odd: list, rows: int, outputs: list, sources: list, session) -> None:
     """One line under an attention map whose peaks miss the gold alignment on some rows (tasks.gold.disagreements),
     with a link to the Attribution page for the first such output token (model, input, language and mode kept)."""
@@ -136,13 +145,9 @@ def explain_disagreement(odd: list, rows: int, outputs: list, sources: list, ses
 
     row, peak, golds = odd[0]
     link = page_link("attribution", attr_tok=row)  # the same model, input, language and mode; that output token
-    label = _("the Attribution page tests which source tokens it depends on")
+    label = _(ATTRIBUTION_LINK)
     st.caption(
-        _(
-            "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
-            "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "
-            "depends on; {link}."
-        ).format(
+        _(DISAGREEMENT).format(
             n=len(odd),
             m=rows,
             out=esc(plain_token(outputs[row])),
