@@ -96,6 +96,11 @@ class Rows:
         token = hover_token(self.tokens[i], max_chars)
         return token if self.inputs is None else f"{hover_token(self.inputs[i], max_chars)} → {token}"
 
+    def text(self, i: int) -> str:
+        """Row i as plain text (a select box, a caption): "<s> → la", or the token alone."""
+        token = plain_token(self.tokens[i])
+        return token if self.inputs is None else f"{plain_token(self.inputs[i])} → {token}"
+
     def hovers(self, max_chars: int = 40) -> list[str]:
         return [self.hover(i, max_chars) for i in range(len(self.tokens))]
 
