@@ -236,7 +236,8 @@ right.download_button(
         },  # (N, L, H, T, S)
         source_tokens=shown.source_tokens,
         target_tokens=shown.target_tokens,
-        written_tokens=shown.written_tokens,  # row j of cross writes written_tokens[j], read from target_tokens[j]
+        # row j of cross writes written_tokens[j], read from target_tokens[j] (the last row: the shown snapshot's next token)
+        written_tokens=shown.written_tokens,
     ),
     file_name="snapshots_cross.npz",
     mime="application/octet-stream",
