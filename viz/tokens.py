@@ -66,8 +66,8 @@ def indexed(tokens: Sequence[str]) -> list[str]:
 # model's own next token); the hover names the decoder input that wrote it ("<s> → la"). Encoder rows stay source
 # tokens: an encoder writes nothing, and its axis title says so.
 ROW_TITLES = {  # the y axis's title for each kind of rows (marked only; translated by Rows.title)
-    "written": N_("output token written (hover: decoder input → output)"),
-    "source": N_("source tokens (attending; an encoder writes nothing)"),
+    "written": N_("output tokens written"),  # the hover names each row's decoder input: "<s> → la"
+    "source": N_("source tokens (nothing written)"),  # as short as the other titles: a short map's axis holds it
 }
 
 
