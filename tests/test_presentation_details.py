@@ -111,10 +111,10 @@ def test_a_chinese_page_draws_its_y_titles_without_parentheses(ckpt):
     from tests.apptest_helpers import charts
 
     with language_scope("zh"):
-        at = open_page("attention", ckpt, text="cafe", lang="zh")
+        at = open_page("attention", ckpt, text="cafe", lang="zh", att_kind="encoder_self")
     titles = [c["layout"]["yaxis"]["title"]["text"] for c in charts(at) if c["layout"].get("yaxis", {}).get("title")]
     assert titles and all("（" not in t for t in titles), titles
-    assert any(" · " in t for t in titles)  # "解码器输入词元（发出关注）" as drawn in a column
+    assert any(" · " in t for t in titles)  # "源词元（不写出词元）" as drawn in a column
 
 
 def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent(tmp_path):
