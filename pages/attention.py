@@ -19,17 +19,25 @@ from ui.shapes import capture_caption, gqa_note, present_kinds, special_keys
 from ui.url_state import Key, Keys, flag, intish
 from viz import attention_figs as figs
 from viz import sinks
+from viz.tokens import capture_rows
 
 st.title(_("Attention"))
 session = require_session()
 
 changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
 cap = caches.session_capture(session, changes=changes)
-SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the axes' sides, translated by the figure builder
+SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the keys' sides, translated by the figure builder
+# rows by the one convention (viz/tokens.capture_rows): the token each decoder row writes, or the source tokens
 KINDS = {
-    "encoder_self": (cap.encoder_self, cap.source_tokens, cap.source_tokens, SOURCE, SOURCE),
-    "decoder_self": (cap.decoder_self, cap.target_tokens, cap.target_tokens, DECODER_INPUT, DECODER_INPUT),
-    "cross": (cap.cross, cap.target_tokens, cap.source_tokens, DECODER_INPUT, SOURCE),
+    "encoder_self": (cap.encoder_self, capture_rows(cap, "encoder_self"), cap.source_tokens, SOURCE, SOURCE),
+    "decoder_self": (
+        cap.decoder_self,
+        capture_rows(cap, "decoder_self"),
+        cap.target_tokens,
+        DECODER_INPUT,
+        DECODER_INPUT,
+    ),
+    "cross": (cap.cross, capture_rows(cap, "cross"), cap.source_tokens, DECODER_INPUT, SOURCE),
 }
 SHORT = {
     "encoder_self": N_("Encoder self"),
@@ -54,7 +62,7 @@ URL = Keys(
 )
 KINDS = present_kinds(KINDS, dict(encoder_self=cap.encoder_self, decoder_self=cap.decoder_self, cross=cap.cross))
 kind = URL.read("att_kind", choices=tuple(KINDS))
-weights, q_tokens, k_tokens, q_label, k_label = KINDS[kind]
+weights, rows, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
 HEAD_CHOICES = ["average", *range(n_heads)]
 
@@ -115,7 +123,7 @@ st.caption(
 if changes:
     new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
-mask = figs.causal_mask(len(q_tokens), len(k_tokens)) if kind == "decoder_self" else None
+mask = figs.causal_mask(len(rows), len(k_tokens)) if kind == "decoder_self" else None
 if nosink:  # the first key's column left out, each row renormalised over the rest (viz/sinks.py)
     weights, k_tokens = sinks.without_sink(weights), k_tokens[1:]
     mask = mask[:, 1:] if mask is not None else None
@@ -137,14 +145,13 @@ if view == "one":
     show(
         figs.attention_heatmap(
             shown,
-            q_tokens,
+            rows,
             k_tokens,
             _("{title}, layer {layer}, {which}").format(title=title, layer=layer, which=which),
             mask=mask,
             query_label=q_label,
             key_label=k_label,
-            gold=gold,
-            gold_outputs=cap.predicted_tokens if gold else None,  # row j (decoder input) writes output token j
+            gold=gold,  # row j writes output token j: the gold pairs' own indices
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
@@ -153,12 +160,12 @@ if view == "one":
         key="att_one",
     )
     if gold and (odd := disagreements(shown, gold)):  # the worked example's puzzle, said in one line (issue 34)
-        explain_disagreement(odd, len({t for _s, t in gold}), cap.predicted_tokens, k_tokens, session)
+        explain_disagreement(odd, len({t for _s, t in gold}), rows.tokens, k_tokens, session)
 elif view == "grid":
     show(
         figs.head_grid(
             weights[layer],
-            q_tokens,
+            rows,
             k_tokens,
             _("{title}, layer {layer}").format(title=title, layer=layer),
             mask=mask,
@@ -185,13 +192,14 @@ else:
     st.radio(_("bertviz view"), BERT_VIEWS, horizontal=True, key="att_bertviz", format_func=_)
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
     inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
+    written = dict(written=cap.written_tokens)  # the decoder's rows (left) labelled with the tokens they write
     changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
     # On the page the layer and kind menus above choose (they are in the link): bertviz's own are hidden. The
     # download, a page of its own, keeps them.
     if bert_view == "head view":  # the layer chosen above, alone: the page stays small for long inputs
         key, view_html = (
             ("head", bert_kind, layer),
-            partial(head_view_html, kind=bert_kind, layer=layer, only_layer=True),
+            partial(head_view_html, kind=bert_kind, layer=layer, only_layer=True, **written),
         )
     else:
         every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
@@ -200,7 +208,10 @@ else:
                 _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)
             )
         shown_layer = None if every_layer else layer
-        key, view_html = ("model", bert_kind, shown_layer), partial(model_view_html, kind=bert_kind, layer=shown_layer)
+        key, view_html = (
+            ("model", bert_kind, shown_layer),
+            partial(model_view_html, kind=bert_kind, layer=shown_layer, **written),
+        )
     key, fill = (*caches.input_key(session), *key, *changed), presenting()  # a hall: the drawing fills its frame
     html = caches.cached_html((*key, fill), lambda: view_html(*inputs, menus=False, fill=fill))
     # in presentation mode no taller than the screen (the model view scrolls inside its frame)

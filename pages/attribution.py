@@ -22,6 +22,7 @@ from ui.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
 from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
+from viz.tokens import written_rows
 
 MAX_TOKENS = 32  # source and decoder tokens the page explains: every demo input (24 letters, 30-character dates)
 MAX_OUTPUT = 64  # output tokens of a decoder-only model: it continues by 50 tokens by default (DEFAULT_SLACK)
@@ -107,7 +108,8 @@ st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
                      format_func=lambda m: _(words.choice) if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 show(
-    figs.score_matrix(matrix_scores, outputs, source, _(words.name) if matrix == "cross" else ui.title(matrix),
+    figs.score_matrix(matrix_scores, written_rows(outputs, results[REFERENCE].target_tokens[:T]), source,
+                      _(words.name) if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),
     key="attr_matrix_chart",

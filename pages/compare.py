@@ -18,6 +18,7 @@ from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text
 from tasks.cards import card_description
 from ui import caches, model_picker
+from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
@@ -25,7 +26,7 @@ from ui.shapes import NO_KIND_IN_B, requires
 from ui.url_state import Key, Keys, intish, write_url
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
-from viz.tokens import plain_token
+from viz.tokens import capture_rows, plain_token
 
 st.title(_("Compare two models"))
 session = require_session()
@@ -159,12 +160,12 @@ URL.write(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=fed)
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 h = None if head == "average" else int(head)
 max_height, max_width = chart_box()
-SIDES = {"encoder_self": ("source", "source"), "decoder_self": ("target", "target"), "cross": ("target", "source")}
+KEYS = {"encoder_self": "source_tokens", "decoder_self": "target_tokens", "cross": "source_tokens"}
 
 
-def tokens(cap) -> tuple[list[str], list[str]]:
-    """(query tokens, key tokens) of the chosen kind."""
-    return tuple(getattr(cap, f"{side}_tokens") for side in SIDES[kind])
+def tokens(cap):
+    """(rows, key tokens) of the chosen kind: rows by the one convention (viz/tokens.capture_rows)."""
+    return capture_rows(cap, kind), getattr(cap, KEYS[kind])
 
 
 def mask(cap):
@@ -227,10 +228,20 @@ else:
         )
         show(fig, key=f"cmp_{side}", where=column)
 
+if kind != "encoder_self":
+    explain("decoder_rows")  # rows: the tokens written, as on every page
 settings = {"model_a": session.key, "model_b": b_key, "kind": kind, "layer": layer, "head": head, "input": text}
-token_lists = dict(zip(("a_query_tokens", "a_key_tokens"), tokens(cap_a)))
-if cap_b is not None:
-    token_lists.update(zip(("b_query_tokens", "b_key_tokens"), tokens(cap_b)))
+
+
+def download_tokens(side: str, cap) -> dict:
+    """A model's token lists for the downloads: each row's label (the token it writes, or the source token), the
+    decoder input it reads (decoder rows only), and the keys."""
+    rows, keys = tokens(cap)
+    lists = {f"{side}_row_tokens": rows.tokens, f"{side}_key_tokens": keys}
+    return lists | ({f"{side}_row_inputs": rows.inputs} if rows.inputs is not None else {})
+
+
+token_lists = download_tokens("a", cap_a) | (download_tokens("b", cap_b) if cap_b is not None else {})
 left, right = st.columns(2)
 left.download_button(
     _("Download these maps (.npz)"),

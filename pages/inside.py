@@ -15,7 +15,7 @@ from ui.url_state import Key, Keys, between, flag
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES
-from viz.tokens import display_token, plain_token
+from viz.tokens import capture_rows, display_token, plain_token
 
 DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}  # "Shapes with your own numbers"
 LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
@@ -52,6 +52,7 @@ SHORT_KINDS = {  # the attention page's names of the three kinds
 KINDS = [k for k in inside.KINDS if k in cap.qkv]  # the kinds this model's shape has
 kind = URL.read("in_kind", choices=KINDS)
 q_tokens, k_tokens = TOKENS[kind]
+q_rows = capture_rows(cap, kind)  # how the query rows are named: "<s> → la", the input and the token it writes
 L, H = cap.qkv[kind][0].shape[:2]
 # One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
 c1, c2, c3, c4 = st.columns([4.2, 1, 1, 1.4], vertical_alignment="center")
@@ -85,12 +86,12 @@ c4.selectbox(
     _("Query token"),
     list(range(len(q_tokens))),
     key="in_query",
-    format_func=lambda i: f"{i}: {plain_token(q_tokens[i])}",
+    format_func=lambda i: f"{i}: {q_rows.text(i)}",
     label_visibility="collapsed",
 )
 kv_note(session.model.config, head)
 step = inside.step_from_capture(cap, kind, layer, head, query, session.model.config.scale_scores)
-q_label, q_shown = f"{query}: {plain_token(q_tokens[query])}", f"{query}: {display_token(q_tokens[query])}"
+q_label, q_shown = f"{query}: {q_rows.text(query)}", f"{query}: {q_rows.hover(query)}"
 kind_title = _(KIND_TITLES[kind])
 where = _("{kind}, layer {layer}, head {head}, query {query}").format(
     kind=kind_title, layer=layer, head=head, query=q_shown

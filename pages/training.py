@@ -7,7 +7,6 @@ snapshot; the scores of every snapshot are a curve beside it.
 
 import logging
 from pathlib import Path
-from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
@@ -16,16 +15,19 @@ from i18n import _, message_of
 from model import CheckpointError, load_checkpoint
 from model.analysis.compare import decoder_input_text
 from model.checkpoints.demos import list_demos
+from model.checkpoints.snapshots import FOLDER as SNAPSHOTS
 from model.checkpoints.snapshots import list_snapshots
 from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from tasks.gold import alignment_share, gold_alignment, gold_example
 from ui import caches, model_picker
+from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
-from ui.url_state import Key, Keys, intish
+from ui.url_state import Key, Keys, intish, page_link
 from viz import attention_figs
 from viz.compare_figs import training_curve
+from viz.tokens import capture_rows
 
 # default and choices: the snapshots' steps, the model's layers and heads
 URL = Keys(Key("trn_step", cast=int), Key("trn_layer", cast=int), Key("trn_head", "average", cast=intish))
@@ -76,17 +78,18 @@ except Exception:  # an index no check foresaw: the server log keeps it
     st.error(_("This model's training snapshots could not be read."))
     st.stop()
 if not snaps or not snaps.items:
+    # the first shipped demo that has snapshots, found by its folders (not by a name): one click to it, the view kept
+    having = next((d for d in list_demos() if (d.path / SNAPSHOTS).is_dir()), None)
     st.info(
         _(
-            "This model has no training snapshots. The translate demo ships some; a run of "
+            "This model has no training snapshots. A run of "
             "`python -m model.train --task TASK --out FOLDER --snapshots 8` saves them beside its checkpoint."
         )
     )
-    if any(d.name == "translate" for d in list_demos()):  # one click to a model that has them, the view kept
-        kept = {k: v for k, v in st.query_params.to_dict().items() if k in ("lang", "present")}  # not the text
-        link = urlencode({**kept, "model": "demo:translate"})
-        label = _("Open the translate demo here")
-        st.markdown(f"[{label}](training?{link})")
+    if having is not None:
+        link = page_link("training", keep=("lang", "present"), model=f"demo:{having.name}")  # not the text
+        label = _("Open the {name} demo here").format(name=having.name)
+        st.markdown(f"[{label}]({link})")
     st.stop()
 
 text = session.check.text
@@ -171,12 +174,11 @@ left, right = st.columns([3, 2])
 show(
     attention_figs.attention_heatmap(
         weights,
-        shown.target_tokens,
+        capture_rows(shown, "cross"),  # rows: the tokens written (the one convention)
         shown.source_tokens,
         _("Step {step} (exact match {em}): cross-attention, layer {layer}, {which}").format(
             step=step, em=em, layer=layer, which=which
         ),
-        query_label=_("decoder input"),
         key_label=_("source"),
         gold=pairs,
         max_height=max_height,
@@ -210,6 +212,8 @@ right.caption(
 )
 if captures is None and damaged is None:
     right.caption(_("These snapshots are large: only the one shown is run, so this input has no curve here."))
+with left:
+    explain("decoder_rows")  # rows: the tokens written, as on every page
 
 left, right = st.columns(2)
 left.download_button(
@@ -232,6 +236,8 @@ right.download_button(
         },  # (N, L, H, T, S)
         source_tokens=shown.source_tokens,
         target_tokens=shown.target_tokens,
+        # row j of cross writes written_tokens[j], read from target_tokens[j] (the last row: the shown snapshot's next token)
+        written_tokens=shown.written_tokens,
     ),
     file_name="snapshots_cross.npz",
     mime="application/octet-stream",

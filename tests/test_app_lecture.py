@@ -49,8 +49,10 @@ def test_lecture_pack_inputs_come_from_the_link_and_go_back_to_it(ckpt):
     assert len(at.text_area(key="pack_inputs").value) == MAX_INPUTS * (MAX_CHARS + 1) and not at.exception
 
 
+from ui.explain import TEXTS  # noqa: E402  (the titles by their catalog keys)
+
 EXPLAINED = {
-    "attention": {"How to read an attention map", "Rows of the decoder: inputs, not outputs", "<s>, </s>, <unk>"},
+    "attention": {"How to read an attention map", TEXTS["decoder_rows"][0], "<s>, </s>, <unk>"},
     "positional": {"The formula"},
     "decoding": {"Greedy decoding", "<s>, </s>, <unk>"},
     "model": {"Post-LN and pre-LN", "Heads and d_k"},

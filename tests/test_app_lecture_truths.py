@@ -1,8 +1,9 @@
 """Issue 21, headless (AppTest): what the lecture hall found untrue or unclear.
 
 - After a decoding step is overridden, the candidate box shows the candidate now taken, and its bar is outlined.
-- The gold alignment's hover names the output token (not the decoder input that writes it), and a capitalised input
-  to a model that lower-cases gets the same circles.
+- The gold alignment's hover names the output token, on rows that are the output tokens written (issue 34: the
+  decoder input that wrote each in the row's hover), and a capitalised input to a model that lower-cases gets the same
+  circles.
 - A link naming a model the app does not know says so; a demo's bare name opens that demo, and says so.
 - fr_en: a sentence typed with its full stop reads its last word; known words outside the task's patterns get a hint.
 """
@@ -52,10 +53,11 @@ def test_gold_hover_names_the_output_token_and_capitals_get_the_same_circles():
     lower = open_page("attention", "demo:fr_en", text="je suis étudiant", att_kind="cross", att_view="one")
     gold = _gold(lower)
     assert "output token %{customdata}" in gold["hovertemplate"] and "query" not in gold["hovertemplate"]
-    rows = gold["y"]  # decoder inputs: "0: <s>", "1: i", ...
-    assert rows[0].endswith("&lt;s&gt;") or rows[0].endswith("<s>")
-    assert gold["customdata"][0] == "0: i"  # the row of <s> writes "i": the hover names "i", not "<s>"
+    rows = gold["y"]  # the rows written: "0: <s> → i", "1: i → am", ...
+    assert rows[0] == "0: &lt;s&gt; → i"  # the row that writes "i", read from <s>
+    assert gold["customdata"][0] == "0: i"  # the hover names the output "i", not the input "<s>"
     assert [c.split(": ", 1)[1] for c in gold["customdata"]] == "i am a student".split()[: len(rows)]
+    assert [r.split(" → ", 1)[1] for r in rows] == [c.split(": ", 1)[1] for c in gold["customdata"]]
     upper = open_page("attention", "demo:fr_en", text="Je suis étudiant", att_kind="cross", att_view="one")
     assert _gold(upper)["x"] == gold["x"] and _gold(upper)["y"] == rows  # the same circles
 

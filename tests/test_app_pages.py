@@ -35,7 +35,9 @@ def test_attention_axes_are_the_tokens(ckpt):
     at = open_page("attention", ckpt, text="cafe", target="bead")
     one = charts(at)[0]
     assert one["layout"]["xaxis"]["ticktext"] == display_tokens(list("cafe") + ["</s>"])
-    assert one["layout"]["yaxis"]["ticktext"] == ["&lt;s&gt;", "b", "e", "a", "d"]
+    # rows: the tokens written (issue 34), the target's, then the model's own next token; the hover names the input
+    assert one["layout"]["yaxis"]["ticktext"][:4] == ["b", "e", "a", "d"] and len(one["data"][0]["y"]) == 5
+    assert one["data"][0]["y"][:2] == ["0: &lt;s&gt; → b", "1: b → e"]
     assert one["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2, average of heads"
     at.segmented_control(key="att_view").set_value("grid").run()
     (grid,) = charts(at)

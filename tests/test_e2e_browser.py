@@ -337,10 +337,10 @@ def test_inside_attention_page(watch, server, letters):
     keys = [f"{i}: {t}" for i, t in enumerate(source_ticks("cafe"))]
     wait_ticks(watch, None, ["q: <s>"], plot="Query and keys")  # the query (axis y) above every source key (y2)
     assert ticks(page, "y2", "Query and keys") == keys
-    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
+    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s> → b")
 
     choose(page, "Head", "head 1")
-    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 1, query 0: <s>")
+    wait_title(watch, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 1, query 0: <s> → b")
     wait_idle(page)
     assert "in_head=1" in page.url
     arrays = np.load(io.BytesIO(download(page, "Download Q, K, V of every layer and head (.npz)")))

@@ -285,12 +285,12 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
         maker.goto(
             server.url("inside", model=model, text="abcdefgh", target="hgfe", in_layer="0", in_head="0", in_query="0")
         )  # the page's own default is its most spread-out row (default_focus)
-        wait_title(maker, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s>")
+        wait_title(maker, "Query and keys: Cross-attention (decoder → encoder), layer 0, head 0, query 0: <s> → h")
         page.get_by_text("Decoder self (causal)", exact=True).click()  # one row of controls, as on the attention page
         wait_url(maker, "in_kind=decoder_self")
         choose(page, "Layer", "layer 1")
         choose(page, "Head", "head 2")
-        choose(page, "Query token", "2: g")
+        choose(page, "Query token", "2: g → f")  # row 2 reads "g" and writes "f" (issue 34)
         wait_url(maker, "in_layer=1", "in_head=2", "in_query=2")
         choose(page, "Key for the elementwise products", "1: h")
         page.get_by_text("Compare: without 1/√d_k", exact=True).click()
@@ -299,7 +299,7 @@ def test_inside_attention_and_lecture_pack_views_are_in_the_link(browser, server
         length.fill("256")
         length.press("Enter")
         wait_url(maker, "in_len=256")
-        wait_title(maker, "Query and keys: Decoder self-attention (causal), layer 1, head 2, query 2: g")
+        wait_title(maker, "Query and keys: Decoder self-attention (causal), layer 1, head 2, query 2: g → f")
         shown = round_trip(browser, server, maker)
         from model.analysis.inside import attention_cost
         from viz.inside_figs import format_count

@@ -124,7 +124,12 @@ def test_chinese_y_axis_titles_stand_upright(server, projector):
                    const r = t.getBoundingClientRect(), s = getComputedStyle(t);
                    return {text: t.textContent, mode: s.writingMode, transform: s.transform, w: r.width, h: r.height}; }"""
     )
-    assert "解码器" in title["text"] and title["mode"] == "vertical-rl" and title["transform"] == "none", title
+    from i18n import _, language_scope
+    from viz.tokens import ROW_TITLES
+
+    with language_scope("zh"):
+        written = _(ROW_TITLES["written"])  # the rows of cross-attention: the tokens written (issue 34)
+    assert title["text"] == written and title["mode"] == "vertical-rl" and title["transform"] == "none", title
     assert title["h"] > 3 * title["w"], title  # a column of upright characters
 
 

@@ -82,6 +82,24 @@ def test_the_layer_and_head_selectors_change_the_map(opened):
     assert hover[2][1] == f"query 2: {tokens[2]}<br>key 1: {tokens[1]}" and len(hover) == len(tokens)
 
 
+def test_a_decoder_row_is_labelled_with_the_token_it_writes(opened):
+    """Issue 34: rows are the output tokens written (the decoder input shifted by one), the hover naming the input."""
+    page, records, *_ = opened
+    cap = records.inputs[0].capture
+    written = [*cap.target_tokens[1:], cap.predicted_tokens[-1]]  # a finished output: its last row writes </s>
+    box = page.locator('.attention[data-ref="0/cross"]')
+    box.scroll_into_view_if_needed()
+    main = '.attention[data-ref="0/cross"] .main'
+    page.wait_for_function(f"(d => d && d.data)(document.querySelector('{main}'))", timeout=30_000)
+    chart = page.evaluate(f"(d => ({{y: d.data[0].y, ticks: d.layout.yaxis.ticktext, cells: d.data[0].customdata}}))"
+                          f"(document.querySelector('{main}'))")  # fmt: skip
+    hover = [f"{display_token(i, 40)} → {display_token(w, 40)}" for i, w in zip(cap.target_tokens, written)]
+    assert chart["y"] == [f"{j}: {h}" for j, h in enumerate(hover)]
+    assert chart["ticks"] == [display_token(w) for w in written]
+    key = display_token(cap.source_tokens[0], 40)
+    assert [row[0] for row in chart["cells"]] == [f"query {j}: {h}<br>key 0: {key}" for j, h in enumerate(hover)]
+
+
 def test_the_step_slider_changes_the_shown_step(opened):
     page, records, requests, blocked, errors = opened
     trace = records.inputs[0].trace

@@ -26,6 +26,7 @@ from tasks.cards import grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 from viz.lecture_pack import lecture_pack_html
+from viz.tokens import display_token
 
 TOL = 1e-4
 EXTRA = {  # the drift issue 33 found: "noir." read as one <unk> in the pack; "le chat noir mange": the app's "a guess"
@@ -63,6 +64,11 @@ def typed(page, text: str, n: int) -> dict:
     page.wait_for_function("n => document.getElementById('live').dataset.drawn === String(n)", arg=n, timeout=120_000)
     page.evaluate("PackViews.flush(document.getElementById('live-views')).then(() => true)")  # off-screen charts too
     return page.evaluate("window.packResult()")
+
+
+def _hover(token: str) -> str:
+    """A token as the pack's hover shows it (viz/tokens.hover_token): whitespace made visible, escaped, a space named."""
+    return _("space") if token == " " else display_token(token, 40)
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +135,13 @@ def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | No
         )
         assert len(main["x"]) == len(trace.source_tokens)
         np.testing.assert_allclose(np.array(main["z"]), cap.encoder_self[-1].mean(axis=0), atol=TOL, rtol=0)
+        # issue 34: a decoder row is labelled with the token it writes (the input shifted by one, the last row the
+        # model's own next token), its hover naming the decoder input that wrote it
+        written = [*cap.target_tokens[1:], tok.target.decode([int(np.argmax(cap.log_probs[-1]))])[0]]
+        labels = page.evaluate(
+            "document.querySelector('#live-views .attention[data-ref=\"live/cross\"] .main').data[0].y"
+        )
+        assert labels == [f"{j}: {_hover(i)} → {_hover(w)}" for j, (i, w) in enumerate(zip(cap.target_tokens, written))]
         rows = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
         np.testing.assert_allclose(np.array(rows), trace.steps[0].cross.reshape(-1, len(trace.source_tokens)), atol=TOL)
         charts = page.evaluate(

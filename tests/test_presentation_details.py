@@ -3,10 +3,12 @@ the card's machine line, and the positional figures' titles and shading that sai
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
-from i18n import language_scope
+from i18n import _, language_scope
 from model.network import pe_kinds
 from tasks.cards import machine_text
 from tests.apptest_helpers import open_page
@@ -109,13 +111,13 @@ def test_a_chinese_page_draws_its_y_titles_without_parentheses(ckpt):
     from tests.apptest_helpers import charts
 
     with language_scope("zh"):
-        at = open_page("attention", ckpt, text="cafe", lang="zh")
+        at = open_page("attention", ckpt, text="cafe", lang="zh", att_kind="encoder_self")
     titles = [c["layout"]["yaxis"]["title"]["text"] for c in charts(at) if c["layout"].get("yaxis", {}).get("title")]
     assert titles and all("（" not in t for t in titles), titles
-    assert any(" · " in t for t in titles)  # "解码器输入词元（发出关注）" as drawn in a column
+    assert any(" · " in t for t in titles)  # "源词元（不写出词元）" as drawn in a column
 
 
-def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent():
+def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent(tmp_path):
     from tasks.cards import label_smoothing_note
 
     note = label_smoothing_note({"recipe": {"label_smoothing": 0.1}})
@@ -125,22 +127,49 @@ def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent():
     from model.checkpoints.demos import CHECKPOINTS
 
     if (CHECKPOINTS / "reverse").is_dir():
-        at = open_page("decoding", "demo:reverse", text="abc")
+        import json
+
         from harness.apptest import shown
 
-        assert any("label smoothing 0.1 " in shown(c.value) for c in at.caption), [c.value for c in at.caption]
+        # the value from the checkpoint's own card, read here; the sentence by its catalog key
+        eps = json.loads((CHECKPOINTS / "reverse" / "card.json").read_text())["recipe"]["label_smoothing"]
+        line = note.template.format(top=f"{1 - eps:.0%}", eps=f"{eps:g}")
+        at = open_page("decoding", "demo:reverse", text="abc")
+        assert line in [shown(c.value) for c in at.caption], [c.value for c in at.caption]
+    # any checkpoint whose card records label smoothing, whatever its name: 0.25 -> "about 75%"
+    smoothed = letters_checkpoint(tmp_path, card={"examples": ["cafe"], "recipe": {"label_smoothing": 0.25}})
+    at = open_page("decoding", f"path:{smoothed}", text="cafe")
+    from harness.apptest import shown
+
+    assert note.template.format(top="75%", eps="0.25") in [shown(c.value) for c in at.caption]
+    at = open_page("decoding", f"path:{letters_checkpoint(tmp_path / 'plain')}", text="cafe")  # no smoothing recorded
+    assert not any(shown(c.value).startswith(note.template.split("{")[0]) for c in at.caption)
 
 
 def test_training_without_snapshots_links_the_demo_that_has_them():
     from model.checkpoints.demos import CHECKPOINTS
 
-    if not (CHECKPOINTS / "translate" / "snapshots").is_dir():
-        pytest.skip("the translate demo's snapshots are not shipped here")
-    at = open_page("training", "demo:reverse", present="1", lang="zh")
+    having = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "snapshots").is_dir()) if CHECKPOINTS.is_dir() else []
+    if not having:
+        pytest.skip("no shipped demo has snapshots here")
+    with language_scope("zh"):
+        at = open_page("training", "demo:reverse", present="1", lang="zh")
+        label = _("Open the {name} demo here").format(name=having[0])
     links = [m.value for m in at.markdown if "](training?" in m.value]
-    assert links == ["[在这里打开 translate 演示模型](training?present=1&lang=zh&model=demo%3Atranslate)"], links
-    at = open_page("training", "demo:translate")
+    assert links == [f"[{label}](training?present=1&lang=zh&model=demo%3A{having[0]})"], links
+    at = open_page("training", f"demo:{having[0]}")
     assert charts_of(at) and charts_of(at)[0]["layout"]["title"]["text"].startswith("Step 0 ")  # from the start
+
+
+def _array(z):
+    """A plotly JSON array (a typed array {"dtype", "bdata", "shape"}, or nested lists) as numpy."""
+    if isinstance(z, dict):
+        import base64
+
+        shape = [int(n) for n in str(z.get("shape", "")).split(",") if n.strip()]
+        a = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return a.reshape(shape) if shape else a
+    return np.asarray(z, dtype=float)
 
 
 def charts_of(at):
@@ -172,12 +201,34 @@ def test_where_attention_misses_the_gold_link_the_page_says_so_and_links_attribu
 
     if not (CHECKPOINTS / "fr_en").is_dir():
         pytest.skip("the fr_en demo is not shipped here")
-    at = open_page("attention", "demo:fr_en", text="je suis étudiant", present="1")
+    at = open_page("attention", "demo:fr_en", text="je suis étudiant", present="1", att_layer="1", att_head="average")
     (line,) = [c.value for c in at.caption if "](attribution?" in c.value]
     from urllib.parse import parse_qs
 
-    link = parse_qs(line[line.index("](attribution?") + 14 : line.rindex(")")])
+    from harness.apptest import shown
+    from ui.explain import ATTRIBUTION_LINK, DISAGREEMENT
+
+    target = line[line.index("](attribution?") + 2 : line.rindex(")")]
+    link = parse_qs(target.split("?", 1)[1])
     assert link["model"] == ["demo:fr_en"] and link["text"] == ["je suis étudiant"] and link["present"] == ["1"]
-    assert link["attr_tok"] == ["0"]  # "i": its row peaks on "suis", the gold link is "je" (the worked example)
+    # the rows where the map's peak misses the gold link, recomputed here from the chart the page drew
+    heat, gold = charts_of(at)[0]["data"][:2]
+    z = _array(heat["z"])
+    index = {label: i for i, label in enumerate(heat["y"])}
+    keys = {label: i for i, label in enumerate(heat["x"])}
+    golds: dict[int, set[int]] = {}
+    for x, y in zip(gold["x"], gold["y"]):
+        golds.setdefault(index[y], set()).add(keys[x])
+    odd = [r for r in sorted(golds) if int(np.argmax(z[r])) not in golds[r]]
+    assert odd and link["attr_tok"] == [str(odd[0])]  # the first such output token's Attribution view
+    row = odd[0]
+    written = html.unescape(heat["y"][row].split(" → ", 1)[1])  # the row's label: the token it writes
+    source = [html.unescape(x.split(": ", 1)[1]) for x in heat["x"]]
+    expected = _(DISAGREEMENT).format(
+        n=len(odd), m=len(golds), out=written, peak=source[int(np.argmax(z[row]))],
+        gold=" ".join(source[g] for g in sorted(golds[row])), link=f"[{_(ATTRIBUTION_LINK)}]({target})",
+    )  # fmt: skip
+    assert shown(line) == shown(expected)
+    assert (written, source[int(np.argmax(z[row]))]) == ("i", "suis")  # the worked example: "i" peaks on "suis"
     at = open_page("attention", "demo:fr_en", text="je suis étudiant", att_layer="0")
     assert not at.exception

@@ -19,8 +19,12 @@ from ui.safe_text import code, esc, md
 from ui.url_state import Key, Keys
 from viz import attention_figs
 from viz import decoding_figs as figs
-from viz.tokens import plain_token
+from viz.tokens import output_rows, plain_token
 
+# the one row convention (viz/tokens.Rows), said once under the alignment
+ROWS_NOTE = N_(
+    "A row is the token the decoder **wrote**, on every page; hover over it for the decoder input that wrote it."
+)
 URL = Keys(
     # Forced choices (the user picked another candidate) and the step shown belong to one model and input.
     Key(
@@ -168,10 +172,9 @@ def _alignment(session, trace) -> None:
     show(
         attention_figs.attention_heatmap(
             attention_figs.head_average(alignment[layer]),
-            trace.output_tokens,
+            output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),  # the hover: the input that wrote each
             trace.source_tokens,
             _("Output tokens (rows) against source tokens (columns), layer {layer}").format(layer=layer),
-            query_label=N_("output"),
             key_label=N_("source"),
             gold=gold_alignment(session.card, session.check.text, trace.text),
             max_height=max_height,
@@ -186,10 +189,7 @@ def _alignment(session, trace) -> None:
             output=esc(trace.text) or "∅", stop="</s>" if trace.stop_reason == "eos" else _("the length limit")
         )
         + " "
-        + _(
-            "Rows here are the tokens the decoder **wrote** (outputs). On the Attention page the decoder's rows are its "
-            "**inputs**, `<s>` then these tokens: the row that wrote a token is the one before it there."
-        )
+        + _(ROWS_NOTE)
     )
 
 

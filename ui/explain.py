@@ -29,11 +29,13 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "decoder_rows": (
-        N_("Rows of the decoder: inputs, not outputs"),
+        N_("Rows of the decoder: the tokens written"),
         N_(
-            "Here the decoder's rows are its **inputs**: `<s>` then the output so far (teacher forcing). Row t is "
-            "the position that *predicts* output token t+1. The decoding page labels each step with the token it "
-            "wrote instead."
+            "On every page, in the lecture pack and in the downloads, a decoder row is labelled with the token it "
+            "**writes**. Row j reads decoder input j (`<s>` then the output so far) and writes the next token: the "
+            "row labelled “la” is the position whose input is `<s>`. Hover over a row for the input that wrote it "
+            "(`<s> → la`); the last row writes the model's own next token (`</s>` once it is done). Encoder rows "
+            "are the source tokens: an encoder writes nothing."
         ),
         (),
     ),
@@ -125,24 +127,27 @@ def explain_row(*names: str | Text) -> None:
             explain(name)
 
 
+# The worked example's puzzle in one line (issue 34), and its link's words: marked here, translated where shown.
+DISAGREEMENT = N_(
+    "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
+    "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "
+    "depends on; {link}."
+)
+ATTRIBUTION_LINK = N_("the Attribution page tests which source tokens it depends on")
+
+
 def explain_disagreement(odd: list, rows: int, outputs: list, sources: list, session) -> None:
     """One line under an attention map whose peaks miss the gold alignment on some rows (tasks.gold.disagreements),
     with a link to the Attribution page for the first such output token (model, input, language and mode kept)."""
-    from urllib.parse import urlencode
-
     from ui.safe_text import esc
+    from ui.url_state import page_link
     from viz.tokens import plain_token
 
     row, peak, golds = odd[0]
-    kept = {k: v for k, v in st.query_params.to_dict().items() if k in ("model", "text", "lang", "present")}
-    link = "attribution?" + urlencode({**kept, "attr_tok": row})
-    label = _("the Attribution page tests which source tokens it depends on")
+    link = page_link("attribution", attr_tok=row)  # the same model, input, language and mode; that output token
+    label = _(ATTRIBUTION_LINK)
     st.caption(
-        _(
-            "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
-            "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "
-            "depends on; {link}."
-        ).format(
+        _(DISAGREEMENT).format(
             n=len(odd),
             m=rows,
             out=esc(plain_token(outputs[row])),

@@ -21,6 +21,7 @@ from ui.session import Session
 from ui.url_state import Key, Keys, write_url
 from ui.workers import WorkerStopped
 from viz import attention_figs
+from viz.tokens import output_rows
 
 # the intervention kinds of the "positions" slot (model/interventions/), their titles and sentences theirs
 KINDS = {k.positional: k for k in INTERVENTION_KINDS.values() if k.slot == "positions"}
@@ -74,8 +75,8 @@ def _cross(trace, title: str, width: int):
     if not trace.steps:
         return None
     return attention_figs.attention_heatmap(
-        attention_figs.head_average(alignment[-1]), trace.output_tokens, trace.source_tokens, title,
-        query_label=_("output"), key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
+        attention_figs.head_average(alignment[-1]), output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),
+        trace.source_tokens, title, key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
         tick_px=chart_text_px(), snug=True,
     )  # fmt: skip
 

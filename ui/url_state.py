@@ -173,6 +173,22 @@ class Keys:
         write_url(**{name: self.keys[name].text(v) for name, v in values.items()})
 
 
+KEPT = ("model", "text", "lang", "present")  # what a link to another page carries over from this one
+
+
+def page_link(page: str, keep: Sequence[str] = KEPT, **params: Any) -> str:
+    """A relative link to another page of the app (a url_path of ui/navigation.PAGES) that keeps this view's `keep`
+    keys (model, input, language, presentation mode) and sets `params` (None leaves a key out), URL-encoded."""
+    from urllib.parse import urlencode
+
+    from ui.navigation import PAGES
+
+    if page not in PAGES:
+        raise ValueError(f"no page {page!r}")
+    kept = {k: v for k, v in st.query_params.to_dict().items() if k in keep}
+    return f"{page}?" + urlencode({**kept, **{k: v for k, v in params.items() if v is not None}})
+
+
 def follow(model: str, text: str) -> None:
     """The sidebar's model and input of this run: keys declared resets="model" / "input" are dropped (session
     state and URL) when theirs changed since the last run. The first run keeps everything (it may come from a

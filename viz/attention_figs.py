@@ -1,7 +1,9 @@
 """Attention heatmaps: one head, all heads of a layer, every layer x head, and the head average.
 
-Rows are query tokens (top to bottom), columns are key tokens. Axes are categorical with one label
-"i: token" per position (so repeated tokens never merge), shown as the plain token in the tick text.
+Rows are query positions (top to bottom), columns are key tokens. Axes are categorical with one label
+"i: token" per position (so repeated tokens never merge), shown as the plain token in the tick text. Decoder rows
+follow the app's one row convention (viz/tokens.Rows): labelled with the token each writes, the hover naming the
+decoder input that wrote it ("i: <s> → la"); builders take a Rows or a plain list of query tokens.
 Masked cells (the causal mask of decoder self-attention) are drawn as grey, not as zero weight.
 
 Built for size (issue 11): weights go to the browser as one float32 typed array per heatmap, every
@@ -27,7 +29,9 @@ from .tokens import (
     TEXT_COLOR,
     TICK_COLOR,
     TICK_PX,
+    Rows,
     Ticks,
+    as_rows,
     hover_token,
     label_px,
     plain_token,
@@ -211,12 +215,12 @@ def _legend_marks(
     q_labels: Sequence[str],
     k_labels: Sequence[str],
     cell: float,
-    gold_outputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
 ) -> list[go.Scatter]:
     """Legend entries for what the colour scale does not explain: masked cells, and gold-alignment markers.
 
-    gold_outputs: the output tokens the gold pairs' target indices name (their hover says which output token comes
-    from which source token); None: the rows are the output tokens themselves."""
+    outputs: the output tokens the gold pairs' target indices name, one per row (their hover says which output token
+    comes from which source token); None: the row labels."""
     marks = []
     if mask is not None and mask.any():
         r, c = np.argwhere(mask)[0]  # drawn on a masked cell, in its own grey: only the legend entry shows
@@ -232,7 +236,7 @@ def _legend_marks(
         )
     if gold:
         pairs = [(s, t) for s, t in gold if 0 <= t < len(q_labels) and 0 <= s < len(k_labels)]
-        outputs = token_labels(gold_outputs) if gold_outputs is not None else list(q_labels)
+        outputs = token_labels(outputs) if outputs is not None else list(q_labels)
         marks.append(
             go.Scatter(
                 x=[k_labels[s] for s, _ in pairs],
@@ -265,7 +269,7 @@ def snug_width(geo: Geometry, query_tokens: Sequence[str], nk: int, tick_px: int
 
 def attention_heatmap(
     weights: np.ndarray,
-    query_tokens: Sequence[str],
+    query_tokens: Rows | Sequence[str],
     key_tokens: Sequence[str],
     title: str = "",
     mask: np.ndarray | None = None,
@@ -275,30 +279,33 @@ def attention_heatmap(
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
-    gold_outputs: Sequence[str] | None = None,
     snug: bool = False,
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
-    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment); gold_outputs:
-    the output tokens those query indices name, when the rows are decoder inputs (see _legend_marks).
-    query_label, key_label: what the rows and columns are ("source", "decoder input"), translated here.
+    query_tokens: the rows, a Rows (viz/tokens.capture_rows: the tokens written, or the source tokens; its own axis
+    title) or a plain list of query tokens (titled from query_label).
+    gold: (key index, query index) pairs drawn as open circles over the cells (a demo's gold alignment), query index
+    j being the row that writes output token j.
+    query_label, key_label: what the rows and columns are ("source", "output"), translated here.
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
     snug: the figure as wide as its plot, labels and colour bar (layout.width), so that the colour bar sits beside
     the map rather than at the far edge of a wide window (a page shows it at that width).
     """
+    rows = as_rows(query_tokens)
+    query_tokens = rows.tokens
     _check(weights, query_tokens, key_tokens, 2)
     if mask is not None and mask.shape != weights.shape:
         raise ValueError(f"mask shape {mask.shape} differs from weights shape {weights.shape}")
-    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
+    q_labels, k_labels = rows.labels(), token_labels(key_tokens)
     legend = (mask is not None and bool(mask.any())) or bool(gold)
     geo = heatmap_geometry(
         query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px
     )
-    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell, gold_outputs)
+    marks = _legend_marks(mask, gold, q_labels, k_labels, geo.cell, query_tokens if rows.inputs else None)
     layout = _token_axes(geo, len(query_tokens), len(key_tokens))
     layout["xaxis"]["title"]["text"] = _("{side} tokens (attended to)").format(side=_(key_label))
-    layout["yaxis"]["title"]["text"] = _("{side} tokens (attending)").format(side=_(query_label))
+    layout["yaxis"]["title"]["text"] = rows.title() or _("{side} tokens (attending)").format(side=_(query_label))
     layout.update(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
         height=geo.height,
@@ -321,7 +328,7 @@ def attention_heatmap(
 
 def head_grid(
     weights: np.ndarray,
-    query_tokens: Sequence[str],
+    query_tokens: Rows | Sequence[str],
     key_tokens: Sequence[str],
     title: str = "",
     mask: np.ndarray | None = None,
@@ -334,7 +341,10 @@ def head_grid(
 
     Tick labels only where they cannot run into a neighbour: token labels on the left column's y axes and
     the bottom row's x axes (the panels share both axes), every n-th when cells are small.
+    query_tokens: the rows, as attention_heatmap takes them (a Rows or a plain list).
     """
+    rows_of = as_rows(query_tokens)
+    query_tokens = rows_of.tokens
     _check(weights, query_tokens, key_tokens, 3)
     n_heads = weights.shape[0]
     gap = 34  # px between panels: room for a panel's title
@@ -367,7 +377,7 @@ def head_grid(
         shared_x=True,
         shared_y=True,
     )
-    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
+    q_labels, k_labels = rows_of.labels(), token_labels(key_tokens)
     traces = [
         _heatmap_trace(weights[h], q_labels, k_labels, mask, what=_("head {h}").format(h=h) + "<br>")
         for h in range(n_heads)

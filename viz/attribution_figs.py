@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention_figs import token_labels
-from .tokens import TEXT_COLOR, display_token, label_px, plain_token, readable, wrap_px
+from .tokens import TEXT_COLOR, Rows, as_rows, display_token, label_px, plain_token, readable, wrap_px
 
 POSITIVE, NEGATIVE = "#1f77b4", "#d62728"
 TYPICAL_WIDTH_PX = 1100  # the width titles are wrapped for when the caller names none (the page names its own)
@@ -77,7 +77,7 @@ def source_bars(
 
 def score_matrix(
     scores: np.ndarray,
-    output_tokens: Sequence[str],
+    output_tokens: Rows | Sequence[str],
     source_tokens: Sequence[str],
     title: str = "",
     output_label: str = "output",
@@ -88,14 +88,18 @@ def score_matrix(
 ) -> go.Figure:
     """(T, S) scores as a heatmap, rows the output tokens, columns the source tokens; `chosen` row outlined.
 
-    Non-negative scores: Blues from 0; signed scores: a red-white-blue scale centred on 0."""
+    Non-negative scores: Blues from 0; signed scores: a red-white-blue scale centred on 0. output_tokens: the rows, a
+    Rows (viz/tokens.written_rows: the hover names the decoder input that wrote each) or a plain list.
+    """
+    rows_of = as_rows(output_tokens)
+    output_tokens = rows_of.tokens
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (len(output_tokens), len(source_tokens)):
         raise ValueError(
             f"scores {scores.shape} do not fit {len(output_tokens)} output x {len(source_tokens)} source tokens"
         )
     signed = bool((scores < 0).any())
-    rows, cols = token_labels(output_tokens), token_labels(source_tokens)
+    rows, cols = rows_of.labels(), token_labels(source_tokens)
     bound = float(np.abs(scores).max()) or 1.0
     heat = go.Heatmap(
         z=scores.astype(np.float32), x=np.arange(len(cols)), y=np.arange(len(rows)),

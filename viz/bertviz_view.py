@@ -114,6 +114,7 @@ def head_view_html(
     only_layer: bool = False,
     menus: bool = True,
     fill: bool = False,
+    written: Sequence[str] | None = None,
 ) -> str:
     """bertviz's head view (tokens left and right, one line per weight) as a full HTML document.
 
@@ -130,9 +131,12 @@ def head_view_html(
     controls choose the layer and the kind: two sets of menus would disagree, and only the host's are in its link.
     fill: the drawing grows (at most 2.5x) until it fills its frame's width or height (presentation mode); without
     it, it only shrinks to fit the frame's width.
+    written: the token each decoder row writes (Capture.written_tokens, the app's row convention), shown on the
+    left of Decoder and Cross instead of the decoder inputs (which stay the keys on the right); None: the inputs.
     Raises ValueError naming the mismatch when shapes and token counts disagree.
     """
     arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
+    rows = _written(written, target)
     decimals = _decimals(decimals)
     n_layers, n_heads = max(a.shape[0] for a in arrays), arrays[0].shape[1]
     if layer is not None:
@@ -145,7 +149,7 @@ def head_view_html(
         padded = [a[layers[0] : layers[0] + 1] for a in padded]  # (1, H, Q, K)
     vis_id = _vis_id()
     params = _params_json(
-        _attention_entries(padded, source, target, decimals),
+        _attention_entries(padded, source, target, decimals, rows),
         default_filter=_kind_filter(kind),
         root_div_id=vis_id,
         layer=layer,
@@ -170,14 +174,16 @@ def model_view_html(
     kind: str = "Encoder",
     menus: bool = True,
     fill: bool = False,
+    written: Sequence[str] | None = None,
 ) -> str:
     """bertviz's model view (a thumbnail per layer and head, light theme) as a full HTML document.
 
-    Arrays and tokens as in `head_view_html`. The model view has no "current" layer or heads, so
+    Arrays, tokens and `written` as in `head_view_html`. The model view has no "current" layer or heads, so
     layer=k shows only layer k (every stack must have it) and heads=[...] only those heads
     (bertviz's include_layers / include_heads); both also make the page smaller.
     """
     arrays, source, target = _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens)
+    rows = _written(written, target)
     decimals = _decimals(decimals)
     n_layers, n_heads = max(a.shape[0] for a in arrays), arrays[0].shape[1]
     if layer is None:
@@ -193,7 +199,7 @@ def model_view_html(
     chosen = [a[:, include_heads] for a in chosen]  # (layers shown, heads shown, Q, K)
     vis_id = _vis_id()
     params = _params_json(
-        _attention_entries(chosen, source, target, decimals),
+        _attention_entries(chosen, source, target, decimals, rows),
         default_filter=_kind_filter(kind),
         display_mode="light",
         root_div_id=vis_id,
@@ -256,6 +262,16 @@ def _validated(encoder_self, decoder_self, cross, source_tokens, target_tokens):
     return arrays, source, target
 
 
+def _written(written, target: list[str]) -> list[str]:
+    """The decoder rows' labels: `written` checked against the decoder inputs' count, or the inputs themselves."""
+    if written is None:
+        return target
+    rows = _tokens(written, "written")
+    if len(rows) != len(target):
+        raise ValueError(f"written has {len(rows)} tokens but there are {len(target)} decoder inputs")
+    return rows
+
+
 def _tokens(tokens, name: str) -> list[str]:
     if isinstance(tokens, (str, bytes)):
         raise ValueError(f"{name} must be a list of token strings, not one string")
@@ -307,10 +323,11 @@ def prettify(tokens: Sequence[str]) -> list[str]:
 _PRETTY = str.maketrans({"Ġ": " ", "▁": " "})
 
 
-def _attention_entries(arrays, source: list[str], target: list[str], decimals: int) -> str:
-    """The JSON list bertviz's encoder-decoder views take: Encoder, Decoder, Cross (left = queries)."""
-    src, tgt = prettify(source), prettify(target)
-    sides = ((src, src), (tgt, tgt), (tgt, src))
+def _attention_entries(arrays, source: list[str], target: list[str], decimals: int, rows: list[str]) -> str:
+    """The JSON list bertviz's encoder-decoder views take: Encoder, Decoder, Cross (left = queries, labelled `rows`:
+    the tokens the decoder's rows write)."""
+    src, tgt, out = prettify(source), prettify(target), prettify(rows)
+    sides = ((src, src), (out, tgt), (out, src))
     entries = [
         "{"
         f'"name":{_json(name)},"attn":{weights_json(a, decimals)},'

@@ -27,7 +27,7 @@ from .attention_figs import (
     heatmap_geometry,
     token_labels,
 )
-from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, plain_token, readable
+from .tokens import CHAR_PX, TEXT_COLOR, TICK_COLOR, TICK_PX, Rows, as_rows, plain_token, readable
 
 DIFF_COLORSCALE = "RdBu"  # low (B > A) red, high (A > B) blue
 COLORBAR_PX = 80  # room for a colour bar and its ticks
@@ -43,7 +43,7 @@ def diff_bound(diff: np.ndarray, floor: float = 0.05) -> float:
 def compare_heatmaps(
     a: np.ndarray,
     b: np.ndarray,
-    query_tokens: Sequence[str],
+    query_tokens: Rows | Sequence[str],
     key_tokens: Sequence[str],
     names: tuple[str, str] = ("A", "B"),
     title: str = "",
@@ -55,8 +55,10 @@ def compare_heatmaps(
     """Two (Tq, Tk) attention maps of the same tokens and their difference A - B, side by side.
 
     names: what the panels call the two models. Masked cells (mask True, e.g. the causal mask) are grey in
-    all three panels.
+    all three panels. query_tokens: the rows, as attention_heatmap takes them (a Rows or a plain list).
     """
+    rows = as_rows(query_tokens)
+    query_tokens = rows.tokens
     _check(a, query_tokens, key_tokens, 2)
     _check(b, query_tokens, key_tokens, 2)
     diff = np.asarray(a, dtype=np.float32) - np.asarray(b, dtype=np.float32)  # (Tq, Tk)
@@ -72,7 +74,7 @@ def compare_heatmaps(
         horizontal_spacing=0.02,
         subplot_titles=[names[0], names[1], _("{a} − {b}").format(a=names[0], b=names[1])],
     )
-    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
+    q_labels, k_labels = rows.labels(), token_labels(key_tokens)
     fig.add_trace(_heatmap_trace(a, q_labels, k_labels, mask, what=f"{names[0]}<br>"), row=1, col=1)
     fig.add_trace(_heatmap_trace(b, q_labels, k_labels, mask, what=f"{names[1]}<br>"), row=1, col=2)
     fig.add_trace(
@@ -92,7 +94,7 @@ def compare_heatmaps(
     for annotation, (_lo, hi) in zip(fig.layout.annotations, domains):  # the panels' titles over their maps' right
         annotation.update(x=hi, xanchor="right")
     fig.update_xaxes(title_text=_("key tokens (attended to)"))
-    fig.update_yaxes(title_text=_("query tokens (attending)"), row=1, col=1)
+    fig.update_yaxes(title_text=rows.title() or _("query tokens (attending)"), row=1, col=1)
     weights_axis = _coloraxis()
     weights_axis["colorbar"].update(x=domains[1][1] + 0.005, xanchor="left", len=0.9, y=0.45)
     fig.update_layout(

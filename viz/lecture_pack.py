@@ -34,7 +34,7 @@ from i18n import _, language
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
 from .lecture_pack_live import live_html, live_scripts, live_words
-from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, display_tokens, plain_token
+from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -69,16 +69,18 @@ class _Figures:
         return fid
 
 
-def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, query_tokens, key_tokens) -> dict:
-    """One kind of attention of one input: templates for the chosen map and the overview, and the weights."""
+def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows: Rows, key_tokens) -> dict:
+    """One kind of attention of one input: templates for the chosen map and the overview, and the weights.
+    rows: by the app's one convention (viz/tokens.capture_rows): labelled with the token each writes, the hover
+    naming the decoder input that wrote it."""
     L, H, Tq, Tk = weights.shape  # (L, H, Tq, Tk)
     mask = causal_mask(Tq, Tk) if kind == "decoder_self" else None
     data = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, Tq, Tk)
     if mask is not None:
         data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
     title = _(KIND_TITLES[kind])
-    main = attention_heatmap(weights[-1].mean(axis=0), query_tokens, key_tokens, title, mask)
-    # The script writes 'query i: q<br>key j: k' per cell from the token lists, and the weight comes from z:
+    main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, title, mask)
+    # The script writes 'query i: q<br>key j: k' per cell from the rows' hover and the keys, the weight from z:
     # one template serves every layer and head, and no string per cell travels in the file.
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
     overview = _readable_thumbnails(
@@ -91,7 +93,7 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, quer
         "title": title,
         "shape": [L, H + 1, Tq, Tk],
         "z": _weights(data),
-        "q": display_tokens(query_tokens, 40),
+        "q": rows.hovers(),  # "<s> → la": the decoder input, then the token the row writes
         "k": display_tokens(key_tokens, 40),
         "main": figs.add(f"{prefix}-{kind}", main, keep_z=False),
         "overview": figs.add(f"{prefix}-{kind}-all", overview, keep_z=False),
@@ -280,14 +282,10 @@ def lecture_pack_html(records, title: str = "") -> str:
     live = getattr(records, "live", None)  # the model for the page to run (model.pack_export.live_spec), or None
     for n, item in enumerate(records.inputs):
         cap, trace, prefix = item.capture, item.trace, f"in{n}"
-        sides = {
-            "encoder_self": (cap.source_tokens, cap.source_tokens),
-            "decoder_self": (cap.target_tokens, cap.target_tokens),
-            "cross": (cap.target_tokens, cap.source_tokens),
-        }
+        keys = {"encoder_self": cap.source_tokens, "decoder_self": cap.target_tokens, "cross": cap.source_tokens}
         atts = []
         for kind in KINDS:
-            att = _attention(figs, prefix, kind, getattr(cap, kind), *sides[kind])
+            att = _attention(figs, prefix, kind, getattr(cap, kind), capture_rows(cap, kind), keys[kind])
             att["ref"] = f"{n}/{kind}"
             atts.append(att)
         dec = _decoding(figs, prefix, trace) if trace.steps else None

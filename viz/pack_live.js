@@ -22,6 +22,11 @@
   const shown = (t, max = 16) => escape(plain(t, max));
   const hover = t => (t === " " ? W.space : shown(t, 40));
   const labels = tokens => tokens.map((t, i) => `${i}: ${hover(t)}`);
+  // Rows by the app's one convention (viz/tokens.Rows): a decoder row is labelled with the token it writes (the
+  // decoder input shifted by one, the last row the model's own next token), its hover naming the input that wrote it.
+  const rowHovers = rows => rows.tokens.map((t, i) => (rows.inputs ? `${hover(rows.inputs[i])} → ${hover(t)}` : hover(t)));
+  const rowLabels = rows => rowHovers(rows).map((h, i) => `${i}: ${h}`);
+  const argmax = a => { let best = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i; return best; };
   const pct = p => (100 * p).toFixed(1) + "%";
   const range = n => Array.from({length: n}, (_, i) => i);
 
@@ -66,10 +71,10 @@
     axis.tickvals = range(n).filter(i => i % every === 0);
     axis.ticktext = axis.tickvals.map(i => shown(tokens[i]));
   }
-  function heatmap(f, q, k) {
-    const nq = q.length, nk = k.length, legend = f.data.length > 1 && nk > 1;
-    Object.assign(f.data[0], {x: labels(k), y: labels(q)});
-    if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [labels(q)[0]]})] : [f.data[0]];
+  function heatmap(f, rows, k) {
+    const q = rows.tokens, nq = q.length, nk = k.length, legend = f.data.length > 1 && nk > 1;
+    Object.assign(f.data[0], {x: labels(k), y: rowLabels(rows)});
+    if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [rowLabels(rows)[0]]})] : [f.data[0]];
     ticks(f.layout.xaxis, k); ticks(f.layout.yaxis, q);
     f.layout.xaxis.range = [-0.5, nk - 0.5]; f.layout.yaxis.range = [nq - 0.5, -0.5];
     const cell = Math.max(1, Math.min(36, 400 / nq, 860 / nk));
@@ -85,12 +90,11 @@
     const d = arr.length / Math.max(T, 1);
     return range(T).map(t => { let s = 0; for (let i = 0; i < d; i++) s += arr[t * d + i] ** 2; return Math.sqrt(s); });
   }
-  function figures(r, srcTokens, tgtTokens, inputs) {
+  function figures(r, srcTokens, tgtTokens, inputs, sides) {
     const F = V.DATA.figures, make = (id, edit) => { if (!F["in0-" + id]) return; const f = V.figure("in0-" + id); delete f.layout.template; edit(f); F["live-" + id] = f; };
-    const sides = {encoder_self: [srcTokens, srcTokens], decoder_self: [tgtTokens, tgtTokens], cross: [tgtTokens, srcTokens]};
-    for (const [kind, [q, k]] of Object.entries(sides)) {
-      make(kind, f => heatmap(f, q, k));
-      make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, q.length, k.length, model.H));
+    for (const [kind, [, rows, k]] of Object.entries(sides)) {
+      make(kind, f => heatmap(f, rows, k));
+      make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, rows.tokens.length, k.length, model.H));
     }
     make("cross-rows", f => { f.data[0].x = labels(srcTokens); ticks(f.layout.xaxis, srcTokens); });
     const keys = inputs.slice(0, r.steps.length);  // <s> y_1 .. y_{T-1}: the keys of the last step
@@ -173,14 +177,16 @@
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
     const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
-    const maps = {encoder_self: [r.enc.attention, srcTokens, srcTokens], decoder_self: [r.full.self, tgtTokens, tgtTokens],
-      cross: [r.full.cross, tgtTokens, srcTokens]};
-    for (const [kind, [m, q, k]] of Object.entries(maps)) {
-      item.attention[kind] = {shape: [m.length, model.H + 1, q.length, k.length], z: attention(m, model.H, q.length, k.length, kind === "decoder_self"),
-        title: V.DATA.inputs[0].attention[kind].title, q: q.map(t => shown(t, 40)), k: k.map(t => shown(t, 40))};
+    const written = {tokens: [...tgtTokens.slice(1), tgt.token(argmax(r.logProbs[tgtTokens.length - 1]))], inputs: tgtTokens};
+    const maps = {encoder_self: [r.enc.attention, {tokens: srcTokens, inputs: null}, srcTokens],
+      decoder_self: [r.full.self, written, tgtTokens], cross: [r.full.cross, written, srcTokens]};
+    for (const [kind, [m, rows, k]] of Object.entries(maps)) {
+      const Tq = rows.tokens.length;
+      item.attention[kind] = {shape: [m.length, model.H + 1, Tq, k.length], z: attention(m, model.H, Tq, k.length, kind === "decoder_self"),
+        title: V.DATA.inputs[0].attention[kind].title, q: rowHovers(rows), k: k.map(t => shown(t, 40))};
     }
     V.INPUTS.live = item;
-    figures(r, srcTokens, tgtTokens, inputs);
+    figures(r, srcTokens, tgtTokens, inputs, maps);
     out.textContent = output;
     window.packResult = () => result(r, check, srcIds);
     let s = views.firstElementChild, drawing;

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from i18n import _
+from i18n import N_, _
 
 _VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"}
 SPACE = _VISIBLE[" "]
@@ -58,6 +58,88 @@ def hover_token(token: str, max_chars: int = 40) -> str:
 def indexed(tokens: Sequence[str]) -> list[str]:
     """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index."""
     return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens)]
+
+
+# -- the one row convention (issue 34) ------------------------------------------------------------------------
+# Every page, the lecture pack and the downloads label a decoder row with the token it WRITES: row j reads decoder
+# input j and writes the next token (Capture.written_tokens: the decoder input shifted by one, the last row the
+# model's own next token); the hover names the decoder input that wrote it ("<s> → la"). Encoder rows stay source
+# tokens: an encoder writes nothing, and its axis title says so.
+ROW_TITLES = {  # the y axis's title for each kind of rows (marked only; translated by Rows.title)
+    "written": N_("output tokens written"),  # the hover names each row's decoder input: "<s> → la"
+    "source": N_("source tokens (nothing written)"),  # as short as the other titles: a short map's axis holds it
+}
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows of an attention map (or of any chart over decoder positions), as the app labels them.
+
+    tokens: what each row is labelled with: the token it writes (decoder rows) or the source token (encoder rows).
+    inputs: the decoder input each row reads, the same length (None: encoder rows, or rows given as a plain list).
+    kind: "written", "source" or None (a plain list of query tokens: the caller's own axis title).
+    """
+
+    tokens: list[str]
+    inputs: list[str] | None = None
+    kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.inputs is not None and len(self.inputs) != len(self.tokens):
+            raise ValueError(f"{len(self.tokens)} rows but {len(self.inputs)} decoder inputs")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def hover(self, i: int, max_chars: int = 40) -> str:
+        """Row i for hover text: "<s> → la" (the decoder input, then the token it writes), or the token alone."""
+        token = hover_token(self.tokens[i], max_chars)
+        return token if self.inputs is None else f"{hover_token(self.inputs[i], max_chars)} → {token}"
+
+    def text(self, i: int) -> str:
+        """Row i as plain text (a select box, a caption): "<s> → la", or the token alone."""
+        token = plain_token(self.tokens[i])
+        return token if self.inputs is None else f"{plain_token(self.inputs[i])} → {token}"
+
+    def hovers(self, max_chars: int = 40) -> list[str]:
+        return [self.hover(i, max_chars) for i in range(len(self.tokens))]
+
+    def labels(self, max_chars: int = 40) -> list[str]:
+        """Unique category labels "i: <s> → la" (plotly merges equal labels, so the index stays)."""
+        return [f"{i}: {h}" for i, h in enumerate(self.hovers(max_chars))]
+
+    def title(self) -> str | None:
+        """The y axis's title, translated (None for a plain list: the caller names its rows)."""
+        return _(ROW_TITLES[self.kind]) if self.kind else None
+
+
+def written_rows(written: Sequence[str], inputs: Sequence[str]) -> Rows:
+    """Decoder rows: row j writes written[j], read from decoder input inputs[j]."""
+    return Rows(list(written), list(inputs), "written")
+
+
+def output_rows(outputs: Sequence[str], first_input: str) -> Rows:
+    """The rows of a decoding (one per token written): output j was written from the previous output (the first
+    from `first_input`, <s> or a prompt's last token)."""
+    return written_rows(outputs, [first_input, *outputs[:-1]])
+
+
+def source_rows(tokens: Sequence[str]) -> Rows:
+    """Encoder rows: the source tokens (nothing is written there)."""
+    return Rows(list(tokens), None, "source")
+
+
+def capture_rows(capture, kind: str) -> Rows:
+    """The rows of a Capture's attention `kind` (encoder_self, decoder_self or cross), by the one convention:
+    decoder rows are capture.written_tokens, read from capture.target_tokens; encoder rows the source tokens."""
+    if kind == "encoder_self":
+        return source_rows(capture.source_tokens)
+    return written_rows(capture.written_tokens, capture.target_tokens)
+
+
+def as_rows(rows: Rows | Sequence[str]) -> Rows:
+    """A figure builder's rows: a Rows as it is, a plain list of query tokens as rows of its own title."""
+    return rows if isinstance(rows, Rows) else Rows(list(rows))
 
 
 def tick_font_size(n: int) -> int:

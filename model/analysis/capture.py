@@ -57,6 +57,16 @@ class Capture:
     # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
     interventions: dict = field(default_factory=dict)
 
+    @property
+    def written_tokens(self) -> list[str]:
+        """T: the token each decoder row writes, the app's one row convention (issue 34): row j reads decoder input
+        target_tokens[j] and writes target_tokens[j + 1]; the last row writes the model's own next token
+        (predicted_tokens[-1]: </s> after a finished greedy output, the token after a decoder-only model's text).
+        [] without a decoder."""
+        if not self.target_tokens:
+            return []
+        return [*self.target_tokens[1:], self.predicted_tokens[-1] if self.predicted_tokens else ""]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""
         return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}

@@ -1,4 +1,7 @@
-"""Captured attention and decoding traces as downloadable files (.npz and JSON)."""
+"""Captured attention and decoding traces as downloadable files (.npz and JSON).
+
+Rows follow the app's one convention (issue 34): decoder row j reads target_tokens[j] (its decoder input) and writes
+written_tokens[j] (Capture.written_tokens); a decoding's step writes its "token" from its "input"."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ def capture_npz(capture: Capture) -> bytes:
         **capture.arrays(),
         source_tokens=np.array(capture.source_tokens, dtype=str),
         target_tokens=np.array(capture.target_tokens, dtype=str),
+        written_tokens=np.array(capture.written_tokens, dtype=str),  # the token decoder row j writes
         predicted_tokens=np.array(capture.predicted_tokens, dtype=str),
         interventions=np.array(json.dumps(capture.interventions)),  # what was changed: "{}" for nothing
     )
@@ -50,6 +54,7 @@ def qkv_npz(capture: Capture) -> bytes:
         **arrays,
         source_tokens=np.array(capture.source_tokens, dtype=str),
         target_tokens=np.array(capture.target_tokens, dtype=str),
+        written_tokens=np.array(capture.written_tokens, dtype=str),
     )
     return buf.getvalue()
 
@@ -62,7 +67,8 @@ def capture_json(capture: Capture, decimals: int = 5) -> str:
     """The capture as JSON: tokens, shapes and nested lists of weights rounded to `decimals`."""
     data = {
         "source_tokens": capture.source_tokens,
-        "target_tokens": capture.target_tokens,
+        "target_tokens": capture.target_tokens,  # the decoder inputs: row j reads target_tokens[j] ...
+        "written_tokens": capture.written_tokens,  # ... and writes written_tokens[j]
         "predicted_tokens": capture.predicted_tokens,
         "generated": capture.generated,
         "source_truncated": capture.source_truncated,
@@ -80,6 +86,7 @@ def trace_json(trace: Trace, decimals: int = 5, interventions: dict | None = Non
     steps = [
         {
             "index": s.index,
+            "input": trace.decoder_inputs(s.index)[-1],  # the decoder input that wrote `token`
             "token": s.token,
             "token_id": s.token_id,
             "prob": round(s.prob, decimals),

@@ -14,7 +14,7 @@ from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.url_state import Key, Keys
 from viz import attention_figs, strategy_figs
-from viz.tokens import plain_token
+from viz.tokens import output_rows, plain_token
 
 # default and choices: the search's steps, hypotheses and the model's layers
 URL = Keys(Key("dec_bstep", cast=int), Key("dec_bhyp", 0, cast=int), Key("dec_blayer", cast=int))
@@ -118,10 +118,9 @@ def view(session, strategy, changes) -> None:
         show(
             attention_figs.attention_heatmap(
                 attention_figs.head_average(alignment[layer]),
-                tokens,
+                output_rows(tokens, trace.start_token),
                 trace.source_tokens,
                 _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
-                query_label=_("output"),
                 key_label=_("source"),
                 gold=gold_alignment(session.card, session.check.text, detok(tokens)),
                 max_height=max_height,
