@@ -23,10 +23,6 @@ NO_ATTRIBUTION = N_(
     "Attribution here explains each output token by the source tokens of an encoder-decoder; for a decoder-only or "
     "encoder-only model it is not available yet."
 )
-NO_PACK = N_(
-    "The lecture pack exports an encoder-decoder's graph to run in the browser; for a decoder-only or encoder-only "
-    "model it is not available yet."
-)
 NO_KIND_IN_B = N_(
     "Model B has none of this attention (its shape differs from model A's): choose another kind, or a model B of "
     "the same shape."

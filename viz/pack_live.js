@@ -168,6 +168,7 @@
       section.dataset.drawn = String(n);
       return;
     }
+    if (c.shape && c.shape !== "encoder-decoder") return runOneStack(net, t0, check, n);
     const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
@@ -200,6 +201,55 @@
       Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
     });
   }
+  // -- a decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page --
+  function fillOneStack(s, text, tokens, caption) {
+    s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
+    s.querySelector(".sequence .caption").textContent = caption;
+    s.querySelector(".sequence code").textContent = tokens.map(t => plain(t)).join(" ");
+  }
+  async function runOneStack(net, t0, check, n) {
+    const decoder = c.shape === "decoder-only";
+    // model/text/inputs: prepare_sequence (the text's ids, cut to max_len) or prepare_source (then </s>: BERT's [SEP])
+    const ids = decoder ? [...src.prefix, ...check.content].slice(0, c.max_len) : [...check.ids, src.eos, ...src.after];
+    const r = await PackNet.runOneStack(net, ids, 5);
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);
+    const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
+    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
+    const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
+      : V.fillIn(W.encoded, {n: N});
+    V.INPUTS.live = {decoding: null, attention: {[kind]: {shape: [r.maps.length, H + 1, N, N],
+      z: attention(r.maps, H, N, N, decoder), title: V.DATA.inputs[0].attention[kind].title,
+      q: tokens.map(t => shown(t, 40)), k: tokens.map(t => shown(t, 40))}}};
+    const side = {pe: r.pe, emb: r.emb};
+    figures({enc: side, full: side, steps: []}, tokens, tokens, []);
+    out.textContent = output;
+    window.packResult = () => {
+      const nest = (m, ...dims) => Array.from({length: dims[0]}, (_, i) => (dims.length === 1 ? m[i]
+        : nest(m.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
+      const V_ = r.logProbs ? r.logProbs.length / N : 0;
+      return {warnings: check.warnings, ids: r.ids, output_ids: r.out, stop: r.stop, prompt: r.prompt,
+        log_probs: r.logProbs ? range(N).map(t => Array.from(r.logProbs.subarray(t * V_, (t + 1) * V_))) : null,
+        [kind]: r.maps.map(m => nest(m, H, N, N)),
+        steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob}))};
+    };
+    let s = views.firstElementChild, drawing;
+    if (s) {
+      fillOneStack(s, check.text, tokens, caption);
+      drawing = V.refresh(s);
+    } else {
+      s = newSection();
+      fillOneStack(s, check.text, tokens, caption);
+      views.appendChild(s);
+      const divs = V.setup(s);
+      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
+    }
+    return drawing.then(charts => {
+      const ms = performance.now() - t0;
+      status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
+    });
+  }
+
   let queue = Promise.resolve();
   function enqueue(text, typed) {
     const t0 = performance.now();
