@@ -192,8 +192,8 @@
       s = newSection();
       fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
       views.appendChild(s);
-      const divs = V.setup(s);
-      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
+      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
+      drawing = Promise.all(now.map(V.ensure)).then(() => now);
     }
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
@@ -240,8 +240,8 @@
       s = newSection();
       fillOneStack(s, check.text, tokens, caption);
       views.appendChild(s);
-      const divs = V.setup(s);
-      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
+      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
+      drawing = Promise.all(now.map(V.ensure)).then(() => now);
     }
     return drawing.then(charts => {
       const ms = performance.now() - t0;
@@ -249,6 +249,11 @@
       Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
     });
   }
+
+  const onScreen = div => {  // as PackViews draws: on screen or within 200 px of it
+    const r = div.getBoundingClientRect();
+    return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
+  };
 
   let queue = Promise.resolve();
   function enqueue(text, typed) {
@@ -282,11 +287,12 @@
     e.preventDefault();
     enqueue(box.value, true);
   });
-  // The first example, run in this page once the pack's own charts are drawn: its charts are then made, and every
-  // typed input only redraws them.
+  // The first example, run in this page as soon as the runtime and the model's graphs are ready, while the pack's own
+  // charts are drawn and before anything is typed: onnxruntime prepares its kernels on a session's first run, and the
+  // typed input's section is made (its charts on screen drawn), so the first typed input runs and redraws as fast as
+  // later ones. Skipped when an input was typed before the runtime was ready (that input does both then).
   section.dataset.ready = "1";
   const first = W.first;
   const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
-  const waitDrawn = () => (document.body.dataset.drawn !== undefined ? warm() : setTimeout(waitDrawn, 50));
-  waitDrawn();
+  opening.then(warm, () => {});  // a runtime that fails to start says so at the first typed input
 })();
