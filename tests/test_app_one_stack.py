@@ -51,8 +51,12 @@ def test_every_page_runs_on_a_decoder_only_and_an_encoder_only_model(folders, fa
         assert [i.value for i in at.info] == [_(NO_DECODER)]
     elif page == "attribution":  # not built for these shapes yet: said in one line
         assert [i.value for i in at.info] == [_(NO_ATTRIBUTION)]
-    elif page == "lecture_pack":  # the pack is built for these shapes too (tests/test_pack_one_stack_browser.py)
-        assert not at.info and at.button(key="pack_build")
+    elif page == "lecture_pack":  # built for these shapes too, with the model (tests/test_pack_one_stack_browser.py)
+        assert not at.info
+        at.button(key="pack_build").click().run(timeout=120)
+        no_error(at)
+        assert [b.proto.label for b in at.get("download_button")] == [_("Download the lecture pack (.html)")]
+        assert not at.info  # no "This pack runs no model of its own"
     elif page not in ("lecture_pack", "model"):
         assert charts(at), page
 
