@@ -431,13 +431,14 @@ def _one_stack_input(figs: _Figures, n: int, item, pe) -> tuple[dict, str, str]:
     )
     warnings = "".join(f'<p class="warning">{_esc(_(w))}</p>' for w in item.warnings)
     plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
+    headings = _esc(_("Attention")), _esc(_("Positional encoding"))
     section = (
         f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
         f'<p class="sequence"><span class="caption">{_esc(caption)}</span><br>'
         f"<code>{_esc(' '.join(plain_token(t) for t in tokens))}</code></p>"
-        f'<h3 id="{prefix}-attention">{_esc(_("Attention"))}</h3>'
+        f'<h3 id="{prefix}-attention">{headings[0]}</h3>'
         f'<h4 id="{prefix}-{kind}">{_esc(att["title"])}</h4>{_attention_html(att)}'
-        f'<h3 id="{prefix}-pe">{_esc(_("Positional encoding"))}</h3><p>{same}</p>{plots}</section>'
+        f'<h3 id="{prefix}-pe">{headings[1]}</h3><p>{same}</p>{plots}</section>'
     )
     data = {"attention": {kind: {k: att[k] for k in ("shape", "z", "title", "q", "k")}}, "decoding": None}
     return data, toc, section
