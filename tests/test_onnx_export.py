@@ -257,3 +257,43 @@ def test_an_encoder_only_folder_graph_matches_transformers(one_stack):
         assert np.abs(got["log_probs"][0] - ref.logits[0].log_softmax(-1).numpy()).max() < MAX_ABS
         for i, layer in enumerate(ref.attentions):
             assert np.abs(got[f"encoder_self.{i}"] - layer.numpy()).max() < MAX_ABS, i
+
+
+@pytest.mark.parametrize("name", ["translate", "reverse_rope", "reverse_alibi", "reverse_relative"])
+def test_the_cached_step_graph_decodes_as_greedy_decode(demos, name):
+    """The decoder step with the key/value cache as inputs and outputs (export_step_graph), run by onnxruntime from
+    an empty cache: a greedy loop written here gives greedy_decode's tokens, and each step's top-5 probabilities and
+    attention rows (decoder self over the tokens so far, cross over the source) within 1e-4. Sinusoidal positions,
+    RoPE, ALiBi and T5's relative bias: each reads the step's position from the cache's length."""
+    import onnxruntime as ort
+
+    from model import greedy_decode
+    from model.analysis.onnx_export import export_step_graph, step_names
+
+    model, tok = demos[name]
+    cfg = model.config
+    step = ort.InferenceSession(export_step_graph(model), providers=["CPUExecutionProvider"])
+    inputs, outputs = step_names(model)
+    text = INPUTS.get(name, "Stressed? 42 déjà")
+    trace = greedy_decode(model, tok, text)
+    source = np.array([trace.source_ids], dtype=np.int64)
+    with torch.no_grad():
+        memory = model.encode(torch.tensor(source))[0].numpy()
+    H_kv, dk = model.decoder.layers[0].self_attn.n_kv_heads, model.decoder.layers[0].self_attn.d_head
+    past = {n: np.zeros((1, H_kv, 0, dk), dtype=np.float32) for n in inputs if n.startswith("past_")}
+    token, written = cfg.bos_id, []
+    for t, s in enumerate(trace.steps):
+        feeds = {"target_ids": np.array([[token]], dtype=np.int64), "memory": memory, "source_ids": source, **past}
+        got = dict(
+            zip(outputs, step.run(None, {k: v for k, v in feeds.items() if k in {i.name for i in step.get_inputs()}}))
+        )
+        probs = np.exp(got["log_probs"][0, -1].astype(np.float64))
+        token = cfg.forced_bos_id if t == 0 and cfg.forced_bos_id is not None else int(np.argmax(probs))
+        written.append(token)
+        np.testing.assert_allclose(probs[s.top_ids], s.top_probs, atol=MAX_ABS, rtol=0)
+        for i in range(cfg.n_decoder_layers):
+            assert got[f"decoder_self.{i}"].shape == (1, cfg.n_heads, 1, t + 1)
+            np.testing.assert_allclose(got[f"decoder_self.{i}"][0, :, 0], s.decoder_self[i], atol=MAX_ABS, rtol=0)
+            np.testing.assert_allclose(got[f"cross.{i}"][0, :, 0], s.cross[i], atol=MAX_ABS, rtol=0)
+        past = {n.replace("present_", "past_"): got[n] for n in outputs if n.startswith("present_")}
+    assert written == trace.output_ids

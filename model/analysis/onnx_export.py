@@ -238,6 +238,78 @@ def _export_one_stack(model: nn.Module, names: dict[str, list[str]]) -> dict[str
         return {graph: _export(_OneStack(model).eval(), (ids,), [inp], outputs, axes)}
 
 
+class _Step(nn.Module):
+    """One cached step of the decoder (decode(..., cache, last_only=True)): the newest token, the keys and values of
+    the tokens before it. The cache is rebuilt from the flat tensors: its key positions are 0 .. P-1 (those a fresh
+    DecoderCache accumulates over P tokens), its cross-attention part empty (the step reads memory)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, *past: torch.Tensor):
+        from ..network.attention import KVCache
+        from ..network.transformer import DecoderCache, LayerCache
+
+        model = self.model
+        n = len(model.decoder.layers)
+        cache = DecoderCache([LayerCache(KVCache(past[2 * i], past[2 * i + 1])) for i in range(n)])
+        cache.positions = torch.arange(past[0].size(2), device=target_ids.device)  # (P,) the cached keys' positions
+        with record(model) as rec:
+            logits = model.decode(target_ids, memory, model.source_mask(source_ids), cache, last_only=True)
+        pe = rec.positional["target"][0]
+        selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
+        cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
+        present = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
+        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *cross, *present)
+
+
+def step_names(model: nn.Module) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of the step graph, in order."""
+    n = model.config.n_decoder_layers
+    past = [f"past_{w}.{i}" for i in range(n) for w in ("key", "value")]
+    outputs = ["log_probs", "target_embeddings", "target_positions"]
+    outputs += [f"decoder_self.{i}" for i in range(n)] + [f"cross.{i}" for i in range(n)]
+    outputs += [f"present_{w}.{i}" for i in range(n) for w in ("key", "value")]
+    return ["target_ids", "memory", "source_ids", *past], outputs
+
+
+def export_step_graph(model: nn.Module) -> bytes:
+    """An encoder-decoder's cached decoder step as one ONNX graph (a building block for models too large to rerun
+    the whole prefix at every step; the pack does not use it yet):
+
+        in:  target_ids (1, 1) the newest token, memory (1, S, D), source_ids (1, S) (its <pad> mask),
+             past_key.{l}, past_value.{l} (1, H_kv, P, dk) the self-attention keys and values of the P tokens before
+        out: log_probs (1, 1, V), target_embeddings (1, 1, D), target_positions (1, D),
+             decoder_self.{l} (1, H, 1, P + 1) and cross.{l} (1, H, 1, S): the step's attention rows,
+             present_key.{l}, present_value.{l} (1, H_kv, P + 1, dk): the cache for the next step
+
+    The first step passes P = 0. The mask of a one-token step is causal only (as the app's cached greedy steps);
+    cross-attention keys and values are computed from memory at every step."""
+    if model.training:
+        raise ValueError("export a model in eval mode (dropout off)")
+    if model.config.shape != "encoder-decoder":
+        raise ValueError("the step graph is an encoder-decoder's")
+    model = copy.deepcopy(model)
+    cfg = model.config
+    inputs, outputs = step_names(model)
+    S = max(3, min(5, cfg.max_len))
+    src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
+    src[0, 1] = cfg.pad_id  # a <pad> in the trace: the graph builds the source mask from the ids it is given
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = model.new_cache()
+        model.decode(torch.tensor([[cfg.bos_id, 4 % cfg.tgt_vocab_size]]), memory, mask, cache)  # P = 2 traced
+        past = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
+        axes = {"memory": {1: "S"}, "source_ids": {1: "S"}}
+        axes.update({n: {2: "P"} for n in inputs if n.startswith("past_")})
+        axes.update({n: {3: "P1"} for n in outputs if n.startswith("decoder_self.")})
+        axes.update({n: {3: "S"} for n in outputs if n.startswith("cross.")})
+        axes.update({n: {2: "P1"} for n in outputs if n.startswith("present_")})
+        new = torch.tensor([[5 % cfg.tgt_vocab_size]])
+        return _export(_Step(model).eval(), (new, memory, src, *past), inputs, outputs, axes)
+
+
 @dataclass
 class Parity:
     """The largest absolute difference of each output over the checked inputs, and whether all are within `tol`."""
