@@ -8,13 +8,11 @@ from tasks.cards import pack_checks
 from ui import caches
 from ui.safe_text import md
 from ui.session import require_session
-from ui.shapes import NO_PACK, requires
 from ui.url_state import Key, Keys
 from viz.lecture_pack import lecture_pack_html
 
 st.title(_("Lecture pack"))
 session = require_session(valid_input=False)
-requires(len(session.model.config.attention_kinds) == 3, NO_PACK)  # its exported graph is an encoder-decoder's
 st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
@@ -39,10 +37,11 @@ def build(texts: tuple[str, ...]) -> tuple[str, str]:
     the pack does not carry the model ("" when it does)."""
     bar = st.progress(0.0, text=_("Running the model on {n} inputs…").format(n=len(texts)))
 
-    def run(text: str):
+    def run(text: str):  # a decoder-only model's capture reads prompt + continuation; an encoder alone writes nothing
+        writes = session.model.config.has_decoder
         return (
             caches.cached_capture(session.key, text, None, session.model, session.tokenizer),
-            caches.cached_trace(session.key, text, (), 5, session.model, session.tokenizer),
+            caches.cached_trace(session.key, text, (), 5, session.model, session.tokenizer) if writes else None,
         )
 
     report = lambda done, total: bar.progress(  # noqa: E731

@@ -12,7 +12,7 @@ from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
 from ui.attribution_ui import SELF_WORDS
-from ui.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER, NO_PACK
+from ui.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "the cat sat on a mat"
@@ -53,8 +53,12 @@ def test_every_page_runs_on_a_decoder_only_and_an_encoder_only_model(folders, fa
     elif page == "attribution":  # what the rows and columns are, in one line per shape, then the charts
         note = ATTRIBUTION_PROMPT if family == "gpt2" else ATTRIBUTION_MLM
         assert _(note) in [c.value for c in at.caption] and charts(at)
-    elif page == "lecture_pack":
-        assert [i.value for i in at.info] == [_(NO_PACK)]
+    elif page == "lecture_pack":  # built for these shapes too, with the model (tests/test_pack_one_stack_browser.py)
+        assert not at.info
+        at.button(key="pack_build").click().run(timeout=120)
+        no_error(at)
+        assert [b.proto.label for b in at.get("download_button")] == [_("Download the lecture pack (.html)")]
+        assert not at.info  # no "This pack runs no model of its own"
     elif page not in ("lecture_pack", "model"):
         assert charts(at), page
 

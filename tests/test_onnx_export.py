@@ -168,3 +168,132 @@ def test_a_marian_folder_graph_matches_transformers(marian_dir):  # noqa: F811
                          ("cross", ref.cross_attentions)):  # fmt: skip
         for i, layer in enumerate(layers):
             assert np.abs(got[f"{kind}.{i}"] - layer.numpy()).max() < MAX_ABS, (kind, i)
+
+
+ONE_STACK_DEMOS = [d.name for d in list_demos() if d.card.get("shape") == "decoder-only"]
+
+
+@pytest.mark.parametrize("name", ONE_STACK_DEMOS)
+def test_a_decoder_only_demo_graph_continues_the_prompt_as_the_app(name):
+    """The decoder graph alone over prompt + continuation: the capture's maps and log-probs, and a greedy loop written
+    here over the graph (argmax of the last row, the whole sequence each step) writes model.greedy_decode's tokens."""
+    from model import greedy_decode
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == name))
+    graphs = export_graphs(model)
+    assert list(graphs) == ["decoder"] == list(output_names(model))
+    graph = onnx.load_from_string(graphs["decoder"]).graph
+    assert [i.name for i in graph.input] == ["target_ids"]
+    runs = sessions(graphs)
+    trace = greedy_decode(model, tok, "stressed=")
+    seq = list(trace.source_ids)
+    for step in range(len(trace.steps)):
+        out = run_graphs(runs, [], seq)
+        seq.append(int(np.argmax(out["log_probs"][0, -1])))
+        if seq[-1] == model.config.eos_id:
+            break
+    assert seq[len(trace.source_ids) :] == trace.output_ids
+    full = [i for i in seq if i != model.config.eos_id]
+    cap = capture(model, tok, "stressed=", tok.target.detokenize(trace.output_tokens))
+    assert cap.target_ids.tolist() == full  # the app's pass over prompt + continuation
+    got = run_graphs(runs, [], full)
+    assert np.abs(got["log_probs"][0] - cap.log_probs).max() < MAX_ABS
+    for i in range(model.config.n_decoder_layers):
+        assert np.abs(got[f"decoder_self.{i}"][0] - cap.decoder_self[i]).max() < MAX_ABS, i
+    assert np.abs(got["target_positions"] - cap.target_pe).max() < MAX_ABS
+
+
+@pytest.fixture(scope="module")
+def one_stack(tmp_path_factory):
+    """A tiny GPT-2 (learned positions, byte-level BPE), a Llama with grouped-query attention (RoPE, RMS norms,
+    SwiGLU, sentencepiece) and a BERT with its masked-LM head (tests/hf_one_stack.py), and their graphs' sessions."""
+    from tests.hf_one_stack import BUILDERS
+
+    root = tmp_path_factory.mktemp("one_stack")
+    out = {}
+    for name in ("gpt2", "llama-gqa", "bert-mlm"):
+        fam = BUILDERS[name](root)
+        model, tok = load_checkpoint(fam.folder)
+        out[name] = (fam, model, tok, sessions(export_graphs(model)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
+@torch.no_grad()
+def test_a_decoder_only_folder_graph_matches_transformers(one_stack, name):
+    """Every attention map (each query head of a grouped-query layer) and the log-probs against transformers' eager
+    model; greedy continuation over the graph against transformers' generate()."""
+    from tests.hf_one_stack import TEXTS as ONE_TEXTS
+
+    fam, model, tok, runs = one_stack[name]
+    for text in ONE_TEXTS[:2]:
+        ids = tok.source.encode(text)
+        got = run_graphs(runs, [], ids)
+        ref = fam.hf(input_ids=torch.tensor([ids]), output_attentions=True)
+        assert np.abs(got["log_probs"][0] - ref.logits[0].log_softmax(-1).numpy()).max() < MAX_ABS
+        assert len(ref.attentions) == model.config.n_decoder_layers
+        for i, layer in enumerate(ref.attentions):
+            assert np.abs(got[f"decoder_self.{i}"] - layer.numpy()).max() < MAX_ABS, i
+        seq = list(ids)
+        for _ in range(6):
+            seq.append(int(np.argmax(run_graphs(runs, [], seq)["log_probs"][0, -1])))
+        generated = fam.hf.generate(
+            torch.tensor([ids]), do_sample=False, num_beams=1, max_new_tokens=6, min_new_tokens=6, eos_token_id=None
+        )[0].tolist()
+        assert seq == generated, text
+
+
+@torch.no_grad()
+def test_an_encoder_only_folder_graph_matches_transformers(one_stack):
+    """BERT: every encoder map and the masked-LM head's log-probs against transformers' BertForMaskedLM."""
+    fam, model, tok, runs = one_stack["bert-mlm"]
+    (graph,) = [onnx.load_from_string(g).graph for g in export_graphs(model).values()]
+    assert [i.name for i in graph.input] == ["source_ids"] and graph.output[0].name == "log_probs"
+    for text in ("the cat sat on a mat", "Birds sang, while THE dog ran!"):
+        ids = prepare_source(model, tok, text).ids
+        assert ids == fam.tokenizer(text)["input_ids"]
+        got = run_graphs(runs, ids, [])
+        ref = fam.hf(input_ids=torch.tensor([ids]), output_attentions=True)
+        assert np.abs(got["log_probs"][0] - ref.logits[0].log_softmax(-1).numpy()).max() < MAX_ABS
+        for i, layer in enumerate(ref.attentions):
+            assert np.abs(got[f"encoder_self.{i}"] - layer.numpy()).max() < MAX_ABS, i
+
+
+@pytest.mark.parametrize("name", ["translate", "reverse_rope", "reverse_alibi", "reverse_relative"])
+def test_the_cached_step_graph_decodes_as_greedy_decode(demos, name):
+    """The decoder step with the key/value cache as inputs and outputs (export_step_graph), run by onnxruntime from
+    an empty cache: a greedy loop written here gives greedy_decode's tokens, and each step's top-5 probabilities and
+    attention rows (decoder self over the tokens so far, cross over the source) within 1e-4. Sinusoidal positions,
+    RoPE, ALiBi and T5's relative bias: each reads the step's position from the cache's length."""
+    import onnxruntime as ort
+
+    from model import greedy_decode
+    from model.analysis.onnx_export import export_step_graph, step_names
+
+    model, tok = demos[name]
+    cfg = model.config
+    step = ort.InferenceSession(export_step_graph(model), providers=["CPUExecutionProvider"])
+    inputs, outputs = step_names(model)
+    text = INPUTS.get(name, "Stressed? 42 déjà")
+    trace = greedy_decode(model, tok, text)
+    source = np.array([trace.source_ids], dtype=np.int64)
+    with torch.no_grad():
+        memory = model.encode(torch.tensor(source))[0].numpy()
+    H_kv, dk = model.decoder.layers[0].self_attn.n_kv_heads, model.decoder.layers[0].self_attn.d_head
+    past = {n: np.zeros((1, H_kv, 0, dk), dtype=np.float32) for n in inputs if n.startswith("past_")}
+    token, written = cfg.bos_id, []
+    for t, s in enumerate(trace.steps):
+        feeds = {"target_ids": np.array([[token]], dtype=np.int64), "memory": memory, "source_ids": source, **past}
+        got = dict(
+            zip(outputs, step.run(None, {k: v for k, v in feeds.items() if k in {i.name for i in step.get_inputs()}}))
+        )
+        probs = np.exp(got["log_probs"][0, -1].astype(np.float64))
+        token = cfg.forced_bos_id if t == 0 and cfg.forced_bos_id is not None else int(np.argmax(probs))
+        written.append(token)
+        np.testing.assert_allclose(probs[s.top_ids], s.top_probs, atol=MAX_ABS, rtol=0)
+        for i in range(cfg.n_decoder_layers):
+            assert got[f"decoder_self.{i}"].shape == (1, cfg.n_heads, 1, t + 1)
+            np.testing.assert_allclose(got[f"decoder_self.{i}"][0, :, 0], s.decoder_self[i], atol=MAX_ABS, rtol=0)
+            np.testing.assert_allclose(got[f"cross.{i}"][0, :, 0], s.cross[i], atol=MAX_ABS, rtol=0)
+        past = {n.replace("present_", "past_"): got[n] for n in outputs if n.startswith("present_")}
+    assert written == trace.output_ids

@@ -99,3 +99,25 @@ def test_the_apps_other_checks_go_as_data_the_page_can_apply():
     example = card["examples"][0]
     assert not grammar_warning(card, example) and pattern(example) in grammar["patterns"]
     assert pack_checks({}) == {}
+
+
+def test_decoder_only_and_encoder_only_models_pack_with_their_one_graph():
+    """A decoder-only model: its decoder's graph alone, reading target_ids; an encoder-only one (no output head): its
+    encoder's, reading source_ids, with no log-probs. Both packs carry the text box and the self-attention view only."""
+    for shape, graph, kind in (
+        ("decoder-only", "decoder", "decoder_self"),
+        ("encoder-only", "encoder", "encoder_self"),
+    ):
+        extra = {"n_encoder_layers": 0} if shape == "decoder-only" else {"n_decoder_layers": 0, "output_head": "none"}
+        model, tok = tiny(shape=shape, share_embeddings=True, **extra)
+        spec = live_spec(model, tok)
+        assert list(spec["graphs"]) == [graph]
+        proto = onnx.load_from_string(base64.b64decode(spec["graphs"][graph]))
+        assert [i.name for i in proto.graph.input] == [f"{'target' if graph == 'decoder' else 'source'}_ids"]
+        outputs = [o.name for o in proto.graph.output]
+        assert ("log_probs" in outputs) == (shape == "decoder-only") and outputs[-1] == f"{kind}.1"
+        records = pack_records(model, tok, ["abc"])
+        assert records.live is not None and (records.inputs[0].trace is None) == (shape == "encoder-only")
+        page = lecture_pack_html(records)
+        assert 'data-testid="pack-input"' in page and f'id="in0-{kind}"' in page
+        assert 'class="decoding"' not in page and 'id="in0-cross"' not in page

@@ -32,10 +32,6 @@ ATTRIBUTION_MLM = N_(
     "An encoder-only model writes nothing: each row explains the masked-LM head's top prediction at one position "
     "by every token of the text. Every method applies; rollout and flow run through its self-attention."
 )
-NO_PACK = N_(
-    "The lecture pack exports an encoder-decoder's graph to run in the browser; for a decoder-only or encoder-only "
-    "model it is not available yet."
-)
 NO_KIND_IN_B = N_(
     "Model B has none of this attention (its shape differs from model A's): choose another kind, or a model B of "
     "the same shape."

@@ -52,13 +52,13 @@ const PackViews = (function () {
     return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
   };
   // The charts inside root take their (changed) data: those on screen are redrawn now with Plotly.react (it keeps
-  // each chart's elements, much faster than drawing anew), the others when they come on screen or are used.
+  // each chart's elements, much faster than drawing anew) or drawn, the others when they come on screen or are used.
   // Boxes reset their controls first (box.reset, set by the setup functions below). Resolves to the charts redrawn.
   function refresh(root) {
     root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
     const divs = [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
     divs.forEach(div => { if (drawn.has(div)) stale.add(div); });
-    const now = divs.filter(div => onScreen(div) || !drawn.has(div));
+    const now = divs.filter(onScreen);  // one never drawn and off screen is drawn when it comes on screen (seen)
     return Promise.all(now.map(ensure)).then(() => now);
   }
   const seen = "IntersectionObserver" in window

@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from i18n import _, language
+from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
@@ -282,6 +282,12 @@ def lecture_pack_html(records, title: str = "") -> str:
     live = getattr(records, "live", None)  # the model for the page to run (model.pack_export.live_spec), or None
     for n, item in enumerate(records.inputs):
         cap, trace, prefix = item.capture, item.trace, f"in{n}"
+        if not (cap.source_tokens and cap.target_tokens):  # a decoder-only or encoder-only model: one sequence
+            one, link, section = _one_stack_input(figs, n, item, records.pe)
+            data["inputs"].append(one)
+            toc.append(link)
+            body.append(section)
+            continue
         keys = {"encoder_self": cap.source_tokens, "decoder_self": cap.target_tokens, "cross": cap.source_tokens}
         atts = []
         for kind in KINDS:
@@ -375,6 +381,65 @@ def lecture_pack_html(records, title: str = "") -> str:
         "</body></html>",
     ]
     return "".join(page)
+
+
+# The Attention page's one-line summary of a decoder-only and of an encoder-only capture (ui/shapes.py, same msgids)
+SEQUENCE = N_("Prompt: {prompt} tokens · continuation (the model’s own greedy output): {written} tokens “{text}”")
+ENCODED = N_("Input: {n} tokens, as the model’s tokenizer writes them (its special tokens included)")
+
+
+def _one_stack_input(figs: _Figures, n: int, item, pe) -> tuple[dict, str, str]:
+    """One input of a decoder-only or encoder-only model, as the app's Attention page shows it: the self-attention of
+    the whole sequence (the prompt and the model's own continuation; or the encoded input), its summary line, and the
+    positional views of that sequence. (data item, contents line, section HTML)."""
+    cap, trace, prefix = item.capture, item.trace, f"in{n}"
+    decoder = bool(cap.target_tokens)
+    kind, tokens = ("decoder_self", cap.target_tokens) if decoder else ("encoder_self", cap.source_tokens)
+    att = _attention(figs, prefix, kind, getattr(cap, kind), capture_rows(cap, kind), tokens)
+    att["ref"] = f"{n}/{kind}"
+    if decoder:
+        caption = _(SEQUENCE).format(
+            prompt=len(trace.source_tokens), written=len(cap.target_tokens) - len(trace.source_tokens), text=trace.text
+        )
+    else:
+        caption = _(ENCODED).format(n=len(tokens))
+    label = _("Input {n}: {text}").format(n=n + 1, text=item.text)
+    pe_ids = []
+    if not pe.inside_text:  # positions added to the embeddings: the rows and their size against the tokens'
+        side = "target" if decoder else "source"
+        emb, rows = (cap.target_embeddings, cap.target_pe) if decoder else (cap.source_embeddings, cap.source_pe)
+        if not decoder:
+            pe_ids.append(figs.add(f"{prefix}-pe-rows", _pe_rows(cap)))
+        norms = positional_figs.embedding_vs_pe(
+            tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), side
+        )
+        pe_ids.append(figs.add(f"{prefix}-pe-{side}", norms))
+    link = '<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"
+    same = (
+        f"{_esc(_(pe.inside_text))} → {link}"
+        if pe.inside_text
+        else _esc(
+            _("The table, its sinusoids and the dot product against offset are the same for every input: {link}.")
+        ).format(link=link)
+    )
+    words = [_esc(_("attention")), _esc(_("positional encoding"))]
+    toc = (
+        f'<li><a href="#{prefix}">{_esc(label)}</a> · <a href="#{prefix}-attention">{words[0]}</a> · '
+        f'<a href="#{prefix}-pe">{words[1]}</a></li>'
+    )
+    warnings = "".join(f'<p class="warning">{_esc(_(w))}</p>' for w in item.warnings)
+    plots = "".join(f'<div class="plot" data-figure="{fid}"></div>' for fid in pe_ids)
+    headings = _esc(_("Attention")), _esc(_("Positional encoding"))
+    section = (
+        f'<section id="{prefix}" class="input"><h2>{_esc(label)}</h2>{warnings}'
+        f'<p class="sequence"><span class="caption">{_esc(caption)}</span><br>'
+        f"<code>{_esc(' '.join(plain_token(t) for t in tokens))}</code></p>"
+        f'<h3 id="{prefix}-attention">{headings[0]}</h3>'
+        f'<h4 id="{prefix}-{kind}">{_esc(att["title"])}</h4>{_attention_html(att)}'
+        f'<h3 id="{prefix}-pe">{headings[1]}</h3><p>{same}</p>{plots}</section>'
+    )
+    data = {"attention": {kind: {k: att[k] for k in ("shape", "z", "title", "q", "k")}}, "decoding": None}
+    return data, toc, section
 
 
 def _template() -> dict:

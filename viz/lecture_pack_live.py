@@ -64,6 +64,11 @@ def live_words(spec: dict | None) -> dict[str, str]:
             )
         ),
     }
+    # the Attention page's summary of a decoder-only and of an encoder-only model's sequence (ui/shapes.py)
+    words["sequence"] = _(
+        "Prompt: {prompt} tokens · continuation (the model’s own greedy output): {written} tokens “{text}”"
+    )
+    words["encoded"] = _("Input: {n} tokens, as the model’s tokenizer writes them (its special tokens included)")
     checks = (spec or {}).get("checks", {})
     if "trained" in checks:  # model.text.inputs.trained_range_warning, {n} filled by the script
         units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}

@@ -172,6 +172,7 @@
       section.dataset.drawn = String(n);
       return;
     }
+    if (c.shape && c.shape !== "encoder-decoder") return runOneStack(net, t0, check, n);
     const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
@@ -197,8 +198,8 @@
       s = newSection();
       fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
       views.appendChild(s);
-      const divs = V.setup(s);
-      drawing = Promise.all(divs.map(V.ensure)).then(() => divs);
+      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
+      drawing = Promise.all(now.map(V.ensure)).then(() => now);
     }
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
@@ -206,6 +207,60 @@
       Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
     });
   }
+  // -- a decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page --
+  function fillOneStack(s, text, tokens, caption) {
+    s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
+    s.querySelector(".sequence .caption").textContent = caption;
+    s.querySelector(".sequence code").textContent = tokens.map(t => plain(t)).join(" ");
+  }
+  async function runOneStack(net, t0, check, n) {
+    const decoder = c.shape === "decoder-only";
+    // model/text/inputs: prepare_sequence (the text's ids, cut to max_len) or prepare_source (then </s>: BERT's [SEP])
+    const ids = decoder ? [...src.prefix, ...check.content].slice(0, c.max_len) : [...check.ids, src.eos, ...src.after];
+    const r = await PackNet.runOneStack(net, ids, 5);
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);
+    const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
+    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
+    const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
+      : V.fillIn(W.encoded, {n: N});
+    V.INPUTS.live = {decoding: null, attention: {[kind]: {shape: [r.maps.length, H + 1, N, N],
+      z: attention(r.maps, H, N, N, decoder), title: V.DATA.inputs[0].attention[kind].title,
+      q: tokens.map(t => shown(t, 40)), k: tokens.map(t => shown(t, 40))}}};
+    const side = {pe: r.pe, emb: r.emb};
+    figures({enc: side, full: side, steps: []}, tokens, tokens, []);
+    out.textContent = output;
+    window.packResult = () => {
+      const nest = (m, ...dims) => Array.from({length: dims[0]}, (_, i) => (dims.length === 1 ? m[i]
+        : nest(m.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
+      const V_ = r.logProbs ? r.logProbs.length / N : 0;
+      return {warnings: check.warnings, ids: r.ids, output_ids: r.out, stop: r.stop, prompt: r.prompt,
+        log_probs: r.logProbs ? range(N).map(t => Array.from(r.logProbs.subarray(t * V_, (t + 1) * V_))) : null,
+        [kind]: r.maps.map(m => nest(m, H, N, N)),
+        steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob}))};
+    };
+    let s = views.firstElementChild, drawing;
+    if (s) {
+      fillOneStack(s, check.text, tokens, caption);
+      drawing = V.refresh(s);
+    } else {
+      s = newSection();
+      fillOneStack(s, check.text, tokens, caption);
+      views.appendChild(s);
+      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
+      drawing = Promise.all(now.map(V.ensure)).then(() => now);
+    }
+    return drawing.then(charts => {
+      const ms = performance.now() - t0;
+      status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
+    });
+  }
+
+  const onScreen = div => {  // as PackViews draws: on screen or within 200 px of it
+    const r = div.getBoundingClientRect();
+    return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
+  };
+
   let queue = Promise.resolve();
   function enqueue(text, typed) {
     const t0 = performance.now();
@@ -238,11 +293,12 @@
     e.preventDefault();
     enqueue(box.value, true);
   });
-  // The first example, run in this page once the pack's own charts are drawn: its charts are then made, and every
-  // typed input only redraws them.
+  // The first example, run in this page as soon as the runtime and the model's graphs are ready, while the pack's own
+  // charts are drawn and before anything is typed: onnxruntime prepares its kernels on a session's first run, and the
+  // typed input's section is made (its charts on screen drawn), so the first typed input runs and redraws as fast as
+  // later ones. Skipped when an input was typed before the runtime was ready (that input does both then).
   section.dataset.ready = "1";
   const first = W.first;
   const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
-  const waitDrawn = () => (document.body.dataset.drawn !== undefined ? warm() : setTimeout(waitDrawn, 50));
-  waitDrawn();
+  opening.then(warm, () => {});  // a runtime that fails to start says so at the first typed input
 })();

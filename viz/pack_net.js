@@ -6,6 +6,9 @@
 //     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}
 // (flat Float32Arrays, row-major), the form pack_live.js draws. No arithmetic of the model happens here: only the
 // argmax and the top-k of the graph's log-probabilities, and the forced first token (BART, mBART).
+// A decoder-only or encoder-only model has one graph over its whole sequence (PackNet.runOneStack):
+// r: {ids (the sequence: prompt + continuation, or the encoded input), maps [L] of (H, N, N), emb, pe, logProbs
+//     (N rows, or null), steps: [{id, prob, top, topProbs}] (decoder-only), stop, out, prompt}
 const PackNet = (function () {
   "use strict";
   function bytes(b64) {
@@ -33,8 +36,9 @@ const PackNet = (function () {
   async function open(spec) {
     await start();
     const opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
-    const [encoder, decoder] = await Promise.all(
-      ["encoder", "decoder"].map(k => ort.InferenceSession.create(bytes(spec.graphs[k]), opts)));
+    const names = Object.keys(spec.graphs);  // the model's shape: both graphs, or the one of its one stack
+    const made = await Promise.all(names.map(k => ort.InferenceSession.create(bytes(spec.graphs[k]), opts)));
+    const {encoder, decoder} = Object.fromEntries(names.map((k, i) => [k, made[i]]));
     const c = spec.config;
     return {config: c, encoder, decoder, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
       d: c.d_model, V: c.tgt_vocab_size};
@@ -91,5 +95,46 @@ const PackNet = (function () {
     const logProbs = tgt.map((_, t) => full.logProbs.subarray(t * V, (t + 1) * V));
     return {enc, steps, stop, out, tgt, full, logProbs};
   }
-  return {open, run, start};
+  // -- one stack: the decoder of a decoder-only model, the encoder of an encoder-only one ------------------------
+  function ranked(lp, V, topK) {  // the argmax and the top-k of one row of log-probabilities (ties: the lower id)
+    const order = Array.from(lp.keys()).sort((a, b) => lp[b] - lp[a] || a - b), k = Math.max(1, Math.min(topK, V));
+    return {id: order[0], prob: Math.exp(lp[order[0]]), top: order.slice(0, k), topProbs: order.slice(0, k).map(i => Math.exp(lp[i]))};
+  }
+  async function pass(net, ids) {  // the one graph over the whole sequence
+    const decoder = net.config.shape === "decoder-only", o = await (decoder ? net.decoder : net.encoder).run(
+      decoder ? {target_ids: ids64(ids)} : {source_ids: ids64(ids)});
+    const kind = decoder ? "decoder_self" : "encoder_self", L = decoder ? net.L : net.Lenc, maps = [];
+    for (let l = 0; l < L; l++) maps.push(o[`${kind}.${l}`].data);
+    const side = decoder ? "target" : "source";
+    return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data,
+      logProbs: o.log_probs ? o.log_probs.data : null};
+  }
+  // Decoder-only: greedy continuation of the prompt as model.decoding (step_limit: 50 tokens at most, within max_len),
+  // each step one pass over the whole sequence; then the app's pass over prompt + continuation. Encoder-only: one pass.
+  async function runOneStack(net, ids, topK) {
+    const c = net.config, V = net.V;
+    if (c.shape !== "decoder-only") {
+      const r = await pass(net, ids);
+      return {...r, ids, steps: [], out: [], stop: null, prompt: ids.length};
+    }
+    const limit = Math.max(0, Math.min(50, c.max_len - ids.length)), seq = [...ids], steps = [], out = [];
+    let stop = "max_len", last = null;
+    for (let t = 0; t < limit; t++) {
+      last = await pass(net, seq);
+      let lp = last.logProbs.subarray((seq.length - 1) * V, seq.length * V);
+      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
+        lp = new Float32Array(V).fill(-Infinity);
+        lp[c.forced_bos_id] = 0;
+      }
+      const s = ranked(lp, V, topK);
+      steps.push(s);
+      out.push(s.id);
+      if (s.id === c.eos_id) { stop = "eos"; break; }
+      seq.push(s.id);
+    }
+    // the capture's pass over prompt + continuation (</s> left out): the last step's when it read exactly that
+    const full = last && stop === "eos" ? last : await pass(net, seq);
+    return {...full, ids: seq, steps, out, stop, prompt: ids.length};
+  }
+  return {open, run, runOneStack, start};
 })();

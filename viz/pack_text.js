@@ -103,7 +103,8 @@ const PackText = (function () {
       warnings.push(fill(words.cut, {n: ids.length, room, kept: Array.from(kept).slice(-40).join(""),
         dropped: ids.length - room}));
     }
-    return {text: cleaned, errors, warnings, ids: [...vocab.prefix, ...ids.slice(0, room)]};  // before </s>
+    // ids: before </s> (model/text/inputs.prepare_source); content: every id of the text (prepare_sequence cuts them)
+    return {text: cleaned, errors, warnings, ids: [...vocab.prefix, ...ids.slice(0, room)], content: ids};
   }
 
   return {open, checkText, cleanText};

@@ -5,6 +5,7 @@ Everything here is numpy (the records that cross to viz/lecture_pack.py); the HT
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,11 +32,12 @@ MAX_OFFSET = 40  # dot product vs offset: k = 0..MAX_OFFSET (fewer for short tab
 
 @dataclass
 class PackInput:
-    """One input of the pack: what was typed, the teacher-forced capture of the model's own output, the decoding."""
+    """One input of the pack: what was typed, the teacher-forced capture of the model's own output, the decoding
+    (None for an encoder-only model, which writes nothing)."""
 
     text: str
     capture: Capture
-    trace: Trace
+    trace: Trace | None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -87,7 +89,8 @@ def bounded_inputs(
 def pack_pe(model: nn.Module) -> PackPE:
     """The PE figures' numbers for this model, from the table it really adds (learned or sinusoidal)."""
     cfg = model.config
-    table = positional_tables(model)["source"][: min(PE_POSITIONS, cfg.max_len)].astype(np.float64)  # (P, D)
+    tables = positional_tables(model)  # the side the model's shape has (both sides' tables are the same kind)
+    table = tables.get("source", tables.get("target"))[: min(PE_POSITIONS, cfg.max_len)].astype(np.float64)  # (P, D)
     P, D = table.shape
     interleaved = cfg.positional == "sinusoidal" and cfg.pe_layout == "interleaved"
     max_offset = min(MAX_OFFSET, P - 1)
@@ -106,9 +109,33 @@ def pack_pe(model: nn.Module) -> PackPE:
     )
 
 
-def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Capture, Trace]:
-    """The capture of the model's own greedy output, and the step-by-step greedy decoding, of one input."""
-    return capture(model, tokenizer, text), greedy_decode(model, tokenizer, text)
+class _Written:
+    """A target vocabulary whose encode() gives ids decoded already (as the app's ui/caches._DecodedTarget): capture()
+    then reads the prompt and the model's own continuation as one sequence. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids: Sequence[int]) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)
+
+
+def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Capture, Trace | None]:
+    """The capture of the model's own greedy output, and the step-by-step greedy decoding, of one input, as the app's
+    pages show them: a decoder-only model's capture reads the prompt and its continuation as one sequence; an
+    encoder-only model writes nothing (no trace)."""
+    if not model.config.has_decoder:
+        return capture(model, tokenizer, text), None
+    trace = greedy_decode(model, tokenizer, text)
+    if model.config.has_encoder:
+        return capture(model, tokenizer, text), trace
+    vocab = tokenizer.target
+    written = _Written(vocab, [i for i in trace.output_ids if i != vocab.eos_id])
+    cap = capture(model, dataclasses.replace(tokenizer, target=written), text, "")
+    return dataclasses.replace(cap, generated=True), trace
 
 
 def pack_records(

@@ -1,6 +1,6 @@
 """The model's own graph for the lecture pack: torch.onnx export of encode and teacher-forced decode.
 
-    graphs = export_graphs(model)          # {"encoder": bytes, "decoder": bytes}, two ONNX models
+    graphs = export_graphs(model)          # {"encoder": bytes, "decoder": bytes}: the graphs of the model's shape
     report = check_graphs(model, graphs, [ids, ...])  # onnxruntime against the PyTorch model, per output
 
 Both graphs are traced through `Transformer.encode` / `Transformer.decode` inside a `record` block, so every
@@ -16,6 +16,13 @@ outputs); nothing here repeats the network. Names and shapes (batch 1, sequence 
              out: log_probs (1, T, V) (log-softmax of the logits, as Capture.log_probs);
                   target_embeddings (1, T, D); target_positions (T, D);
                   decoder_self.{l} (1, H, T, T), cross.{l} (1, H, T, S) for every decoder layer l
+
+A decoder-only model has the decoder graph alone, over its one sequence (no memory, no source, no pad_mask: its
+mask is causal only), an encoder-only model the encoder graph alone (no memory; log_probs (1, S, V) first when it
+has a masked-LM head), as model.capture records them:
+
+    decoder (decoder-only)  in: target_ids (1, T)  out: log_probs, target_embeddings, target_positions, decoder_self.{l}
+    encoder (encoder-only)  in: source_ids (1, S)  out: [log_probs,] source_embeddings, source_positions, encoder_self.{l}
 
 The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
 for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
@@ -43,6 +50,18 @@ MAX_ABS = 1e-4  # the parity tolerance of log-probs and attention maps (float32 
 def output_names(model: nn.Module) -> dict[str, list[str]]:
     """The names of each graph's outputs, in order (see the module docstring)."""
     cfg = model.config
+    if cfg.shape == "decoder-only":
+        return {
+            "decoder": ["log_probs", "target_embeddings", "target_positions"]
+            + [f"decoder_self.{i}" for i in range(cfg.n_decoder_layers)]
+        }
+    if cfg.shape == "encoder-only":
+        head = ["log_probs"] if cfg.output_head != "none" else []
+        return {
+            "encoder": head
+            + ["source_embeddings", "source_positions"]
+            + [f"encoder_self.{i}" for i in range(cfg.n_encoder_layers)]
+        }
     return {
         "encoder": ["memory", "source_embeddings", "source_positions"]
         + [f"encoder_self.{i}" for i in range(cfg.n_encoder_layers)],
@@ -94,6 +113,30 @@ class _Decoder(nn.Module):
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
         return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *cross)
+
+
+class _OneStack(nn.Module):
+    """A decoder-only model's decode() over its whole sequence, or an encoder-only model's encode() and its
+    masked-LM head: log-probs (when there are some), the side's embeddings and positions, every recorded map."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor):
+        model = self.model
+        decoder = model.config.shape == "decoder-only"
+        with record(model) as rec:
+            if decoder:
+                logits = model.decode(ids)  # (1, T, V)
+            else:
+                memory, _ = model.encode(ids)
+                logits = model.logits(memory) if model.generator is not None else None  # (1, S, V)
+        kind, side = ("decoder_self", "target") if decoder else ("encoder_self", "source")
+        pe = rec.positional[side][0]
+        maps = [rec.attention[(kind, i)][0] for i in rec.layers(kind)]
+        head = () if logits is None else (logits.float().log_softmax(-1),)
+        return (*head, pe.embeddings, pe.rows, *maps)
 
 
 def _export(module: nn.Module, args: tuple, inputs: list[str], outputs: list[str], axes: dict) -> bytes:
@@ -153,6 +196,8 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
     model = copy.deepcopy(model)
     names = output_names(model)
     cfg = model.config
+    if cfg.shape != "encoder-decoder":
+        return _export_one_stack(model, names)
     # Traced on ids holding a <pad> on both sides and at a length > 1: the model's masks are None when nothing is
     # padded (a decision on the ids that a trace would freeze); here its padding and causal masks are built, so the
     # graph computes them from the ids it is given (all true without a <pad>: the same numbers).
@@ -175,6 +220,94 @@ def export_graphs(model: nn.Module) -> dict[str, bytes]:
         inputs = ["target_ids", "memory", "source_ids", "pad_mask"]
         decoder = _export(_Decoder(model).eval(), (tgt, memory, src, on), inputs, names["decoder"], axes)
     return {"encoder": encoder, "decoder": decoder}
+
+
+def _export_one_stack(model: nn.Module, names: dict[str, list[str]]) -> dict[str, bytes]:
+    """The one graph of a decoder-only or encoder-only model (traced on ids holding a <pad>, as export_graphs)."""
+    cfg = model.config
+    ((graph, outputs),) = names.items()
+    decoder = graph == "decoder"
+    n = max(3, min(5, cfg.max_len))
+    ids = torch.full((1, n), 4 % cfg.src_vocab_size, dtype=torch.long)
+    ids[0, 0], ids[0, 1] = cfg.bos_id, cfg.pad_id
+    axis, inp = ("T", "target_ids") if decoder else ("S", "source_ids")
+    emb, pos = ("target_embeddings", "target_positions") if decoder else ("source_embeddings", "source_positions")
+    axes = {inp: {1: axis}, emb: {1: axis}, pos: {0: axis}, "log_probs": {1: axis}}
+    axes.update({n: {2: axis, 3: axis} for n in outputs if "_self." in n})
+    with torch.no_grad():
+        return {graph: _export(_OneStack(model).eval(), (ids,), [inp], outputs, axes)}
+
+
+class _Step(nn.Module):
+    """One cached step of the decoder (decode(..., cache, last_only=True)): the newest token, the keys and values of
+    the tokens before it. The cache is rebuilt from the flat tensors: its key positions are 0 .. P-1 (those a fresh
+    DecoderCache accumulates over P tokens), its cross-attention part empty (the step reads memory)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, *past: torch.Tensor):
+        from ..network.attention import KVCache
+        from ..network.transformer import DecoderCache, LayerCache
+
+        model = self.model
+        n = len(model.decoder.layers)
+        cache = DecoderCache([LayerCache(KVCache(past[2 * i], past[2 * i + 1])) for i in range(n)])
+        cache.positions = torch.arange(past[0].size(2), device=target_ids.device)  # (P,) the cached keys' positions
+        with record(model) as rec:
+            logits = model.decode(target_ids, memory, model.source_mask(source_ids), cache, last_only=True)
+        pe = rec.positional["target"][0]
+        selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
+        cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
+        present = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
+        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *cross, *present)
+
+
+def step_names(model: nn.Module) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of the step graph, in order."""
+    n = model.config.n_decoder_layers
+    past = [f"past_{w}.{i}" for i in range(n) for w in ("key", "value")]
+    outputs = ["log_probs", "target_embeddings", "target_positions"]
+    outputs += [f"decoder_self.{i}" for i in range(n)] + [f"cross.{i}" for i in range(n)]
+    outputs += [f"present_{w}.{i}" for i in range(n) for w in ("key", "value")]
+    return ["target_ids", "memory", "source_ids", *past], outputs
+
+
+def export_step_graph(model: nn.Module) -> bytes:
+    """An encoder-decoder's cached decoder step as one ONNX graph (a building block for models too large to rerun
+    the whole prefix at every step; the pack does not use it yet):
+
+        in:  target_ids (1, 1) the newest token, memory (1, S, D), source_ids (1, S) (its <pad> mask),
+             past_key.{l}, past_value.{l} (1, H_kv, P, dk) the self-attention keys and values of the P tokens before
+        out: log_probs (1, 1, V), target_embeddings (1, 1, D), target_positions (1, D),
+             decoder_self.{l} (1, H, 1, P + 1) and cross.{l} (1, H, 1, S): the step's attention rows,
+             present_key.{l}, present_value.{l} (1, H_kv, P + 1, dk): the cache for the next step
+
+    The first step passes P = 0. The mask of a one-token step is causal only (as the app's cached greedy steps);
+    cross-attention keys and values are computed from memory at every step."""
+    if model.training:
+        raise ValueError("export a model in eval mode (dropout off)")
+    if model.config.shape != "encoder-decoder":
+        raise ValueError("the step graph is an encoder-decoder's")
+    model = copy.deepcopy(model)
+    cfg = model.config
+    inputs, outputs = step_names(model)
+    S = max(3, min(5, cfg.max_len))
+    src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
+    src[0, 1] = cfg.pad_id  # a <pad> in the trace: the graph builds the source mask from the ids it is given
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = model.new_cache()
+        model.decode(torch.tensor([[cfg.bos_id, 4 % cfg.tgt_vocab_size]]), memory, mask, cache)  # P = 2 traced
+        past = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
+        axes = {"memory": {1: "S"}, "source_ids": {1: "S"}}
+        axes.update({n: {2: "P"} for n in inputs if n.startswith("past_")})
+        axes.update({n: {3: "P1"} for n in outputs if n.startswith("decoder_self.")})
+        axes.update({n: {3: "S"} for n in outputs if n.startswith("cross.")})
+        axes.update({n: {2: "P1"} for n in outputs if n.startswith("present_")})
+        new = torch.tensor([[5 % cfg.tgt_vocab_size]])
+        return _export(_Step(model).eval(), (new, memory, src, *past), inputs, outputs, axes)
 
 
 @dataclass
@@ -202,7 +335,13 @@ def sessions(graphs: dict[str, bytes]) -> dict:
 def run_graphs(
     runs: dict, source: Sequence[int], target: Sequence[int], pad_mask: bool = True
 ) -> dict[str, np.ndarray]:
-    """Every output of both graphs for one source and one decoder input, by name (pad_mask: see the docstring)."""
+    """Every output of both graphs for one source and one decoder input, by name (pad_mask: see the docstring).
+    A decoder-only model's graph reads `target` (its whole sequence), an encoder-only model's `source`."""
+    if len(runs) == 1:
+        ((graph, run),) = runs.items()
+        feed = {"source_ids": source} if graph == "encoder" else {"target_ids": target}
+        feeds = {k: np.array([v], dtype=np.int64) for k, v in feed.items()}
+        return dict(zip([o.name for o in run.get_outputs()], run.run(None, feeds)))
     enc = runs["encoder"]
     out = dict(
         zip([o.name for o in enc.get_outputs()], enc.run(None, {"source_ids": np.array([source], dtype=np.int64)}))
@@ -220,6 +359,11 @@ def torch_outputs(model: nn.Module, source: Sequence[int], target: Sequence[int]
     src = torch.tensor([list(source)], dtype=torch.long)
     tgt = torch.tensor([list(target)], dtype=torch.long)
     names = output_names(model)
+    if model.config.shape != "encoder-decoder":
+        ((graph, outputs),) = names.items()
+        with torch.no_grad():
+            out = _OneStack(model).eval()(tgt if graph == "decoder" else src)
+        return {n: t.numpy() for n, t in zip(outputs, out)}
     with torch.no_grad():
         enc = _Encoder(model).eval()(src)
         dec = _Decoder(model).eval()(tgt, enc[0], src, torch.ones(1, dtype=torch.bool))

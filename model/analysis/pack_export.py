@@ -31,18 +31,17 @@ class Unsupported(ValueError):
 
 def _side(vocab) -> dict:
     """One side's tokenizer for the page: this project's vocabulary, or a Hugging Face folder's (sentencepiece,
-    byte-level BPE) as a tokenizer.json; Unsupported for the others."""
+    byte-level BPE, a tokenizer.json of GPT-2, Llama, Qwen2 or BERT) as a tokenizer.json; Unsupported for the others."""
     if type(vocab) is Vocab:
         return {**vocab.to_dict(), "json": vocab.description()}
     from ..checkpoints.formats.hf_descriptions import pack_side
     from ..checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab
     from ..checkpoints.formats.marian_tokenizer import MarianVocab
+    from ..checkpoints.formats.tokenizer_json import LibraryVocab
 
-    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab, MarianVocab)):
+    if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab, MarianVocab, LibraryVocab)):
         return pack_side(vocab)
-    raise Unsupported(
-        M_("the page runs this project's own tokenizers and those of T5, BART, mBART and Marian folders, not this one")
-    )
+    raise Unsupported(M_("the page runs this project's own tokenizers and those of Hugging Face folders, not this one"))
 
 
 def _check_size(size: int, max_bytes: int) -> None:
@@ -63,8 +62,6 @@ def weight_bytes(model: nn.Module) -> int:
 
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
-    if model.config.shape != "encoder-decoder":  # its graphs are an encoder's and a decoder's reading it
-        raise Unsupported(M_("the page runs encoder-decoder models; this one is {shape}", shape=model.config.shape))
     sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
     _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
     graphs = export_graphs(model)

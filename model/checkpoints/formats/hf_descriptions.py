@@ -3,7 +3,7 @@
     description(vocab) -> dict     # a SentencePieceVocab's or ByteLevelVocab's pieces as a tokenizer.json
     pack_side(vocab) -> dict       # what the pack's page needs of one side: the description, ids and specials
 
-Byte-level BPE (BART): the app already runs the `tokenizers` library with vocab.json + merges.txt; its own
+Byte-level BPE (BART) and the tokenizer.json of GPT-2, Llama, Qwen2 and BERT folders: the app already runs the `tokenizers` library with vocab.json + merges.txt; its own
 tokenizer.json is the description. Sentencepiece (T5, mBART): the model's settings written as a tokenizer.json, as
 transformers' SpmConverter writes them (the normalizer spec: precompiled charsmap, extra whitespace removal, the
 dummy prefix, whitespace escaping; Unigram or BPE pieces with their scores; the matching decoder). The app keeps
@@ -79,7 +79,7 @@ def _spm_tokenizer(spm):
 
 def description(vocab) -> dict:
     """The tokenizer.json (a dict) of a Hugging Face folder's vocabulary: its pieces, before the folder's ids."""
-    bpe = getattr(vocab, "bpe", None)
+    bpe = getattr(vocab, "bpe", getattr(vocab, "tok", None))  # a tokenizers.Tokenizer: its own description
     if bpe is not None:
         return json.loads(bpe.to_str())
     return json.loads(_spm_tokenizer(vocab.spm).to_str())

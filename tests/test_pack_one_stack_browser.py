@@ -1,0 +1,133 @@
+"""The lecture pack of a decoder-only and of an encoder-only model, in a real headless Chromium (file://, every other
+request blocked): the page runs the model's own graph (model/analysis/onnx_export.py: one graph over the whole
+sequence) and shows what the app's Attention page shows for these shapes, the self-attention of the whole sequence.
+
+A decoder-only demo (RoPE), a tiny GPT-2 folder (byte-level BPE, learned positions) and a tiny BERT folder with its
+masked-LM head (WordPiece), built here with transformers (tests/hf_one_stack.py): generated inputs typed into the box
+give the app's warnings, ids and tokens, the greedy continuation of model.greedy_decode (each step's top 5), and the
+log-probs and every attention map of the app's capture within 1e-4; the typed input's charts show them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from i18n import _
+from model import capture, greedy_decode, load_checkpoint
+from model.analysis.lecture import pack_records
+from model.checkpoints.checkpoint import load_card
+from model.checkpoints.demos import list_demos
+from model.interventions import NONE
+from model.text.inputs import check_text
+from tasks.cards import pack_checks
+from tests.browser_helpers import VIEWPORT, chromium
+from tests.test_pack_parity_browser import app_warnings, generated_inputs, typed
+from ui import caches
+from viz.lecture_pack import ENCODED, SEQUENCE, lecture_pack_html
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """name -> (model, tokenizer, card, typed texts): the decoder-only RoPE demo, GPT-2 and BERT (masked-LM) folders."""
+    from tests.hf_families import WORDS
+    from tests.hf_one_stack import BUILDERS
+
+    demo = next(d for d in list_demos() if d.name == "reverse_decoder_rope")
+    model, tok = load_checkpoint(demo.path)
+    card = load_card(demo.path)
+    texts = generated_inputs(demo.name, tok, card)  # a card example, one with an unknown symbol, one with emoji
+    out = {"reverse_decoder_rope": (model, tok, card, [texts[0], texts[2], texts[4]])}
+    root = tmp_path_factory.mktemp("one-stack-pack")
+    for name in ("gpt2", "bert-mlm"):
+        model, tok = load_checkpoint(BUILDERS[name](root).folder)
+        rng = random.Random(name)
+        texts = [
+            "the cat sat on a mat",
+            "The Cat sat, on a mat. 42 😀 Été «zebra»!",  # capitals, punctuation, digits, emoji, accents, unknown pieces
+            " ".join(rng.choice(WORDS) for _ in range(60)),  # past max_len: the cut warning
+        ]
+        out[name] = (model, tok, {}, texts)
+    return out
+
+
+def open_pack(browser, folder, model, tok, card, first: str):
+    """The pack (first input precomputed) opened from file:// with every other request blocked."""
+    records = pack_records(model, tok, [first], label="m", checks=pack_checks(card))
+    assert records.live is not None, records.live_note
+    pack = folder / "pack.html"
+    pack.write_text(lecture_pack_html(records), encoding="utf-8")
+    url = pack.as_uri()
+    blocked, errors = [], []
+    context = browser.new_context(viewport=VIEWPORT)
+    context.route(
+        "**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort())
+    )
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
+    return context, page, blocked, errors
+
+
+@pytest.mark.parametrize("name", ["reverse_decoder_rope", "gpt2", "bert-mlm"])
+def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_path):
+    model, tok, card, texts = models[name]
+    decoder = model.config.shape == "decoder-only"
+    kind = "decoder_self" if decoder else "encoder_self"
+    context, page, blocked, errors = open_pack(browser, tmp_path, model, tok, card, texts[0])
+    for n, text in enumerate(texts, start=1):
+        got = typed(page, text, n)
+        check = check_text(text, tok.source, model.config.max_len - 1)
+        # what the app's pages show for this input: its greedy decoding, and its capture (a decoder-only model's over
+        # the prompt and that continuation, as the app's shared decode builds it: ui/caches.py)
+        trace = greedy_decode(model, tok, check.text) if decoder else None
+        cap = (
+            caches._pass_on(model, tok, check.text, trace.output_ids, False, NONE)
+            if decoder
+            else capture(model, tok, check.text)
+        )
+        assert got["warnings"] == app_warnings(tok, model, card, text), text
+        assert got["ids"] == (cap.target_ids if decoder else cap.source_ids).tolist()
+        if decoder:
+            assert got["output_ids"] == trace.output_ids, text  # the same greedy continuation, token for token
+            assert got["stop"] == trace.stop_reason and got["prompt"] == len(trace.source_ids)
+            assert page.text_content('[data-testid="pack-output"]') == trace.text
+            for step, s in zip(got["steps"], trace.steps, strict=True):
+                assert step["top"] == s.top_ids.tolist()
+                np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
+        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
+        np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
+        # the typed input's views: its tokens, its summary line (the Attention page's), its map drawn
+        tokens = cap.target_tokens if decoder else cap.source_tokens
+        main = page.evaluate(
+            "(({data}) => ({z: data[0].z, x: data[0].x}))(document.querySelector('#live-views .attention .main'))"
+        )
+        assert len(main["x"]) == len(tokens)
+        want = np.where(np.tril(np.ones((len(tokens),) * 2)) > 0, getattr(cap, kind)[-1].mean(0), np.nan)
+        z = np.array([[np.nan if v is None else v for v in row] for row in main["z"]], dtype=float)
+        np.testing.assert_allclose(z, want if decoder else getattr(cap, kind)[-1].mean(0), atol=TOL, rtol=0)
+        caption = page.text_content("#live-views .sequence .caption")
+        if decoder:
+            prompt = len(trace.source_ids)
+            assert caption == _(SEQUENCE).format(prompt=prompt, written=len(tokens) - prompt, text=trace.text)
+        else:
+            assert caption == _(ENCODED).format(n=len(tokens))
+        charts = page.evaluate(
+            "[...document.querySelectorAll('#live-views .js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
+        )
+        assert charts == page.evaluate("document.querySelectorAll('#live-views .plot').length") > 0
+    assert page.evaluate("document.querySelectorAll('#live-views .decoding, #live-views .cross-rows').length") == 0
+    context.close()
+    assert blocked == [] and errors == []
