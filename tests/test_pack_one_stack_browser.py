@@ -23,7 +23,7 @@ from model.interventions import NONE
 from model.text.inputs import check_text
 from tasks.cards import pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
-from tests.test_pack_parity_browser import app_warnings, generated_inputs, typed
+from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, typed
 from ui import caches
 from viz.lecture_pack import ENCODED, SEQUENCE, lecture_pack_html
 
@@ -115,6 +115,14 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
             "(({data}) => ({z: data[0].z, x: data[0].x}))(document.querySelector('#live-views .attention .main'))"
         )
         assert len(main["x"]) == len(tokens)
+        # issue 34's one row convention: a decoder row is the token it writes (the next one; the last row the model's
+        # top choice after the text), its input in the hover; an encoder row is its own token
+        labels = page.evaluate("document.querySelector('#live-views .attention .main').data[0].y")
+        if decoder:
+            written = [*tokens[1:], tok.target.decode([int(np.argmax(cap.log_probs[-1]))])[0]]
+            assert labels == [f"{j}: {_hover(i)} → {_hover(w)}" for j, (i, w) in enumerate(zip(tokens, written))]
+        else:
+            assert len(labels) == len(tokens) and all("→" not in label for label in labels)
         want = np.where(np.tril(np.ones((len(tokens),) * 2)) > 0, getattr(cap, kind)[-1].mean(0), np.nan)
         z = np.array([[np.nan if v is None else v for v in row] for row in main["z"]], dtype=float)
         np.testing.assert_allclose(z, want if decoder else getattr(cap, kind)[-1].mean(0), atol=TOL, rtol=0)

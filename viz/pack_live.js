@@ -220,14 +220,18 @@
     const r = await PackNet.runOneStack(net, ids, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);
     const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
+    // the app's one row convention (viz/tokens.capture_rows): a decoder row is the token it writes, the next one
+    // (the last row: the model's top choice after the text), its input in the hover; an encoder row is its token
+    const last = r.logProbs && r.logProbs.subarray((N - 1) * (r.logProbs.length / N));
+    const rows = decoder ? {tokens: [...tokens.slice(1), tgt.token(argmax(last))], inputs: tokens} : {tokens, inputs: null};
     const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
     const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
       : V.fillIn(W.encoded, {n: N});
     V.INPUTS.live = {decoding: null, attention: {[kind]: {shape: [r.maps.length, H + 1, N, N],
       z: attention(r.maps, H, N, N, decoder), title: V.DATA.inputs[0].attention[kind].title,
-      q: tokens.map(t => shown(t, 40)), k: tokens.map(t => shown(t, 40))}}};
+      q: rowHovers(rows), k: tokens.map(t => shown(t, 40))}}};
     const side = {pe: r.pe, emb: r.emb};
-    figures({enc: side, full: side, steps: []}, tokens, tokens, []);
+    figures({enc: side, full: side, steps: []}, tokens, tokens, [], {[kind]: [r.maps, rows, tokens]});
     out.textContent = output;
     window.packResult = () => {
       const nest = (m, ...dims) => Array.from({length: dims[0]}, (_, i) => (dims.length === 1 ? m[i]
