@@ -79,7 +79,7 @@ def computed(
     missing = [m for m in methods if keys[m] not in caches.ATTRIBUTIONS]
     done: dict = {}
     if missing:
-        plans = gradient_plans(session, settings)
+        plans = method_plans(session, settings, missing)
         done = run_with_progress(
             attribute_methods, session.model, session.tokenizer, text, target, missing, changes, plans,
             progress=True, key=("attribution", *keys[missing[0]]), label=N_("Computing the attributions…"), **settings,
@@ -89,10 +89,11 @@ def computed(
     return {m: done[m] if m in done else caches.ATTRIBUTIONS.get(keys[m], lambda: None) for m in methods}
 
 
-def gradient_plans(session: Session, settings: dict) -> dict:
-    """The gradient methods' plans for the session's input (model.analysis.budget.attribution_plans): the decoder
-    inputs are the shared decode's output (or the typed target); BudgetExceeded says what fits."""
-    from model.analysis.budget import WorkBudget, attribution_plans, source_length
+def method_plans(session: Session, settings: dict, methods: list[str]) -> dict:
+    """Each of `methods`' plan for the session's input (model.analysis.attribution.plans: each method module counts
+    its own cost): the decoder inputs are the shared decode's output (or the typed target); BudgetExceeded says
+    what fits."""
+    from model.analysis.budget import WorkBudget, source_length
 
     model_key, text, target = caches.input_key(session)
     cfg, tok = session.model.config, session.tokenizer
@@ -101,7 +102,7 @@ def gradient_plans(session: Session, settings: dict) -> dict:
         T = len(caches.own_output(model_key, text, session.model, tok)) + 1
     else:
         T = source_length(tok.target, cfg, target)
-    return attribution_plans(cfg, S, T, int(settings.get("steps", attr.DEFAULT_STEPS)), WorkBudget.from_environment())
+    return attr.plans(cfg, S, T, methods, settings, WorkBudget.from_environment())
 
 
 def fresh_agreement(
