@@ -249,3 +249,64 @@ def test_the_methods_of_one_request_fit_one_budget_together(small):
     assert sum(p.ops for p in plans.values()) <= budget.ops
     alone = ig.plan(cfg, S, T, settings, budget)
     assert plans["integrated_gradients"].pieces < alone.pieces  # what the others took is not the halving's
+
+
+def test_compare_cuts_both_models_so_that_together_they_fit():
+    """Compare holds two models' runs at once: A (the sidebar) and B (the page) are both cut by
+    compare_page_bytes, so that A's run and B's run together fit even when B is the larger model."""
+    from types import SimpleNamespace
+
+    from model.analysis.budget import compare_page_bytes, compare_view_bytes, greedy_bytes, steps_for
+    from ui.navigation import page_cost
+
+    assert page_cost(SimpleNamespace(url_path="compare")) is compare_page_bytes
+    a = TransformerConfig(src_vocab_size=32128, tgt_vocab_size=32128, d_model=512, n_heads=8, d_ff=2048,
+                          n_encoder_layers=6, n_decoder_layers=6, max_len=512)  # fmt: skip
+    b = TransformerConfig(src_vocab_size=32128, tgt_vocab_size=32128, d_model=768, n_heads=12, d_ff=3072,
+                          n_encoder_layers=12, n_decoder_layers=12, max_len=512)  # fmt: skip
+    budget = WorkBudget(256 * 2**20)
+
+    def side(cfg, S):  # one model's decode, recorded pass and three maps
+        steps = steps_for(cfg, S)
+        return max(capture_bytes(cfg, S, steps + 1), greedy_bytes(cfg, S, steps)) + compare_view_bytes(
+            cfg, S, steps + 1
+        )
+
+    room_a, room_b = budget.source_room(a, compare_page_bytes), budget.source_room(b, compare_page_bytes)
+    assert 1 <= room_b < room_a < a.max_len
+    S = min(room_a, room_b)  # B reads what A read, cut further
+    assert side(a, S) + side(b, S) <= budget.max_bytes
+    assert side(b, room_b + 1) * 2 > budget.max_bytes  # and no more than that
+
+
+def test_a_lecture_pack_over_the_budget_is_refused_before_any_input_runs(small):
+    from model.analysis.budget import pack_need
+    from model.analysis.lecture import pack_records
+
+    model, tok = small
+    texts = ["abcdefgh" * 4] * 5
+    ran = []
+    run = lambda text: ran.append(text)  # noqa: E731 - never reached
+    S = len("abcdefgh" * 4) + 1
+    need_two = pack_need(model.config, [S] * 2)
+    budget = WorkBudget(need_two[0], need_two[1])  # two inputs fit, not five
+    with pytest.raises(BudgetExceeded) as err:
+        pack_records(model, tok, texts, run=run, budget=budget, live=False)
+    message = err.value.args[0]
+    assert message.template == OVER_MEMORY and message.values["what"].values["n"] == 5
+    assert message.values["fits"].template == "its first {n} inputs fit." and message.values["fits"].values["n"] == 2
+    assert ran == []  # refused before any input ran
+
+
+def test_an_experiment_over_the_budget_says_how_many_examples_fit(small):
+    from model.analysis.budget import admit_examples, decoding_need
+
+    cfg = small[0].config
+    ops = decoding_need(cfg, 100, 30, 30)[1]
+    budget = WorkBudget(256 * 2**20, ops)
+    assert admit_examples(cfg, "x", 100, 30, 30, budget).ops == ops
+    with pytest.raises(BudgetExceeded) as err:
+        admit_examples(cfg, "x", 250, 30, 30, budget)
+    fits = err.value.args[0].values["fits"]
+    assert err.value.args[0].template == OVER_OPS and fits.template == "{n} examples fit."
+    assert fits.values["n"] == 100  # the cost is linear in the examples: exactly the hundred counted above

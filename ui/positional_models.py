@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import _, message_of
+from i18n import M_, _, message_of
+from model.analysis.budget import WorkBudget, admit_examples
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from tasks import length_experiment as lx
@@ -87,6 +88,9 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     examples = lx.examples_by_length("reverse", range(1, 2 * high + 1), lx.LENGTH_EXAMPLES, exclude=seen)
 
     def compute() -> lx.LengthCurve:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+        n = sum(len(e) for e in examples.values())  # counted before it starts: every example at the longest length
+        admit_examples(model.config, M_("The length curve of {n} strings", n=n), n, 2 * high + 2 + shift, 2 * high + 2,
+                       WorkBudget.from_environment())  # fmt: skip
         return run_limited(
             lx.length_curve,
             model,

@@ -16,6 +16,17 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
 - `page_bytes(cfg, S, T)`: what one page run on a new input may need: the larger of the capture (with Q, K, V)
   and the greedy decoding up to the step limit, plus the figures.
 - `importance_row_bytes(cfg, S, T)`: one row of head importance's batched passes.
+- `attention_page_bytes`, `compare_page_bytes`: what those pages really compute (ui.navigation.COSTS names them).
+- `backward_bytes(cfg, S, T, rows)` and `forward_ops(cfg, S, T)`: what autograd keeps, and the operations of a pass.
+- `decoding_need(cfg, n, S, steps)`, `pack_need(cfg, lengths, weights)`: (bytes, operations) of the experiments'
+  batched decoding of n examples, and of a lecture pack.
+Each attribution method counts its own cost beside its computation (a `plan` in its module,
+model/analysis/attribution_methods/), with the functions here.
+
+Operations are a second limit ($VIZ_WORK_GOPS, default 400 billion a request, about 40 s at the 10 GFLOP/s a busy
+core gives): `WorkBudget.admit(what, bytes, ops, fits)` returns a `Plan` or raises BudgetExceeded, a Message saying
+which limit it passes (OVER_MEMORY, OVER_OPS) and what fits (a shorter input: `shorter_input`; fewer examples,
+fewer inputs, fewer points), always before the work starts.
 
 Time follows: with S bounded by the memory budget and every decoding capped at $VIZ_MAX_STEPS steps
 (default 256; the server calls model.decoding.set_step_cap at start), the slowest page run any input can ask
@@ -180,6 +191,20 @@ def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
     return max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
 
 
+def compare_view_bytes(cfg, S: int, T: int) -> int:
+    """The Compare page's figures: three maps of one layer and head (A, B, A - B), 24 bytes a number."""
+    return 3 * 24 * max(S * S, T * T, T * S)
+
+
+def compare_page_bytes(cfg, S: int, T: int | None = None) -> int:
+    """The Compare page on a new input, counted for one model as if the other were its twin: each side's shared
+    decode and one recorded pass (no Q, K, V) and the three maps, twice. Both sides are cut by it (the sidebar for
+    A, pages/compare.py for B), so that the two together fit the budget whichever is larger."""
+    steps = steps_for(cfg, S)
+    T = steps + 1 if T is None else T
+    return 2 * (max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + compare_view_bytes(cfg, S, T))
+
+
 def backward_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
     """What autograd keeps for one backward pass of `rows` rows through the encoder (S tokens) and the decoder (T
     inputs), from the embeddings to the log-probabilities: per layer the inputs of every linear map, norm and
@@ -247,6 +272,52 @@ def gradient_rows(cfg, S: int, T: int, budget: WorkBudget) -> int:
     BudgetExceeded saying what fits when not even one does."""
     admit_input(budget, M_("A gradient through this model"), lambda s, t: (backward_bytes(cfg, s, t), 0), S, T)
     return int(budget.max_bytes // max(1, backward_bytes(cfg, S, T)))
+
+
+def decoding_need(cfg, n: int, S: int, steps: int, batch: int = 240) -> tuple[int, int]:
+    """(bytes, operations) of greedy decoding n examples of at most S source tokens for at most `steps` steps,
+    `batch` rows at a time (the experiments' batched decoding, model.decoding.greedy_ids): each example costs about
+    one pass over its source and `steps` decoder positions; a batch holds its key/value caches and one step's
+    logits."""
+    rows = max(1, min(n, batch))
+    held = rows * (greedy_bytes(cfg, S, steps) + F32 * 3 * cfg.tgt_vocab_size)
+    return held, n * forward_ops(cfg, S, steps)
+
+
+def admit_examples(cfg, what: Message, n: int, S: int, steps: int, budget: WorkBudget) -> Plan:
+    """The Plan of greedy decoding n examples (decoding_need), or BudgetExceeded saying how many examples fit."""
+
+    def fits() -> Message:
+        k = _largest(lambda m: budget.fits(*decoding_need(cfg, m, S, steps)), 1, n - 1)
+        return M_("{n} examples fit.", n=k) if k >= 1 else M_("a shorter input is needed.")
+
+    return budget.admit(what, *decoding_need(cfg, n, S, steps), fits)
+
+
+def pack_export_bytes(weight_bytes: int) -> int:
+    """The export of a model's graphs for a pack (model/analysis/onnx_export.py): about four copies of its weights
+    (the traced graph's constants, the ONNX bytes, their base64)."""
+    return 4 * weight_bytes
+
+
+def pack_need(cfg, lengths, weight_bytes: int = 0) -> tuple[int, int]:
+    """(bytes, operations) of a lecture pack over inputs of these source lengths: every input's page run (capture,
+    greedy decoding to the step limit, the figures of every map: page_bytes), all held until the HTML is written,
+    and the export of the model's graphs (about four copies of its weights); each input's capture and decoding."""
+    held = sum(page_bytes(cfg, S) for S in lengths) + pack_export_bytes(weight_bytes)
+    ops = sum(2 * forward_ops(cfg, S, steps_for(cfg, S) + 1) for S in lengths)
+    return held, ops
+
+
+def admit_pack(cfg, lengths, weight_bytes: int, budget: WorkBudget) -> Plan:
+    """The pack's Plan, or BudgetExceeded saying how many of its first inputs fit."""
+
+    def fits() -> Message:
+        n = _largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
+        return M_("its first {n} inputs fit.", n=n) if n >= 1 else M_("a shorter input is needed.")
+
+    what = M_("A lecture pack of {n} inputs", n=len(lengths))
+    return budget.admit(what, *pack_need(cfg, lengths, weight_bytes), fits)
 
 
 def importance_row_bytes(cfg, S: int, T: int) -> int:
