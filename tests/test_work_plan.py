@@ -310,3 +310,32 @@ def test_an_experiment_over_the_budget_says_how_many_examples_fit(small):
     fits = err.value.args[0].values["fits"]
     assert err.value.args[0].template == OVER_OPS and fits.template == "{n} examples fit."
     assert fits.values["n"] == 100  # the cost is linear in the examples: exactly the hundred counted above
+
+
+def test_the_average_over_fresh_examples_is_counted_and_names_the_menu_value_that_fits(monkeypatch):
+    """The Attribution page's average over n fresh examples: every example's methods counted at the demo's longest
+    trained input, n of them within one request; too many: refused, naming a count of the page's own menu."""
+    from types import SimpleNamespace
+
+    from model import load_checkpoint
+    from tests.apptest_helpers import ROOT
+    from ui import attribution_ui as ui
+    from ui.caches import trained_longest
+
+    folder = ROOT / "checkpoints" / "reverse"
+    model, _ = load_checkpoint(str(folder))
+    card = __import__("json").loads((folder / "card.json").read_text())
+    session = SimpleNamespace(model=model, card=card)
+    methods, settings = ["rollout", "occlusion"], {}
+    S = trained_longest(card) + 2
+    one = sum(
+        p.ops for p in attr.plans(model.config, S, S, methods, settings, WorkBudget(256 * 2**20, 10**15)).values()
+    )
+    monkeypatch.setenv("VIZ_WORK_GOPS", str(-(-20 * one // 10**9)))  # twenty examples fit, fifty do not
+    assert 50 * one > -(-20 * one // 10**9) * 10**9
+    assert set(ui.fresh_plans(session, 20, settings, methods)) == set(methods)
+    with pytest.raises(BudgetExceeded) as err:
+        ui.fresh_plans(session, 50, settings, methods)
+    message = err.value.args[0]
+    assert message.template == ui.FRESH_OVER and message.values["n"] == 50
+    assert message.values["fits"].template == "{k} fresh examples fit." and message.values["fits"].values["k"] == 20

@@ -11,10 +11,11 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import M_, N_, _, message_of
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import REFERENCE, Agreement
 from model.analysis.attribution_methods import registry as attr_registry
+from model.analysis.budget import BudgetExceeded
 from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
@@ -30,6 +31,9 @@ REGISTRY = attr_registry.METHODS  # name -> method module: TITLE, EXPLANATION, S
 DEFAULT_SHOWN = [m for m, module in REGISTRY.items() if module.CHEAP or m == REFERENCE]
 CHOICES = [c for module in REGISTRY.values() for c in module.SETTINGS]
 SETTING_KEYS = [Key(c.link, c.default, choices=tuple(c.options), cast=type(c.default)) for c in CHOICES]
+
+
+FRESH_CHOICES = [10, 20, 50]  # the page's menu of fresh examples (attr_n)
 
 
 def title(method: str) -> str:
@@ -117,18 +121,54 @@ def fresh_agreement(
     when its worker was stopped (the deadline, the memory limit: a warning says so)."""
     try:
         return _fresh(session, changes, n, settings, methods, progress)
-    except WorkerStopped as stopped:
+    except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused before it started
         st.warning(md(message_of(stopped)))
         return None
+
+
+def fresh_plans(session: Session, n: int, settings: dict, methods: list[str]) -> dict:
+    """The methods' plans for one of n fresh examples, each counted at the longest input the demo trained on (its
+    output as long), within 1/n of one request's operations; BudgetExceeded saying how many examples of the
+    page's menu fit (or what fits one example)."""
+    from dataclasses import replace
+
+    from model.analysis.budget import WorkBudget
+
+    cfg = session.model.config
+    longest = caches.trained_longest(session.card)
+    S = T = cfg.max_len if longest is None else min(cfg.max_len, longest + 2)
+    budget = WorkBudget.from_environment()
+
+    def plans(k: int) -> dict:
+        return attr.plans(cfg, S, T, methods, settings, replace(budget, max_ops=budget.ops // k))
+
+    try:
+        return plans(n)
+    except BudgetExceeded as err:
+        fitting = [k for k in FRESH_CHOICES if k < n and _fits(plans, k)]
+        fits = M_("{k} fresh examples fit.", k=max(fitting)) if fitting else message_of(err)
+        raise BudgetExceeded(M_(FRESH_OVER, n=n, fits=fits)) from None
+
+
+FRESH_OVER = N_("The average over {n} fresh examples does not fit this server's budget for one request; {fits}")
+
+
+def _fits(plans, k: int) -> bool:
+    try:
+        plans(k)
+    except BudgetExceeded:
+        return False
+    return True
 
 
 def _fresh(session, changes, n, settings, methods, progress) -> Agreement:
     from tasks import intervened
 
     def compute() -> Agreement:  # in a limited worker process (issue 30), the fresh examples drawn there too
+        plans = fresh_plans(session, n, settings, methods)  # counted before it starts
         return run_limited(
             intervened.agreement_fresh, session.model, session.tokenizer, session.card, n, changes, methods, progress=True,
-            on_progress=steady(progress), should_stop=session_gone, **settings,
+            on_progress=steady(progress), should_stop=session_gone, plans=plans, **settings,
         )  # fmt: skip
 
     key = (session.key, n, settings_key(settings), tuple(methods), changes)

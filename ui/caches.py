@@ -246,7 +246,7 @@ def has_importance(session: Session) -> bool:
     return input_key(session) in IMPORTANCE
 
 
-def _trained_longest(card: dict) -> int | None:
+def trained_longest(card: dict) -> int | None:
     """The longest training input a demo's card names (tasks.length_experiment.training_range), None if none."""
     from tasks.length_experiment import training_range
 
@@ -267,7 +267,7 @@ def demo_exact_match(
 
     def compute() -> intervened.MatchResult:  # the fresh examples too: drawing them excludes the training set
         cfg = model.config  # counted before it starts: n examples at the longest input its card trained on
-        longest = min(cfg.max_len, _trained_longest(card) + 2) if _trained_longest(card) else cfg.max_len
+        longest = min(cfg.max_len, trained_longest(card) + 2) if trained_longest(card) else cfg.max_len
         admit_examples(cfg, M_("Exact match on {n} fresh examples", n=n), n, longest, longest,
                        WorkBudget.from_environment())  # fmt: skip
         return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
