@@ -22,7 +22,8 @@ def compute(model, tokenizer, source, target, prep, changes, options, batch_size
 
 
 EDGE_OPS = 4 * 10**4  # a max-flow's cost per edge of the graph, in the budget's operations (1 s ~ 10^10): measured
-# 6.4 ms of CPU for one preflow-push over 2,111 edges (3 us an edge; the reverse demo, 20 letters, load 25)
+# 6.4 ms of CPU for one preflow-push over 2,111 edges (3 us an edge; the reverse demo, 20 letters, load 25; 10.6 s for
+# 26 x 32 flows over 4,466 edges at 31 letters: 2.9 us), counted as 4 us
 EDGE_BYTES = 2048  # networkx's memory per edge: the graph's and the residual network's two directions, dicts each
 
 
