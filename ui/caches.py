@@ -273,11 +273,12 @@ def demo_exact_match(
         return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
                            on_progress=heartbeat(), should_stop=session_gone)  # fmt: skip
 
-    if changes:
-        return MATCHES.get((model_key, changes, n), compute)
+    params = intervened.match_params(
+        n, changes
+    )  # as trained, or with positions changed: depends on the checkpoint only
     return MATCHES.get(  # a shipped demo's result comes from its results.json (scripts/precompute.py)
         (model_key, changes, n),
-        lambda: checkpoint_cached(model_key, "exact_match", (n,), compute, decode=intervened.match_from_json),
+        lambda: checkpoint_cached(model_key, "exact_match", params, compute, decode=intervened.match_from_json),
     )
 
 
