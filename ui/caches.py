@@ -273,9 +273,8 @@ def demo_exact_match(
         return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
                            on_progress=heartbeat(), should_stop=session_gone)  # fmt: skip
 
-    params = intervened.match_params(
-        n, changes
-    )  # as trained, or with positions changed: depends on the checkpoint only
+    # as trained, or with positions changed: depends on the checkpoint only
+    params = intervened.match_params(n, changes)
     return MATCHES.get(  # a shipped demo's result comes from its results.json (scripts/precompute.py)
         (model_key, changes, n),
         lambda: checkpoint_cached(model_key, "exact_match", params, compute, decode=intervened.match_from_json),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _, message_of
+from model.analysis.budget import BudgetExceeded
 from model.interventions import INTERVENTION_KINDS, NONE, Interventions
 from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining
@@ -138,7 +139,7 @@ def _verdict(session: Session, changes: Interventions, what: str) -> None:
     except UnknownTraining:
         st.caption(_("This demo's card does not say how it was trained: no fresh examples to score."))
         return
-    except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit (issue 30)
+    except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused up front
         st.caption(md(message_of(stopped)))
         return
     except ValueError:  # the shift runs past max_len for the longer fresh examples

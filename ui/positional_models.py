@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import M_, _, message_of
-from model.analysis.budget import WorkBudget, admit_examples
+from model.analysis.budget import BudgetExceeded, WorkBudget, admit_examples
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from tasks import length_experiment as lx
@@ -138,7 +138,7 @@ def length_view() -> None:
 
             try:  # each curve in its own limited worker (issue 30)
                 curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
-            except WorkerStopped as stopped:
+            except (WorkerStopped, BudgetExceeded) as stopped:  # stopped, or refused before it started
                 st.warning(md(message_of(stopped)))
                 break
         bar.empty()
@@ -202,7 +202,7 @@ def models_view() -> None:
         except UnknownTraining:
             column.metric(_(KINDS[kind]), "—", help=_("its card does not say how it was trained"))
             continue
-        except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit
+        except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused up front
             column.metric(_(KINDS[kind]), "—")
             column.caption(md(message_of(stopped)))
             continue
