@@ -22,8 +22,8 @@ budget (the hostile visitor runs one page at a time).
 Issue 30's attacks instead, each alone beside the room after an ordinary phase: a T5 folder whose spiece.model
 rewrites `a` as 2,000 `z`s with 20,000 characters of `a b`, the integrated-gradients link with the largest
 settings (31 letters, attr_steps=128), a wide checkpoint (d_ff 8192) on the Attribution page, a BART folder with a
-57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (default settings)
-and leaves once its worker runs. One
+57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (the default
+methods and attention flow: the defaults alone finish in about a second) and leaves once its worker runs. One
 row each: the ordinary sessions' p95 before and during (ratio), the server's RSS at the start, its peak and after,
 the workers' peak RSS (every child of the server), the attack's own seconds, the seconds from leaving until no
 worker was left, tracebacks, the upload folder's bytes.
@@ -516,10 +516,19 @@ def main_issue30(args) -> None:
                              f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
                              f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
             seen, stopped = asyncio.run(
-                leave_mid_run(server, "attribution", {"model": "demo:reverse", "text": LETTERS31[::-1]})
+                # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
+                leave_mid_run(
+                    server,
+                    "attribution",
+                    {
+                        "model": "demo:reverse",
+                        "text": LETTERS31[::-1],
+                        "attr_methods": "rollout,flow,grad_x_input,occlusion",
+                    },
+                )
             )
             after = rss_bytes(server.process.pid)
-            rows.append(["visitor leaves mid-run (reverse demo, Attribution, 31 letters)", "-", "-", "-",
+            rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
                          f"{start_rss / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
                          f"{stopped:.2f}", "-", "-"])  # fmt: skip
             log_tracebacks = server.log().count("Traceback")
