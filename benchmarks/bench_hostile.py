@@ -22,11 +22,17 @@ budget (the hostile visitor runs one page at a time).
 Issue 30's attacks instead, each alone beside the room after an ordinary phase: a T5 folder whose spiece.model
 rewrites `a` as 2,000 `z`s with 20,000 characters of `a b`, the integrated-gradients link with the largest
 settings (31 letters, attr_steps=128), a wide checkpoint (d_ff 8192) on the Attribution page, a BART folder with a
-57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (default settings)
-and leaves once its worker runs. One
+57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (the default
+methods and attention flow: the defaults alone finish in about a second) and leaves once its worker runs. One
 row each: the ordinary sessions' p95 before and during (ratio), the server's RSS at the start, its peak and after,
 the workers' peak RSS (every child of the server), the attack's own seconds, the seconds from leaving until no
 worker was left, tracebacks, the upload folder's bytes.
+
+    python -m benchmarks.bench_hostile --gc-freeze [--sessions 5] [--changes 5]
+
+What the one piece of in-process tuning left after issue 30 still buys (the forward hook and thread priorities are
+gone): the same ordinary room against a server with `gc.freeze` after each run (ui/long_lived.py) and one without
+(`VIZ_GC_FREEZE=0`), side by side: p95, and the server's CPU seconds per input change, with their ratio.
 """
 
 from __future__ import annotations
@@ -360,9 +366,12 @@ def main() -> None:
     )
     parser.add_argument("--issue30", action="store_true", help="issue 30's attacks, each alone beside the room")
     parser.add_argument("--leave-only", action="store_true", help="with --issue30: only the visitor who leaves")
+    parser.add_argument("--gc-freeze", action="store_true", help="the room with and without gc.freeze, side by side")
     args = parser.parse_args()
     if args.issue30:
         return main_issue30(args)
+    if args.gc_freeze:
+        return main_gc_freeze(args)
     from model.checkpoints.serving import ENV
 
     all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=3)
@@ -434,6 +443,43 @@ def main() -> None:
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main_gc_freeze(args) -> None:
+    """The ordinary room against a server that freezes its long-lived objects after each run and one that does not."""
+    all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=5)
+    per = args.changes + 1
+    texts = [all_texts[i * per : (i + 1) * per] for i in range(2 * args.sessions)]
+    rows, measured = [], {}
+    for k, (name, freeze) in enumerate((("gc.freeze after each run (default)", "1"), ("VIZ_GC_FREEZE=0", "0"))):
+        os.environ["VIZ_GC_FREEZE"] = freeze
+        with tempfile.TemporaryDirectory() as tmp:
+            server = AppServer(Path(tmp))
+            try:
+                with chromium() as browser:
+                    server.first_visit(browser)
+                asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+                before = cpu_seconds(server.process.pid)
+                r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], hostile=False)
+                cpu = (cpu_seconds(server.process.pid) - before) / max(1, len(r["changes"]))
+            finally:
+                server.stop()
+        measured[freeze] = (pct(r["changes"], 0.95), cpu)
+        rows.append([name, f"{measured[freeze][0]:.2f}", f"{cpu:.3f}", len(r["changes"]), r["load"]])
+    os.environ.pop("VIZ_GC_FREEZE", None)
+    for row, freeze in zip(rows, ("1", "0")):
+        row[1:3] = [f"{row[1]} ({measured[freeze][0] / measured['0'][0]:.2f}x)",
+                    f"{row[2]} ({measured[freeze][1] / measured['0'][1]:.2f}x)"]  # fmt: skip
+    print(f"\n{args.sessions} ordinary sessions, a new input every {args.interval:g} s, {args.changes} changes each; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; uptime: {os.popen('uptime').read().strip()}")  # fmt: skip
+    print(table(["server", "p95 (s), ratio to no freeze", "server CPU s per change, ratio", "changes", "load after"],
+                rows, title="gc.freeze"))  # fmt: skip
+
+
 def main_issue30(args) -> None:
     """Issue 30's attacks, one at a time beside the room, then the visitor who leaves mid-run; one row each."""
     from model.checkpoints.serving import ENV
@@ -470,10 +516,19 @@ def main_issue30(args) -> None:
                              f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
                              f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
             seen, stopped = asyncio.run(
-                leave_mid_run(server, "attribution", {"model": "demo:reverse", "text": LETTERS31[::-1]})
+                # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
+                leave_mid_run(
+                    server,
+                    "attribution",
+                    {
+                        "model": "demo:reverse",
+                        "text": LETTERS31[::-1],
+                        "attr_methods": "rollout,flow,grad_x_input,occlusion",
+                    },
+                )
             )
             after = rss_bytes(server.process.pid)
-            rows.append(["visitor leaves mid-run (reverse demo, Attribution, 31 letters)", "-", "-", "-",
+            rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
                          f"{start_rss / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
                          f"{stopped:.2f}", "-", "-"])  # fmt: skip
             log_tracebacks = server.log().count("Traceback")

@@ -45,7 +45,7 @@ if n_source > MAX_TOKENS or n_output > most_output:
     )
     st.stop()
 
-N_CHOICES = [10, 20, 50]
+N_CHOICES = ui.FRESH_CHOICES
 URL = Keys(
     *ui.SETTING_KEYS,  # each method's settings, from the registry (model/analysis/attribution_methods/)
     Key("attr_methods", ui.DEFAULT_SHOWN, choices=attr.METHODS, many=True),  # the methods computed and shown

@@ -10,7 +10,7 @@ import html
 import streamlit as st
 
 from i18n import N_, _
-from model.analysis.budget import WorkBudget, apply_budget
+from model.analysis.budget import WorkBudget, apply_budget, compare_page_bytes
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.checkpoints.checkpoint import load_tokenizer
 from model.checkpoints.demos import list_demos
@@ -94,7 +94,8 @@ write_url(  # model B's picker (model_picker) reads these
 )
 text = session.check.text
 check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
-apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment())  # B's heads may cost more than A's
+# B's heads may cost more than A's: cut by the page's own cost (A's by the sidebar, with the same function)
+apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment(), cost=compare_page_bytes)
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
 
 kinds = [k for k in KINDS if k in session.model.config.attention_kinds]  # what model A's shape has

@@ -82,6 +82,14 @@ def agreement_fresh(model: nn.Module, tokenizer: Tokenizer, card: dict, n: int, 
                           **settings)  # fmt: skip
 
 
+def match_params(n: int, changes: Interventions) -> tuple:
+    """The parameters under which an exact match on n fresh examples with `changes` is kept (on disk, in a shipped
+    demo's results.json): (n,) as trained, else (n, the changes as sorted JSON)."""
+    import json
+
+    return (n,) if not changes else (n, json.dumps(changes.describe(), sort_keys=True))
+
+
 def match_to_json(result: MatchResult) -> dict:
     """A MatchResult as JSON (a shipped demo's results.json)."""
     return {"exact_match": result.exact_match, "examples": result.examples, "interventions": result.interventions,

@@ -4,8 +4,6 @@ the budget is refused with what would fit; the box keeps what was typed."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
@@ -61,61 +59,36 @@ def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(wide, monkeypa
     assert "fits this input" in errors or "a shorter input is needed" in errors
 
 
-def test_a_heavy_run_yields_the_cpu_and_a_demo_run_does_not(wide, monkeypatch):
-    """The sidebar asks model.analysis.cpu_share before any work: a run whose work bound is above 1/8 of the budget
-    lowers its own thread (the room's light sessions go first), a demo run stays at the process's priority."""
-    from model.analysis import cpu_share
-    from ui import sidebar
+def test_a_link_with_settings_over_the_budget_is_refused_before_any_work(monkeypatch):
+    """attr_steps=128 with integrated gradients from a link, on a server whose operations budget pays for 16 points
+    a piece: the page says what fits (a value of its own menu), and no method ran (nothing computed, no worker)."""
+    from i18n import message_of
+    from model import load_checkpoint
+    from model.analysis import attribution as attr
+    from model.analysis.attribution_methods import integrated_gradients as ig
+    from model.analysis.attribution_methods import occlusion as occ
+    from model.analysis.budget import OVER_OPS, BudgetExceeded
+    from model.analysis.budget import WorkBudget as Budget
+    from tests.apptest_helpers import ROOT
+    from ui import caches, workers
+    from ui.safe_text import md
 
-    seen = []
-
-    def record(work_bytes, budget_bytes):
-        heavy = cpu_share.share_cpu(work_bytes, budget_bytes)
-        seen.append((heavy, cpu_share.thread_nice()))
-        return heavy
-
-    monkeypatch.setattr(sidebar, "share_cpu", record)
-    folder, _ = wide
-    base = cpu_share.thread_nice()
-    at = open_page("attention", model=f"path:{folder}", text="abcdefgh" * 2000)
+    model, tok = load_checkpoint(str(ROOT / "checkpoints" / "reverse"))
+    cfg, text = model.config, "abcdefghijklmnopqrst"
+    S, T = len(text) + 1, len(caches.own_output("demo:reverse", text, model, tok)) + 1
+    occlusion = occ.need(cfg, S, T)[1]  # occlusion (always shown, the reference) is counted first
+    gops = -(-(occlusion + T * ig.piece_ops(cfg, S, T, 16)) // 10**9)  # then 16 points a piece fit, 32 do not
+    assert occlusion + T * ig.piece_ops(cfg, S, T, 32) > gops * 10**9
+    monkeypatch.setenv("VIZ_WORK_GOPS", str(gops))
+    started = []
+    monkeypatch.setattr(workers, "run_limited", lambda *a, **k: started.append(a))
+    caches.ATTRIBUTIONS.clear()
+    methods = "integrated_gradients,occlusion"
+    at = open_page("attribution", "demo:reverse", text=text, attr_methods=methods, attr_steps="128")
     assert not at.exception, at.exception
-    assert seen and seen[-1] == (True, max(cpu_share.HEAVY_NICE, base))
-    at = open_page("attention", model="demo:reverse", text="stressed")
-    assert not at.exception, at.exception
-    assert seen[-1][0] is False
-
-
-def test_every_run_ends_its_count_even_one_that_stops_early(wide, monkeypatch):
-    """ui/run_app.py ends the run's count of light runs in progress (cpu_share.run_over) on the run's own thread,
-    after the sidebar counted it: for a drawn page, and for runs that stop early (a beam refused by the budget, an
-    input with no symbol the model knows), so no heavy run waits for a run that is over."""
-    from model.analysis import cpu_share
-    from ui import run_app
-
-    events = []
-    began = cpu_share.begin_run
-    monkeypatch.setattr(
-        cpu_share, "begin_run", lambda heavy: (events.append(("begin", threading.get_ident())), began(heavy))
-    )
-
-    def over():
-        events.append(("over", threading.get_ident(), cpu_share.light_runs()))
-        cpu_share.run_over()
-
-    monkeypatch.setattr(run_app, "run_over", over)
-    folder, _ = wide
-    monkeypatch.setenv("VIZ_WORK_MB", "16")
-    for page, params, refused in (
-        ("attention", {"model": "demo:reverse", "text": "stressed"}, False),
-        (
-            "decoding",
-            {"model": f"path:{folder}", "text": "abcdefgh" * 6, "dec_strategy": "beam", "dec_beam": "8"},
-            True,
-        ),
-        ("attention", {"model": f"path:{folder}", "text": "xyz"}, True),  # none of the model's symbols
-    ):
-        events.clear()
-        at = open_page(page, **params)
-        assert bool(at.error) == refused
-        begins = [e for e in events if e[0] == "begin"]
-        assert begins and events[-1][0] == "over" and events[-1][1] == begins[-1][1]  # on the run's thread, last
+    with pytest.raises(BudgetExceeded) as err:  # what the page was told, computed here from the same counts
+        attr.plans(cfg, S, T, ["integrated_gradients", "occlusion"], {"steps": 128}, Budget(256 * 2**20, gops * 10**9))
+    message = err.value.args[0]
+    assert message.template == OVER_OPS and message.values["fits"].values["k"] == 16
+    assert any(shown(md(message_of(err.value))) in shown(e.value) for e in at.error)
+    assert not started and not caches.ATTRIBUTIONS._values  # nothing ran

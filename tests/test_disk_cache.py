@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from ui import disk_cache
 
 
@@ -81,3 +83,27 @@ def test_every_shipped_demo_ships_its_exact_match():
         assert value is not None, f"{demo.name}: run scripts/precompute.py"
         result = match_from_json(value)
         assert result.examples == 200 and 0.0 <= result.exact_match <= 1.0
+
+
+def test_every_shipped_demo_ships_its_verdicts_of_changed_positions(monkeypatch):
+    """ "Positions at inference" opens on each kind's default change: its verdict (exact match on 200 fresh examples
+    with the change) is read from the demo's results.json, never computed for a visitor; a shift past max_len for
+    the longer examples is the one case left to the page's own message."""
+    from model.checkpoints.demos import list_demos
+    from tasks.intervened import match_params
+    from ui import caches, workers
+    from ui.positional_interventions import default_changes
+
+    monkeypatch.setattr(workers, "run_limited", lambda *a, **k: pytest.fail("computed for a visitor"))
+    demos = [
+        d for d in list_demos() if d.card.get("task") and d.card.get("shape", "encoder-decoder") == "encoder-decoder"
+    ]
+    reverse = next(d for d in demos if d.name == "reverse")
+    for demo in demos:
+        for changes in default_changes():
+            if disk_cache.shipped(demo.path, "exact_match", match_params(200, changes)) is None:
+                assert changes.describe().get("positional") == "shifted", (demo.name, changes.describe())
+    caches.MATCHES.clear()
+    for changes in default_changes():
+        result = caches.demo_exact_match("demo:reverse", None, None, reverse.card, changes, 200)
+        assert result.examples == 200 and result.interventions == changes.describe()

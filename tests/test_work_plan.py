@@ -11,16 +11,17 @@ import torch
 
 from model import TransformerConfig, Vocab, build_model
 from model.analysis import attribution as attr
+from model.analysis.attribution_methods import grad_x_input
+from model.analysis.attribution_methods import integrated_gradients as ig
 from model.analysis.budget import (
-    MAX_PIECES_PER_ROW,
+    OVER_MEMORY,
+    OVER_OPS,
     BudgetExceeded,
-    GradientPlan,
+    Plan,
     WorkBudget,
     attention_page_bytes,
     backward_bytes,
     capture_bytes,
-    gradient_plan,
-    ig_piece_ops,
     page_bytes,
 )
 from model.analysis.scored import Prepared
@@ -115,31 +116,55 @@ def test_integrated_gradients_never_runs_more_pieces_than_its_plan(small, monkey
     T = len(free.output_tokens)
     assert sum(asked) > T  # two points a piece miss on this random model: the loop halves
     asked.clear()
-    plan = GradientPlan(rows=4, pieces=T, ops=0)
+    plan = Plan(rows=4, pieces=T, ops=0)
     bound = attr.attribute(model, tok, text, "hgfedcba", method="integrated_gradients", steps=2, plan=plan)
     assert sum(asked) == T and bound.scores.shape == free.scores.shape
     assert max(asked) <= max(1, plan.rows // 2)  # rows a pass: the plan's path points, over two points a piece
 
 
-def test_a_large_ig_request_is_refused_with_the_steps_that_fit(small):
-    """attr_steps=1024 under a small operations budget: refused before it starts, saying how many points fit."""
+def test_a_large_ig_request_is_refused_with_steps_the_menu_offers(small):
+    """attr_steps=128 under a small operations budget: refused before it starts, saying the most points per piece
+    among the page's own choices that fit (never a value the menu does not offer)."""
     cfg = small[0].config
     S, T = 32, 33
-    ops = 40 * T * ig_piece_ops(cfg, S, T, 1)  # forty one-point pieces a row
+    ops = 40 * T * ig.piece_ops(cfg, S, T, 1)  # forty one-point pieces a row
+    budget = WorkBudget(256 * 2**20, ops)
     with pytest.raises(BudgetExceeded) as err:
-        gradient_plan(cfg, S, T, "integrated_gradients", 1024, WorkBudget(256 * 2**20), ops=ops)
+        ig.plan(cfg, S, T, {"steps": 128}, budget)
+    message = err.value.args[0]
+    assert (
+        message.template == OVER_OPS
+        and message.values["fits"].template == "{k} points per piece of the path fit this input."
+    )
+    k = message.values["fits"].values["k"]
+    assert k in ig.STEPS
+    assert T * ig.piece_ops(cfg, S, T, k) <= ops  # it fits ...
+    assert all(T * ig.piece_ops(cfg, S, T, j) > ops for j in ig.STEPS if j > k)  # ... and is the largest that does
+    plan = ig.plan(cfg, S, T, {"steps": k}, budget)
+    assert T <= plan.pieces <= T * ig.MAX_PIECES_PER_ROW and plan.ops <= ops
+    assert plan.rows * backward_bytes(cfg, S, T) <= 256 * 2**20 and plan.bytes <= 256 * 2**20
+
+
+def test_ig_with_no_menu_value_that_fits_asks_for_a_shorter_input(small):
+    cfg = small[0].config
+    S, T = 32, 33
+    least = min(ig.STEPS)
+    ops = T * ig.piece_ops(cfg, S, T, least) - 1  # the smallest choice misses by one operation
+    with pytest.raises(BudgetExceeded) as err:
+        ig.plan(cfg, S, T, {"steps": 32}, WorkBudget(256 * 2**20, ops))
     fits = err.value.args[0].values["fits"]
-    k = fits.values["k"]
-    assert T * ig_piece_ops(cfg, S, T, k) <= ops < T * ig_piece_ops(cfg, S, T, k + 1)
-    plan = gradient_plan(cfg, S, T, "integrated_gradients", k, WorkBudget(256 * 2**20), ops=ops)
-    assert T <= plan.pieces <= T * MAX_PIECES_PER_ROW and plan.ops <= ops
-    assert plan.rows * backward_bytes(cfg, S, T) <= 256 * 2**20
+    assert fits.template == "an input of at most {n} tokens fits."
+    n = fits.values["n"]
+    assert 1 <= n < S
+    t = -(-T * n // S)
+    assert t * ig.piece_ops(cfg, n, t, least) <= ops
 
 
 def test_a_gradient_that_does_not_fit_even_one_row_is_refused(small):
     cfg = small[0].config
-    with pytest.raises(BudgetExceeded):
-        gradient_plan(cfg, 60, 60, "grad_x_input", 32, WorkBudget(backward_bytes(cfg, 60, 60) - 1))
+    with pytest.raises(BudgetExceeded) as err:
+        grad_x_input.plan(cfg, 60, 60, {}, WorkBudget(backward_bytes(cfg, 60, 60) - 1))
+    assert err.value.args[0].template == OVER_MEMORY
 
 
 def test_the_attention_page_counts_what_it_computes():
@@ -195,3 +220,174 @@ def test_every_page_cost_is_a_page_and_a_cost_function():
             assert callable(cost) and cost.__module__ == "model.analysis.budget"
     assert page_cost(SimpleNamespace(url_path="attention-home")) is attention_page_bytes
     assert page_cost(SimpleNamespace(url_path="inside")) is None  # page_bytes, the conservative default
+
+
+SHORTER = ("an input of at most {n} tokens fits.", "a shorter input is needed.")
+
+
+def test_every_attribution_method_counts_its_own_cost_before_it_starts(small):
+    """A contract over the registry: each method module has a plan(cfg, S, T, settings, budget) that fits the
+    budget it was given, and that refuses (a message id saying what fits) when the budget is smaller than it."""
+    from model.analysis.attribution_methods.registry import METHODS
+
+    cfg = small[0].config
+    S, T = 24, 25
+    settings = {c.name: c.default for module in METHODS.values() for c in module.SETTINGS}
+    budget = WorkBudget(256 * 2**20, 10**13)
+    for name, module in METHODS.items():
+        plan = module.plan(cfg, S, T, settings, budget)
+        assert isinstance(plan, Plan), name
+        assert 0 < plan.bytes <= budget.max_bytes and 0 < plan.ops <= budget.ops, name
+        smaller = WorkBudget(budget.max_bytes, plan.ops - 1 if not getattr(module, "ADAPTIVE", False) else 1)
+        with pytest.raises(BudgetExceeded) as err:
+            module.plan(cfg, S, T, settings, smaller)
+        message = err.value.args[0]
+        assert message.template in (OVER_OPS, OVER_MEMORY), name
+        assert message.values["fits"].template in (*SHORTER, "{k} points per piece of the path fit this input."), name
+
+
+@pytest.mark.parametrize("name", ["flow", "occlusion", "rollout"])
+def test_a_method_over_the_budget_names_the_input_that_fits(small, name):
+    """Flow (a max-flow per output and source token) and occlusion (a pass per source token) on 24 tokens under
+    an operations budget that pays for about half of that: refused, naming the longest input whose cost fits."""
+    from model.analysis.attribution_methods.registry import METHODS
+
+    module, cfg = METHODS[name], small[0].config
+    S, T = 24, 25
+    ops = module.plan(cfg, S, T, {}, WorkBudget(256 * 2**20, 10**13)).ops // 2
+    budget = WorkBudget(256 * 2**20, ops)
+    with pytest.raises(BudgetExceeded) as err:
+        module.plan(cfg, S, T, {}, budget)
+    fits = err.value.args[0].values["fits"]
+    assert fits.template == SHORTER[0]
+    n = fits.values["n"]
+    assert module.plan(cfg, n, -(-T * n // S), {}, budget).ops <= ops  # n fits ...
+    with pytest.raises(BudgetExceeded):  # ... n + 1 does not
+        module.plan(cfg, n + 1, -(-T * (n + 1) // S), {}, budget)
+
+
+def test_flow_counts_the_graph_it_solves(small):
+    """The flow graph of a real capture has no more edges than flow.edges counts, and flow asks networkx for one
+    max-flow per (output token, source token) pair, as its cost says."""
+    import networkx as nx
+
+    from model import capture
+    from model.analysis import attribution_graph as graph
+    from model.analysis.attribution_methods import flow
+
+    model, tok = small
+    cap = capture(model, tok, "abcdefgh" * 2, "hgfedcba")
+    S, T = cap.encoder_self.shape[-1], cap.decoder_self.shape[-1]
+    g = graph.flow_graph(cap.encoder_self, cap.decoder_self, cap.cross)
+    assert g.number_of_edges() <= flow.edges(model.config, S, T) <= g.number_of_edges() + 2 * T  # a few below EPS
+    calls = []
+    original = nx.maximum_flow_value
+    try:
+        nx.maximum_flow_value = lambda *a, **k: calls.append(1) or original(*a, **k)
+        graph.flow(cap.encoder_self, cap.decoder_self, cap.cross)
+    finally:
+        nx.maximum_flow_value = original
+    assert len(calls) == S * T
+
+
+def test_the_methods_of_one_request_fit_one_budget_together(small):
+    """attribution.plans: the fixed costs first, integrated gradients' halving within what they leave."""
+    cfg = small[0].config
+    S, T = 24, 25
+    settings = {"steps": 32}
+    budget = WorkBudget(256 * 2**20, 10**12)
+    plans = attr.plans(cfg, S, T, list(attr.METHODS), settings, budget)
+    assert list(plans) == list(attr.METHODS)
+    assert sum(p.ops for p in plans.values()) <= budget.ops
+    alone = ig.plan(cfg, S, T, settings, budget)
+    assert plans["integrated_gradients"].pieces < alone.pieces  # what the others took is not the halving's
+
+
+def test_compare_cuts_both_models_so_that_together_they_fit():
+    """Compare holds two models' runs at once: A (the sidebar) and B (the page) are both cut by
+    compare_page_bytes, so that A's run and B's run together fit even when B is the larger model."""
+    from types import SimpleNamespace
+
+    from model.analysis.budget import compare_page_bytes, compare_view_bytes, greedy_bytes, steps_for
+    from ui.navigation import page_cost
+
+    assert page_cost(SimpleNamespace(url_path="compare")) is compare_page_bytes
+    a = TransformerConfig(src_vocab_size=32128, tgt_vocab_size=32128, d_model=512, n_heads=8, d_ff=2048,
+                          n_encoder_layers=6, n_decoder_layers=6, max_len=512)  # fmt: skip
+    b = TransformerConfig(src_vocab_size=32128, tgt_vocab_size=32128, d_model=768, n_heads=12, d_ff=3072,
+                          n_encoder_layers=12, n_decoder_layers=12, max_len=512)  # fmt: skip
+    budget = WorkBudget(256 * 2**20)
+
+    def side(cfg, S):  # one model's decode, recorded pass and three maps
+        steps = steps_for(cfg, S)
+        return max(capture_bytes(cfg, S, steps + 1), greedy_bytes(cfg, S, steps)) + compare_view_bytes(
+            cfg, S, steps + 1
+        )
+
+    room_a, room_b = budget.source_room(a, compare_page_bytes), budget.source_room(b, compare_page_bytes)
+    assert 1 <= room_b < room_a < a.max_len
+    S = min(room_a, room_b)  # B reads what A read, cut further
+    assert side(a, S) + side(b, S) <= budget.max_bytes
+    assert side(b, room_b + 1) * 2 > budget.max_bytes  # and no more than that
+
+
+def test_a_lecture_pack_over_the_budget_is_refused_before_any_input_runs(small):
+    from model.analysis.budget import pack_need
+    from model.analysis.lecture import pack_records
+
+    model, tok = small
+    texts = ["abcdefgh" * 4] * 5
+    ran = []
+    run = lambda text: ran.append(text)  # noqa: E731 - never reached
+    S = len("abcdefgh" * 4) + 1
+    need_two = pack_need(model.config, [S] * 2)
+    budget = WorkBudget(need_two[0], need_two[1])  # two inputs fit, not five
+    with pytest.raises(BudgetExceeded) as err:
+        pack_records(model, tok, texts, run=run, budget=budget, live=False)
+    message = err.value.args[0]
+    assert message.template == OVER_MEMORY and message.values["what"].values["n"] == 5
+    assert message.values["fits"].template == "its first {n} inputs fit." and message.values["fits"].values["n"] == 2
+    assert ran == []  # refused before any input ran
+
+
+def test_an_experiment_over_the_budget_says_how_many_examples_fit(small):
+    from model.analysis.budget import admit_examples, decoding_need
+
+    cfg = small[0].config
+    ops = decoding_need(cfg, 100, 30, 30)[1]
+    budget = WorkBudget(256 * 2**20, ops)
+    assert admit_examples(cfg, "x", 100, 30, 30, budget).ops == ops
+    with pytest.raises(BudgetExceeded) as err:
+        admit_examples(cfg, "x", 250, 30, 30, budget)
+    fits = err.value.args[0].values["fits"]
+    assert err.value.args[0].template == OVER_OPS and fits.template == "{n} examples fit."
+    assert fits.values["n"] == 100  # the cost is linear in the examples: exactly the hundred counted above
+
+
+def test_the_average_over_fresh_examples_is_counted_and_names_the_menu_value_that_fits(monkeypatch):
+    """The Attribution page's average over n fresh examples: every example's methods counted at the demo's longest
+    trained input, n of them within one request; too many: refused, naming a count of the page's own menu."""
+    from types import SimpleNamespace
+
+    from model import load_checkpoint
+    from tests.apptest_helpers import ROOT
+    from ui import attribution_ui as ui
+    from ui.caches import trained_longest
+
+    folder = ROOT / "checkpoints" / "reverse"
+    model, _ = load_checkpoint(str(folder))
+    card = __import__("json").loads((folder / "card.json").read_text())
+    session = SimpleNamespace(model=model, card=card)
+    methods, settings = ["rollout", "occlusion"], {}
+    S = trained_longest(card) + 2
+    one = sum(
+        p.ops for p in attr.plans(model.config, S, S, methods, settings, WorkBudget(256 * 2**20, 10**15)).values()
+    )
+    monkeypatch.setenv("VIZ_WORK_GOPS", str(-(-20 * one // 10**9)))  # twenty examples fit, fifty do not
+    assert 50 * one > -(-20 * one // 10**9) * 10**9
+    assert set(ui.fresh_plans(session, 20, settings, methods)) == set(methods)
+    with pytest.raises(BudgetExceeded) as err:
+        ui.fresh_plans(session, 50, settings, methods)
+    message = err.value.args[0]
+    assert message.template == ui.FRESH_OVER and message.values["n"] == 50
+    assert message.values["fits"].template == "{k} fresh examples fit." and message.values["fits"].values["k"] == 20

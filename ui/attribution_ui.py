@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import M_, N_, _, message_of
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import REFERENCE, Agreement
 from model.analysis.attribution_methods import registry as attr_registry
+from model.analysis.budget import BudgetExceeded
 from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
@@ -63,6 +64,7 @@ ATTENTION_WORDS = {
     "decoder_self": SELF_WORDS,
     "encoder_self": SELF_WORDS,
 }
+FRESH_CHOICES = [10, 20, 50]  # the page's menu of fresh examples (attr_n)
 
 
 def title(method: str) -> str:
@@ -112,7 +114,7 @@ def computed(
     missing = [m for m in methods if keys[m] not in caches.ATTRIBUTIONS]
     done: dict = {}
     if missing:
-        plans = gradient_plans(session, settings)
+        plans = method_plans(session, settings, missing)
         done = run_with_progress(
             attribute_methods, session.model, session.tokenizer, text, target, missing, changes, plans,
             progress=True, key=("attribution", *keys[missing[0]]), label=N_("Computing the attributions…"), **settings,
@@ -122,10 +124,11 @@ def computed(
     return {m: done[m] if m in done else caches.ATTRIBUTIONS.get(keys[m], lambda: None) for m in methods}
 
 
-def gradient_plans(session: Session, settings: dict) -> dict:
-    """The gradient methods' plans for the session's input (model.analysis.budget.attribution_plans): the decoder
-    inputs are the shared decode's output (or the typed target); BudgetExceeded says what fits."""
-    from model.analysis.budget import WorkBudget, attribution_plans, source_length
+def method_plans(session: Session, settings: dict, methods: list[str]) -> dict:
+    """Each of `methods`' plan for the session's input (model.analysis.attribution.plans: each method module counts
+    its own cost): the decoder inputs are the shared decode's output (or the typed target); BudgetExceeded says
+    what fits."""
+    from model.analysis.budget import WorkBudget, source_length
 
     model_key, text, target = caches.input_key(session)
     cfg, tok = session.model.config, session.tokenizer
@@ -136,7 +139,7 @@ def gradient_plans(session: Session, settings: dict) -> dict:
         T = len(caches.own_output(model_key, text, session.model, tok)) + 1
     else:
         T = source_length(tok.target, cfg, target)
-    return attribution_plans(cfg, S, T, int(settings.get("steps", attr.DEFAULT_STEPS)), WorkBudget.from_environment())
+    return attr.plans(cfg, S, T, methods, settings, WorkBudget.from_environment())
 
 
 def fresh_agreement(
@@ -151,18 +154,54 @@ def fresh_agreement(
     when its worker was stopped (the deadline, the memory limit: a warning says so)."""
     try:
         return _fresh(session, changes, n, settings, methods, progress)
-    except WorkerStopped as stopped:
+    except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused before it started
         st.warning(md(message_of(stopped)))
         return None
+
+
+def fresh_plans(session: Session, n: int, settings: dict, methods: list[str]) -> dict:
+    """The methods' plans for one of n fresh examples, each counted at the longest input the demo trained on (its
+    output as long), within 1/n of one request's operations; BudgetExceeded saying how many examples of the
+    page's menu fit (or what fits one example)."""
+    from dataclasses import replace
+
+    from model.analysis.budget import WorkBudget
+
+    cfg = session.model.config
+    longest = caches.trained_longest(session.card)
+    S = T = cfg.max_len if longest is None else min(cfg.max_len, longest + 2)
+    budget = WorkBudget.from_environment()
+
+    def plans(k: int) -> dict:
+        return attr.plans(cfg, S, T, methods, settings, replace(budget, max_ops=budget.ops // k))
+
+    try:
+        return plans(n)
+    except BudgetExceeded as err:
+        fitting = [k for k in FRESH_CHOICES if k < n and _fits(plans, k)]
+        fits = M_("{k} fresh examples fit.", k=max(fitting)) if fitting else message_of(err)
+        raise BudgetExceeded(M_(FRESH_OVER, n=n, fits=fits)) from None
+
+
+FRESH_OVER = N_("The average over {n} fresh examples does not fit this server's budget for one request; {fits}")
+
+
+def _fits(plans, k: int) -> bool:
+    try:
+        plans(k)
+    except BudgetExceeded:
+        return False
+    return True
 
 
 def _fresh(session, changes, n, settings, methods, progress) -> Agreement:
     from tasks import intervened
 
     def compute() -> Agreement:  # in a limited worker process (issue 30), the fresh examples drawn there too
+        plans = fresh_plans(session, n, settings, methods)  # counted before it starts
         return run_limited(
             intervened.agreement_fresh, session.model, session.tokenizer, session.card, n, changes, methods, progress=True,
-            on_progress=steady(progress), should_stop=session_gone, **settings,
+            on_progress=steady(progress), should_stop=session_gone, plans=plans, **settings,
         )  # fmt: skip
 
     key = (session.key, n, settings_key(settings), tuple(methods), changes)

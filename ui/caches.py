@@ -19,6 +19,7 @@ from model import Capture, Trace, capture, greedy_decode
 from model.analysis.budget import (
     BudgetExceeded,
     WorkBudget,
+    admit_examples,
     importance_batch,
     importance_row_bytes,
     source_length,
@@ -245,6 +246,16 @@ def has_importance(session: Session) -> bool:
     return input_key(session) in IMPORTANCE
 
 
+def trained_longest(card: dict) -> int | None:
+    """The longest training input a demo's card names (tasks.length_experiment.training_range), None if none."""
+    from tasks.length_experiment import training_range
+
+    try:
+        return training_range(card)[1]
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def demo_exact_match(
     model_key: str, model, tokenizer, card: dict, changes: Interventions, n: int = 200
 ) -> intervened.MatchResult:
@@ -255,14 +266,18 @@ def demo_exact_match(
     from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process (issue 30)
 
     def compute() -> intervened.MatchResult:  # the fresh examples too: drawing them excludes the training set
+        cfg = model.config  # counted before it starts: n examples at the longest input its card trained on
+        longest = min(cfg.max_len, trained_longest(card) + 2) if trained_longest(card) else cfg.max_len
+        admit_examples(cfg, M_("Exact match on {n} fresh examples", n=n), n, longest, longest,
+                       WorkBudget.from_environment())  # fmt: skip
         return run_limited(intervened.exact_match_fresh, model, tokenizer, card, n, changes,
                            on_progress=heartbeat(), should_stop=session_gone)  # fmt: skip
 
-    if changes:
-        return MATCHES.get((model_key, changes, n), compute)
+    # as trained, or with positions changed: depends on the checkpoint only
+    params = intervened.match_params(n, changes)
     return MATCHES.get(  # a shipped demo's result comes from its results.json (scripts/precompute.py)
         (model_key, changes, n),
-        lambda: checkpoint_cached(model_key, "exact_match", (n,), compute, decode=intervened.match_from_json),
+        lambda: checkpoint_cached(model_key, "exact_match", params, compute, decode=intervened.match_from_json),
     )
 
 

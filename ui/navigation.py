@@ -31,7 +31,7 @@ PAGES = {
 # url_path -> what a run of that page may cost before it starts (model/analysis/budget.py): the sidebar cuts the
 # input to the room this leaves. A page not named here counts page_bytes (capture with Q, K, V, every map's figure).
 # Named, not imported: this module stays light (the budget module imports torch).
-COSTS = {"attention": "attention_page_bytes"}
+COSTS = {"attention": "attention_page_bytes", "compare": "compare_page_bytes"}
 
 
 def page_cost(page) -> Callable | None:

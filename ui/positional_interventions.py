@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _, message_of
+from model.analysis.budget import BudgetExceeded
 from model.interventions import INTERVENTION_KINDS, NONE, Interventions
 from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining
@@ -36,6 +37,16 @@ FRESH = 200  # fresh examples behind a verdict
 SHOWN_POSITIONS = 40  # rows of the positional tables compared (the reverse demos read at most 25 tokens)
 
 
+DEFAULT_SHIFT = 5  # k a shift starts at, when the input leaves room for it
+
+
+def default_changes() -> list[Interventions]:
+    """Each kind's change as the view first shows it on a demo's examples (shift k = DEFAULT_SHIFT, shuffle 0): the
+    verdicts scripts/precompute.py ships, so that no visitor waits for them."""
+    return [Interventions.make(positional=name, shift=DEFAULT_SHIFT if kind.setting == "shift" else 1, seed=0)
+            for name, kind in KINDS.items()]  # fmt: skip
+
+
 def _changes_from_controls(session: Session) -> Interventions:
     """The off / shuffled / shifted controls, kept valid and in the URL."""
     kind = URL.read("pe_pos")
@@ -55,7 +66,7 @@ def _changes_from_controls(session: Session) -> Interventions:
             st.warning(_("This input leaves no room to shift: its positions already reach the model's max_len."))
             kind = None
         else:
-            shift = URL.read("pe_shift", min(5, room), range(1, room + 1))
+            shift = URL.read("pe_shift", min(DEFAULT_SHIFT, room), range(1, room + 1))
             if room > 1:
                 st.slider(_("k: every position p reads the encoding of p + k"), 1, room, key="pe_shift")
     if setting == "seed":
@@ -72,7 +83,7 @@ def _changes_from_controls(session: Session) -> Interventions:
 def _cross(trace, title: str, width: int):
     """The last decoder layer's cross-attention of a decoding, head average: output tokens down, source across."""
     alignment = trace.cross_alignment()
-    if not trace.steps:
+    if not trace.steps or not len(alignment):  # nothing written, or no cross-attention (a decoder-only model)
         return None
     return attention_figs.attention_heatmap(
         attention_figs.head_average(alignment[-1]), output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),
@@ -129,7 +140,7 @@ def _verdict(session: Session, changes: Interventions, what: str) -> None:
     except UnknownTraining:
         st.caption(_("This demo's card does not say how it was trained: no fresh examples to score."))
         return
-    except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit (issue 30)
+    except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused up front
         st.caption(md(message_of(stopped)))
         return
     except ValueError:  # the shift runs past max_len for the longer fresh examples

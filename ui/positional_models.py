@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import M_, N_, _, message_of
+from model.analysis.budget import BudgetExceeded, WorkBudget, admit_examples
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from tasks import length_experiment as lx
@@ -134,6 +135,9 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     examples = lx.examples_by_length("reverse", range(1, 2 * high + 1), lx.LENGTH_EXAMPLES, exclude=seen)
 
     def compute() -> lx.LengthCurve:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+        n = sum(len(e) for e in examples.values())  # counted before it starts: every example at the longest length
+        admit_examples(model.config, M_("The length curve of {n} strings", n=n), n, 2 * high + 2 + shift, 2 * high + 2,
+                       WorkBudget.from_environment())  # fmt: skip
         return run_limited(
             lx.length_curve,
             model,
@@ -181,7 +185,7 @@ def length_view() -> None:
 
             try:  # each curve in its own limited worker (issue 30)
                 curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
-            except WorkerStopped as stopped:
+            except (WorkerStopped, BudgetExceeded) as stopped:  # stopped, or refused before it started
                 st.warning(md(message_of(stopped)))
                 break
         bar.empty()
@@ -252,7 +256,7 @@ def models_view() -> None:
         except UnknownTraining:
             column.metric(_(KINDS[kind]), "—", help=_("its card does not say how it was trained"))
             continue
-        except WorkerStopped as stopped:  # its worker hit the deadline or the memory limit
+        except (WorkerStopped, BudgetExceeded) as stopped:  # the deadline, the memory limit, or refused up front
             column.metric(_(KINDS[kind]), "—")
             column.caption(md(message_of(stopped)))
             continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import _
-from model.analysis.cpu_share import run_over
 from ui.language import choose_language, language_switch
 from ui.navigation import THROUGH_APP, page_cost, page_list
 from ui.presentation import presentation_mode
@@ -30,5 +29,4 @@ def run_app(default: str = "attention") -> None:
         finally:
             THROUGH_APP.reset(token)
     finally:  # also when the sidebar stops the run (st.stop) or a rerun interrupts it
-        run_over()  # this run no longer counts as one the room's heavy runs wait for
         end_of_run()  # the server's long-lived objects out of the collector's reach (ui/long_lived.py)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import M_, N_, _
-from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, page_bytes, source_length
-from model.analysis.cpu_share import share_cpu
+from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, trained_range_warning
 from tasks.cards import card_description, grammar_warning
@@ -93,9 +92,6 @@ def sidebar(cost=None) -> Session | None:
     source_tokens = source_length(tok.source, model.config, check.text)
     if target_check is not None:
         apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens, cost)
-    share_cpu(
-        (cost or page_bytes)(model.config, source_tokens), budget.max_bytes
-    )  # a heavy run yields to the room's light ones
     if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):

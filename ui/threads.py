@@ -1,12 +1,14 @@
 """The server process's settings: torch and BLAS threads (one per session's run by default, $VIZ_TORCH_THREADS),
-the step cap, the yield points, and the long-lived objects kept out of the garbage collector."""
+the step cap, and the long-lived objects kept out of the garbage collector.
+
+Heavy work does not share this process's CPU by hand (issue 30): it runs in worker processes with OS limits
+(ui/workers.py), so the yield points and thread priorities that made heavy runs step aside are gone."""
 
 from __future__ import annotations
 
 import os
 
 from model.analysis.budget import steps_from_environment
-from model.analysis.cpu_share import install_yield_points
 from model.decoding import set_step_cap
 from ui.long_lived import freeze_long_lived
 
@@ -53,12 +55,11 @@ _started = False  # start_server_once() ran in this process (never under AppTest
 
 
 def start_server_once() -> None:
-    """At the server's first page run: its threads, every decoding's step cap ($VIZ_MAX_STEPS), the yield points."""
+    """At the server's first page run: its threads and every decoding's step cap ($VIZ_MAX_STEPS)."""
     global _started
     if not _started and not _under_apptest():
         set_server_threads()
         set_step_cap(steps_from_environment())
-        install_yield_points()  # a heavy run steps aside for the room's light ones (model/analysis/cpu_share.py)
         _started = True
 
 

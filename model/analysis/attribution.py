@@ -46,8 +46,8 @@ REPLACEMENTS = ("unk", "pad")
 DEFAULT_STEPS = 32  # integrated gradients: Gauss-Legendre points per piece of the path
 MAX_STEPS = 1024
 
-__all__ = ["METHODS", "Attribution", "attention_over_source", "attribute", "explained_sizes", "attributions_json", "attributions_npz",
-           "keep_masks", "output_log_prob"]  # fmt: skip
+__all__ = ["METHODS", "Attribution", "attention_over_source", "attribute", "explained_sizes", "attributions_json",
+           "attributions_npz", "keep_masks", "output_log_prob", "plans"]  # fmt: skip
 
 
 @dataclass
@@ -88,8 +88,8 @@ def attribute(
 
     steps and baseline: integrated gradients; replacement: occlusion. batch_size: most rows of one pass.
     progress(done, total): after each batch of the slow methods (flow, gradients, occlusion).
-    plan: a budget.GradientPlan (rows of one backward pass, pieces of integrated gradients' path in all), counted
-    before the work starts (budget.gradient_plan); None: the methods' own limits.
+    plan: the method's budget.Plan (rows of one backward pass, pieces of integrated gradients' path in all), counted
+    before the work starts (`plans`, each method module's `plan`); None: the methods' own limits.
     ValueError naming a bad method, setting or intervention.
     """
     if method not in REGISTRY:
@@ -148,6 +148,21 @@ def explained_sizes(model: nn.Module, tokenizer: Tokenizer, text: str, cap) -> t
         return (n, len(cap.target_tokens)) if cfg.has_decoder else (n, n)
     prompt = len(prepare_sequence(model, tokenizer, text).ids)
     return prompt, len(cap.target_tokens) - prompt + 1
+
+
+def plans(cfg, S: int, T: int, methods, settings: dict, budget) -> dict:
+    """{method: budget.Plan} of each of `methods` on S source tokens and T decoder inputs (each method module's
+    `plan`), all counted before any starts and together within one request's operations: the methods with a fixed
+    cost first, then the adaptive ones (ADAPTIVE: integrated gradients' halving) with what the others leave.
+    BudgetExceeded (its message says what fits) for the first that does not fit."""
+    from dataclasses import replace
+
+    out, used = {}, 0
+    for method in sorted(methods, key=lambda m: getattr(REGISTRY[m], "ADAPTIVE", False)):
+        left = replace(budget, max_ops=max(0, budget.ops - used))
+        out[method] = REGISTRY[method].plan(cfg, S, T, settings, left)
+        used += out[method].ops
+    return {m: out[m] for m in methods}
 
 
 # -- downloads -------------------------------------------------------------------------------------

@@ -115,15 +115,18 @@ def agreement_over(
     methods: Sequence[str] = METHODS,
     interventions: Interventions = NONE,
     progress: Callable[[int, int], None] | None = None,
+    plans: dict | None = None,
     **settings,
 ) -> Agreement:
     """The table averaged over examples (tasks/tasks.py Examples: source, target, alignment), each read with the
-    model's own greedy output; the gold share only where that output is the example's target."""
+    model's own greedy output; the gold share only where that output is the example's target. plans: {method:
+    budget.Plan} for one example (model.analysis.attribution.plans), counted before the work starts."""
     if not examples:
         raise ValueError("no examples to average over")
     tables = []
     for i, ex in enumerate(examples):
-        results = {m: attribute(model, tokenizer, ex.source, method=m, interventions=interventions, **settings)
+        results = {m: attribute(model, tokenizer, ex.source, method=m, interventions=interventions,
+                                plan=(plans or {}).get(m), **settings)
                    for m in methods}  # fmt: skip
         written = tokenizer.target.detokenize(results[REFERENCE].output_tokens)
         # a decoder-only model reads the prompt and its continuation (without </s>) as one sequence

@@ -130,18 +130,23 @@ def flow(
     rows: how many decoder positions to compute (the first `rows`; default all T). progress(done, total) after each row.
     """
     import networkx as nx
-    from networkx.algorithms.flow import preflow_push
+    from networkx.algorithms.flow import build_residual_network, preflow_push
 
     g = flow_graph(encoder, decoder, cross, keep)
     S, T, L = encoder.shape[-1], decoder.shape[-1], len(decoder)
     rows = T if rows is None else rows
     out = np.zeros((rows, S))
+    # one residual network for every pair: preflow_push resets its flows at each call (the same values; building it
+    # anew for each of the T x S flows took two thirds of the time)
+    residual = build_residual_network(g, "capacity")
     for t in range(rows):
         start = ("dx", L, t)
         for s in range(S):
             sink = ("e", 0, s)
             if start in g and sink in g:
-                out[t, s] = nx.maximum_flow_value(g, start, sink, capacity="capacity", flow_func=preflow_push)
+                out[t, s] = nx.maximum_flow_value(
+                    g, start, sink, capacity="capacity", flow_func=preflow_push, residual=residual
+                )
         if progress is not None:
             progress(t + 1, rows)
     return _normalise_rows(out)
@@ -196,16 +201,19 @@ def sequence_flow(
     """(len(queries), len(keys)) attention flow through one stack: the maximum flow from position q's last node to
     key k's token node, each row divided by its sum over the keys. progress(done, total) after each row."""
     import networkx as nx
-    from networkx.algorithms.flow import preflow_push
+    from networkx.algorithms.flow import build_residual_network, preflow_push
 
     g = sequence_flow_graph(maps, keep)
     L = len(maps)
     out = np.zeros((len(queries), len(keys)))
+    residual = build_residual_network(g, "capacity")  # one for every pair, as in `flow`
     for row, q in enumerate(queries):
         for col, k in enumerate(keys):
             start, sink = ("s", L, q), ("s", 0, k)
             if start in g and sink in g and start != sink:
-                out[row, col] = nx.maximum_flow_value(g, start, sink, capacity="capacity", flow_func=preflow_push)
+                out[row, col] = nx.maximum_flow_value(
+                    g, start, sink, capacity="capacity", flow_func=preflow_push, residual=residual
+                )
         if progress is not None:
             progress(row + 1, len(queries))
     return _normalise_rows(out)

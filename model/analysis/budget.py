@@ -16,6 +16,17 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
 - `page_bytes(cfg, S, T)`: what one page run on a new input may need: the larger of the capture (with Q, K, V)
   and the greedy decoding up to the step limit, plus the figures.
 - `importance_row_bytes(cfg, S, T)`: one row of head importance's batched passes.
+- `attention_page_bytes`, `compare_page_bytes`: what those pages really compute (ui.navigation.COSTS names them).
+- `backward_bytes(cfg, S, T, rows)` and `forward_ops(cfg, S, T)`: what autograd keeps, and the operations of a pass.
+- `decoding_need(cfg, n, S, steps)`, `pack_need(cfg, lengths, weights)`: (bytes, operations) of the experiments'
+  batched decoding of n examples, and of a lecture pack.
+Each attribution method counts its own cost beside its computation (a `plan` in its module,
+model/analysis/attribution_methods/), with the functions here.
+
+Operations are a second limit ($VIZ_WORK_GOPS, default 400 billion a request, about 40 s at the 10 GFLOP/s a busy
+core gives): `WorkBudget.admit(what, bytes, ops, fits)` returns a `Plan` or raises BudgetExceeded, a Message saying
+which limit it passes (OVER_MEMORY, OVER_OPS) and what fits (a shorter input: `shorter_input`; fewer examples,
+fewer inputs, fewer points), always before the work starts.
 
 Time follows: with S bounded by the memory budget and every decoding capped at $VIZ_MAX_STEPS steps
 (default 256; the server calls model.decoding.set_step_cap at start), the slowest page run any input can ask
@@ -32,6 +43,7 @@ Pure Python and arithmetic: no torch, nothing allocated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from i18n import M_, N_, Message
@@ -60,6 +72,12 @@ BUDGET_CUT_LONG = N_(
     "it grows with the square of the length) fits this server's work budget of {budget} for at most "
     "{room}: cut after “{kept}”."
 )  # the text was longer than check_text counts (model.text.inputs.count_limit)
+
+
+OVER_MEMORY = N_("{what} would need about {need}, more than this server's work budget of {budget}; {fits}")
+OVER_OPS = N_(
+    "{what} would need about {need} billion operations, more than this server's {ops} billion for one request; {fits}"
+)
 
 
 class BudgetExceeded(ValueError):
@@ -175,6 +193,20 @@ def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
     return max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
 
 
+def compare_view_bytes(cfg, S: int, T: int) -> int:
+    """The Compare page's figures: three maps of one layer and head (A, B, A - B), 24 bytes a number."""
+    return 3 * 24 * max(S * S, T * T, T * S)
+
+
+def compare_page_bytes(cfg, S: int, T: int | None = None) -> int:
+    """The Compare page on a new input, counted for one model as if the other were its twin: each side's shared
+    decode and one recorded pass (no Q, K, V) and the three maps, twice. Both sides are cut by it (the sidebar for
+    A, pages/compare.py for B), so that the two together fit the budget whichever is larger."""
+    steps = steps_for(cfg, S)
+    T = steps + 1 if T is None else T
+    return 2 * (max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + compare_view_bytes(cfg, S, T))
+
+
 def backward_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
     """What autograd keeps for one backward pass of `rows` rows through the encoder (S tokens) and the decoder (T
     inputs), from the embeddings to the log-probabilities: per layer the inputs of every linear map, norm and
@@ -217,63 +249,84 @@ def ops_from_environment() -> int:
 
 
 @dataclass(frozen=True)
-class GradientPlan:
-    """How a gradient method may run within the budget: rows per backward pass, and (integrated gradients)
-    how many pieces of the path its halving loop may do in all, counted before it starts."""
+class Plan:
+    """What one computation may do within the budget, counted before it starts (each attribution method's `plan`,
+    model/analysis/attribution_methods/): its peak bytes and operations in the worst case within these limits, and
+    for the batched and adaptive ones how far they may go."""
 
-    rows: int  # path points or rows of one backward pass
-    pieces: int  # pieces of the path, all rows together (T at least: one per row, no halving)
-    ops: int  # the operations of the worst case within these limits
-
-
-def ig_piece_ops(cfg, S: int, T: int, steps: int) -> int:
-    """One piece of integrated gradients' path for one output row: `steps` points forward and backward (3 forward
-    passes' worth each) and the two ends' forward passes that check the piece."""
-    return (3 * steps + 2) * forward_ops(cfg, S, T)
+    rows: int = 1  # rows (path points, ablations) of one batched pass
+    pieces: int = 0  # integrated gradients: pieces of the path in all, T at least (one a row: no halving)
+    ops: int = 0  # the operations of the worst case within these limits
+    bytes: int = 0  # the peak memory of one pass within these limits
 
 
-def gradient_plan(cfg, S: int, T: int, method: str, steps: int, budget: WorkBudget, ops: int | None = None):
-    """The GradientPlan of a gradient method ("grad_x_input" or "integrated_gradients") on S source tokens and T
-    decoder inputs, or BudgetExceeded saying what fits (a shorter input, fewer points per piece)."""
-    ops = ops_from_environment() if ops is None else ops
-    rows = budget.max_bytes // max(1, backward_bytes(cfg, S, T))
-    if rows < 1:
-        raise BudgetExceeded(
-            budget.refusal(
-                M_("A gradient through this model"), backward_bytes(cfg, S, T), M_("a shorter input is needed.")
-            )
-        )
-    if method != "integrated_gradients":
-        return GradientPlan(int(rows), T, T * 3 * forward_ops(cfg, S, T))
-    piece = ig_piece_ops(cfg, S, T, steps)
-    pieces = min(ops // max(1, piece), T * MAX_PIECES_PER_ROW)
-    if pieces < T:  # not even one piece a row: fewer points per piece, if any fit
-        fit = _largest(lambda k: T * ig_piece_ops(cfg, S, T, k) <= ops, 1, steps)
-        fits = (
-            M_("{k} points per piece of the path fit this input.", k=fit)
-            if fit >= 1
-            else M_("a shorter input is needed.")
-        )
-        raise BudgetExceeded(
-            M_(
-                "Integrated gradients with {steps} points per piece would need at least {need} billion operations, "
-                "more than this server's {ops} billion for one request; {fits}",
-                steps=steps,
-                need=-(-T * piece // 10**9),
-                ops=ops // 10**9,
-                fits=fits,
-            )
-        )
-    return GradientPlan(int(min(rows, steps * T)), int(pieces), int(pieces * piece))
+GradientPlan = Plan  # the name of the gradient methods' plan before every method had one
 
 
-def attribution_plans(cfg, S: int, T: int, steps: int, budget: WorkBudget, ops: int | None = None) -> dict:
-    """{method: GradientPlan} of the gradient methods of the Attribution page, all counted before any starts:
-    BudgetExceeded (saying what fits) when one of them does not fit."""
-    return {m: gradient_plan(cfg, S, T, m, steps, budget, ops) for m in ("grad_x_input", "integrated_gradients")}
+def shorter_input(S: int, T: int, fits) -> Message:
+    """What fits when a computation over S source and T output tokens does not: the longest input n < S with
+    fits(n, t) for t = T n / S output tokens (the output taken to shrink with the input, as the demos' do)."""
+    n = _largest(lambda k: fits(k, max(1, -(-T * k // max(S, 1)))), 1, S - 1)
+    return M_("an input of at most {n} tokens fits.", n=n) if n >= 1 else M_("a shorter input is needed.")
 
 
-MAX_PIECES_PER_ROW = 511  # integrated gradients' halving down to 1/256 of the path: at most 2 x 256 - 1 pieces
+def admit_input(budget: WorkBudget, what: Message, need, S: int, T: int) -> Plan:
+    """budget.admit of need(S, T) = (bytes, operations) of a computation over S source and T output tokens; what
+    fits when it does not: a shorter input (shorter_input)."""
+    return budget.admit(what, *need(S, T), lambda: shorter_input(S, T, lambda s, t: budget.fits(*need(s, t))))
+
+
+def gradient_rows(cfg, S: int, T: int, budget: WorkBudget) -> int:
+    """How many rows one backward pass may hold within the budget (what autograd keeps: backward_bytes);
+    BudgetExceeded saying what fits when not even one does."""
+    admit_input(budget, M_("A gradient through this model"), lambda s, t: (backward_bytes(cfg, s, t), 0), S, T)
+    return int(budget.max_bytes // max(1, backward_bytes(cfg, S, T)))
+
+
+def decoding_need(cfg, n: int, S: int, steps: int, batch: int = 240) -> tuple[int, int]:
+    """(bytes, operations) of greedy decoding n examples of at most S source tokens for at most `steps` steps,
+    `batch` rows at a time (the experiments' batched decoding, model.decoding.greedy_ids): each example costs about
+    one pass over its source and `steps` decoder positions; a batch holds its key/value caches and one step's
+    logits."""
+    rows = max(1, min(n, batch))
+    held = rows * (greedy_bytes(cfg, S, steps) + F32 * 3 * cfg.tgt_vocab_size)
+    return held, n * forward_ops(cfg, S, steps)
+
+
+def admit_examples(cfg, what: Message, n: int, S: int, steps: int, budget: WorkBudget) -> Plan:
+    """The Plan of greedy decoding n examples (decoding_need), or BudgetExceeded saying how many examples fit."""
+
+    def fits() -> Message:
+        k = _largest(lambda m: budget.fits(*decoding_need(cfg, m, S, steps)), 1, n - 1)
+        return M_("{n} examples fit.", n=k) if k >= 1 else M_("a shorter input is needed.")
+
+    return budget.admit(what, *decoding_need(cfg, n, S, steps), fits)
+
+
+def pack_export_bytes(weight_bytes: int) -> int:
+    """The export of a model's graphs for a pack (model/analysis/onnx_export.py): about four copies of its weights
+    (the traced graph's constants, the ONNX bytes, their base64)."""
+    return 4 * weight_bytes
+
+
+def pack_need(cfg, lengths, weight_bytes: int = 0) -> tuple[int, int]:
+    """(bytes, operations) of a lecture pack over inputs of these source lengths: every input's page run (capture,
+    greedy decoding to the step limit, the figures of every map: page_bytes), all held until the HTML is written,
+    and the export of the model's graphs (about four copies of its weights); each input's capture and decoding."""
+    held = sum(page_bytes(cfg, S) for S in lengths) + pack_export_bytes(weight_bytes)
+    ops = sum(2 * forward_ops(cfg, S, steps_for(cfg, S) + 1) for S in lengths)
+    return held, ops
+
+
+def admit_pack(cfg, lengths, weight_bytes: int, budget: WorkBudget) -> Plan:
+    """The pack's Plan, or BudgetExceeded saying how many of its first inputs fit."""
+
+    def fits() -> Message:
+        n = _largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
+        return M_("its first {n} inputs fit.", n=n) if n >= 1 else M_("a shorter input is needed.")
+
+    what = M_("A lecture pack of {n} inputs", n=len(lengths))
+    return budget.admit(what, *pack_need(cfg, lengths, weight_bytes), fits)
 
 
 def importance_row_bytes(cfg, S: int, T: int) -> int:
@@ -301,10 +354,35 @@ class WorkBudget:
     """The most bytes one session's work may take; every question answered before any work starts."""
 
     max_bytes: int
+    max_ops: int | None = None  # operations one request may cost; None: $VIZ_WORK_GOPS (ops_from_environment)
 
     @classmethod
     def from_environment(cls) -> WorkBudget:
-        return cls(budget_from_environment())
+        return cls(budget_from_environment(), ops_from_environment())
+
+    @property
+    def ops(self) -> int:
+        return ops_from_environment() if self.max_ops is None else self.max_ops
+
+    def fits(self, need_bytes: int, need_ops: int) -> bool:
+        return need_bytes <= self.max_bytes and need_ops <= self.ops
+
+    def admit(self, what: Message, need_bytes: int, need_ops: int, fits: Callable[[], Message]) -> Plan:
+        """A Plan of this need when it fits both limits; else BudgetExceeded naming the limit it passes and what
+        fits (fits() is asked only then)."""
+        if need_bytes > self.max_bytes:
+            raise BudgetExceeded(self.refusal(what, need_bytes, fits()))
+        if need_ops > self.ops:
+            raise BudgetExceeded(
+                M_(
+                    OVER_OPS,
+                    what=what,
+                    need=-(-need_ops // 10**9),
+                    ops=self.ops // 10**9,
+                    fits=fits(),
+                )
+            )
+        return Plan(ops=int(need_ops), bytes=int(need_bytes))
 
     def describe(self) -> str:
         return size_text(self.max_bytes)
@@ -347,7 +425,7 @@ class WorkBudget:
     def refusal(self, what: Message, need: int, fits: Message) -> Message:
         """The error when a request does not fit this budget at all, saying what would fit."""
         return M_(
-            "{what} would need about {need}, more than this server's work budget of {budget}; {fits}",
+            OVER_MEMORY,
             what=what,
             need=size_text(need),
             budget=self.describe(),

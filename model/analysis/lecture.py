@@ -19,10 +19,10 @@ from ..network.position_kinds.registry import kind
 from ..text.inputs import check_text
 from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
-from .budget import WorkBudget, apply_budget
+from .budget import WorkBudget, admit_pack, apply_budget, pack_export_bytes, source_length
 from .capture import Capture, capture
 from .inspect import positional_tables
-from .pack_export import Unsupported, live_spec
+from .pack_export import Unsupported, live_spec, weight_bytes
 
 MAX_INPUTS = 20  # a pack is for a lecture: a handful of examples, each a whole page of figures
 MAX_CHARS = 500  # per input, before tokenizing (the model's max_len cuts tokens after that)
@@ -161,12 +161,18 @@ def pack_records(
     """
     room = model.config.max_len - 1
     budget = WorkBudget.from_environment() if budget is None else budget
-    inputs = []
+    export = pack_export_bytes(weight_bytes(model)) if live else 0
+    each = WorkBudget(max(1, budget.max_bytes - export), budget.max_ops)  # what the model's export leaves an input
+    inputs, checks_done = [], []
     for i, text in enumerate(texts):
         check = check_text(text, tokenizer.source, room)
-        apply_budget(check, tokenizer.source, model.config, budget)  # the app's work budget: the same cut
+        apply_budget(check, tokenizer.source, model.config, each)  # the app's work budget: the same cut
         if check.errors:
             raise ValueError(M_("input {i}: {errors}", i=i + 1, errors=join_messages(" ", check.errors)))
+        checks_done.append(check)
+    lengths = [source_length(tokenizer.source, model.config, c.text) for c in checks_done]
+    admit_pack(model.config, lengths, weight_bytes(model) if live else 0, budget)  # every input held at once
+    for i, check in enumerate(checks_done):
         cap, trace = run(check.text) if run is not None else run_input(model, tokenizer, check.text)
         inputs.append(PackInput(check.text, cap, trace, check.warnings))
         if progress is not None:

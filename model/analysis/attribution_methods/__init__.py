@@ -6,7 +6,10 @@ A method module holds both halves of the method:
 - CHEAP: whether the page computes it on every visit (False: only when the reader picks it, flow and integrated
   gradients take seconds);
 - compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress) -> (scores (T, S),
-  settings used, extra fields of the Attribution) through the passes of passes.py.
+  settings used, extra fields of the Attribution) through the passes of passes.py;
+- plan(cfg, S, T, settings, budget) -> model.analysis.budget.Plan: its cost in the budget's units (bytes and
+  operations, the worst case of any adaptive loop), counted before it starts; BudgetExceeded saying what fits
+  (issue 30). ADAPTIVE (optional, True): its loop takes what the other methods of the request leave.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@ input held fixed; the reference of the agreement table."""
 
 from __future__ import annotations
 
-from i18n import N_
+from i18n import M_, N_
 
+from ..budget import admit_input, forward_ops, pass_bytes
 from . import Choice
-from .passes import occlusion, special_id
+from .passes import LOGIT_BUDGET, occlusion, special_id
 
 NAME = "occlusion"
 TITLE = N_("Occlusion")
@@ -27,3 +28,18 @@ def compute(model, tokenizer, source, target, prep, changes, options, batch_size
     rid = special_id(tokenizer, options["replacement"])
     scores, logp = occlusion(model, prep, rid, changes, batch_size, progress)
     return scores, {"replacement": tokenizer.source.token(rid)}, {"log_probs": logp}
+
+
+BATCH = 64  # most rows of one pass (model.analysis.attribution.attribute's batch_size)
+
+
+def need(cfg, S: int, T: int) -> tuple[int, int]:
+    """(bytes, operations): S + 1 passes (the input and each token replaced), batched as passes.occlusion does
+    (at most BATCH rows, their logits within LOGIT_BUDGET); the (S + 1, T) log-probabilities."""
+    rows = max(1, min(BATCH, S + 1, LOGIT_BUDGET // max(1, T * cfg.tgt_vocab_size)))
+    return rows * pass_bytes(cfg, S, T) + 8 * (S + 1) * T, (S + 1) * forward_ops(cfg, S, T)
+
+
+def plan(cfg, S: int, T: int, settings: dict, budget):
+    """Occlusion's Plan over S source and T output tokens; BudgetExceeded saying what fits (a shorter input)."""
+    return admit_input(budget, M_(TITLE), lambda s, t: need(cfg, s, t), S, T)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from i18n import N_
+from i18n import M_, N_
 
+from ..budget import F32, admit_input, capture_bytes, forward_ops
 from .passes import graph_scores
 
 NAME = "rollout"
@@ -21,3 +22,17 @@ CHEAP = True
 
 def compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress):
     return graph_scores(model, tokenizer, source, target, NAME, changes, len(prep.scored), progress, prep), {}, {}
+
+
+def need(cfg, S: int, T: int) -> tuple[int, int]:
+    """(bytes, operations): one recorded pass (every map kept) and the rollout's float64 matrices, (S, S) and (T, S)
+    per layer, and their products."""
+    layers = cfg.n_encoder_layers + cfg.n_decoder_layers
+    matrices = 2 * F32 * 3 * layers * (S * S + T * T + T * S)
+    products = 2 * layers * (S**3 + T * T * S + T * S * S)
+    return capture_bytes(cfg, S, T) + matrices, forward_ops(cfg, S, T) + products
+
+
+def plan(cfg, S: int, T: int, settings: dict, budget):
+    """Rollout's Plan over S source and T output tokens; BudgetExceeded saying what fits."""
+    return admit_input(budget, M_(TITLE), lambda s, t: need(cfg, s, t), S, T)
