@@ -1,4 +1,4 @@
-"""Loading reads a safetensors file once into private memory (model/checkpoints/formats/safetensors_read.py): the
+"""Loading reads a safetensors file once into private memory (model/checkpoints/safetensors_read.py): the
 tensors equal safetensors' own reading, the file can change afterwards, and a damaged file is a clear error."""
 
 import json
@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from model.checkpoints.formats.safetensors_read import read_private
+from model.checkpoints.safetensors_read import read_private
 from model.checkpoints.formats.source import read_weights
 
 

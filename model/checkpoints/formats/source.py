@@ -25,9 +25,9 @@ from i18n import M_
 
 from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import check_safetensors_header, read_json, regular_file
+from ..safetensors_read import read_private
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
-from .safetensors_read import read_private
 from .vocab_files import VocabSpec
 
 WRAPPER_KEYS = ("state_dict", "model_state_dict", "model")
@@ -125,7 +125,7 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         try:
             if mmap:  # inspecting: memory-mapped by safetensors (shapes and dtypes, nothing read)
                 obj: Any = load_file(str(path))
-            else:  # loading: read once into private memory, the tensors views of it (safetensors_read.py)
+            else:  # loading: read once into private memory, the tensors views of it (model/checkpoints/safetensors_read.py)
                 obj, mapped = read_private(path), False
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(unreadable_safetensors(path.name, err)) from None

@@ -27,6 +27,17 @@ def _bad(name: str, what: str) -> ValueError:
     return ValueError(f"{what} of {name}")
 
 
+def _read_into(fh, view: memoryview) -> int:
+    """Fill `view` from the file (one read() returns at most about 2 GB on Linux); the bytes read, fewer at its end."""
+    got = 0
+    while got < len(view):
+        n = fh.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
 def read_private(path: Path) -> dict[str, torch.Tensor]:
     """name -> tensor, every tensor a view of one buffer read from the file (no mapping kept); ValueError naming
     what is wrong with a damaged file."""
@@ -41,7 +52,7 @@ def read_private(path: Path) -> dict[str, torch.Tensor]:
         except (UnicodeDecodeError, ValueError):
             raise _bad(path.name, "header") from None
         data = torch.empty(size - 8 - n, dtype=torch.uint8)
-        if data.numel() and fh.readinto(memoryview(data.numpy())) != data.numel():
+        if _read_into(fh, memoryview(data.numpy())) != data.numel():
             raise _bad(path.name, "the data is truncated")
     if not isinstance(header, dict):
         raise _bad(path.name, "header")
