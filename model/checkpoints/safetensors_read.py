@@ -16,10 +16,23 @@ from pathlib import Path
 
 import torch
 
+from ..env import positive_int
+
+KEEP_MAPPED = "VIZ_MAP_WEIGHTS"
+
 DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
     "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool,
 }  # fmt: skip
+
+
+def keeps_mapping() -> bool:
+    """The operator's choice (VIZ_MAP_WEIGHTS=1): models keep views of their weights files' memory maps, as
+    transformers' from_pretrained does. Loading then costs no copy (a weight's page is read when the forward first
+    touches it) and the app processes of one machine share the files' pages, but a file overwritten while the server
+    runs changes the loaded model, and a truncated one crashes the server (SIGBUS): for folders nobody rewrites.
+    Off by default: the weights are read into the process's own memory (read_private)."""
+    return positive_int(KEEP_MAPPED, 0) > 0
 
 
 def _bad(name: str, what: str) -> ValueError:

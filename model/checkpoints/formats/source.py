@@ -4,9 +4,10 @@ for (`LoadOptions`) and what inspection tells the app (`CheckpointInfo`).
 A Source remembers everything read from its path, so detection, inspection and loading within one call
 share one read of each file. Weights are read lazily where the container allows it: safetensors and
 torch.save's zip archives are memory-mapped for inspection (the tensors' shapes and dtypes cost nothing);
-for loading, a torch file is read into memory once and the model adopts those tensors, while a memory-
-mapped safetensors file is copied once into the model (a mapped file overwritten later would change the
-model, or crash the process with SIGBUS).
+for loading, a safetensors file or a torch file is read into private memory once and the model adopts those
+tensors (a mapped file overwritten later would change the model, or crash the process with SIGBUS); where the
+operator allows it (VIZ_MAP_WEIGHTS=1, model/checkpoints/safetensors_read.keeps_mapping) the model keeps views
+of the mapping instead, as transformers does.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from i18n import M_
 
 from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import check_safetensors_header, read_json, regular_file
-from ..safetensors_read import read_private
+from ..safetensors_read import keeps_mapping, read_private
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
 from .vocab_files import VocabSpec
@@ -46,7 +47,8 @@ class Weights:
     state: dict[str, torch.Tensor]
     meta: dict[str, Any]
     precision: str
-    mapped: bool  # the tensors are views of a memory-mapped file (copy them before keeping them)
+    mapped: bool  # the tensors are views of a memory-mapped file: copy them before keeping them (False where the
+    # operator lets a model keep the mapping, safetensors_read.keeps_mapping)
 
     @property
     def half(self) -> bool:
@@ -119,18 +121,19 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
     info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
+    keep = not mmap and keeps_mapping()  # the operator lets the model keep the mapping (VIZ_MAP_WEIGHTS)
     mapped = True
     if _is_safetensors(head, info.st_size):
         check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
         try:
-            if mmap:  # inspecting: memory-mapped by safetensors (shapes and dtypes, nothing read)
+            if mmap or keep:  # memory-mapped by safetensors (shapes and dtypes, nothing read yet)
                 obj: Any = load_file(str(path))
             else:  # loading: read once into private memory, the tensors views of it (model/checkpoints/safetensors_read.py)
                 obj, mapped = read_private(path), False
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(unreadable_safetensors(path.name, err)) from None
     elif looks_like_pickle(head):
-        mapped = mmap and head.startswith(ZIP_MAGIC)
+        mapped = (mmap or keep) and head.startswith(ZIP_MAGIC)
         obj = load_torch_file(path, mmap=mapped)
     else:
         raise UnknownContent(
@@ -162,7 +165,7 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         )
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
         state = {k[len("module.") :]: v for k, v in state.items()}
-    return Weights(state, meta, _precision(state), mapped)
+    return Weights(state, meta, _precision(state), mapped and not keep)
 
 
 class Source:
