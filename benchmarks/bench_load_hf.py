@@ -19,7 +19,8 @@ What the two sides do differently: transformers 5 maps the weights file and adop
 page is read when the forward first touches it); this app reads the weights into its own memory once, so that a file
 overwritten or truncated later can neither change nor crash a loaded model (tests/test_checkpoint.py,
 tests/test_safetensors_read.py). The "read ms" column times that read alone (the file's bytes into fresh memory):
-the floor of a loader that keeps this property.
+the floor of a loader that keeps this property. The "mapped" columns load with VIZ_MAP_WEIGHTS=1, the operator's
+choice to let models keep the mapping as transformers does (model/checkpoints/safetensors_read.keeps_mapping).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
+from model.checkpoints.safetensors_read import KEEP_MAPPED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FOLDERS = Path(tempfile.gettempdir()) / "transformer-viz-bench-folders"
@@ -250,6 +252,19 @@ def alternate(calls: dict, repeats: int) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def mapped(fn):
+    """fn with VIZ_MAP_WEIGHTS=1: the operator lets the model keep views of the file's mapping, as transformers."""
+
+    def call():
+        os.environ[KEEP_MAPPED] = "1"
+        try:
+            return fn()
+        finally:
+            del os.environ[KEEP_MAPPED]
+
+    return call
+
+
 def measure(family: str, folder: Path, repeats: int) -> list[str]:
     from model import load_checkpoint
 
@@ -260,16 +275,20 @@ def measure(family: str, folder: Path, repeats: int) -> list[str]:
         {
             "theirs": lambda: cls.from_pretrained(str(folder), attn_implementation="eager"),
             "ours": lambda: load_checkpoint(folder),
+            "mapped": mapped(lambda: load_checkpoint(folder)),
             "read": lambda: read_bytes(weights),
         },
         repeats,
     )
     ours_code = f"model.checkpoints.loading.load_checkpoint({str(folder)!r})"
     theirs_code = f"cls.from_pretrained({str(folder)!r}, attn_implementation='eager')"
-    ours_peak = statistics.median(peak_bytes(ours_code) for _ in range(repeats))
-    theirs_peak = statistics.median(
-        peak_bytes(theirs_code, f"cls = transformers.{cls.__name__}") for _ in range(repeats)
-    )
+    setup = f"cls = transformers.{cls.__name__}"
+    peaks = {
+        "ours": statistics.median(peak_bytes(ours_code) for _ in range(repeats)),
+        "mapped": statistics.median(peak_bytes(ours_code, f"import os; os.environ[{KEEP_MAPPED!r}] = '1'")
+                                    for _ in range(repeats)),
+        "theirs": statistics.median(peak_bytes(theirs_code, setup) for _ in range(repeats)),
+    }  # fmt: skip
     model, _ = load_checkpoint(folder)
     n = sum(p.numel() for p in model.parameters())
     mb = 2**20
@@ -282,15 +301,19 @@ def measure(family: str, folder: Path, repeats: int) -> list[str]:
         f"{t['theirs'] * 1000:.0f}",
         f"{t['ours'] / t['theirs']:.2f}x",
         f"{t['read'] * 1000:.0f}",
-        f"{ours_peak / mb:.0f}",
-        f"{ours_peak / size:.2f}x",
-        f"{theirs_peak / mb:.0f}",
+        f"{peaks['ours'] / mb:.0f}",
+        f"{peaks['ours'] / size:.2f}x",
+        f"{peaks['theirs'] / mb:.0f}",
+        f"{t['mapped'] * 1000:.0f}",
+        f"{t['mapped'] / t['theirs']:.2f}x",
+        f"{peaks['mapped'] / mb:.0f}",
         f"{os.getloadavg()[0]:.1f}",
     ]
 
 
 HEADERS = ["family", "shape", "parameters", "weights MB", "ours ms", "from_pretrained ms", "ratio", "read ms",
-           "our peak MB", "our peak / weights", "transformers' peak MB", "load avg"]  # fmt: skip
+           "our peak MB", "our peak / weights", "transformers' peak MB", "mapped ms", "mapped ratio", "mapped peak MB",
+           "load avg"]  # fmt: skip
 
 
 def main() -> None:
