@@ -10,8 +10,8 @@ Per family, one folder of random weights built here with transformers' own class
   time  load_checkpoint(folder) against transformers' from_pretrained(folder, eager attention), side by side in this
         process: one untimed call of each, then the calls alternated, the median of --repeats (target: <= 1.0x)
   peak  how far the resident memory of a fresh child process rises while it loads the folder (VmHWM, reset after
-        the imports), our loader and from_pretrained each in their own children, the median of --repeats children,
-        against the bytes of the weights file (target: <= 1.2x)
+        the imports and before each load), our loader and from_pretrained each in a child of its own, the median of
+        --repeats loads there, against the bytes of the weights file (target: <= 1.2x)
 The date and the load average (uptime) are printed at the start and the end, and each row carries the load average
 when it was measured: the machine this ran on is shared.
 
@@ -208,25 +208,28 @@ def uptime() -> str:
         return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-_CHILD = """import sys; sys.path.insert(0, {root!r})
-import torch, transformers, model.checkpoints.loading
+_CHILD = """import gc, sys; sys.path.insert(0, {root!r})
+import torch, model.checkpoints.loading
 {setup}
 def status(field):
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
-open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS
-before = status("VmRSS:")
-kept = {code}
-print((status("VmHWM:") - before) * 1024)
+for _ in range({repeats}):
+    gc.collect()
+    open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS
+    before = status("VmRSS:")
+    kept = {code}
+    print((status("VmHWM:") - before) * 1024)
+    del kept
 """
 
 
-def peak_bytes(code: str, setup: str = "") -> float:
-    """How far the resident memory of a fresh child process rose while it ran `code` (bytes): the child imports
-    what both sides need (and runs `setup`: transformers imports a model class on first use), resets its peak
-    (Linux: /proc/self/clear_refs), runs `code`, reads VmHWM."""
-    script = _CHILD.format(root=str(ROOT), code=code, setup=setup)
+def peak_bytes(code: str, repeats: int, setup: str = "") -> float:
+    """How far the resident memory of a fresh child process rose while it ran `code` (bytes; the median of `repeats`
+    runs in that child, each from its own level): the child imports what it needs (and runs `setup`: transformers
+    imports a model class on first use), resets its peak (Linux: /proc/self/clear_refs), runs `code`, reads VmHWM."""
+    script = _CHILD.format(root=str(ROOT), code=code, setup=setup, repeats=repeats)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    return float(run.stdout.split()[-1])
+    return statistics.median(float(line) for line in run.stdout.split()[-repeats:])
 
 
 def read_bytes(path: Path):
@@ -282,13 +285,12 @@ def measure(family: str, folder: Path, repeats: int) -> list[str]:
     )
     ours_code = f"model.checkpoints.loading.load_checkpoint({str(folder)!r})"
     theirs_code = f"cls.from_pretrained({str(folder)!r}, attn_implementation='eager')"
-    setup = f"cls = transformers.{cls.__name__}"
+    setup = f"import transformers; cls = transformers.{cls.__name__}"
     peaks = {
-        "ours": statistics.median(peak_bytes(ours_code) for _ in range(repeats)),
-        "mapped": statistics.median(peak_bytes(ours_code, f"import os; os.environ[{KEEP_MAPPED!r}] = '1'")
-                                    for _ in range(repeats)),
-        "theirs": statistics.median(peak_bytes(theirs_code, setup) for _ in range(repeats)),
-    }  # fmt: skip
+        "ours": peak_bytes(ours_code, repeats),
+        "mapped": peak_bytes(ours_code, repeats, f"import os; os.environ[{KEEP_MAPPED!r}] = '1'"),
+        "theirs": peak_bytes(theirs_code, repeats, setup),
+    }
     model, _ = load_checkpoint(folder)
     n = sum(p.numel() for p in model.parameters())
     mb = 2**20
