@@ -30,6 +30,17 @@ FAMILIES = ("gpt2", "qwen2")
 TEXT_TOKENS = 128
 
 
+def text_of(tok, n: int) -> str:
+    """Numbers written out until the text is n tokens (the small tokenizer: about 2 tokens a number), or just fewer."""
+    words: list[str] = []
+    for i in range(10 * n):
+        if len(tok.source.encode(" ".join([*words, str(i)]))) > n:
+            break
+        words.append(str(i))
+    text = " ".join(words)
+    return next((text + d for d in "0123456789" if len(tok.source.encode(text + d)) == n), text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -55,9 +66,7 @@ def main() -> None:
         )
         model, tok = load_checkpoint(folder)
         hf = cls.from_pretrained(str(folder), attn_implementation="eager").eval()
-        text = " ".join(str(i) for i in range(TEXT_TOKENS))  # the small tokenizer: about 2 tokens a number
-        ids = tok.source.encode(text)[:TEXT_TOKENS]
-        text = tok.source.detokenize(tok.source.decode(ids))
+        text = text_of(tok, TEXT_TOKENS)
         batch = torch.tensor([tok.source.encode(text)])
 
         def theirs_capture(hf=hf, batch=batch):
