@@ -103,3 +103,46 @@ def test_the_operator_may_let_models_keep_the_mapping(tmp_path, char_tokenizer, 
     state = read_weights(path).state
     _overwrite_in_place(path)
     assert state["src_embed.weight"].abs().sum() > 0
+
+
+def test_half_precision_is_widened_while_reading(tmp_path, monkeypatch):
+    """widen=True (the Hugging Face formats): float16 / bfloat16 tensors come back as float32, equal to safetensors'
+    own reading widened, read a chunk at a time into one buffer of the float32 weights' size (the file's bytes are
+    never held beside them); the stored dtypes are still named; other dtypes are kept as they are."""
+    from model.checkpoints import safetensors_read
+    from model.checkpoints.safetensors_read import read_stored
+
+    monkeypatch.setattr(safetensors_read, "CHUNK", 6)  # several chunks per tensor, one ending inside a tensor
+    path = tmp_path / "half.safetensors"
+    state = {"a": torch.randn(3, 5).half(), "b": torch.randn(7).to(torch.bfloat16), "c": torch.randn(2, 2),
+             "d": torch.arange(5), "e": torch.zeros(0, 3).half(), "f": torch.randn(1).half()}  # fmt: skip
+    save_file(state, str(path))
+    want = load_file(str(path))
+    got, stored = read_stored(path, widen=True)
+    assert stored == {k: v.dtype for k, v in want.items()}
+    for k, v in want.items():
+        widened = v.float() if v.dtype in (torch.float16, torch.bfloat16) else v
+        assert got[k].dtype == widened.dtype and torch.equal(got[k], widened), k
+    assert len({t.untyped_storage().data_ptr() for t in got.values()}) == 1
+    kept = sum(t.numel() * t.element_size() for t in got.values())
+    assert got["a"].untyped_storage().nbytes() <= kept + 8 * len(got)
+    assert read_weights(path, widen=True).precision == "bfloat16+float16+float32"
+    assert read_stored(path)[0]["a"].dtype == torch.float16  # without widen: as stored
+
+
+def test_entries_sharing_bytes_are_not_widened_into_copies(tmp_path):
+    """A crafted header naming the same bytes many times is read as it is (views of the file's bytes), never laid out
+    as one float32 copy per name: the memory stays what the file holds."""
+    from model.checkpoints.safetensors_read import read_stored
+
+    path = tmp_path / "w.safetensors"
+    save_file({"a": torch.randn(64).half()}, str(path))
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    header.update({f"copy{i}": dict(header["a"]) for i in range(50)})
+    text = json.dumps(header).encode()
+    (tmp_path / "shared.safetensors").write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n :])
+    got, _ = read_stored(tmp_path / "shared.safetensors", widen=True)
+    assert len(got) == 51 and {t.dtype for t in got.values()} == {torch.float16}
+    assert got["copy7"].untyped_storage().nbytes() == len(data) - 8 - n

@@ -54,6 +54,54 @@ def _read_into(fh, view: memoryview) -> int:
 def read_private(path: Path) -> dict[str, torch.Tensor]:
     """name -> tensor, every tensor a view of one buffer read from the file (no mapping kept); ValueError naming
     what is wrong with a damaged file."""
+    return read_stored(path)[0]
+
+
+Entry = tuple[str, torch.dtype, list[int], int, int]  # name, stored dtype, shape, start, end (in the data)
+WIDENED = (torch.float16, torch.bfloat16)  # widen=True reads these as float32
+CHUNK = 16 * 2**20  # bytes of a half-precision tensor read and widened at a time
+
+
+def _entries(name: str, header, data_size: int) -> list[Entry]:
+    """The header's tensors, each checked against the data's size (before anything is allocated)."""
+    if not isinstance(header, dict):
+        raise _bad(name, "header")
+    out = []
+    for key, entry in header.items():
+        if key == "__metadata__":
+            continue
+        try:
+            dtype = DTYPES[entry["dtype"]]
+            shape = [int(s) for s in entry["shape"]]
+            start, end = (int(o) for o in entry["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise _bad(name, "an entry of its header") from None
+        if min(shape, default=0) < 0 or not 0 <= start <= end <= data_size:
+            raise _bad(name, "an entry outside the file")
+        if end - start != math.prod(shape) * torch.empty((), dtype=dtype).element_size():
+            raise _bad(name, "an entry whose size does not match its shape")
+        out.append((key, dtype, shape, start, end))
+    return out
+
+
+def _layout(entries: list[Entry]) -> tuple[list[int], int]:
+    """Where each entry goes in one buffer when float16 / bfloat16 ones are kept as float32 (twice their bytes),
+    every offset a multiple of 8; and the buffer's size."""
+    offsets, total = [], 0
+    for _, dtype, _, start, end in entries:
+        total = -(-total // 8) * 8
+        offsets.append(total)
+        total += (end - start) * (2 if dtype in WIDENED else 1)
+    return offsets, total
+
+
+def read_stored(path: Path, widen: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.dtype]]:
+    """(name -> tensor, name -> the dtype stored in the file); ValueError naming what is wrong with a damaged file.
+
+    Every tensor is a view of one buffer read from the file. widen=False: the file's data as it is, in one read.
+    widen=True: float16 and bfloat16 tensors are read a chunk at a time and kept as float32 in that buffer (what
+    the model computes in), so loading a half-precision file holds the float32 weights and one chunk at its peak,
+    not the file's bytes beside them; entries that share bytes (a crafted header) are read as they are instead."""
     with open(path, "rb") as fh:
         size = path.stat().st_size
         head = fh.read(8)
@@ -64,28 +112,44 @@ def read_private(path: Path) -> dict[str, torch.Tensor]:
             header = json.loads(fh.read(n))
         except (UnicodeDecodeError, ValueError):
             raise _bad(path.name, "header") from None
+        entries = _entries(path.name, header, size - 8 - n)
+        stored = {key: dtype for key, dtype, *_ in entries}
+        if widen and any(dtype in WIDENED for _, dtype, *_ in entries):
+            offsets, total = _layout(entries)
+            if total <= 2 * (size - 8 - n) + 8 * len(entries):  # no bytes shared: as large as the model's weights
+                return _read_widened(fh, path.name, 8 + n, entries, offsets, total), stored
         data = torch.empty(size - 8 - n, dtype=torch.uint8)
         if _read_into(fh, memoryview(data.numpy())) != data.numel():
             raise _bad(path.name, "the data is truncated")
-    if not isinstance(header, dict):
-        raise _bad(path.name, "header")
     out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            dtype = DTYPES[entry["dtype"]]
-            shape = [int(s) for s in entry["shape"]]
-            start, end = (int(o) for o in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise _bad(path.name, "an entry of its header") from None
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if min(shape, default=0) < 0 or not 0 <= start <= end <= data.numel():
-            raise _bad(path.name, "an entry outside the file")
-        if end - start != math.prod(shape) * itemsize:
-            raise _bad(path.name, "an entry whose size does not match its shape")
+    for key, dtype, shape, start, end in entries:
         raw = data[start:end]
-        if start % itemsize:  # not aligned for a view of this element type: a copy of its own
+        if start % torch.empty((), dtype=dtype).element_size():  # not aligned for a view of this type: its own copy
             raw = raw.clone()
-        out[name] = raw.view(dtype).reshape(shape)
+        out[key] = raw.view(dtype).reshape(shape)
+    return out, stored
+
+
+def _read_widened(fh, name: str, base: int, entries: list[Entry], offsets: list[int], total: int):
+    """The entries read into one buffer of `total` bytes at `offsets`, float16 / bfloat16 widened to float32."""
+    data = torch.empty(total, dtype=torch.uint8)
+    scratch = torch.empty(0, dtype=torch.uint8)
+    out = {}
+    for (key, dtype, shape, start, end), at in sorted(zip(entries, offsets), key=lambda e: e[0][3]):
+        size = end - start
+        fh.seek(base + start)
+        if dtype not in WIDENED:
+            if _read_into(fh, memoryview(data[at : at + size].numpy())) != size:
+                raise _bad(name, "the data is truncated")
+            out[key] = data[at : at + size].view(dtype).reshape(shape)
+            continue
+        target = data[at : at + 2 * size].view(torch.float32)  # (elements,)
+        if scratch.numel() < min(size, CHUNK):
+            scratch = torch.empty(min(size, CHUNK), dtype=torch.uint8)
+        for first in range(0, size, CHUNK):
+            k = min(CHUNK, size - first)
+            if _read_into(fh, memoryview(scratch[:k].numpy())) != k:
+                raise _bad(name, "the data is truncated")
+            target[first // 2 : (first + k) // 2].copy_(scratch[:k].view(dtype))
+        out[key] = target.reshape(shape)
     return out

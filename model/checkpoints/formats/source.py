@@ -13,7 +13,7 @@ of the mapping instead, as transformers does.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from i18n import M_
 
 from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import check_safetensors_header, read_json, regular_file
-from ..safetensors_read import keeps_mapping, read_private
+from ..safetensors_read import keeps_mapping, read_stored
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
 from .vocab_files import VocabSpec
@@ -107,29 +107,32 @@ def _tensor_dict(obj: Any) -> bool:
     return isinstance(obj, Mapping) and bool(obj) and all(isinstance(v, torch.Tensor) for v in obj.values())
 
 
-def _precision(state: Mapping[str, torch.Tensor]) -> str:
-    found = {str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}
+def _precision(dtypes: Iterable[torch.dtype]) -> str:
+    found = {str(dtype).removeprefix("torch.") for dtype in dtypes if dtype.is_floating_point}
     return "+".join(sorted(found)) or "float32"
 
 
-def read_weights(path: Path, mmap: bool = False) -> Weights:
+def read_weights(path: Path, mmap: bool = False, widen: bool = False) -> Weights:
     """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights.
 
     With mmap=True (inspecting: shapes and dtypes without reading the bytes) safetensors files and torch.save zip
     archives are memory-mapped; otherwise both are read into private memory once, for the model to adopt.
+    widen=True reads a safetensors file's float16 / bfloat16 tensors as float32 (safetensors_read.read_stored:
+    the file's bytes and the float32 weights are never held together); `precision` still names what was stored.
     """
     info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
     keep = not mmap and keeps_mapping()  # the operator lets the model keep the mapping (VIZ_MAP_WEIGHTS)
     mapped = True
+    stored: Mapping[str, torch.dtype] | None = None  # the dtypes in the file, where they differ from what was read
     if _is_safetensors(head, info.st_size):
         check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
         try:
             if mmap or keep:  # memory-mapped by safetensors (shapes and dtypes, nothing read yet)
                 obj: Any = load_file(str(path))
             else:  # loading: read once into private memory, the tensors views of it (model/checkpoints/safetensors_read.py)
-                obj, mapped = read_private(path), False
+                (obj, stored), mapped = read_stored(path, widen), False
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(unreadable_safetensors(path.name, err)) from None
     elif looks_like_pickle(head):
@@ -165,7 +168,8 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         )
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
         state = {k[len("module.") :]: v for k, v in state.items()}
-    return Weights(state, meta, _precision(state), mapped and not keep)
+    dtypes = stored.values() if stored is not None else (t.dtype for t in state.values())
+    return Weights(state, meta, _precision(dtypes), mapped and not keep)
 
 
 class Source:
@@ -184,7 +188,7 @@ class Source:
         self.is_dir = self.path.is_dir()
         if not self.is_dir:
             regular_file(self.path)
-        self._weights: dict[Path, Weights] = {}
+        self._weights: dict[tuple[Path, bool], Weights] = {}
         self._json: dict[str, Any] = {}
         self.reads = 0  # files actually read (a test checks that each is read once)
 
@@ -192,13 +196,14 @@ class Source:
     def name(self) -> str:
         return self.path.name
 
-    def weights(self, file: str | Path | None = None) -> Weights:
-        """The weights in `file` (a name inside the folder), or in the path itself when it is a file."""
+    def weights(self, file: str | Path | None = None, widen: bool = False) -> Weights:
+        """The weights in `file` (a name inside the folder), or in the path itself when it is a file; widen=True:
+        float16 / bfloat16 safetensors read as float32 (see read_weights)."""
         path = self.path if file is None else self.path / file
-        if path not in self._weights:
+        if (path, widen) not in self._weights:
             self.reads += 1
-            self._weights[path] = read_weights(path, self.mmap)
-        return self._weights[path]
+            self._weights[path, widen] = read_weights(path, self.mmap, widen)
+        return self._weights[path, widen]
 
     def has(self, name: str) -> bool:
         return self.is_dir and (self.path / name).exists()
