@@ -4,8 +4,11 @@ safetensors' load_file maps the file; a model must not keep views of a mapping (
 change it, or crash the process with SIGBUS), so each tensor used to be copied out of the map: two passes over
 the weights and, while loading, the map's pages and the copies both resident (2x the weights at the peak). Here the
 data is read once (readinto one buffer) and every tensor is a view of that private buffer: one pass, the weights
-once. The header is bounded before (check_safetensors_header) and every entry is checked against the buffer
-before a view is made; a tensor whose offset does not fit its element size is copied instead.
+once. The header is bounded before (check_safetensors_header) and every entry is checked against the file's size
+before anything is allocated; a tensor whose offset does not fit its element size is copied instead. With widen=True
+(the Hugging Face formats) float16 / bfloat16 tensors are widened to float32 while they are read, a chunk at a time,
+into the one buffer: the float32 weights at the peak, not the file's bytes beside them. VIZ_MAP_WEIGHTS=1 (the
+operator's choice, keeps_mapping) lets a model keep safetensors' mapping instead.
 """
 
 from __future__ import annotations
