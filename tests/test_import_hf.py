@@ -187,3 +187,11 @@ def test_the_size_check_counts_what_each_family_allocates(families, name):
     numbers = sum(p.numel() for p in model.parameters())  # each tied tensor once
     numbers += sum(pe.table.numel() for _, pe in model.positional_encodings() if "table" in pe._buffers)
     assert parameter_count(model.config) == numbers
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_weights_are_read_once_and_adopted(families, name):
+    """Every parameter is a view of the one buffer the weights file was read into (model/checkpoints/
+    safetensors_read.py): no tensor is copied a second time, so loading holds the weights once at its peak."""
+    _, model, _ = families[name]
+    assert len({p.untyped_storage().data_ptr() for p in model.parameters()}) == 1

@@ -113,6 +113,15 @@ def test_bert_every_attention_map_and_the_masked_lm_match_transformers(families,
             assert cap.log_probs is None
 
 
+@pytest.mark.parametrize("name", [*DECODERS, *ENCODERS])
+def test_the_weights_are_read_once_and_adopted(families, name):
+    """Every parameter is a view of the one buffer the weights file was read into (model/checkpoints/
+    safetensors_read.py): no tensor is copied a second time (GPT-2's transposed Conv1D weights and split c_attn
+    included), so loading holds the weights once at its peak."""
+    _, model, _ = families[name]
+    assert len({p.untyped_storage().data_ptr() for p in model.parameters()}) == 1
+
+
 # -- attribution (issue 32): every method over the prompt, against transformers' own forward ---------------------
 
 PROMPT, CONTINUATION = "the cat sat", " on a mat"

@@ -1,4 +1,4 @@
-"""Loading reads a safetensors file once into private memory (model/checkpoints/formats/safetensors_read.py): the
+"""Loading reads a safetensors file once into private memory (model/checkpoints/safetensors_read.py): the
 tensors equal safetensors' own reading, the file can change afterwards, and a damaged file is a clear error."""
 
 import json
@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from model.checkpoints.formats.safetensors_read import read_private
 from model.checkpoints.formats.source import read_weights
+from model.checkpoints.safetensors_read import read_private
 
 
 def test_the_tensors_equal_safetensors_own_reading_and_belong_to_the_process(tmp_path):
@@ -46,3 +46,103 @@ def test_a_damaged_file_is_refused(tmp_path):
     (tmp_path / "far.safetensors").write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n :])
     with pytest.raises(ValueError, match="outside the file"):
         read_private(tmp_path / "far.safetensors")
+
+
+def _storages(model) -> set[int]:
+    return {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+
+def test_a_native_folder_is_read_once_and_adopted(tmp_path, char_tokenizer):
+    """This project's own folder: every parameter is a view of the one buffer read from the file (no tensor copied a
+    second time: the weights are in memory once), equal to safetensors' own reading, and kept when the file changes."""
+    from model import load_checkpoint, save_checkpoint
+    from tests.conftest import make_tiny
+
+    folder = save_checkpoint(make_tiny(char_tokenizer, seed=3), char_tokenizer, tmp_path / "ckpt")
+    model, _ = load_checkpoint(folder)
+    assert len(_storages(model)) == 1
+    stored = {k: v.clone() for k, v in load_file(str(folder / "model.safetensors")).items()}  # not left on a map
+    params = dict(model.named_parameters())
+    assert set(stored) == set(params)
+    for name, tensor in stored.items():
+        assert torch.equal(params[name], tensor), name
+    (folder / "model.safetensors").write_bytes(b"")  # truncated: a mapping would crash the process on next access
+    for name, tensor in stored.items():
+        assert torch.equal(params[name].clone(), tensor), name
+
+
+def _overwrite_in_place(path):
+    """Zero the file's bytes after its header, in place (the same file, as an editor or a second save can)."""
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    with open(path, "r+b") as fh:
+        fh.seek(8 + n)
+        fh.write(b"\0" * (len(data) - 8 - n))
+
+
+def test_the_operator_may_let_models_keep_the_mapping(tmp_path, char_tokenizer, monkeypatch):
+    """VIZ_MAP_WEIGHTS=1: the model keeps views of the file's mapping, as transformers does (nothing read or copied
+    while loading), so a change of the file in place reaches it; without it, the model's weights are its own."""
+    from model import load_checkpoint, save_checkpoint
+    from tests.conftest import make_tiny
+
+    source = make_tiny(char_tokenizer, seed=5)
+    for keep in (False, True):
+        if keep:
+            monkeypatch.setenv("VIZ_MAP_WEIGHTS", "1")
+        folder = save_checkpoint(source, char_tokenizer, tmp_path / f"keep{keep}")
+        path = tmp_path / f"state{keep}.safetensors"
+        save_file({k: v.contiguous() for k, v in source.state_dict().items()}, str(path))
+        assert read_weights(path).mapped is False  # copied by nobody: private, or a mapping the model may keep
+        model, _ = load_checkpoint(folder)
+        weight = model.src_embed.weight
+        assert torch.equal(weight, source.src_embed.weight)
+        _overwrite_in_place(folder / "model.safetensors")
+        assert torch.equal(weight, torch.zeros_like(weight)) is keep
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")  # not a positive number: the default, the weights read privately
+    state = read_weights(path).state
+    _overwrite_in_place(path)
+    assert state["src_embed.weight"].abs().sum() > 0
+
+
+def test_half_precision_is_widened_while_reading(tmp_path, monkeypatch):
+    """widen=True (the Hugging Face formats): float16 / bfloat16 tensors come back as float32, equal to safetensors'
+    own reading widened, read a chunk at a time into one buffer of the float32 weights' size (the file's bytes are
+    never held beside them); the stored dtypes are still named; other dtypes are kept as they are."""
+    from model.checkpoints import safetensors_read
+    from model.checkpoints.safetensors_read import read_stored
+
+    monkeypatch.setattr(safetensors_read, "CHUNK", 6)  # several chunks per tensor, one ending inside a tensor
+    path = tmp_path / "half.safetensors"
+    state = {"a": torch.randn(3, 5).half(), "b": torch.randn(7).to(torch.bfloat16), "c": torch.randn(2, 2),
+             "d": torch.arange(5), "e": torch.zeros(0, 3).half(), "f": torch.randn(1).half()}  # fmt: skip
+    save_file(state, str(path))
+    want = load_file(str(path))
+    got, stored = read_stored(path, widen=True)
+    assert stored == {k: v.dtype for k, v in want.items()}
+    for k, v in want.items():
+        widened = v.float() if v.dtype in (torch.float16, torch.bfloat16) else v
+        assert got[k].dtype == widened.dtype and torch.equal(got[k], widened), k
+    assert len({t.untyped_storage().data_ptr() for t in got.values()}) == 1
+    kept = sum(t.numel() * t.element_size() for t in got.values())
+    assert got["a"].untyped_storage().nbytes() <= kept + 8 * len(got)
+    assert read_weights(path, widen=True).precision == "bfloat16+float16+float32"
+    assert read_stored(path)[0]["a"].dtype == torch.float16  # without widen: as stored
+
+
+def test_entries_sharing_bytes_are_not_widened_into_copies(tmp_path):
+    """A crafted header naming the same bytes many times is read as it is (views of the file's bytes), never laid out
+    as one float32 copy per name: the memory stays what the file holds."""
+    from model.checkpoints.safetensors_read import read_stored
+
+    path = tmp_path / "w.safetensors"
+    save_file({"a": torch.randn(64).half()}, str(path))
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    header.update({f"copy{i}": dict(header["a"]) for i in range(50)})
+    text = json.dumps(header).encode()
+    (tmp_path / "shared.safetensors").write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n :])
+    got, _ = read_stored(tmp_path / "shared.safetensors", widen=True)
+    assert len(got) == 51 and {t.dtype for t in got.values()} == {torch.float16}
+    assert got["copy7"].untyped_storage().nbytes() == len(data) - 8 - n

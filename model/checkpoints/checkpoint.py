@@ -32,6 +32,7 @@ from ..network.transformer import Transformer
 from ..text.tokenizer import Tokenizer
 from .errors import CheckpointError
 from .safe_io import check_safetensors_header, read_json
+from .safetensors_read import keeps_mapping, read_private
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 
@@ -196,12 +197,16 @@ def materialize(
 
 
 def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
-    """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do)."""
+    """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do).
+
+    Read once into the process's own memory (safetensors_read.read_private), not memory-mapped: the model adopts
+    these tensors as they are (materialize(copy=False)), and a file overwritten later cannot change or crash it.
+    Memory-mapped where the operator lets models keep the mapping (safetensors_read.keeps_mapping)."""
     if not path.exists():
         raise missing_file(path)
     check_safetensors_header(path)  # regular file, bounded header and tensor count
     try:
-        stored = load_file(str(path))
+        stored = load_file(str(path)) if keeps_mapping() else read_private(path)
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(unreadable_safetensors(path.name, err)) from err
     expected = expected_shapes(model)

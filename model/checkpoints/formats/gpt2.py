@@ -115,8 +115,8 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
 
 
 def _conv1d(t: torch.Tensor) -> torch.Tensor:
-    """A Conv1D weight (in, out) as a Linear weight (out, in): a transposed view, copied once when the model takes it
-    (x @ W, as Conv1D computes it; no second pass to make it contiguous)."""
+    """A Conv1D weight (in, out) as a Linear weight (out, in): a transposed view that the model adopts as it is
+    (F.linear then computes x @ W, as Conv1D does; nothing is copied to make it contiguous)."""
     return t.t()
 
 

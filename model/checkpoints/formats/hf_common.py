@@ -94,7 +94,9 @@ def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
 
 
 def weights(src: Source) -> Weights:
-    return read_marian_weights(src)  # model.safetensors (or shards), else pytorch_model.bin with weights_only
+    """model.safetensors (or shards), else pytorch_model.bin with weights_only; a half-precision safetensors file is
+    read as float32 (these families store no positional table whose check needs the stored precision)."""
+    return read_marian_weights(src, widen=True)
 
 
 def alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:

@@ -166,10 +166,12 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
     )
 
 
-def read_marian_weights(src: Source) -> Weights:
-    """model.safetensors (or its shards), else pytorch_model.bin read with weights_only; precision noted."""
+def read_marian_weights(src: Source, widen: bool = False) -> Weights:
+    """model.safetensors (or its shards), else pytorch_model.bin read with weights_only; precision noted. widen=True:
+    half-precision safetensors read as float32 (Source.weights); Marian itself does not, its stored sinusoid tables
+    are checked against the precision they were stored in."""
     if src.has("model.safetensors"):
-        return src.weights("model.safetensors")
+        return src.weights("model.safetensors", widen)
     if src.has("model.safetensors.index.json"):
         index = src.json("model.safetensors.index.json")
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -182,9 +184,10 @@ def read_marian_weights(src: Source) -> Weights:
                     max=MAX_SHARDS,
                 )
             )
-        parts = [src.weights(name) for name in names]
+        parts = [src.weights(name, widen) for name in names]
         state = {k: v for part in parts for k, v in part.state.items()}
-        return Weights(state, {}, "+".join(sorted({p for part in parts for p in part.precision.split("+")})), True)
+        precision = "+".join(sorted({p for part in parts for p in part.precision.split("+")}))
+        return Weights(state, {}, precision, any(part.mapped for part in parts))  # read privately: adopted
     if src.has("pytorch_model.bin"):
         return src.weights("pytorch_model.bin")
     raise CheckpointError(

@@ -86,5 +86,5 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
                 )
             )
     model = skeleton(config)
-    stored = read_native_weights(model, folder / WEIGHTS)  # memory-mapped by safetensors: copied into the model
-    return materialize(model, stored, copy=True), tokenizer
+    stored = read_native_weights(model, folder / WEIGHTS)  # read once into private memory: the model adopts it
+    return materialize(model, stored, copy=False), tokenizer

@@ -4,15 +4,16 @@ for (`LoadOptions`) and what inspection tells the app (`CheckpointInfo`).
 A Source remembers everything read from its path, so detection, inspection and loading within one call
 share one read of each file. Weights are read lazily where the container allows it: safetensors and
 torch.save's zip archives are memory-mapped for inspection (the tensors' shapes and dtypes cost nothing);
-for loading, a torch file is read into memory once and the model adopts those tensors, while a memory-
-mapped safetensors file is copied once into the model (a mapped file overwritten later would change the
-model, or crash the process with SIGBUS).
+for loading, a safetensors file or a torch file is read into private memory once and the model adopts those
+tensors (a mapped file overwritten later would change the model, or crash the process with SIGBUS); where the
+operator allows it (VIZ_MAP_WEIGHTS=1, model/checkpoints/safetensors_read.keeps_mapping) the model keeps views
+of the mapping instead, as transformers does.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,9 @@ from i18n import M_
 
 from ..checkpoint import CheckpointError, unreadable_safetensors
 from ..safe_io import check_safetensors_header, read_json, regular_file
+from ..safetensors_read import keeps_mapping, read_stored
 from .common import listing
 from .safe_pickle import ZIP_MAGIC, load_torch_file, looks_like_pickle
-from .safetensors_read import read_private
 from .vocab_files import VocabSpec
 
 WRAPPER_KEYS = ("state_dict", "model_state_dict", "model")
@@ -46,7 +47,8 @@ class Weights:
     state: dict[str, torch.Tensor]
     meta: dict[str, Any]
     precision: str
-    mapped: bool  # the tensors are views of a memory-mapped file (copy them before keeping them)
+    mapped: bool  # the tensors are views of a memory-mapped file: copy them before keeping them (False where the
+    # operator lets a model keep the mapping, safetensors_read.keeps_mapping)
 
     @property
     def half(self) -> bool:
@@ -105,32 +107,36 @@ def _tensor_dict(obj: Any) -> bool:
     return isinstance(obj, Mapping) and bool(obj) and all(isinstance(v, torch.Tensor) for v in obj.values())
 
 
-def _precision(state: Mapping[str, torch.Tensor]) -> str:
-    found = {str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}
+def _precision(dtypes: Iterable[torch.dtype]) -> str:
+    found = {str(dtype).removeprefix("torch.") for dtype in dtypes if dtype.is_floating_point}
     return "+".join(sorted(found)) or "float32"
 
 
-def read_weights(path: Path, mmap: bool = False) -> Weights:
+def read_weights(path: Path, mmap: bool = False, widen: bool = False) -> Weights:
     """A safetensors or torch.save file (read with weights_only: nothing in it runs) as Weights.
 
     With mmap=True (inspecting: shapes and dtypes without reading the bytes) safetensors files and torch.save zip
     archives are memory-mapped; otherwise both are read into private memory once, for the model to adopt.
+    widen=True reads a safetensors file's float16 / bfloat16 tensors as float32 (safetensors_read.read_stored:
+    the file's bytes and the float32 weights are never held together); `precision` still names what was stored.
     """
     info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
+    keep = not mmap and keeps_mapping()  # the operator lets the model keep the mapping (VIZ_MAP_WEIGHTS)
     mapped = True
+    stored: Mapping[str, torch.dtype] | None = None  # the dtypes in the file, where they differ from what was read
     if _is_safetensors(head, info.st_size):
         check_safetensors_header(path)  # a million tiny tensors is refused before safetensors reads them
         try:
-            if mmap:  # inspecting: memory-mapped by safetensors (shapes and dtypes, nothing read)
+            if mmap or keep:  # memory-mapped by safetensors (shapes and dtypes, nothing read yet)
                 obj: Any = load_file(str(path))
-            else:  # loading: read once into private memory, the tensors views of it (safetensors_read.py)
-                obj, mapped = read_private(path), False
+            else:  # loading: read once into private memory, the tensors views of it (model/checkpoints/safetensors_read.py)
+                (obj, stored), mapped = read_stored(path, widen), False
         except (SafetensorError, OSError, ValueError, RuntimeError) as err:
             raise CheckpointError(unreadable_safetensors(path.name, err)) from None
     elif looks_like_pickle(head):
-        mapped = mmap and head.startswith(ZIP_MAGIC)
+        mapped = (mmap or keep) and head.startswith(ZIP_MAGIC)
         obj = load_torch_file(path, mmap=mapped)
     else:
         raise UnknownContent(
@@ -162,7 +168,8 @@ def read_weights(path: Path, mmap: bool = False) -> Weights:
         )
     if all(k.startswith("module.") for k in state):  # saved from a DataParallel / DDP wrapper
         state = {k[len("module.") :]: v for k, v in state.items()}
-    return Weights(state, meta, _precision(state), mapped)
+    dtypes = stored.values() if stored is not None else (t.dtype for t in state.values())
+    return Weights(state, meta, _precision(dtypes), mapped and not keep)
 
 
 class Source:
@@ -181,7 +188,7 @@ class Source:
         self.is_dir = self.path.is_dir()
         if not self.is_dir:
             regular_file(self.path)
-        self._weights: dict[Path, Weights] = {}
+        self._weights: dict[tuple[Path, bool], Weights] = {}
         self._json: dict[str, Any] = {}
         self.reads = 0  # files actually read (a test checks that each is read once)
 
@@ -189,13 +196,14 @@ class Source:
     def name(self) -> str:
         return self.path.name
 
-    def weights(self, file: str | Path | None = None) -> Weights:
-        """The weights in `file` (a name inside the folder), or in the path itself when it is a file."""
+    def weights(self, file: str | Path | None = None, widen: bool = False) -> Weights:
+        """The weights in `file` (a name inside the folder), or in the path itself when it is a file; widen=True:
+        float16 / bfloat16 safetensors read as float32 (see read_weights)."""
         path = self.path if file is None else self.path / file
-        if path not in self._weights:
+        if (path, widen) not in self._weights:
             self.reads += 1
-            self._weights[path] = read_weights(path, self.mmap)
-        return self._weights[path]
+            self._weights[path, widen] = read_weights(path, self.mmap, widen)
+        return self._weights[path, widen]
 
     def has(self, name: str) -> bool:
         return self.is_dir and (self.path / name).exists()
