@@ -191,8 +191,15 @@ else:
 
     st.radio(_("bertviz view"), BERT_VIEWS, horizontal=True, key="att_bertviz", format_func=_)
     bert_kind = {"encoder_self": "Encoder", "decoder_self": "Decoder", "cross": "Cross"}[kind]
-    inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
-    written = dict(written=cap.written_tokens)  # the decoder's rows (left) labelled with the tokens they write
+    if cap.cross.size:  # an encoder-decoder: its three kinds
+        inputs = (cap.encoder_self, cap.decoder_self, cap.cross, cap.source_tokens, cap.target_tokens)
+    else:  # one stack: its maps stand for all three (bertviz's own menus are hidden: the kind above picks the view)
+        one, tokens = (
+            (cap.decoder_self, cap.target_tokens) if cap.decoder_self.size else (cap.encoder_self, cap.source_tokens)
+        )
+        inputs = (one, one, one, tokens, tokens)
+    # the decoder's rows (left) labelled with the tokens they write; an encoder's rows are its own tokens
+    written = dict(written=cap.written_tokens) if cap.decoder_self.size else {}
     changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
     # On the page the layer and kind menus above choose (they are in the link): bertviz's own are hidden. The
     # download, a page of its own, keeps them.
@@ -202,7 +209,7 @@ else:
             partial(head_view_html, kind=bert_kind, layer=layer, only_layer=True, **written),
         )
     else:
-        every_layer = figs.bertviz_fits(cap.encoder_self, cap.decoder_self, cap.cross)
+        every_layer = figs.bertviz_fits(*inputs[:3])
         if not every_layer:
             st.caption(
                 _("A long input: the model view shows layer {layer} only (choose the layer above).").format(layer=layer)

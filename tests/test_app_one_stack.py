@@ -168,3 +168,31 @@ def test_an_encoder_without_an_output_head_has_nothing_to_explain(folders):
     at = open_page("attribution", f"path:{folders['bert']}", text=TEXT)
     no_error(at)
     assert [i.value for i in at.info] == [_(NO_ATTRIBUTION)] and not charts(at)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert-mlm"])
+@pytest.mark.parametrize("view", ["head view", "model view"])
+def test_bertviz_draws_the_one_stack(folders, family, view):
+    """bertviz's views of a one-stack model: its one kind of attention over its tokens, a decoder's rows (left)
+    labelled with the tokens they write (the app's row convention), an encoder's with its own tokens."""
+    at = open_page("attention", f"path:{folders[family]}", text=TEXT, att_view="bertviz", att_bertviz=view)
+    no_error(at)
+    frames = at.get("iframe")
+    assert len(frames) == 1
+    page = frames[0].proto.srcdoc
+    import json
+    import re
+
+    from viz.bertviz_view import prettify
+
+    model, tok = load_checkpoint(folders[family])
+    cap = capture(model, tok, TEXT)  # the text's own tokens: the page's sequence starts with them
+    decoder = model.config.shape == "decoder-only"
+    name = "Decoder" if decoder else "Encoder"
+    found = re.search(rf'"name":"{name}".*?"left_text":(\[.*?\]),"right_text":(\[.*?\])\}}', page, re.S)
+    assert found, name
+    left, right = json.loads(found.group(1)), json.loads(found.group(2))
+    tokens = cap.target_tokens if decoder else cap.source_tokens
+    assert right[: len(tokens)] == prettify(tokens)
+    # the row convention: a decoder row is the token it writes (the next one), an encoder row its own token
+    assert left[:-1] == right[1:] if decoder else left == right

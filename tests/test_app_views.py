@@ -68,12 +68,12 @@ def test_bertviz_is_built_only_when_chosen_and_kept_per_input(ckpt):
     assert not at.get("iframe")
     at.segmented_control(key="att_view").set_value("bertviz").run()
     assert not charts(at) and len(at.get("iframe")) == 1 and at.query_params["att_view"] == "bertviz"
-    key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, "en")
-    assert key in caches.HTML  # the HTML is kept per (model, input, view, kind, layer, language)
+    key = (f"path:{ckpt}", "cafe", None, "head", "Cross", 2, False, "en")
+    assert key in caches.HTML  # the HTML is kept per (model, input, view, kind, layer, presentation, language)
     page = at.get("iframe")[0].proto.srcdoc  # the page's layer and kind menus choose: bertviz's own are hidden
     assert '<select id="layer">' in page and '<span class="menus" style="user-select:none" hidden>' in page
     at.selectbox(key="att_layer").set_value(0).run()
-    assert (*key[:-2], 0, "en") in caches.HTML and key in caches.HTML
+    assert (*key[:-3], 0, False, "en") in caches.HTML and key in caches.HTML
 
 
 def test_a_view_change_runs_nothing_of_the_model(ckpt, model_runs):
