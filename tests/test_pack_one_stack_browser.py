@@ -16,16 +16,14 @@ import pytest
 
 from i18n import _
 from model import capture, greedy_decode, load_checkpoint
-from model.analysis.lecture import pack_records
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from model.text.inputs import check_text
-from tasks.cards import pack_checks
-from tests.browser_helpers import VIEWPORT, chromium
-from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, typed
+from tests.browser_helpers import chromium
+from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, open_pack, typed
 from ui import caches
-from viz.lecture_pack import ENCODED, SEQUENCE, lecture_pack_html
+from viz.lecture_pack import ENCODED, SEQUENCE
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TOL = 1e-4
@@ -59,26 +57,6 @@ def models(tmp_path_factory):
         ]
         out[name] = (model, tok, {}, texts)
     return out
-
-
-def open_pack(browser, folder, model, tok, card, first: str):
-    """The pack (first input precomputed) opened from file:// with every other request blocked."""
-    records = pack_records(model, tok, [first], label="m", checks=pack_checks(card))
-    assert records.live is not None, records.live_note
-    pack = folder / "pack.html"
-    pack.write_text(lecture_pack_html(records), encoding="utf-8")
-    url = pack.as_uri()
-    blocked, errors = [], []
-    context = browser.new_context(viewport=VIEWPORT)
-    context.route(
-        "**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort())
-    )
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.goto(url, wait_until="load", timeout=120_000)
-    page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
-    return context, page, blocked, errors
 
 
 @pytest.mark.parametrize("name", ["reverse_decoder_rope", "gpt2", "bert-mlm"])

@@ -89,9 +89,10 @@ def app_warnings(tok, model, card: dict, text: str) -> list[str]:
     return [_(w) for w in found]
 
 
-def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None) -> None:
-    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
-    records = pack_records(model, tok, texts[:1], label="m", checks=pack_checks(card or {}))
+def open_pack(browser, folder, model, tok, card: dict, first: str):
+    """(context, page, blocked, errors): a pack with `first` precomputed, opened from file:// with every other
+    request blocked, once its model is ready."""
+    records = pack_records(model, tok, [first], label="m", checks=pack_checks(card or {}))
     assert records.live is not None, records.live_note
     pack = folder / "pack.html"
     pack.write_text(lecture_pack_html(records), encoding="utf-8")
@@ -106,6 +107,12 @@ def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | No
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(url, wait_until="load", timeout=120_000)
     page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=120_000)
+    return context, page, blocked, errors
+
+
+def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None) -> None:
+    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
+    context, page, blocked, errors = open_pack(browser, folder, model, tok, card or {}, texts[0])
     for n, text in enumerate(texts, start=1):
         got = typed(page, text, n)
         check = check_text(text, tok.source, model.config.max_len - 1)

@@ -25,6 +25,7 @@ from model.analysis.budget import (
     source_length,
     steps_for,
 )
+from model.analysis.capture import DecodedTarget
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.decoding import Step
 from model.interventions import NONE, Interventions, effects
@@ -100,24 +101,10 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
     return DECODES.get(_changed((model_key, text), changes), _with_spinner(N_("Decoding…"), decode))
 
 
-class _DecodedTarget:
-    """A target vocabulary whose encode() gives ids decoded already: capture(target=...) then runs its one
-    teacher-forced pass on the model's own output without decoding it again. Everything else is the vocabulary's."""
-
-    def __init__(self, vocab, ids: Sequence[int]) -> None:
-        self._vocab, self._ids = vocab, list(ids)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._ids)
-
-    def __getattr__(self, name: str):
-        return getattr(self._vocab, name)
-
-
 def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
     """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
     vocab = tokenizer.target
-    forced = dataclasses.replace(tokenizer, target=_DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
+    forced = dataclasses.replace(tokenizer, target=DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
     cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
                   shift=changes.shift, seed=changes.seed)  # fmt: skip
     return dataclasses.replace(cap, generated=True)

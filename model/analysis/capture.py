@@ -210,3 +210,18 @@ def _capture_one_stack(
         log_probs=None if logits is None else _numpy(logits[0].float().log_softmax(-1)),
         interventions=changes.describe(),
     )
+
+
+class DecodedTarget:
+    """A target vocabulary whose encode() gives ids decoded already: capture() then runs its one teacher-forced pass
+    on a model's own output (an encoder-decoder's decoded target, a decoder-only model's prompt and continuation as
+    one sequence) without decoding it again. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)

@@ -20,7 +20,7 @@ from ..text.inputs import check_text
 from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
 from .budget import WorkBudget, admit_pack, apply_budget, pack_export_bytes, source_length
-from .capture import Capture, capture
+from .capture import Capture, DecodedTarget, capture
 from .inspect import positional_tables
 from .pack_export import Unsupported, live_spec, weight_bytes
 
@@ -109,20 +109,6 @@ def pack_pe(model: nn.Module) -> PackPE:
     )
 
 
-class _Written:
-    """A target vocabulary whose encode() gives ids decoded already (as the app's ui/caches._DecodedTarget): capture()
-    then reads the prompt and the model's own continuation as one sequence. Everything else is the vocabulary's."""
-
-    def __init__(self, vocab, ids: Sequence[int]) -> None:
-        self._vocab, self._ids = vocab, list(ids)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._ids)
-
-    def __getattr__(self, name: str):
-        return getattr(self._vocab, name)
-
-
 def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Capture, Trace | None]:
     """The capture of the model's own greedy output, and the step-by-step greedy decoding, of one input, as the app's
     pages show them: a decoder-only model's capture reads the prompt and its continuation as one sequence; an
@@ -133,7 +119,7 @@ def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Captur
     if model.config.has_encoder:
         return capture(model, tokenizer, text), trace
     vocab = tokenizer.target
-    written = _Written(vocab, [i for i in trace.output_ids if i != vocab.eos_id])
+    written = DecodedTarget(vocab, [i for i in trace.output_ids if i != vocab.eos_id])
     cap = capture(model, dataclasses.replace(tokenizer, target=written), text, "")
     return dataclasses.replace(cap, generated=True), trace
 
