@@ -108,7 +108,7 @@ st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
                      format_func=lambda m: _(words.choice) if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 show(
-    figs.score_matrix(matrix_scores, written_rows(outputs, results[REFERENCE].target_tokens[:T]), source,
+    figs.score_matrix(matrix_scores, written_rows(outputs, results[REFERENCE].row_inputs), source,
                       _(words.name) if matrix == "cross" else ui.title(matrix),
                       output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),

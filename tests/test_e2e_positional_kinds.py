@@ -65,7 +65,13 @@ def test_length_experiment_and_six_kinds_at_projector_size(watch, server):
     watch.goto(server.url("positional", model="demo:reverse", text="abc", present="1", pe_view="length"))
     wait_title(watch, "Exact match by input length", 0)
     names = page.evaluate(f"() => {{ {_FIND_PLOT} return findPlot(0).data.map(t => t.name); }}")
-    assert names == ["Sinusoidal (fixed)", "Learned", "None", "RoPE", "ALiBi", "T5 relative bias"]
+    from i18n import _
+    from ui.positional_models import DECODER, decoder_models
+    from ui.positional_names import KINDS
+
+    decoders = [_(DECODER).format(kind=_(KINDS[kind])) for kind in decoder_models()]  # the NoPE lesson's two demos
+    assert names == ["Sinusoidal (fixed)", "Learned", "None", "RoPE", "ALiBi", "T5 relative bias", *decoders]
+    assert len(decoders) == 2
     assert plot_data(page, 0, 0, "x").tolist() == list(range(1, 49))
     assert page.evaluate(WIDE_ELEMENTS) == 0
     screenshot(page, "e2e_positional_length_present")

@@ -9,6 +9,8 @@ least 14 px. One server and one browser page for the whole module; every wait is
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, wait_idle
@@ -279,6 +281,7 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
             shot = f"hall-{lang}-{screen['width']}-{name}-{'-'.join(map(str, params.values())).replace(':', '_')}"
             projector.page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
     projector.page.set_viewport_size(PROJECTOR)
-    assert problems == [], "\n".join(problems[:40])
+    kinds = sorted({re.sub(r"'[^']*'", "…", p) for p in problems})  # one line per view and kind of problem
+    assert problems == [], f"{len(problems)} problems:\n" + "\n".join(kinds[:60])
     assert texts > 300 and ticks > 200  # the sizes and colours were read from drawn text
     projector.assert_clean()

@@ -43,6 +43,12 @@ PATHS = {
     "model/analysis/onnx_export.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
     "model/analysis/onnx_export.py:_Decoder.forward": "(the same)",
     "model/analysis/onnx_export.py:export_graphs": "(the same: the trace's example pass)",
+    "model/analysis/onnx_export.py:_OneStack.forward": "a one-stack model's exported graph, run by onnxruntime: "
+    "tests/test_onnx_export.py (the decoder-only demos against capture and greedy_decode, GPT-2, Llama and BERT "
+    "against transformers)",
+    "model/analysis/onnx_export.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
+    "tests/test_onnx_export.py::test_the_cached_step_graph_decodes_as_greedy_decode",
+    "model/analysis/onnx_export.py:export_step_graph": "(the same: the trace's example pass)",
 }
 
 # The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.

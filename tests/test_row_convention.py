@@ -134,3 +134,24 @@ def test_the_training_page_labels_a_row_with_the_token_it_writes():
     assert pairs[0][0] == "&lt;s&gt;" and all(len(p) == 2 for p in pairs)
     assert [w for _i, w in pairs[:-1]] == [i for i, _w in pairs[1:]]  # row j writes the input of row j + 1
     assert charts(at)[0]["layout"]["yaxis"]["title"]["text"] == _(ROW_TITLES["written"])
+
+
+def test_an_attribution_row_names_the_token_read_where_it_is_written(reverse):
+    """Attribution's rows: output token t is written at the position that reads row_inputs[t]: the decoder input
+    before it (greedy decoding's own steps) for an encoder-decoder, the prompt's last token then the continuation
+    for a decoder-only model (its prompt and greedy continuation recomputed here from greedy_decode)."""
+    from model import attribute
+
+    model, tok, trace = reverse
+    att = attribute(model, tok, TEXT, method="rollout")
+    written = [*trace.output_tokens]
+    assert att.output_tokens == written
+    assert att.row_inputs == ["<s>", *written[:-1]]  # step t reads what step t-1 wrote
+    model, tok = load_checkpoint(_demo("reverse_decoder_rope").path)
+    prompt = "abc="
+    trace = greedy_decode(model, tok, prompt)
+    att = attribute(model, tok, prompt, method="rollout")
+    read = tok.target.decode(tok.target.encode(prompt))
+    assert att.row_inputs[0] == read[-1]  # the prompt's last token writes the first output
+    assert att.row_inputs[1:] == att.output_tokens[: len(att.row_inputs) - 1]
+    assert att.output_tokens[: len(trace.output_tokens)] == list(trace.output_tokens)

@@ -267,9 +267,9 @@ def models_view() -> None:
             column.caption(_("{v:.0%} beyond").format(v=beyond))
         if result.failure is not None:
             failures.append((kind, result.failure))
-    _decoder_metrics(found, loaded)
-    if presenting():  # on a projector the maps come first, on the first screen; the failures under them
+    if presenting():  # on a projector the maps come first, on the first screen; the decoder-only row and failures under
         _similarity_rows(loaded)
+    _decoder_metrics(found, loaded)
     for kind, (source, target, output) in failures[:3]:
         st.markdown(
             _("{kind}: `{source}` → `{output}` (should be `{target}`)").format(

@@ -20,8 +20,9 @@ from .tokens import CHAR_PX, TEXT_COLOR, TICK_PX, display_token, hover_token, re
 # status -> (legend name, marker colour, symbol, size, text colour)
 BEAM_STYLE = {
     "live": (N_("kept"), "#1f77b4", "circle", 13, TEXT_COLOR),
-    "finished": (N_("finished: wrote </s> (label: its score)"), "#2ca02c", "diamond", 15, "#1e6b1e"),
-    "pruned": (N_("pruned"), "#a6a6a6", "x", 10, "#6b6b6b"),  # #6b6b6b on white: 5.3:1
+    # labels as dark as the page's text (a hall reads them from the back; the marker tells the status apart)
+    "finished": (N_("finished: wrote </s> (label: its score)"), "#2ca02c", "diamond", 15, "#0b3d0b"),
+    "pruned": (N_("pruned"), "#a6a6a6", "x", 10, "#2b2b2b"),
 }
 BEST_COLOR = "#d62728"
 ROW_PX = 46  # px between two ranks of the beam tree: a token label above each marker fits

@@ -65,6 +65,9 @@ class Attribution:
     log_probs: np.ndarray | None = None  # (T,) log p of each output token (gradient methods and occlusion)
     # integrated gradients only: (T,) log p(y_t | x) - log p(y_t | baseline), what each row should sum to
     expected_sums: np.ndarray | None = None
+    # (T,) the token read at the position that writes each output token (the row convention's hover): the decoder
+    # input (encoder-decoder, decoder-only), or the text's own token there (encoder-only)
+    row_inputs: list[str] = field(default_factory=list)
 
     def row_sums(self) -> np.ndarray:
         return self.scores.sum(axis=1)
@@ -111,8 +114,11 @@ def attribute(
         model, tokenizer, source, target, prep, changes, options, batch_size, progress
     )
     vocab = tokenizer.target
+    read = vocab.decode(prep.inputs) if prep.inputs else list(prep.src_tokens)
+    row_inputs = [read[prep.first + t] if prep.first + t < len(read) else "" for t in range(len(prep.scored))]
     return Attribution(
         method=method,
+        row_inputs=row_inputs,
         source_tokens=prep.src_tokens,
         target_tokens=vocab.decode(prep.inputs),
         output_tokens=vocab.decode(prep.scored),
