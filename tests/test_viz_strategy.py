@@ -65,7 +65,14 @@ def test_sampling_overview_outlines_what_was_drawn():
     np.testing.assert_allclose(np.array(heat.z, dtype=float)[:3], probs.T)  # candidates down, steps across
     assert list(heat.y) == ["1", "2", "3", "other"]  # step 2 drew a token outside the candidates shown
     assert heat.z[3][1] == pytest.approx(0.05) and np.isnan(heat.z[3][0])
-    assert heat.text[0] == ["a", "&lt;/s&gt;"] and heat.text[3] == ["", "q"]
+    words = next(
+        t for t in fig.data if t.type == "scatter" and t.mode == "text"
+    )  # each cell's word, drawn over the map
+    cells = dict(zip(zip(words.x, words.y), zip(words.text, words.textfont.color)))
+    assert cells[(1, "1")][0] == "a" and cells[(2, "1")][0] == "&lt;/s&gt;" and cells[(2, "other")][0] == "q"
+    assert (1, "other") not in cells  # step 1 drew from the candidates: no word in its "other" cell
+    # white on a dark (probable) cell, dark text on a light one
+    assert cells[(1, "1")][1] == "white" and cells[(1, "3")][1] not in ("white", "#ffffff")
     drawn = _trace(fig, "drawn")
     assert list(drawn.x) == [1, 2] and list(drawn.y) == ["2", "other"]
     assert sampling_overview(tokens, probs, [0, 2], ["a", "b"], [0.6, 0.2]).data[0].y == ("1", "2", "3")

@@ -27,6 +27,7 @@ BEAM_STYLE = {
 BEST_COLOR = "#d62728"
 ROW_PX = 46  # px between two ranks of the beam tree: a token label above each marker fits
 DRAWN_COLOR = "#d62728"
+DARK_CELL = 0.5  # a probability whose cell COLORSCALE draws dark enough for white text
 
 
 def _fit(token: str, px: float, size: int) -> str:
@@ -188,10 +189,7 @@ def sampling_overview(
             z=z,
             x=list(range(1, T + 1)),
             y=row_names,
-            text=text,
             customdata=full,
-            texttemplate="%{text}",
-            textfont=dict(size=tick_px),
             colorscale=COLORSCALE,
             zmin=0,
             zmax=1,
@@ -199,6 +197,20 @@ def sampling_overview(
             colorbar=dict(title=dict(text=_("probability")), thickness=14),
             hovertemplate=_("step {step}, candidate {rank}").format(step="%{x}", rank="%{y}")
             + "<br>%{customdata}<br>p = %{z:.3f}<extra></extra>",
+        )
+    )
+    # each cell's word, dark on light cells and white on dark ones (plotly's own choice for a heatmap's text is a
+    # grey lighter than the page's text, unreadable from the back of a hall)
+    cells = [(t + 1, row_names[r], text[r][t], z[r, t]) for r in range(rows) for t in range(T) if text[r][t]]
+    fig.add_trace(
+        go.Scatter(
+            x=[c[0] for c in cells],
+            y=[c[1] for c in cells],
+            text=[c[2] for c in cells],
+            mode="text",
+            textfont=dict(size=tick_px, color=["white" if v > DARK_CELL else TEXT_COLOR for *_c, v in cells]),
+            hoverinfo="skip",
+            showlegend=False,
         )
     )
     ys = [row_names[d] if d >= 0 else row_names[-1] for d in drawn]
