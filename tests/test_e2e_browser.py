@@ -76,16 +76,18 @@ def test_attention_page(watch, server, letters):
     wait_ticks(watch, source_ticks("bead"))
     wait_idle(page)
     assert input_box(page).input_value() == "bead"
-    target = ticks(page, "y")  # the model's own greedy output, <s> first
-    assert target[0] == BOS and 2 <= len(target) <= 12
+    written = ticks(page, "y")  # the rows: the tokens the model's own greedy output writes, its first step first
+    assert written[0] == greedy_decode(model, tok, "bead").steps[0].token and 2 <= len(written) <= 12
     assert "text=bead" in page.url
 
     page.get_by_text("Encoder self", exact=True).click()
     wait_ticks(watch, source_ticks("bead"), source_ticks("bead"))
     wait_title(watch, "Encoder self-attention, layer 1, average of heads")
     arrays = np.load(io.BytesIO(download(page, "Download attention and PE (.npz)")))
-    S, T = 5, len(target)
-    assert list(arrays["source_tokens"]) == source_ticks("bead") and list(arrays["target_tokens"]) == target
+    S, T = 5, len(written)
+    assert list(arrays["source_tokens"]) == source_ticks("bead")
+    target = list(arrays["target_tokens"])  # the decoder inputs: <s>, then what each row before wrote
+    assert target[0] == BOS and target[1:] == written[:-1] and list(arrays["written_tokens"]) == written
     assert arrays["encoder_self"].shape == (2, 2, S, S)  # (layers, heads, S, S) of the letters model
     assert arrays["decoder_self"].shape == (3, 2, T, T) and arrays["cross"].shape == (3, 2, T, S)
     # the heatmap draws what the download holds: the head average of the last encoder layer
@@ -107,8 +109,8 @@ def test_attention_page(watch, server, letters):
     assert not frame.locator("#filter").is_visible()  # bertviz's own menus are hidden: the page's choose
     page.get_by_text("Cross (decoder → encoder)", exact=True).click()  # decoder tokens left, source right
     frame = page.frame_locator('[data-testid="stIFrame"]')
-    expect(frame.locator("g#left text")).to_have_text(target, timeout=WAIT_S * 1000)  # waits for the redraw
-    assert frame.locator("g#left text").all_text_contents() == target
+    expect(frame.locator("g#left text")).to_have_text(written, timeout=WAIT_S * 1000)  # waits for the redraw
+    assert frame.locator("g#left text").all_text_contents() == written  # rows: the tokens written
     assert frame.locator("g#right text").all_text_contents() == source_ticks("bead")
     page.get_by_text("Encoder self", exact=True).click()
     wait_idle(page)
