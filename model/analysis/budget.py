@@ -260,9 +260,6 @@ class Plan:
     bytes: int = 0  # the peak memory of one pass within these limits
 
 
-GradientPlan = Plan  # the name of the gradient methods' plan before every method had one
-
-
 def shorter_input(S: int, T: int, fits) -> Message:
     """What fits when a computation over S source and T output tokens does not: the longest input n < S with
     fits(n, t) for t = T n / S output tokens (the output taken to shrink with the input, as the demos' do)."""
@@ -274,6 +271,12 @@ def admit_input(budget: WorkBudget, what: Message, need, S: int, T: int) -> Plan
     """budget.admit of need(S, T) = (bytes, operations) of a computation over S source and T output tokens; what
     fits when it does not: a shorter input (shorter_input)."""
     return budget.admit(what, *need(S, T), lambda: shorter_input(S, T, lambda s, t: budget.fits(*need(s, t))))
+
+
+def input_plan(what: Message, need):
+    """The `plan(cfg, S, T, settings, budget)` of a computation with a fixed cost need(cfg, S, T) = (bytes,
+    operations): admit_input, refused with a shorter input that fits (the attribution methods without settings)."""
+    return lambda cfg, S, T, settings, budget: admit_input(budget, what, lambda s, t: need(cfg, s, t), S, T)
 
 
 def gradient_rows(cfg, S: int, T: int, budget: WorkBudget) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from i18n import M_, N_
 
-from ..budget import admit_input, capture_bytes, forward_ops, one_sequence
+from ..budget import capture_bytes, forward_ops, input_plan, one_sequence
 from .passes import graph_scores
 
 NAME = "flow"
@@ -41,6 +41,4 @@ def need(cfg, S: int, T: int) -> tuple[int, int]:
     return capture_bytes(cfg, S, T) + EDGE_BYTES * E, forward_ops(cfg, S, T) + EDGE_OPS * T * S * E
 
 
-def plan(cfg, S: int, T: int, settings: dict, budget):
-    """Flow's Plan over S source and T output tokens; BudgetExceeded saying what fits (a shorter input)."""
-    return admit_input(budget, M_(TITLE), lambda s, t: need(cfg, s, t), S, T)
+plan = input_plan(M_(TITLE), need)  # BudgetExceeded saying what fits (a shorter input)

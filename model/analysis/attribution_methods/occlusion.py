@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from i18n import M_, N_
 
-from ..budget import admit_input, forward_ops, pass_bytes
+from ..budget import forward_ops, input_plan, pass_bytes
 from . import Choice
 from .passes import LOGIT_BUDGET, occlusion, special_id
 
@@ -40,6 +40,4 @@ def need(cfg, S: int, T: int) -> tuple[int, int]:
     return rows * pass_bytes(cfg, S, T) + 8 * (S + 1) * T, (S + 1) * forward_ops(cfg, S, T)
 
 
-def plan(cfg, S: int, T: int, settings: dict, budget):
-    """Occlusion's Plan over S source and T output tokens; BudgetExceeded saying what fits (a shorter input)."""
-    return admit_input(budget, M_(TITLE), lambda s, t: need(cfg, s, t), S, T)
+plan = input_plan(M_(TITLE), need)  # BudgetExceeded saying what fits (a shorter input)

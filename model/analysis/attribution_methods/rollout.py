@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from i18n import M_, N_
 
-from ..budget import F32, admit_input, capture_bytes, forward_ops
+from ..budget import F32, capture_bytes, forward_ops, input_plan
 from .passes import graph_scores
 
 NAME = "rollout"
@@ -33,6 +33,4 @@ def need(cfg, S: int, T: int) -> tuple[int, int]:
     return capture_bytes(cfg, S, T) + matrices, forward_ops(cfg, S, T) + products
 
 
-def plan(cfg, S: int, T: int, settings: dict, budget):
-    """Rollout's Plan over S source and T output tokens; BudgetExceeded saying what fits."""
-    return admit_input(budget, M_(TITLE), lambda s, t: need(cfg, s, t), S, T)
+plan = input_plan(M_(TITLE), need)  # BudgetExceeded saying what fits (a shorter input)
