@@ -27,6 +27,9 @@
   const rowHovers = rows => rows.tokens.map((t, i) => (rows.inputs ? `${hover(rows.inputs[i])} → ${hover(t)}` : hover(t)));
   const rowLabels = rows => rowHovers(rows).map((h, i) => `${i}: ${h}`);
   const argmax = a => { let best = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i; return best; };
+  // the app's one row convention (viz/tokens.capture_rows): decoder row j reads inputs[j] and writes the next input,
+  // the last row the model's top choice after them (`last`: its log-probs); the input in the hover
+  const writtenRows = (inputs, last) => ({tokens: [...inputs.slice(1), tgt.token(argmax(last))], inputs});
   const pct = p => (100 * p).toFixed(1) + "%";
   const range = n => Array.from({length: n}, (_, i) => i);
 
@@ -178,7 +181,7 @@
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
     const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
-    const written = {tokens: [...tgtTokens.slice(1), tgt.token(argmax(r.logProbs[tgtTokens.length - 1]))], inputs: tgtTokens};
+    const written = writtenRows(tgtTokens, r.logProbs[tgtTokens.length - 1]);
     const maps = {encoder_self: [r.enc.attention, {tokens: srcTokens, inputs: null}, srcTokens],
       decoder_self: [r.full.self, written, tgtTokens], cross: [r.full.cross, written, srcTokens]};
     for (const [kind, [m, rows, k]] of Object.entries(maps)) {
@@ -220,10 +223,8 @@
     const r = await PackNet.runOneStack(net, ids, 5);
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);
     const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
-    // the app's one row convention (viz/tokens.capture_rows): a decoder row is the token it writes, the next one
-    // (the last row: the model's top choice after the text), its input in the hover; an encoder row is its token
-    const last = r.logProbs && r.logProbs.subarray((N - 1) * (r.logProbs.length / N));
-    const rows = decoder ? {tokens: [...tokens.slice(1), tgt.token(argmax(last))], inputs: tokens} : {tokens, inputs: null};
+    const rows = decoder ? writtenRows(tokens, r.logProbs.subarray((N - 1) * (r.logProbs.length / N)))
+      : {tokens, inputs: null};
     const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
     const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
       : V.fillIn(W.encoded, {n: N});
