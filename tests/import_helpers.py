@@ -125,3 +125,35 @@ def save_torchtext_like_vocab(path, source: list[str], target: list[str], monkey
         else:
             pair = (ModuleVocab(CppVocab(source)), ModuleVocab(CppVocab(target)))
         torch.save(pair, path)
+
+
+def _file_mappings(folder) -> list[tuple[int, int]]:
+    """Address ranges of this process's memory maps of the folder's safetensors files (/proc/self/maps)."""
+    from pathlib import Path
+
+    names = {str(p.resolve()) for p in Path(folder).glob("*.safetensors")}
+    ranges = []
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].strip() in names:
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                ranges.append((start, end))
+    return ranges
+
+
+def assert_loaded_without_copies(folder, monkeypatch) -> None:
+    """Loading copies no weight: by default every parameter is a view of the weights file's memory map (as
+    transformers' from_pretrained keeps them); with VIZ_MAP_WEIGHTS=0 (the app server's default) every parameter is a
+    view of the one buffer the file was read into, so loading holds the weights once at its peak."""
+    from model import load_checkpoint
+
+    monkeypatch.delenv("VIZ_MAP_WEIGHTS", raising=False)
+    model, _ = load_checkpoint(folder)
+    ranges = _file_mappings(folder)
+    assert ranges
+    for name, p in model.named_parameters():
+        assert any(start <= p.data_ptr() < end for start, end in ranges), name
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")
+    model, _ = load_checkpoint(folder)
+    assert len({p.untyped_storage().data_ptr() for p in model.parameters()}) == 1

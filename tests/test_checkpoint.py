@@ -136,8 +136,10 @@ def test_missing_files_and_paths(saved, tmp_path):
         load_checkpoint(saved / "config.json")
 
 
-def test_a_loaded_model_survives_its_files_being_overwritten(saved, tmp_path):
-    """safetensors maps the file: the loaded model must own copies (a truncated mapping would crash with SIGBUS)."""
+def test_a_loaded_model_survives_its_files_being_overwritten(saved, tmp_path, monkeypatch):
+    """With VIZ_MAP_WEIGHTS=0 (the app server's default, ui/threads.start_server_once) the loaded model owns its
+    weights: a truncated mapping would crash the server with SIGBUS."""
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")
     model, _ = load_checkpoint(saved)
     before = outputs(model)
     (saved / "model.safetensors").write_bytes(b"")

@@ -14,6 +14,7 @@ from model.analysis.capture import capture
 from model.checkpoints.loading import load_checkpoint
 from model.decoding.greedy import greedy_decode
 from tests.hf_one_stack import BUILDERS, TEXTS
+from tests.import_helpers import assert_loaded_without_copies
 
 DECODERS = ("gpt2", "llama", "llama-gqa", "qwen2")
 ENCODERS = ("bert", "bert-mlm")
@@ -114,12 +115,10 @@ def test_bert_every_attention_map_and_the_masked_lm_match_transformers(families,
 
 
 @pytest.mark.parametrize("name", [*DECODERS, *ENCODERS])
-def test_the_weights_are_read_once_and_adopted(families, name):
-    """Every parameter is a view of the one buffer the weights file was read into (model/checkpoints/
-    safetensors_read.py): no tensor is copied a second time (GPT-2's transposed Conv1D weights and split c_attn
-    included), so loading holds the weights once at its peak."""
-    _, model, _ = families[name]
-    assert len({p.untyped_storage().data_ptr() for p in model.parameters()}) == 1
+def test_the_weights_are_loaded_without_copies(families, name, monkeypatch):
+    """No tensor is copied while loading (GPT-2's transposed Conv1D weights and split c_attn included): views of the file's mapping by default, views of one
+    buffer read from it with VIZ_MAP_WEIGHTS=0 (tests/import_helpers.assert_loaded_without_copies)."""
+    assert_loaded_without_copies(families[name][0].folder, monkeypatch)
 
 
 # -- attribution (issue 32): every method over the prompt, against transformers' own forward ---------------------

@@ -1,5 +1,6 @@
-"""Loading reads a safetensors file once into private memory (model/checkpoints/safetensors_read.py): the
-tensors equal safetensors' own reading, the file can change afterwards, and a damaged file is a clear error."""
+"""Loading keeps safetensors' mapping by default, as transformers does; with VIZ_MAP_WEIGHTS=0 it reads the file once
+into private memory (model/checkpoints/safetensors_read.py): the tensors equal safetensors' own reading, the file can
+change afterwards, and a damaged file is a clear error."""
 
 import json
 
@@ -11,7 +12,8 @@ from model.checkpoints.formats.source import read_weights
 from model.checkpoints.safetensors_read import read_private
 
 
-def test_the_tensors_equal_safetensors_own_reading_and_belong_to_the_process(tmp_path):
+def test_the_tensors_equal_safetensors_own_reading_and_belong_to_the_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")
     path = tmp_path / "w.safetensors"
     state = {"a": torch.randn(3, 5), "b": torch.arange(7, dtype=torch.int64), "c": torch.randn(2, dtype=torch.float16),
              "d": torch.randn(4, 4).to(torch.bfloat16), "e": torch.randn(1, 3)}  # fmt: skip
@@ -52,9 +54,11 @@ def _storages(model) -> set[int]:
     return {p.untyped_storage().data_ptr() for p in model.parameters()}
 
 
-def test_a_native_folder_is_read_once_and_adopted(tmp_path, char_tokenizer):
-    """This project's own folder: every parameter is a view of the one buffer read from the file (no tensor copied a
-    second time: the weights are in memory once), equal to safetensors' own reading, and kept when the file changes."""
+def test_a_native_folder_is_read_once_and_adopted(tmp_path, char_tokenizer, monkeypatch):
+    """This project's own folder with VIZ_MAP_WEIGHTS=0: every parameter is a view of the one buffer read from the
+    file (no tensor copied a second time: the weights are in memory once), equal to safetensors' own reading, and kept
+    when the file changes."""
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")
     from model import load_checkpoint, save_checkpoint
     from tests.conftest import make_tiny
 
@@ -80,29 +84,30 @@ def _overwrite_in_place(path):
         fh.write(b"\0" * (len(data) - 8 - n))
 
 
-def test_the_operator_may_let_models_keep_the_mapping(tmp_path, char_tokenizer, monkeypatch):
-    """VIZ_MAP_WEIGHTS=1: the model keeps views of the file's mapping, as transformers does (nothing read or copied
-    while loading), so a change of the file in place reaches it; without it, the model's weights are its own."""
+def test_models_keep_the_mapping_unless_the_operator_says_not(tmp_path, char_tokenizer, monkeypatch):
+    """By default the model keeps views of the file's mapping, as transformers does (nothing read or copied while
+    loading), so a change of the file in place reaches it; with VIZ_MAP_WEIGHTS=0 the model's weights are its own."""
     from model import load_checkpoint, save_checkpoint
     from tests.conftest import make_tiny
 
     source = make_tiny(char_tokenizer, seed=5)
-    for keep in (False, True):
-        if keep:
-            monkeypatch.setenv("VIZ_MAP_WEIGHTS", "1")
-        folder = save_checkpoint(source, char_tokenizer, tmp_path / f"keep{keep}")
-        path = tmp_path / f"state{keep}.safetensors"
+    for setting, keep in ((None, True), ("1", True), ("0", False), ("no", True)):  # anything but 0 or 1: the default
+        if setting is None:
+            monkeypatch.delenv("VIZ_MAP_WEIGHTS", raising=False)
+        else:
+            monkeypatch.setenv("VIZ_MAP_WEIGHTS", setting)
+        folder = save_checkpoint(source, char_tokenizer, tmp_path / f"keep{setting}")
+        path = tmp_path / f"state{setting}.safetensors"
         save_file({k: v.contiguous() for k, v in source.state_dict().items()}, str(path))
-        assert read_weights(path).mapped is False  # copied by nobody: private, or a mapping the model may keep
+        weights = read_weights(path)
+        assert weights.mapped is False  # copied by nobody: private, or a mapping the model may keep
         model, _ = load_checkpoint(folder)
-        weight = model.src_embed.weight
+        weight, stored = model.src_embed.weight, weights.state["src_embed.weight"]
         assert torch.equal(weight, source.src_embed.weight)
         _overwrite_in_place(folder / "model.safetensors")
-        assert torch.equal(weight, torch.zeros_like(weight)) is keep
-    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")  # not a positive number: the default, the weights read privately
-    state = read_weights(path).state
-    _overwrite_in_place(path)
-    assert state["src_embed.weight"].abs().sum() > 0
+        _overwrite_in_place(path)
+        assert torch.equal(weight, torch.zeros_like(weight)) is keep, setting
+        assert (stored.abs().sum() == 0).item() is keep, setting
 
 
 def test_half_precision_is_widened_while_reading(tmp_path, monkeypatch):
@@ -146,3 +151,24 @@ def test_entries_sharing_bytes_are_not_widened_into_copies(tmp_path):
     got, _ = read_stored(tmp_path / "shared.safetensors", widen=True)
     assert len(got) == 51 and {t.dtype for t in got.values()} == {torch.float16}
     assert got["copy7"].untyped_storage().nbytes() == len(data) - 8 - n
+
+
+def test_the_server_reads_weights_privately_unless_its_operator_chose(monkeypatch):
+    """The app's server sets VIZ_MAP_WEIGHTS=0 at its first run (a truncated mapping would crash every visitor's
+    session); an operator's own setting is kept; the library alone keeps the mapping."""
+    from model.checkpoints.safetensors_read import keeps_mapping
+    from ui import threads
+
+    monkeypatch.setattr(threads, "set_server_threads", lambda: 1)  # this test process keeps its threads
+    monkeypatch.setattr(threads, "set_step_cap", lambda cap: None)
+    monkeypatch.setattr(threads, "_under_apptest", lambda: False)
+    monkeypatch.setenv("VIZ_MAP_WEIGHTS", "")  # recorded, so that the test process gets its own setting back
+    for chosen, keep in ((None, False), ("1", True), ("0", False)):
+        if chosen is None:
+            monkeypatch.delenv("VIZ_MAP_WEIGHTS", raising=False)
+            assert keeps_mapping() is True  # the library, outside the server
+        else:
+            monkeypatch.setenv("VIZ_MAP_WEIGHTS", chosen)
+        monkeypatch.setattr(threads, "_started", False)
+        threads.start_server_once()
+        assert keeps_mapping() is keep, chosen

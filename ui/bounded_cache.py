@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 T = TypeVar("T")
+_ALL: weakref.WeakSet[BoundedCache] = weakref.WeakSet()  # every cache of the process (drop_mentioning)
 
 
 def nbytes(value: Any, _depth: int = 0) -> int:
@@ -54,6 +56,18 @@ def freeze(value: Any, _depth: int = 0) -> None:
             freeze(v, _depth + 1)
 
 
+def _mentions(key: Hashable, part: str, _depth: int = 0) -> bool:
+    if isinstance(key, str):
+        return key == part
+    return _depth < 4 and isinstance(key, tuple) and any(_mentions(k, part, _depth + 1) for k in key)
+
+
+def drop_mentioning(part: str) -> int:
+    """Drop, from every BoundedCache of the process, the values whose key holds `part` (a model key: its results
+    go with the model, ui/held_models.py); how many."""
+    return sum(cache.drop(lambda key: _mentions(key, part)) for cache in list(_ALL))
+
+
 class BoundedCache(Generic[T]):
     """Least-recently-used values by key, at most `max_entries` of them and `max_bytes` bytes in all.
 
@@ -65,6 +79,7 @@ class BoundedCache(Generic[T]):
     def __init__(self, name: str, max_entries: int, max_bytes: int, size: Callable[[Any], int] = nbytes):
         if max_entries < 1 or max_bytes < 1:
             raise ValueError(f"{name}: max_entries and max_bytes must be positive")
+        _ALL.add(self)
         self.name, self.max_entries, self.max_bytes, self._size = name, max_entries, max_bytes, size
         self._values: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()
         self._bytes = 0
@@ -123,6 +138,14 @@ class BoundedCache(Generic[T]):
             while len(self._values) > self.max_entries or self._bytes > self.max_bytes:
                 _, (_, dropped) = self._values.popitem(last=False)
                 self._bytes -= dropped
+
+    def drop(self, where: Callable[[Hashable], bool]) -> int:
+        """Drop every value whose key satisfies `where`; how many."""
+        with self._lock:
+            keys = [k for k in self._values if where(k)]
+            for k in keys:
+                self._bytes -= self._values.pop(k)[1]
+        return len(keys)
 
     def clear(self) -> None:
         with self._lock:

@@ -33,3 +33,11 @@ def freeze_long_lived() -> bool:
     gc.freeze()
     _frozen_at, _loaded = len(sys.modules), False
     return True
+
+
+def released() -> None:
+    """A model that was not long-lived after all (a visitor's, ui/held_models.py) was let go: unfreeze, so that the
+    collection that follows reaches whatever cycles it leaves; the next run freezes what lives on again."""
+    global _loaded
+    gc.unfreeze()
+    _loaded = True

@@ -20,6 +20,7 @@ from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
 from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
+from ui import held_models
 from ui.long_lived import model_loaded
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, refuse_upload, scrub, upload_path
@@ -40,18 +41,26 @@ def server_folders() -> ServerFolders:
     return ServerFolders.from_environment()
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=16)  # the demos (list_demos): kept for the process
 def _load_cached(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
     loaded = load_checkpoint(path, n_heads=n_heads, **dict(vocab))
     model_loaded()  # kept for the process: frozen out of the garbage collector's reach after this run
     return loaded
 
 
-def load(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+def load(
+    path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...], held: tuple[str, str] | None = None
+):
     """The model, loaded once per process; a spinner in the reader's language while it loads (shown after a moment:
-    never for a model already loaded)."""
+    never for a model already loaded). A demo is kept for the process; a visitor's folder or upload (held: the
+    picker's prefix and the model key) only while a connected session shows it (ui/held_models.py)."""
     with st.spinner(_("Loading model…")):
-        return _load_cached(path, stamp, n_heads, vocab)
+        if held is None:
+            return _load_cached(path, stamp, n_heads, vocab)
+        slot, model_key = held
+        return held_models.hold(
+            (path, stamp, n_heads, vocab), model_key, slot, lambda: load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+        )
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -124,6 +133,13 @@ def pick_model(
     another prefix (widget keys {prefix}_choice, {prefix}_path, ...; URL key {prefix}), drawn in `where`, starting
     from `default` (a choice) when the link names none.
     """
+    picked = _pick(prefix, where, default, label)
+    if picked is None:
+        held_models.let_go(prefix)  # no model shown here: a folder or upload shown before may be nobody's now
+    return picked
+
+
+def _pick(prefix: str, where: Any, default: str | None, label: str) -> tuple[str, str, Any, Any, dict] | None:
     where = st.sidebar if where is None else where
     refused = "_link_refused" if prefix == "model" else f"_{prefix}_link_refused"
     demos = {d.name: d for d in list_demos()}
@@ -172,6 +188,7 @@ def pick_model(
     try:
         if choice in demos:
             demo = demos[choice]
+            held_models.let_go(prefix)  # the folder or upload this picker showed before may be nobody's now
             model, tok = load(str(demo.path), stamp(demo.path), None, ())
             return f"demo:{choice}", choice, model, tok, demo.card
         if choice == PATH_CHOICE:
@@ -212,7 +229,7 @@ def pick_model(
         if not path.exists():
             raise CheckpointError(M_("no checkpoint at {path}", path=str(path)))
         options, suffix = _load_options(path, prefix, where)
-        model, tok = load(str(path), stamp(path), options["n_heads"], options["vocab"])
+        model, tok = load(str(path), stamp(path), options["n_heads"], options["vocab"], held=(prefix, key + suffix))
         card = load_card(path) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError

@@ -1,5 +1,5 @@
 """The server process's settings: torch and BLAS threads (one per session's run by default, $VIZ_TORCH_THREADS),
-the step cap, and the long-lived objects kept out of the garbage collector.
+the step cap, weights read privately (VIZ_MAP_WEIGHTS), and the long-lived objects kept out of the garbage collector.
 
 Heavy work does not share this process's CPU by hand (issue 30): it runs in worker processes with OS limits
 (ui/workers.py), so the yield points and thread priorities that made heavy runs step aside are gone."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from model.analysis.budget import steps_from_environment
+from model.checkpoints.safetensors_read import KEEP_MAPPED
 from model.decoding import set_step_cap
 from ui.long_lived import freeze_long_lived
 
@@ -55,9 +56,13 @@ _started = False  # start_server_once() ran in this process (never under AppTest
 
 
 def start_server_once() -> None:
-    """At the server's first page run: its threads and every decoding's step cap ($VIZ_MAX_STEPS)."""
+    """At the server's first page run: its threads, every decoding's step cap ($VIZ_MAX_STEPS), and weights read
+    into the server's own memory unless the operator chose otherwise (VIZ_MAP_WEIGHTS, set before workers start so
+    that they inherit it): a mapped file that a training run truncates in an allowed folder would crash the server
+    with every visitor's session (SIGBUS); the library's default maps, as transformers does."""
     global _started
     if not _started and not _under_apptest():
+        os.environ.setdefault(KEEP_MAPPED, "0")
         set_server_threads()
         set_step_cap(steps_from_environment())
         _started = True

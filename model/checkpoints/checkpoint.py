@@ -199,9 +199,9 @@ def materialize(
 def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
     """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do).
 
-    Read once into the process's own memory (safetensors_read.read_private), not memory-mapped: the model adopts
-    these tensors as they are (materialize(copy=False)), and a file overwritten later cannot change or crash it.
-    Memory-mapped where the operator lets models keep the mapping (safetensors_read.keeps_mapping)."""
+    Memory-mapped: the model adopts views of the mapping as they are (materialize(copy=False)), as transformers
+    does. Where the operator sets VIZ_MAP_WEIGHTS=0 (safetensors_read.keeps_mapping) read once into the process's
+    own memory instead (safetensors_read.read_private), so that a file overwritten later cannot change or crash it."""
     if not path.exists():
         raise missing_file(path)
     check_safetensors_header(path)  # regular file, bounded header and tensor count

@@ -1,14 +1,14 @@
 """Reading a safetensors file into the process's own memory in one pass, for a model to adopt (issue 32).
 
-safetensors' load_file maps the file; a model must not keep views of a mapping (a file overwritten later would
-change it, or crash the process with SIGBUS), so each tensor used to be copied out of the map: two passes over
-the weights and, while loading, the map's pages and the copies both resident (2x the weights at the peak). Here the
-data is read once (readinto one buffer) and every tensor is a view of that private buffer: one pass, the weights
+By default (the library) a model keeps views of safetensors' memory map of its file, as transformers'
+from_pretrained does (keeps_mapping): loading reads nothing. VIZ_MAP_WEIGHTS=0 reads the weights privately instead,
+and the app's server sets it unless its operator chose (ui/threads.start_server_once): a mapped file overwritten
+later would change the model, a truncated one crash the whole server and every visitor's session with SIGBUS. The copy out of the map this replaced cost two passes over the weights and,
+while loading, the map's pages and the copies both resident (2x the weights at the peak). Here the data is read once (readinto one buffer) and every tensor is a view of that private buffer: one pass, the weights
 once. The header is bounded before (check_safetensors_header) and every entry is checked against the file's size
 before anything is allocated; a tensor whose offset does not fit its element size is copied instead. With widen=True
 (the Hugging Face formats) float16 / bfloat16 tensors are widened to float32 while they are read, a chunk at a time,
-into the one buffer: the float32 weights at the peak, not the file's bytes beside them. VIZ_MAP_WEIGHTS=1 (the
-operator's choice, keeps_mapping) lets a model keep safetensors' mapping instead.
+into the one buffer: the float32 weights at the peak, not the file's bytes beside them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from ..env import positive_int
+from ..env import switch
 
 KEEP_MAPPED = "VIZ_MAP_WEIGHTS"
 
@@ -30,12 +30,14 @@ DTYPES = {
 
 
 def keeps_mapping() -> bool:
-    """The operator's choice (VIZ_MAP_WEIGHTS=1): models keep views of their weights files' memory maps, as
-    transformers' from_pretrained does. Loading then costs no copy (a weight's page is read when the forward first
-    touches it) and the app processes of one machine share the files' pages, but a file overwritten while the server
-    runs changes the loaded model, and a truncated one crashes the server (SIGBUS): for folders nobody rewrites.
-    Off by default: the weights are read into the process's own memory (read_private)."""
-    return positive_int(KEEP_MAPPED, 0) > 0
+    """Whether models keep views of their weights files' memory maps, as transformers' from_pretrained does: on
+    unless the operator sets VIZ_MAP_WEIGHTS=0. Loading then costs no copy (a weight's page is read when the forward
+    first touches it) and the app processes of one machine share the files' pages, but a file overwritten in place
+    while the server runs changes the loaded model (the folder's stamp changes, so the next run loads it again), and
+    a truncated one crashes the process (SIGBUS). VIZ_MAP_WEIGHTS=0 reads the weights into the process's own memory
+    once (read_private): the app's server default (ui/threads.start_server_once), where a training run may rewrite
+    an allowed folder while a room uses it; its operator may set VIZ_MAP_WEIGHTS=1 for folders nobody rewrites."""
+    return switch(KEEP_MAPPED, True)
 
 
 def _bad(name: str, what: str) -> ValueError:

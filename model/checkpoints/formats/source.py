@@ -3,11 +3,11 @@ for (`LoadOptions`) and what inspection tells the app (`CheckpointInfo`).
 
 A Source remembers everything read from its path, so detection, inspection and loading within one call
 share one read of each file. Weights are read lazily where the container allows it: safetensors and
-torch.save's zip archives are memory-mapped for inspection (the tensors' shapes and dtypes cost nothing);
-for loading, a safetensors file or a torch file is read into private memory once and the model adopts those
-tensors (a mapped file overwritten later would change the model, or crash the process with SIGBUS); where the
-operator allows it (VIZ_MAP_WEIGHTS=1, model/checkpoints/safetensors_read.keeps_mapping) the model keeps views
-of the mapping instead, as transformers does.
+torch.save's zip archives are memory-mapped (the tensors' shapes and dtypes cost nothing), and for loading the
+model keeps views of the mapping, as transformers does. Where the operator sets VIZ_MAP_WEIGHTS=0
+(model/checkpoints/safetensors_read.keeps_mapping: folders rewritten while the server runs, where a mapped file
+overwritten later would change the model, or crash the process with SIGBUS) a safetensors file or a torch file is
+read into private memory once instead and the model adopts those tensors.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class Weights:
     state: dict[str, torch.Tensor]
     meta: dict[str, Any]
     precision: str
-    mapped: bool  # the tensors are views of a memory-mapped file: copy them before keeping them (False where the
-    # operator lets a model keep the mapping, safetensors_read.keeps_mapping)
+    mapped: bool  # the tensors are views of a memory-mapped file the model must not keep: copy them (False where
+    # the model keeps the mapping, safetensors_read.keeps_mapping, or the tensors were read privately)
 
     @property
     def half(self) -> bool:
@@ -123,7 +123,7 @@ def read_weights(path: Path, mmap: bool = False, widen: bool = False) -> Weights
     info = regular_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
-    keep = not mmap and keeps_mapping()  # the operator lets the model keep the mapping (VIZ_MAP_WEIGHTS)
+    keep = not mmap and keeps_mapping()  # the model keeps the mapping unless the operator says not (VIZ_MAP_WEIGHTS=0)
     mapped = True
     stored: Mapping[str, torch.dtype] | None = None  # the dtypes in the file, where they differ from what was read
     if _is_safetensors(head, info.st_size):

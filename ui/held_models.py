@@ -1,0 +1,139 @@
+"""Models a visitor brought (a server folder, an upload) live as long as a session shows them (issue 30).
+
+The demos are loaded once per process and kept (ui/model_picker's cache). A folder or an upload is another
+visitor's choice: kept for the process, every one of them would stay in the server's memory after its visitor left
+(a wide checkpoint, a tokenizer with a 57 MB vocabulary), and so would every result computed with it. Here such a
+model is held by the sessions that showed it: loaded once while any of them is connected (a second session of the
+same folder shares it), and released when none is, with every cached result keyed by its model key
+(ui/bounded_cache.drop_mentioning). A sweeper thread looks every SWEEP_S seconds; a session whose websocket
+reconnects later loads the model again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ui.bounded_cache import drop_mentioning
+
+_LOG = logging.getLogger(__name__)
+SWEEP_S = 2.0  # seconds between two looks at which sessions are still connected
+
+
+_HELD: dict[Hashable, tuple[Any, str]] = {}  # cache key -> (the loaded model, the model key its results are under)
+_SLOTS: dict[tuple[str, str], Hashable] = {}  # (session, picker prefix) -> the cache key of the model it shows there
+_LOCK = threading.Lock()
+_LOADING: dict[Hashable, threading.Lock] = {}  # one load per key at a time
+_sweeper: threading.Thread | None = None
+
+
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def _connected() -> Callable[[str], bool] | None:
+    """Whether a session's browser is still connected; None outside a served process (AppTest: nothing released)."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return None
+    return runtime.get_instance().is_active_session
+
+
+def hold(cache_key: Hashable, model_key: str, slot: str, load: Callable[[], Any]) -> Any:
+    """The model under cache_key, loaded by `load` unless a session holds it already (a second session of the same
+    folder shares it); this session shows it in `slot` (the picker's prefix) instead of what it showed there."""
+    session = _session_id()
+    with _LOCK:
+        key_lock = _LOADING.setdefault(cache_key, threading.Lock())
+    with key_lock:  # a second session of the same folder waits for the first one's load
+        with _LOCK:
+            held = _HELD.get(cache_key)
+        loaded = held[0] if held is not None else load()
+        with _LOCK:  # kept and claimed at once: a sweep in between would release it
+            _HELD[cache_key] = (loaded, model_key)
+            before = _SLOTS.get((session, slot)) if session is not None else None
+            if session is not None:
+                _SLOTS[(session, slot)] = cache_key
+    if session is not None:
+        _start_sweeper()
+    if before is not None and before != cache_key:
+        sweep()  # what this session showed before may be nobody's now
+    return loaded
+
+
+def let_go(slot: str) -> None:
+    """This session shows no held model in `slot` any more (a demo was chosen there)."""
+    session = _session_id()
+    with _LOCK:
+        before = _SLOTS.pop((session, slot), None)
+    if before is not None:
+        sweep()
+
+
+def sweep(connected: Callable[[str], bool] | None = None) -> list[str]:
+    """Release every held model that no connected session shows, with its cached results; their model keys."""
+    connected = connected or _connected()
+    if connected is None:
+        return []
+    with _LOCK:
+        for gone_slot in [k for k in _SLOTS if not connected(k[0])]:
+            del _SLOTS[gone_slot]
+        shown = set(_SLOTS.values())
+        gone = [_HELD.pop(k)[1] for k in [k for k in _HELD if k not in shown]]
+        for k in [k for k in _LOADING if k not in _HELD and not _LOADING[k].locked()]:
+            del _LOADING[k]
+    if gone:
+        for model_key in gone:
+            drop_mentioning(model_key)
+        _give_back_memory()
+        _LOG.info("released %d model(s) no connected session shows", len(gone))
+    return gone
+
+
+def _give_back_memory() -> None:
+    """Collect what the released models leave (their modules may be frozen: ui/long_lived.py), and hand the freed
+    heap back to the operating system (glibc keeps it otherwise)."""
+    from ui.long_lived import released
+
+    released()
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def _start_sweeper() -> None:
+    global _sweeper
+    with _LOCK:
+        if _sweeper is None:
+            _sweeper = threading.Thread(target=_sweep_forever, name="held-models-sweeper", daemon=True)
+            _sweeper.start()
+
+
+def _sweep_forever() -> None:
+    global _sweeper
+    pause = threading.Event()
+    while True:
+        pause.wait(SWEEP_S)
+        try:
+            sweep()
+        except Exception:  # noqa: BLE001 - the sweeper must outlive one bad look; the log keeps it
+            _LOG.warning("sweeping held models failed", exc_info=True)
+        with _LOCK:
+            if not _HELD:  # nothing left to watch: the next hold starts a sweeper again
+                _sweeper = None
+                return
+
+
+def held_count() -> int:
+    with _LOCK:
+        return len(_HELD)
