@@ -79,3 +79,24 @@ def test_outside_a_served_process_nothing_is_released(fresh, monkeypatch):
     as_session(monkeypatch, "s1")
     held_models.hold("a", "path:a", "model", Model)
     assert held_models.sweep() == [] and held_models.held_count() == 1
+
+
+def test_a_released_model_is_freed_though_the_pages_globals_outlive_the_run(tmp_path, char_tokenizer, monkeypatch):
+    """A page's globals (`session = require_session()`, kept alive by its widgets' functions in the session's state)
+    and the session's state do not hold the model: once no connected session shows the folder, it is freed."""
+    from model import save_checkpoint
+    from tests.apptest_helpers import open_page
+    from tests.conftest import make_tiny
+
+    folder = save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "visitor")
+    monkeypatch.setattr(held_models, "_HELD", {})
+    monkeypatch.setattr(held_models, "_SLOTS", {})
+    monkeypatch.setattr(held_models, "_give_back_memory", gc.collect)
+    at = open_page("attention", f"path:{folder}", text="abc")
+    assert not at.exception and at.get("plotly_chart")  # the page drew with the held model
+    ((model, tokenizer),) = [loaded for loaded, _key in held_models._HELD.values()]
+    alive = weakref.ref(model), weakref.ref(tokenizer)
+    del model, tokenizer
+    assert held_models.sweep(connected=lambda session: False) == [f"path:{folder}"]  # the tab was closed
+    gc.collect()
+    assert [r() for r in alive] == [None, None]

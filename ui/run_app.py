@@ -8,6 +8,7 @@ from i18n import _
 from ui.language import choose_language, language_switch
 from ui.navigation import THROUGH_APP, page_cost, page_list
 from ui.presentation import presentation_mode
+from ui.session import RUN_SESSION
 from ui.sidebar import sidebar
 from ui.threads import end_of_run, start_server_once
 
@@ -20,13 +21,14 @@ def run_app(default: str = "attention") -> None:
         st.set_page_config(page_title=_("Transformer attention explorer"))
         page = st.navigation(page_list(default))
         language_switch()
-        st.session_state["_session"] = sidebar(page_cost(page))  # the input cut to what this page costs
+        session = sidebar(page_cost(page))  # the input cut to what this page costs
         # the page's CSS, the sidebar's presentation toggle (present=1 in the URL) and the model's badge
-        presentation_mode(st.session_state["_session"])
-        token = THROUGH_APP.set(True)
+        presentation_mode(session)
+        tokens = THROUGH_APP.set(True), RUN_SESSION.set(session)  # the run's model goes with the run
         try:
             page.run()
         finally:
-            THROUGH_APP.reset(token)
+            THROUGH_APP.reset(tokens[0])
+            RUN_SESSION.reset(tokens[1])
     finally:  # also when the sidebar stops the run (st.stop) or a rerun interrupts it
         end_of_run()  # the server's long-lived objects out of the collector's reach (ui/long_lived.py)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,18 +17,31 @@ from ui.safe_text import md
 
 @dataclass
 class Session:
-    """What the sidebar settled on in this run."""
+    """What the sidebar settled on in this run.
+
+    The model and tokenizer are held weakly: the demos' cache and ui/held_models hold them. A page's globals
+    (`session = require_session()`) outlive its run whenever a widget keeps a function of the page (a format_func, a
+    callback) in the session's state, which Streamlit keeps for 2 minutes after a tab closes; they must not keep a
+    visitor's model alive once ui/held_models released it."""
 
     key: str  # identifies the loaded model in caches and URLs: demo:NAME, path:FOLDER, upload:SHA
     label: str
-    model: Any
-    tokenizer: Any
+    model_ref: weakref.ref
+    tokenizer_ref: weakref.ref
     card: dict
     text: str  # exactly what the user typed
     check: InputCheck
     target: str | None  # a teacher-forcing target, or None for the model's own output
     target_check: InputCheck | None
     examples: list[str] = field(default_factory=list)
+
+    @property
+    def model(self) -> Any:
+        return self.model_ref()
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.tokenizer_ref()
 
     @property
     def ok(self) -> bool:
@@ -45,11 +60,18 @@ def show_input_messages(session: Session) -> bool:
     return session.ok
 
 
+# The sidebar's Session of the run under way (ui/run_app.py sets it around the page): a context variable, not
+# st.session_state, so that the model goes with the run. A session kept for reconnecting (Streamlit keeps a closed
+# tab's state for 2 minutes) would otherwise hold a visitor's model after its websocket closed (ui/held_models.py);
+# and a run being stopped cannot even touch st.session_state to let go of it (StopException).
+RUN_SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("run_session", default=None)
+
+
 def current() -> Session | None:
     """The sidebar's session of this run (None: no model); a page file run alone is run again through app.py."""
     if not THROUGH_APP.get():
         rerun_through_app()
-    return st.session_state.get("_session")
+    return RUN_SESSION.get()
 
 
 def require_session(valid_input: bool = True) -> Session:

@@ -5,6 +5,8 @@ Every widget's value also lives in the URL (model=, text=, target=), so a link r
 
 from __future__ import annotations
 
+import weakref
+
 import streamlit as st
 
 from i18n import M_, N_, _
@@ -104,7 +106,7 @@ def sidebar(cost=None) -> Session | None:
     )
     follow(key, check.text)  # keys declared resets="model" / "input" start again when these changed
     typed_target = target_check.text if target_check is not None else None  # cleaned and cut as the model reads it
-    return Session(key, label, model, tok, card, text, check, typed_target or None, target_check, examples)
+    return Session(key, label, weakref.ref(model), weakref.ref(tok), card, text, check, typed_target or None, target_check, examples)
 
 
 def _bound_typed_text() -> list:
