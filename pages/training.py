@@ -89,7 +89,7 @@ pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
 step = URL.read("trn_step", steps[0], steps)  # from the start: the lecture watches attention form, step by step
-slide, left, right, last = st.columns([3, 1, 1.3, 1.3], vertical_alignment="bottom")  # one row of controls
+slide, left, right, last = st.columns([2.4, 1, 1.3, 1.8], vertical_alignment="bottom")  # one row of controls
 slide.select_slider(_("Training step"), steps, key="trn_step")
 play = URL.read("trn_play")
 last.toggle(

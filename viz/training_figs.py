@@ -19,7 +19,8 @@ from .attention_figs import MAX_HEIGHT, MAX_WIDTH, TITLE_PX, _z, attention_heatm
 from .tokens import TEXT_COLOR, TICK_PX, Rows, as_rows
 
 FRAME_MS = 1200  # how long each snapshot stays on a projector: long enough to read its title, 8 steps in ten seconds
-CONTROLS_ROWS = 4.2  # the controls (the slider's current step, its rail and its labels) in units of the text size
+BUTTONS_ROWS = 2.0  # the Play and Pause buttons' row, in units of the text size
+SLIDER_ROWS = 2.4  # the slider under them (its rail and the steps' labels), in units of the text size
 CONTROLS_GAP_PX = 16  # between the x axis' title and the controls
 
 
@@ -55,7 +56,9 @@ def training_animation(
         raise ValueError(f"every snapshot's map must have one shape, got {sorted({m.shape for m in maps})}")
     if not 0 <= start < len(maps):
         raise ValueError(f"start {start} is not one of the {len(maps)} snapshots")
-    controls = int(CONTROLS_ROWS * tick_px) + CONTROLS_GAP_PX
+    buttons = int(BUTTONS_ROWS * tick_px)
+    controls = CONTROLS_GAP_PX + buttons + int(SLIDER_ROWS * tick_px)  # buttons, then the slider (never side by side:
+    # the buttons are as wide as their text, the slider as wide as the plot, which is narrow for a short input)
     box = dict(max_height=max_height - controls, max_width=max_width, tick_px=tick_px)
     fig = attention_heatmap(maps[start], query_tokens, key_tokens, titles[start], **box, **heatmap)
     # below the plot: the x labels and the axis title (as attention_heatmap measured them), then the controls
@@ -100,14 +103,14 @@ def training_animation(
         sliders=[
             dict(
                 active=start,
-                x=0.3,
-                len=0.7,
+                x=0,
+                len=1,
                 xanchor="left",
                 y=0,
                 yanchor="top",
-                pad=dict(t=axis_px + CONTROLS_GAP_PX, b=0),
+                pad=dict(t=axis_px + CONTROLS_GAP_PX + buttons, b=0, l=0, r=0),
                 font=font,
-                currentvalue=dict(prefix=_("Training step") + ": ", font=font, visible=True, xanchor="left"),
+                currentvalue=dict(visible=False),  # the frame's title names its step
                 transition=dict(duration=0),
                 steps=[
                     dict(
