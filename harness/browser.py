@@ -11,7 +11,6 @@ raises on any of them.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import re
@@ -23,10 +22,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -294,93 +291,6 @@ def _failure(watch: Watch, what: str) -> str:
     return where + watch.problems() + f"; tracebacks {watch.tracebacks()}"
 
 
-# JavaScript: the n-th plotly chart on the page, or the first whose title starts with n (a string).
-_FIND_PLOT = """const findPlot = n => {
-    const plots = [...document.querySelectorAll('.js-plotly-plot')];
-    if (typeof n === 'number') return plots[n] || null;
-    return plots.find(p => (p.querySelector('.gtitle') || {}).textContent?.startsWith(n)) || null;
-};"""
-
-
-def ticks(page, axis: str, plot: int | str = 0) -> list[str] | None:
-    """Tick label texts of one axis ('x' or 'y') of a chart (index or title prefix), as drawn in its SVG."""
-    return page.evaluate(
-        f"""([n, axis]) => {{ {_FIND_PLOT}
-        const plot = findPlot(n);
-        return plot ? [...plot.querySelectorAll('.' + axis + 'tick text')].map(t => t.textContent) : null;
-    }}""",
-        [plot, axis],
-    )
-
-
-def wait_ticks(
-    watch: Watch,
-    x: Sequence[str] | int | None,
-    y: Sequence[str] | int | None = None,
-    plot: int | str = 0,
-    timeout_s: float = WAIT_S,
-) -> None:
-    """Wait until a chart shows exactly these x and y tick labels (a number: that many; None: any).
-
-    On a timeout, say what it showed (and save a screenshot)."""
-    page = watch.page
-    try:
-        page.wait_for_function(
-            f"""([n, x, y]) => {{ {_FIND_PLOT}
-                const plot = findPlot(n);
-                if (!plot) return false;
-                const texts = a => [...plot.querySelectorAll('.' + a + 'tick text')].map(t => t.textContent);
-                const same = (a, b) => b === null || (typeof b === 'number' ? a.length === b
-                                                      : a.length === b.length && a.every((v, i) => v === b[i]));
-                return same(texts('x'), x) && same(texts('y'), y);
-            }}""",
-            arg=[plot, *(v if v is None or isinstance(v, int) else list(v) for v in (x, y))],
-            timeout=timeout_s * 1000,
-        )
-    except Exception as e:  # playwright's TimeoutError
-        raise AssertionError(
-            f"chart {plot!r} never showed x ticks {x} / y ticks {y}: it shows x "
-            f"{ticks(page, 'x', plot)}, y {ticks(page, 'y', plot)}; {_failure(watch, f'ticks {plot}')}"
-        ) from e
-
-
-def plot_title(page, plot: int = 0) -> str | None:
-    return page.evaluate(
-        f"n => {{ {_FIND_PLOT} const p = findPlot(n); "
-        "return p ? (p.querySelector('.gtitle') || {}).textContent || '' : null; }",
-        plot,
-    )
-
-
-def wait_title(watch: Watch, title: str, plot: int = 0, timeout_s: float = WAIT_S) -> None:
-    """Wait until chart `plot` has exactly this title."""
-    try:
-        watch.page.wait_for_function(
-            f"([n, t]) => {{ {_FIND_PLOT} const p = findPlot(n); "
-            "return !!p && (p.querySelector('.gtitle') || {}).textContent === t; }",
-            arg=[plot, title],
-            timeout=timeout_s * 1000,
-        )
-    except Exception as e:
-        raise AssertionError(
-            f"chart {plot} never got the title {title!r}: it has {plot_title(watch.page, plot)!r}; "
-            f"{_failure(watch, f'title {title}')}"
-        ) from e
-
-
-def plot_data(page, plot: int | str = 0, trace: int = 0, field: str = "z") -> np.ndarray:
-    """A field of a trace of a chart (index or title prefix), as the browser holds it to draw, as an array.
-
-    Plotly sends numpy arrays as {dtype, bdata (base64), shape}; plain lists come as they are.
-    """
-    value = page.evaluate(f"([n, t, f]) => {{ {_FIND_PLOT} return findPlot(n).data[t][f]; }}", [plot, trace, field])
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
-
-
 def wait_text(watch: Watch, text: str | re.Pattern, timeout_s: float = WAIT_S):
     """Wait until some element shows `text` (a substring, or a pattern); returns its locator."""
     locator = watch.page.get_by_text(text).first
@@ -543,51 +453,6 @@ def pick_view(page, name: str) -> None:
 
 PROJECTOR = {"width": 1366, "height": 768}
 
-# JavaScript: what a person sees of the view, for comparing two windows: chart titles and tick labels, the chosen
-# option of every segmented control, radio, select box, multiselect and slider, and the page's markdown text.
-_VIEW_SIGNATURE = """() => {
-    const all = s => [...document.querySelectorAll(s)];
-    const text = e => (e.innerText || e.textContent || '').trim();
-    const main = document.querySelector('[data-testid="stMain"]') || document;
-    const inMain = s => [...main.querySelectorAll(s)];
-    return {
-        charts: all('.js-plotly-plot').map(p => ({
-            title: (p.querySelector('.gtitle') || {}).textContent || '',
-            x: [...p.querySelectorAll('.xtick text')].map(t => t.textContent),
-            y: [...p.querySelectorAll('.ytick text')].map(t => t.textContent)})),
-        segmented: all('[role="radiogroup"] button[aria-checked="true"]').map(text),
-        radios: all('[data-testid="stRadio"] label').filter(l => (l.querySelector('input') || {}).checked).map(text),
-        selects: all('[data-testid="stSelectbox"] input').map(i => i.value),
-        multiselects: all('[data-testid="stMultiSelect"]').map(text),
-        sliders: all('[data-testid="stSlider"]').map(text),
-        toggles: all('input[type="checkbox"]').map(i => i.checked),
-        markdown: inMain('[data-testid="stMarkdownContainer"]').map(text).filter(t => t),
-        iframes: all('[data-testid="stIFrame"]').length,
-    };
-}"""
-
-
-def view_signature(page) -> dict:
-    """What the page shows (charts, chosen options, text): two windows showing the same view give equal ones."""
-    return page.evaluate(_VIEW_SIGNATURE)
-
-
-def wait_signature(watch: Watch, expected: dict, timeout_s: float = WAIT_S) -> None:
-    """Wait until the page shows exactly the view `expected` (a view_signature); on a timeout, name the difference."""
-    try:
-        watch.page.wait_for_function(
-            f"expected => {{ const now = ({_VIEW_SIGNATURE})(); "
-            "return JSON.stringify(now) === JSON.stringify(expected); }",
-            arg=expected,
-            timeout=timeout_s * 1000,
-        )
-    except Exception as e:
-        now = view_signature(watch.page)
-        diff = {k: (expected.get(k), now.get(k)) for k in set(expected) | set(now) if expected.get(k) != now.get(k)}
-        raise AssertionError(
-            f"the link shows another view: (expected, shown) {diff}; {_failure(watch, 'signature')}"
-        ) from e
-
 
 def wait_url(watch: Watch, *parts: str, timeout_s: float = WAIT_S) -> None:
     """Wait until the address bar (decoded) holds every one of `parts` (e.g. "att_view=grid"), then the run is over."""
@@ -603,45 +468,6 @@ def wait_url(watch: Watch, *parts: str, timeout_s: float = WAIT_S) -> None:
     wait_idle(watch.page, timeout_s)
 
 
-# JavaScript: layout facts of the n-th chart: its box, and its tick labels' size, colour, rotation and overlaps.
-_CHART_LAYOUT = """n => {
-    const plot = [...document.querySelectorAll('.js-plotly-plot')][n];
-    if (!plot) return null;
-    const box = plot.getBoundingClientRect();
-    const labels = [...plot.querySelectorAll('.xtick text, .ytick text')];
-    const rects = labels.map(t => t.getBoundingClientRect());
-    const overlaps = [];
-    for (let i = 0; i < rects.length; i++) for (let j = i + 1; j < rects.length; j++) {
-        const a = rects[i], b = rects[j];
-        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
-            overlaps.push([labels[i].textContent, labels[j].textContent]);
-    }
-    const rotated = [...plot.querySelectorAll('.xtick text')]
-        .filter(t => /rotate\\((?!0[,)])/.test(t.getAttribute('transform') || '')).map(t => t.textContent);
-    return {top: box.top, bottom: box.bottom, left: box.left, right: box.right, count: labels.length,
-            sizes: labels.map(t => parseFloat(getComputedStyle(t).fontSize)),
-            colors: labels.map(t => getComputedStyle(t).fill), overlaps, rotated};
-}"""
-
-
-def chart_layout(page, plot: int = 0) -> dict | None:
-    """Layout facts of chart `plot` as drawn: top/bottom/left/right (px, viewport), tick label count, font sizes (px),
-    fill colours, overlapping label pairs, and the x labels drawn rotated."""
-    return page.evaluate(_CHART_LAYOUT, plot)
-
-
-def contrast_on_white(css_color: str) -> float:
-    """WCAG contrast ratio of an "rgb(r, g, b)" colour against white."""
-    r, g, b = (int(v) for v in re.findall(r"\d+", css_color)[:3])
-
-    def channel(c: int) -> float:
-        c = c / 255
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-
-    luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
-    return 1.05 / (luminance + 0.05)
-
-
 # ---------------------------------------------------------------------------------------------- issue 15
 
 
@@ -655,54 +481,8 @@ def pick_segment(page, group: str, name: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- Chinese (issue 16)
 
-# JavaScript: whether the browser draws `text` in `font` (a CSS font shorthand) with real glyphs: each character is
-# drawn on a canvas and compared with a character no font has (U+10FFFD), which every font draws as its empty box
-# ("tofu"). A character drawn exactly like that box has no glyph in any font the stack falls back to.
-_GLYPHS_DRAWN = """([text, font]) => {
-    const canvas = document.createElement('canvas');
-    canvas.width = 64; canvas.height = 64;
-    const ctx = canvas.getContext('2d', {willReadFrequently: true});
-    const draw = ch => {
-        ctx.clearRect(0, 0, 64, 64);
-        ctx.font = font; ctx.fillStyle = '#000'; ctx.textBaseline = 'top';
-        ctx.fillText(ch, 4, 4);
-        return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(',');
-    };
-    const tofu = draw(String.fromCodePoint(0x10FFFD));
-    return [...text].filter(ch => ch.trim() && draw(ch) === tofu);
-}"""
-
-
-def tofu(page, text: str, font: str) -> list[str]:
-    """The characters of `text` that the browser draws as an empty box in `font` (e.g. '20px "Source Sans", sans-serif')."""
-    return page.evaluate(_GLYPHS_DRAWN, [text, font])
-
 
 def sidebar_nav_texts(page) -> list[str]:
     """The page titles in the sidebar's navigation, as shown (without the icon, whose name is its text)."""
     links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     return [t.strip().splitlines()[-1].strip() if t.strip() else "" for t in links]
-
-
-# ---------------------------------------------------------------------------------------------- interventions (issue 14)
-
-
-def click_chart_point(watch: Watch, plot: int | str, x: float, y: float, panel: int = 1) -> None:
-    """Click a chart (index or title prefix) where subplot `panel` draws the data point (x, y), as a person would:
-    the chart is scrolled into view and the mouse clicks that spot (plotly turns it into a selection)."""
-    wait_idle(watch.page)
-    spot = watch.page.evaluate(
-        f"""([n, panel, x, y]) => {{ {_FIND_PLOT}
-        const plot = findPlot(n);
-        if (!plot || !plot._fullLayout) return null;
-        plot.scrollIntoView({{block: 'center'}});
-        const suffix = panel === 1 ? '' : String(panel);
-        const xa = plot._fullLayout['xaxis' + suffix], ya = plot._fullLayout['yaxis' + suffix];
-        const box = plot.getBoundingClientRect();
-        return {{x: box.left + xa._offset + xa.l2p(x), y: box.top + ya._offset + ya.l2p(y)}};
-    }}""",
-        [plot, panel, x, y],
-    )
-    if spot is None:
-        raise AssertionError(f"no chart {plot!r} to click; {_failure(watch, f'click {plot}')}")
-    watch.page.mouse.click(spot["x"], spot["y"])

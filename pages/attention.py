@@ -18,7 +18,7 @@ from ui.session import require_session
 from ui.shapes import capture_caption, gqa_note, present_kinds, special_keys
 from ui.url_state import Key, Keys, flag, intish
 from viz import attention_figs as figs
-from viz import sinks
+from viz import overview_figs, sinks
 from viz.tokens import capture_rows
 
 st.title(_("Attention"))
@@ -183,7 +183,9 @@ elif view == "sinks":  # the first token's share; the other special tokens' in t
                         " ".join(dict.fromkeys(k_tokens[i] for i in others))), key="att_sinks")  # fmt: skip
 elif view == "overview":
     show(
-        figs.layer_head_overview(weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask),
+        overview_figs.layer_head_overview(
+            weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask
+        ),
         key="att_overview",
     )
 else:

@@ -12,12 +12,11 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.budget import WorkBudget, apply_budget, compare_page_bytes
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
-from model.checkpoints.checkpoint import load_tokenizer
-from model.checkpoints.demos import list_demos
 from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text
 from tasks.cards import card_description
 from ui import caches, model_picker
+from ui.compare_models import default_b, mismatch_message
 from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
@@ -26,7 +25,7 @@ from ui.shapes import NO_KIND_IN_B, requires
 from ui.url_state import Key, Keys, intish, write_url
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
-from viz.tokens import capture_rows, plain_token
+from viz.tokens import capture_rows
 
 st.title(_("Compare two models"))
 session = require_session()
@@ -39,42 +38,6 @@ URL = Keys(
     Key("cmp_layer", cast=int),  # default and choices: the layers both models have
     Key("cmp_head", "average", cast=intish),
 )
-WHY = {
-    "layers": N_(
-        "A has {a} layers for this kind of attention, B has {b}: a difference needs the same layers and heads, so the "
-        "two are shown side by side, at a layer both have."
-    ),
-    "heads": N_(
-        "A has {a} heads per layer, B has {b}: a difference needs the same layers and heads, so the two are shown "
-        "side by side (heads both have, or their average)."
-    ),
-    "source_tokens": N_(
-        "The two models split the input differently (A: {a} tokens, B: {b}), so their maps have "
-        "different columns and cannot be subtracted."
-    ),
-    "target_tokens": N_(
-        "The two decoders read different inputs (A: “{a}”, B: “{b}”), so their rows are different positions; let "
-        "both read one model's output to subtract them."
-    ),
-}
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
-    """Another demo to start B from: one that reads the same tokens and has the same shape, if there is one."""
-    from model.checkpoints.checkpoint import load_config
-
-    best, rank = None, 3
-    for demo in list_demos():
-        if f"demo:{demo.name}" == a_key.split("|", 1)[0]:
-            continue
-        cfg = load_config(demo.path)
-        same_shape = (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads) == layers
-        same_tokens = load_tokenizer(demo.path).to_dict() == _a_tokenizer.to_dict()
-        r = 0 if same_shape and same_tokens else 1 if same_shape else 2
-        if r < rank:
-            best, rank = demo.name, r
-    return best
 
 
 cfg_a = session.model.config
@@ -210,11 +173,7 @@ if cap_b is not None and not problems:
     )
 else:
     for p in problems:
-        if p.what == "target_tokens":  # the two decoder inputs, as text (model outputs, or what was typed)
-            values = {k: esc(" ".join(plain_token(t) for t in v[1:])[:80]) for k, v in (("a", p.a), ("b", p.b))}
-        else:  # numbers of layers or heads, or of source tokens
-            values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
-        st.info(_(WHY[p.what]).format(**values))
+        st.info(mismatch_message(p))
     shown = [("a", cap_a)] + ([("b", cap_b)] if cap_b is not None else [])
     for column, (side, cap) in zip(st.columns(len(shown)), shown):
         fig = attention_figs.attention_heatmap(

@@ -2,28 +2,26 @@
 
 import streamlit as st
 
-from i18n import N_, _, message_of
+from i18n import N_, _
 from model.analysis import inside
 from model.analysis.export import qkv_npz
-from model.analysis.inspect import attention_shape_walk
 from ui import caches, positional_views
+from ui.inside_sections import all_heads, scale_comparison
+from ui.inside_shapes import shapes_section, write_shapes_url
 from ui.presentation import show
-from ui.safe_text import esc, md
+from ui.safe_text import esc
 from ui.session import require_session
 from ui.shapes import kv_note
-from ui.url_state import Key, Keys, between, flag
+from ui.url_state import Key, Keys, flag
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES
 from viz.tokens import capture_rows, display_token, plain_token
 
-DEFAULTS = {"in_batch": 32, "in_len": 512, "in_d": 768, "in_h": 12}  # "Shapes with your own numbers"
-LIMITS = {"in_batch": "batch", "in_len": "length", "in_d": "d_model", "in_h": "heads"}
 URL = Keys(
     Key("in_kind", "cross", choices=tuple(inside.KINDS)),
     *(Key(name, 0, cast=int) for name in ("in_layer", "in_head", "in_query", "in_key")),  # choices: this capture's
     Key("in_noscale", False, cast=flag, encode=lambda v: "1" if v else None),
-    *(Key(n, d, cast=int, ok=between(1, inside.COST_LIMITS[LIMITS[n]])) for n, d in DEFAULTS.items()),
 )
 st.title(_("Inside attention"))
 st.markdown(
@@ -192,37 +190,7 @@ st.latex(
     r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
 )
 no_scale = URL.read("in_noscale")
-st.toggle(
-    _("Compare: without 1/√d_k") if step.scaled_scores else _("Compare: with 1/√d_k"),
-    key="in_noscale",
-    help=_("The same scores without the division by √d_k: the paper's reason for the scale."),
-)
-show(
-    figs.weights_row(
-        step.weights,
-        k_tokens,
-        step.weights_unscaled if no_scale else None,
-        _("Attention weights: {where}").format(where=where),
-    ),
-    key="in_weights",
-)
-m1, m2, m3 = st.columns(3)
-bits = _("{x} bits")
-m1.metric(_("Entropy with 1/√d_k"), bits.format(x=f"{step.entropy:.2f}"))
-m2.metric(
-    _("Entropy without it"),
-    bits.format(x=f"{step.entropy_unscaled:.2f}"),
-    bits.format(x=f"{step.entropy_unscaled - step.entropy:+.2f}"),
-    delta_color="off",
-)
-m3.metric(_("Largest weight with → without"), f"{step.weights.max():.2f} → {step.weights_unscaled.max():.2f}")
-if no_scale:
-    st.caption(
-        _(
-            "Lower entropy means a sharper row: without the scale, softmax puts more weight on fewer keys and its "
-            "gradients for the others shrink towards 0 — why the paper divides by √d_k."
-        )
-    )
+scale_comparison(step, k_tokens, where, no_scale)
 
 # -- 6. values and weighted sum --------------------------------------------------------------------
 st.subheader(_("6 · Values and their weighted sum"))
@@ -234,93 +202,10 @@ show(
 )
 
 # -- 7. all heads, W^O ----------------------------------------------------------------------------
-st.subheader(_("7 · All heads together, then W^O"))
-w_o, b_o = inside.output_projection(session.model, kind, layer)
-out = inside.output_step(cap.head_outputs[kind][layer], w_o, b_o, query)
-st.markdown(
-    _(
-        "The {H} heads' outputs for this query are put side by side ({H} × {d_k} = {D} dimensions; "
-        "head {head}, the one above, is framed) and projected by W^O: the layer's attention output for this token."
-    ).format(H=H, d_k=step.d_k, D=out.concat.shape[0], head=head)
-)
-st.latex(r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O")
-show(
-    figs.concat_and_output(
-        out.concat, out.output, H, head, _("Concatenation and W^O, query {query}").format(query=q_shown)
-    ),
-    key="in_concat",
-)
-with st.expander(_("W^O of this layer")):
-    if w_o.shape[0] <= 256:
-        show(
-            figs.matrix(
-                w_o,
-                _("W^O, {kind} layer {layer} ({rows} × {cols})").format(
-                    kind=kind_title, layer=layer, rows=w_o.shape[0], cols=w_o.shape[1]
-                ),
-            ),
-            key="in_wo",
-        )
-    else:
-        st.caption(
-            _("W^O is {rows} × {cols}: too large to draw here; it is in the model's weights.").format(
-                rows=w_o.shape[0], cols=w_o.shape[1]
-            )
-        )
+all_heads(session.model, cap, kind, layer, head, query, H, step.d_k, kind_title, q_shown)
 
 # -- shapes with your own numbers -----------------------------------------------------------------
-st.subheader(_("Shapes with your own numbers"))
-# One above the other, each the page's width: side by side, the step names were cut ("注意力权重（即热力图所…").
-mine, live = st.container(), st.container()
-with mine:
-    cols = st.columns(4)
-    for col, (name, label) in zip(
-        cols, (("in_batch", _("Batch B")), ("in_len", _("Length T")), ("in_d", "d_model"), ("in_h", _("Heads h")))
-    ):
-        URL.read(name)
-        col.number_input(label, 1, inside.COST_LIMITS[LIMITS[name]], step=1, key=name)
-    B, T, D, heads = (st.session_state[n] for n in DEFAULTS)
-    try:
-        cost = inside.attention_cost(B, T, D, heads)
-    except ValueError as err:
-        st.error(md(message_of(err)))
-        cost = None
-    if cost is not None:
-        rows = figs.shape_rows(attention_shape_walk(D, heads, T, T, batch=B))
-        st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
-        st.markdown(
-            _(
-                "Attention weights B × h × T × T = **{n}** numbers, **{size}** at float32, per layer and kind of "
-                "attention. QKᵀ and weights·V: {score_flops} FLOPs; the four projections: {projection_flops}."
-            ).format(
-                n=figs.format_count(cost.weight_elements),
-                size=figs.format_bytes(cost.weight_bytes),
-                score_flops=figs.format_count(cost.score_flops),
-                projection_flops=figs.format_count(cost.projection_flops),
-            )
-        )
-        scaling = inside.length_scaling(B, T, D, heads)
-        show(figs.length_cost([c.length for c in scaling], [c.weight_bytes for c in scaling], T), key="in_cost")
-with live:
-    cfg = session.model.config
-    n_q, n_k = len(q_tokens), len(k_tokens)
-    st.markdown(
-        _(
-            "**This input and model**: {kind}, B = 1, {n_q} queries × {n_k} keys, d_model = {d}, h = {h}, d_k = {d_k}."
-        ).format(kind=kind_title, n_q=n_q, n_k=n_k, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
-    )
-    rows = figs.shape_rows(attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k, d_head=cfg.d_head))
-    st.dataframe(rows, hide_index=True, width="stretch", height=36 * (len(rows) + 1))
-    live_cost = inside.attention_cost(1, n_q, cfg.d_model, cfg.n_heads, n_keys=n_k, d_head=cfg.d_head)
-    st.markdown(
-        _("Attention weights of one layer: {h} × {n_q} × {n_k} = {n} numbers, {size}.").format(
-            h=cfg.n_heads,
-            n_q=n_q,
-            n_k=n_k,
-            n=f"{live_cost.weight_elements:,}",
-            size=figs.format_bytes(live_cost.weight_bytes),
-        )
-    )
+shapes_section(session.model.config, kind_title, len(q_tokens), len(k_tokens))
 URL.write(
     in_kind=kind,
     in_layer=layer,
@@ -328,8 +213,8 @@ URL.write(
     in_query=query,
     in_key=key,
     in_noscale=no_scale,
-    **{n: st.session_state[n] for n in DEFAULTS},
 )
+write_shapes_url()
 
 # -- downloads -------------------------------------------------------------------------------------
 st.subheader(_("Downloads"))

@@ -2,35 +2,48 @@
 
 A slider over the snapshots' steps shows the cross-attention of the sidebar's input at that step (every
 snapshot reads the same decoder input, so the rows stay the same positions), with the exact match of that
-snapshot; the scores of every snapshot are a curve beside it.
+snapshot; the scores of every snapshot are a curve beside it. "Play through training" shows the same maps as one
+animated figure (viz/training_figs.py) that plays the steps in order in the browser.
 """
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from i18n import _, message_of
-from model import CheckpointError, load_checkpoint
+from model import CheckpointError
 from model.analysis.compare import decoder_input_text
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import FOLDER as SNAPSHOTS
-from model.checkpoints.snapshots import list_snapshots
 from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from tasks.gold import alignment_share, gold_alignment, gold_example
-from ui import caches, model_picker
+from ui import caches
 from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
-from ui.url_state import Key, Keys, intish, page_link
+from ui.training_snapshots import (
+    CURVE_BYTES,
+    DamagedSnapshot,
+    checkpoint_folder,
+    snapshot_capture,
+    snapshots_of,
+    stored_bytes,
+)
+from ui.url_state import Key, Keys, flag, intish, page_link
 from viz import attention_figs
 from viz.compare_figs import training_curve
 from viz.tokens import capture_rows
+from viz.training_figs import training_animation
 
 # default and choices: the snapshots' steps, the model's layers and heads
-URL = Keys(Key("trn_step", cast=int), Key("trn_layer", cast=int), Key("trn_head", "average", cast=intish))
+URL = Keys(
+    Key("trn_step", cast=int),
+    Key("trn_layer", cast=int),
+    Key("trn_head", "average", cast=intish),
+    Key("trn_play", False, cast=flag, encode=lambda v: "1" if v else None),
+)
 
 _LOG = logging.getLogger(__name__)
 
@@ -38,38 +51,9 @@ st.title(_("Training"))
 session = require_session()
 
 
-def checkpoint_folder(key: str) -> Path | None:
-    """The folder of the session's model when it is a demo or a server folder (uploads keep no snapshots)."""
-    base = key.split("|", 1)[0]
-    if base.startswith("demo:"):
-        return next((d.path for d in list_demos() if d.name == base[5:]), None)
-    if base.startswith("path:"):
-        folders = model_picker.server_folders()
-        try:
-            path = folders.open_path(base[5:]) if folders.enabled else None
-        except ValueError:
-            return None
-        return path if path is not None and path.is_dir() else None
-    return None
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _snapshots(folder: str, stamp: float):
-    return list_snapshots(folder)
-
-
-# Every snapshot is needed at once for this input's curve: small models only (CURVE_BYTES of stored weights in all).
-CURVE_BYTES = 64 * 2**20
-
-
-@st.cache_resource(max_entries=16, show_spinner=_("Loading a snapshot…"))
-def _load_snapshot(path: str, stamp: float):
-    return load_checkpoint(path)
-
-
 folder = checkpoint_folder(session.key)
 try:
-    snaps = _snapshots(str(folder), model_picker.stamp(folder / "snapshots")) if folder is not None else None
+    snaps = snapshots_of(folder) if folder is not None else None
 except (CheckpointError, OSError, ValueError) as err:
     st.error(_("This model's training snapshots could not be read: {why}").format(why=md(message_of(err))))
     st.stop()
@@ -105,8 +89,14 @@ pairs = gold_alignment(session.card, text, target)
 
 steps = snaps.steps
 step = URL.read("trn_step", steps[0], steps)  # from the start: the lecture watches attention form, step by step
-slide, left, right = st.columns([3, 1, 1.3], vertical_alignment="bottom")  # one row of controls
+slide, left, right, last = st.columns([2.4, 1, 1.3, 1.8], vertical_alignment="bottom")  # one row of controls
 slide.select_slider(_("Training step"), steps, key="trn_step")
+play = URL.read("trn_play")
+last.toggle(
+    _("Play through training"),
+    key="trn_play",
+    help=_("Every snapshot in one chart, with Play and Pause: the steps follow one another in the browser."),
+)
 n_layers = session.model.config.n_decoder_layers
 layer = URL.read("trn_layer", n_layers - 1, range(n_layers))
 heads = ["average", *range(session.model.config.n_heads)]
@@ -118,52 +108,44 @@ right.selectbox(
     key="trn_head",
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
-URL.write(trn_step=step, trn_layer=layer, trn_head=head)
+URL.write(trn_step=step, trn_layer=layer, trn_head=head, trn_play=play)
 
 
-class DamagedSnapshot(Exception):
-    """A snapshot's files could not be loaded or run; the message (translated) names its step, no file contents."""
-
-
-def snapshot_capture(snapshot):
-    """This input through one snapshot; DamagedSnapshot when its folder cannot be read or does not fit the model."""
-    try:
-        stamp = model_picker.stamp(snapshot.path)
-        model, tokenizer = _load_snapshot(str(snapshot.path), stamp)
-        key = f"snapshot:{snapshot.path}:{stamp}"
-        return caches.cached_capture(key, text, target, model, tokenizer, spinner=_("Running the snapshots…"))
-    except (CheckpointError, OSError, ValueError) as err:  # what the folder holds is not trusted
-        why = _("The snapshot of step {step} could not be loaded: {why}").format(
-            step=snapshot.step, why=md(message_of(err))
-        )
-    except Exception:  # anything else: the server log keeps it, the page says which step
-        _LOG.warning("running the snapshot of step %s failed", snapshot.step, exc_info=True)
-        why = _("The snapshot of step {step} could not be run with this model's input.").format(step=snapshot.step)
-    raise DamagedSnapshot(why)
-
-
-stored = sum(
-    (s.path / "model.safetensors").stat().st_size for s in snaps.items if (s.path / "model.safetensors").is_file()
-)
+stored = stored_bytes(snaps)
 current = snaps.items[steps.index(step)]
 # every snapshot reads the same input and decoder input; all of them only when they are small
 captures, damaged = None, None
 try:
     if stored <= CURVE_BYTES:
-        captures = [snapshot_capture(s) for s in snaps.items]
+        captures = [snapshot_capture(s, text, target) for s in snaps.items]
 except DamagedSnapshot as err:  # the curve needs every snapshot: without it, the step chosen alone
     damaged = err
 try:
-    shown = captures[steps.index(step)] if captures else snapshot_capture(current)
+    shown = captures[steps.index(step)] if captures else snapshot_capture(current, text, target)
 except DamagedSnapshot as err:
     st.error(str(err))
     st.stop()
 if damaged is not None:
     st.warning(str(damaged))
-cross = shown.cross[layer]  # (H, T, S)
-weights = cross.mean(axis=0) if head == "average" else cross[int(head)]
+
+
+def chosen_map(capture) -> np.ndarray:
+    """The (T, S) cross-attention map the controls choose from one snapshot's capture: the layer, a head or their
+    average."""
+    cross = capture.cross[layer]  # (H, T, S)
+    return cross.mean(axis=0) if head == "average" else cross[int(head)]
+
+
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
-em = "–" if current.exact_match is None else f"{current.exact_match:.0%}"
+
+
+def step_title(snapshot) -> str:
+    em = "–" if snapshot.exact_match is None else f"{snapshot.exact_match:.0%}"
+    return _("Step {step} (exact match {em}): cross-attention, layer {layer}, {which}").format(
+        step=snapshot.step, em=em, layer=layer, which=which
+    )
+
+
 st.caption(
     _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
         where=where, target=esc(target)
@@ -171,24 +153,32 @@ st.caption(
 )
 max_height, max_width = chart_box()
 left, right = st.columns([3, 2])
-show(
-    attention_figs.attention_heatmap(
-        weights,
-        capture_rows(shown, "cross"),  # rows: the tokens written (the one convention)
-        shown.source_tokens,
-        _("Step {step} (exact match {em}): cross-attention, layer {layer}, {which}").format(
-            step=step, em=em, layer=layer, which=which
-        ),
-        key_label=_("source"),
-        gold=pairs,
-        max_height=max_height,
-        max_width=int(max_width * 0.6),
-        tick_px=chart_text_px(),
-        snug=True,
-    ),
-    key="trn_heatmap",
-    where=left,
+heatmap = dict(
+    key_label=_("source"),
+    gold=pairs,
+    max_height=max_height,
+    max_width=int(max_width * 0.6),
+    tick_px=chart_text_px(),
+    snug=True,
 )
+rows = capture_rows(shown, "cross")  # rows: the tokens written (the one convention)
+if play and captures:  # the maps of the captures above, as frames: no other computation
+    figure = training_animation(
+        [chosen_map(c) for c in captures],
+        steps,
+        rows,
+        shown.source_tokens,
+        [step_title(s) for s in snaps.items],
+        start=steps.index(step),
+        **heatmap,
+    )
+else:
+    figure = attention_figs.attention_heatmap(
+        chosen_map(shown), rows, shown.source_tokens, step_title(current), **heatmap
+    )
+show(figure, key="trn_play_heatmap" if play and captures else "trn_heatmap", where=left)
+if play and not captures:
+    left.caption(_("Playing needs every snapshot run with this input: here only the step chosen is shown."))
 exact = [s.exact_match for s in snaps.items]
 held_out = [s.alignment[layer] if layer < len(s.alignment) else None for s in snaps.items]
 series = {

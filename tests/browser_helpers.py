@@ -1,4 +1,5 @@
-"""The browser harness for pytest: everything in harness/browser.py, with a missing browser made a skip.
+"""The browser harness for pytest: everything in harness/browser.py, charts.py and view_checks.py, with a missing
+browser made a skip.
 
 Without Debian's chromium or python playwright a browser test skips, except under CI (the CI variable
 set), where it fails. The benchmarks use harness.browser directly (there a missing browser is an error).
@@ -14,7 +15,10 @@ import pytest
 
 from harness import browser as _browser
 from harness.browser import *  # noqa: F403
-from harness.browser import _FIND_PLOT, _failure, browser_missing  # noqa: F401
+from harness.browser import _failure, browser_missing  # noqa: F401
+from harness.charts import *  # noqa: F403
+from harness.charts import _FIND_PLOT  # noqa: F401
+from harness.view_checks import *  # noqa: F403
 
 
 def need_browser() -> None:

@@ -241,6 +241,32 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
     assert not bad.exception and chart_titles(bad)[0].startswith("Step 0")
 
 
+def test_play_through_training_animates_every_snapshots_attention(snapshot_run):
+    at = open_page("training", f"path:{snapshot_run}", text="abcd", trn_step="4")
+    assert not at.exception and "frames" not in charts(at)[0]  # the step's heatmap alone by default
+    at.toggle(key="trn_play").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.query_params["trn_play"] == "1" and at.query_params["trn_step"] == "4"
+    heat, curve = charts(at)
+    snaps = list_snapshots(snapshot_run)
+    assert [f["name"] for f in heat["frames"]] == ["0", "4", "8"]  # one frame per snapshot, in order
+    assert [b["label"] for b in heat["layout"]["updatemenus"][0]["buttons"]] == ["▶ Play", "❚❚ Pause"]
+    assert heat["layout"]["sliders"][0]["active"] == 1  # the step chosen on the page comes first
+    for frame, snap in zip(heat["frames"], snaps.items, strict=True):  # each frame: that snapshot, run here
+        model, tokenizer = load_checkpoint(snap.path)
+        expected = capture(model, tokenizer, "abcd", target="dcba").cross[1].mean(0)
+        np.testing.assert_allclose(field(frame["data"][0]), expected, atol=1e-6)
+        assert frame["layout"]["title"]["text"].startswith(f"Step {snap.step} (exact match")
+    np.testing.assert_allclose(field(heat["data"][0]), field(heat["frames"][1]["data"][0]))
+    at.selectbox(key="trn_head").set_value(0).run()  # the head chosen: every frame shows it
+    frames = charts(at)[0]["frames"]
+    model, tokenizer = load_checkpoint(snaps.items[2].path)
+    expected = capture(model, tokenizer, "abcd", target="dcba").cross[1][0]
+    np.testing.assert_allclose(field(frames[2]["data"][0]), expected, atol=1e-6)
+    linked = open_page("training", f"path:{snapshot_run}", text="abcd", trn_play="1")
+    assert len(charts(linked)[0]["frames"]) == 3
+
+
 def test_a_model_without_snapshots_says_how_to_make_them(models):
     at = open_page("training", f"path:{models['a']}", text="cafe")
     assert not at.exception and not charts(at)

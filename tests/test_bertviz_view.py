@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from viz import bertviz_view as bv
-from viz.bertviz_view import BertvizAssetError, head_view_html, model_view_html, weights_json
+from viz import bertviz_assets as assets
+from viz.bertviz_assets import BertvizAssetError
+from viz.bertviz_view import head_view_html, model_view_html, weights_json
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "</script><script>alert(1)</script>"
@@ -315,30 +316,32 @@ def test_online_page_loads_require_js_like_stock(make):
 
 
 def test_library_text_is_cached():
-    bv._offline_libraries.cache_clear()
+    assets.offline_libraries.cache_clear()
     head_view_html(*attention(), SRC, TGT)
     model_view_html(*attention(), SRC, TGT)
-    info = bv._offline_libraries.cache_info()
+    info = assets.offline_libraries.cache_info()
     assert (info.misses, info.hits) == (1, 1)
 
 
 def test_missing_library_file_is_a_clear_error(monkeypatch, tmp_path):
-    real = bv._package_dir
-    monkeypatch.setattr(bv, "_package_dir", lambda module, dist: tmp_path if module == "mpld3" else real(module, dist))
-    bv._offline_libraries.cache_clear()
+    real = assets._package_dir
+    monkeypatch.setattr(
+        assets, "_package_dir", lambda module, dist: tmp_path if module == "mpld3" else real(module, dist)
+    )
+    assets.offline_libraries.cache_clear()
     try:
         with pytest.raises(BertvizAssetError, match=r"d3\.v5\.min\.js is missing: reinstall mpld3"):
             head_view_html(*attention(), SRC, TGT)
         head_view_html(*attention(), SRC, TGT, offline=False)  # the online page does not need it
     finally:
-        bv._offline_libraries.cache_clear()
-    monkeypatch.setattr(bv.importlib.util, "find_spec", lambda name: None)
-    bv._view_js.cache_clear()
+        assets.offline_libraries.cache_clear()
+    monkeypatch.setattr(assets.importlib.util, "find_spec", lambda name: None)
+    assets.view_js.cache_clear()
     try:
         with pytest.raises(BertvizAssetError, match="needs bertviz from the bertviz package, which is not installed"):
             head_view_html(*attention(), SRC, TGT, offline=False)
     finally:
-        bv._view_js.cache_clear()
+        assets.view_js.cache_clear()
 
 
 def test_building_a_page_imports_neither_torch_nor_bertviz():

@@ -24,7 +24,8 @@ from tasks.evaluate import cross_attention_argmax, evaluate, greedy_batch, sourc
 from tasks.pe_experiment import training_sources
 from tasks.registry import TASKS, get_task
 from tasks.tasks import held_out
-from tasks.train import build_tokenizer, config_summary, make_config, parse_args, resolve
+from tasks.train import config_summary, make_config, parse_args, resolve
+from tasks.training import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = ROOT / "checkpoints"

@@ -144,6 +144,7 @@ HALL_VIEWS = [
     *VIEWS,
     ("positional", {"pe_view": "rope", "model": "demo:reverse_rope"}, 2),
     ("attribution", {}, 1),
+    ("training", {"model": "demo:translate", "trn_play": "1"}, 2),  # the snapshots as one animation, its controls
 ]
 HALL_SCREENS = [PROJECTOR, {"width": 1920, "height": 1080}]
 THEME_TEXT = (49, 51, 63)  # Streamlit's text colour #31333F: chart text may be as dark or darker, never lighter

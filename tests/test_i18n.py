@@ -241,12 +241,12 @@ def test_the_input_check_speaks_the_readers_language(char_tokenizer):
 
 
 def _builders():
-    from viz import attention_figs, inside_figs, positional_figs
+    from viz import attention_figs, inside_figs, overview_figs, positional_figs
 
     w = np.full((2, 3), 1 / 3)
     return {
         "heatmap": lambda: attention_figs.attention_heatmap(w, ["a", "b"], ["x", "y", "z"]),
-        "overview": lambda: attention_figs.layer_head_overview(np.full((1, 2, 2, 3), 1 / 3)),
+        "overview": lambda: overview_figs.layer_head_overview(np.full((1, 2, 2, 3), 1 / 3)),
         "scores": lambda: inside_figs.scores(np.ones(3), None, np.ones(3, bool), ["x", "y", "z"]),
         "pe": lambda: positional_figs.pe_matrix(np.zeros((4, 4))),
     }

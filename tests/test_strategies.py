@@ -24,6 +24,7 @@ from model.decoding.strategy_export import (
     snapshots_csv,
 )
 from tasks import train as train_mod
+from tasks import training
 from tasks.evaluate import alignment_accuracy, evaluate
 from tasks.gold import alignment_share, gold_example
 from tasks.registry import get_task
@@ -102,7 +103,7 @@ def test_the_snapshots_command_saves_scored_float16_checkpoints_and_the_same_wei
     assert "--snapshots" not in card["command"] and card["snapshots"]["steps"] == [0, 3, 6]
     assert card["snapshots"]["command"].endswith("--snapshots 3")
     snaps = list_snapshots(out)
-    assert snaps.steps == [0, 3, 6] and snaps.examples == train_mod.SNAPSHOT_EXAMPLES
+    assert snaps.steps == [0, 3, 6] and snaps.examples == training.SNAPSHOT_EXAMPLES
     stored = load_file(str(snaps.items[-1].path / "model.safetensors"))
     assert {t.dtype for t in stored.values()} == {torch.float16}
     last, _ = load_checkpoint(snaps.items[-1].path)  # the last step's weights, rounded to float16
@@ -113,7 +114,7 @@ def test_the_snapshots_command_saves_scored_float16_checkpoints_and_the_same_wei
     # the recorded scores are the model's at that step on the fresh held-out set: checked for the last one
     task = get_task("reverse")
     sources = {e.source for e in dataset(task, 200, 0)}
-    probe = held_out(task, train_mod.SNAPSHOT_EXAMPLES, train_mod.PROGRESS_SEED_OFFSET, exclude=sources)
+    probe = held_out(task, training.SNAPSHOT_EXAMPLES, training.PROGRESS_SEED_OFFSET, exclude=sources)
     scores = evaluate(final, tokenizer, probe)
     assert snaps.items[-1].exact_match == pytest.approx(scores.exact_match, abs=1e-4)
     assert snaps.items[-1].alignment == pytest.approx(scores.alignment, abs=1e-4)

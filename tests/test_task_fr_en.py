@@ -8,7 +8,7 @@ from tasks.registry import get_task
 from tasks.task_fr_en import render_pronoun_sentence
 from tasks.task_lexicon import PRONOUNS
 from tasks.tasks import NounPhrase, dataset, render_sentence, tokens
-from tasks.train import build_tokenizer
+from tasks.training import build_tokenizer
 
 TASK = get_task("fr_en")
 BY_FR = {p.fr: p for p in PRONOUNS}

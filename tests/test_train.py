@@ -12,10 +12,11 @@ from model import capture, greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.network.config import TransformerConfig
 from tasks import train as train_mod
+from tasks import training
 from tasks.evaluate import alignment_accuracy, cross_attention_argmax, evaluate, exact_match, greedy_batch, source_ids
 from tasks.registry import get_task
 from tasks.tasks import Example, dataset, held_out
-from tasks.train import build_tokenizer, encode_examples, make_batch, make_optimizer, noam_lr, sequence_loss, train
+from tasks.training import build_tokenizer, encode_examples, make_batch, make_optimizer, noam_lr, sequence_loss, train
 
 COPY = get_task("copy")
 REQUIRED_CARD_FIELDS = {
@@ -100,13 +101,13 @@ def test_label_smoothing_is_the_smoothed_cross_entropy_and_ignores_padding():
 
 def test_training_applies_label_smoothing_by_default(monkeypatch, tmp_path):
     seen = []
-    real = train_mod.sequence_loss
+    real = training.sequence_loss
 
     def spy(logits, targets, pad_id, label_smoothing):
         seen.append(label_smoothing)
         return real(logits, targets, pad_id, label_smoothing)
 
-    monkeypatch.setattr(train_mod, "sequence_loss", spy)
+    monkeypatch.setattr(training, "sequence_loss", spy)
     card = train_mod.main(["--task", "copy", "--out", str(tmp_path / "c"), "--preset", "tiny", "--steps", "3",
                            "--train-size", "100", "--eval-examples", "0", "--report-examples", "5", "--no-progress"])  # fmt: skip
     assert seen == [0.1, 0.1, 0.1]

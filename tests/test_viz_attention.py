@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from viz import attention_figs as figs
+from viz import overview_figs
 from viz.tokens import display_token, indexed
 
 
@@ -66,14 +67,16 @@ def test_head_grid_has_one_panel_per_head():
 
 def test_overview_is_layers_by_heads():
     w = softmax_rows((3, 4, 5, 5))
-    fig = figs.layer_head_overview(w)
+    fig = overview_figs.layer_head_overview(w)
     assert len(fig.data) == 12
     texts = {a.text for a in fig.layout.annotations}
     assert {"layer 0", "layer 2", "head 0", "head 3"} <= texts
     np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1], rtol=1e-6)
     assert fig.data[4 * 2 + 1].hovertemplate.startswith("layer 2, head 1<br>")
     assert {t.coloraxis for t in fig.data} == {"coloraxis"}
-    dark = {a.font.color for a in fig.layout.annotations} | {figs.layer_head_overview(w, "T").layout.title.font.color}
+    dark = {a.font.color for a in fig.layout.annotations} | {
+        overview_figs.layer_head_overview(w, "T").layout.title.font.color
+    }
     assert dark == {figs.TEXT_COLOR}  # titles dark, not the theme's grey
 
 
@@ -86,7 +89,7 @@ def test_figures_go_out_as_typed_arrays_without_per_cell_strings(build):
     fig = {
         "heatmap": lambda: figs.attention_heatmap(w[0, 0], toks, toks, mask=figs.causal_mask(n, n)),
         "grid": lambda: figs.head_grid(w[0], toks, toks),
-        "overview": lambda: figs.layer_head_overview(w),
+        "overview": lambda: overview_figs.layer_head_overview(w),
     }[build]()
     spec = json.loads(fig.to_json())
     spec["data"] = [t for t in spec["data"] if t["type"] == "heatmap"]  # not the legend's marker for masked cells
@@ -162,13 +165,13 @@ def test_token_display():
 
 def test_block_mean_keeps_small_maps_and_averages_long_ones_without_masked_cells():
     w = softmax_rows((2, 3, 5, 7))
-    same, a, b = figs.block_mean(w, None, max_cells=8)
+    same, a, b = overview_figs.block_mean(w, None, max_cells=8)
     assert (a, b) == (1, 1) and same.dtype == np.float32
     np.testing.assert_allclose(same, w, rtol=1e-6)
 
     w = softmax_rows((1, 2, 10, 9))
     mask = figs.causal_mask(10, 9)
-    got, a, b = figs.block_mean(w, mask, max_cells=4)
+    got, a, b = overview_figs.block_mean(w, mask, max_cells=4)
     assert (a, b) == (3, 3) and got.shape == (1, 2, 4, 3)
     keep = np.where(mask, np.nan, w)
     # block (row 1, col 0) holds queries 3..5, keys 0..2: all visible
@@ -184,9 +187,9 @@ def test_block_mean_keeps_small_maps_and_averages_long_ones_without_masked_cells
 def test_overview_of_a_long_input_sends_thumbnails_and_says_so():
     n = 200
     w = softmax_rows((2, 2, n, n))
-    fig = figs.layer_head_overview(w, "Encoder self-attention")
+    fig = overview_figs.layer_head_overview(w, "Encoder self-attention")
     z = np.array(fig.data[0].z, dtype=float)
-    assert max(z.shape) <= figs.THUMBNAIL_CELLS and z.shape == (40, 40)  # blocks of 5: 200 / 48 rounded up
+    assert max(z.shape) <= overview_figs.THUMBNAIL_CELLS and z.shape == (40, 40)  # blocks of 5: 200 / 48 rounded up
     assert "mean of 5 × 5 positions" in fig.layout.title.text
     assert "mean weight" in fig.data[0].hovertemplate
     np.testing.assert_allclose(z[0, 0], w[0, 0, :5, :5].mean(), rtol=1e-5)
@@ -236,7 +239,7 @@ def test_all_heads_label_every_one_of_nine_tokens_beside_the_sidebar():
 def test_overview_layer_titles_sit_level_left_of_their_rows():
     """Issue 21: the layer titles stood turned at the right edge, running into the panels; now level, left of the
     rows, with a margin as wide as the longest at the presentation size."""
-    fig = figs.layer_head_overview(np.random.default_rng(0).random((3, 2, 4, 4)))
+    fig = overview_figs.layer_head_overview(np.random.default_rng(0).random((3, 2, 4, 4)))
     rows = [a for a in fig.layout.annotations if a.text.startswith("layer")]
     assert [a.text for a in rows] == ["layer 0", "layer 1", "layer 2"]
     assert all(a.x == 0 and a.xanchor == "right" and a.textangle == 0 for a in rows)

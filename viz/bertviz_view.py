@@ -16,7 +16,8 @@ encoder-decoder model (attention kinds "Encoder", "Decoder", "Cross"). Two thing
   and stay blank without internet. Here d3 v5 (shipped by the mpld3 package) and jQuery (shipped by
   xstatic-jquery) are inlined, and a few lines of JavaScript answer the views' `require.config(...)`
   and `requirejs([...], callback)` calls with those inlined globals. With offline=False the page
-  loads require.js from the CDN, as stock does.
+  loads require.js from the CDN, as stock does. The JavaScript read from those packages, and
+  BertvizAssetError when one is missing: viz/bertviz_assets.py.
 
 Token strings go into the page only as JSON inside a script (with <, > and & escaped), so a token
 such as "</script>" stays a token. The page's own words (menus, hints, the model view's axis names) are in
@@ -25,43 +26,26 @@ the current language (i18n).
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import operator
-import re
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from i18n import N_, _, language
 
-__all__ = ["BertvizAssetError", "head_view_html", "model_view_html", "prettify", "weights_json"]
+from .bertviz_assets import PARAMS_MARKER, REQUIRE_JS_URL, offline_libraries, view_js
+
+__all__ = ["head_view_html", "model_view_html", "prettify", "weights_json"]
 
 KINDS = ("Encoder", "Decoder", "Cross")  # attention kinds, in bertviz's order; the filter select's values are 0, 1, 2
 KIND_NAMES = {"Encoder": N_("Encoder"), "Decoder": N_("Decoder"), "Cross": N_("Cross")}  # shown in the menu
-REQUIRE_JS_URL = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"  # what stock bertviz loads
 FONT = (  # bertviz's font stack, then CJK fonts for Chinese
     "'Helvetica Neue', Helvetica, Arial, 'Noto Sans CJK SC', 'Source Han Sans SC', 'WenQuanYi Micro Hei', "
     "'Microsoft YaHei', 'PingFang SC', sans-serif"
 )
 MAX_DECIMALS = 10
-
-# Answers the views' require.config(...) / requirejs(['jquery', 'd3'], callback) with the inlined globals.
-# Runs after d3 and jQuery are inlined: defining `define` before them would make them register as AMD modules.
-_REQUIRE_SHIM = """(function () {
-  var modules = {jquery: window.jQuery, d3: window.d3};
-  function requirejs(names, callback) {
-    callback.apply(null, names.map(function (name) {
-      if (!modules[name]) { throw new Error("bertviz offline page: no inlined library named '" + name + "'"); }
-      return modules[name];
-    }));
-  }
-  requirejs.config = function () {};  /* library paths are moot: everything is inlined */
-  window.requirejs = window.require = requirejs;
-})();"""
 
 # Turns the integer weights back into fractions before bertviz's script sees them.
 _DECODE_JS = """function bertvizDecode(params, scale) {
@@ -90,10 +74,6 @@ _MODEL_VIEW_WORDS = (
         ),
     ),
 )
-
-
-class BertvizAssetError(RuntimeError):
-    """A JavaScript file the page needs is not installed (bertviz, mpld3 or xstatic-jquery)."""
 
 
 # ---------------------------------------------------------------------------------------------- public API
@@ -401,12 +381,12 @@ def _page(
 ) -> str:
     """The full document: controls (hidden without `menus`: bertviz's script still reads them) and the drawing area
     inside the root div, then the scripts."""
-    script = _view_js(view, offline).replace(_PARAMS_MARKER, f"bertvizDecode({params}, {10**decimals})", 1)
+    script = view_js(view, offline).replace(PARAMS_MARKER, f"bertvizDecode({params}, {10**decimals})", 1)
     if view == "model" and language() != "en":  # after the cache of the script: the words follow the language
         for stock, translated in _MODEL_VIEW_WORDS:
             script = script.replace(stock, translated(), 1)
     if offline:
-        libraries = "".join(f"<script>{js}</script>\n" for js in _offline_libraries())
+        libraries = "".join(f"<script>{js}</script>\n" for js in offline_libraries())
     else:
         libraries = f'<script src="{REQUIRE_JS_URL}"></script>\n'
     return (
@@ -444,63 +424,3 @@ _FIT_JS = """(function (fill) {
   new ResizeObserver(fit).observe(document.getElementById('vis'));
   window.addEventListener('resize', fit);
 })(%s);"""
-
-
-# ---------------------------------------------------------------------------------------------- assets
-
-_REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{.*?\}\s*\);", re.DOTALL)  # stock: paths to the CDN copies
-_PARAMS_MARKER = "__BERTVIZ_VIEW_PARAMS__"
-
-
-@functools.cache
-def _view_js(view: str, offline: bool) -> str:
-    """bertviz's head_view.js / model_view.js; offline, without its require.config naming CDN paths."""
-    js = _read(_package_dir("bertviz", "bertviz") / f"{view}_view.js", "bertviz")
-    # Only the assignment's marker is filled: stock bertviz also fills the one in the comment after it,
-    # which writes every weight into the page twice.
-    js, found = re.subn(r"(=\s*)PYTHON_PARAMS\b", rf"\g<1>{_PARAMS_MARKER}", js, count=1)
-    if not found:
-        raise BertvizAssetError(f"bertviz's {view}_view.js has no '= PYTHON_PARAMS' marker: unsupported bertviz")
-    if offline:  # the shim's requirejs.config ignores it anyway; dropping it keeps CDN addresses out of the page
-        js = _REQUIRE_CONFIG.sub("/* require.config: d3 and jQuery are inlined in this page */", js, count=1)
-    return _script_safe(js)
-
-
-@functools.cache
-def _offline_libraries() -> tuple[str, str, str]:
-    """The text of d3 v5 (mpld3's copy), jQuery (xstatic-jquery's copy) and the require shim."""
-    d3 = _read(_package_dir("mpld3", "mpld3") / "js" / "d3.v5.min.js", "mpld3")
-    try:
-        import xstatic.pkg.jquery as xjquery  # a tiny module: a version string and BASE_DIR
-    except ImportError:
-        raise BertvizAssetError(_missing("xstatic-jquery", "jQuery")) from None
-    jquery = _read(Path(xjquery.BASE_DIR) / "jquery.min.js", "xstatic-jquery")
-    return _script_safe(d3), _script_safe(jquery), _REQUIRE_SHIM
-
-
-def _package_dir(module: str, distribution: str) -> Path:
-    """Where an installed package lives, found without importing it (bertviz imports torch, mpld3 matplotlib)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise BertvizAssetError(_missing(distribution, module))
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _read(path: Path, distribution: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        message = f"{path} is missing: reinstall {distribution} (pip install --force-reinstall {distribution})"
-        raise BertvizAssetError(message) from None
-
-
-def _missing(distribution: str, what: str) -> str:
-    return (
-        f"The bertviz view needs {what} from the {distribution} package, which is not installed: "
-        f"pip install {distribution} (see requirements.txt)"
-    )
-
-
-def _script_safe(js: str) -> str:
-    """Script text that cannot end its <script> element early ('</script' becomes '<\\/script')."""
-    return re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)

@@ -32,8 +32,9 @@ from plotly.offline import get_plotlyjs
 from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
-from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, layer_head_overview
+from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask
 from .lecture_pack_live import live_html, live_scripts, live_words
+from .overview_figs import layer_head_overview
 from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
 
 HERE = Path(__file__).resolve().parent
