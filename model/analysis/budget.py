@@ -168,7 +168,7 @@ def greedy_bytes(cfg, S: int, steps: int) -> int:
     return F32 * cache + pass_bytes(cfg, S, 1)
 
 
-THUMBNAIL_CELLS = 48  # viz.attention_figs.THUMBNAIL_CELLS: an overview thumbnail's most cells a side
+THUMBNAIL_CELLS = 48  # viz.overview_figs.THUMBNAIL_CELLS: an overview thumbnail's most cells a side
 
 
 def attention_view_bytes(cfg, S: int, T: int) -> int:
