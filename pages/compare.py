@@ -10,7 +10,8 @@ import html
 import streamlit as st
 
 from i18n import N_, _
-from model.analysis.budget import WorkBudget, apply_budget, compare_page_bytes
+from model.analysis.budget import WorkBudget, compare_page_bytes
+from model.analysis.budget_input import apply_budget
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text

@@ -12,15 +12,14 @@ from model import TransformerConfig, Vocab, beam_search, build_model, capture, g
 from model.analysis.budget import (
     BUDGET_CUT_LONG,
     WorkBudget,
-    apply_budget,
     beam_refusal,
     capture_bytes,
     decode_bytes,
-    fit_text,
     importance_batch,
     page_bytes,
     steps_for,
 )
+from model.analysis.budget_input import apply_budget, fit_text
 from model.analysis.lecture import pack_records
 from model.text.inputs import check_text, count_limit
 from model.text.tokenizer import Tokenizer

@@ -128,7 +128,8 @@ def method_plans(session: Session, settings: dict, methods: list[str]) -> dict:
     """Each of `methods`' plan for the session's input (model.analysis.attribution.plans: each method module counts
     its own cost): the decoder inputs are the shared decode's output (or the typed target); BudgetExceeded says
     what fits."""
-    from model.analysis.budget import WorkBudget, source_length
+    from model.analysis.budget import WorkBudget
+    from model.analysis.budget_input import source_length
 
     model_key, text, target = caches.input_key(session)
     cfg, tok = session.model.config, session.tokenizer

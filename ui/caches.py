@@ -22,9 +22,9 @@ from model.analysis.budget import (
     admit_examples,
     importance_batch,
     importance_row_bytes,
-    source_length,
     steps_for,
 )
+from model.analysis.budget_input import source_length
 from model.analysis.capture import DecodedTarget
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.decoding import Step

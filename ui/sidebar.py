@@ -10,7 +10,8 @@ import weakref
 import streamlit as st
 
 from i18n import M_, N_, _
-from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget, apply_budget, source_length
+from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
+from model.analysis.budget_input import apply_budget, source_length
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, trained_range_warning
 from tasks.cards import card_description, grammar_warning
@@ -106,7 +107,18 @@ def sidebar(cost=None) -> Session | None:
     )
     follow(key, check.text)  # keys declared resets="model" / "input" start again when these changed
     typed_target = target_check.text if target_check is not None else None  # cleaned and cut as the model reads it
-    return Session(key, label, weakref.ref(model), weakref.ref(tok), card, text, check, typed_target or None, target_check, examples)
+    return Session(
+        key,
+        label,
+        weakref.ref(model),
+        weakref.ref(tok),
+        card,
+        text,
+        check,
+        typed_target or None,
+        target_check,
+        examples,
+    )
 
 
 def _bound_typed_text() -> list:

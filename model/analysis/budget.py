@@ -37,7 +37,7 @@ max_len 16384 decoded 4,000 characters before: 4.5 GB and minutes).
 a laptop with 8 GB serves a room of 30 with room to spare, since ordinary inputs need a few MB). It answers:
 `source_room(cfg)` the most source tokens a page may read, `target_room(cfg, S)` the most decoder tokens,
 `beam_room(cfg, S, n)` the widest beam, `importance_rows(cfg, S, T)` the batch size, each at most the model's
-own limit. `fit_text(vocab, text, n)` cuts a text to its first n tokens (a prefix of what was typed).
+own limit. A visitor's text is fitted to it in model/analysis/budget_input.py (`apply_budget`, `fit_text`).
 Pure Python and arithmetic: no torch, nothing allocated.
 """
 
@@ -51,8 +51,6 @@ from i18n import M_, N_, Message
 from ..checkpoints.safe_io import size_text
 from ..decoding import DEFAULT_SLACK, step_cap
 from ..env import positive_int
-from ..text.bounded import content_count, read_bounded
-from ..text.inputs import CUTS, WHAT, count_limit  # the names and the max_len warnings of check_text's messages
 
 ENV = "VIZ_WORK_MB"
 MAX_TEXT_CHARS = (
@@ -263,7 +261,7 @@ class Plan:
 def shorter_input(S: int, T: int, fits) -> Message:
     """What fits when a computation over S source and T output tokens does not: the longest input n < S with
     fits(n, t) for t = T n / S output tokens (the output taken to shrink with the input, as the demos' do)."""
-    n = _largest(lambda k: fits(k, max(1, -(-T * k // max(S, 1)))), 1, S - 1)
+    n = largest(lambda k: fits(k, max(1, -(-T * k // max(S, 1)))), 1, S - 1)
     return M_("an input of at most {n} tokens fits.", n=n) if n >= 1 else M_("a shorter input is needed.")
 
 
@@ -300,7 +298,7 @@ def admit_examples(cfg, what: Message, n: int, S: int, steps: int, budget: WorkB
     """The Plan of greedy decoding n examples (decoding_need), or BudgetExceeded saying how many examples fit."""
 
     def fits() -> Message:
-        k = _largest(lambda m: budget.fits(*decoding_need(cfg, m, S, steps)), 1, n - 1)
+        k = largest(lambda m: budget.fits(*decoding_need(cfg, m, S, steps)), 1, n - 1)
         return M_("{n} examples fit.", n=k) if k >= 1 else M_("a shorter input is needed.")
 
     return budget.admit(what, *decoding_need(cfg, n, S, steps), fits)
@@ -325,7 +323,7 @@ def admit_pack(cfg, lengths, weight_bytes: int, budget: WorkBudget) -> Plan:
     """The pack's Plan, or BudgetExceeded saying how many of its first inputs fit."""
 
     def fits() -> Message:
-        n = _largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
+        n = largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
         return M_("its first {n} inputs fit.", n=n) if n >= 1 else M_("a shorter input is needed.")
 
     what = M_("A lecture pack of {n} inputs", n=len(lengths))
@@ -337,7 +335,7 @@ def importance_row_bytes(cfg, S: int, T: int) -> int:
     return pass_bytes(cfg, S, T) + 2 * 8 * T * cfg.tgt_vocab_size + 2 * F32 * (S + T) * cfg.d_model
 
 
-def _largest(fits, low: int, high: int) -> int:
+def largest(fits, low: int, high: int) -> int:
     """The largest n in [low, high] with fits(n) (fits decreasing in n); low - 1 when none fits."""
     if high < low or not fits(low):
         return low - 1
@@ -395,16 +393,16 @@ class WorkBudget:
         page_bytes: a new input's capture with Q, K, V, its greedy decoding to the step limit and the figures of
         every map) fits the budget. 0 when not even one token fits."""
         cost = cost or page_bytes
-        return _largest(lambda s: cost(cfg, s) <= self.max_bytes, 1, cfg.max_len)
+        return largest(lambda s: cost(cfg, s) <= self.max_bytes, 1, cfg.max_len)
 
     def target_room(self, cfg, S: int, cost=None) -> int:
         """The most decoder tokens (<s> included) a typed target may give beside S source tokens."""
         cost = cost or page_bytes
-        return _largest(lambda t: cost(cfg, S, t) <= self.max_bytes, 1, cfg.max_len)
+        return largest(lambda t: cost(cfg, S, t) <= self.max_bytes, 1, cfg.max_len)
 
     def beam_room(self, cfg, S: int, steps: int) -> int:
         """The widest beam whose search over `steps` steps fits (0: not even a beam of 1)."""
-        return _largest(lambda k: decode_bytes(cfg, S, steps, beams=k) <= self.max_bytes, 1, 4096)
+        return largest(lambda k: decode_bytes(cfg, S, steps, beams=k) <= self.max_bytes, 1, 4096)
 
     def importance_rows(self, cfg, S: int, T: int) -> int:
         """How many ablations one batched pass of head importance may hold (0: not even one)."""
@@ -434,66 +432,6 @@ class WorkBudget:
             budget=self.describe(),
             fits=fits,
         )
-
-
-def fit_text(vocab, text: str, n: int) -> str:
-    """The longest prefix of `text` that the vocabulary reads as at most n tokens of content (a <s> that a
-    vocabulary puts in front not counted), cut where a space was when there is one: a prefix of what was typed."""
-
-    def count(prefix: str) -> int:  # exact up to n + 1: more is never read (model/text/bounded.py)
-        read = read_bounded(vocab, prefix, n)
-        return content_count(vocab, read.ids) if read.complete else n + 1
-
-    if count(text) <= n:
-        return text
-    end = _largest(lambda m: count(text[:m]) <= n, 0, len(text))
-    kept = text[: max(end, 0)]
-    space = kept.rfind(" ")
-    return kept[:space].rstrip() if space > 0 and not text[len(kept) : len(kept) + 1].isspace() else kept.rstrip()
-
-
-def apply_budget(
-    check, vocab, cfg, budget: WorkBudget, what: str = "input", source_tokens: int | None = None, cost=None
-) -> None:
-    """Cut a checked text (model.text.inputs.InputCheck) to what `budget` allows this model, in place: check.text
-    becomes its longest prefix that fits and a warning says so; an error when not even one token fits.
-
-    what: "input" (the source: room from source_room) or "target" (room from target_room beside
-    `source_tokens` source tokens). Texts within the model's own max_len and the budget are left as they are."""
-    if check.errors:
-        return
-    name = M_(WHAT.get(what, what))
-    if what == "target":
-        room = budget.target_room(cfg, source_tokens or 1, cost) - 1  # <s> comes first
-    else:
-        room = budget.source_room(cfg, cost) - 1  # </s> comes last
-    if room < 1:
-        check.errors.append(
-            M_(
-                "This model's attention ({heads} heads, {layers} layers) does not fit this server's work budget "
-                "of {budget} even for one token.",
-                heads=cfg.n_heads,
-                layers=cfg.n_encoder_layers + cfg.n_decoder_layers,
-                budget=budget.describe(),
-            )
-        )
-        return
-    if room >= cfg.max_len - 1:
-        return  # the model's own max_len binds first: check_text has said what it cuts
-    read = read_bounded(vocab, check.text, count_limit(cfg.max_len))  # as check_text counted
-    n = content_count(vocab, read.ids)
-    if n <= room:
-        return
-    kept = fit_text(vocab, check.text, room)
-    check.warnings[:] = [w for w in check.warnings if getattr(w, "template", None) not in CUTS]  # one cut, named once
-    complete = read.complete and getattr(check, "complete", True)
-    check.warnings.append(budget.cut_notice(cfg, name, n, room, kept, complete))
-    check.text = kept
-
-
-def source_length(vocab, cfg, text: str) -> int:
-    """Source tokens a text gives the model (</s> included, cut to max_len as model.inputs.prepare_source does)."""
-    return min(len(read_bounded(vocab, text, cfg.max_len).ids) + 1, cfg.max_len)
 
 
 def beam_refusal(cfg, S: int, beam_size: int, budget: WorkBudget) -> Message | None:

@@ -19,7 +19,8 @@ from ..network.position_kinds.registry import kind
 from ..text.inputs import check_text
 from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
-from .budget import WorkBudget, admit_pack, apply_budget, pack_export_bytes, source_length
+from .budget import WorkBudget, admit_pack, pack_export_bytes
+from .budget_input import apply_budget, source_length
 from .capture import Capture, DecodedTarget, capture
 from .inspect import positional_tables
 from .pack_export import Unsupported, live_spec, weight_bytes

@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
-from model.analysis.budget import WorkBudget, beam_refusal, source_length
+from model.analysis.budget import WorkBudget, beam_refusal
+from model.analysis.budget_input import source_length
 from model.decoding.strategy_export import beam_csv, beam_json
 from tasks.gold import gold_alignment
 from ui import caches
