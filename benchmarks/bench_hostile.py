@@ -24,7 +24,7 @@ rewrites `a` as 2,000 `z`s with 20,000 characters of `a b`, the integrated-gradi
 settings (31 letters, attr_steps=128), a wide checkpoint (d_ff 8192) on the Attribution page, a BART folder with a
 57 MB vocab.json, and a visitor who opens the Attribution page of the reverse demo on 31 letters (the default
 methods and attention flow: the defaults alone finish in about a second) and leaves once its worker runs. One
-row each: the ordinary sessions' p95 before and during (ratio), the server's RSS at the start, its peak and after,
+row each: the ordinary sessions' p95 before and during (ratio), the server's RSS before the attack, its peak and after,
 the workers' peak RSS (every child of the server), the attack's own seconds, the seconds from leaving until no
 worker was left, tracebacks, the upload folder's bytes.
 
@@ -368,14 +368,15 @@ def main_issue30(args) -> None:
             base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
             attacks = issue30_links(models) if quiet else {}
             for k, (name, links) in enumerate(attacks.items(), start=1):
-                disk = upload_bytes(tmp / "app")
+                disk, before = upload_bytes(tmp / "app"), rss_bytes(server.process.pid)
                 r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], True, links=links)
                 after = rss_bytes(server.process.pid)
                 seconds = " ".join(f"{sec:.1f}" for _, sec, _ in r["hostile"])
                 rows.append([name, f"{base_p95:.2f}", f"{pct(r['changes'], 0.95):.2f}",
-                             f"{pct(r['changes'], 0.95) / base_p95:.2f}x", f"{start_rss / 2**20:.0f} / {r['peak'] / 2**20:.0f} / {after / 2**20:.0f}",
+                             f"{pct(r['changes'], 0.95) / base_p95:.2f}x", f"{before / 2**20:.0f} / {r['peak'] / 2**20:.0f} / {after / 2**20:.0f}",
                              f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
                              f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
+            before = rss_bytes(server.process.pid)
             seen, stopped = asyncio.run(
                 # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
                 leave_mid_run(
@@ -390,7 +391,7 @@ def main_issue30(args) -> None:
             )
             after = rss_bytes(server.process.pid)
             rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
-                         f"{start_rss / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
+                         f"{before / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
                          f"{stopped:.2f}", "-", "-"])  # fmt: skip
             log_tracebacks = server.log().count("Traceback")
         finally:
@@ -398,11 +399,12 @@ def main_issue30(args) -> None:
     print(
         f"\n{args.sessions} ordinary sessions (reverse demo), a new input every {args.interval:g} s, {args.changes} "
         f"changes each; work budget {args.work_mb} MB; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-        f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; server RSS {start_rss / 2**20:.0f} MB after a first "
+        "ordinary session (each attack's row: its own before / peak / after)"
     )
     print(
         table(
-            ["attack", "p95 before (s)", "p95 during (s)", "ratio", "server RSS start / peak / after (MB)",
+            ["attack", "p95 before (s)", "p95 during (s)", "ratio", "server RSS before / peak / after (MB)",
              "worker peak RSS (MB)", "attack's own seconds", "s until stopped after leaving", "tracebacks on pages",
              "upload bytes before / after"],
             rows,
