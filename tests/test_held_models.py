@@ -74,11 +74,15 @@ def test_choosing_another_model_lets_go_of_the_one_shown_before(fresh, monkeypat
     assert set(held_models._HELD) == {"c"}
 
 
-def test_outside_a_served_process_nothing_is_released(fresh, monkeypatch):
+def test_outside_a_served_process_the_most_recent_few_are_kept(fresh, monkeypatch):
     monkeypatch.setattr(held_models, "_connected", lambda: None)  # AppTest: no runtime, no connections to ask
     as_session(monkeypatch, "s1")
     held_models.hold("a", "path:a", "model", Model)
     assert held_models.sweep() == [] and held_models.held_count() == 1
+    for k in range(held_models.UNWATCHED + 2):
+        held_models.hold(f"k{k}", f"path:{k}", "model", Model)
+    held_models.hold("k2", "path:2", "model", Model)  # shown again: the most recent
+    assert list(held_models._HELD) == [f"k{k}" for k in (3, 4, 5, 6, 7, 8, 9, 2)]
 
 
 def test_a_released_model_is_freed_though_the_pages_globals_outlive_the_run(tmp_path, char_tokenizer, monkeypatch):

@@ -22,6 +22,7 @@ from ui.bounded_cache import drop_mentioning
 
 _LOG = logging.getLogger(__name__)
 SWEEP_S = 2.0  # seconds between two looks at which sessions are still connected
+UNWATCHED = 8  # models kept where no runtime says which sessions are connected
 
 
 _HELD: dict[Hashable, tuple[Any, str]] = {}  # cache key -> (the loaded model, the model key its results are under)
@@ -58,10 +59,14 @@ def hold(cache_key: Hashable, model_key: str, slot: str, load: Callable[[], Any]
             held = _HELD.get(cache_key)
         loaded = held[0] if held is not None else load()
         with _LOCK:  # kept and claimed at once: a sweep in between would release it
-            _HELD[cache_key] = (loaded, model_key)
+            _HELD.pop(cache_key, None)
+            _HELD[cache_key] = (loaded, model_key)  # the most recently shown last
             before = _SLOTS.get((session, slot)) if session is not None else None
             if session is not None:
                 _SLOTS[(session, slot)] = cache_key
+            if _connected() is None:  # no sessions to ask (AppTest, a script): the most recent few, as a cache would
+                for old in list(_HELD)[:-UNWATCHED]:
+                    del _HELD[old]
     if session is not None:
         _start_sweeper()
     if before is not None and before != cache_key:
