@@ -11,18 +11,25 @@ import zipfile
 from pathlib import Path
 
 
+def letters_checkpoint(path: Path, **shape) -> None:
+    """A one-layer checkpoint over the 26 letters, random weights, in the shape given (d_model, heads, d_ff, max_len)."""
+    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
+
+    vocab = Vocab.build("abcdefghijklmnopqrstuvwxyz", level="char")
+    cfg = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), n_encoder_layers=1, n_decoder_layers=1, dropout=0.0,
+        **shape,
+    )  # fmt: skip
+    save_checkpoint(build_model(cfg, seed=0), Tokenizer(vocab, vocab), path, card={"examples": ["abc"]})
+
+
 def hostile_models(folder: Path) -> dict[str, Path]:
     """The issue's two hostile checkpoints, written into `folder` (a server folder the benchmark allows)."""
     import torch
 
-    from model import Tokenizer, TransformerConfig, Vocab, build_model, load_checkpoint, save_checkpoint
+    from model import TransformerConfig, build_model, load_checkpoint, save_checkpoint
 
-    vocab = Vocab.build("abcdefghijklmnopqrstuvwxyz", level="char")
-    wide = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32, n_heads=32, d_ff=64,
-        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=16384,
-    )  # fmt: skip
-    save_checkpoint(build_model(wide, seed=0), Tokenizer(vocab, vocab), folder / "wide", card={"examples": ["abc"]})
+    letters_checkpoint(folder / "wide", d_model=32, n_heads=32, d_ff=64, max_len=16384)
     model, tok = load_checkpoint(Path(__file__).resolve().parents[1] / "checkpoints" / "reverse")
     config = TransformerConfig.from_dict({**model.config.to_dict(), "max_len": 16384})
     noeos = build_model(config, seed=0)
@@ -46,8 +53,6 @@ def issue30_models(folder: Path) -> dict[str, Path]:
     import torch
     import transformers
     from tokenizers import ByteLevelBPETokenizer
-
-    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
     rng = random.Random(0)
     words = "the cat sat on a mat and the dog ran to the red house while birds sang in old trees".split()
@@ -85,12 +90,7 @@ def issue30_models(folder: Path) -> dict[str, Path]:
     with open(bart / "vocab.json", "w") as f:  # 2.5 M entries, about 57 MB
         f.write(json.dumps(entries)[:-1])
         f.write("".join(f', "tok{i:09d}x{i % 97:02d}abcdefghij": {4 + i % 296}' for i in range(2_500_000)) + "}")
-    vocab = Vocab.build("abcdefghijklmnopqrstuvwxyz", level="char")
-    wide = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=512, n_heads=8, d_ff=8192,
-        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=128,
-    )  # fmt: skip
-    save_checkpoint(build_model(wide, seed=0), Tokenizer(vocab, vocab), folder / "wide_ff", card={"examples": ["abc"]})
+    letters_checkpoint(folder / "wide_ff", d_model=512, n_heads=8, d_ff=8192, max_len=128)
     return {"amplify": t5, "vocab57": bart, "wide_ff": folder / "wide_ff"}
 
 
