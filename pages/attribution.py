@@ -56,7 +56,7 @@ URL = Keys(
     Key("attr_n", 10, choices=N_CHOICES, cast=int),
 )
 shown = ui.choose_methods(URL)
-settings = ui.settings_controls(URL)
+settings = ui.settings_controls(URL, session.tokenizer)
 
 try:
     results = ui.computed(session, changes, settings, shown)

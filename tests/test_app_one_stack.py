@@ -196,3 +196,28 @@ def test_bertviz_draws_the_one_stack(folders, family, view):
     assert right[: len(tokens)] == prettify(tokens)
     # the row convention: a decoder row is the token it writes (the next one), an encoder row its own token
     assert left[:-1] == right[1:] if decoder else left == right
+
+
+@pytest.mark.parametrize("family", ["bert-mlm", "gpt2"])
+def test_the_mask_token_is_offered_where_the_vocabulary_has_one(folders, family):
+    """The Attribution page's occlusion and integrated-gradients settings offer the mask token for BERT, whose link
+    may ask for it (occlusion's bars are then attribute()'s with [MASK]); for GPT-2 the same link is not valid here."""
+    from model import attribute
+    from ui.url_state import Key, invalid_warning
+
+    at = open_page("attribution", f"path:{folders[family]}", text=TEXT, attr_occ="mask")
+    no_error(at)
+    occ_box = next(s for s in at.selectbox if s.key == "attr_occ")
+    base_box = next(s for s in at.selectbox if s.key == "attr_base")
+    has_mask = family == "bert-mlm"
+    assert (_("the mask token") in occ_box.options) is has_mask  # the options as shown (format_func)
+    assert (_("the mask token everywhere") in base_box.options) is has_mask
+    assert occ_box.value == ("mask" if has_mask else "unk")
+    warned = invalid_warning(Key("attr_occ")) in [w.value for w in at.warning]
+    assert warned is not has_mask
+    if has_mask:
+        model, tok = load_checkpoint(folders[family])
+        occ = attribute(model, tok, TEXT, method="occlusion", replacement="mask")
+        fig = _bars(at, occ.output_tokens[0])
+        bars = np.asarray(_z({"data": [{"z": next(d["x"] for d in fig["data"] if d.get("name") == _("Occlusion"))}]}))
+        np.testing.assert_allclose(bars.astype(float), occ.scores[0], atol=1e-5)

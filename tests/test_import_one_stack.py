@@ -228,3 +228,32 @@ def test_occlusion_and_rollout_match_transformers(families, name, target):
     top = len(out.attentions)
     want = np.array([[nx.maximum_flow_value(g, (top, q), (0, k)) for k in range(P)] for q in at])
     np.testing.assert_allclose(flow.scores, want / want.sum(1, keepdims=True), atol=1e-5)
+
+
+def test_occlusion_by_the_mask_token_where_the_vocabulary_has_one(families):
+    """BERT: occlusion may replace each token by [MASK] (transformers' own tokenizer names its id), equal to
+    transformers' log-probs with that token masked; the page offers it (and integrated gradients' mask baseline) only
+    for a vocabulary with a mask token: not GPT-2's."""
+    from model import attribute
+    from model.analysis.attribution_methods.registry import METHODS
+
+    family, model, tok = families["bert-mlm"]
+    mask = family.tokenizer.mask_token_id
+    p, ids, scored, at = _hf_case(family, tok, PROMPT, None)
+    occ = attribute(model, tok, PROMPT, None, method="occlusion", replacement="mask")
+    assert occ.settings["replacement"] == family.tokenizer.mask_token
+    with torch.no_grad():
+        logp = family.hf(torch.tensor([ids])).logits[0].double().log_softmax(-1)[at, scored].numpy()
+        want = np.zeros((len(scored), len(p)))
+        for s in range(len(p)):
+            hidden = list(ids)
+            hidden[s] = mask
+            changed = family.hf(torch.tensor([hidden])).logits[0].double().log_softmax(-1)[at, scored].numpy()
+            want[:, s] = logp - changed
+    np.testing.assert_allclose(occ.scores, want, atol=2e-4)
+    choices = {c.name: c for module in METHODS.values() for c in module.SETTINGS}
+    _, _, gpt2_tok = families["gpt2"]
+    for name in ("replacement", "baseline"):
+        assert "mask" in choices[name].options_for(tok) and "mask" not in choices[name].options_for(gpt2_tok)
+    with pytest.raises(ValueError, match="no mask token"):
+        attribute(families["gpt2"][1], gpt2_tok, PROMPT, CONTINUATION, method="occlusion", replacement="mask")

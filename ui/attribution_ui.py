@@ -80,12 +80,14 @@ def choose_methods(url: Keys) -> list[str]:
     return shown
 
 
-def settings_controls(url: Keys) -> dict:
-    """Every method's settings in one collapsed row (the registry's Choices), read from and written to the link."""
+def settings_controls(url: Keys, tokenizer) -> dict:
+    """Every method's settings in one collapsed row (the registry's Choices), read from and written to the link;
+    each offers the values this model has (a mask token only where its vocabulary has one)."""
     with st.expander(_("Settings of the methods"), icon=":material/tune:"):
         for column, c in zip(st.columns(max(1, len(CHOICES))), CHOICES):
-            url.read(c.link)
-            column.selectbox(_(c.title), list(c.options), key=c.link, format_func=lambda v, c=c: _(str(c.options[v])))
+            offered = c.options_for(tokenizer)
+            url.read(c.link, choices=offered)
+            column.selectbox(_(c.title), offered, key=c.link, format_func=lambda v, c=c: _(str(c.options[v])))
     values = {c.name: st.session_state[c.link] for c in CHOICES}
     url.write(**{c.link: values[c.name] for c in CHOICES})
     return values

@@ -49,7 +49,11 @@ def _load_cached(path: str, stamp: float, n_heads: int | None, vocab: tuple[tupl
 
 
 def load(
-    path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...], held: tuple[str, str] | None = None
+    path: str,
+    stamp: float,
+    n_heads: int | None,
+    vocab: tuple[tuple[str, str], ...],
+    held: tuple[str, str] | None = None,
 ):
     """The model, loaded once per process; a spinner in the reader's language while it loads (shown after a moment:
     never for a model already loaded). A demo is kept for the process; a visitor's folder or upload (held: the
@@ -59,7 +63,10 @@ def load(
             return _load_cached(path, stamp, n_heads, vocab)
         slot, model_key = held
         return held_models.hold(
-            (path, stamp, n_heads, vocab), model_key, slot, lambda: load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+            (path, stamp, n_heads, vocab),
+            model_key,
+            slot,
+            lambda: load_checkpoint(path, n_heads=n_heads, **dict(vocab)),
         )
 
 

@@ -41,8 +41,8 @@ from .attribution_methods.registry import METHODS as REGISTRY
 from .scored import prepare
 
 METHODS = tuple(REGISTRY)  # ("rollout", "flow", "grad_x_input", "integrated_gradients", "occlusion")
-BASELINES = ("zero", "pad", "unk")
-REPLACEMENTS = ("unk", "pad")
+_CHOICES = {c.name: tuple(c.options) for module in REGISTRY.values() for c in module.SETTINGS}
+BASELINES, REPLACEMENTS = _CHOICES["baseline"], _CHOICES["replacement"]  # the registry's own option lists
 DEFAULT_STEPS = 32  # integrated gradients: Gauss-Legendre points per piece of the path
 MAX_STEPS = 1024
 

@@ -14,7 +14,9 @@ A method module holds both halves of the method:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,3 +28,8 @@ class Choice:
     default: object
     options: dict  # value -> its name on the page (marked with N_)
     title: str  # the control's label (marked with N_)
+    offered: Callable[[object, Any], bool] | None = None  # (value, tokenizer) -> whether this model has it; None: all
+
+    def options_for(self, tokenizer) -> list:
+        """The values a model with this tokenizer can use (a mask token only where its vocabulary has one)."""
+        return [v for v in self.options if self.offered is None or self.offered(v, tokenizer)]

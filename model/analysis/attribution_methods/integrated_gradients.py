@@ -1,6 +1,7 @@
 """Integrated gradients: Σ_d (x - x')_sd ∫_0^1 ∂ log p(y_t)(x' + α(x - x')) / ∂x_sd dα (Captum IntegratedGradients,
 Gauss-Legendre with `steps` points per piece of the path, passes._integrated); x' the baseline: every source token's
-embedding replaced by the "pad" (default) or "unk" token's, or "zero" embeddings. Completeness: a row sums to
+embedding replaced by the "pad" (default), "unk" or "mask" token's (where the vocabulary has a mask token), or
+"zero" embeddings. Completeness: a row sums to
 log p(y_t | x) - log p(y_t | x') within 1% with the default steps."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from i18n import M_, N_
 
 from ..budget import OVER_OPS, BudgetExceeded, Plan, backward_bytes, forward_ops, gradient_rows, shorter_input
 from . import Choice
-from .passes import MIN_PIECE, gradients, special_id
+from .passes import MIN_PIECE, gradients, has_special, special_id
 
 NAME = "integrated_gradients"
 TITLE = N_("Integrated gradients")
@@ -23,10 +24,11 @@ BASELINES = {
     "zero": N_("zero embeddings"),
     "pad": N_("the <pad> token everywhere"),
     "unk": N_("the <unk> token everywhere"),
+    "mask": N_("the mask token everywhere"),
 }
 STEPS = {8: "8", 16: "16", 32: "32", 64: "64", 128: "128"}
 SETTINGS = (
-    Choice("baseline", "attr_base", "pad", BASELINES, N_("Baseline of integrated gradients")),
+    Choice("baseline", "attr_base", "pad", BASELINES, N_("Baseline of integrated gradients"), offered=has_special),
     Choice("steps", "attr_steps", 32, STEPS, N_("Points per piece of the path")),
 )
 CHEAP = False  # a backward pass per point of the path, the path cut into pieces until complete: seconds

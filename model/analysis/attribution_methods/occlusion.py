@@ -1,4 +1,5 @@
-"""Occlusion: log p(y_t) - log p(y_t with source token s replaced by `replacement`: "unk" or "pad"), the decoder
+"""Occlusion: log p(y_t) - log p(y_t with source token s replaced by `replacement`: "unk", "pad" or "mask", the
+vocabulary's mask token where it has one: BERT's [MASK], BART's <mask>), the decoder
 input held fixed; the reference of the agreement table."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from i18n import M_, N_
 
 from ..budget import forward_ops, input_plan, pass_bytes
 from . import Choice
-from .passes import LOGIT_BUDGET, occlusion, special_id
+from .passes import LOGIT_BUDGET, has_special, occlusion, special_id
 
 NAME = "occlusion"
 TITLE = N_("Occlusion")
@@ -18,9 +19,10 @@ EXPLANATION = N_(
 )
 SETTINGS = (
     Choice(
-        "replacement", "attr_occ", "unk", {"unk": N_("<unk>"), "pad": N_("<pad>")}, N_("Occlusion replaces a token by")
+        "replacement", "attr_occ", "unk", {"unk": N_("<unk>"), "pad": N_("<pad>"), "mask": N_("the mask token")},
+        N_("Occlusion replaces a token by"), offered=has_special,
     ),
-)
+)  # fmt: skip
 CHEAP = True
 
 

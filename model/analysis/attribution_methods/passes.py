@@ -22,11 +22,17 @@ LOGIT_BUDGET = 1 << 24  # most logits (rows x positions x vocabulary) one batch 
 
 
 def special_id(tokenizer: Tokenizer, name: str) -> int:
-    """The source vocabulary's id of <unk> or <pad> (ValueError when it has none)."""
+    """The source vocabulary's id of <unk>, <pad> or its mask token (BERT's [MASK], BART's <mask>); ValueError when it
+    has none."""
     value = getattr(tokenizer.source, f"{name}_id", None)
     if value is None:
         raise ValueError(f"the source vocabulary has no {name} token")
     return int(value)
+
+
+def has_special(name: object, tokenizer: Tokenizer) -> bool:
+    """Whether the source vocabulary has the special token `name` ("zero": no token needed): a Choice's `offered`."""
+    return name == "zero" or getattr(tokenizer.source, f"{name}_id", None) is not None
 
 
 def keep_masks(model: nn.Module, changes: Interventions) -> dict[str, np.ndarray] | None:

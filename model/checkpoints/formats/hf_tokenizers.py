@@ -59,6 +59,9 @@ def _sentencepiece(path: Path, folder: str):
         ) from None
 
 
+MASK_TOKENS = ("[MASK]", "<mask>")  # the masked-LM token of BERT-like and BART-like vocabularies
+
+
 class HFVocab:
     """One side of a Hugging Face tokenizer: the library splits text into pieces, `ids` numbers them."""
 
@@ -82,6 +85,11 @@ class HFVocab:
 
     def __len__(self) -> int:
         return self.size
+
+    @property
+    def mask_id(self) -> int | None:
+        """The id of the mask token (BERT's [MASK], BART's <mask>) where the tokenizer has one."""
+        return next((self.added[t] for t in MASK_TOKENS if t in self.added), None)
 
     def encode(self, text: str) -> list[int]:
         return self.prefix + self.piece_ids(text)
