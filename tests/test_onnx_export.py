@@ -350,3 +350,32 @@ def test_the_step_graphs_mask_a_written_pad_as_the_capture(demos):
     words = [t for t in tok.target.tokens if not t.startswith("<")][:2]
     cap = assert_steps_are_the_capture(runs, model, tok, "the cat sees the dog .", f"{words[0]} <pad> {words[1]}")
     assert model.config.pad_id in cap.target_ids[1:]
+
+
+def test_a_marian_folder_packed_in_float16_with_shared_weights_decodes_as_the_rounded_model(marian_dir):  # noqa: F811
+    """The large pack's graphs (model/analysis/pack_weights.py) on a tiny opus-mt-shaped folder (shared and tied
+    table, <pad> as the start token): the model's parameters rounded to float16 and stored so, each tensor once (the
+    table not in both graphs, its transposed copy a Transpose node), float32 arithmetic. Greedy decoding over them
+    writes greedy_decode's tokens of the rounded model, and the steps' rows are its capture() within 1e-4."""
+    from model import greedy_decode
+    from model.analysis.onnx_export import export_step_graphs, step_names
+    from model.analysis.pack_weights import half_rounded, sessions, shared_weights
+
+    model, tok = load_checkpoint(marian_dir)
+    rounded = half_rounded(model)
+    graphs, blob = shared_weights(export_step_graphs(rounded))
+    V, D = rounded.src_embed.weight.shape
+    where = {}
+    for name, graph in graphs.items():
+        for t in onnx.load_from_string(graph).graph.initializer:
+            assert sorted(t.dims) != sorted([V, D]) or t.data_location == onnx.TensorProto.EXTERNAL, t.name
+            if sorted(t.dims) == sorted([V, D]):
+                assert t.data_type == onnx.TensorProto.FLOAT16
+                where.setdefault(name, []).append({e.key: e.value for e in t.external_data}["offset"])
+    assert where["encoder"] == where["step"] and len(where["step"]) == 1  # the table once, no transposed copy
+    runs = sessions(graphs, blob)
+    for text in TEXTS["marian"] if "marian" in TEXTS else ["the cat sat on the mat", "a dog"]:
+        trace = greedy_decode(rounded, tok, text)
+        _, written, _ = step_loop(runs, step_names(rounded), rounded.config, trace.source_ids, limit=len(trace.steps))
+        assert written == trace.output_ids
+        assert_steps_are_the_capture(runs, rounded, tok, text)
