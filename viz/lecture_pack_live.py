@@ -114,14 +114,23 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
         why = _esc(_("This pack runs no model of its own: {why}.").format(why=_(note) if note else _("none was given")))
         return f'<section id="live"><h2>{heading}</h2><p class="warning">{why}</p></section>'
     size = f"{spec['n_bytes'] / 1e6:.1f}"
-    about = _esc(
-        _(
-            "Type any input and press Enter: this page runs the model itself ({mb} MB of weights inside this file, "
-            "no server, no network), decodes greedily step by step and draws every view below for it."
-        ).format(mb=size)
-    )
+    if spec.get("weights"):
+        about = _esc(
+            _(
+                "Type any input and press Enter: this page runs the model itself ({mb} MB of weights in float16, in the "
+                "files beside this page; no server, no network), decodes greedily step by step and draws every view "
+                "below for it."
+            ).format(mb=size)
+        )
+    else:
+        about = _esc(
+            _(
+                "Type any input and press Enter: this page runs the model itself ({mb} MB of weights inside this file, "
+                "no server, no network), decodes greedily step by step and draws every view below for it."
+            ).format(mb=size)
+        )
     label = _esc(_("Input for the model"))
-    model_json = json.dumps(spec, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    model_json = json.dumps(public_spec(spec), ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     model_json = model_json.replace("&", "\\u0026")
     return (
         f'<section id="live"><h2>{heading}</h2><p>{about}</p>'
@@ -158,12 +167,38 @@ def runtime_scripts() -> str:
     )
 
 
+CHUNK = 16 * 1024 * 1024  # bytes of weights per file beside a folder pack's page
+
+
+def weight_files(spec: dict | None) -> dict[str, bytes]:
+    """A folder pack's weights as scripts beside its page ({name: bytes}; none for a one-file pack): each file pushes
+    [index, base64] onto window.PackWeights. Loaded by <script src> (a page opened from file:// may not fetch)."""
+    if not spec or not spec.get("weights"):
+        return {}
+    data = spec["weights"]["data"]
+    files = {}
+    for i in range(0, max(1, -(-len(data) // CHUNK))):
+        b64 = base64.b64encode(data[i * CHUNK : (i + 1) * CHUNK]).decode("ascii")
+        files[f"weights-{i:02d}.js"] = f'(window.PackWeights = window.PackWeights || []).push([{i}, "{b64}"]);\n'.encode()
+    return files
+
+
+def public_spec(spec: dict) -> dict:
+    """The spec as the page reads it: a folder pack's weights named by their files, not inlined."""
+    if not spec.get("weights"):
+        return spec
+    w = {k: v for k, v in spec["weights"].items() if k != "data"}
+    return {**spec, "weights": {**w, "files": list(weight_files(spec))}}
+
+
 def live_scripts(spec: dict | None) -> str:
-    """The scripts of the live section (after lecture_pack.js), or nothing without a model."""
+    """The scripts of the live section (after lecture_pack.js), or nothing without a model: a folder pack's weight
+    files first (their <script src> run in order, before the model's scripts start)."""
     if spec is None:
         return ""
+    beside = "".join(f'<script src="{_esc(name)}"></script>' for name in public_spec(spec).get("weights", {}).get("files", []))
     ours = "".join(
         f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
     )
     tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
-    return runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours
+    return beside + runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours
