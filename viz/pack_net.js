@@ -1,6 +1,7 @@
 // The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
 // (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
-//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix)
+//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix); or, in
+//                                             // a folder pack, encoder (with cross keys/values) and step (cached)
 //   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
 // r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
 //     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}

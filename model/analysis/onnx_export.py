@@ -26,6 +26,8 @@ has a masked-LM head), as model.capture records them:
 
 The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
 for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
+A model too large for that (a folder pack) has export_step_graphs' two graphs instead: the encoder with every decoder
+layer's cross-attention keys and values, and a one-token step with the key/value cache as inputs and outputs.
 Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output that writes one).
 """
 
