@@ -96,5 +96,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
     for name, data in files.items():
         (folder / name).write_bytes(data)
     size = sum(len(d) for d in files.values())
-    print(f"wrote {folder / 'index.html'} and {len(files) - 1} weight files beside it ({size / 1e6:.2f} MB, {len(texts)} inputs)")
+    print(
+        f"wrote {folder / 'index.html'} and {len(files) - 1} weight files beside it ({size / 1e6:.2f} MB, {len(texts)} inputs)"
+    )
     return 0

@@ -272,7 +272,9 @@ def step_loop(runs, names, config, source, target=None, limit=0, pad_mask=False)
     got = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"source_ids": src})))
     cross = {n: got[n] for n in inputs if n.startswith("cross_")}
     some = cross[next(iter(cross))]
-    past = {n: np.zeros((1, some.shape[1], 0, some.shape[3]), dtype=np.float32) for n in inputs if n.startswith("past_")}
+    past = {
+        n: np.zeros((1, some.shape[1], 0, some.shape[3]), dtype=np.float32) for n in inputs if n.startswith("past_")
+    }
     seq, steps = [config.bos_id], []
     for t in range(limit if target is None else len(target)):
         feeds = {"target_ids": np.array([[seq[-1]]]), "key_ids": np.array([seq]), "source_ids": src}
@@ -306,7 +308,9 @@ def test_the_cached_step_graphs_decode_as_greedy_decode_and_capture(demos, name)
 
     model, tok = demos[name]
     cfg = model.config
-    runs = {k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()}
+    runs = {
+        k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()
+    }
     text = INPUTS.get(name, "Stressed? 42 déjà")
     trace = greedy_decode(model, tok, text)
     _, written, steps = step_loop(runs, step_names(model), cfg, trace.source_ids, limit=len(trace.steps))
@@ -350,7 +354,9 @@ def test_the_step_graphs_mask_a_written_pad_as_the_capture(demos):
     from model.analysis.onnx_export import export_step_graphs
 
     model, tok = demos["translate"]
-    runs = {k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()}
+    runs = {
+        k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()
+    }
     words = [t for t in tok.target.tokens if not t.startswith("<")][:2]
     cap = assert_steps_are_the_capture(runs, model, tok, "the cat sees the dog .", f"{words[0]} <pad> {words[1]}")
     assert model.config.pad_id in cap.target_ids[1:]

@@ -175,12 +175,15 @@ def weight_files(spec: dict | None) -> dict[str, bytes]:
     [index, base64] onto window.PackWeights. Loaded by <script src> (a page opened from file:// may not fetch)."""
     if not spec or not spec.get("weights"):
         return {}
-    data = spec["weights"]["data"]
-    files = {}
-    for i in range(0, max(1, -(-len(data) // CHUNK))):
+    data, files = spec["weights"]["data"], {}
+    for i, name in enumerate(_weight_names(len(data))):
         b64 = base64.b64encode(data[i * CHUNK : (i + 1) * CHUNK]).decode("ascii")
-        files[f"weights-{i:02d}.js"] = f'(window.PackWeights = window.PackWeights || []).push([{i}, "{b64}"]);\n'.encode()
+        files[name] = f'(window.PackWeights = window.PackWeights || []).push([{i}, "{b64}"]);\n'.encode()
     return files
+
+
+def _weight_names(n_bytes: int) -> list[str]:
+    return [f"weights-{i:02d}.js" for i in range(max(1, -(-n_bytes // CHUNK)))]
 
 
 def public_spec(spec: dict) -> dict:
@@ -188,7 +191,7 @@ def public_spec(spec: dict) -> dict:
     if not spec.get("weights"):
         return spec
     w = {k: v for k, v in spec["weights"].items() if k != "data"}
-    return {**spec, "weights": {**w, "files": list(weight_files(spec))}}
+    return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"]))}}
 
 
 def live_scripts(spec: dict | None) -> str:
@@ -196,7 +199,9 @@ def live_scripts(spec: dict | None) -> str:
     files first (their <script src> run in order, before the model's scripts start)."""
     if spec is None:
         return ""
-    beside = "".join(f'<script src="{_esc(name)}"></script>' for name in public_spec(spec).get("weights", {}).get("files", []))
+    beside = "".join(
+        f'<script src="{_esc(name)}"></script>' for name in public_spec(spec).get("weights", {}).get("files", [])
+    )
     ours = "".join(
         f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
     )

@@ -260,7 +260,10 @@ class _Step(nn.Module):
         n = len(model.decoder.layers)
         past, cross = past_and_cross[: 2 * n], past_and_cross[2 * n :]
         cache = DecoderCache(
-            [LayerCache(KVCache(past[2 * i], past[2 * i + 1]), KVCache(cross[2 * i], cross[2 * i + 1])) for i in range(n)]
+            [
+                LayerCache(KVCache(past[2 * i], past[2 * i + 1]), KVCache(cross[2 * i], cross[2 * i + 1]))
+                for i in range(n)
+            ]
         )
         cache.positions = torch.arange(past[0].size(2), device=target_ids.device)  # (P,) the cached keys' positions
         other = (model.config.pad_id + 1) % model.config.tgt_vocab_size

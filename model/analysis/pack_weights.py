@@ -58,7 +58,9 @@ def shared_weights(graphs: dict[str, bytes]) -> tuple[dict[str, bytes], bytes]:
         arrays = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         new_nodes, drop = [], set()
         # a matrix that is another's transpose: a Transpose node of the one more graphs hold
-        mats = [(n, a) for n, a in arrays.items() if a.ndim == 2 and a.dtype == np.float32 and a.size * 4 >= MIN_EXTERNAL]
+        mats = [
+            (n, a) for n, a in arrays.items() if a.ndim == 2 and a.dtype == np.float32 and a.size * 4 >= MIN_EXTERNAL
+        ]
         for i, (n1, a1) in enumerate(mats):
             for n2, a2 in mats[i + 1 :]:
                 if n1 in drop or n2 in drop or a1.shape != a2.shape[::-1] or not np.array_equal(a1.T, a2):
@@ -89,7 +91,9 @@ def shared_weights(graphs: dict[str, bytes]) -> tuple[dict[str, bytes], bytes]:
                     entry.key, entry.value = key, value
             inits.append(tensor)
             if cast:
-                new_nodes.append(helper.make_node("Cast", [tensor.name], [t.name], to=onnx.TensorProto.FLOAT, name=f"{t.name}/cast"))
+                new_nodes.append(
+                    helper.make_node("Cast", [tensor.name], [t.name], to=onnx.TensorProto.FLOAT, name=f"{t.name}/cast")
+                )
         del graph.initializer[:]
         graph.initializer.extend(inits)
         nodes = list(graph.node)
