@@ -7,6 +7,8 @@ The network is not described here: `graphs` are the ONNX exports of the model's 
 (viz/pack_net.js). So every model the app opens can be packed (every positional kind, gated feed-forwards, RMS norms,
 embedding norms, rescaled outputs, forced first tokens) when its graphs fit the pack's budget. A model the page
 cannot run raises Unsupported with a sentence saying why: the builder writes a pack without the live model then.
+An encoder-decoder above the budget may go as a folder pack (live_spec(..., folder=True)): the cached step graphs
+(onnx_export.export_step_graphs) and their float16 weights stored once beside the page (pack_weights).
 """
 
 from __future__ import annotations
