@@ -6,6 +6,9 @@
 
 --model is a checkpoint folder (or file) or the name of a shipped demo; without --input the examples of
 the checkpoint's card.json are used. The file opens in any browser with no server and no network.
+An encoder-decoder whose weights are too large for one file (above 7 MB of graphs, e.g. an opus-mt model) is
+written as a folder instead: --out pack.html writes pack/index.html and its float16 weights beside it
+(weights-00.js, ...); open index.html.
 `transformer-viz pack` (after `pip install .`) and `python -m scripts.lecture_pack` (from the repository
 root) are the same command.
 """
@@ -23,7 +26,7 @@ from model.analysis.lecture import MAX_INPUTS, bounded_inputs, pack_records
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from tasks.cards import pack_checks
-from viz.lecture_pack import lecture_pack_html
+from viz.lecture_pack import lecture_pack_files
 
 
 def resolve_model(name: str) -> Path:
@@ -74,13 +77,26 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
             print(note, file=sys.stderr)
         progress = lambda done, total: print(f"\r{done}/{total} inputs run", end="", file=sys.stderr, flush=True)  # noqa: E731
         card = load_card(path) if path.is_dir() else {}
-        records = pack_records(model, tokenizer, texts, label=path.name, progress=progress, checks=pack_checks(card))
+        records = pack_records(
+            model, tokenizer, texts, label=path.name, progress=progress, checks=pack_checks(card), folder=True
+        )
         print(file=sys.stderr)
         with language_scope(args.lang):
-            page = lecture_pack_html(records, title=args.title).encode("utf-8")
+            files = lecture_pack_files(records, title=args.title)
     except (CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    args.out.write_bytes(page)
-    print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
+    if len(files) == 1:
+        page = files["index.html"]
+        args.out.write_bytes(page)
+        print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
+        return 0
+    folder = args.out.with_suffix("") if args.out.suffix == ".html" else args.out
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    size = sum(len(d) for d in files.values())
+    print(
+        f"wrote {folder / 'index.html'} and {len(files) - 1} weight files beside it ({size / 1e6:.2f} MB, {len(texts)} inputs)"
+    )
     return 0

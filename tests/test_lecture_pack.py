@@ -338,3 +338,22 @@ def test_a_model_with_positions_inside_attention_says_so_instead_of_a_zero_table
     assert html.escape(_(positional_kind(kind).PACK_TEXT)) in part and 'href="#pe"' in part
     assert "data-figure" not in part and "sinusoids" not in part
     assert not {"in0-pe-rows", "in0-pe-source", "in0-pe-target"} & set(pack_data(text)["figures"])
+
+
+def test_the_command_writes_a_model_above_the_one_file_budget_as_a_folder(tmp_path, monkeypatch):
+    """An encoder-decoder whose graphs exceed the one-file budget (here: a budget of 0): --out pack.html writes
+    pack/index.html and its float16 weights beside it, which the page loads with <script src>."""
+    from cli.pack import main
+    from model.analysis import pack_export
+
+    monkeypatch.setattr(pack_export, "MAX_BYTES", 0)
+    assert (
+        main(["--model", "translate", "--input", "the cat sees the dog .", "--out", str(tmp_path / "pack.html")]) == 0
+    )
+    folder = tmp_path / "pack"
+    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "weights-00.js"]
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert '<script src="weights-00.js"></script>' in page and not (tmp_path / "pack.html").exists()
+    assert (
+        (folder / "weights-00.js").read_text().startswith("(window.PackWeights = window.PackWeights || []).push([0, ")
+    )

@@ -47,8 +47,8 @@ PATHS = {
     "tests/test_onnx_export.py (the decoder-only demos against capture and greedy_decode, GPT-2, Llama and BERT "
     "against transformers)",
     "model/analysis/onnx_export.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
-    "tests/test_onnx_export.py::test_the_cached_step_graph_decodes_as_greedy_decode",
-    "model/analysis/onnx_export.py:export_step_graph": "(the same: the trace's example pass)",
+    "tests/test_onnx_export.py::test_the_cached_step_graphs_decode_as_greedy_decode_and_capture",
+    "model/analysis/onnx_export.py:export_step_graphs": "(the same: the trace's example pass)",
 }
 
 # The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.

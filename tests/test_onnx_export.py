@@ -27,6 +27,10 @@ INPUTS = {  # per demo: a typed input with capitals, punctuation, an unknown sym
     "translate": "the cat sees the dog .",
     "fr_en": "Nous avons un chat noir.",
 }
+# A float16 pack's model (parameters rounded to float16) against the float32 model, the stated tolerance (docs/pack.md):
+# measured at most 3.8e-3 (log-probs) and 3.9e-4 (attention maps) on the opus-mt-en-de shape, 1.3e-2 and 2e-3 on the
+# tiny Marian folder, whose small random matrices have far larger entries
+FLOAT16_LOG_PROBS, FLOAT16_MAPS = 5e-2, 5e-3
 
 
 def ort_greedy(runs, config, source, limit):
@@ -259,41 +263,135 @@ def test_an_encoder_only_folder_graph_matches_transformers(one_stack):
             assert np.abs(got[f"encoder_self.{i}"] - layer.numpy()).max() < MAX_ABS, i
 
 
+def step_loop(runs, names, config, source, target=None, limit=0, pad_mask=False):
+    """A loop over the step graph written out here: greedy (target None: argmax, the forced first token, stop after
+    </s>, at most `limit` steps) or teacher-forced over `target` (<s> y_1 .. y_n); each step's outputs by name."""
+    inputs, outputs = names
+    src = np.array([source], dtype=np.int64)
+    enc = runs["encoder"]
+    got = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"source_ids": src})))
+    cross = {n: got[n] for n in inputs if n.startswith("cross_")}
+    some = cross[next(iter(cross))]
+    past = {
+        n: np.zeros((1, some.shape[1], 0, some.shape[3]), dtype=np.float32) for n in inputs if n.startswith("past_")
+    }
+    seq, steps = [config.bos_id], []
+    for t in range(limit if target is None else len(target)):
+        feeds = {"target_ids": np.array([[seq[-1]]]), "key_ids": np.array([seq]), "source_ids": src}
+        feeds.update(pad_mask=np.array([pad_mask]), **past, **cross)
+        out = dict(zip(outputs, runs["step"].run(None, feeds)))
+        steps.append(out)
+        past = {n.replace("present_", "past_"): out[n] for n in outputs if n.startswith("present_")}
+        if target is not None:
+            if t + 1 < len(target):
+                seq.append(target[t + 1])
+            continue
+        token = int(np.argmax(out["log_probs"][0, -1]))
+        token = config.forced_bos_id if t == 0 and config.forced_bos_id is not None else token
+        seq.append(token)
+        if token == config.eos_id:
+            break
+    return got, seq[1:], steps
+
+
 @pytest.mark.parametrize("name", ["translate", "reverse_rope", "reverse_alibi", "reverse_relative"])
-def test_the_cached_step_graph_decodes_as_greedy_decode(demos, name):
-    """The decoder step with the key/value cache as inputs and outputs (export_step_graph), run by onnxruntime from
-    an empty cache: a greedy loop written here gives greedy_decode's tokens, and each step's top-5 probabilities and
-    attention rows (decoder self over the tokens so far, cross over the source) within 1e-4. Sinusoidal positions,
-    RoPE, ALiBi and T5's relative bias: each reads the step's position from the cache's length."""
+def test_the_cached_step_graphs_decode_as_greedy_decode_and_capture(demos, name):
+    """The encoder graph with the cross-attention keys and values (Transformer.cross_cache) and the decoder step with
+    the key/value cache as inputs and outputs (export_step_graphs), run by onnxruntime from an empty cache: a greedy
+    loop written here gives greedy_decode's tokens, each step's top-5 probabilities and attention rows within 1e-4;
+    a loop over the capture's decoder input gives capture()'s log-probs, every map, embeddings and positions row by
+    row. Sinusoidal positions, RoPE, ALiBi and T5's relative bias: each reads the step's position from the cache."""
     import onnxruntime as ort
 
     from model import greedy_decode
-    from model.analysis.onnx_export import export_step_graph, step_names
+    from model.analysis.onnx_export import export_step_graphs, step_names
 
     model, tok = demos[name]
     cfg = model.config
-    step = ort.InferenceSession(export_step_graph(model), providers=["CPUExecutionProvider"])
-    inputs, outputs = step_names(model)
+    runs = {
+        k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()
+    }
     text = INPUTS.get(name, "Stressed? 42 déjà")
     trace = greedy_decode(model, tok, text)
-    source = np.array([trace.source_ids], dtype=np.int64)
-    with torch.no_grad():
-        memory = model.encode(torch.tensor(source))[0].numpy()
-    H_kv, dk = model.decoder.layers[0].self_attn.n_kv_heads, model.decoder.layers[0].self_attn.d_head
-    past = {n: np.zeros((1, H_kv, 0, dk), dtype=np.float32) for n in inputs if n.startswith("past_")}
-    token, written = cfg.bos_id, []
-    for t, s in enumerate(trace.steps):
-        feeds = {"target_ids": np.array([[token]], dtype=np.int64), "memory": memory, "source_ids": source, **past}
-        got = dict(
-            zip(outputs, step.run(None, {k: v for k, v in feeds.items() if k in {i.name for i in step.get_inputs()}}))
-        )
+    _, written, steps = step_loop(runs, step_names(model), cfg, trace.source_ids, limit=len(trace.steps))
+    assert written == trace.output_ids
+    for t, (s, got) in enumerate(zip(trace.steps, steps)):
         probs = np.exp(got["log_probs"][0, -1].astype(np.float64))
-        token = cfg.forced_bos_id if t == 0 and cfg.forced_bos_id is not None else int(np.argmax(probs))
-        written.append(token)
         np.testing.assert_allclose(probs[s.top_ids], s.top_probs, atol=MAX_ABS, rtol=0)
         for i in range(cfg.n_decoder_layers):
             assert got[f"decoder_self.{i}"].shape == (1, cfg.n_heads, 1, t + 1)
             np.testing.assert_allclose(got[f"decoder_self.{i}"][0, :, 0], s.decoder_self[i], atol=MAX_ABS, rtol=0)
             np.testing.assert_allclose(got[f"cross.{i}"][0, :, 0], s.cross[i], atol=MAX_ABS, rtol=0)
-        past = {n.replace("present_", "past_"): got[n] for n in outputs if n.startswith("present_")}
-    assert written == trace.output_ids
+    assert_steps_are_the_capture(runs, model, tok, text)
+
+
+def assert_steps_are_the_capture(runs, model, tok, text, target=None, tol=MAX_ABS):
+    """A teacher-forced loop over the capture's decoder input (pad_mask on) gives capture()'s rows."""
+    from model.analysis.onnx_export import step_names
+
+    cap = capture(model, tok, text, target)
+    enc, _, steps = step_loop(runs, step_names(model), model.config, cap.source_ids, cap.target_ids, pad_mask=True)
+    np.testing.assert_allclose(enc["encoder_self.0"][0], cap.encoder_self[0], atol=tol, rtol=0)
+    stack = lambda name: np.concatenate([s[name] for s in steps], axis=-2)  # noqa: E731  rows along the query axis
+    np.testing.assert_allclose(stack("log_probs")[0], cap.log_probs, atol=tol, rtol=0)
+    T = len(cap.target_ids)
+    for i in range(model.config.n_decoder_layers):
+        self_rows = np.zeros((model.config.n_heads, T, T), dtype=np.float32)
+        for t, s in enumerate(steps):
+            self_rows[:, t, : t + 1] = s[f"decoder_self.{i}"][0, :, 0]
+        np.testing.assert_allclose(self_rows, cap.decoder_self[i], atol=tol, rtol=0)
+        np.testing.assert_allclose(stack(f"cross.{i}")[0], cap.cross[i], atol=tol, rtol=0)
+    np.testing.assert_allclose(stack("target_embeddings")[0], cap.target_embeddings, atol=tol, rtol=0)
+    np.testing.assert_allclose(np.concatenate([s["target_positions"] for s in steps]), cap.target_pe, atol=tol, rtol=0)
+    return cap
+
+
+def test_the_step_graphs_mask_a_written_pad_as_the_capture(demos):
+    """A decoder input holding <pad> (a model may write it): the loop with pad_mask on gives capture()'s rows, as the
+    teacher-forced pass masks that key."""
+    import onnxruntime as ort
+
+    from model.analysis.onnx_export import export_step_graphs
+
+    model, tok = demos["translate"]
+    runs = {
+        k: ort.InferenceSession(v, providers=["CPUExecutionProvider"]) for k, v in export_step_graphs(model).items()
+    }
+    words = [t for t in tok.target.tokens if not t.startswith("<")][:2]
+    cap = assert_steps_are_the_capture(runs, model, tok, "the cat sees the dog .", f"{words[0]} <pad> {words[1]}")
+    assert model.config.pad_id in cap.target_ids[1:]
+
+
+def test_a_marian_folder_packed_in_float16_with_shared_weights_decodes_as_the_rounded_model(marian_dir):  # noqa: F811
+    """The large pack's graphs (model/analysis/pack_weights.py) on a tiny opus-mt-shaped folder (shared and tied
+    table, <pad> as the start token): the model's parameters rounded to float16 and stored so, each tensor once (the
+    table not in both graphs, its transposed copy a Transpose node), float32 arithmetic. Greedy decoding over them
+    writes greedy_decode's tokens of the rounded model, and the steps' rows are its capture() within 1e-4."""
+    from model import greedy_decode
+    from model.analysis.onnx_export import export_step_graphs, step_names
+    from model.analysis.pack_weights import half_rounded, sessions, shared_weights
+
+    model, tok = load_checkpoint(marian_dir)
+    rounded = half_rounded(model)
+    graphs, blob = shared_weights(export_step_graphs(rounded))
+    V, D = rounded.src_embed.weight.shape
+    where = {}
+    for name, graph in graphs.items():
+        for t in onnx.load_from_string(graph).graph.initializer:
+            assert sorted(t.dims) != sorted([V, D]) or t.data_location == onnx.TensorProto.EXTERNAL, t.name
+            if sorted(t.dims) == sorted([V, D]):
+                assert t.data_type == onnx.TensorProto.FLOAT16
+                where.setdefault(name, []).append({e.key: e.value for e in t.external_data}["offset"])
+    assert where["encoder"] == where["step"] and len(where["step"]) == 1  # the table once, no transposed copy
+    runs = sessions(graphs, blob)
+    for text in TEXTS:
+        trace = greedy_decode(rounded, tok, text)
+        _, written, _ = step_loop(runs, step_names(rounded), rounded.config, trace.source_ids, limit=len(trace.steps))
+        assert written == trace.output_ids
+        cap = assert_steps_are_the_capture(runs, rounded, tok, text)
+        # the rounded model against the float32 one (the stated tolerance of a float16 pack, docs/pack.md)
+        exact = capture(model, tok, text)
+        assert exact.target_ids.tolist() == cap.target_ids.tolist()  # the same greedy output
+        assert np.abs(exact.log_probs - cap.log_probs).max() < FLOAT16_LOG_PROBS
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            assert np.abs(getattr(exact, kind) - getattr(cap, kind)).max() < FLOAT16_MAPS, kind

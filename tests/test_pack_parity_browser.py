@@ -17,7 +17,9 @@ import pytest
 
 from i18n import _
 from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
+from model.analysis import pack_export
 from model.analysis.lecture import pack_records
+from model.analysis.pack_weights import half_rounded
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, trained_range_warning
@@ -25,7 +27,7 @@ from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
 from tasks.cards import grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
-from viz.lecture_pack import lecture_pack_html
+from viz.lecture_pack import lecture_pack_files
 from viz.tokens import display_token
 
 TOL = 1e-4
@@ -89,18 +91,23 @@ def app_warnings(tok, model, card: dict, text: str) -> list[str]:
     return [_(w) for w in found]
 
 
-def open_pack(browser, folder, model, tok, card: dict, first: str):
+def open_pack(browser, folder, model, tok, card: dict, first: str, as_folder: bool = False):
     """(context, page, blocked, errors): a pack with `first` precomputed, opened from file:// with every other
-    request blocked, once its model is ready."""
-    records = pack_records(model, tok, [first], label="m", checks=pack_checks(card or {}))
+    request blocked, once its model is ready. as_folder: a folder pack (index.html and its weight files, the only
+    other requests let through)."""
+    records = pack_records(model, tok, [first], label="m", checks=pack_checks(card or {}), folder=as_folder)
     assert records.live is not None, records.live_note
-    pack = folder / "pack.html"
-    pack.write_text(lecture_pack_html(records), encoding="utf-8")
+    files = lecture_pack_files(records)
+    assert (len(files) > 1) == as_folder
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    pack = folder / "index.html"
     url = pack.as_uri()
+    allowed = {(folder / name).as_uri() for name in files}
     blocked, errors = [], []
     context = browser.new_context(viewport=VIEWPORT)
     context.route(
-        "**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort())
+        "**/*", lambda r: r.continue_() if r.request.url in allowed else (blocked.append(r.request.url), r.abort())
     )
     page = context.new_page()
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -110,9 +117,12 @@ def open_pack(browser, folder, model, tok, card: dict, first: str):
     return context, page, blocked, errors
 
 
-def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None) -> None:
-    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's."""
-    context, page, blocked, errors = open_pack(browser, folder, model, tok, card or {}, texts[0])
+def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None, as_folder=False) -> None:
+    """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's.
+    as_folder: a folder pack, whose numbers are those of the model with its parameters rounded to float16."""
+    context, page, blocked, errors = open_pack(browser, folder, model, tok, card or {}, texts[0], as_folder)
+    if as_folder:
+        model = half_rounded(model)
     for n, text in enumerate(texts, start=1):
         got = typed(page, text, n)
         check = check_text(text, tok.source, model.config.max_len - 1)
@@ -236,3 +246,18 @@ def test_a_marian_folder_pack_reads_and_decodes_as_the_app(marian_dir, browser, 
     model, tok = load_checkpoint(marian_dir)
     texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été", ">>fra<< the cat"]
     assert_parity(browser, model, tok, texts, tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_marian_folder_as_a_folder_pack_decodes_as_the_float16_model(marian_dir, browser, tmp_path, monkeypatch):  # noqa: F811
+    """The large pack's way (issue 33, real sizes) on the tiny Marian folder, the opus-mt structure: the pack is a
+    folder (index.html, its float16 weights in scripts beside it), the page encodes once (cross-attention keys and
+    values included) and decodes with the cached step graph, the capture's maps made of the steps' rows. Tokens,
+    greedy output, top 5, log-probs and every map are those of the model with its parameters rounded to float16,
+    within the float32 tolerance; one input runs into the length limit (the capture's last row: one more step)."""
+    monkeypatch.setattr(pack_export, "MAX_BYTES", 0)  # this tiny model packed as a large one is
+    model, tok = load_checkpoint(marian_dir)
+    words = "the cat sat on a mat while the dog ran to the red house".split()
+    long = " ".join(words[i % len(words)] for i in range(model.config.max_len))  # past max_len: cut, then the limit
+    texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été", ">>fra<< the cat", long]
+    assert_parity(browser, model, tok, texts, tmp_path, as_folder=True)

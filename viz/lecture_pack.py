@@ -33,7 +33,7 @@ from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask
-from .lecture_pack_live import live_html, live_scripts, live_words
+from .lecture_pack_live import live_html, live_scripts, live_words, weight_files
 from .overview_figs import layer_head_overview
 from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
 
@@ -382,6 +382,13 @@ def lecture_pack_html(records, title: str = "") -> str:
         "</body></html>",
     ]
     return "".join(page)
+
+
+def lecture_pack_files(records, title: str = "") -> dict[str, bytes]:
+    """The pack as files: {"index.html": the page} and, for a folder pack (model.analysis.pack_export.folder_pack),
+    its weights beside it (viz/lecture_pack_live.weight_files): write them all into one folder."""
+    live = getattr(records, "live", None)
+    return {"index.html": lecture_pack_html(records, title).encode("utf-8"), **weight_files(live)}
 
 
 # The Attention page's one-line summary of a decoder-only and of an encoder-only capture (ui/shapes.py, same msgids)

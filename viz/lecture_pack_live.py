@@ -6,7 +6,9 @@ pack_text.js (the input check and the tokenizer), pack_net.js (the model's own e
 pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures).
 `live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
 app's own messages (model/inputs.check_text), their values filled in by the script.
-`spec` is model.pack_export.live_spec's dict (JSON-ready), or None: then the section says why it is missing.
+`spec` is model.pack_export.live_spec's dict (JSON-ready, but for a folder pack's spec["weights"]["data"]), or None:
+then the section says why it is missing. A folder pack's weights go into files beside the page (`weight_files`), which
+the page loads with <script src> before its own scripts.
 """
 
 from __future__ import annotations
@@ -114,14 +116,23 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
         why = _esc(_("This pack runs no model of its own: {why}.").format(why=_(note) if note else _("none was given")))
         return f'<section id="live"><h2>{heading}</h2><p class="warning">{why}</p></section>'
     size = f"{spec['n_bytes'] / 1e6:.1f}"
-    about = _esc(
-        _(
-            "Type any input and press Enter: this page runs the model itself ({mb} MB of weights inside this file, "
-            "no server, no network), decodes greedily step by step and draws every view below for it."
-        ).format(mb=size)
-    )
+    if spec.get("weights"):
+        about = _esc(
+            _(
+                "Type any input and press Enter: this page runs the model itself ({mb} MB of weights in float16, in the "
+                "files beside this page; no server, no network), decodes greedily step by step and draws every view "
+                "below for it."
+            ).format(mb=size)
+        )
+    else:
+        about = _esc(
+            _(
+                "Type any input and press Enter: this page runs the model itself ({mb} MB of weights inside this file, "
+                "no server, no network), decodes greedily step by step and draws every view below for it."
+            ).format(mb=size)
+        )
     label = _esc(_("Input for the model"))
-    model_json = json.dumps(spec, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    model_json = json.dumps(public_spec(spec), ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     model_json = model_json.replace("&", "\\u0026")
     return (
         f'<section id="live"><h2>{heading}</h2><p>{about}</p>'
@@ -158,12 +169,43 @@ def runtime_scripts() -> str:
     )
 
 
+CHUNK = 16 * 1024 * 1024  # bytes of weights per file beside a folder pack's page
+
+
+def weight_files(spec: dict | None) -> dict[str, bytes]:
+    """A folder pack's weights as scripts beside its page ({name: bytes}; none for a one-file pack): each file pushes
+    [index, base64] onto window.PackWeights. Loaded by <script src> (a page opened from file:// may not fetch)."""
+    if not spec or not spec.get("weights"):
+        return {}
+    data, files = spec["weights"]["data"], {}
+    for i, name in enumerate(_weight_names(len(data))):
+        b64 = base64.b64encode(data[i * CHUNK : (i + 1) * CHUNK]).decode("ascii")
+        files[name] = f'(window.PackWeights = window.PackWeights || []).push([{i}, "{b64}"]);\n'.encode()
+    return files
+
+
+def _weight_names(n_bytes: int) -> list[str]:
+    return [f"weights-{i:02d}.js" for i in range(max(1, -(-n_bytes // CHUNK)))]
+
+
+def public_spec(spec: dict) -> dict:
+    """The spec as the page reads it: a folder pack's weights named by their files, not inlined."""
+    if not spec.get("weights"):
+        return spec
+    w = {k: v for k, v in spec["weights"].items() if k != "data"}
+    return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"]))}}
+
+
 def live_scripts(spec: dict | None) -> str:
-    """The scripts of the live section (after lecture_pack.js), or nothing without a model."""
+    """The scripts of the live section (after lecture_pack.js), or nothing without a model: a folder pack's weight
+    files first (their <script src> run in order, before the model's scripts start)."""
     if spec is None:
         return ""
+    beside = "".join(
+        f'<script src="{_esc(name)}"></script>' for name in public_spec(spec).get("weights", {}).get("files", [])
+    )
     ours = "".join(
         f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
     )
     tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
-    return runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours
+    return beside + runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours

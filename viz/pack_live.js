@@ -207,7 +207,7 @@
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
       status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
-      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length), steps: String(r.steps.length)});
     });
   }
   // -- a decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page --
@@ -257,7 +257,7 @@
     return drawing.then(charts => {
       const ms = performance.now() - t0;
       status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
-      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length), steps: String(r.steps.length)});
     });
   }
 

@@ -1,6 +1,7 @@
 // The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
 // (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
-//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix)
+//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix); or, in
+//                                             // a folder pack, encoder (with cross keys/values) and step (cached)
 //   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
 // r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
 //     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}
@@ -33,14 +34,30 @@ const PackNet = (function () {
     }
     return runtime;
   }
+  // A large pack's weights: scripts beside the page (weights-NN.js, loaded by <script src>: file:// allows no fetch)
+  // push [index, base64] onto window.PackWeights; the graphs read them as ONNX external data, every tensor once.
+  function weights(spec) {
+    const w = spec.weights, parts = window.PackWeights || [], out = new Uint8Array(w.bytes);
+    if (parts.length !== w.files.length) throw new Error(`${w.files.length - parts.length} of the files ${w.files.join(", ")} beside this page did not load`);
+    let at = 0;
+    for (const [, b64] of parts.sort((a, b) => a[0] - b[0])) {
+      const chunk = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : bytes(b64);
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    window.PackWeights = null;  // the strings can go
+    return out;
+  }
   async function open(spec) {
     await start();
     const opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+    if (spec.weights) opts.externalData = [{path: spec.weights.location, data: weights(spec)}];
     const names = Object.keys(spec.graphs);  // the model's shape: both graphs, or the one of its one stack
-    const made = await Promise.all(names.map(k => ort.InferenceSession.create(bytes(spec.graphs[k]), opts)));
-    const {encoder, decoder} = Object.fromEntries(names.map((k, i) => [k, made[i]]));
+    const made = [];  // one after the other: each session copies the weights it reads
+    for (const k of names) made.push(await ort.InferenceSession.create(bytes(spec.graphs[k]), opts));
+    const {encoder, decoder, step} = Object.fromEntries(names.map((k, i) => [k, made[i]]));
     const c = spec.config;
-    return {config: c, encoder, decoder, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
+    return {config: c, encoder, decoder, step, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
       d: c.d_model, V: c.tgt_vocab_size};
   }
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
@@ -48,7 +65,7 @@ const PackNet = (function () {
     const ids = ids64(srcIds), o = await net.encoder.run({source_ids: ids});
     const attention = [];
     for (let l = 0; l < net.Lenc; l++) attention.push(o[`encoder_self.${l}`].data);
-    return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data};
+    return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data, outputs: o};
   }
   // padMask: mask <pad> keys of tgt (the capture's teacher-forced pass) or not (a cached greedy step of the app)
   async function decode(net, tgt, enc, padMask) {
@@ -67,7 +84,82 @@ const PackNet = (function () {
       return row;
     });
   }
+  // -- a large model: the encoder once (with every layer's cross-attention keys and values), then one cached step per
+  // token (onnx_export.export_step_graphs); the capture's maps are the steps' rows ------------------------------
+  async function encodeOnce(net, srcIds) {
+    const enc = await encode(net, srcIds), o = enc.outputs;
+    enc.cross = {};
+    for (let l = 0; l < net.L; l++) for (const w of ["key", "value"]) enc.cross[`cross_${w}.${l}`] = o[`cross_${w}.${l}`];
+    const k = enc.cross["cross_key.0"];
+    enc.empty = {};  // the self-attention cache of no token yet: (1, H_kv, 0, dk)
+    for (let l = 0; l < net.L; l++) for (const w of ["key", "value"]) enc.empty[`past_${w}.${l}`] = new ort.Tensor("float32", new Float32Array(0), [1, k.dims[1], 0, k.dims[3]]);
+    return enc;
+  }
+  // One step: the newest token of seq (every token so far), the cache of the ones before it.
+  async function oneStep(net, enc, seq, past, padMask) {
+    const feeds = {target_ids: ids64(seq.slice(-1)), key_ids: ids64(seq), source_ids: enc.ids, ...past, ...enc.cross};
+    feeds.pad_mask = new ort.Tensor("bool", Uint8Array.from([padMask ? 1 : 0]), [1]);
+    const o = await net.step.run(feeds), self = [], cross = [], next = {};
+    for (let l = 0; l < net.L; l++) {
+      self.push(o[`decoder_self.${l}`].data);  // (H, t + 1)
+      cross.push(o[`cross.${l}`].data);  // (H, S)
+      for (const w of ["key", "value"]) next[`past_${w}.${l}`] = o[`present_${w}.${l}`];
+    }
+    return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data, past: next};
+  }
+  // The capture's (H, T, T), (H, T, S), embeddings, positions and log-probs from the rows of the steps over <s> y_1 .. y_n
+  function assemble(net, rows, S) {
+    const T = rows.length, H = net.H, d = net.d, self = [], cross = [];
+    for (let l = 0; l < net.L; l++) {
+      const m = new Float32Array(H * T * T), x = new Float32Array(H * T * S);
+      rows.forEach((r, t) => {
+        for (let h = 0; h < H; h++) {
+          m.set(r.self[l].subarray(h * (t + 1), (h + 1) * (t + 1)), (h * T + t) * T);
+          x.set(r.cross[l].subarray(h * S, (h + 1) * S), (h * T + t) * S);
+        }
+      });
+      self.push(m);
+      cross.push(x);
+    }
+    const emb = new Float32Array(T * d), pe = new Float32Array(T * d);
+    rows.forEach((r, t) => { emb.set(r.emb, t * d); pe.set(r.pe, t * d); });
+    return {self, cross, emb, pe};
+  }
+  async function runSteps(net, srcIds, topK) {
+    const c = net.config, S = srcIds.length, V = net.V, enc = await encodeOnce(net, srcIds);
+    const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
+    const steps = [], out = [], seq = [c.bos_id], rows = [];
+    let stop = "max_len", past = enc.empty;
+    for (let t = 0; t < limit; t++) {
+      const r = await oneStep(net, enc, seq, past, false);
+      past = r.past;
+      rows.push(r);
+      let lp = r.logProbs;
+      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
+        lp = new Float32Array(V).fill(-Infinity);
+        lp[c.forced_bos_id] = 0;
+      }
+      const s = ranked(lp, V, topK);
+      steps.push({...s, self: r.self, cross: r.cross});
+      out.push(s.id);
+      seq.push(s.id);
+      if (s.id === c.eos_id) { stop = "eos"; break; }
+    }
+    const tgt = [c.bos_id, ...out.filter(i => i !== c.eos_id)];
+    // the capture's pass over <s> y_1 .. y_n, row by row: the greedy steps' rows (one more step when the length limit
+    // stopped decoding); every step again with the <pad> keys masked when the model wrote a <pad> (as the capture)
+    let capRows = rows.slice(0, tgt.length);
+    if (tgt.slice(1).includes(c.pad_id)) { capRows = []; past = enc.empty; }
+    while (capRows.length < tgt.length) {
+      const r = await oneStep(net, enc, tgt.slice(0, capRows.length + 1), past, true);
+      past = r.past;
+      capRows.push(r);
+    }
+    const full = assemble(net, capRows, S), logProbs = capRows.map(r => r.logProbs);
+    return {enc, steps, stop, out, tgt, full, logProbs};
+  }
   async function run(net, srcIds, topK) {
+    if (net.step) return runSteps(net, srcIds, topK);
     const c = net.config, S = srcIds.length, V = net.V, enc = await encode(net, srcIds);
     const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
     const steps = [], out = [], inputs = [c.bos_id];
@@ -96,9 +188,20 @@ const PackNet = (function () {
     return {enc, steps, stop, out, tgt, full, logProbs};
   }
   // -- one stack: the decoder of a decoder-only model, the encoder of an encoder-only one ------------------------
+  function topIds(lp, k) {  // the k largest of one row, largest first (ties: the lower id), in one pass over the row
+    const ids = [];
+    for (let i = 0; i < lp.length; i++) {
+      const v = lp[i];
+      if (ids.length === k && !(v > lp[ids[k - 1]])) continue;
+      let j = ids.length < k ? ids.push(i) - 1 : k - 1;
+      while (j > 0 && lp[ids[j - 1]] < v) { ids[j] = ids[j - 1]; j--; }
+      ids[j] = i;
+    }
+    return ids;
+  }
   function ranked(lp, V, topK) {  // the argmax and the top-k of one row of log-probabilities (ties: the lower id)
-    const order = Array.from(lp.keys()).sort((a, b) => lp[b] - lp[a] || a - b), k = Math.max(1, Math.min(topK, V));
-    return {id: order[0], prob: Math.exp(lp[order[0]]), top: order.slice(0, k), topProbs: order.slice(0, k).map(i => Math.exp(lp[i]))};
+    const top = topIds(lp, Math.max(1, Math.min(topK, V)));
+    return {id: top[0], prob: Math.exp(lp[top[0]]), top, topProbs: top.map(i => Math.exp(lp[i]))};
   }
   async function pass(net, ids) {  // the one graph over the whole sequence
     const decoder = net.config.shape === "decoder-only", o = await (decoder ? net.decoder : net.encoder).run(

@@ -23,7 +23,8 @@ from .budget import WorkBudget, admit_pack, pack_export_bytes
 from .budget_input import apply_budget, source_length
 from .capture import Capture, DecodedTarget, capture
 from .inspect import positional_tables
-from .pack_export import Unsupported, live_spec, weight_bytes
+from .pack_export import Unsupported, folder_pack, live_spec, weight_bytes
+from .pack_weights import half_rounded
 
 MAX_INPUTS = 20  # a pack is for a lecture: a handful of examples, each a whole page of figures
 MAX_CHARS = 500  # per input, before tokenizing (the model's max_len cuts tokens after that)
@@ -135,6 +136,7 @@ def pack_records(
     budget: WorkBudget | None = None,
     live: bool = True,
     checks: dict | None = None,
+    folder: bool = False,
 ) -> PackRecords:
     """Run every input; progress(done, total) after each. run(text) replaces run_input (the app passes its caches).
     Each input is cut to what the work budget allows this model ($VIZ_WORK_MB, as in the app), with a note.
@@ -144,8 +146,14 @@ def pack_records(
     beyond the vocabulary's, as data for the page (tasks.cards.pack_checks: the card's trained lengths, the task's
     grammar), so that typed input gets the app's warnings.
 
+    folder: the caller writes a folder (viz.lecture_pack.lecture_pack_files): an encoder-decoder above the one-file
+    budget goes as index.html and its float16 weights beside it (model.analysis.pack_export.folder_pack); its inputs
+    are run by the model with its parameters rounded to float16, the model the page runs.
+
     Inputs the model cannot read at all (nothing in its vocabulary) raise ValueError naming the input.
     """
+    if live and folder_pack(model, folder):
+        model = half_rounded(model)
     room = model.config.max_len - 1
     budget = WorkBudget.from_environment() if budget is None else budget
     export = pack_export_bytes(weight_bytes(model)) if live else 0
@@ -168,7 +176,7 @@ def pack_records(
     spec, note = None, ""
     if live:
         try:
-            spec = {**live_spec(model, tokenizer), "checks": dict(checks or {})}
+            spec = {**live_spec(model, tokenizer, folder=folder), "checks": dict(checks or {})}
         except Unsupported as err:
             note = err.args[0]
     return PackRecords(label, n_parameters, model.config.to_dict(), inputs, pack_pe(model), spec, note)

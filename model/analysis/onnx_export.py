@@ -26,6 +26,8 @@ has a masked-LM head), as model.capture records them:
 
 The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
 for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
+A model too large for that (a folder pack) has export_step_graphs' two graphs instead: the encoder with every decoder
+layer's cross-attention keys and values, and a one-token step with the key/value cache as inputs and outputs.
 Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output that writes one).
 """
 
@@ -240,28 +242,67 @@ def _export_one_stack(model: nn.Module, names: dict[str, list[str]]) -> dict[str
 
 class _Step(nn.Module):
     """One cached step of the decoder (decode(..., cache, last_only=True)): the newest token, the keys and values of
-    the tokens before it. The cache is rebuilt from the flat tensors: its key positions are 0 .. P-1 (those a fresh
-    DecoderCache accumulates over P tokens), its cross-attention part empty (the step reads memory)."""
+    the tokens before it, each layer's cross-attention keys and values (Transformer.cross_cache, computed once by the
+    encoder graph). The cache is rebuilt from the flat tensors: its key positions are 0 .. P-1 (those a fresh
+    DecoderCache accumulates over P tokens). The step's self-attention mask is the last row of the model's own
+    target_mask over key_ids (every token so far, the newest last): with their <pad> keys masked (pad_mask True, as
+    the capture's teacher-forced pass) or causal only (False, as each step of the app's cached greedy decoding)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, *past: torch.Tensor):
+    def forward(self, target_ids, key_ids, pad_mask, source_ids, *past_and_cross: torch.Tensor):
         from ..network.attention import KVCache
         from ..network.transformer import DecoderCache, LayerCache
 
-        model = self.model
+        model, own = self.model, type(self.model).target_mask
         n = len(model.decoder.layers)
-        cache = DecoderCache([LayerCache(KVCache(past[2 * i], past[2 * i + 1])) for i in range(n)])
+        past, cross = past_and_cross[: 2 * n], past_and_cross[2 * n :]
+        cache = DecoderCache(
+            [
+                LayerCache(KVCache(past[2 * i], past[2 * i + 1]), KVCache(cross[2 * i], cross[2 * i + 1]))
+                for i in range(n)
+            ]
+        )
         cache.positions = torch.arange(past[0].size(2), device=target_ids.device)  # (P,) the cached keys' positions
-        with record(model) as rec:
-            logits = model.decode(target_ids, memory, model.source_mask(source_ids), cache, last_only=True)
+        other = (model.config.pad_id + 1) % model.config.tgt_vocab_size
+
+        def target_mask(tgt: torch.Tensor, offset: int = 0) -> torch.Tensor:
+            # the newest query's row of the model's own mask over every key so far: (1, 1, 1, P + 1)
+            masked, causal = own(model, key_ids)[:, :, -1:], own(model, torch.full_like(key_ids, other))[:, :, -1:]
+            return (pad_mask & masked) | (~pad_mask & causal)
+
+        model.target_mask = target_mask
+        try:
+            with record(model) as rec:
+                logits = model.decode(target_ids, None, model.source_mask(source_ids), cache, last_only=True)
+        finally:
+            del model.target_mask
         pe = rec.positional["target"][0]
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
-        cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
+        crosses = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
         present = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
-        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *cross, *present)
+        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *crosses, *present)
+
+
+class _CrossEncoder(nn.Module):
+    """encode() as _Encoder, then every decoder layer's cross-attention keys and values of the memory
+    (Transformer.cross_cache): the encoder graph of a pack that decodes with the step graph."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, source_ids: torch.Tensor):
+        out = _Encoder(self.model)(source_ids)
+        kv = [t for pair in self.model.cross_cache(out[0]) for t in pair]
+        return (*out, *kv)
+
+
+def cross_names(model: nn.Module) -> list[str]:
+    """The cross-attention keys and values the step encoder outputs and the step graph reads, in order."""
+    return [f"cross_{w}.{i}" for i in range(model.config.n_decoder_layers) for w in ("key", "value")]
 
 
 def step_names(model: nn.Module) -> tuple[list[str], list[str]]:
@@ -271,21 +312,26 @@ def step_names(model: nn.Module) -> tuple[list[str], list[str]]:
     outputs = ["log_probs", "target_embeddings", "target_positions"]
     outputs += [f"decoder_self.{i}" for i in range(n)] + [f"cross.{i}" for i in range(n)]
     outputs += [f"present_{w}.{i}" for i in range(n) for w in ("key", "value")]
-    return ["target_ids", "memory", "source_ids", *past], outputs
+    return ["target_ids", "key_ids", "pad_mask", "source_ids", *past, *cross_names(model)], outputs
 
 
-def export_step_graph(model: nn.Module) -> bytes:
-    """An encoder-decoder's cached decoder step as one ONNX graph (a building block for models too large to rerun
-    the whole prefix at every step; the pack does not use it yet):
+def export_step_graphs(model: nn.Module) -> dict[str, bytes]:
+    """An encoder-decoder's graphs for cached decoding (the pack of a model too large to rerun the whole prefix at
+    every step), {"encoder": bytes, "step": bytes}:
 
-        in:  target_ids (1, 1) the newest token, memory (1, S, D), source_ids (1, S) (its <pad> mask),
-             past_key.{l}, past_value.{l} (1, H_kv, P, dk) the self-attention keys and values of the P tokens before
-        out: log_probs (1, 1, V), target_embeddings (1, 1, D), target_positions (1, D),
-             decoder_self.{l} (1, H, 1, P + 1) and cross.{l} (1, H, 1, S): the step's attention rows,
-             present_key.{l}, present_value.{l} (1, H_kv, P + 1, dk): the cache for the next step
+    encoder  in:  source_ids (1, S)
+             out: the encoder graph's outputs (memory, source_embeddings, source_positions, encoder_self.{l}), then
+                  cross_key.{l}, cross_value.{l} (1, H_kv, S, dk): Transformer.cross_cache(memory), computed once
+    step     in:  target_ids (1, 1) the newest token, key_ids (1, P + 1) every token so far (the newest last),
+                  pad_mask (1,) bool (see _Step), source_ids (1, S) (its <pad> mask),
+                  past_key.{l}, past_value.{l} (1, H_kv, P, dk) the self-attention keys and values of the P tokens
+                  before, cross_key.{l}, cross_value.{l} from the encoder graph
+             out: log_probs (1, 1, V), target_embeddings (1, 1, D), target_positions (1, D),
+                  decoder_self.{l} (1, H, 1, P + 1) and cross.{l} (1, H, 1, S): the step's attention rows,
+                  present_key.{l}, present_value.{l} (1, H_kv, P + 1, dk): the cache for the next step
 
-    The first step passes P = 0. The mask of a one-token step is causal only (as the app's cached greedy steps);
-    cross-attention keys and values are computed from memory at every step."""
+    The first step passes P = 0. Over <s> y_1 .. y_n, step t's rows are row t of the teacher-forced pass's maps and
+    log-probs when pad_mask is True (or when no y is <pad>)."""
     if model.training:
         raise ValueError("export a model in eval mode (dropout off)")
     if model.config.shape != "encoder-decoder":
@@ -293,21 +339,32 @@ def export_step_graph(model: nn.Module) -> bytes:
     model = copy.deepcopy(model)
     cfg = model.config
     inputs, outputs = step_names(model)
+    enc_names = output_names(model)["encoder"] + cross_names(model)
     S = max(3, min(5, cfg.max_len))
     src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
     src[0, 1] = cfg.pad_id  # a <pad> in the trace: the graph builds the source mask from the ids it is given
+    seq = {"source_ids": {1: "S"}, "memory": {1: "S"}, "source_embeddings": {1: "S"}, "source_positions": {0: "S"}}
+    seq.update({n: {2: "S", 3: "S"} for n in enc_names if n.startswith("encoder_self.")})
+    seq.update({n: {2: "S"} for n in cross_names(model)})
     with torch.no_grad():
+        encoder = _export(_CrossEncoder(model).eval(), (src,), ["source_ids"], enc_names, seq)
         memory, mask = model.encode(src)
-        cache = model.new_cache()
+        cache = model.new_cache(memory)
         model.decode(torch.tensor([[cfg.bos_id, 4 % cfg.tgt_vocab_size]]), memory, mask, cache)  # P = 2 traced
         past = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
-        axes = {"memory": {1: "S"}, "source_ids": {1: "S"}}
+        cross = [t for layer in cache.layers for t in (layer.cross_attn.k, layer.cross_attn.v)]
+        # key_ids hold a <pad> (not first) in the trace, so the graph builds the model's padding mask from them
+        keys = torch.tensor([[cfg.bos_id, cfg.pad_id, 5 % cfg.tgt_vocab_size]])
+        axes = {"source_ids": {1: "S"}, "key_ids": {1: "P1"}}
         axes.update({n: {2: "P"} for n in inputs if n.startswith("past_")})
+        axes.update({n: {2: "S"} for n in inputs if n.startswith("cross_")})
         axes.update({n: {3: "P1"} for n in outputs if n.startswith("decoder_self.")})
         axes.update({n: {3: "S"} for n in outputs if n.startswith("cross.")})
         axes.update({n: {2: "P1"} for n in outputs if n.startswith("present_")})
         new = torch.tensor([[5 % cfg.tgt_vocab_size]])
-        return _export(_Step(model).eval(), (new, memory, src, *past), inputs, outputs, axes)
+        on = torch.ones(1, dtype=torch.bool)
+        step = _export(_Step(model).eval(), (new, keys, on, src, *past, *cross), inputs, outputs, axes)
+    return {"encoder": encoder, "step": step}
 
 
 @dataclass

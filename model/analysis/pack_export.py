@@ -7,6 +7,8 @@ The network is not described here: `graphs` are the ONNX exports of the model's 
 (viz/pack_net.js). So every model the app opens can be packed (every positional kind, gated feed-forwards, RMS norms,
 embedding norms, rescaled outputs, forced first tokens) when its graphs fit the pack's budget. A model the page
 cannot run raises Unsupported with a sentence saying why: the builder writes a pack without the live model then.
+An encoder-decoder above the budget may go as a folder pack (live_spec(..., folder=True)): the cached step graphs
+(onnx_export.export_step_graphs) and their float16 weights stored once beside the page (pack_weights).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from torch import nn
 from i18n import M_
 
 from ..text.tokenizer import Tokenizer, Vocab
-from .onnx_export import export_graphs
+from .onnx_export import export_graphs, export_step_graphs
+from .pack_weights import WEIGHTS, half_rounded, shared_weights
 
 # Bytes of ONNX graphs a pack may carry: base64 makes 9.3 MB of them; with plotly.js (4.7 MB), the inlined
 # onnxruntime-web (4.9 MB) and the precomputed figures a pack stays under its 20 MB budget.
 MAX_BYTES = 7_000_000
+# Bytes of float16 weights a folder pack carries beside its page (an encoder-decoder above MAX_BYTES, when asked):
+# the opus-mt-en-de shape (74M parameters) takes 148 MB.
+FOLDER_MAX_BYTES = 400_000_000
 
 
 class Unsupported(ValueError):
@@ -60,9 +66,32 @@ def weight_bytes(model: nn.Module) -> int:
     return 4 * sum(int(p.numel()) for p in model.parameters())
 
 
-def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int = MAX_BYTES) -> dict:
-    """Everything the page needs to run `model` (see the module docstring); Unsupported says why not."""
+def folder_pack(model: nn.Module, folder: bool, max_bytes: int | None = None) -> bool:
+    """Whether `model`'s pack is a folder (index.html and its weights beside it): an encoder-decoder whose weights are
+    above what one HTML file carries (max_bytes, default MAX_BYTES), when the caller can write a folder."""
+    limit = MAX_BYTES if max_bytes is None else max_bytes
+    return folder and model.config.shape == "encoder-decoder" and weight_bytes(model) > limit
+
+
+def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = None, folder: bool = False) -> dict:
+    """Everything the page needs to run `model` (see the module docstring); Unsupported says why not.
+
+    folder: a model above max_bytes may go as a folder pack (folder_pack): its parameters rounded to float16
+    (pack_weights.half_rounded: pass the rounded model, as pack_records does, so that the pack's own inputs agree),
+    the encoder and cached step graphs (onnx_export.export_step_graphs) without their weights, and
+    spec["weights"]["data"]: the one float16 file that holds them (ONNX external data), written beside the page."""
     sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    if folder_pack(model, folder, max_bytes):
+        _check_size(weight_bytes(model) // 2, FOLDER_MAX_BYTES)
+        graphs, blob = shared_weights(export_step_graphs(half_rounded(model)))
+        return {
+            "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
+            "tokenizer": sides,
+            "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
+            "weights": {"location": WEIGHTS, "bytes": len(blob), "data": blob},
+            "n_bytes": len(blob),
+        }
     _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
     graphs = export_graphs(model)
     size = sum(len(g) for g in graphs.values())

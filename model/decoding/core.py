@@ -102,6 +102,8 @@ class DecoderSession:
         self.memory, self.mask = model.encode(
             pad_batch(sources, model.config.pad_id, device)
         )  # (B, S, D), (B,1,1,S)|None
+        if use_cache:  # the cross-attention keys and values, computed once from memory (what the pack's graphs do)
+            self.cache = model.new_cache(self.memory)
         self.inputs = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=device)  # (B, t+1)
 
     def step(self) -> torch.Tensor:

@@ -120,6 +120,13 @@ class MultiHeadAttention(nn.Module):
         probes = (self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe)
         return dict(zip(VECTOR_PROBES, probes))
 
+    def keys_values(self, key_value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """key_value (B, Tk, D) -> K, V (B, H_kv, Tk, dk): the projections every query reads (before RoPE)."""
+        return (
+            self.split_heads(self.k_proj(key_value), self.n_kv_heads),
+            self.split_heads(self.v_proj(key_value), self.n_kv_heads),
+        )
+
     def split_heads(self, x: torch.Tensor, heads: int | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, heads or self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dk)
@@ -155,8 +162,7 @@ class MultiHeadAttention(nn.Module):
         if static_kv and cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
-            k = self.split_heads(self.k_proj(key_value), self.n_kv_heads)  # (B, H_kv, Tk, dk)
-            v = self.split_heads(self.v_proj(key_value), self.n_kv_heads)
+            k, v = self.keys_values(key_value)  # (B, H_kv, Tk, dk) each
             if positions is not None:
                 q, k, bias = positions.rotate(q), positions.rotate(k), positions.bias
             if cache is not None:

@@ -379,8 +379,19 @@ class Transformer(nn.Module):
             return self.logits(memory)
         return self.decode(tgt, memory, mask)
 
-    def new_cache(self) -> DecoderCache:
-        return DecoderCache([LayerCache() for _ in self.decoder.layers])
+    def new_cache(self, memory: torch.Tensor | None = None) -> DecoderCache:
+        """An empty cache; with memory (B, S, D), each layer's cross-attention keys and values already in it
+        (cross_cache): computed once per source, read by every step."""
+        cache = DecoderCache([LayerCache() for _ in self.decoder.layers])
+        if memory is not None:
+            for layer, (k, v) in zip(cache.layers, self.cross_cache(memory)):
+                layer.cross_attn = KVCache(k, v)
+        return cache
+
+    def cross_cache(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every decoder layer's cross-attention keys and values of memory (B, S, D): [(K, V)] of (B, H_kv, S, dk),
+        what a cached decoding step reads instead of memory (an encoder-decoder's only)."""
+        return [layer.cross_attn.keys_values(memory) for layer in self.decoder.layers]
 
     # -- what recording hooks attach to ------------------------------------------------------------
 
