@@ -91,9 +91,8 @@ def _positional_hook(recorder: Recorder, side: str):
         kwargs = rest[0] if len(rest) == 2 else {}
         x = args[0]
         offset = kwargs.get("offset", args[1] if len(args) > 1 else 0)
-        if (
-            not torch.jit.is_tracing()
-        ):  # traced (the pack's step graph), the offset stays the cache's length, not a number
+        # traced (the pack's step graph), the offset stays the cache's length, not a number
+        if not torch.jit.is_tracing():
             offset = int(offset)
         changed = recorder.interventions.at(ROWS)
         rows = recorder.interventions.rows(module, offset, x.size(1)) if changed else module.rows(offset, x.size(1))
