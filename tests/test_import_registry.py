@@ -48,10 +48,19 @@ def counted(monkeypatch):
     return calls
 
 
-def test_a_state_dict_file_is_read_once_per_load_and_mapped_not_read_on_inspect(tmp_path, counted):
+@pytest.mark.parametrize("mapping", [None, "0"])
+def test_a_state_dict_file_is_read_once_per_load_and_mapped_not_read_on_inspect(
+    tmp_path, counted, monkeypatch, mapping
+):
+    """One torch.load per load, detection and loading sharing it: the archive mapped by default (as transformers),
+    read into private memory with VIZ_MAP_WEIGHTS=0 (the app server's default); inspecting maps it, reads nothing."""
+    if mapping is None:
+        monkeypatch.delenv("VIZ_MAP_WEIGHTS", raising=False)
+    else:
+        monkeypatch.setenv("VIZ_MAP_WEIGHTS", mapping)
     torch.save(ann_make_model(10, 11, N=2, d_model=8, d_ff=16, h=2, max_len=30).state_dict(), tmp_path / "a.pt")
     load_checkpoint(tmp_path / "a.pt", n_heads=2)
-    assert counted == Counter({("torch.load", "a.pt", False): 1})  # detect and load share the one read
+    assert counted == Counter({("torch.load", "a.pt", mapping is None): 1})  # detect and load share the one read
     counted.clear()
     inspect_checkpoint(tmp_path / "a.pt")
     assert counted == Counter({("torch.load", "a.pt", True): 1})

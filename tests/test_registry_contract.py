@@ -46,8 +46,12 @@ def test_each_strategy_draws_its_view_keeps_its_settings_in_the_link_and_downloa
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_each_attribution_method_is_computed_when_picked_shown_linked_and_downloaded(method):
+    from model import load_checkpoint
+    from tests.apptest_helpers import ROOT
+
     module = METHODS[method]
-    choices = {c.link: str(list(c.options)[-1]) for c in module.SETTINGS}  # a value other than the first
+    _, tok = load_checkpoint(ROOT / "checkpoints" / "reverse")
+    choices = {c.link: str(c.options_for(tok)[-1]) for c in module.SETTINGS}  # one the model has, not the first
     at = open_page("attribution", "demo:reverse", text="abcd", attr_methods=method, attr_matrix=method, **choices)
     assert not at.exception, at.exception
     assert method in at.query_params["attr_methods"].split(",")
