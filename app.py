@@ -1,21 +1,21 @@
-"""Streamlit entry point: the shared sidebar (model and input), then the page the user chose.
+"""Streamlit entry point: `streamlit run app.py` serves app_script.py (the sidebar, then the page the user chose).
 
     streamlit run app.py                                  demos and uploads only
     streamlit run app.py -- --allow-folder DIR [--allow-folder DIR2 ...]
                                                           visitors may also open checkpoints inside DIR...
     TRANSFORMER_VIZ_FOLDERS=DIR:DIR2 streamlit run app.py   the same, from the environment
 
-Options after `--` belong to the app (model/checkpoints/serving.py reads them); see docs/serving.md.
+Options after `--` belong to the app (model/checkpoints/serving.py reads them); see docs/serving.md. This file is
+the server around the script: Streamlit's own (st.App, which `streamlit run` finds here as `app`) with one
+middleware that tells the browser where the app's root is, so that a page opened by its own address makes no
+failed requests (ui/base_path.py).
 """
 
+from pathlib import Path
+
 import streamlit as st
+from starlette.middleware import Middleware
 
-from i18n import N_
+from ui.base_path import BasePath
 
-# An emoji icon, not ":material/...": Streamlit fetches a material favicon from fonts.gstatic.com, and the
-# app must not reach outside (the browser tests block and report every request that leaves the server).
-st.set_page_config(page_title=N_("Transformer attention explorer"), page_icon="🔍", layout="wide")  # run_app translates
-
-from ui.run_app import run_app  # noqa: E402  (set_page_config must come first)
-
-run_app()
+app = st.App(Path(__file__).with_name("app_script.py"), middleware=[Middleware(BasePath)])

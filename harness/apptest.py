@@ -24,8 +24,9 @@ TITLES = {
 
 
 def app_script(page: str) -> str:
-    """app.py with another default page: AppTest's switch_page drops the entry point's sidebar."""
-    source = (ROOT / "app.py").read_text()
+    """app_script.py (what app.py serves) with another default page: AppTest's switch_page drops the entry point's
+    sidebar."""
+    source = (ROOT / "app_script.py").read_text()
     assert "run_app()" in source and "import streamlit as st\n" in source
     source = source.replace(
         "import streamlit as st\n", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport streamlit as st\n", 1

@@ -42,11 +42,6 @@ VIEWPORT = {"width": 1400, "height": 1000}
 # shared CI machine with other work on it (load average 30 and more) needs. E2E_WAIT_S overrides it.
 WAIT_S = float(os.environ.get("E2E_WAIT_S", 240))
 
-# Streamlit's front end, opened on a page's own URL (/decoding), first asks /decoding/_stcore/health and
-# /decoding/_stcore/host-config (a possible base path, answered 404), then the root's: streamlit issue 7074.
-# These two local 404s, and only they, are not failures.
-_BASE_PATH_PROBE = re.compile(r"^/[\w-]+/_stcore/(health|host-config)$")
-
 
 class BrowserMissing(RuntimeError):
     """Chromium or playwright is not installed; the message says what to install."""
@@ -241,19 +236,14 @@ class Watch:
         if urllib.parse.urlsplit(socket.url).netloc != urllib.parse.urlsplit(self.origin).netloc:
             self.blocked.append(socket.url)
 
-    def _expected_404(self, url: str) -> bool:
-        return url.startswith(self.origin + "/") and bool(_BASE_PATH_PROBE.match(urllib.parse.urlsplit(url).path))
-
     def _on_console(self, message) -> None:
         if message.type != "error":
             return
-        url = (message.location or {}).get("url", "")
-        if "status of 404" in message.text and self._expected_404(url):
-            return
-        self.console.append(f"{message.text} ({url})")
+        self.console.append(f"{message.text} ({(message.location or {}).get('url', '')})")
 
     def _on_response(self, response) -> None:
-        if response.status >= 400 and not (response.status == 404 and self._expected_404(response.url)):
+        # every failed request counts: a page opened by its own address included (app.py's BasePath, streamlit#7074)
+        if response.status >= 400:
             self.failed.append(f"{response.status} {response.url}")
 
     def goto(self, url: str, wait_until: str = "load") -> None:

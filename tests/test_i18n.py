@@ -38,6 +38,7 @@ def _script():
 TOOL = _script()
 SOURCES = [
     ROOT / "app.py",
+    ROOT / "app_script.py",
     *sorted((ROOT / "pages").glob("*.py")),
     *sorted((ROOT / "ui").glob("*.py")),
     *sorted((ROOT / "viz").glob("*.py")),

@@ -79,7 +79,15 @@ def run(command: list[str], cwd: Path | None = None, check: bool = True) -> str:
 
 def test_the_wheel_holds_the_library_the_app_and_the_demos(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    expected = {"app.py", "cli/main.py", "cli/pack.py", "cli/serve.py", "model/__init__.py", "viz/__init__.py"}
+    expected = {
+        "app.py",
+        "app_script.py",
+        "cli/main.py",
+        "cli/pack.py",
+        "cli/serve.py",
+        "model/__init__.py",
+        "viz/__init__.py",
+    }
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py")}
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "i18n" / "locale").rglob("*.mo")}
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "viz").glob("*.js")}
