@@ -41,9 +41,13 @@ def server_folders() -> ServerFolders:
     return ServerFolders.from_environment()
 
 
+def _read(path: str, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+    return load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)  # the demos (list_demos): kept for the process
 def _load_cached(path: str, stamp: float, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
-    loaded = load_checkpoint(path, n_heads=n_heads, **dict(vocab))
+    loaded = _read(path, n_heads, vocab)
     model_loaded()  # kept for the process: frozen out of the garbage collector's reach after this run
     return loaded
 
@@ -62,12 +66,7 @@ def load(
         if held is None:
             return _load_cached(path, stamp, n_heads, vocab)
         slot, model_key = held
-        return held_models.hold(
-            (path, stamp, n_heads, vocab),
-            model_key,
-            slot,
-            lambda: load_checkpoint(path, n_heads=n_heads, **dict(vocab)),
-        )
+        return held_models.hold((path, stamp, n_heads, vocab), model_key, slot, lambda: _read(path, n_heads, vocab))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
