@@ -36,3 +36,22 @@ def chromium() -> Iterator:
     need_browser()
     with _browser.chromium() as browser:
         yield browser
+
+
+_STATE = """() => [...document.querySelectorAll('body, [data-drawn], [data-shown], [data-step], [data-warm]')]
+    .map(e => `${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${JSON.stringify(e.dataset)}`).join('\\n')"""
+
+
+def wait_until(page, expression: str, errors: list[str], timeout: int = 120_000) -> None:
+    """page.wait_for_function, and on a timeout an AssertionError that shows the page's errors and its elements'
+    data attributes (what a CI log needs to tell a hang from a failure)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(expression, timeout=timeout)
+    except PlaywrightTimeout:
+        try:
+            state = page.evaluate(_STATE)
+        except Exception as exc:  # noqa: BLE001 - the page may be gone; say so
+            state = f"(page state unreadable: {exc})"
+        raise AssertionError(f"not true after {timeout} ms: {expression}\npage errors: {errors}\n{state}") from None

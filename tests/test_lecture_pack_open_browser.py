@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.browser_helpers import VIEWPORT, chromium
+from tests.browser_helpers import VIEWPORT, chromium, wait_until
 from tests.test_lecture_pack import H, fake_records
 from viz.lecture_pack import lecture_pack_html
 
@@ -29,12 +29,12 @@ def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_pa
         assert box.locator(".token").text_content() == trace.steps[0].token  # the words at once, before any chart
         box.locator(".next").click()
         assert box.locator(".step-label").text_content() == f"Step 2 of {len(trace.steps)}"
-        page.wait_for_function("document.querySelectorAll('.decoding')[1].dataset.shown === '1'", timeout=120_000)
+        wait_until(page, "document.querySelectorAll('.decoding')[1].dataset.shown === '1'", errors)
         cross = np.array(page.evaluate("document.querySelectorAll('.decoding .cross-rows')[1].data[0].z"), dtype=float)
         L, _, S = trace.steps[1].cross.shape
         np.testing.assert_allclose(cross, trace.steps[1].cross.reshape(L * H, S), atol=1e-5)
         assert box.locator(".token").text_content() == trace.steps[1].token
-        page.wait_for_function("document.body.dataset.drawn !== undefined", timeout=120_000)
+        wait_until(page, "document.body.dataset.drawn !== undefined", errors)
         assert page.evaluate("document.body.dataset.drawn") != "error"
         context.close()
     assert errors == []
@@ -68,21 +68,21 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         box = page.locator('[data-testid="pack-input"]')
         box.fill(text)
         box.press("Enter")
-        page.wait_for_function("document.getElementById('live').dataset.drawn === '1'", timeout=120_000)
+        wait_until(page, "document.getElementById('live').dataset.drawn === '1'", errors)
         shown = page.locator("#live .live-messages .warning").all_text_contents()
         assert shown == expected and len(expected) == 1 and "§" in expected[0]
         assert box.input_value() == text  # what was typed stays in the box
         # the typed input's decoding steps (its charts redrawn for it before Next touches them)
         trace = greedy_decode(model, tok, check_text(text, tok.source, model.config.max_len - 1).text)
         page.locator("#live-views .decoding .next").click()
-        page.wait_for_function("document.querySelector('#live-views .decoding').dataset.shown === '1'", timeout=120_000)
+        wait_until(page, "document.querySelector('#live-views .decoding').dataset.shown === '1'", errors)
         cross = page.evaluate("document.querySelector('#live-views .decoding .cross-rows').data[0].z")
         L, H_, S = trace.steps[1].cross.shape
         np.testing.assert_allclose(np.array(cross), trace.steps[1].cross.reshape(L * H_, S), atol=1e-4)
         output = page.text_content('[data-testid="pack-output"]')
         box.fill("§§")  # nothing the model knows: the app's error, nothing run, the last output kept
         box.press("Enter")
-        page.wait_for_function("document.getElementById('live').dataset.drawn === '2'", timeout=120_000)
+        wait_until(page, "document.getElementById('live').dataset.drawn === '2'", errors)
         assert page.locator("#live .live-messages .error").all_text_contents() == refused and len(refused) == 1
         assert page.text_content('[data-testid="pack-output"]') == output and box.input_value() == "§§"
         assert page.text_content('[data-testid="pack-status"]') == ""  # no "running" left behind
@@ -101,8 +101,10 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
     model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
     path = tmp_path / "pack.html"
     path.write_text(lecture_pack_html(pack_records(model, tok, ['a<b"c'])), encoding="utf-8")
+    errors = []
     with chromium() as browser:
         page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
         # The visitor empties the box as soon as it is there: when the page is parsed, its scripts run, and the
         # warm-up waits for the pack's charts, drawn later (a machine at any load keeps this order).
         page.add_init_script(
@@ -116,5 +118,7 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
         page.goto(path.as_uri(), wait_until="domcontentloaded", timeout=60_000)
         assert page.evaluate("window.firstValue") == 'a<b"c'  # the first example, quotes and all, from the HTML
         assert page.evaluate("window.warmBefore") is None  # emptied before the warm-up ran
-        page.wait_for_function("document.getElementById('live').dataset.warm === '1'", timeout=120_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
         assert page.locator('[data-testid="pack-input"]').input_value() == ""
+
+    assert errors == []

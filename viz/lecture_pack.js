@@ -116,7 +116,6 @@ const PackViews = (function () {
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
     const crossZ = t => matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S);
     const selfZ = t => matrix(self, t * dec.rows * dec.T, dec.rows, dec.T);
-    let shown = -1;  // the step the charts show
     function words(t) {  // the text of step t: written at once, before any chart
       const text = dec.text[t];
       box.querySelector(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
@@ -126,30 +125,46 @@ const PackViews = (function () {
       box.querySelector(".prev").disabled = t === 0;
       box.querySelector(".next").disabled = t === dec.n - 1;
     }
-    const step0 = () => +slider.value;  // charts drawn first show the slider's step, whatever it is by then
+    const step0 = () => +slider.value;  // a chart drawn shows the slider's step at the time it is drawn
+    const charts = [topk, crossDiv, selfDiv];
+    const at = new Map();  // chart -> the step it shows (of this input's data)
+    let gen = 0;  // counts box.reset: a drawing begun before the data changed does not count
+    function settle() {  // dataset.shown: the step all three charts show, once they agree and none waits to be redrawn
+      const steps = charts.map(div => at.get(div));
+      if (steps[0] !== undefined && steps.every(s => s === steps[0]) && !charts.some(div => stale.has(div))) {
+        box.dataset.shown = String(steps[0]);
+      }
+    }
+    // draw(plot, t) draws the chart at step t; it is recorded as showing t once drawn, if the data is still the same
+    const drawing = (div, draw) => register(div, plot => {
+      const t = step0(), g = gen;
+      return draw(plot, t).then(() => { if (g === gen) { at.set(div, t); settle(); } });
+    });
     box.reset = () => {
       dec = INPUTS[box.dataset.ref].decoding;
       cross = weights(dec.cross);
       self = weights(dec.self);
       slider.max = String(dec.n - 1);
       slider.value = "0";
-      shown = 0;
       words(0);
       box.dataset.step = "0";
+      gen += 1;  // the charts' data changed: what they showed no longer counts
+      at.clear();
+      delete box.dataset.shown;
     };
-    register(topk, plot => {
-      const f = figure(topk.dataset.figure), t = step0();
+    drawing(topk, (plot, t) => {
+      const f = figure(topk.dataset.figure);
       Object.assign(f.data[0], {x: dec.top[t].x, y: dec.top[t].y, text: dec.top[t].t});
       f.data[0].marker = Object.assign({}, f.data[0].marker, {color: dec.top[t].c});
       return plot(topk, f.data, f.layout, CONFIG);
     });
-    register(crossDiv, plot => {
+    drawing(crossDiv, (plot, t) => {
       const f = figure(crossDiv.dataset.figure);
-      f.data[0].z = crossZ(step0());
+      f.data[0].z = crossZ(t);
       return plot(crossDiv, f.data, f.layout, CONFIG);
     });
-    register(selfDiv, plot => {
-      const f = figure(selfDiv.dataset.figure), t = step0();
+    drawing(selfDiv, (plot, t) => {
+      const f = figure(selfDiv.dataset.figure);
       f.data[0].z = selfZ(t);
       f.layout.xaxis.ticktext = written(t);
       return plot(selfDiv, f.data, f.layout, CONFIG);
@@ -157,25 +172,20 @@ const PackViews = (function () {
     function show(t) {
       words(t);
       box.dataset.step = String(t);
-      return Promise.all([ensure(topk), ensure(crossDiv), ensure(selfDiv)]).then(() => {
-        if (+slider.value !== t || shown === t) return null;  // a later step was asked for meanwhile, or nothing to do
-        shown = t;
-        return Promise.all([
-          Plotly.restyle(topk, topTrace(t)),
-          Plotly.restyle(crossDiv, {z: [crossZ(t)]}),
-          Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)}),
-        ]);
-      }).then(() => { box.dataset.shown = String(shown); });
+      return Promise.all(charts.map(ensure)).then(() => {
+        if (+slider.value !== t) return null;  // a later step was asked for meanwhile: that one draws
+        const g = gen, redraw = [];
+        if (at.get(topk) !== t) redraw.push([topk, () => Plotly.restyle(topk, topTrace(t))]);
+        if (at.get(crossDiv) !== t) redraw.push([crossDiv, () => Plotly.restyle(crossDiv, {z: [crossZ(t)]})]);
+        if (at.get(selfDiv) !== t) redraw.push([selfDiv, () => Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)})]);
+        return Promise.all(redraw.map(([div, go]) => go().then(() => { if (g === gen) at.set(div, t); })));
+      }).then(settle);
     }
     box.reset();
-    shown = -1;
     slider.addEventListener("input", () => show(+slider.value));
     const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); return show(+slider.value); };
     box.querySelector(".prev").addEventListener("click", () => step(-1));
     box.querySelector(".next").addEventListener("click", () => step(1));
-    // once drawn, the charts show step 0 (or the step asked for before they were drawn)
-    Promise.all([topk, crossDiv, selfDiv].map(div => new Promise(r => { const go = drawers.get(div); drawers.set(div, plot => go(plot).then(r)); })))
-      .then(() => { shown = step0(); box.dataset.shown = String(shown); });
   }
 
   // Every chart inside `root`, set up; returns them in page order.
