@@ -57,9 +57,26 @@ def test_every_chart_is_drawn_offline(opened):
         "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length"
     )
     assert drawn == expected
-    overview_traces = page.evaluate("[...document.querySelectorAll('.attention .overview')].map(p => p.data.length)")
-    L_enc, L_dec = (records.inputs[0].capture.encoder_self.shape[0], records.inputs[0].capture.cross.shape[0])
-    assert overview_traces == [L_enc * H, L_dec * H, L_dec * H] * 2  # every layer and head of every kind
+    # every layer and head of every kind: one trace of tiles, layer l and head h at rows l(q+1).., columns h(k+1)..
+    tiled = page.evaluate(
+        "[...document.querySelectorAll('.attention .overview')].map(p => [p.data.length, p.data[0].z])"
+    )
+    kinds = [(r.capture, kind) for r in records.inputs for kind in ("encoder_self", "decoder_self", "cross")]
+    assert [n for n, _ in tiled] == [1] * len(kinds)
+    for (cap, kind), (_, z) in zip(kinds, tiled, strict=True):
+        maps = getattr(cap, kind)
+        L, H_, q, k = maps.shape
+        z = np.array(z, dtype=float)
+        assert z.shape == (L * (q + 1) - 1, H_ * (k + 1) - 1)
+        for layer in range(L):
+            for h in range(H_):
+                tile = z[layer * (q + 1) : layer * (q + 1) + q, h * (k + 1) : h * (k + 1) + k]
+                want = (
+                    np.where(np.triu(np.ones((q, k)), 1) > 0, np.nan, maps[layer, h])
+                    if kind == "decoder_self"
+                    else maps[layer, h]
+                )
+                np.testing.assert_allclose(tile, want, atol=2e-5)  # the pack's 16-bit steps of 1/65534
     assert blocked == [] and errors == [] and requests == [page.url]
 
 

@@ -66,14 +66,25 @@ def test_head_grid_has_one_panel_per_head():
 
 
 def test_overview_is_layers_by_heads():
-    w = softmax_rows((3, 4, 5, 5))
+    """One trace on one pair of axes: layer l, head h is the tile at rows l·(q+1).., columns h·(k+1)..; the rows
+    and columns between tiles are blank (NaN) and covered white."""
+    w = softmax_rows((3, 4, 5, 6))
     fig = overview_figs.layer_head_overview(w)
-    assert len(fig.data) == 12
+    assert len(fig.data) == 1
+    z = np.array(fig.data[0].z, dtype=float)
+    assert z.shape == (3 * 6 - 1, 4 * 7 - 1)
+    for layer in range(3):
+        for h in range(4):
+            np.testing.assert_allclose(z[layer * 6 : layer * 6 + 5, h * 7 : h * 7 + 6], w[layer, h], rtol=1e-6)
+    assert np.isnan(z[5]).all() and np.isnan(z[:, 6]).all()  # the blank row after layer 0, column after head 0
+    blank = {(s.xref, s.x0 + 0.5) for s in fig.layout.shapes if s.xref == "x"}
+    assert blank == {("x", 6), ("x", 13), ("x", 20)} and all(s.fillcolor == "white" for s in fig.layout.shapes)
+    assert len([s for s in fig.layout.shapes if s.yref == "y"]) == 2
     texts = {a.text for a in fig.layout.annotations}
     assert {"layer 0", "layer 2", "head 0", "head 3"} <= texts
-    np.testing.assert_allclose(np.array(fig.data[4 * 2 + 1].z, dtype=float), w[2, 1], rtol=1e-6)
-    assert fig.data[4 * 2 + 1].hovertemplate.startswith("layer 2, head 1<br>")
-    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+    assert fig.data[0].y[2 * 6 + 1] == "layer 2, query 1" and fig.data[0].x[1 * 7 + 4] == "head 1, key 4"
+    assert len(set(fig.data[0].x)) == len(fig.data[0].x) and len(set(fig.data[0].y)) == len(fig.data[0].y)
+    assert fig.data[0].coloraxis == "coloraxis" and fig.data[0].hoverongaps is False
     dark = {a.font.color for a in fig.layout.annotations} | {
         overview_figs.layer_head_overview(w, "T").layout.title.font.color
     }
@@ -98,10 +109,11 @@ def test_figures_go_out_as_typed_arrays_without_per_cell_strings(build):
         assert "customdata" not in trace and "text" not in trace and "hovertext" not in trace
         assert trace["coloraxis"] == "coloraxis"
     z = spec["data"][0]["z"]
-    decoded = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32).reshape(n, n)
+    shape = (2 * (n + 1) - 1, 3 * (n + 1) - 1) if build == "overview" else (n, n)  # tiles: layers x heads
+    decoded = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32).reshape(shape)[:n, :n]
     expected = np.where(figs.causal_mask(n, n), np.nan, w[0, 0]) if build == "heatmap" else w[0, 0]
     np.testing.assert_allclose(decoded, expected, rtol=1e-6)  # the same numbers, masked cells NaN
-    cells = sum(n * n for _ in spec["data"])
+    cells = sum(np.prod(shape) if build == "overview" else n * n for _ in spec["data"])
     assert len(fig.to_json()) < cells * 4 * 4 / 3 + 60_000  # the base64 arrays plus a small, cell-independent rest
 
 
@@ -189,10 +201,12 @@ def test_overview_of_a_long_input_sends_thumbnails_and_says_so():
     w = softmax_rows((2, 2, n, n))
     fig = overview_figs.layer_head_overview(w, "Encoder self-attention")
     z = np.array(fig.data[0].z, dtype=float)
-    assert max(z.shape) <= overview_figs.THUMBNAIL_CELLS and z.shape == (40, 40)  # blocks of 5: 200 / 48 rounded up
+    assert z.shape == (2 * 41 - 1, 2 * 41 - 1)  # tiles of 40 x 40: blocks of 5 (200 / 48 rounded up)
     assert "mean of 5 × 5 positions" in fig.layout.title.text
     assert "mean weight" in fig.data[0].hovertemplate
+    assert fig.data[0].y[41 + 1] == "layer 1, queries 5–9" and fig.data[0].x[39] == "head 0, keys 195–199"
     np.testing.assert_allclose(z[0, 0], w[0, 0, :5, :5].mean(), rtol=1e-5)
+    np.testing.assert_allclose(z[41, 41], w[1, 1, :5, :5].mean(), rtol=1e-5)
     assert len(fig.to_json()) < 200_000  # 4 thumbnails of 40 x 40 float32, not 4 maps of 200 x 200
 
 

@@ -96,9 +96,14 @@ const PackViews = (function () {
       f.layout.title = Object.assign({}, f.layout.title, {text: title()});
       return plot(main, f.data, f.layout, CONFIG);
     });
-    register(overview, plot => {
-      const f = figure(overview.dataset.figure);
-      f.data.forEach((trace, i) => { trace.z = map(Math.floor(i / (H1 - 1)), i % (H1 - 1)); });
+    register(overview, plot => {  // one trace: the tiles of viz/overview_figs.tile, a blank row and column between
+      const f = figure(overview.dataset.figure), H = H1 - 1, z = [];
+      for (let l = 0; l < L; l++) {
+        if (l) z.push(new Array(H * (Tk + 1) - 1).fill(NaN));
+        const maps = Array.from({length: H}, (_, h) => map(l, h));
+        for (let i = 0; i < Tq; i++) z.push(maps.flatMap((m, h) => (h ? [NaN, ...m[i]] : m[i])));
+      }
+      f.data[0].z = z;
       return plot(overview, f.data, f.layout, CONFIG);
     });
     const update = () => ensure(main).then(() =>

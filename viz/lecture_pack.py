@@ -84,11 +84,9 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows
     # The script writes 'query i: q<br>key j: k' per cell from the rows' hover and the keys, the weight from z:
     # one template serves every layer and head, and no string per cell travels in the file.
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
-    overview = _readable_thumbnails(
-        layer_head_overview(weights, _("{title}: every layer (rows) and head (columns)").format(title=title), mask),
-        L,
-        H,
-    )
+    every = _("{title}: every layer (rows) and head (columns)").format(title=title)
+    # every weight (the script fills the tiles from the input's maps), position numbers under the bottom row
+    overview = _readable_thumbnails(layer_head_overview(weights, every, mask, max_cells=max(Tq, Tk)), Tk, H)
     return {
         "kind": kind,
         "title": title,
@@ -459,19 +457,21 @@ def _template() -> dict:
     return tpl
 
 
-def _readable_thumbnails(fig: go.Figure, L: int, H: int) -> go.Figure:
-    """Every layer x head overview: position numbers (dark, TICK_PX) under the bottom row and left of the first column."""
-    changes = {}
-    for i in range(L * H):
-        suffix = "" if i == 0 else str(i + 1)
-        tick = dict(
-            tickfont=dict(size=TICK_PX, color=TEXT_COLOR), nticks=4, ticks="outside", ticklen=3, automargin=True
-        )
-        if i >= (L - 1) * H:
-            changes[f"xaxis{suffix}"] = dict(showticklabels=True, **tick)
-        if i % H == 0:
-            changes[f"yaxis{suffix}"] = dict(showticklabels=True, **tick)
-    return fig.update_layout(changes)
+def _readable_thumbnails(fig: go.Figure, Tk: int, H: int) -> go.Figure:
+    """Every layer x head overview: key position numbers (dark, TICK_PX) under every head's tile, every
+    ceil(Tk / 4)-th (pack_live.js numbers a typed input's tiles the same way)."""
+    every = -(-Tk // 4)
+    vals = [h * (Tk + 1) + p for h in range(H) for p in range(0, Tk, every)]
+    return fig.update_xaxes(
+        showticklabels=True,
+        tickmode="array",
+        tickvals=vals,
+        ticktext=[str(v % (Tk + 1)) for v in vals],
+        tickfont=dict(size=TICK_PX, color=TEXT_COLOR),
+        ticks="outside",
+        ticklen=3,
+        automargin=True,
+    )
 
 
 def _json_for_script(data: dict) -> str:

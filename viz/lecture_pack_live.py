@@ -39,7 +39,8 @@ def live_words(spec: dict | None) -> dict[str, str]:
         "length_limit": _("the length limit"),
         "space": _("space"),
         "every": _("{title}: every layer (rows) and head (columns)"),
-        "thumb": _("layer {layer}, head {h}") + "<br>" + _("query %{y}<br>key %{x}<br>weight %{z:.3f}"),
+        "thumb_row": _("layer {layer}, query {i}"),  # viz/overview_figs.layer_head_overview's rows and columns
+        "thumb_col": _("head {h}, key {i}"),
         "failed": _("The page could not run the model: {error}"),
         "removed_one": ngettext(
             "Removed {n} control or invisible character from the {what}.",

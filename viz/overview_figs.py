@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 from i18n import _
 
 from .attention_figs import MASKED_COLOR, _coloraxis, _z
-from .subplot_grid import axis_suffix, grid_layout
 from .tokens import FONTS, TEXT_COLOR, label_px
 
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
@@ -41,66 +40,113 @@ def block_mean(
         return np.where(seen > 0, total / np.maximum(seen, 1), np.nan).astype(np.float32), a, b
 
 
-def layer_head_overview(weights: np.ndarray, title: str = "", mask: np.ndarray | None = None) -> go.Figure:
+def tile(z: np.ndarray) -> np.ndarray:
+    """(L, H, q, k) -> one (L·(q+1) − 1, H·(k+1) − 1) map: layer l, head h at rows l·(q+1).., columns h·(k+1)..,
+    one NaN row and column between neighbours (drawn white, see layer_head_overview)."""
+    L, H, q, k = z.shape
+    out = np.full((L * (q + 1) - 1, H * (k + 1) - 1), np.nan, dtype=np.float32)
+    for layer in range(L):
+        for h in range(H):
+            out[layer * (q + 1) : layer * (q + 1) + q, h * (k + 1) : h * (k + 1) + k] = z[layer, h]
+    return out
+
+
+def _labels(n_tiles: int, cells: int, block: int, total: int, one: str, many: str, tile_key: str) -> list[str]:
+    """The category of every row (or column) of a tiled map: '<tile>, <position or positions>', and unique blank
+    ones for the gaps (never hovered: hoverongaps is off)."""
+    out = []
+    for t in range(n_tiles):
+        for c in range(cells):
+            lo = c * block
+            hi = min(lo + block, total) - 1
+            text = (
+                one.format(**{tile_key: t, "i": lo}) if block == 1 else many.format(**{tile_key: t, "i": lo, "j": hi})
+            )
+            out.append(text)
+        if t < n_tiles - 1:
+            out.append(" " * (t + 1))
+    return out
+
+
+def layer_head_overview(
+    weights: np.ndarray, title: str = "", mask: np.ndarray | None = None, max_cells: int = THUMBNAIL_CELLS
+) -> go.Figure:
     """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads.
 
-    A thumbnail has at most THUMBNAIL_CELLS cells a side: longer inputs are shown as means over blocks of
-    tokens (the hover and the subtitle say so), which keeps the page small; one head's view has every weight.
+    One heatmap trace on one pair of axes (a tile per layer and head, white lines between them): a panel per head
+    made plotly lay out L x H axes, most of the chart's drawing time. A thumbnail has at most `max_cells` cells a
+    side: longer inputs are shown as means over blocks of tokens (the hover and the subtitle say so), which keeps
+    the page small; one head's view has every weight.
     """
     if weights.ndim != 4:
         raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
     L, H, Tq, Tk = weights.shape
-    z, a, b = block_mean(weights, mask)
-    layout = grid_layout(
-        L,
-        H,
-        horizontal_spacing=0.015,
-        vertical_spacing=0.03,
-        row_titles=[_("layer {i}").format(i=i) for i in range(L)],
-        column_titles=[_("head {h}").format(h=h) for h in range(H)],
-    )
+    z, a, b = block_mean(weights, mask, max_cells)
+    q, k = z.shape[-2:]
     if a == 1 and b == 1:
-        what, where = "", _("query %{y}<br>key %{x}<br>weight %{z:.3f}")
-    else:  # numeric axes of block starts: the hover names the block
-        what = _(" (each cell: the mean of {a} × {b} positions)").format(a=a, b=b)
-        where = (
-            _("queries %{y}–%{y}+{a}<br>keys %{x}–%{x}+{b}<br>mean weight %{z:.3f}")
-            .replace("{a}", str(a - 1))
-            .replace("{b}", str(b - 1))
-        )
-    ys, xs = np.arange(z.shape[-2]) * a, np.arange(z.shape[-1]) * b
-    traces = [  # plain dicts: go.Figure validates each trace once (a go.Heatmap is validated, then copied again)
-        dict(
-            type="heatmap",
-            z=z[layer, h],
-            x=xs,
-            y=ys,
-            xaxis=f"x{axis_suffix(i + 1)}",  # panel i + 1, row by row
-            yaxis=f"y{axis_suffix(i + 1)}",
-            coloraxis="coloraxis",
-            hoverongaps=False,
-            hovertemplate=_("layer {layer}, head {h}").format(layer=layer, h=h) + f"<br>{where}<extra></extra>",
-        )
-        for i, (layer, h) in enumerate((layer, h) for layer in range(L) for h in range(H))
-    ]
+        what, weight = "", _("weight %{z:.3f}")
+    else:
+        what, weight = _(" (each cell: the mean of {a} × {b} positions)").format(a=a, b=b), _("mean weight %{z:.3f}")
+    rows = _labels(L, q, a, Tq, _("layer {layer}, query {i}"), _("layer {layer}, queries {i}–{j}"), "layer")
+    cols = _labels(H, k, b, Tk, _("head {h}, key {i}"), _("head {h}, keys {i}–{j}"), "h")
+    trace = dict(  # a plain dict: go.Figure validates it once
+        type="heatmap",
+        z=tile(z),
+        x=cols,
+        y=rows,
+        coloraxis="coloraxis",
+        hoverongaps=False,
+        hovertemplate=f"%{{y}}<br>%{{x}}<br>{weight}<extra></extra>",
+    )
     title = f"{title}{what}" if title else what.strip(" ()")
-    for name in list(layout):
-        if name.startswith("xaxis"):
-            layout[name].update(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain")
-        elif name.startswith("yaxis"):
-            layout[name].update(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
-    row_px = 0.0
-    for note in layout.get("annotations", []):  # the row and column titles, dark like every chart's text
-        note.setdefault("font", {})["color"] = TEXT_COLOR
-        if note.get("textangle") == 90:  # a layer's title: left of its row, level (it ran into the panels' edge)
-            note.update(x=0, xanchor="right", xshift=-12, textangle=0)
-            row_px = max(row_px, label_px(note["text"], 18))  # room for it at the presentation size too
-    layout.update(
+    note = dict(showarrow=False, font=dict(color=TEXT_COLOR, size=16))
+    heads = [
+        dict(
+            text=_("head {h}").format(h=h),
+            x=h * (k + 1) + (k - 1) / 2,
+            xref="x",
+            y=1,
+            yref="paper",
+            yanchor="bottom",
+            **note,
+        )
+        for h in range(H)
+    ]
+    layers = [
+        dict(
+            text=_("layer {i}").format(i=i),
+            x=0,
+            xref="paper",
+            xanchor="right",
+            xshift=-12,
+            textangle=0,
+            y=i * (q + 1) + (q - 1) / 2,
+            yref="y",
+            **note,
+        )
+        for i in range(L)
+    ]
+    row_px = max((label_px(n["text"], 18) for n in layers), default=0.0)  # room for them at the presentation size
+    white = dict(type="rect", fillcolor="white", line=dict(width=0), layer="above")
+    gaps = [dict(x0=g - 0.5, x1=g + 0.5, xref="x", y0=0, y1=1, yref="paper", **white) for g in gap_cells(H, k)] + [
+        dict(y0=g - 0.5, y1=g + 0.5, yref="y", x0=0, x1=1, xref="paper", **white) for g in gap_cells(L, q)
+    ]
+    axis = dict(type="category", showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    layout = dict(
         title=dict(text=title, font=dict(color=TEXT_COLOR)),
+        xaxis=dict(axis, range=[-0.5, len(cols) - 0.5]),
+        yaxis=dict(axis, range=[len(rows) - 0.5, -0.5]),
+        annotations=heads + layers,
+        shapes=gaps,
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         margin=dict(l=int(row_px) + 24, r=40, t=80, b=10),
         **FONTS,
     )
-    return go.Figure(data=traces, layout=layout)  # built once: see attention_heatmap
+    return go.Figure(data=[trace], layout=layout)  # built once: see attention_heatmap
+
+
+def gap_cells(n_tiles: int, cells: int) -> list[int]:
+    """The indices of the blank rows (or columns) between n_tiles tiles of `cells` each."""
+    return [t * (cells + 1) - 1 for t in range(1, n_tiles)]

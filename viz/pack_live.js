@@ -84,9 +84,23 @@
     f.layout.height = Math.round(nq * cell + 120 + (legend ? 34 : 0));
     f.layout.showlegend = legend;
   }
+  // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
+  // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows)
   function overview(f, title, Tq, Tk, H) {
-    f.data.forEach((trace, i) => Object.assign(trace, {x: range(Tk), y: range(Tq),
-      hovertemplate: V.fillIn(W.thumb, {layer: Math.floor(i / H), h: i % H}) + "<extra></extra>"}));
+    const notes = f.layout.annotations, L = notes.length - H, rows = [], cols = [];
+    for (let l = 0; l < L; l++) { if (l) rows.push(" ".repeat(l)); for (let i = 0; i < Tq; i++) rows.push(V.fillIn(W.thumb_row, {layer: l, i})); }
+    for (let h = 0; h < H; h++) { if (h) cols.push(" ".repeat(h)); for (let i = 0; i < Tk; i++) cols.push(V.fillIn(W.thumb_col, {h, i})); }
+    Object.assign(f.data[0], {x: cols, y: rows});
+    Object.assign(f.layout.xaxis, {range: [-0.5, cols.length - 0.5]});
+    Object.assign(f.layout.yaxis, {range: [rows.length - 0.5, -0.5]});
+    notes.forEach((a, n) => { if (n < H) a.x = n * (Tk + 1) + (Tk - 1) / 2; else a.y = (n - H) * (Tq + 1) + (Tq - 1) / 2; });
+    f.layout.shapes.forEach((s, n) => {
+      const [key, g] = n < H - 1 ? ["x", (n + 1) * (Tk + 1) - 1] : ["y", (n - H + 2) * (Tq + 1) - 1];
+      Object.assign(s, {[key + "0"]: g - 0.5, [key + "1"]: g + 0.5});
+    });
+    const every = Math.ceil(Tk / 4), vals = [];  // viz/lecture_pack._readable_thumbnails
+    for (let h = 0; h < H; h++) for (let p = 0; p < Tk; p += every) vals.push(h * (Tk + 1) + p);
+    Object.assign(f.layout.xaxis, {tickvals: vals, ticktext: vals.map(v => String(v % (Tk + 1)))});
     f.layout.title = Object.assign({}, f.layout.title, {text: V.fillIn(W.every, {title})});
   }
   function norms(arr, T) {
