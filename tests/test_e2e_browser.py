@@ -145,6 +145,7 @@ def test_positional_page(watch, server, letters):
     screenshot(page, "e2e_positional")
 
     type_input(page, "bead")
+    wait_url(watch, "text=bead")  # that run over before the next click (two quick reruns can reset the widgets)
     pick_view(page, "This model & input")
     wait_ticks(watch, source_ticks("bead"), plot="Source: embedding size")
     assert "pe_view=mine" in page.url
@@ -213,6 +214,7 @@ def test_model_page(watch, server, letters):
     model, _ = load_checkpoint(letters)
     wait_text(watch, f"{sum(p.numel() for p in model.parameters()):,} parameters")
     type_input(page, "abcdefg")
+    wait_url(watch, "text=abcdefg")  # that run over before the next click (two quick reruns can reset the widgets)
     pick_view(page, "Shapes in attention")
     wait_text(watch, "S = 8 source tokens")
 
