@@ -44,7 +44,9 @@ def test_attention_axes_are_the_tokens(ckpt):
     assert len(grid["data"]) == 2 and grid["layout"]["title"]["text"] == "Cross-attention (decoder → encoder), layer 2"
     at.segmented_control(key="att_view").set_value("overview").run()
     (overview,) = charts(at)
-    assert len(overview["data"]) == 1 and len(overview["layout"]["annotations"]) == 2 + 3  # one trace: 2 heads, 3 layers
+    assert (
+        len(overview["data"]) == 1 and len(overview["layout"]["annotations"]) == 2 + 3
+    )  # one trace: 2 heads, 3 layers
 
 
 def test_a_link_reproduces_the_attention_view(ckpt):
