@@ -174,16 +174,19 @@ const PackViews = (function () {
       f.layout.xaxis.ticktext = written(t);
       return plot(selfDiv, f.data, f.layout, CONFIG);
     });
+    const restyle = new Map([  // each chart moved to step t in place
+      [topk, t => Plotly.restyle(topk, topTrace(t))],
+      [crossDiv, t => Plotly.restyle(crossDiv, {z: [crossZ(t)]})],
+      [selfDiv, t => Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)})],
+    ]);
     function show(t) {
       words(t);
       box.dataset.step = String(t);
       return Promise.all(charts.map(ensure)).then(() => {
         if (+slider.value !== t) return null;  // a later step was asked for meanwhile: that one draws
-        const g = gen, redraw = [];
-        if (at.get(topk) !== t) redraw.push([topk, () => Plotly.restyle(topk, topTrace(t))]);
-        if (at.get(crossDiv) !== t) redraw.push([crossDiv, () => Plotly.restyle(crossDiv, {z: [crossZ(t)]})]);
-        if (at.get(selfDiv) !== t) redraw.push([selfDiv, () => Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)})]);
-        return Promise.all(redraw.map(([div, go]) => go().then(() => { if (g === gen) at.set(div, t); })));
+        const g = gen;
+        return Promise.all(charts.filter(div => at.get(div) !== t)
+          .map(div => restyle.get(div)(t).then(() => { if (g === gen) at.set(div, t); })));
       }).then(settle);
     }
     box.reset();
