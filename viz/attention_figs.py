@@ -39,7 +39,9 @@ from .tokens import (
 )
 
 COLORSCALE = "Blues"
-MASKED_COLOR = "#d9d9d9"
+MASKED_COLOR = (
+    "#d9d9d9"  # the plot background, seen through NaN cells; margin pad 0 (Streamlit's theme pads 8 px: a grey band)
+)
 GOLD_COLOR = "#d62728"  # open red circles: visible on every shade of Blues
 LEGEND_PX = 34  # a one-line legend under the plot
 KIND_TITLES = {  # marked only: translate where shown, _(KIND_TITLES[kind])
@@ -311,7 +313,7 @@ def attention_heatmap(
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
         showlegend=legend,
-        margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10),
+        margin=dict(l=10, r=10, t=TITLE_PX + (LEGEND_PX if legend else 0), b=10, pad=0),  # see MASKED_COLOR
     )
     if marks:
         layout["legend"] = copy.deepcopy(LEGEND)
@@ -394,7 +396,7 @@ def head_grid(
         height=height,
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
-        margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10),
+        margin=dict(l=10, r=10, t=TITLE_PX + 14, b=10, pad=0),  # see MASKED_COLOR
     )
     return go.Figure(data=traces, layout=readable_layout(layout, tick_px))
 

@@ -141,7 +141,7 @@ def layer_head_overview(
         height=max(300, 150 * L + 100),
         plot_bgcolor=MASKED_COLOR,
         coloraxis=_coloraxis(),
-        margin=dict(l=int(row_px) + 24, r=40, t=80, b=10),
+        margin=dict(l=int(row_px) + 24, r=40, t=80, b=10, pad=0),  # see MASKED_COLOR
         **FONTS,
     )
     return go.Figure(data=[trace], layout=layout)  # built once: see attention_heatmap
