@@ -40,13 +40,54 @@ const PackViews = (function () {
   // The div drawn (and redrawn if stale) before anything else touches it: the promise of its latest drawing.
   function ensure(div) {
     if (!drawn.has(div)) {
-      drawn.set(div, Promise.resolve().then(() => drawers.get(div)(Plotly.newPlot)));
+      drawn.set(div, Promise.resolve().then(() => drawers.get(div)(newPlot)));
     } else if (stale.has(div)) {
       stale.delete(div);
-      drawn.set(div, drawn.get(div).then(() => drawers.get(div)(Plotly.react)));
+      drawn.set(div, drawn.get(div).then(() => drawers.get(div)(react)));
     }
     return drawn.get(div);
   }
+  // A chart drawn again (a typed input's) is given the margins plotly gave it last time, grown by as much as its widest
+  // tick label grew (measured on a canvas, which lays nothing out). plotly's automargin draws a chart a second time
+  // whenever its labels need other margins than the drawing began with, which a new input's tokens nearly always
+  // did: half the time of a redraw. Margins never shrink; should the estimate fall short, automargin still corrects it.
+  const last = new WeakMap();  // div -> {margin: {l, r, t, b}, px: {l, b}} of its last drawing
+  const ruler = document.createElement("canvas").getContext("2d");
+  function labelPx(data, layout) {  // {l: the widest label of the y axes, b: of the x axes whose labels stand upright}
+    const px = {l: 0, b: 0}, tpl = (layout.template && layout.template.layout) || {};
+    for (const [key, ax] of Object.entries(layout)) {
+      const side = !/^[xy]axis\d*$/.test(key) || !ax || ax.showticklabels === false ? null
+        : key[0] === "y" ? "l" : Math.abs(ax.tickangle) === 90 ? "b" : null;
+      const values = ax && (ax.ticktext || (data[0] && data[0][key[0]]));
+      if (!side || !Array.isArray(values)) continue;
+      const font = Object.assign({size: 12, family: "sans-serif"}, tpl.font, layout.font, ax.tickfont);
+      ruler.font = `${font.size}px ${font.family}`;
+      for (const v of values) {  // plotly's label text: lines split at <br>, other tags dropped, entities read
+        for (const line of String(v).split(/<br\s*\/?>/i)) {
+          const text = line.replace(/<[^>]*>/g, "").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+          px[side] = Math.max(px[side], ruler.measureText(text).width);
+        }
+      }
+    }
+    return px;
+  }
+  const drawWith = plot => (div, data, layout, config) => {
+    for (const [key, ax] of Object.entries(layout)) {  // as the pack's template: x labels grow the bottom, y the left
+      if (/^[xy]axis\d*$/.test(key) && ax && ax.automargin === true) ax.automargin = key[0] === "x" ? "height" : "width";
+    }
+    const px = labelPx(data, layout), was = last.get(div), own = layout.margin || {};
+    if (was) {
+      const grow = {l: Math.max(0, px.l - was.px.l), b: Math.max(0, px.b - was.px.b), r: 0, t: 0};
+      layout.margin = Object.assign({}, own, Object.fromEntries(Object.entries(grow).map(([k, g]) =>
+        [k, Math.max(Math.ceil(was.margin[k] + g), own[k] || 0)])));
+    }
+    return plot(div, data, layout, config).then(gd => {
+      const s = div._fullLayout && div._fullLayout._size;
+      if (s) last.set(div, {margin: {l: s.l, r: s.r, t: s.t, b: s.b}, px: was ? {l: Math.max(px.l, was.px.l), b: Math.max(px.b, was.px.b)} : px});
+      return gd;
+    });
+  };
+  const newPlot = drawWith((...a) => Plotly.newPlot(...a)), react = drawWith((...a) => Plotly.react(...a));
   const onScreen = div => {
     const r = div.getBoundingClientRect();
     return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
@@ -56,7 +97,7 @@ const PackViews = (function () {
   // Boxes reset their controls first (box.reset, set by the setup functions below). Resolves to the charts redrawn.
   function refresh(root) {
     root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
-    const divs = [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+    const divs = charts(root);
     divs.forEach(div => { if (drawn.has(div)) stale.add(div); });
     const now = divs.filter(onScreen);  // one never drawn and off screen is drawn when it comes on screen (seen)
     return Promise.all(now.map(ensure)).then(() => now);
@@ -203,17 +244,20 @@ const PackViews = (function () {
     });
     root.querySelectorAll(".attention").forEach(setupAttention);
     root.querySelectorAll(".decoding").forEach(setupDecoding);
-    return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div));
+    return charts(root);
   }
+  // The charts inside root that this script draws, in page order
+  function charts(root) { return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div)); }
 
   const staticRoot = document.getElementById("static") || document.body;
-  const charts = setup(staticRoot);
   // Draw the rest in page order, one at a time with a pause between, so the page stays responsive.
-  charts.reduce((p, div) => p.then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
+  setup(staticRoot).reduce((p, div) => p.then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
     .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
 
   // Every chart inside root drawn with its latest data (tests, benchmarks, printing).
-  const flush = root => Promise.all([...root.querySelectorAll(".plot")].filter(div => drawers.has(div)).map(ensure));
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush};
+  const flush = root => Promise.all(charts(root).map(ensure));
+  // One chart drawn again with its data (Plotly.react when it was drawn before)
+  const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw};
 })();

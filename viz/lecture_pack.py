@@ -454,6 +454,14 @@ def _template() -> dict:
     tpl["data"] = {k: v for k, v in tpl["data"].items() if k in ("heatmap", "bar", "scatter")}  # the kinds drawn
     tpl["layout"]["font"] = {"family": FONT_FAMILY, "size": TICK_PX, "color": TEXT_COLOR}
     tpl["layout"]["hoverlabel"] = {"font": {"size": TICK_PX}}
+    # Labels past the chart's edge stay drawn: with plotly's default for a colour bar ("hide past div") it measures
+    # every label again after each label is placed, each measurement laying the chart out again.
+    # An x axis's labels grow the bottom margin only, a y axis's the left (a first label wider than its cell no longer
+    # widens the left margin): lecture_pack.js keeps a redrawn chart's margins, which then rarely change.
+    for axis, grows in (("xaxis", "height"), ("yaxis", "width")):
+        tpl["layout"].setdefault(axis, {}).update(ticklabeloverflow="allow", automargin=grows)
+    for trace in tpl["data"].get("heatmap", []):
+        trace.setdefault("colorbar", {})["ticklabeloverflow"] = "allow"
     return tpl
 
 

@@ -318,6 +318,19 @@
   // later ones. Skipped when an input was typed before the runtime was ready (that input does both then).
   section.dataset.ready = "1";
   const first = W.first;
-  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(() => { section.dataset.warm = "1"; }); };
+  // Then every chart of the example drawn, and drawn again in place (Plotly.react, as a typed input redraws them), one
+  // at a time while nothing is typed: the browser has compiled plotly's redrawing before the first typed input needs
+  // it (that input's charts took twice as long without), and each chart knows its margins (lecture_pack.js, steady).
+  async function drawRest() {
+    const s = views.firstElementChild, charts = s ? V.charts(s) : [];
+    for (const again of [false, true]) {
+      for (const div of charts) {
+        if (runs) return;
+        await (again ? V.redraw(div) : V.ensure(div));
+        await new Promise(r => setTimeout(r, 0));
+      }
+    }
+  }
+  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = "1"; }); };
   opening.then(warm, () => {});  // a runtime that fails to start says so at the first typed input
 })();
