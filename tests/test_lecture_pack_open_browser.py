@@ -122,3 +122,44 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
         assert page.locator('[data-testid="pack-input"]').input_value() == ""
 
     assert errors == []
+
+
+def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_path):
+    """A typed input's charts keep their margins from the last drawing (lecture_pack.js): an input whose tokens are
+    longer than every one before still gets every tick label inside its chart, none past the left or bottom edge."""
+    from model import load_checkpoint
+    from model.analysis.lecture import pack_records
+    from model.checkpoints.demos import list_demos
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "translate"))
+    words = sorted((t for t in tok.source.tokens if t.isalpha()), key=len)
+    short, long = " ".join(words[:3]), " ".join(words[-5:])
+    assert len(words[-1]) >= 2 * len(words[0])
+    path = tmp_path / "pack.html"
+    path.write_text(lecture_pack_html(pack_records(model, tok, [short])), encoding="utf-8")
+    errors = []
+    outside = """() => PackViews.flush(document.getElementById('live-views')).then(() => {
+        const out = [];
+        for (const div of PackViews.charts(document.getElementById('live-views'))) {
+          const box = div.getBoundingClientRect();
+          for (const t of div.querySelectorAll('.xtick text, .ytick text')) {
+            const r = t.getBoundingClientRect();
+            if (r.width && (r.left < box.left - 0.5 || r.bottom > box.bottom + 0.5)) out.push([div.dataset.figure, t.textContent]);
+          }
+        }
+        return out;
+    })"""
+    with chromium() as browser:
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        box = page.locator('[data-testid="pack-input"]')
+        for n, text in enumerate([short, long], start=1):
+            box.fill(text)
+            box.press("Enter")
+            wait_until(page, f"document.getElementById('live').dataset.drawn === '{n}'", errors)
+            assert page.evaluate(outside) == [], text
+        labels = page.evaluate("document.querySelector('[data-figure=\"live-encoder_self\"]').layout.yaxis.ticktext")
+        assert labels[: len(words[-5:])] == words[-5:]  # the long input's own tokens are the labels checked
+    assert errors == []
