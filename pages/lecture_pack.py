@@ -4,6 +4,7 @@ import streamlit as st
 
 from i18n import _, language, message_of
 from model.analysis.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
+from model.analysis.pack_export import folder_pack
 from tasks.cards import pack_checks
 from ui import caches
 from ui.safe_text import md
@@ -95,6 +96,14 @@ if request and request[0] == session.key:
         )
         if no_model:
             st.info(_("This pack runs no model of its own: {why}.").format(why=no_model))
+            if folder_pack(session.model, True):  # too large for one file, not for a folder beside it
+                st.info(
+                    _(
+                        "A folder pack carries this model: index.html with its float16 weights in files beside it. "
+                        "This page writes one file only; on your own machine, run `{command}` with the model's "
+                        "folder, then open the folder's index.html."
+                    ).format(command="transformer-viz pack --model FOLDER --out pack.html")
+                )
         if request[1] != tuple(texts):
             st.caption(_("The inputs changed since this pack was built: build it again to include them."))
 elif not texts:

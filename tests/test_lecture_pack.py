@@ -293,6 +293,23 @@ def test_the_page_builds_a_pack_to_download(tmp_path, monkeypatch):
     assert len(pack_data(page)["inputs"]) == 2  # the duplicate line counted once
 
 
+def test_the_page_points_to_the_folder_pack_for_a_model_too_large_for_one_file(tmp_path, monkeypatch):
+    """A model above the one-file budget: the downloaded pack runs no model, and the page names the command that
+    writes the folder pack which carries it (the server builds no folder)."""
+    import model.analysis.pack_export as pack_export
+
+    monkeypatch.setattr(pack_export, "MAX_BYTES", 1000)  # the letters model (an encoder-decoder) is then too large
+    at = open_page("lecture_pack", f"path:{letters_checkpoint(tmp_path)}", timeout=120)
+    at.text_area(key="pack_inputs").set_value("cafe").run()
+    at.button(key="pack_build").click().run(timeout=120)
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    infos = [i.value for i in at.info]
+    assert len(infos) == 2 and "transformer-viz pack --model FOLDER --out pack.html" in infos[1]
+    monkeypatch.setattr(pack_export, "MAX_BYTES", 7_000_000)
+    at.button(key="pack_build").click().run(timeout=120)  # within the budget: the pack runs it, nothing to point to
+    assert [i.value for i in at.info] == []
+
+
 def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
     at = open_page("lecture_pack", f"path:{letters_checkpoint(tmp_path)}", timeout=120)
     at.text_area(key="pack_inputs").set_value("cafe\nxyz").run()
