@@ -125,3 +125,24 @@ def test_sampling_outlines_are_as_wide_as_their_cells():
     boxes = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
     assert boxes == [(0.5, 1.5, 0.5, 1.5), (1.5, 2.5, 2.5, 3.5)]  # step 1: candidate 2; step 2: the row "other"
     assert fig.layout.legend.itemsizing == "constant"  # the legend still shows a readable outline symbol
+
+
+def test_figures_drawn_on_grey_keep_no_padding_band():
+    """A grey plot background (masked cells, a drawn-from distribution's rest) keeps margin pad 0: Streamlit's chart
+    theme pads the plot area by 8 px otherwise, and the grey shows as a band around the chart."""
+    from viz.attention_figs import attention_heatmap
+    from viz.inside_figs import mask_row
+    from viz.overview_figs import layer_head_overview
+
+    a = np.array([[0.9, 0.1, 0.0], [0.2, 0.5, 0.3]])
+    mask = np.triu(np.ones((2, 3), bool), 1)
+    figs = {
+        "compare": compare_heatmaps(a, a, ["<s>", "x"], ["p", "q", "</s>"], mask=mask),
+        "sampling": sampling_overview([["a", "b"]], np.array([[0.6, 0.3]]), [0], ["a"], [0.6]),
+        "mask": mask_row(np.array([True, False, True]), ["p", "q", "</s>"]),
+        "heatmap": attention_heatmap(a, ["<s>", "x"], ["p", "q", "</s>"], mask=mask),
+        "overview": layer_head_overview(np.tile(a, (2, 2, 1, 1)), "t", mask=mask),
+    }
+    for name, fig in figs.items():
+        assert fig.layout.plot_bgcolor not in (None, "white", "#fff", "#ffffff"), name  # grey indeed
+        assert fig.layout.margin.pad == 0, name

@@ -117,7 +117,7 @@ def compare_heatmaps(
                 tickfont=dict(size=tick_px, color=TICK_COLOR),
             ),
         ),
-        margin=dict(l=10, r=10, t=TITLE_PX + 20, b=10),
+        margin=dict(l=10, r=10, t=TITLE_PX + 20, b=10, pad=0),  # see MASKED_COLOR
     )
     fig.update_annotations(font=dict(size=tick_px + 1, color=TEXT_COLOR))
     return readable(fig, tick_px)

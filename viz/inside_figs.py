@@ -54,7 +54,7 @@ def _layout(title: str, height: int, top: int = 70, **extra) -> dict:
     return dict(
         title=dict(text=title, font=dict(family=FONT_FAMILY)),
         height=height,
-        margin=dict(l=10, r=10, t=top, b=10),
+        margin=dict(l=10, r=10, t=top, b=10, pad=0),  # a grey background (the mask) shows no padding band
         font=dict(family=FONT_FAMILY),
         hoverlabel=dict(font=dict(family=FONT_FAMILY)),
         **extra,

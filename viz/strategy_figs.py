@@ -240,7 +240,7 @@ def sampling_overview(
         height=int(130 + 40 * rows),
         showlegend=True,
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemsizing="constant"),
-        margin=dict(t=80, l=10, r=10, b=10),
+        margin=dict(t=80, l=10, r=10, b=10, pad=0),  # the grey shows through: no padding band around it
         plot_bgcolor="#d9d9d9",
     )
     return readable(fig, tick_px)
