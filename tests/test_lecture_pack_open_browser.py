@@ -163,3 +163,35 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
         labels = page.evaluate("document.querySelector('[data-figure=\"live-encoder_self\"]').layout.yaxis.ticktext")
         assert labels[: len(words[-5:])] == words[-5:]  # the long input's own tokens are the labels checked
     assert errors == []
+
+
+def test_a_run_gives_up_between_steps_when_asked(tmp_path):
+    """PackNet.run awaits giveUp() before each decoder step (the page's warm-up run gives way to a typed input so):
+    true after two steps gives null having asked three times; never true gives the whole run, the same as without."""
+    from model import load_checkpoint
+    from model.analysis.lecture import pack_records
+    from model.checkpoints.demos import list_demos
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
+    path = tmp_path / "pack.html"
+    path.write_text(lecture_pack_html(pack_records(model, tok, ["stressed"])), encoding="utf-8")
+    errors = []
+    with chromium() as browser:
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        stopped, asked, whole, plain = page.evaluate(
+            """async () => {
+                const net = await PackNet.open(JSON.parse(document.getElementById('pack-model').textContent));
+                const ids = window.packResult().source_ids;
+                let asked = 0, never = 0;
+                const stopped = await PackNet.run(net, ids, 5, async () => ++asked > 2);
+                const whole = await PackNet.run(net, ids, 5, async () => { never++; return false; });
+                const plain = await PackNet.run(net, ids, 5);
+                return [stopped, asked, [whole.out, never], plain.out];
+            }"""
+        )
+    assert stopped is None and asked == 3
+    assert whole[0] == plain and len(plain) >= 3 and whole[1] == len(plain)  # asked once per step taken
+    assert errors == []

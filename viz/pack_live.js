@@ -176,7 +176,8 @@
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
-  async function run(t0, text, n) {
+  // giveUp: given for the page's own warm-up run, which gives way to a typed input (the model stops between two steps)
+  async function run(t0, text, n, giveUp) {
     const [net, vocabs] = await opening;
     ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
@@ -189,8 +190,9 @@
       section.dataset.drawn = String(n);
       return;
     }
-    if (c.shape && c.shape !== "encoder-decoder") return runOneStack(net, t0, check, n);
-    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5);
+    if (c.shape && c.shape !== "encoder-decoder") return runOneStack(net, t0, check, n, giveUp);
+    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5, giveUp);
+    if (!r) return null;  // given way
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
     const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
@@ -230,11 +232,12 @@
     s.querySelector(".sequence .caption").textContent = caption;
     s.querySelector(".sequence code").textContent = tokens.map(t => plain(t)).join(" ");
   }
-  async function runOneStack(net, t0, check, n) {
+  async function runOneStack(net, t0, check, n, giveUp) {
     const decoder = c.shape === "decoder-only";
     // model/text/inputs: prepare_sequence (the text's ids, cut to max_len) or prepare_source (then </s>: BERT's [SEP])
     const ids = decoder ? [...src.prefix, ...check.content].slice(0, c.max_len) : [...check.ids, src.eos, ...src.after];
-    const r = await PackNet.runOneStack(net, ids, 5);
+    const r = await PackNet.runOneStack(net, ids, 5, giveUp);
+    if (!r) return null;  // given way
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);
     const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
     const rows = decoder ? writtenRows(tokens, r.logProbs.subarray((N - 1) * (r.logProbs.length / N)))
@@ -280,12 +283,14 @@
     return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
   };
 
+  // A task boundary (not a timer: no 4 ms clamp): a key pressed during the warm-up run is handled between two steps
+  const nextTask = () => new Promise(resolve => { const ch = new MessageChannel(); ch.port1.onmessage = () => resolve(); ch.port2.postMessage(null); });
   let queue = Promise.resolve();
   function enqueue(text, typed) {
     const t0 = performance.now();
     const n = typed ? ++runs : runs;  // counted when asked for: the first example is skipped once a typed run waits
     if (typed) status.textContent = W.running;
-    queue = queue.then(() => run(t0, text, n)).catch(err => {
+    queue = queue.then(() => run(t0, text, n, typed ? null : () => nextTask().then(() => runs > n))).catch(err => {
       say(messages, V.fillIn(W.failed, {error: String((err && err.message) || err)}), "warning error");
       section.dataset.drawn = "error";
     });
@@ -331,6 +336,6 @@
       }
     }
   }
-  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = "1"; }); };
+  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = runs ? "interrupted" : "1"; }); };
   opening.then(warm, () => {});  // a runtime that fails to start says so at the first typed input
 })();

@@ -3,6 +3,7 @@
 //   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix); or, in
 //                                             // a folder pack, encoder (with cross keys/values) and step (cached)
 //   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
+//                                             // (a 4th argument, giveUp(): awaited before each step; true: null)
 // r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
 //     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}
 // (flat Float32Arrays, row-major), the form pack_live.js draws. No arithmetic of the model happens here: only the
@@ -125,12 +126,13 @@ const PackNet = (function () {
     rows.forEach((r, t) => { emb.set(r.emb, t * d); pe.set(r.pe, t * d); });
     return {self, cross, emb, pe};
   }
-  async function runSteps(net, srcIds, topK) {
+  async function runSteps(net, srcIds, topK, giveUp) {
     const c = net.config, S = srcIds.length, V = net.V, enc = await encodeOnce(net, srcIds);
     const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
     const steps = [], out = [], seq = [c.bos_id], rows = [];
     let stop = "max_len", past = enc.empty;
     for (let t = 0; t < limit; t++) {
+      if (giveUp && await giveUp()) return null;
       const r = await oneStep(net, enc, seq, past, false);
       past = r.past;
       rows.push(r);
@@ -158,13 +160,16 @@ const PackNet = (function () {
     const full = assemble(net, capRows, S), logProbs = capRows.map(r => r.logProbs);
     return {enc, steps, stop, out, tgt, full, logProbs};
   }
-  async function run(net, srcIds, topK) {
-    if (net.step) return runSteps(net, srcIds, topK);
+  // giveUp: a function awaited before each decoder step; true gives up the run (null), e.g. the page's own warm-up run
+  // when a visitor's input waits behind it
+  async function run(net, srcIds, topK, giveUp) {
+    if (net.step) return runSteps(net, srcIds, topK, giveUp);
     const c = net.config, S = srcIds.length, V = net.V, enc = await encode(net, srcIds);
     const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
     const steps = [], out = [], inputs = [c.bos_id];
     let stop = "max_len", last = null;
     for (let t = 0; t < limit; t++) {
+      if (giveUp && await giveUp()) return null;
       last = await decode(net, inputs, enc, false);
       const T = inputs.length;
       let lp = last.logProbs.subarray((T - 1) * V, T * V);
@@ -214,7 +219,7 @@ const PackNet = (function () {
   }
   // Decoder-only: greedy continuation of the prompt as model.decoding (step_limit: 50 tokens at most, within max_len),
   // each step one pass over the whole sequence; then the app's pass over prompt + continuation. Encoder-only: one pass.
-  async function runOneStack(net, ids, topK) {
+  async function runOneStack(net, ids, topK, giveUp) {
     const c = net.config, V = net.V;
     if (c.shape !== "decoder-only") {
       const r = await pass(net, ids);
@@ -223,6 +228,7 @@ const PackNet = (function () {
     const limit = Math.max(0, Math.min(50, c.max_len - ids.length)), seq = [...ids], steps = [], out = [];
     let stop = "max_len", last = null;
     for (let t = 0; t < limit; t++) {
+      if (giveUp && await giveUp()) return null;
       last = await pass(net, seq);
       let lp = last.logProbs.subarray((seq.length - 1) * V, seq.length * V);
       if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
