@@ -36,6 +36,14 @@ LAUNCH_ARGS = [
     "--no-first-run",
     "--disable-dev-shm-usage",
 ]
+# A browser with WebGPU on this machine's CPU: Chromium's own SwiftShader (Vulkan in software) stands in for a GPU, so
+# that the pack's WebGPU path runs and is compared with the Python model where there is no GPU.
+WEBGPU_ARGS = [
+    "--enable-unsafe-webgpu",
+    "--enable-features=Vulkan",
+    "--use-vulkan=swiftshader",
+    "--use-webgpu-adapter=swiftshader",
+]
 VIEWPORT = {"width": 1400, "height": 1000}
 # How long a wait for a condition may take before the test fails. Every wait is for a condition (a chart drawn,
 # the script run over), never a fixed time, so a generous limit costs nothing when things go well; it is what a
@@ -58,16 +66,22 @@ def browser_missing() -> str | None:
     return None
 
 
+def launch_args(webgpu: bool = False) -> list[str]:
+    """Chromium's command line: without a GPU, or with WebGPU on the CPU (WEBGPU_ARGS)."""
+    return [a for a in LAUNCH_ARGS if a != "--disable-gpu"] + WEBGPU_ARGS if webgpu else LAUNCH_ARGS
+
+
 @contextlib.contextmanager
-def chromium() -> Iterator:
-    """One headless Debian Chromium (for a test module, a benchmark); BrowserMissing when there is none."""
+def chromium(webgpu: bool = False) -> Iterator:
+    """One headless Debian Chromium (for a test module, a benchmark); BrowserMissing when there is none.
+    webgpu: with a WebGPU adapter (WEBGPU_ARGS: SwiftShader, on the CPU)."""
     reason = browser_missing()
     if reason:
         raise BrowserMissing(reason)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=launch_args(webgpu))
         try:
             yield browser
         finally:

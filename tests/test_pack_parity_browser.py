@@ -15,6 +15,7 @@ import random
 import numpy as np
 import pytest
 
+from harness.browser import CHROMIUM, launch_args
 from i18n import _
 from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
 from model.analysis import pack_export
@@ -117,14 +118,18 @@ def open_pack(browser, folder, model, tok, card: dict, first: str, as_folder: bo
     return context, page, blocked, errors
 
 
-def assert_parity(browser, model, tok, texts: list[str], folder, card: dict | None = None, as_folder=False) -> None:
+def assert_parity(
+    browser, model, tok, texts: list[str], folder, card: dict | None = None, as_folder=False, ep: str = "wasm"
+) -> None:
     """Build a pack with the first text precomputed, type every text into it; the page's numbers are the model's.
-    as_folder: a folder pack, whose numbers are those of the model with its parameters rounded to float16."""
+    as_folder: a folder pack, whose numbers are those of the model with its parameters rounded to float16.
+    ep: where the page runs the model ("wasm", or "webgpu" in a folder pack opened by a browser with a GPU adapter)."""
     context, page, blocked, errors = open_pack(browser, folder, model, tok, card or {}, texts[0], as_folder)
     if as_folder:
         model = half_rounded(model)
     for n, text in enumerate(texts, start=1):
         got = typed(page, text, n)
+        assert page.evaluate("document.getElementById('live').dataset.ep") == ep
         check = check_text(text, tok.source, model.config.max_len - 1)
         trace = greedy_decode(model, tok, check.text)
         cap = capture(model, tok, check.text)
@@ -261,3 +266,19 @@ def test_a_marian_folder_as_a_folder_pack_decodes_as_the_float16_model(marian_di
     long = " ".join(words[i % len(words)] for i in range(model.config.max_len))  # past max_len: cut, then the limit
     texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été", ">>fra<< the cat", long]
     assert_parity(browser, model, tok, texts, tmp_path, as_folder=True)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_folder_pack_runs_on_webgpu_when_the_browser_has_a_gpu(marian_dir, browser, tmp_path, monkeypatch):  # noqa: F811
+    """A folder pack carries onnxruntime's WebGPU build: in a browser with a GPU adapter (Chromium's SwiftShader here,
+    WebGPU on the CPU) the page runs the model on it, and its tokens, greedy output, top 5, log-probs and every map
+    are those of the float16-rounded model within the same tolerance as on WebAssembly. A browser without an adapter
+    runs the same pack on WebAssembly (the test above: ep "wasm")."""
+    monkeypatch.setattr(pack_export, "MAX_BYTES", 0)
+    model, tok = load_checkpoint(marian_dir)
+    texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été"]
+    gpu = browser.browser_type.launch(executable_path=str(CHROMIUM), args=launch_args(webgpu=True))
+    try:
+        assert_parity(gpu, model, tok, texts, tmp_path, as_folder=True, ep="webgpu")
+    finally:
+        gpu.close()

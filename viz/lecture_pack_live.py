@@ -158,16 +158,28 @@ def _inert(text: str) -> str:
     return text
 
 
-def runtime_scripts() -> str:
+def runtime_scripts(webgpu: bool = False) -> str:
     """onnxruntime-web inside the page: its API, and, as inert data, the glue module and the gzipped binary that
-    pack_net.js hands to it (a blob: URL and wasmBinary), so that nothing is fetched."""
+    pack_net.js hands to it (a blob: URL and wasmBinary), so that nothing is fetched.
+
+    webgpu: also onnxruntime's WebGPU build (its API, glue and binary as inert data, 6.6 MB gzipped), which pack_net.js
+    starts instead when the browser has a GPU adapter. Folder packs carry it: their models are large enough to gain
+    from a GPU, and their size allows it; a demo's one-file pack keeps the WebAssembly build alone."""
     wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.wasm.gz").read_bytes()).decode("ascii")
     glue = _inert((ORT / "ort-wasm-simd-threaded.mjs").read_text(encoding="utf-8"))
-    return (
+    page = (
         f"<script>{_inert((ORT / 'ort.wasm.min.js').read_text(encoding='utf-8'))}</script>"
         f'<script type="text/plain" id="ort-glue">{glue}</script>'
         f'<script type="text/plain" id="ort-wasm">{wasm}</script>'
     )
+    if webgpu:
+        gpu_wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.asyncify.wasm.gz").read_bytes()).decode("ascii")
+        page += (
+            f'<script type="text/plain" id="ort-webgpu-api">{_inert((ORT / "ort.webgpu.min.js").read_text(encoding="utf-8"))}</script>'
+            f'<script type="text/plain" id="ort-webgpu-glue">{_inert((ORT / "ort-wasm-simd-threaded.asyncify.mjs").read_text(encoding="utf-8"))}</script>'
+            f'<script type="text/plain" id="ort-webgpu-wasm">{gpu_wasm}</script>'
+        )
+    return page
 
 
 CHUNK = 16 * 1024 * 1024  # bytes of weights per file beside a folder pack's page
@@ -209,4 +221,5 @@ def live_scripts(spec: dict | None) -> str:
         f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
     )
     tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
-    return beside + runtime_scripts() + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours
+    runtime = runtime_scripts(webgpu=bool(spec.get("weights")))  # a folder pack: the WebGPU build
+    return beside + runtime + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours

@@ -338,6 +338,7 @@
   }
   const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = runs ? "interrupted" : "1"; }); };
   // modelReady: ms from navigation to the runtime started and every graph's session made (benchmarks read it)
-  opening.then(() => { section.dataset.modelReady = performance.now().toFixed(0); return warm(); }, () => {});  // a
+  // ep: where the model runs, "webgpu" or "wasm"
+  opening.then(([net]) => { Object.assign(section.dataset, {modelReady: performance.now().toFixed(0), ep: net.ep}); return warm(); }, () => {});  // a
   // runtime that fails to start says so at the first typed input
 })();

@@ -1,7 +1,8 @@
 // The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
 // (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
 //   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix); or, in
-//                                             // a folder pack, encoder (with cross keys/values) and step (cached)
+//                                             // a folder pack, encoder (with cross keys/values) and step (cached);
+//                                             // net.ep: "webgpu" or "wasm", where they run
 //   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
 //                                             // (a 4th argument, giveUp(): awaited before each step; true: null)
 // r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
@@ -23,14 +24,26 @@ const PackNet = (function () {
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
   let runtime = null;
-  function start() {  // the WebAssembly runtime, once per page: binary from the page, glue as a blob: URL
+  // The WebAssembly runtime, once per page: binary from the page, glue as a blob: URL. A page that carries
+  // onnxruntime's WebGPU build too (a folder pack) starts that one instead when the browser has a GPU adapter: the
+  // graphs then run on the GPU (the nodes WebGPU lacks on WebAssembly). Resolves to the providers to ask for.
+  function start() {
     if (!runtime) {
       runtime = (async () => {
+        const carried = document.getElementById("ort-webgpu-wasm");
+        const adapter = carried && navigator.gpu ? await navigator.gpu.requestAdapter().catch(() => null) : null;
+        const [api, glueId, wasmId] = adapter ? ["ort-webgpu-api", "ort-webgpu-glue", "ort-webgpu-wasm"] : [null, "ort-glue", "ort-wasm"];
+        if (api) {  // the WebGPU build's API replaces the WebAssembly one (which has started nothing yet)
+          const script = document.createElement("script");
+          script.textContent = document.getElementById(api).textContent;
+          document.head.appendChild(script);
+        }
         ort.env.wasm.numThreads = 1;
         ort.env.wasm.proxy = false;
-        ort.env.wasm.wasmBinary = await gunzip(bytes(document.getElementById("ort-wasm").textContent));
-        const glue = new Blob([document.getElementById("ort-glue").textContent], {type: "text/javascript"});
+        ort.env.wasm.wasmBinary = await gunzip(bytes(document.getElementById(wasmId).textContent));
+        const glue = new Blob([document.getElementById(glueId).textContent], {type: "text/javascript"});
         ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};
+        return adapter ? ["webgpu", "wasm"] : ["wasm"];
       })();
     }
     return runtime;
@@ -50,8 +63,8 @@ const PackNet = (function () {
     return out;
   }
   async function open(spec) {
-    await start();
-    const opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+    // logSeverityLevel 3: errors only (WebGPU's notice that shape nodes run on the CPU is no error of the page)
+    const ep = await start(), opts = {executionProviders: ep, graphOptimizationLevel: "all", logSeverityLevel: 3};
     if (spec.weights) opts.externalData = [{path: spec.weights.location, data: weights(spec)}];
     const names = Object.keys(spec.graphs);  // the model's shape: both graphs, or the one of its one stack
     const made = [];  // one after the other: each session copies the weights it reads
@@ -59,7 +72,7 @@ const PackNet = (function () {
     const {encoder, decoder, step} = Object.fromEntries(names.map((k, i) => [k, made[i]]));
     const c = spec.config;
     return {config: c, encoder, decoder, step, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
-      d: c.d_model, V: c.tgt_vocab_size};
+      d: c.d_model, V: c.tgt_vocab_size, ep: ep[0]};
   }
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
   async function encode(net, srcIds) {
