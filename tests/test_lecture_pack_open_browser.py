@@ -126,7 +126,9 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
 
 def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_path):
     """A typed input's charts keep their margins from the last drawing (lecture_pack.js): an input whose tokens are
-    longer than every one before still gets every tick label inside its chart, none past the left or bottom edge."""
+    longer than every one before still gets every tick label inside its chart, none past the left or bottom edge; and
+    its labels are laid out for its own tokens (pack_live.js, as viz/tokens.token_ticks): no x label runs into the
+    next (they turn upright when they would)."""
     from model import load_checkpoint
     from model.analysis.lecture import pack_records
     from model.checkpoints.demos import list_demos
@@ -146,6 +148,9 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
             const r = t.getBoundingClientRect();
             if (r.width && (r.left < box.left - 0.5 || r.bottom > box.bottom + 0.5)) out.push([div.dataset.figure, t.textContent]);
           }
+          const xs = [...div.querySelectorAll('.xtick text')].map(t => t.getBoundingClientRect()).filter(r => r.width)
+            .sort((a, b) => a.left - b.left);  // no x label runs into the next
+          xs.forEach((r, i) => { if (i && xs[i - 1].right > r.left + 1) out.push([div.dataset.figure, 'overlap', i]); });
         }
         return out;
     })"""

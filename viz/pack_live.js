@@ -68,20 +68,35 @@
   }
 
   // -- figures: the first input's, re-labelled (viz/attention_figs.heatmap_geometry, simplified) ---------------
-  function ticks(axis, tokens) {
-    const n = tokens.length, every = Math.max(1, Math.ceil(n / 40));
+  // viz/tokens.token_ticks for an axis whose tokens are px apart: labels at least 20 px apart (every step-th); x labels
+  // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
+  // are labelled). Without px: every ceil(n / 40)-th. Returns the widest label shown (px).
+  const ruler = document.createElement("canvas").getContext("2d"), font = V.DATA.template.layout.font;
+  const widthOf = text => { ruler.font = `${font.size}px ${font.family}`; return ruler.measureText(text).width; };
+  function ticks(axis, tokens, px, horizontal = false) {
+    const n = tokens.length, widths = tokens.map(t => widthOf(plain(t)));
+    let step = px ? Math.max(1, Math.ceil(20 / px)) : Math.max(1, Math.ceil(n / 40)), angle = 0;
+    const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
+    if (px && horizontal && n && !fits(step)) {
+      if (2 * tokens.filter(t => Array.from(plain(t)).length === 1).length >= n) { while (step < n && !fits(step)) step++; }
+      else angle = -90;
+    }
     axis.tickmode = "array";
-    axis.tickvals = range(n).filter(i => i % every === 0);
+    axis.tickvals = range(n).filter(i => i % step === 0);
     axis.ticktext = axis.tickvals.map(i => shown(tokens[i]));
+    if (px && horizontal) axis.tickangle = angle;
+    return angle ? Math.max(0, ...axis.tickvals.map(i => widths[i])) : 0;
   }
   function heatmap(f, rows, k) {
     const q = rows.tokens, nq = q.length, nk = k.length, legend = f.data.length > 1 && nk > 1;
     Object.assign(f.data[0], {x: labels(k), y: rowLabels(rows)});
     if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [rowLabels(rows)[0]]})] : [f.data[0]];
-    ticks(f.layout.xaxis, k); ticks(f.layout.yaxis, q);
-    f.layout.xaxis.range = [-0.5, nk - 0.5]; f.layout.yaxis.range = [nq - 0.5, -0.5];
     const cell = Math.max(1, Math.min(36, 400 / nq, 860 / nk));
-    f.layout.height = Math.round(nq * cell + 120 + (legend ? 34 : 0));
+    const upright = ticks(f.layout.xaxis, k, cell * (f.layout.xaxis.scaleratio || 1), true);
+    ticks(f.layout.yaxis, q, cell);
+    f.layout.xaxis.range = [-0.5, nk - 0.5]; f.layout.yaxis.range = [nq - 0.5, -0.5];
+    // viz/attention_figs.heatmap_geometry: a row of upright labels as tall as the widest (at most 120 px), not 30
+    f.layout.height = Math.round(nq * cell + 120 + (upright ? Math.min(120, upright + 10) - 30 : 0) + (legend ? 34 : 0));
     f.layout.showlegend = legend;
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
