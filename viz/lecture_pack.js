@@ -71,7 +71,14 @@ const PackViews = (function () {
     }
     return px;
   }
+  // Each chart's place kept at its figure's height before it is drawn (and as it is redrawn): charts drawn later, above
+  // what a visitor is about to click, do not move it under the pointer.
+  function reserve(div) {
+    const f = DATA.figures[div.dataset.figure], h = f && f.layout && f.layout.height;
+    if (h) div.style.minHeight = `${h}px`;
+  }
   const drawWith = plot => (div, data, layout, config) => {
+    if (layout.height) div.style.minHeight = `${layout.height}px`;
     for (const [key, ax] of Object.entries(layout)) {  // as the pack's template: x labels grow the bottom, y the left
       if (/^[xy]axis\d*$/.test(key) && ax && ax.automargin === true) ax.automargin = key[0] === "x" ? "height" : "width";
     }
@@ -98,6 +105,7 @@ const PackViews = (function () {
   function refresh(root) {
     root.querySelectorAll(".attention, .decoding").forEach(box => box.reset());
     const divs = charts(root);
+    divs.forEach(reserve);
     divs.forEach(div => { if (drawn.has(div)) stale.add(div); });
     const now = divs.filter(onScreen);  // one never drawn and off screen is drawn when it comes on screen (seen)
     return Promise.all(now.map(ensure)).then(() => now);
@@ -244,7 +252,9 @@ const PackViews = (function () {
     });
     root.querySelectorAll(".attention").forEach(setupAttention);
     root.querySelectorAll(".decoding").forEach(setupDecoding);
-    return charts(root);
+    const divs = charts(root);
+    divs.forEach(reserve);
+    return divs;
   }
   // The charts inside root that this script draws, in page order
   function charts(root) { return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div)); }
