@@ -12,6 +12,18 @@ from tests.test_lecture_pack import H, fake_records
 from viz.lecture_pack import lecture_pack_html
 
 
+def demo_pack(tmp_path, name: str, inputs: list[str]):
+    """(model, tokenizer, path): the pack of a shipped demo with `inputs` precomputed, written under tmp_path."""
+    from model import load_checkpoint
+    from model.analysis.lecture import pack_records
+    from model.checkpoints.demos import list_demos
+
+    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == name))
+    path = tmp_path / "pack.html"
+    path.write_text(lecture_pack_html(pack_records(model, tok, inputs)), encoding="utf-8")
+    return model, tok, path
+
+
 def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_path):
     """Issue 21: the decoding section of the last input, opened by its link, shows its step and charts; Next pressed
     before any chart is drawn moves the step without a page error, and the charts then show that step."""
@@ -94,13 +106,7 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
     """The box holds the first example from the start and the warm-up run never writes into it: a box emptied (or
     typed into) before the warm-up ends keeps what the visitor left there. (CI saw "stressed" typed into a box the
     warm-up had just refilled become "stressedstressed".)"""
-    from model import load_checkpoint
-    from model.analysis.lecture import pack_records
-    from model.checkpoints.demos import list_demos
-
-    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
-    path = tmp_path / "pack.html"
-    path.write_text(lecture_pack_html(pack_records(model, tok, ['a<b"c'])), encoding="utf-8")
+    path = demo_pack(tmp_path, "reverse", ['a<b"c'])[2]
     errors = []
     with chromium() as browser:
         page = browser.new_context(viewport=VIEWPORT).new_page()
@@ -130,15 +136,13 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
     its labels are laid out for its own tokens (pack_live.js, as viz/tokens.token_ticks): no x label runs into the
     next (they turn upright when they would)."""
     from model import load_checkpoint
-    from model.analysis.lecture import pack_records
     from model.checkpoints.demos import list_demos
 
-    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "translate"))
+    tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "translate"))[1]
     words = sorted((t for t in tok.source.tokens if t.isalpha()), key=len)
     short, long = " ".join(words[:3]), " ".join(words[-5:])
     assert len(words[-1]) >= 2 * len(words[0])
-    path = tmp_path / "pack.html"
-    path.write_text(lecture_pack_html(pack_records(model, tok, [short])), encoding="utf-8")
+    path = demo_pack(tmp_path, "translate", [short])[2]
     errors = []
     outside = """() => PackViews.flush(document.getElementById('live-views')).then(() => {
         const out = [];
@@ -173,13 +177,7 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
 def test_a_run_gives_up_between_steps_when_asked(tmp_path):
     """PackNet.run awaits giveUp() before each decoder step (the page's warm-up run gives way to a typed input so):
     true after two steps gives null having asked three times; never true gives the whole run, the same as without."""
-    from model import load_checkpoint
-    from model.analysis.lecture import pack_records
-    from model.checkpoints.demos import list_demos
-
-    model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
-    path = tmp_path / "pack.html"
-    path.write_text(lecture_pack_html(pack_records(model, tok, ["stressed"])), encoding="utf-8")
+    path = demo_pack(tmp_path, "reverse", ["stressed"])[2]
     errors = []
     with chromium() as browser:
         page = browser.new_context(viewport=VIEWPORT).new_page()
