@@ -335,12 +335,13 @@
   // The first example, run in this page as soon as the runtime and the model's graphs are ready, while the pack's own
   // charts are drawn and before anything is typed: onnxruntime prepares its kernels on a session's first run, and the
   // typed input's section is made (its charts on screen drawn), so the first typed input runs and redraws as fast as
-  // later ones. Skipped when an input was typed before the runtime was ready (that input does both then).
+  // later ones. Skipped when an input was typed before the runtime was ready (that input does both then); gives way,
+  // between two decoder steps, to an input typed while it runs.
   section.dataset.ready = "1";
   const first = W.first;
   // Then every chart of the example drawn, and drawn again in place (Plotly.react, as a typed input redraws them), one
   // at a time while nothing is typed: the browser has compiled plotly's redrawing before the first typed input needs
-  // it (that input's charts took twice as long without), and each chart knows its margins (lecture_pack.js, steady).
+  // it (that input's charts took twice as long without), and each chart knows its margins (lecture_pack.js, drawWith).
   async function drawRest() {
     const s = views.firstElementChild, charts = s ? V.charts(s) : [];
     for (const again of [false, true]) {
@@ -352,8 +353,8 @@
     }
   }
   const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = runs ? "interrupted" : "1"; }); };
-  // modelReady: ms from navigation to the runtime started and every graph's session made (benchmarks read it)
-  // ep: where the model runs, "webgpu" or "wasm"
-  opening.then(([net]) => { Object.assign(section.dataset, {modelReady: performance.now().toFixed(0), ep: net.ep}); return warm(); }, () => {});  // a
-  // runtime that fails to start says so at the first typed input
+  // modelReady: ms from navigation to the runtime started and every graph's session made (benchmarks read it); ep: where
+  // the model runs, "webgpu" or "wasm". A runtime that fails to start says so at the first typed input.
+  const ready = ([net]) => { Object.assign(section.dataset, {modelReady: performance.now().toFixed(0), ep: net.ep}); return warm(); };
+  opening.then(ready, () => {});
 })();
