@@ -112,6 +112,7 @@ def page_times(browser, path: Path, texts: list[str], runs: int):
     page.goto(url, wait_until="load", timeout=600_000)
     page.wait_for_function("document.body.dataset.drawn !== undefined", timeout=600_000)
     open_ms = 1000 * (time.perf_counter() - t0)
+    # the box's script has run (its Enter handler is there)
     page.wait_for_function("document.getElementById('live').dataset.ready === '1'", timeout=600_000, polling=50)
     steps = []
     box, model_ms, drawn_ms, all_ms, n = page.locator('[data-testid="pack-input"]'), [], [], [], 1

@@ -53,6 +53,11 @@ const PackViews = (function () {
   // did: half the time of a redraw. Margins never shrink; should the estimate fall short, automargin still corrects it.
   const last = new WeakMap();  // div -> {margin: {l, r, t, b}, px: {l, b}} of its last drawing
   const ruler = document.createElement("canvas").getContext("2d");
+  // px of one line of text in font {size, family}, measured on a canvas (pack_live.js lays out ticks with it too)
+  function textPx(text, font) {
+    ruler.font = `${font.size}px ${font.family}`;
+    return ruler.measureText(text).width;
+  }
   function labelPx(data, layout) {  // {l: the widest label of the y axes, b: of the x axes whose labels stand upright}
     const px = {l: 0, b: 0}, tpl = (layout.template && layout.template.layout) || {};
     for (const [key, ax] of Object.entries(layout)) {
@@ -61,11 +66,10 @@ const PackViews = (function () {
       const values = ax && (ax.ticktext || (data[0] && data[0][key[0]]));
       if (!side || !Array.isArray(values)) continue;
       const font = Object.assign({size: 12, family: "sans-serif"}, tpl.font, layout.font, ax.tickfont);
-      ruler.font = `${font.size}px ${font.family}`;
       for (const v of values) {  // plotly's label text: lines split at <br>, other tags dropped, entities read
         for (const line of String(v).split(/<br\s*\/?>/i)) {
           const text = line.replace(/<[^>]*>/g, "").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-          px[side] = Math.max(px[side], ruler.measureText(text).width);
+          px[side] = Math.max(px[side], textPx(text, font));
         }
       }
     }
@@ -79,9 +83,6 @@ const PackViews = (function () {
   }
   const drawWith = plot => (div, data, layout, config) => {
     if (layout.height) div.style.minHeight = `${layout.height}px`;
-    for (const [key, ax] of Object.entries(layout)) {  // as the pack's template: x labels grow the bottom, y the left
-      if (/^[xy]axis\d*$/.test(key) && ax && ax.automargin === true) ax.automargin = key[0] === "x" ? "height" : "width";
-    }
     const px = labelPx(data, layout), was = last.get(div), own = layout.margin || {};
     if (was) {
       const grow = {l: Math.max(0, px.l - was.px.l), b: Math.max(0, px.b - was.px.b), r: 0, t: 0};
@@ -269,5 +270,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw};
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, textPx};
 })();

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ class _Figures:
                 trace.z = None
         spec = fig.to_plotly_json()
         spec["layout"].pop("template", None)
+        for key, axis in spec["layout"].items():  # as the template (_template): x labels grow the bottom, y the left
+            if re.fullmatch(r"[xy]axis\d*", key) and axis.get("automargin") is True:
+                axis["automargin"] = "height" if key[0] == "x" else "width"
         self.figures[fid] = spec
         return fid
 

@@ -158,6 +158,19 @@ def _inert(text: str) -> str:
     return text
 
 
+def _build(api: str, module: str, prefix: str, run: bool) -> str:
+    """One onnxruntime-web build: its API (run at once, or kept as text #{prefix}-api for pack_net.js to start), and as
+    inert data its Emscripten glue (#{prefix}-glue) and gzipped binary (#{prefix}-wasm)."""
+    code = _inert((ORT / api).read_text(encoding="utf-8"))
+    glue = _inert((ORT / f"{module}.mjs").read_text(encoding="utf-8"))
+    wasm = base64.b64encode((ORT / f"{module}.wasm.gz").read_bytes()).decode("ascii")
+    return (
+        (f"<script>{code}</script>" if run else f'<script type="text/plain" id="{prefix}-api">{code}</script>')
+        + f'<script type="text/plain" id="{prefix}-glue">{glue}</script>'
+        + f'<script type="text/plain" id="{prefix}-wasm">{wasm}</script>'
+    )
+
+
 def runtime_scripts(webgpu: bool = False) -> str:
     """onnxruntime-web inside the page: its API, and, as inert data, the glue module and the gzipped binary that
     pack_net.js hands to it (a blob: URL and wasmBinary), so that nothing is fetched.
@@ -165,20 +178,9 @@ def runtime_scripts(webgpu: bool = False) -> str:
     webgpu: also onnxruntime's WebGPU build (its API, glue and binary as inert data, 6.6 MB gzipped), which pack_net.js
     starts instead when the browser has a GPU adapter. Folder packs carry it: their models are large enough to gain
     from a GPU, and their size allows it; a demo's one-file pack keeps the WebAssembly build alone."""
-    wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.wasm.gz").read_bytes()).decode("ascii")
-    glue = _inert((ORT / "ort-wasm-simd-threaded.mjs").read_text(encoding="utf-8"))
-    page = (
-        f"<script>{_inert((ORT / 'ort.wasm.min.js').read_text(encoding='utf-8'))}</script>"
-        f'<script type="text/plain" id="ort-glue">{glue}</script>'
-        f'<script type="text/plain" id="ort-wasm">{wasm}</script>'
-    )
+    page = _build("ort.wasm.min.js", "ort-wasm-simd-threaded", "ort", run=True)
     if webgpu:
-        gpu_wasm = base64.b64encode((ORT / "ort-wasm-simd-threaded.asyncify.wasm.gz").read_bytes()).decode("ascii")
-        page += (
-            f'<script type="text/plain" id="ort-webgpu-api">{_inert((ORT / "ort.webgpu.min.js").read_text(encoding="utf-8"))}</script>'
-            f'<script type="text/plain" id="ort-webgpu-glue">{_inert((ORT / "ort-wasm-simd-threaded.asyncify.mjs").read_text(encoding="utf-8"))}</script>'
-            f'<script type="text/plain" id="ort-webgpu-wasm">{gpu_wasm}</script>'
-        )
+        page += _build("ort.webgpu.min.js", "ort-wasm-simd-threaded.asyncify", "ort-webgpu", run=False)
     return page
 
 

@@ -71,8 +71,7 @@
   // viz/tokens.token_ticks for an axis whose tokens are px apart: labels at least 20 px apart (every step-th); x labels
   // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
   // are labelled). Without px: every ceil(n / 40)-th. Returns the widest label shown (px).
-  const ruler = document.createElement("canvas").getContext("2d"), font = V.DATA.template.layout.font;
-  const widthOf = text => { ruler.font = `${font.size}px ${font.family}`; return ruler.measureText(text).width; };
+  const widthOf = text => V.textPx(text, V.DATA.template.layout.font);
   function ticks(axis, tokens, px, horizontal = false) {
     const n = tokens.length, widths = tokens.map(t => widthOf(plain(t)));
     let step = px ? Math.max(1, Math.ceil(20 / px)) : Math.max(1, Math.ceil(n / 40)), angle = 0;
