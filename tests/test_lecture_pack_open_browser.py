@@ -140,7 +140,7 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
 
     tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "translate"))[1]
     words = sorted((t for t in tok.source.tokens if t.isalpha()), key=len)
-    short, long = " ".join(words[:3]), " ".join(words[-5:])
+    short, long, many = " ".join(words[:3]), " ".join(words[-5:]), " ".join(words[-16:])
     assert len(words[-1]) >= 2 * len(words[0])
     path = demo_pack(tmp_path, "translate", [short])[2]
     errors = []
@@ -164,13 +164,15 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
         page.goto(path.as_uri(), wait_until="load", timeout=60_000)
         wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
         box = page.locator('[data-testid="pack-input"]')
-        for n, text in enumerate([short, long], start=1):
+        for n, text in enumerate([short, long, many], start=1):  # many: the step and PE charts' labels turn upright
             box.fill(text)
             box.press("Enter")
             wait_until(page, f"document.getElementById('live').dataset.drawn === '{n}'", errors)
             assert page.evaluate(outside) == [], text
         labels = page.evaluate("document.querySelector('[data-figure=\"live-encoder_self\"]').layout.yaxis.ticktext")
-        assert labels[: len(words[-5:])] == words[-5:]  # the long input's own tokens are the labels checked
+        assert labels[:16] == words[-16:]  # the last input's own tokens are the labels checked
+        angles = page.evaluate("['cross-rows', 'pe-source'].map(k => document.querySelector(`[data-figure=\"live-${k}\"]`).layout.xaxis.tickangle)")
+        assert angles == [-90, -90]
     assert errors == []
 
 
@@ -197,4 +199,38 @@ def test_a_run_gives_up_between_steps_when_asked(tmp_path):
         )
     assert stopped is None and asked == 3
     assert whole[0] == plain and len(plain) >= 3 and whole[1] == len(plain)  # asked once per step taken
+    assert errors == []
+
+
+def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_labels_every_other(tmp_path):
+    """The step view's decoder self-attention names only the keys written so far. A long output labels every n-th key
+    (viz/tokens.token_ticks): the labels shown at step t are those of the labelled positions up to t, in the pack's
+    own input and in a typed one."""
+    from model import load_checkpoint
+    from model.checkpoints.demos import list_demos
+
+    tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "copy"))[1]
+    symbols = [t for t in tok.source.tokens if len(t) == 1 and t.isalpha()]
+    text, typed = ("".join(symbols[i % len(symbols)] for i in range(n)) for n in (40, 30))  # 34 and 31 steps
+    path = demo_pack(tmp_path, "copy", [text])[2]
+    errors, t = [], 9
+    shown = """([ref, t]) => { const box = document.querySelector(`.decoding[data-ref="${ref}"]`), s = box.querySelector('input.step');
+        s.value = String(t); s.dispatchEvent(new Event('input')); }"""
+    axis = "ref => (a => ({vals: a.tickvals, text: a.ticktext}))(document.querySelector(`.decoding[data-ref=\"${ref}\"] .self-rows`).layout.xaxis)"
+    with chromium() as browser:
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        box = page.locator('[data-testid="pack-input"]')
+        box.fill(typed)
+        box.press("Enter")
+        wait_until(page, "document.getElementById('live').dataset.drawn === '1'", errors)
+        for ref in ("0", "live"):
+            page.locator(f'.decoding[data-ref="{ref}"]').scroll_into_view_if_needed()
+            page.evaluate(shown, [ref, t])
+            wait_until(page, f"document.querySelector('.decoding[data-ref=\"{ref}\"]').dataset.shown === '{t}'", errors)
+            a = page.evaluate(axis, ref)
+            assert a["vals"][1] - a["vals"][0] >= 2, ref  # every other key (or fewer) labelled
+            assert [v for v, x in zip(a["vals"], a["text"], strict=True) if x] == [v for v in a["vals"] if v <= t], ref
     assert errors == []

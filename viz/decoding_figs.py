@@ -98,6 +98,7 @@ def step_rows(
             colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(title=dict(text=_("weight")), thickness=14)
         ),
         title=dict(text=shown),
+        meta=dict(token_axis_px=width_px),  # the key axis's planned width: a typed input's ticks in the pack use it too
         height=int(max(200, row_px * L * H + 50 + top)),
         margin=dict(t=top, l=10, r=10, b=10),
     )

@@ -63,27 +63,27 @@
         c: toks.map((_, i) => (i === chosen ? "#d62728" : "#1f77b4")), t: s.topProbs.map(pct)});
       text.push({inputs: inputs.slice(0, t + 1).map(tk => plain(tk)).join(" "), token: plain(tgt.token(s.id)), prob: pct(s.prob)});
     });
-    return {n: T, rows, S, T, cross, self, top, text, ticks: inputs.slice(0, T).map(tk => shown(tk)),
+    return {n: T, rows, S, T, cross, self, top, text, ticks: null,  // the self-rows figure's tick labels (figures)
       stop: r.stop === "eos" ? "</s>" : W.length_limit};
   }
 
   // -- figures: the first input's, re-labelled (viz/attention_figs.heatmap_geometry, simplified) ---------------
   // viz/tokens.token_ticks for an axis whose tokens are px apart: labels at least 20 px apart (every step-th); x labels
   // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
-  // are labelled). Without px: every ceil(n / 40)-th. Returns the widest label shown (px).
+  // are labelled). Returns the widest label shown upright (px), 0 when they lie flat.
   const widthOf = text => V.textPx(text, V.DATA.template.layout.font);
   function ticks(axis, tokens, px, horizontal = false) {
     const n = tokens.length, widths = tokens.map(t => widthOf(plain(t)));
-    let step = px ? Math.max(1, Math.ceil(20 / px)) : Math.max(1, Math.ceil(n / 40)), angle = 0;
+    let step = Math.max(1, Math.ceil(20 / px)), angle = 0;
     const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
-    if (px && horizontal && n && !fits(step)) {
+    if (horizontal && n && !fits(step)) {
       if (2 * tokens.filter(t => Array.from(plain(t)).length === 1).length >= n) { while (step < n && !fits(step)) step++; }
       else angle = -90;
     }
     axis.tickmode = "array";
     axis.tickvals = range(n).filter(i => i % step === 0);
     axis.ticktext = axis.tickvals.map(i => shown(tokens[i]));
-    if (px && horizontal) axis.tickangle = angle;
+    if (horizontal) axis.tickangle = angle;
     return angle ? Math.max(0, ...axis.tickvals.map(i => widths[i])) : 0;
   }
   function heatmap(f, rows, k) {
@@ -127,9 +127,11 @@
       make(kind, f => heatmap(f, rows, k));
       make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, rows.tokens.length, k.length, model.H));
     }
-    make("cross-rows", f => { f.data[0].x = labels(srcTokens); ticks(f.layout.xaxis, srcTokens); });
+    // a token axis as wide as the builder planned it (its figure's meta.token_axis_px: decoding_figs, positional_figs)
+    const along = (f, tokens) => ticks(f.layout.xaxis, tokens, f.layout.meta.token_axis_px / Math.max(tokens.length, 1), true);
+    make("cross-rows", f => { f.data[0].x = labels(srcTokens); along(f, srcTokens); });
     const keys = inputs.slice(0, r.steps.length);  // <s> y_1 .. y_{T-1}: the keys of the last step
-    make("self-rows", f => { f.data[0].x = labels(keys); ticks(f.layout.xaxis, keys); f.layout.xaxis.tickvals = range(keys.length); });
+    make("self-rows", f => { f.data[0].x = labels(keys); along(f, keys); });
     make("topk", () => {});
     make("pe-rows", f => {
       const S = srcTokens.length, pe = r.enc.pe, d = model.d;
@@ -143,7 +145,7 @@
       make("pe-" + side, f => {
         Object.assign(f.data[0], {x: range(toks.length), y: norms(e.emb, toks.length)});
         Object.assign(f.data[1], {x: range(toks.length), y: norms(e.pe, toks.length)});
-        ticks(f.layout.xaxis, toks);
+        along(f, toks);
       });
     }
   }
@@ -221,6 +223,7 @@
     }
     V.INPUTS.live = item;
     figures(r, srcTokens, tgtTokens, inputs, maps);
+    if (V.DATA.figures["live-self-rows"]) item.decoding.ticks = V.DATA.figures["live-self-rows"].layout.xaxis.ticktext;
     out.textContent = output;
     window.packResult = () => result(r, check, srcIds);
     let s = views.firstElementChild, drawing;
@@ -300,8 +303,8 @@
   // A task boundary (not a timer: no 4 ms clamp): a key pressed during the warm-up run is handled between two steps
   const nextTask = () => new Promise(resolve => { const ch = new MessageChannel(); ch.port1.onmessage = () => resolve(); ch.port2.postMessage(null); });
   let queue = Promise.resolve();
-  function enqueue(text, typed) {
-    const t0 = performance.now();
+  // t0: when the key was pressed (the event's time), so that a page busy when Enter came counts the wait too
+  function enqueue(text, typed, t0 = performance.now()) {
     const n = typed ? ++runs : runs;  // counted when asked for: the first example is skipped once a typed run waits
     if (typed) status.textContent = W.running;
     queue = queue.then(() => run(t0, text, n, typed ? null : () => nextTask().then(() => runs > n))).catch(err => {
@@ -329,7 +332,7 @@
   box.addEventListener("keydown", e => {
     if (e.key !== "Enter" || e.isComposing) return;
     e.preventDefault();
-    enqueue(box.value, true);
+    enqueue(box.value, true, e.timeStamp);
   });
   // The first example, run in this page as soon as the runtime and the model's graphs are ready, while the pack's own
   // charts are drawn and before anything is typed: onnxruntime prepares its kernels on a session's first run, and the

@@ -179,5 +179,6 @@ def embedding_vs_pe(
         height=380,
         legend=dict(orientation="h", y=-0.3),
         margin=dict(t=60, l=10, r=10, b=10),
+        meta=dict(token_axis_px=width_px),  # the token axis's planned width (the pack's typed input lays out ticks by it)
     )
     return readable(fig)
