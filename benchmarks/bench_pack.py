@@ -38,6 +38,8 @@ Columns:
   server figures  ms the Python side takes to build the same figures and write them (a one-input pack's HTML)
   drawn/server    page on screen / (server model + server figures): the baseline is the server's own work for
                   that input, before any network or browser drawing
+Every "ms from Enter" starts at the key press (the keydown event's own time): a page still busy when Enter came (drawing,
+decoding its weights) counts that wait too.
 The load average (1/5/15 min) is printed: on a shared machine every figure is slower than on an idle laptop.
 """
 

@@ -257,6 +257,9 @@ def test_the_command_writes_a_pack_for_a_demo(tmp_path):
     assert len(data["inputs"]) == 2 and "Input 1: stressed" in page and "Input 2: abc" in page
     assert "<h1>Week 3 &lt;seq2seq&gt;: reverse</h1>" in page and "Lecture pack" not in page  # the title, escaped
     assert all(item["decoding"]["n"] >= 1 for item in data["inputs"])
+    # the model starts opening right after the box, before the static sections and plotly are read and drawn
+    opening, static, plotly = page.index("window.PackOpening ="), page.index('<div id="static">'), page.index(get_plotlyjs()[:500])
+    assert page.index('id="pack-model"') < opening < static < plotly < page.index('id="pack-data"')
 
 
 def test_the_command_names_a_missing_model(tmp_path, capsys):

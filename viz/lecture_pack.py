@@ -365,22 +365,25 @@ def lecture_pack_html(records, title: str = "") -> str:
     lang = "zh-CN" if language() == "zh" else language()
     contents, pe_link = _esc(_("Contents")), _esc(_("Positional encoding of this model"))
     try_link = _esc(_("Try your own input"))
+    model_scripts, box_script = live_scripts(live)
     page = [
         f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(title)}: {_esc(records.label)}</title><style>{(HERE / 'lecture_pack.css').read_text()}</style>",
-        f"<script>{get_plotlyjs()}</script></head><body>",
+        "</head><body>",
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
         f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#live">{try_link}</a> · '
         f'<a href="#pe">{pe_link}</a></p></nav>',
         live_html(live, getattr(records, "live_note", ""), records.inputs[0].text),
+        model_scripts,  # the model starts opening here, while the rest is read (plotly's 4.7 MB too) and drawn
         '<div id="static">',
         pe_html,
         *body,
         "</div>",
+        f"<script>{get_plotlyjs()}</script>",
         f'<script type="application/json" id="pack-data">{_json_for_script(data)}</script>',
         f"<script>{(HERE / 'lecture_pack.js').read_text()}</script>",
-        live_scripts(live),
+        box_script,
         "</body></html>",
     ]
     return "".join(page)

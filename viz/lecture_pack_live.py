@@ -211,17 +211,26 @@ def public_spec(spec: dict) -> dict:
     return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"]))}}
 
 
-def live_scripts(spec: dict | None) -> str:
-    """The scripts of the live section (after lecture_pack.js), or nothing without a model: a folder pack's weight
-    files first (their <script src> run in order, before the model's scripts start)."""
+def live_scripts(spec: dict | None) -> tuple[str, str]:
+    """The scripts of the live section, or nothing without a model: (what goes right after the live section, what goes
+    after lecture_pack.js).
+
+    First (before the pack's static sections and plotly, so that the runtime starts while the rest of the page is read
+    and drawn): a folder pack's weight files (their <script src> run in order), onnxruntime-web, the tokenizers' code,
+    pack_text.js and pack_net.js, then a line that starts opening the model (window.PackOpening: the runtime, the
+    graphs' sessions and the tokenizers). Last: pack_live.js, which draws with PackViews and awaits that opening."""
     if spec is None:
-        return ""
+        return "", ""
     beside = "".join(
         f'<script src="{_esc(name)}"></script>' for name in public_spec(spec).get("weights", {}).get("files", [])
     )
-    ours = "".join(
-        f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js", "pack_live.js")
+    ours = "".join(f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_text.js", "pack_net.js"))
+    start = (
+        "<script>window.PackOpening = (spec => Promise.all([PackNet.open(spec), PackText.open(spec.tokenizer)]))"
+        '(JSON.parse(document.getElementById("pack-model").textContent));'
+        " window.PackOpening.catch(() => {});</script>"  # a failure is said at the first typed input (pack_live.js)
     )
     tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
     runtime = runtime_scripts(webgpu=bool(spec.get("weights")))  # a folder pack: the WebGPU build
-    return beside + runtime + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours
+    first = beside + runtime + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours + start
+    return first, f"<script>{(HERE / 'pack_live.js').read_text()}</script>"

@@ -6,8 +6,9 @@
   "use strict";
   const V = PackViews, W = V.TEXT.live, spec = JSON.parse(document.getElementById("pack-model").textContent);
   const c = spec.config, model = {config: c, L: c.n_decoder_layers, H: c.n_heads, d: c.d_model};
-  // the runtime, both graphs and the tokenizers, started at once; every run waits for them
-  const opening = Promise.all([PackNet.open(spec), PackText.open(spec.tokenizer)]);
+  // the runtime, the graphs' sessions and the tokenizers, started as the page was read (lecture_pack_live.live_scripts:
+  // window.PackOpening); every run waits for them
+  const opening = window.PackOpening;
   let src = null, tgt = null;
   const box = document.querySelector('[data-testid="pack-input"]'), status = document.querySelector(".live-status");
   const out = document.querySelector('[data-testid="pack-output"]'), messages = document.querySelector(".live-messages");

@@ -15,6 +15,7 @@
 const PackNet = (function () {
   "use strict";
   function bytes(b64) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(b64);  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
     const bin = atob(b64), out = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
     return out;
@@ -55,7 +56,7 @@ const PackNet = (function () {
     if (parts.length !== w.files.length) throw new Error(`${w.files.length - parts.length} of the files ${w.files.join(", ")} beside this page did not load`);
     let at = 0;
     for (const [, b64] of parts.sort((a, b) => a[0] - b[0])) {
-      const chunk = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : bytes(b64);
+      const chunk = bytes(b64);
       out.set(chunk, at);
       at += chunk.length;
     }
