@@ -134,7 +134,7 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
     """A typed input's charts keep their margins from the last drawing (lecture_pack.js): an input whose tokens are
     longer than every one before still gets every tick label inside its chart, none past the left or bottom edge; and
     its labels are laid out for its own tokens (pack_live.js, as viz/tokens.token_ticks): no x label runs into the
-    next (they turn upright when they would)."""
+    next (they turn upright when they would), nor into the chart's legend."""
     from model import load_checkpoint
     from model.checkpoints.demos import list_demos
 
@@ -155,6 +155,8 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
           const xs = [...div.querySelectorAll('.xtick text')].map(t => t.getBoundingClientRect()).filter(r => r.width)
             .sort((a, b) => a.left - b.left);  // no x label runs into the next
           xs.forEach((r, i) => { if (i && xs[i - 1].right > r.left + 1) out.push([div.dataset.figure, 'overlap', i]); });
+          const legend = div.querySelector('.legend'), g = legend && legend.getBoundingClientRect();  // nor the legend
+          if (g) xs.forEach((r, i) => { if (r.left < g.right && g.left < r.right && r.top < g.bottom && g.top < r.bottom) out.push([div.dataset.figure, 'legend', i]); });
         }
         return out;
     })"""
