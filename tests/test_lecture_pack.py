@@ -258,7 +258,11 @@ def test_the_command_writes_a_pack_for_a_demo(tmp_path):
     assert "<h1>Week 3 &lt;seq2seq&gt;: reverse</h1>" in page and "Lecture pack" not in page  # the title, escaped
     assert all(item["decoding"]["n"] >= 1 for item in data["inputs"])
     # the model starts opening right after the box, before the static sections and plotly are read and drawn
-    opening, static, plotly = page.index("window.PackOpening ="), page.index('<div id="static">'), page.index(get_plotlyjs()[:500])
+    opening, static, plotly = (
+        page.index("window.PackOpening ="),
+        page.index('<div id="static">'),
+        page.index(get_plotlyjs()[:500]),
+    )
     assert page.index('id="pack-model"') < opening < static < plotly < page.index('id="pack-data"')
 
 

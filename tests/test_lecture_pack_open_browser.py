@@ -173,7 +173,9 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
             assert page.evaluate(outside) == [], text
         labels = page.evaluate("document.querySelector('[data-figure=\"live-encoder_self\"]').layout.yaxis.ticktext")
         assert labels[:16] == words[-16:]  # the last input's own tokens are the labels checked
-        angles = page.evaluate("['cross-rows', 'pe-source'].map(k => document.querySelector(`[data-figure=\"live-${k}\"]`).layout.xaxis.tickangle)")
+        angles = page.evaluate(
+            "['cross-rows', 'pe-source'].map(k => document.querySelector(`[data-figure=\"live-${k}\"]`).layout.xaxis.tickangle)"
+        )
         assert angles == [-90, -90]
     assert errors == []
 
@@ -218,7 +220,7 @@ def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_l
     errors, t = [], 9
     shown = """([ref, t]) => { const box = document.querySelector(`.decoding[data-ref="${ref}"]`), s = box.querySelector('input.step');
         s.value = String(t); s.dispatchEvent(new Event('input')); }"""
-    axis = "ref => (a => ({vals: a.tickvals, text: a.ticktext}))(document.querySelector(`.decoding[data-ref=\"${ref}\"] .self-rows`).layout.xaxis)"
+    axis = 'ref => (a => ({vals: a.tickvals, text: a.ticktext}))(document.querySelector(`.decoding[data-ref="${ref}"] .self-rows`).layout.xaxis)'
     with chromium() as browser:
         page = browser.new_context(viewport=VIEWPORT).new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))

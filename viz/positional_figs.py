@@ -180,6 +180,6 @@ def embedding_vs_pe(
         # the legend above the plot, right: below it, upright token labels (a long input's) would run into it
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
         margin=dict(t=70, l=10, r=10, b=10),
-        meta=dict(token_axis_px=width_px),  # the token axis's planned width (the pack's typed input lays out ticks by it)
+        meta=dict(token_axis_px=width_px),  # the token axis's planned width (the pack's typed input's ticks)
     )
     return readable(fig)
