@@ -5,6 +5,8 @@ Its own file: tests/test_lecture_pack_browser.py holds one browser open for its 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from tests.browser_helpers import VIEWPORT, chromium, wait_until
@@ -22,6 +24,17 @@ def demo_pack(tmp_path, name: str, inputs: list[str]):
     path = tmp_path / "pack.html"
     path.write_text(lecture_pack_html(pack_records(model, tok, inputs)), encoding="utf-8")
     return model, tok, path
+
+
+@contextmanager
+def warm_pack(path, errors: list):
+    """The pack at `path` open in headless Chromium, its warm-up run done; the page's errors collected in `errors`."""
+    with chromium() as browser:
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        yield page
 
 
 def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_path):
@@ -160,11 +173,7 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
         }
         return out;
     })"""
-    with chromium() as browser:
-        page = browser.new_context(viewport=VIEWPORT).new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
-        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+    with warm_pack(path, errors) as page:
         box = page.locator('[data-testid="pack-input"]')
         for n, text in enumerate([short, long, many], start=1):  # many: the step and PE charts' labels turn upright
             box.fill(text)
@@ -185,11 +194,7 @@ def test_a_run_gives_up_between_steps_when_asked(tmp_path):
     true after two steps gives null having asked three times; never true gives the whole run, the same as without."""
     path = demo_pack(tmp_path, "reverse", ["stressed"])[2]
     errors = []
-    with chromium() as browser:
-        page = browser.new_context(viewport=VIEWPORT).new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
-        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+    with warm_pack(path, errors) as page:
         stopped, asked, whole, plain = page.evaluate(
             """async () => {
                 const net = await PackNet.open(JSON.parse(document.getElementById('pack-model').textContent));
@@ -221,11 +226,7 @@ def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_l
     shown = """([ref, t]) => { const box = document.querySelector(`.decoding[data-ref="${ref}"]`), s = box.querySelector('input.step');
         s.value = String(t); s.dispatchEvent(new Event('input')); }"""
     axis = 'ref => (a => ({vals: a.tickvals, text: a.ticktext}))(document.querySelector(`.decoding[data-ref="${ref}"] .self-rows`).layout.xaxis)'
-    with chromium() as browser:
-        page = browser.new_context(viewport=VIEWPORT).new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
-        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+    with warm_pack(path, errors) as page:
         box = page.locator('[data-testid="pack-input"]')
         box.fill(typed)
         box.press("Enter")
