@@ -166,9 +166,12 @@ const PackViews = (function () {
     let dec, cross, self;  // this input's data: read again by box.reset (a typed input changes it)
     const slider = box.querySelector("input.step");
     const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
-    // Decoder self-attention keys: all positions stay on the axis, only those written so far are named (dec.ticks: the
-    // figure's labels, at its tickvals: every position, or every n-th of a long output)
-    const written = t => { const at = DATA.figures[selfDiv.dataset.figure].layout.xaxis.tickvals; return dec.ticks.map((tick, i) => (at[i] <= t ? tick : "")); };
+    // Decoder self-attention keys: all positions stay on the axis, only those written so far are named (the figure's
+    // own labels, at its tickvals: every position, or every n-th of a long output)
+    const written = t => {
+      const axis = DATA.figures[selfDiv.dataset.figure].layout.xaxis;
+      return axis.ticktext.map((tick, i) => (axis.tickvals[i] <= t ? tick : ""));
+    };
     const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
     const crossZ = t => matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S);
     const selfZ = t => matrix(self, t * dec.rows * dec.T, dec.rows, dec.T);

@@ -149,7 +149,6 @@ def _decoding(figs: _Figures, prefix: str, trace) -> dict:
         "cross": _weights(cross),
         "self": _weights(self_rows),
         "top": top,
-        "ticks": list(self_fig.layout.xaxis.ticktext),
         "text": text,
         "stop": "</s>" if trace.stop_reason == "eos" else _("the length limit"),
         "output": trace.text,

@@ -64,7 +64,7 @@
         c: toks.map((_, i) => (i === chosen ? "#d62728" : "#1f77b4")), t: s.topProbs.map(pct)});
       text.push({inputs: inputs.slice(0, t + 1).map(tk => plain(tk)).join(" "), token: plain(tgt.token(s.id)), prob: pct(s.prob)});
     });
-    return {n: T, rows, S, T, cross, self, top, text, ticks: null,  // the self-rows figure's tick labels (figures)
+    return {n: T, rows, S, T, cross, self, top, text,
       stop: r.stop === "eos" ? "</s>" : W.length_limit};
   }
 
@@ -74,11 +74,11 @@
   // are labelled). Returns the widest label shown upright (px), 0 when they lie flat.
   const widthOf = text => V.textPx(text, V.DATA.template.layout.font);
   function ticks(axis, tokens, px, horizontal = false) {
-    const n = tokens.length, widths = tokens.map(t => widthOf(plain(t)));
+    const n = tokens.length, texts = tokens.map(t => plain(t)), widths = texts.map(widthOf);
     let step = Math.max(1, Math.ceil(20 / px)), angle = 0;
     const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
     if (horizontal && n && !fits(step)) {
-      if (2 * tokens.filter(t => Array.from(plain(t)).length === 1).length >= n) { while (step < n && !fits(step)) step++; }
+      if (2 * texts.filter(t => Array.from(t).length === 1).length >= n) { while (step < n && !fits(step)) step++; }
       else angle = -90;
     }
     axis.tickmode = "array";
@@ -224,7 +224,6 @@
     }
     V.INPUTS.live = item;
     figures(r, srcTokens, tgtTokens, inputs, maps);
-    if (V.DATA.figures["live-self-rows"]) item.decoding.ticks = V.DATA.figures["live-self-rows"].layout.xaxis.ticktext;
     out.textContent = output;
     window.packResult = () => result(r, check, srcIds);
     let s = views.firstElementChild, drawing;
