@@ -184,6 +184,8 @@ _HALL = """() => {
 # JavaScript: after the window changed width, the page and every chart are laid out again for it.
 _SETTLED = """w => {
     if (window.innerWidth !== w) return false;
+    const mark = document.getElementById('viz-present');  // presentation mode: its script sized the boxes for it
+    if (mark && mark.dataset.sizedFor !== `${window.innerWidth}x${window.innerHeight}`) return false;
     const p = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.getBoundingClientRect().width > 0);
     return !p || (p._fullLayout && Math.abs(p._fullLayout.width - p.getBoundingClientRect().width) < 4);
 }"""

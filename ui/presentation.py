@@ -106,6 +106,8 @@ SCALE_JS = r"""
       const place = (box.closest('[data-testid="stElementContainer"]') || box).parentElement;
       size(box, Math.min(W2, place ? place.clientWidth : W2), H2);  // never wider than its place
     }
+    // the window these boxes were sized for (a test waits for it after changing the window's size)
+    document.getElementById('viz-present').dataset.sizedFor = `${window.innerWidth}x${H}`;
     main.querySelectorAll('.js-plotly-plot').forEach(plot => {  // every chart, sized here or by its column
       if (!plot.__vizHug && plot.on) { plot.__vizHug = true; plot.on('plotly_afterplot', () => hug(plot)); hug(plot); }
     });
