@@ -222,12 +222,13 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
     for name, params, charts in HALL_VIEWS:  # each view opened once, at 1366x768, then the window made 1920x1080
         model = params.get("model", "demo:reverse")
         projector.page.set_viewport_size(HALL_SCREENS[0])
-        laid_out = open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
+        open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
         for screen in HALL_SCREENS:
             if screen is not HALL_SCREENS[0]:
                 projector.page.set_viewport_size(screen)
-                projector.page.wait_for_function(_SETTLED, arg=screen["width"], timeout=WAIT_S * 1000)
-                laid_out = projector.page.evaluate(_CHARTS)
+            # every screen: measured once presentation mode's script has sized the boxes for it
+            projector.page.wait_for_function(_SETTLED, arg=screen["width"], timeout=WAIT_S * 1000)
+            laid_out = projector.page.evaluate(_CHARTS)
             try:  # drawn with the page's first element (before the page's own script): there once the run is over
                 projector.page.wait_for_selector("#viz-model-badge", timeout=WAIT_S * 1000)
             except Exception as e:
