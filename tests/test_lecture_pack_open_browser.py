@@ -5,6 +5,7 @@ Its own file: tests/test_lecture_pack_browser.py holds one browser open for its 
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 import numpy as np
@@ -239,3 +240,56 @@ def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_l
             assert a["vals"][1] - a["vals"][0] >= 2, ref  # every other key (or fewer) labelled
             assert [v for v, x in zip(a["vals"], a["text"], strict=True) if x] == [v for v in a["vals"] if v <= t], ref
     assert errors == []
+
+
+# plotly's count of the drawings its automargin starts again (a private field of its full layout): counted here
+# (window.__redraws: the id of the chart, once per drawing started again)
+_COUNT_REDRAWS = """(() => { window.__redraws = []; const seen = new WeakMap();
+  Object.defineProperty(Object.prototype, '_redrawFromAutoMarginCount', {configurable: true,
+    get() { return seen.get(this) || 0; },
+    set(v) {
+      const chart = this._container.node().closest('[data-figure]');  // (none: a chart drawn by the test)
+      if (v > (seen.get(this) || 0)) window.__redraws.push(chart && chart.dataset.figure);
+      seen.set(this, v); } }); })();"""
+
+# {chart id: its margins [l, b, r, t]} of the pack's own charts as drawn
+_MARGINS = """() => Object.fromEntries([...document.querySelectorAll('#static .js-plotly-plot')].map(gd =>
+    [gd.dataset.figure, ['l', 'b', 'r', 't'].map(k => gd._fullLayout._size[k])]))"""
+
+
+def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_plotlys_margins(tmp_path):
+    """plotly's automargin draws a chart again (and again) until its margins hold its labels. The pack's own charts
+    start from the margins of the last chart of their kind, moved by their labels' width: most of them are drawn once,
+    and every chart's margins are within 4 px of those plotly's automargin gives it from the figure's own (the same
+    page without the sibling's margins)."""
+    _, _, path = demo_pack(
+        tmp_path, "translate", ["the red car sees a small dog", "my old cats eat the green apples", "a dog"]
+    )
+    page_html = path.read_text(encoding="utf-8")
+    assert page_html.count("lastOfKind.get(upright) || lastOfKind.get(kind)") == 1
+    native = tmp_path / "native.html"
+    native.write_text(page_html.replace("lastOfKind.get(upright) || lastOfKind.get(kind)", "undefined"), "utf-8")
+    errors, drawn = [], {}
+    with chromium() as browser:
+        for pack in (path, native):
+            context = browser.new_context(viewport=VIEWPORT)
+            context.add_init_script(_COUNT_REDRAWS)
+            page = context.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(pack.as_uri(), wait_until="load", timeout=60_000)
+            wait_until(page, "document.body.dataset.drawn !== undefined", errors)
+            drawn[pack.name] = page.evaluate("window.__redraws"), page.evaluate(_MARGINS)
+            context.close()
+    (redraws, margins), (native_redraws, native_margins) = drawn["pack.html"], drawn["native.html"]
+    ids = [i for i in margins if i.startswith("in")]  # the inputs' charts, in page order
+    assert set(ids) <= set(native_redraws)  # from the figure's own margins, every chart is drawn again
+    first = {re.sub(r"^in\d+-", "", i): i for i in reversed(ids)}.values()  # the first chart of each kind
+    assert set(first) <= set(redraws)
+    later = [i for i in ids if i not in first]
+    again = [i for i in later if i in redraws]  # (a chart whose labels lie flat after upright ones: twice)
+    assert len(later) >= 12 and len(again) <= len(later) / 4, (again, later)
+    assert margins.keys() == native_margins.keys()
+    far = {
+        i: (m, native_margins[i]) for i, m in margins.items() if max(map(abs, np.subtract(m, native_margins[i]))) > 4
+    }
+    assert far == {} and errors == []

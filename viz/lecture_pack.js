@@ -51,7 +51,13 @@ const PackViews = (function () {
   // tick label grew (measured on a canvas, which lays nothing out). plotly's automargin draws a chart a second time
   // whenever its labels need other margins than the drawing began with, which a new input's tokens nearly always
   // did: half the time of a redraw. Margins never shrink; should the estimate fall short, automargin still corrects it.
+  // A chart drawn for the first time starts from the margins of the last chart of its kind drawn (the same figure of
+  // another input: "in3-cross" after "in0-cross"), moved by as much as its widest label differs: each of the pack's
+  // own charts but the first of its kind is drawn once, not twice.
   const last = new WeakMap();  // div -> {margin: {l, r, t, b}, px: {l, b}} of its last drawing
+  const lastOfKind = new Map();  // a figure's id without its input's prefix (and "|true" for upright x labels, "|false"
+  // for flat ones) -> the same, of the last chart of that kind drawn
+  const kindOf = div => (div.dataset.figure || "").replace(/^(in\d+|live)-/, "");
   const ruler = document.createElement("canvas").getContext("2d");
   // px of one line of text in font {size, family}, measured on a canvas (pack_live.js lays out ticks with it too)
   function textPx(text, font) {
@@ -83,15 +89,25 @@ const PackViews = (function () {
   }
   const drawWith = plot => (div, data, layout, config) => {
     if (layout.height) div.style.minHeight = `${layout.height}px`;
-    const px = labelPx(data, layout), was = last.get(div), own = layout.margin || {};
-    if (was) {
-      const grow = {l: Math.max(0, px.l - was.px.l), b: Math.max(0, px.b - was.px.b), r: 0, t: 0};
+    // a sibling: the last chart of its kind drawn whose x labels stand as this chart's (upright or flat), else any
+    // other of its kind, which says nothing of the bottom margin (flat labels need their height there, upright ones
+    // their width)
+    const px = labelPx(data, layout), kind = kindOf(div), upright = `${kind}|${px.b > 0}`, again = last.get(div);
+    const was = again || lastOfKind.get(upright) || lastOfKind.get(kind), own = layout.margin || {};
+    if (was) {  // a sibling's margins move both ways; the chart's own never shrink
+      const move = k => (again ? Math.max(0, px[k] - was.px[k]) : px[k] - was.px[k]);
+      const same = again || !px.b === !was.px.b;
+      const grow = {l: move("l"), r: 0, t: 0, ...(same ? {b: move("b")} : {})};
       layout.margin = Object.assign({}, own, Object.fromEntries(Object.entries(grow).map(([k, g]) =>
         [k, Math.max(Math.ceil(was.margin[k] + g), own[k] || 0)])));
     }
     return plot(div, data, layout, config).then(gd => {
       const s = div._fullLayout && div._fullLayout._size;
-      if (s) last.set(div, {margin: {l: s.l, r: s.r, t: s.t, b: s.b}, px: was ? {l: Math.max(px.l, was.px.l), b: Math.max(px.b, was.px.b)} : px});
+      if (!s) return gd;
+      const record = {margin: {l: s.l, r: s.r, t: s.t, b: s.b}, px: again ? {l: Math.max(px.l, again.px.l), b: Math.max(px.b, again.px.b)} : px};
+      last.set(div, record);
+      lastOfKind.set(kind, record);
+      lastOfKind.set(upright, record);
       return gd;
     });
   };
