@@ -274,22 +274,58 @@ def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_
         for pack in (path, native):
             context = browser.new_context(viewport=VIEWPORT)
             context.add_init_script(_COUNT_REDRAWS)
+            context.add_init_script(_RECORD_DRAWS)
             page = context.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(pack.as_uri(), wait_until="load", timeout=60_000)
             wait_until(page, "document.body.dataset.drawn !== undefined", errors)
-            drawn[pack.name] = page.evaluate("window.__redraws"), page.evaluate(_MARGINS)
+            wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+            drawn[pack.name] = page.evaluate("[window.__redraws, window.__draws]"), page.evaluate(_MARGINS)
             context.close()
-    (redraws, margins), (native_redraws, native_margins) = drawn["pack.html"], drawn["native.html"]
-    ids = [i for i in margins if i.startswith("in")]  # the inputs' charts, in page order
+    ((redraws, order), margins), ((native_redraws, _), native_margins) = drawn["pack.html"], drawn["native.html"]
+    ids = [i for i in dict.fromkeys(order) if re.match(r"^(in\d+|live)-", i)]  # the inputs' charts, as first drawn
     assert set(ids) <= set(native_redraws)  # from the figure's own margins, every chart is drawn again
-    first = {re.sub(r"^in\d+-", "", i): i for i in reversed(ids)}.values()  # the first chart of each kind
+    first = {re.sub(r"^(in\d+|live)-", "", i): i for i in reversed(ids)}.values()  # the first drawn of each kind
     assert set(first) <= set(redraws)
     later = [i for i in ids if i not in first]
     again = [i for i in later if i in redraws]  # (a chart whose labels lie flat after upright ones: twice)
-    assert len(later) >= 12 and len(again) <= len(later) / 4, (again, later)
+    assert len(later) >= 24 and len(again) <= len(later) / 4, (again, later)
     assert margins.keys() == native_margins.keys()
     far = {
         i: (m, native_margins[i]) for i, m in margins.items() if max(map(abs, np.subtract(m, native_margins[i]))) > 4
     }
     assert far == {} and errors == []
+
+
+# every chart drawn (Plotly.newPlot, Plotly.react), in order: window.__draws, the figure ids
+_RECORD_DRAWS = """(() => { let plotly; window.__draws = [];
+  Object.defineProperty(window, 'Plotly', {configurable: true, get: () => plotly, set: value => {
+    plotly = value;
+    for (const name of ['newPlot', 'react']) {
+      const draw = value[name];
+      value[name] = function (gd) { window.__draws.push(gd.dataset.figure); return draw.apply(this, arguments); };
+    } } }); })();"""
+
+
+def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_off_screen(tmp_path):
+    """The page's own charts are drawn one at a time after it opens; the model's first run in the page and its charts
+    (the warm-up: every chart of the box's example drawn, then drawn again) come before those of them off screen, so
+    that the box's section is ready sooner, and a student's input does not share the page with them."""
+    path = demo_pack(tmp_path, "translate", ["the red car sees a small dog", "my old cats eat the green apples"])[2]
+    errors = []
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)  # at the top: the box's section fills the screen
+        context.add_init_script(_RECORD_DRAWS)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        wait_until(page, "document.body.dataset.drawn !== undefined", errors)
+        draws = page.evaluate("window.__draws")
+        context.close()
+    live = [i for i, fid in enumerate(draws) if fid.startswith("live-")]
+    assert len(live) >= 2 * 12  # every chart of the box's section drawn, then drawn again
+    between = [fid for fid in draws[live[0] : live[-1]] if not fid.startswith("live-")]
+    assert len(between) <= 1, between  # (one may have been under way when the model's run began)
+    assert any(not fid.startswith("live-") for fid in draws[live[-1] :])  # the page's own charts came after
+    assert errors == []

@@ -281,8 +281,12 @@ const PackViews = (function () {
   function charts(root) { return [...root.querySelectorAll(".plot")].filter(div => drawers.has(div)); }
 
   const staticRoot = document.getElementById("static") || document.body;
+  // Work that comes before the page's own charts not on screen: the model's runs in this page and their charts
+  // (pack_live.js holds them here), so that a student's input does not share the page with them.
+  let held = Promise.resolve();
+  const hold = work => { held = Promise.all([held, work]).catch(() => {}); };
   // Draw the rest in page order, one at a time with a pause between, so the page stays responsive.
-  setup(staticRoot).reduce((p, div) => p.then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
+  setup(staticRoot).reduce((p, div) => p.then(() => held).then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
     .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
 
@@ -290,5 +294,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, textPx};
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, textPx, hold};
 })();

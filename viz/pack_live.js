@@ -311,6 +311,7 @@
       say(messages, V.fillIn(W.failed, {error: String((err && err.message) || err)}), "warning error");
       section.dataset.drawn = "error";
     });
+    opening.then(() => V.hold(queue), () => {});  // the page's own charts wait for it, once the model is there
     return queue;
   }
 
@@ -354,7 +355,12 @@
       }
     }
   }
-  const warm = () => { if (runs) { section.dataset.warm = "skipped"; return null; } return enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = runs ? "interrupted" : "1"; }); };
+  const warm = () => {
+    if (runs) { section.dataset.warm = "skipped"; return null; }
+    const done = enqueue(first, false).then(drawRest).then(() => { section.dataset.warm = runs ? "interrupted" : "1"; });
+    V.hold(done);  // its charts too, before the page's own
+    return done;
+  };
   // modelReady: ms from navigation to the runtime started and every graph's session made (benchmarks read it); ep: where
   // the model runs, "webgpu" or "wasm". A runtime that fails to start says so at the first typed input.
   const ready = ([net]) => { Object.assign(section.dataset, {modelReady: performance.now().toFixed(0), ep: net.ep}); return warm(); };
