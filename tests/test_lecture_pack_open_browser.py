@@ -38,6 +38,22 @@ def warm_pack(path, errors: list):
         yield page
 
 
+@contextmanager
+def opened_and_drawn(path, errors: list, *init_scripts: str):
+    """The pack at `path` open in headless Chromium with `init_scripts` run before its own, once its own charts are
+    drawn and its warm-up run is done; the page's errors collected in `errors`."""
+    with chromium() as browser:
+        context = browser.new_context(viewport=VIEWPORT)
+        for script in init_scripts:
+            context.add_init_script(script)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        wait_until(page, "document.body.dataset.drawn !== undefined", errors)
+        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+        yield page
+
+
 def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_path):
     """Issue 21: the decoding section of the last input, opened by its link, shows its step and charts; Next pressed
     before any chart is drawn moves the step without a page error, and the charts then show that step."""
@@ -270,18 +286,9 @@ def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_
     native = tmp_path / "native.html"
     native.write_text(page_html.replace("lastOfKind.get(upright) || lastOfKind.get(kind)", "undefined"), "utf-8")
     errors, drawn = [], {}
-    with chromium() as browser:
-        for pack in (path, native):
-            context = browser.new_context(viewport=VIEWPORT)
-            context.add_init_script(_COUNT_REDRAWS)
-            context.add_init_script(_RECORD_DRAWS)
-            page = context.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(pack.as_uri(), wait_until="load", timeout=60_000)
-            wait_until(page, "document.body.dataset.drawn !== undefined", errors)
-            wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
+    for pack in (path, native):
+        with opened_and_drawn(pack, errors, _COUNT_REDRAWS, _RECORD_DRAWS) as page:
             drawn[pack.name] = page.evaluate("[window.__redraws, window.__draws]"), page.evaluate(_MARGINS)
-            context.close()
     ((redraws, order), margins), ((native_redraws, _), native_margins) = drawn["pack.html"], drawn["native.html"]
     ids = [i for i in dict.fromkeys(order) if re.match(r"^(in\d+|live)-", i)]  # the inputs' charts, as first drawn
     assert set(ids) <= set(native_redraws)  # from the figure's own margins, every chart is drawn again
@@ -313,16 +320,8 @@ def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_o
     that the box's section is ready sooner, and a student's input does not share the page with them."""
     path = demo_pack(tmp_path, "translate", ["the red car sees a small dog", "my old cats eat the green apples"])[2]
     errors = []
-    with chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)  # at the top: the box's section fills the screen
-        context.add_init_script(_RECORD_DRAWS)
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load", timeout=60_000)
-        wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
-        wait_until(page, "document.body.dataset.drawn !== undefined", errors)
+    with opened_and_drawn(path, errors, _RECORD_DRAWS) as page:  # at the top: the box's section fills the screen
         draws = page.evaluate("window.__draws")
-        context.close()
     live = [i for i, fid in enumerate(draws) if fid.startswith("live-")]
     assert len(live) >= 2 * 12  # every chart of the box's section drawn, then drawn again
     between = [fid for fid in draws[live[0] : live[-1]] if not fid.startswith("live-")]
