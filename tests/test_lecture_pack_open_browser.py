@@ -9,6 +9,7 @@ import re
 from contextlib import contextmanager
 
 import numpy as np
+import pytest
 
 from tests.browser_helpers import VIEWPORT, chromium, wait_until
 from tests.test_lecture_pack import H, fake_records
@@ -328,3 +329,61 @@ def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_o
     assert len(between) <= 1, between  # (one may have been under way when the model's run began)
     assert any(not fid.startswith("live-") for fid in draws[live[-1] :])  # the page's own charts came after
     assert errors == []
+
+
+# JavaScript: {figure id: figure} of the typed input's figures ("live-...") and those of precomputed input n ("in<n>-")
+_FIGURES = """n => Object.fromEntries(Object.entries(PackViews.DATA.figures)
+    .filter(([k]) => k.startsWith('live-') || k.startsWith(`in${n}-`)))"""
+
+
+def _differences(pack, app, path: str = "") -> list[tuple[str, object, object]]:
+    """Where two figure layouts (JSON) differ: (path, the pack's value, the app's)."""
+    if isinstance(pack, dict) and isinstance(app, dict):
+        return [d for k in sorted(set(pack) | set(app)) for d in _differences(pack.get(k), app.get(k), f"{path}.{k}")]
+    if (
+        isinstance(pack, list)
+        and isinstance(app, list)
+        and len(pack) == len(app)
+        and any(isinstance(v, dict) for v in app)
+    ):
+        return [d for i, (a, b) in enumerate(zip(pack, app, strict=True)) for d in _differences(a, b, f"{path}[{i}]")]
+    return [] if pack == app else [(path, pack, app)]
+
+
+@pytest.mark.parametrize("name", ["translate", "copy", "reverse_decoder_rope"])
+def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name, tmp_path):
+    """The pack lays out a typed input's charts in the page (pack_live.js); the app lays out the same input's with
+    viz/attention_figs, decoding_figs and positional_figs, as the pack does for its precomputed inputs. Each generated
+    input precomputed and then typed: every layout the same (heights, which tokens are labelled, upright or flat,
+    cells widened to label every key, ranges, titles, margins) and the maps' labels the same. translate: word labels
+    that stand upright, and maps at the height limit; copy: single characters, cells widened; reverse_decoder_rope: a
+    decoder-only model."""
+    from model import load_checkpoint
+    from model.checkpoints.checkpoint import load_card
+    from model.checkpoints.demos import list_demos
+    from tests.test_pack_parity_browser import generated_inputs
+
+    path = next(d.path for d in list_demos() if d.name == name)
+    texts = generated_inputs(name, load_checkpoint(path)[1], load_card(path))
+    pack = demo_pack(tmp_path, name, texts)[2]
+    errors, widened, upright = [], 0, 0
+    with warm_pack(pack, errors) as page:
+        box = page.locator('[data-testid="pack-input"]')
+        for n, text in enumerate(texts, start=1):
+            box.fill(text)
+            box.press("Enter")
+            wait_until(page, f"document.getElementById('live').dataset.drawn === '{n}'", errors)
+            figures = page.evaluate(_FIGURES, n - 1)
+            typed = sorted(k.removeprefix("live-") for k in figures if k.startswith("live-"))
+            assert typed and typed == sorted(k.removeprefix(f"in{n - 1}-") for k in figures if k.startswith("in")), text
+            for kind in typed:
+                live, app = figures[f"live-{kind}"], figures[f"in{n - 1}-{kind}"]
+                assert _differences(live["layout"], app["layout"]) == [], (text, kind)
+                if live["data"][0]["type"] == "heatmap" and isinstance(app["data"][0].get("y"), list):
+                    assert [t.get("x") for t in live["data"]] == [t.get("x") for t in app["data"]], (text, kind)
+                    assert [t.get("y") for t in live["data"]] == [t.get("y") for t in app["data"]], (text, kind)
+                x = live["layout"].get("xaxis", {})
+                widened += x.get("scaleratio", 1) != 1
+                upright += x.get("tickangle") == -90
+    assert errors == []
+    assert {"translate": upright, "copy": widened}.get(name, 1) > 0  # the layouts compared include those cases

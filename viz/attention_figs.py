@@ -32,6 +32,7 @@ from .tokens import (
     Ticks,
     as_rows,
     hover_token,
+    label_classes,
     label_px,
     plain_token,
     readable_layout,
@@ -116,6 +117,7 @@ MAX_HEIGHT = 520  # px of one chart: below a compact header, a 1366x768 screen s
 MAX_WIDTH = 860  # px of plot a 1366 px window offers beside the open sidebar (colour bar and labels aside)
 MAX_CELL = 36  # px: short inputs get large cells, not a giant chart
 TITLE_PX, AXIS_TITLE_PX, LABEL_ROW_PX = 56, 34, 30  # px: title margin, x-axis title, one row of x labels
+WIDER_CELLS = (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)  # width / height tried when x labels are dropped
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def heatmap_geometry(
         # cells, never past the width there is (height is what a projector lacks; a few wide columns cost nothing),
         # preferring the narrowest cells that label every token, upright if that fits too
         found = None
-        for r in (1.2, 1.4, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0):  # tall maps (long outputs) need the most
+        for r in WIDER_CELLS:  # tall maps (long outputs) need the most
             wider = token_ticks(key_tokens, cell * r, size=tick_px)
             if wider.step == 1 and nk * cell * r <= max_width:
                 found = found or (wider, r)
@@ -170,6 +172,22 @@ def heatmap_geometry(
         if found:
             x, ratio = found
     return Geometry(cell, int(round(nq * cell + chrome + extra_height)), x, y, ratio)
+
+
+def geometry_rules() -> dict:
+    """heatmap_geometry (at its default sizes), token_ticks and label_px as data: the lecture pack's page lays out a
+    typed input's maps with them (pack_live.js) as attention_heatmap lays out the app's."""
+    return {
+        **label_classes(),
+        "max_height": MAX_HEIGHT,
+        "max_width": MAX_WIDTH,
+        "max_cell": MAX_CELL,
+        "title_px": TITLE_PX,
+        "axis_title_px": AXIS_TITLE_PX,
+        "label_row_px": LABEL_ROW_PX,
+        "legend_px": LEGEND_PX,
+        "wider": list(WIDER_CELLS),
+    }
 
 
 def _token_axes(geo: Geometry, nq: int, nk: int, i: int = 1, x_labels: bool = True, y_labels: bool = True) -> dict:

@@ -33,7 +33,7 @@ from plotly.offline import get_plotlyjs
 from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
-from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask
+from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, geometry_rules
 from .lecture_pack_live import live_html, live_scripts, live_words, weight_files
 from .overview_figs import layer_head_overview
 from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
@@ -342,6 +342,8 @@ def lecture_pack_html(records, title: str = "") -> str:
     pe_html = _pe_section(figs, records.pe)
     data["figures"] = figs.figures
     data["template"] = _template()
+    if live is not None:  # a typed input's maps laid out as the app lays them out (pack_live.js)
+        data["geometry"] = geometry_rules()
     data["text"] = {  # the words lecture_pack.js writes; {placeholders} filled there
         "layer_head": _("{title}, layer {layer}, head {head}"),
         "layer_average": _("{title}, layer {layer}, average of heads"),

@@ -17,7 +17,8 @@
   let runs = 0;
 
   // -- tokens as the pack shows them (viz/tokens.py) ---------------------------------------------------------
-  const VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"};
+  // viz/attention_figs.geometry_rules: the constants and character classes of the app's tick and map layout
+  const G = V.DATA.geometry, VISIBLE = G.visible;
   const plain = (t, max = 16) => { const s = t in VISIBLE ? VISIBLE[t] : t, a = Array.from(s); return a.length <= max ? s : a.slice(0, max - 1).join("") + "…"; };
   const escape = s => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const shown = (t, max = 16) => escape(plain(t, max));
@@ -69,34 +70,75 @@
   }
 
   // -- figures: the first input's, re-labelled (viz/attention_figs.heatmap_geometry, simplified) ---------------
-  // viz/tokens.token_ticks for an axis whose tokens are px apart: labels at least 20 px apart (every step-th); x labels
+  // viz/tokens.label_px: the width of a label `size` px high, from its characters' classes (G: the app's own tables)
+  const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
+    let lo = 0, hi = r.length / 2 - 1;
+    while (lo <= hi) { const m = (lo + hi) >> 1; if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true; }
+    return false;
+  };
+  function labelPx(text, size = G.tick_px) {
+    let at14 = 0;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0);
+      at14 += G.narrow.includes(ch) ? G.px.narrow : within(cp, G.wide) ? G.px.wide
+        : G.broad.includes(ch) || within(cp, G.upper) ? G.px.broad : G.px.average;
+    }
+    return at14 * size / 14;
+  }
+  // viz/tokens.token_ticks for an axis whose tokens are px apart: labels at least min_gap apart (every step-th); x labels
   // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
-  // are labelled). Returns the widest label shown upright (px), 0 when they lie flat.
-  const widthOf = text => V.textPx(text, V.DATA.template.layout.font);
-  function ticks(axis, tokens, px, horizontal = false) {
-    const n = tokens.length, texts = tokens.map(t => plain(t)), widths = texts.map(widthOf);
-    let step = Math.max(1, Math.ceil(20 / px)), angle = 0;
+  // are labelled). {vals, text, angle, step}
+  function tokenTicks(tokens, px, horizontal = true, size = G.tick_px) {
+    const n = tokens.length, gap = G.min_gap * size / G.tick_px, widths = tokens.map(t => labelPx(plain(t), size));
+    let step = n ? Math.max(1, Math.ceil(gap / Math.max(px, 1e-6))) : 1, angle = 0;
+    const singles = tokens.filter(t => Array.from(plain(t)).length === 1).length;
     const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
     if (horizontal && n && !fits(step)) {
-      if (2 * texts.filter(t => Array.from(t).length === 1).length >= n) { while (step < n && !fits(step)) step++; }
-      else angle = -90;
+      if (2 * singles >= n) { while (step < n && !fits(step)) step++; } else angle = -90;
     }
-    axis.tickmode = "array";
-    axis.tickvals = range(n).filter(i => i % step === 0);
-    axis.ticktext = axis.tickvals.map(i => shown(tokens[i]));
-    if (horizontal) axis.tickangle = angle;
-    return angle ? Math.max(0, ...axis.tickvals.map(i => widths[i])) : 0;
+    const vals = range(n).filter(i => i % step === 0);
+    return {vals, text: vals.map(i => shown(tokens[i])), angle, step};
   }
-  function heatmap(f, rows, k) {
-    const q = rows.tokens, nq = q.length, nk = k.length, legend = f.data.length > 1 && nk > 1;
+  const setTicks = (axis, t) => Object.assign(axis, {tickmode: "array", tickvals: t.vals, ticktext: t.text, tickangle: t.angle});
+  const roundHalfEven = v => { const r = Math.round(v); return Math.abs(v % 1) === 0.5 && r % 2 ? r - 1 : r; };  // Python's round
+  // viz/attention_figs.heatmap_geometry at its default sizes: square cells as large as fit (wider where that labels every
+  // key), the height from the rows. {cell, height, x, y, ratio}
+  function geometry(q, k, extra) {
+    const nq = Math.max(1, q.length), nk = Math.max(1, k.length);
+    let labelRow = G.label_row_px, chrome, cell, x;
+    for (let attempt = 0; attempt < 2; attempt++) {  // once more with room for upright x labels, if they need it
+      chrome = G.title_px + G.axis_title_px + labelRow;
+      cell = Math.max(1, Math.min(G.max_cell, (G.max_height - chrome) / nq, G.max_width / nk));
+      x = tokenTicks(k, cell);
+      if (x.angle === 0 || labelRow > G.label_row_px) break;
+      labelRow = Math.floor(Math.min(120, Math.max(...x.vals.map(i => Array.from(plain(k[i])).length)) * G.char_px + 10));
+    }
+    const y = tokenTicks(q, cell, false);
+    let ratio = 1;
+    if (x.step > 1) {  // labels dropped: the narrowest wider cells that label every key, upright if that fits too
+      let found = null;
+      for (const r of G.wider) {
+        const wider = tokenTicks(k, cell * r);
+        if (wider.step === 1 && nk * cell * r <= G.max_width) {
+          found = found || [wider, r];
+          if (wider.angle === 0) { found = [wider, r]; break; }
+        }
+      }
+      if (found) [x, ratio] = found;
+    }
+    return {cell, height: roundHalfEven(nq * cell + chrome + extra), x, y, ratio};
+  }
+  function heatmap(f, rows, k) {  // viz/attention_figs.attention_heatmap's layout for these rows and keys
+    const q = rows.tokens, nk = k.length, legend = f.data.length > 1 && nk > 1;  // a masked cell's mark (causal)
     Object.assign(f.data[0], {x: labels(k), y: rowLabels(rows)});
     if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [rowLabels(rows)[0]]})] : [f.data[0]];
-    const cell = Math.max(1, Math.min(36, 400 / nq, 860 / nk));
-    const upright = ticks(f.layout.xaxis, k, cell * (f.layout.xaxis.scaleratio || 1), true);
-    ticks(f.layout.yaxis, q, cell);
-    f.layout.xaxis.range = [-0.5, nk - 0.5]; f.layout.yaxis.range = [nq - 0.5, -0.5];
-    // viz/attention_figs.heatmap_geometry: a row of upright labels as tall as the widest (at most 120 px), not 30
-    f.layout.height = Math.round(nq * cell + 120 + (upright ? Math.min(120, upright + 10) - 30 : 0) + (legend ? 34 : 0));
+    const geo = geometry(q, k, legend ? G.legend_px : 0);
+    setTicks(f.layout.xaxis, geo.x);
+    setTicks(f.layout.yaxis, geo.y);
+    Object.assign(f.layout.xaxis, {range: [-0.5, nk - 0.5], scaleratio: geo.ratio});
+    f.layout.yaxis.range = [q.length - 0.5, -0.5];
+    f.layout.height = geo.height;
+    f.layout.margin = Object.assign({}, f.layout.margin, {t: G.title_px + (legend ? G.legend_px : 0)});
     f.layout.showlegend = legend;
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
@@ -129,7 +171,7 @@
       make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, rows.tokens.length, k.length, model.H));
     }
     // a token axis as wide as the builder planned it (its figure's meta.token_axis_px: decoding_figs, positional_figs)
-    const along = (f, tokens) => ticks(f.layout.xaxis, tokens, f.layout.meta.token_axis_px / Math.max(tokens.length, 1), true);
+    const along = (f, tokens) => setTicks(f.layout.xaxis, tokenTicks(tokens, f.layout.meta.token_axis_px / Math.max(tokens.length, 1)));
     make("cross-rows", f => { f.data[0].x = labels(srcTokens); along(f, srcTokens); });
     const keys = inputs.slice(0, r.steps.length);  // <s> y_1 .. y_{T-1}: the keys of the last step
     make("self-rows", f => { f.data[0].x = labels(keys); along(f, keys); });

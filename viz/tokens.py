@@ -6,6 +6,7 @@ A space is shown as "·" (a middle dot): the usual "␣" reads as "u" at tick si
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -172,13 +173,55 @@ def _is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in "WF"
 
 
+# label_px's character classes: px at 14 px of a narrow, a wide (CJK), a broad (upper-case, mwMW@) and any other one
+NARROW_CHARS, BROAD_CHARS = "il.,:;|!'/()[]ftjr ", "mwMW@"
+NARROW_PX, WIDE_PX, BROAD_PX, AVERAGE_PX = 4.0, 14.0, 10.5, 7.8
+
+
 def label_px(text: str, size: int = TICK_PX) -> float:
     """Rough width in px of a label `size` px high: narrow, average and wide characters of a sans-serif font."""
     at_14 = sum(
-        4.0 if ch in "il.,:;|!'/()[]ftjr " else 14.0 if _is_wide(ch) else 10.5 if ch in "mwMW@" or ch.isupper() else 7.8
+        NARROW_PX
+        if ch in NARROW_CHARS
+        else WIDE_PX
+        if _is_wide(ch)
+        else BROAD_PX
+        if ch in BROAD_CHARS or ch.isupper()
+        else AVERAGE_PX
         for ch in text
     )
     return at_14 * size / 14
+
+
+def _code_point_ranges(member) -> list[int]:
+    """[first, last, first, last, ...]: the code points c for which member(chr(c)), as inclusive ranges."""
+    out: list[int] = []
+    start = None
+    for cp in range(0x110000):
+        if member(chr(cp)):
+            start = cp if start is None else start
+        elif start is not None:
+            out += [start, cp - 1]
+            start = None
+    return out + ([start, 0x10FFFF] if start is not None else [])
+
+
+@functools.cache
+def label_classes() -> dict:
+    """label_px as data, for a page that lays out labels as the app does (the lecture pack's typed input, pack_live.js):
+    its widths, its narrow and broad characters, and the wide and upper-case ones as code point ranges of this Python's
+    unicodedata (what _is_wide and str.isupper read); and token_ticks' gap and plain_token's visible whitespace."""
+    return {
+        "tick_px": TICK_PX,
+        "min_gap": MIN_TICK_GAP_PX,
+        "char_px": CHAR_PX,
+        "narrow": NARROW_CHARS,
+        "broad": BROAD_CHARS,
+        "px": {"narrow": NARROW_PX, "wide": WIDE_PX, "broad": BROAD_PX, "average": AVERAGE_PX},
+        "wide": _code_point_ranges(_is_wide),
+        "upper": _code_point_ranges(str.isupper),
+        "visible": dict(_VISIBLE),
+    }
 
 
 _WIDE = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"  # CJK characters and their punctuation: one em each
