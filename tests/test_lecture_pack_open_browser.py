@@ -331,6 +331,16 @@ def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_o
     assert errors == []
 
 
+# JavaScript: [figure id, axis, the range drawn, the range its figure asks for] of every chart of the typed input whose
+# drawn range is not its figure's (every chart drawn first)
+_RANGES_DRAWN = """() => PackViews.flush(document.getElementById('live-views')).then(() =>
+    PackViews.charts(document.getElementById('live-views')).flatMap(div => {
+        const layout = PackViews.DATA.figures[div.dataset.figure].layout;
+        return Object.keys(layout).filter(k => /^[xy]axis\\d*$/.test(k) && Array.isArray(layout[k].range))
+            .map(k => [div.dataset.figure, k, div._fullLayout[k].range, layout[k].range])
+            .filter(([, , drawn, asked]) => drawn.some((v, i) => Math.abs(v - asked[i]) > 1e-9));
+    }))"""
+
 # JavaScript: {figure id: figure} of the typed input's figures ("live-...") and those of precomputed input n ("in<n>-")
 _FIGURES = """n => Object.fromEntries(Object.entries(PackViews.DATA.figures)
     .filter(([k]) => k.startsWith('live-') || k.startsWith(`in${n}-`)))"""
@@ -357,7 +367,8 @@ def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name,
     input precomputed and then typed: every layout the same (heights, which tokens are labelled, upright or flat,
     cells widened to label every key, ranges, titles, margins) and the maps' labels the same. translate: word labels
     that stand upright, and maps at the height limit; copy: single characters, cells widened; reverse_decoder_rope: a
-    decoder-only model."""
+    decoder-only model. Every chart is drawn in its figure's ranges: the maps of an input shorter than the one before
+    kept the old one (Plotly.react), a grey band beside them."""
     from model import load_checkpoint
     from model.checkpoints.checkpoint import load_card
     from model.checkpoints.demos import list_demos
@@ -373,6 +384,7 @@ def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name,
             box.fill(text)
             box.press("Enter")
             wait_until(page, f"document.getElementById('live').dataset.drawn === '{n}'", errors)
+            assert page.evaluate(_RANGES_DRAWN) == [], text
             figures = page.evaluate(_FIGURES, n - 1)
             typed = sorted(k.removeprefix("live-") for k in figures if k.startswith("live-"))
             assert typed and typed == sorted(k.removeprefix(f"in{n - 1}-") for k in figures if k.startswith("in")), text

@@ -186,6 +186,7 @@ def geometry_rules() -> dict:
         "axis_title_px": AXIS_TITLE_PX,
         "label_row_px": LABEL_ROW_PX,
         "legend_px": LEGEND_PX,
+        "colorbar_px": COLORBAR_PX,
         "wider": list(WIDER_CELLS),
     }
 

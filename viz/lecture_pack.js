@@ -87,6 +87,7 @@ const PackViews = (function () {
     const f = DATA.figures[div.dataset.figure], h = f && f.layout && f.layout.height;
     if (h) div.style.minHeight = `${h}px`;
   }
+  const sameRange = (a, b) => Array.isArray(a) && a.length === b.length && a.every((v, i) => Math.abs(v - b[i]) < 1e-9);
   const drawWith = plot => (div, data, layout, config) => {
     if (layout.height) div.style.minHeight = `${layout.height}px`;
     // a sibling: the last chart of its kind drawn whose x labels stand as this chart's (upright or flat), else any
@@ -101,7 +102,15 @@ const PackViews = (function () {
       layout.margin = Object.assign({}, own, Object.fromEntries(Object.entries(grow).map(([k, g]) =>
         [k, Math.max(Math.ceil(was.margin[k] + g), own[k] || 0)])));
     }
+    // Plotly.react keeps an axis's range (writing it into the layout given) when a shorter one is asked of an axis tied
+    // to another's scale (scaleanchor): a typed input with fewer tokens than the one before drew its map in the old
+    // range, a grey band beside it. Such a range is set again (only then: a longer input's is drawn as asked).
+    const asked = Object.entries(layout).filter(([key, ax]) => /^[xy]axis\d*$/.test(key) && ax && Array.isArray(ax.range))
+      .map(([key, ax]) => [key, ax.range.slice()]);
     return plot(div, data, layout, config).then(gd => {
+      const kept = asked.filter(([key, range]) => div._fullLayout[key] && !sameRange(div._fullLayout[key].range, range));
+      return kept.length ? Plotly.relayout(div, Object.fromEntries(kept.map(([key, range]) => [`${key}.range`, range]))) : gd;
+    }).then(gd => {
       const s = div._fullLayout && div._fullLayout._size;
       if (!s) return gd;
       const record = {margin: {l: s.l, r: s.r, t: s.t, b: s.b}, px: again ? {l: Math.max(px.l, again.px.l), b: Math.max(px.b, again.px.b)} : px};

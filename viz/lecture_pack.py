@@ -84,7 +84,10 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows
     if mask is not None:
         data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
     title = _(KIND_TITLES[kind])
-    main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, title, mask)
+    # titled as the script titles it first, the widest of its titles (a head's is shorter); snug: as wide as the map,
+    # its labels and colour bar (never narrower than the title), the colour bar beside the map on any screen
+    first = _("{title}, layer {layer}, average of heads").format(title=title, layer=L - 1)
+    main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, first, mask, snug=True)
     # The script writes 'query i: q<br>key j: k' per cell from the rows' hover and the keys, the weight from z:
     # one template serves every layer and head, and no string per cell travels in the file.
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")

@@ -140,6 +140,12 @@
     f.layout.height = geo.height;
     f.layout.margin = Object.assign({}, f.layout.margin, {t: G.title_px + (legend ? G.legend_px : 0)});
     f.layout.showlegend = legend;
+    if (f.layout.width) {  // snug (viz/attention_figs.snug_width): the plot, its labels and colour bar; not under the title
+      const left = Math.max(0, ...geo.y.vals.map(i => labelPx(plain(q[i])))) + G.axis_title_px + 16;
+      const snug = Math.floor(Math.min(G.max_width + left + G.colorbar_px, left + nk * geo.cell * geo.ratio + G.colorbar_px + 20));
+      const texts = [[(f.layout.title && f.layout.title.text) || "", G.tick_px + 3, 1.15], ...(legend ? [[f.data[1].name, G.tick_px, 1]] : [])];
+      f.layout.width = Math.floor(Math.max(snug, ...texts.map(([t, size, k]) => labelPx(t, size) * k + (size === G.tick_px ? 40 : 20))));
+    }
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
   // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows)
