@@ -59,7 +59,7 @@ const PackViews = (function () {
   // for flat ones) -> the same, of the last chart of that kind drawn
   const kindOf = div => (div.dataset.figure || "").replace(/^(in\d+|live)-/, "");
   const ruler = document.createElement("canvas").getContext("2d");
-  // px of one line of text in font {size, family}, measured on a canvas (pack_live.js lays out ticks with it too)
+  // px of one line of text in font {size, family}, measured on a canvas
   function textPx(text, font) {
     ruler.font = `${font.size}px ${font.family}`;
     return ruler.measureText(text).width;
@@ -303,5 +303,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, textPx, hold};
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, hold};
 })();

@@ -74,6 +74,9 @@ class _Figures:
         return fid
 
 
+LAYER_AVERAGE = N_("{title}, layer {layer}, average of heads")  # a map's first title, the widest (a head's is shorter)
+
+
 def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows: Rows, key_tokens) -> dict:
     """One kind of attention of one input: templates for the chosen map and the overview, and the weights.
     rows: by the app's one convention (viz/tokens.capture_rows): labelled with the token each writes, the hover
@@ -86,7 +89,7 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows
     title = _(KIND_TITLES[kind])
     # titled as the script titles it first, the widest of its titles (a head's is shorter); snug: as wide as the map,
     # its labels and colour bar (never narrower than the title), the colour bar beside the map on any screen
-    first = _("{title}, layer {layer}, average of heads").format(title=title, layer=L - 1)
+    first = _(LAYER_AVERAGE).format(title=title, layer=L - 1)
     main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, first, mask, snug=True)
     # The script writes 'query i: q<br>key j: k' per cell from the rows' hover and the keys, the weight from z:
     # one template serves every layer and head, and no string per cell travels in the file.
@@ -349,7 +352,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         data["geometry"] = geometry_rules()
     data["text"] = {  # the words lecture_pack.js writes; {placeholders} filled there
         "layer_head": _("{title}, layer {layer}, head {head}"),
-        "layer_average": _("{title}, layer {layer}, average of heads"),
+        "layer_average": _(LAYER_AVERAGE),
         "cell": _("query {i}: {q}<br>key {j}: {k}"),
         "step": _("Step {i} of {n}"),
         "live": {**live_words(live), "first": records.inputs[0].text},

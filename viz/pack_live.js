@@ -69,7 +69,7 @@
       stop: r.stop === "eos" ? "</s>" : W.length_limit};
   }
 
-  // -- figures: the first input's, re-labelled (viz/attention_figs.heatmap_geometry, simplified) ---------------
+  // -- figures: the first input's, re-labelled and laid out by the app's rules (DATA.geometry) ------------------
   // viz/tokens.label_px: the width of a label `size` px high, from its characters' classes (G: the app's own tables)
   const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
     let lo = 0, hi = r.length / 2 - 1;
@@ -130,8 +130,9 @@
   }
   function heatmap(f, rows, k) {  // viz/attention_figs.attention_heatmap's layout for these rows and keys
     const q = rows.tokens, nk = k.length, legend = f.data.length > 1 && nk > 1;  // a masked cell's mark (causal)
-    Object.assign(f.data[0], {x: labels(k), y: rowLabels(rows)});
-    if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [labels(k)[1]], y: [rowLabels(rows)[0]]})] : [f.data[0]];
+    const x = labels(k), y = rowLabels(rows);
+    Object.assign(f.data[0], {x, y});
+    if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [x[1]], y: [y[0]]})] : [f.data[0]];
     const geo = geometry(q, k, legend ? G.legend_px : 0);
     setTicks(f.layout.xaxis, geo.x);
     setTicks(f.layout.yaxis, geo.y);
@@ -144,7 +145,7 @@
       const left = Math.max(0, ...geo.y.vals.map(i => labelPx(plain(q[i])))) + G.axis_title_px + 16;
       const snug = Math.floor(Math.min(G.max_width + left + G.colorbar_px, left + nk * geo.cell * geo.ratio + G.colorbar_px + 20));
       const texts = [[(f.layout.title && f.layout.title.text) || "", G.tick_px + 3, 1.15], ...(legend ? [[f.data[1].name, G.tick_px, 1]] : [])];
-      f.layout.width = Math.floor(Math.max(snug, ...texts.map(([t, size, k]) => labelPx(t, size) * k + (size === G.tick_px ? 40 : 20))));
+      f.layout.width = Math.floor(Math.max(snug, ...texts.map(([t, size, factor]) => labelPx(t, size) * factor + (size === G.tick_px ? 40 : 20))));
     }
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
