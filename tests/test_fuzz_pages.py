@@ -101,8 +101,9 @@ def source_ticks(text: str) -> list[str]:
     return [s if s in LETTERS else "&lt;unk&gt;" for s in symbols_of(text)][:ROOM] + ["&lt;/s&gt;"]
 
 
-def expected_messages(text: str, what: str) -> set[str]:
-    """The problems a person must be told about (the letters model knows a-h only, reads at most 11 tokens)."""
+def expected_messages(text: str, what: str) -> set[str | tuple[str, ...]]:
+    """The problems a person must be told about (the letters model knows a-h only, reads at most 11 tokens); a tuple:
+    one of its messages."""
     removed = sum(1 for ch in text if not ch.isspace() and unicodedata.category(ch).startswith("C"))
     symbols = symbols_of(text)
     found = set()
@@ -116,7 +117,10 @@ def expected_messages(text: str, what: str) -> set[str]:
     elif len(known) < len(symbols):
         found.add("Not in the vocabulary, read as <unk>")
     if len(symbols) > count_limit(ROOM):  # counting stops there (issue 30): the work is bounded by the model
-        found.add(f"The {what} has more than ")
+        # ... unless the text ends in the piece where the count passed the limit: then it is read whole and counted
+        # exactly (model/text/bounded.read_bounded)
+        exact = f"The {what} has {len(symbols)} tokens but this model reads at most {ROOM}"
+        found.add((f"The {what} has more than ", exact))
     elif len(symbols) > ROOM:
         found.add(f"The {what} has {len(symbols)} tokens but this model reads at most {ROOM}")
     return found
@@ -293,13 +297,18 @@ def check_messages(at, text: str, target: str) -> bool:
     if target.strip():
         expected |= expected_messages(target, "target")
     shown = shown_messages(at)
+
+    def said(e, m: str) -> bool:  # message m says e (a tuple: one of its messages)
+        return any(a in m for a in (e if isinstance(e, tuple) else (e,)))
+
     for message in expected:
-        assert any(message in m for m in shown), f"{message!r} not among {shown}"
+        assert any(said(message, m) for m in shown), f"{message!r} not among {shown}"
     for m in shown:
-        assert not MESSAGE_KINDS.match(m) or any(e in m for e in expected), f"unexpected message {m!r}"
-    usable = not any(e.startswith(("The input is", "The target is", "None of")) for e in expected)
+        assert not MESSAGE_KINDS.match(m) or any(said(e, m) for e in expected), f"unexpected message {m!r}"
+    first = [e[0] if isinstance(e, tuple) else e for e in expected]
+    usable = not any(e.startswith(("The input is", "The target is", "None of")) for e in first)
     event("usable input" if usable else "refused input")
-    for e in expected:
+    for e in first:
         event(re.sub(r"\d+", "N", e))
     assert bool(at.error) != usable, [e.value for e in at.error]
     if usable:
