@@ -40,6 +40,7 @@ from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, displa
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("encoder_self", "decoder_self", "cross")
+TILE_LABELS = 4  # key positions numbered under each tile of an overview (every ceil(Tk / TILE_LABELS)-th)
 
 
 def _weights(a: np.ndarray) -> str:
@@ -481,9 +482,10 @@ def _template() -> dict:
 
 def _readable_thumbnails(fig: go.Figure, Tk: int, H: int) -> go.Figure:
     """Every layer x head overview: key position numbers (dark, TICK_PX) under every head's tile, every
-    ceil(Tk / 4)-th (pack_live.js numbers a typed input's tiles the same way)."""
-    every = -(-Tk // 4)
+    ceil(Tk / TILE_LABELS)-th (the figure carries TILE_LABELS: pack_live.js numbers a typed input's tiles by it)."""
+    every = -(-Tk // TILE_LABELS)
     vals = [h * (Tk + 1) + p for h in range(H) for p in range(0, Tk, every)]
+    fig.update_layout(meta={**(fig.layout.meta or {}), "tile_labels": TILE_LABELS})
     return fig.update_xaxes(
         showticklabels=True,
         tickmode="array",

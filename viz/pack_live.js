@@ -162,7 +162,7 @@
       const [key, g] = n < H - 1 ? ["x", (n + 1) * (Tk + 1) - 1] : ["y", (n - H + 2) * (Tq + 1) - 1];
       Object.assign(s, {[key + "0"]: g - 0.5, [key + "1"]: g + 0.5});
     });
-    const every = Math.ceil(Tk / 4), vals = [];  // viz/lecture_pack._readable_thumbnails
+    const every = Math.ceil(Tk / f.layout.meta.tile_labels), vals = [];  // viz/lecture_pack._readable_thumbnails
     for (let h = 0; h < H; h++) for (let p = 0; p < Tk; p += every) vals.push(h * (Tk + 1) + p);
     Object.assign(f.layout.xaxis, {tickvals: vals, ticktext: vals.map(v => String(v % (Tk + 1)))});
     f.layout.title = Object.assign({}, f.layout.title, {text: V.fillIn(W.every, {title})});
@@ -189,7 +189,8 @@
       const bound = Math.max(1, ...Array.from(pe, Math.abs));
       Object.assign(f.data[0], {zmin: -bound, zmax: bound});
       Object.assign(f.layout.yaxis, {tickmode: "array", tickvals: range(S), ticktext: srcTokens.map((t, i) => `${i}: ${shown(t)}`)});
-      f.layout.height = Math.min(520, Math.max(380, 6 * S + 120));
+      const h = f.layout.meta.height_rule;  // viz/positional_figs.pe_matrix's
+      f.layout.height = Math.min(h.max_px, Math.max(h.min_px, h.row_px * S + h.chrome_px));
     });
     for (const [side, toks, e] of [["source", srcTokens, r.enc], ["target", tgtTokens, r.full]]) {
       make("pe-" + side, f => {

@@ -12,6 +12,8 @@ from i18n import N_, _
 from .tokens import readable, token_ticks
 
 DIVERGING = "RdBu"
+# pe_matrix's height: ROW_PX per position and CHROME_PX for title and axes, at least MIN_HEIGHT_PX, at most max_height
+ROW_PX, CHROME_PX, MIN_HEIGHT_PX = 6, 120, 380
 
 
 def pe_matrix(pe: np.ndarray, title: str = "", max_height: int = 520) -> go.Figure:
@@ -33,8 +35,10 @@ def pe_matrix(pe: np.ndarray, title: str = "", max_height: int = 520) -> go.Figu
     fig.update_yaxes(title_text=_("position"), autorange="reversed")
     fig.update_layout(
         title=title or _("Positional encoding matrix"),
-        height=min(max_height, max(380, 6 * pe.shape[0] + 120)),
+        height=min(max_height, max(MIN_HEIGHT_PX, ROW_PX * pe.shape[0] + CHROME_PX)),
         margin=dict(t=60, l=10, r=10, b=10),
+        # the height rule as data: the lecture pack sizes a typed input's table by it (pack_live.js)
+        meta=dict(height_rule=dict(row_px=ROW_PX, chrome_px=CHROME_PX, min_px=MIN_HEIGHT_PX, max_px=max_height)),
     )
     return readable(fig)
 
