@@ -2,9 +2,10 @@
 request blocked): the page runs the model's own graph (model/analysis/onnx_export.py: one graph over the whole
 sequence) and shows what the app's Attention page shows for these shapes, the self-attention of the whole sequence.
 
-A decoder-only demo (RoPE), a tiny GPT-2 folder (byte-level BPE, learned positions) and a tiny BERT folder with its
-masked-LM head (WordPiece), built here with transformers (tests/hf_one_stack.py): generated inputs typed into the box
-give the app's warnings, ids and tokens, the greedy continuation of model.greedy_decode (each step's top 5), and the
+A decoder-only demo (RoPE) and every one-stack family the app opens, tiny folders built here with transformers
+(tests/hf_one_stack.py): GPT-2 (byte-level BPE, learned positions), Llama (RoPE, RMSNorm, SwiGLU; tokenizer.json), Llama
+with grouped-query attention and a sentencepiece tokenizer.model, Qwen2 (biased q/k/v projections), BERT with and
+without its masked-LM head (WordPiece): generated inputs typed into the box give the app's warnings, ids and tokens, the greedy continuation of model.greedy_decode (each step's top 5), and the
 log-probs and every attention map of the app's capture within 1e-4; the typed input's charts show them."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from model.text.inputs import check_text
 from tests.browser_helpers import chromium
+from tests.hf_one_stack import BUILDERS
 from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, open_pack, typed
 from ui import caches
 from viz.lecture_pack import ENCODED, SEQUENCE
@@ -37,9 +39,8 @@ def browser():
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """name -> (model, tokenizer, card, typed texts): the decoder-only RoPE demo, GPT-2 and BERT (masked-LM) folders."""
+    """name -> (model, tokenizer, card, typed texts): the decoder-only RoPE demo and a folder of each one-stack family."""
     from tests.hf_families import WORDS
-    from tests.hf_one_stack import BUILDERS
 
     demo = next(d for d in list_demos() if d.name == "reverse_decoder_rope")
     model, tok = load_checkpoint(demo.path)
@@ -47,7 +48,7 @@ def models(tmp_path_factory):
     texts = generated_inputs(demo.name, tok, card)  # a card example, one with an unknown symbol, one with emoji
     out = {"reverse_decoder_rope": (model, tok, card, [texts[0], texts[2], texts[4]])}
     root = tmp_path_factory.mktemp("one-stack-pack")
-    for name in ("gpt2", "bert-mlm"):
+    for name in BUILDERS:
         model, tok = load_checkpoint(BUILDERS[name](root).folder)
         rng = random.Random(name)
         texts = [
@@ -59,7 +60,7 @@ def models(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["reverse_decoder_rope", "gpt2", "bert-mlm"])
+@pytest.mark.parametrize("name", ["reverse_decoder_rope", *BUILDERS])
 def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_path):
     model, tok, card, texts = models[name]
     decoder = model.config.shape == "decoder-only"
@@ -85,7 +86,10 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
             for step, s in zip(got["steps"], trace.steps, strict=True):
                 assert step["top"] == s.top_ids.tolist()
                 np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
-        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
+        if cap.log_probs is None:  # an encoder without an output head (BERT's base model): none on either side
+            assert got["log_probs"] is None
+        else:
+            np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
         np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
         # the typed input's views: its tokens, its summary line (the Attention page's), its map drawn
         tokens = cap.target_tokens if decoder else cap.source_tokens
