@@ -71,11 +71,7 @@
 
   // -- figures: the first input's, re-labelled and laid out by the app's rules (DATA.geometry) ------------------
   // viz/tokens.label_px: the width of a label `size` px high, from its characters' classes (G: the app's own tables)
-  const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
-    let lo = 0, hi = r.length / 2 - 1;
-    while (lo <= hi) { const m = (lo + hi) >> 1; if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true; }
-    return false;
-  };
+  const within = PackText.within;  // is a code point in ranges [first, last, first, last, ...]
   function labelPx(text, size = G.tick_px) {
     let at14 = 0;
     for (const ch of text) {

@@ -68,14 +68,23 @@ const PackText = (function () {
       },
     };
   }
+  // model/text/tokenizer.clean_text's classes of characters, as the app's Python reads them (clean_classes: code point
+  // ranges), not as this browser's Unicode version does: a newer emoji the app drops is dropped here too
+  let classes = {space: [], dropped: []};
+  const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
+    let lo = 0, hi = r.length / 2 - 1;
+    while (lo <= hi) { const m = (lo + hi) >> 1; if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true; }
+    return false;
+  };
   async function open(spec) {
     const {Tokenizer} = await load(), make = side => (side.level === "subword" ? PieceVocab : Vocab)(side, Tokenizer);
+    classes = spec.clean;
     return {source: make(spec.source), target: make(spec.target)};
   }
-  const isSpace = ch => /[\s\x1c-\x1f\x85]/u.test(ch);
+  const isSpace = ch => within(ch.codePointAt(0), classes.space);
   function cleanText(text) {  // model.tokenizer.clean_text
     let kept = "";
-    for (const ch of text) kept += isSpace(ch) ? " " : (/\p{C}/u.test(ch) ? "" : ch);
+    for (const ch of text) kept += isSpace(ch) ? " " : (within(ch.codePointAt(0), classes.dropped) ? "" : ch);
     return kept.split(" ").filter(Boolean).join(" ");
   }
   // {text, errors, warnings, ids}: model/text/inputs.check_text (ids: what prepare_source puts before </s>); messages in the pack's language, from the templates in `words`
@@ -107,5 +116,5 @@ const PackText = (function () {
     return {text: cleaned, errors, warnings, ids: [...vocab.prefix, ...ids.slice(0, room)], content: ids};
   }
 
-  return {open, checkText, cleanText};
+  return {open, checkText, cleanText, within};
 })();

@@ -19,7 +19,7 @@ from torch import nn
 
 from i18n import M_
 
-from ..text.tokenizer import Tokenizer, Vocab
+from ..text.tokenizer import Tokenizer, Vocab, clean_classes
 from .onnx_export import export_graphs, export_step_graphs
 from .pack_weights import WEIGHTS, half_rounded, shared_weights
 
@@ -80,7 +80,9 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
     (pack_weights.half_rounded: pass the rounded model, as pack_records does, so that the pack's own inputs agree),
     the encoder and cached step graphs (onnx_export.export_step_graphs) without their weights, and
     spec["weights"]["data"]: the one float16 file that holds them (ONNX external data), written beside the page."""
-    sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target)}
+    # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py, hf_descriptions), and the input check's
+    # classes of characters (model/text/tokenizer.clean_classes)
+    sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target), "clean": clean_classes()}
     max_bytes = MAX_BYTES if max_bytes is None else max_bytes
     if folder_pack(model, folder, max_bytes):
         _check_size(weight_bytes(model) // 2, FOLDER_MAX_BYTES)
@@ -98,7 +100,7 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
     _check_size(size, max_bytes)
     return {
         "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
-        "tokenizer": sides,  # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py, hf_descriptions)
+        "tokenizer": sides,
         "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
         "n_bytes": size,
     }

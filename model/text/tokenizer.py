@@ -11,6 +11,8 @@ text is a list of integer ids and tokens show as `<id 123>`).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
 import unicodedata
@@ -36,10 +38,30 @@ def split(text: str, level: str) -> list[str]:
     raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
 
+def _dropped(ch: str) -> bool:
+    """What clean_text drops: control, format, private-use and unassigned characters (category C*), not whitespace."""
+    return not ch.isspace() and unicodedata.category(ch)[0] == "C"
+
+
 def clean_text(text: str) -> str:
     """Drop control and format characters (pasted tabs, zero-width spaces, ...) and collapse whitespace runs."""
-    kept = "".join(" " if ch.isspace() else ch for ch in text if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    kept = "".join(" " if ch.isspace() else ch for ch in text if not _dropped(ch))
     return " ".join(kept.split())
+
+
+@functools.cache
+def clean_classes() -> dict:
+    """clean_text's two classes of characters as code point ranges [first, last, first, last, ...]: "space" (read as
+    a space) and "dropped", by this Python's unicodedata. The lecture pack's page cleans typed text by them
+    (pack_text.js): a character its browser's newer Unicode knows (an emoji this Python does not) is dropped there
+    as here."""
+    out: dict[str, list[int]] = {"space": [], "dropped": []}
+    for name, member in (("space", str.isspace), ("dropped", _dropped)):
+        for inside, run in itertools.groupby(range(0x110000), key=lambda cp, member=member: member(chr(cp))):
+            if inside:
+                first = next(run)
+                out[name] += [first, first + sum(1 for _ in run)]
+    return out
 
 
 @dataclass

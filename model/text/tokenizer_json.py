@@ -5,7 +5,8 @@ and by tokenizers.js (@huggingface/tokenizers, vendored in viz/vendor/tokenizers
     symbols(vocab, text) -> list[str]     # text -> symbols, by running that description with `tokenizers`
 
 The description says what Vocab's docstring says:
-- normalizer: NFC (accents in composed form), then Lowercase when the vocabulary is lower-case;
+- normalizer: NFC (accents in composed form), then Lowercase when the vocabulary is lower-case (the capital sigma
+  mapped to σ first, as `tokenizers` lower-cases it: SIGMA);
 - pre-tokenizer: characters, one symbol per code point (a Split on `.`, isolated); or words: WhitespaceSplit, then a
   Split whose pattern isolates the punctuation at either end of a word, one mark per symbol, unless the word is
   known (the vocabulary's words with punctuation at an end are listed first in the pattern) or all punctuation;
@@ -39,9 +40,32 @@ def word_pattern(tokens: list[str]) -> str:
     return f"{known}^{PUNCT}+$|[^{PUNCT}](?:.*[^{PUNCT}])?|{PUNCT}"
 
 
+# Lower-casing reads the capital sigma as σ in `tokenizers` (one character at a time) but as ς at a word's end in
+# tokenizers.js (JavaScript's toLowerCase); the only character whose lower case differs between them. Mapped to σ
+# first, it reads as σ in both: the app's reading.
+SIGMA = {"type": "Replace", "pattern": {"String": "\u03a3"}, "content": "\u03c3"}
+
+
+def _lowercases(node) -> bool:
+    if isinstance(node, dict):
+        if node.get("type") == "Lowercase" or (node.get("type") == "BertNormalizer" and node.get("lowercase")):
+            return True
+        return any(_lowercases(v) for v in node.values())
+    return isinstance(node, list) and any(_lowercases(v) for v in node)
+
+
+def sigma_first(data: dict) -> dict:
+    """A tokenizer.json whose normalizer lower-cases, with the capital sigma mapped to σ before it (see SIGMA): it
+    reads every text as before in `tokenizers`, and so in tokenizers.js."""
+    norm = data.get("normalizer")
+    if not _lowercases(norm):
+        return data
+    return {**data, "normalizer": {"type": "Sequence", "normalizers": [SIGMA, norm]}}
+
+
 def description(vocab) -> dict:
     """The tokenizer.json (as a dict) of a Vocab: see the module docstring."""
-    normalizers = [{"type": "NFC"}] + ([{"type": "Lowercase"}] if vocab.lowercase else [])
+    normalizers = [{"type": "NFC"}] + ([SIGMA, {"type": "Lowercase"}] if vocab.lowercase else [])
     if vocab.level == "char":
         pre = {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated", "invert": False}
     else:

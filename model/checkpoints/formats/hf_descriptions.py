@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import re
 
+from ...text.tokenizer_json import sigma_first
+
 
 def _spm_tokenizer(spm):
     """A `tokenizers.Tokenizer` of a sentencepiece processor's model (see the module docstring)."""
@@ -81,7 +83,7 @@ def description(vocab) -> dict:
     """The tokenizer.json (a dict) of a Hugging Face folder's vocabulary: its pieces, before the folder's ids."""
     bpe = getattr(vocab, "bpe", getattr(vocab, "tok", None))  # a tokenizers.Tokenizer: its own description
     if bpe is not None:
-        return json.loads(bpe.to_str())
+        return sigma_first(json.loads(bpe.to_str()))  # a lower-casing one (BERT uncased) reads Σ as `tokenizers` does
     return json.loads(_spm_tokenizer(vocab.spm).to_str())
 
 
