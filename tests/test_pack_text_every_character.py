@@ -1,11 +1,14 @@
 """The lecture pack's input check and tokenizers (viz/pack_text.js, the page's own code, run under node with the vendored
-tokenizers.js) read every character as the app does (model/text/inputs.check_text, Vocab.split with `tokenizers`):
-each of the 1,112,064 code points, alone between two letters for the cleaning, and in a word ending in a capital sigma
-for the symbols, with this project's word (lower-case) and character vocabularies.
+tokenizers.js) read every character as the app does (model/text/inputs.check_text; Vocab.split with `tokenizers`; a
+Hugging Face folder's own tokenizer): each of the 1,112,064 code points, alone between two letters for the cleaning,
+and each that the cleaning keeps in a word ending in a capital sigma for the symbols and ids, with this project's word
+(lower-case) and character vocabularies and the tokenizers of BERT (uncased WordPiece), GPT-2 (byte-level BPE),
+Qwen2 (NFC, its split pattern) and T5 (sentencepiece unigram) folders.
 
-Two differences it found: the page cleaned text by its browser's Unicode (an emoji of Unicode 15 kept there, dropped
-by the app's Python as unassigned; U+FEFF a space there, dropped here), and tokenizers.js lower-cases a word-final Σ
-to ς where `tokenizers` writes σ."""
+What it found: the page cleaned text by its browser's Unicode (an emoji of Unicode 15 kept there, dropped by the app's
+Python as unassigned; U+FEFF a space there, dropped here); tokenizers.js lower-cases a word-final Σ to ς where
+`tokenizers` writes σ; and it ran BERT's normalizer and pre-tokenizer by its own Unicode tables (accents and
+punctuation of newer Unicode read otherwise, no Chinese character past U+FFFF set apart: 53,635 characters)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ writeFileSync({out}, JSON.stringify({{
   cleaned: job.cleaned.map(PackText.cleanText),
   source: job.words.map(text.source.symbols),
   target: job.words.map(text.target.symbols),
+  ids: job.words.map(text.source.contentIds),
 }}));
 """
 
@@ -72,3 +76,25 @@ def test_the_page_cleans_and_splits_every_character_as_the_app(tmp_path):
         differ = [(t, got) for t, got in zip(typed, page[side], strict=True) if got != vocab.split(t)]
         assert differ == [], side
     assert source.split("ΟΔΟΣ") == ["οδοσ"] and len(kept) > 100_000  # the app's reading; most characters kept
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    from tests.hf_families import build_t5
+    from tests.hf_one_stack import BUILDERS
+
+    root = tmp_path_factory.mktemp("every-character")
+    built = {name: BUILDERS[name](root).folder for name in ("bert", "gpt2", "qwen2")}
+    return {**built, "t5": build_t5(root, False).folder}
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "qwen2", "t5"])
+def test_a_folders_tokenizer_gives_the_apps_ids_for_every_character(name, folders, tmp_path):
+    from model import load_checkpoint
+
+    vocab = load_checkpoint(folders[name])[1].source
+    side = _side(vocab)
+    typed = [f"x{chr(cp)}Σ" for cp in CODE_POINTS if clean_text(f"x{chr(cp)}Σ") == f"x{chr(cp)}Σ"]
+    page = run_page(tmp_path, {"source": side, "target": side, "clean": clean_classes()}, [], typed)
+    differ = [(t, got) for t, got in zip(typed, page["ids"], strict=True) if got != vocab.piece_ids(t)]
+    assert differ == [] and len(typed) > 100_000

@@ -13,6 +13,7 @@ generated text, in `tokenizers` and in tokenizers.js.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -79,11 +80,99 @@ def _spm_tokenizer(spm):
     return tok
 
 
+def _ranges_class(ranges: list[tuple[int, int]]) -> str:
+    """A regex character class of code point ranges, the characters written out (Oniguruma's \\x{...} is not
+    JavaScript's; both read a literal character), those a class gives a meaning escaped."""
+
+    def char(cp: int) -> str:
+        ch = chr(cp)
+        return "\\" + ch if ch in "\\]^-[&" else ch
+
+    return "[" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in ranges) + "]"
+
+
+@functools.cache
+def _bert_classes() -> dict[str, list[tuple[int, int]]]:
+    """What `tokenizers`' BertNormalizer and BertPreTokenizer do to each character the app's input check keeps
+    (model/text/tokenizer.clean_text: no control, format or unassigned character, no whitespace but the space):
+    "dropped" by its text cleaning, "chinese" (set apart as a word), "mark" (an accent its accent stripping drops
+    after NFD), "punctuation" (a word of its own). Read from the library itself, character by character."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    from ...text.tokenizer import clean_text
+
+    def bert(**on: bool):
+        flags = {"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": False}
+        return normalizers.BertNormalizer(**{**flags, **on})
+
+    clean, chinese, strip = bert(clean_text=True), bert(handle_chinese_chars=True), bert(strip_accents=True)
+    pre = pre_tokenizers.BertPreTokenizer()
+    tests = {
+        "dropped": lambda ch: clean.normalize_str(ch) == "",
+        "chinese": lambda ch: chinese.normalize_str(ch) == f" {ch} ",
+        "mark": lambda ch: strip.normalize_str(ch) == "",
+        "punctuation": lambda ch: [w for w, _ in pre.pre_tokenize_str(f"a{ch}b")] == ["a", ch, "b"],
+    }
+    out: dict[str, list[tuple[int, int]]] = {name: [] for name in tests}
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF or clean_text(ch) != ch:
+            continue
+        for name, test in tests.items():
+            if test(ch):
+                runs = out[name]
+                if runs and runs[-1][1] == cp - 1:
+                    runs[-1] = (runs[-1][0], cp)
+                else:
+                    runs.append((cp, cp))
+    return out
+
+
+def bert_by_classes(data: dict) -> dict:
+    """A tokenizer.json with BERT's normalizer and pre-tokenizer, written as plain steps over explicit character
+    classes (_bert_classes): tokenizers.js ran BertNormalizer and BertPreTokenizer by its own Unicode tables (newer
+    accents and punctuation read otherwise) and set apart no Chinese character outside the 16-bit range.
+
+    The normalizer: the characters its cleaning drops removed, then (strip_accents, or lowercase when unset) NFD and
+    the accents removed, then Lowercase; the pre-tokenizer: WhitespaceSplit, then each Chinese character and each
+    punctuation mark a word of its own (where BertNormalizer puts spaces around Chinese characters). Any other
+    tokenizer.json is returned as it is."""
+    norm, pre = data.get("normalizer"), data.get("pre_tokenizer")
+    if not (isinstance(norm, dict) and norm.get("type") == "BertNormalizer" and pre == {"type": "BertPreTokenizer"}):
+        return data
+    classes = _bert_classes()
+
+    def remove(name: str) -> list[dict]:
+        pattern = {"Regex": _ranges_class(classes[name])}
+        return [{"type": "Replace", "pattern": pattern, "content": ""}] if classes[name] else []
+
+    lowercase = bool(norm.get("lowercase"))
+    strip = norm.get("strip_accents")
+    steps = remove("dropped") if norm.get("clean_text", True) else []
+    if lowercase if strip is None else strip:
+        steps += [{"type": "NFD"}, *remove("mark")]
+    if lowercase:
+        steps.append({"type": "Lowercase"})
+    apart = classes["punctuation"] + (classes["chinese"] if norm.get("handle_chinese_chars", True) else [])
+    split = {
+        "type": "Split",
+        "pattern": {"Regex": _ranges_class(sorted(apart))},
+        "behavior": "Isolated",
+        "invert": False,
+    }
+    return {
+        **data,
+        "normalizer": {"type": "Sequence", "normalizers": steps},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, split]},
+    }
+
+
 def description(vocab) -> dict:
     """The tokenizer.json (a dict) of a Hugging Face folder's vocabulary: its pieces, before the folder's ids."""
     bpe = getattr(vocab, "bpe", getattr(vocab, "tok", None))  # a tokenizers.Tokenizer: its own description
     if bpe is not None:
-        return sigma_first(json.loads(bpe.to_str()))  # a lower-casing one (BERT uncased) reads Σ as `tokenizers` does
+        # BERT's steps by explicit classes; a lower-casing one reads Σ as `tokenizers` does (sigma_first)
+        return sigma_first(bert_by_classes(json.loads(bpe.to_str())))
     return json.loads(_spm_tokenizer(vocab.spm).to_str())
 
 
