@@ -11,6 +11,7 @@ from ui.safe_text import md
 from ui.session import require_session
 from ui.url_state import Key, Keys
 from viz.lecture_pack import lecture_pack_html
+from viz.lecture_pack_live import PACK_REFUSED
 
 st.title(_("Lecture pack"))
 session = require_session(valid_input=False)
@@ -95,7 +96,7 @@ if request and request[0] == session.key:
             on_click="ignore",
         )
         if no_model:
-            st.info(_("This pack runs no model of its own: {why}.").format(why=no_model))
+            st.info(_(PACK_REFUSED).format(why=no_model))
             if folder_pack(session.model, True):  # too large for one file, not for a folder beside it
                 st.info(
                     _(

@@ -12,11 +12,12 @@ import pytest
 from i18n import _, language_scope
 from model import TransformerConfig, build_model, load_checkpoint
 from model.analysis.lecture import pack_records
-from model.analysis.pack_export import MAX_BYTES, Unsupported, live_spec
+from model.analysis.pack_export import MAX_BYTES, NO_TOKEN_LIST, Unsupported, live_spec
 from model.checkpoints.demos import list_demos
 from model.network.config import POSITIONAL_KINDS
-from model.text.tokenizer import ListVocab, Tokenizer, Vocab
+from model.text.tokenizer import IdVocab, ListVocab, Tokenizer, Vocab
 from viz.lecture_pack import lecture_pack_html
+from viz.lecture_pack_live import PACK_REFUSED
 
 
 def tiny(**overrides):
@@ -42,20 +43,35 @@ def test_a_model_above_the_size_limit_is_refused_with_its_size():
     assert re.search(r"weights take 0\.\d MB, above the 0 MB", str(err.value))
 
 
-def test_a_foreign_tokenizer_gives_a_pack_without_the_model_and_says_why():
+def test_a_model_without_token_lists_gives_a_pack_without_the_model_and_says_why():
     model, tok = tiny()
-    words = ListVocab(["<pad>", "<s>", "</s>", "<unk>", "a", "b", "c", "d", "e", "f"], 0, 1, 2, 3)
-    records = pack_records(model, Tokenizer(words, words), ["a b"])
-    assert records.live is None and "tokenizers" in str(records.live_note)
+    ids = IdVocab(10, 0, 1, 2, 3)  # a checkpoint without its vocabulary: token ids are typed
+    records = pack_records(model, Tokenizer(ids, ids), ["4 5"])
+    assert records.live is None and records.live_note.template == NO_TOKEN_LIST
     page = lecture_pack_html(records)
     assert 'id="pack-model"' not in page and "pack-input" not in page
-    assert (
-        html.escape("This pack runs no model of its own: the page runs this project's own tokenizers and those of")
-        in page
-    )
+    assert html.escape(_(PACK_REFUSED).format(why=_(records.live_note))) in page
     with language_scope("zh"):
         zh = lecture_pack_html(records)
     assert _("Try your own input") in page and "此讲义包不自带可运行的模型" in zh
+
+
+def test_someone_elses_token_list_packs_with_its_own_description():
+    """A ListVocab (the word lists of the Annotated Transformer, torchtext, ...): its tokenizer.json (which ListVocab
+    runs too) and its special tokens' ids go to the page. The reading, recomputed here: whitespace-separated words,
+    each character lower-cased alone (a capital sigma is σ, as in `tokenizers`), looked up whole, <s> in front."""
+    model, tok = tiny()
+    tokens = ["<s>", "</s>", "<blank>", "<unk>", "a", "b,", "c", "ασ", "ας", "f"]
+    words = ListVocab(tokens, 2, 0, 1, 3, lowercase=True, prepend_bos=True)
+    side = live_spec(model, Tokenizer(words, words))["tokenizer"]["source"]
+    assert side["json"] == words.description() and side["tokens"] == tokens
+    assert {k: side[k] for k in ("pad_id", "bos_id", "eos_id", "unk_id", "prepend_bos")} == {
+        "pad_id": 2, "bos_id": 0, "eos_id": 1, "unk_id": 3, "prepend_bos": True
+    }  # fmt: skip
+    for text in ("a B, c", "A zz b,", "ΑΣ a", "  f\tC  "):
+        lowered = ["".join(ch.lower() for ch in w) for w in text.split()]
+        assert words.encode(text) == [0] + [tokens.index(w) if w in tokens else 3 for w in lowered], text
+    assert words.encode("ΑΣ") == [0, 7]
 
 
 @pytest.mark.parametrize("demo", [d for d in list_demos() if d.name in ("reverse_learned", "fr_en")], ids=str)

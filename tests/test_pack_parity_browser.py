@@ -245,6 +245,34 @@ def test_each_imported_familys_folder_pack_reads_and_decodes_as_the_app(name, fo
 
 
 @pytest.mark.filterwarnings("ignore")
+def test_an_annotated_transformer_checkpoint_with_its_token_lists_packs_as_the_app(browser, tmp_path):
+    """The Annotated Transformer's make_model state_dict with its word lists (ListVocab: <s>=0 </s>=1 <blank>=2
+    <unk>=3, the source starting with <s>, words looked up whole, punctuation and case kept): the page reads text by the
+    lists' own tokenizer.json and decodes as the app."""
+    import json
+
+    import torch
+
+    from harness.reference.annotated import ann_make_model
+    from tests.import_helpers import perturb
+
+    torch.manual_seed(0)
+    reference = ann_make_model(31, 27, N=2, d_model=24, d_ff=40, h=3, max_len=40).eval()
+    perturb(reference, seed=1)
+    torch.save(reference.state_dict(), tmp_path / "annotated.pt")
+    specials = ["<s>", "</s>", "<blank>", "<unk>"]
+    words = "Der die das Katze katze schwarz schwarz. sitzt auf einer Matte , . ! ? 42 Été 😀 «zebra» und".split()
+    source = specials + words + [f"de{i}" for i in range(27 - len(words))]
+    target = specials + [f"en{i}" for i in range(23)]
+    (tmp_path / "vocab.json").write_text(json.dumps({"source": source, "target": target}))
+    model, tok = load_checkpoint(tmp_path / "annotated.pt", n_heads=3, vocab=tmp_path / "vocab.json")
+    assert type(tok.source).__name__ == "ListVocab" and tok.source.prepend_bos
+    texts = ["Der Katze sitzt", "die katze , schwarz. Été 😀 «zebra» zzqx 42 !", "Matte und blau", " ".join(words * 3)]
+    (tmp_path / "pack").mkdir()
+    assert_parity(browser, model, tok, texts, tmp_path / "pack")
+
+
+@pytest.mark.filterwarnings("ignore")
 def test_a_marian_folder_pack_reads_and_decodes_as_the_app(marian_dir, browser, tmp_path):  # noqa: F811
     """A tiny MarianMT folder (tests/test_import_marian.py): sentencepiece pieces numbered by vocab.json, the decoder
     starting from <pad>, sinusoids in the half layout."""

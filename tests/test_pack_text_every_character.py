@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from model.analysis.pack_export import _side
-from model.text.tokenizer import Vocab, clean_classes, clean_text
+from model.text.tokenizer import ListVocab, Vocab, clean_classes, clean_text
 from viz.lecture_pack_live import HERE
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -76,6 +76,19 @@ def test_the_page_cleans_and_splits_every_character_as_the_app(tmp_path):
         differ = [(t, got) for t, got in zip(typed, page[side], strict=True) if got != vocab.split(t)]
         assert differ == [], side
     assert source.split("ΟΔΟΣ") == ["οδοσ"] and len(kept) > 100_000  # the app's reading; most characters kept
+
+
+def test_the_page_reads_someone_elses_token_list_as_the_app(tmp_path):
+    """A ListVocab (lower-casing, <s> in front, its specials where its list has them): symbols and ids."""
+    tokens = ["<s>", "</s>", "<blank>", "<unk>", "οδοσ", "οδος", "chat", "noir.", "été", "x"]
+    words = ListVocab(tokens, 2, 0, 1, 3, lowercase=True, prepend_bos=True)
+    spec = {"source": _side(words), "target": _side(words), "clean": clean_classes()}
+    kept = [chr(cp) for cp in CODE_POINTS if clean_text(f"a{chr(cp)}b") == f"a{chr(cp)}b"]
+    typed = [f"x{ch}Σ x{ch} {ch}" for ch in kept] + ["ΟΔΟΣ Chat NOIR. Été", "noir . x"]
+    page = run_page(tmp_path, spec, [], typed)
+    assert [(t, got) for t, got in zip(typed, page["source"], strict=True) if got != words.split(t)] == []
+    assert [(t, got) for t, got in zip(typed, page["ids"], strict=True) if got != words.encode(t)[1:]] == []
+    assert page["ids"][-2:] == [[4, 6, 7, 8], [3, 3, 9]]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from i18n import M_, N_, _, ngettext
 
+PACK_REFUSED = N_("This pack runs no model of its own: {why}.")  # why: live_spec's Unsupported message
+
 HERE = Path(__file__).resolve().parent
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
 
@@ -114,7 +116,7 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
     """
     heading = _esc(_("Try your own input"))
     if spec is None:
-        why = _esc(_("This pack runs no model of its own: {why}.").format(why=_(note) if note else _("none was given")))
+        why = _esc(_(PACK_REFUSED).format(why=_(note) if note else _("none was given")))
         return f'<section id="live"><h2>{heading}</h2><p class="warning">{why}</p></section>'
     size = f"{spec['n_bytes'] / 1e6:.1f}"
     if spec.get("weights"):

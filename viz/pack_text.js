@@ -6,7 +6,6 @@
 // app by the Python `tokenizers` library: one description of the normalization and punctuation rules, two runtimes.
 const PackText = (function () {
   "use strict";
-  const SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"];
   let library = null;
   function load() {  // the tokenizers.js module, once per page
     if (!library) {
@@ -17,15 +16,18 @@ const PackText = (function () {
   }
   // One side's vocabulary: symbols(text) (what the input check names), contentIds(text) (the ids of the text itself),
   // prefix (ids put in front: BART's <s>), after (ids after </s>: mBART's language code), token(i), detokenize(tokens).
-  function Vocab(spec, Tokenizer) {  // this project's (model/text/tokenizer.Vocab): symbols are the description's
-    const ids = new Map(spec.tokens.map((t, i) => [t, i]));
-    const described = new Tokenizer(spec.json, {unk_token: "<unk>"});
+  // This project's (model/text/tokenizer.Vocab) or someone else's token list (ListVocab: its specials wherever the list
+  // has them, <s> in front when prepend_bos): symbols are the description's, looked up whole
+  function Vocab(spec, Tokenizer) {
+    const ids = new Map(spec.tokens.map((t, i) => [t, i])), unk = spec.unk_id;
+    const specials = new Set([spec.pad_id, spec.bos_id, spec.eos_id, unk].map(i => spec.tokens[i]));
+    const described = new Tokenizer(spec.json, {unk_token: spec.tokens[unk]});
     const symbols = text => described.tokenize(text);
     return {
-      unk: 3, eos: 2, bos: 1, prefix: [], after: [], symbols,
-      contentIds: text => symbols(text).map(s => (ids.has(s) ? ids.get(s) : 3)),
-      token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : "<unk>"),
-      detokenize: tokens => tokens.filter(s => !SPECIALS.includes(s)).join(spec.level === "char" ? "" : " "),
+      unk, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prepend_bos ? [spec.bos_id] : [], after: [], symbols,
+      contentIds: text => symbols(text).map(s => (ids.has(s) ? ids.get(s) : unk)),
+      token: i => spec.tokens[i >= 0 && i < spec.tokens.length ? i : unk],
+      detokenize: tokens => tokens.filter(s => !specials.has(s)).join(spec.level === "char" ? "" : " "),
     };
   }
   // A Hugging Face folder's (model/checkpoints/formats/hf_tokenizers.py): pieces from the folder's tokenizer as a

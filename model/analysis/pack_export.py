@@ -17,9 +17,9 @@ import base64
 
 from torch import nn
 
-from i18n import M_
+from i18n import M_, N_
 
-from ..text.tokenizer import Tokenizer, Vocab, clean_classes
+from ..text.tokenizer import ListVocab, Tokenizer, Vocab, clean_classes
 from .onnx_export import export_graphs, export_step_graphs
 from .pack_weights import WEIGHTS, half_rounded, shared_weights
 
@@ -31,15 +31,25 @@ MAX_BYTES = 7_000_000
 FOLDER_MAX_BYTES = 400_000_000
 
 
+# why a model with typed token ids (IdVocab: a checkpoint without its vocabulary) gets no model in its pack
+NO_TOKEN_LIST = N_("this model has no token list (its input is typed as token ids), and the page reads text only")
+
+
 class Unsupported(ValueError):
     """The page cannot run this model; the message (an i18n Message) says why."""
 
 
 def _side(vocab) -> dict:
-    """One side's tokenizer for the page: this project's vocabulary, or a Hugging Face folder's (sentencepiece,
+    """One side's tokenizer for the page: this project's vocabulary or someone else's token list (ListVocab), or a Hugging Face folder's (sentencepiece,
     byte-level BPE, a tokenizer.json of GPT-2, Llama, Qwen2 or BERT) as a tokenizer.json; Unsupported for the others."""
-    if type(vocab) is Vocab:
-        return {**vocab.to_dict(), "json": vocab.description()}
+    if type(vocab) in (Vocab, ListVocab):  # the special tokens' ids: 0..3 (this project's), or where the list has them
+        roles = {role: getattr(vocab, role) for role in ("pad_id", "bos_id", "eos_id", "unk_id")}
+        return {
+            **vocab.to_dict(),
+            **roles,
+            "prepend_bos": getattr(vocab, "prepend_bos", False),
+            "json": vocab.description(),
+        }
     from ..checkpoints.formats.hf_descriptions import pack_side
     from ..checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab
     from ..checkpoints.formats.marian_tokenizer import MarianVocab
@@ -47,7 +57,7 @@ def _side(vocab) -> dict:
 
     if isinstance(vocab, (SentencePieceVocab, ByteLevelVocab, MarianVocab, LibraryVocab)):
         return pack_side(vocab)
-    raise Unsupported(M_("the page runs this project's own tokenizers and those of Hugging Face folders, not this one"))
+    raise Unsupported(M_(NO_TOKEN_LIST))
 
 
 def _check_size(size: int, max_bytes: int) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from .tokenizer_json import compile_description, description, run_symbols
+from .tokenizer_json import compile_description, description, list_description, run_symbols
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -180,14 +180,24 @@ class ListVocab:
                 raise ValueError(f"{role}={getattr(self, role)} is outside the vocabulary (0..{len(self.tokens) - 1})")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
         self._special_ids = {self.pad_id, self.bos_id, self.eos_id, self.unk_id}
+        self._compiled = None  # the description run by `tokenizers`, made on first use
 
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def split(self, text: str) -> list[str]:
+        """The whitespace-separated words, lower-cased when the list is: one Hugging Face tokenizer.json
+        (`description()`), run here by `tokenizers` and in the lecture pack by tokenizers.js."""
+        if self._compiled is None:
+            self._compiled = compile_description(self.description())
+        return run_symbols(self._compiled, text)
+
+    def description(self) -> dict:
+        return list_description(self)
+
     def encode(self, text: str) -> list[int]:
         """Ids of the whitespace-separated words (unknown words -> unk_id), after <s> if prepend_bos."""
-        words = (text.lower() if self.lowercase else text).split()
-        return ([self.bos_id] if self.prepend_bos else []) + [self._ids.get(w, self.unk_id) for w in words]
+        return ([self.bos_id] if self.prepend_bos else []) + [self._ids.get(w, self.unk_id) for w in self.split(text)]
 
     def token(self, i: int) -> str:
         return self.tokens[i] if 0 <= i < len(self.tokens) else self.tokens[self.unk_id]

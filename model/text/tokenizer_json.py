@@ -2,6 +2,7 @@
 and by tokenizers.js (@huggingface/tokenizers, vendored in viz/vendor/tokenizers) in the lecture pack.
 
     description(vocab) -> dict            # the tokenizer.json of a Vocab (model/text/tokenizer.py)
+    list_description(vocab) -> dict       # the tokenizer.json of a ListVocab (someone else's token list)
     symbols(vocab, text) -> list[str]     # text -> symbols, by running that description with `tokenizers`
 
 The description says what Vocab's docstring says:
@@ -89,6 +90,27 @@ def description(vocab) -> dict:
     }
 
 
+def list_description(vocab) -> dict:
+    """The tokenizer.json of a ListVocab (someone else's token list): words split at whitespace, lower-cased first when
+    the list is (Σ as σ: SIGMA), each looked up whole (WordLevel; an unknown word is the list's unknown token)."""
+    lower = {"type": "Sequence", "normalizers": [SIGMA, {"type": "Lowercase"}]}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": lower if vocab.lowercase else None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "WordLevel",
+            "vocab": {t: i for i, t in enumerate(vocab.tokens)},
+            "unk_token": vocab.tokens[vocab.unk_id],
+        },
+    }
+
+
 def compile_description(data: dict):
     """A `tokenizers.Tokenizer` running the description."""
     from tokenizers import Tokenizer
@@ -98,5 +120,5 @@ def compile_description(data: dict):
 
 def run_symbols(tokenizer, text: str) -> list[str]:
     """The description's symbols of `text`: its normalizer, then its pre-tokenizer (the model only looks them up)."""
-    normalized = tokenizer.normalizer.normalize_str(text)
+    normalized = tokenizer.normalizer.normalize_str(text) if tokenizer.normalizer is not None else text
     return [piece for piece, _ in tokenizer.pre_tokenizer.pre_tokenize_str(normalized)]
