@@ -5,7 +5,9 @@
     {prog} --model reverse --lang zh --out pack-zh.html      (the pack's text in Chinese)
 
 --model is a checkpoint folder (or file) or the name of a shipped demo; without --input the examples of
-the checkpoint's card.json are used. The file opens in any browser with no server and no network.
+the checkpoint's card.json are used. A state_dict of another implementation takes what the app's import page asks
+for: --n-heads and its vocabulary files (--vocab, or --source-vocab and --target-vocab), e.g.
+    {prog} --model annotated.pt --n-heads 8 --vocab vocab.json --input "ein Hund" --out pack.html The file opens in any browser with no server and no network.
 An encoder-decoder whose weights are too large for one file (above 7 MB of graphs, e.g. an opus-mt model) is
 written as a folder instead: --out pack.html writes pack/index.html and its float16 weights beside it
 (weights-00.js, ...); open index.html.
@@ -59,10 +61,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
     parser.add_argument("--out", type=Path, default=Path("lecture_pack.html"), help="the HTML file to write")
     parser.add_argument("--title", default="", help="the page's heading (default: 'Lecture pack', in --lang)")
     parser.add_argument("--lang", choices=list(LANGUAGES), default="en", help="the language of the pack's text")
+    # what the app's import page asks of a checkpoint that does not say it (load_checkpoint's options)
+    parser.add_argument("--n-heads", type=int, help="attention heads of a state_dict that does not name them")
+    parser.add_argument("--vocab", type=Path, help="a vocabulary file for both sides (vocab.json, a token list)")
+    parser.add_argument("--source-vocab", type=Path, help="the source side's vocabulary file")
+    parser.add_argument("--target-vocab", type=Path, help="the target side's vocabulary file")
     args = parser.parse_args(argv)
     try:
         path = resolve_model(args.model)
-        model, tokenizer = load_checkpoint(path)
+        files = {"vocab": args.vocab, "source_vocab": args.source_vocab, "target_vocab": args.target_vocab}
+        model, tokenizer = load_checkpoint(path, n_heads=args.n_heads, **files)
         lines = list(args.input)
         if args.inputs_file:
             lines += args.inputs_file.read_text(encoding="utf-8").splitlines()

@@ -266,6 +266,28 @@ def test_the_command_writes_a_pack_for_a_demo(tmp_path):
     assert page.index('id="pack-model"') < opening < static < plotly < page.index('id="pack-data"')
 
 
+def test_the_command_packs_another_implementations_state_dict_with_its_heads_and_vocabulary(tmp_path, capsys):
+    """An Annotated Transformer state_dict names neither its heads nor its words: given as the import page asks."""
+    import json
+
+    import torch
+
+    from harness.reference.annotated import ann_make_model
+    from scripts.lecture_pack import main
+
+    torch.save(ann_make_model(9, 7, N=1, d_model=12, d_ff=16, h=3, max_len=20).state_dict(), tmp_path / "ann.pt")
+    specials = ["<s>", "</s>", "<blank>", "<unk>"]
+    words = {"source": specials + "ein Hund bellt laut .".split(), "target": specials + "a dog .".split()}
+    (tmp_path / "vocab.json").write_text(json.dumps(words))
+    out, args = tmp_path / "pack.html", ["--model", str(tmp_path / "ann.pt"), "--input", "ein Hund"]
+    assert main([*args, "--out", str(out)]) == 1 and not out.exists()  # the heads are not in the file
+    assert main([*args, "--n-heads", "3", "--vocab", str(tmp_path / "vocab.json"), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert 'data-testid="pack-input"' in page and pack_data(page)["inputs"][0]["attention"]["encoder_self"]["k"][:3] == [
+        "&lt;s&gt;", "ein", "Hund"
+    ]  # fmt: skip (tokens as the hover shows them: escaped)
+
+
 def test_the_command_names_a_missing_model(tmp_path, capsys):
     from scripts.lecture_pack import main
 
