@@ -35,12 +35,11 @@ from i18n import N_, _, language
 from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, geometry_rules
 from .lecture_pack_live import live_html, live_scripts, live_words, weight_files
-from .overview_figs import layer_head_overview
+from .overview_figs import layer_head_overview, numbered_tiles
 from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("encoder_self", "decoder_self", "cross")
-TILE_LABELS = 4  # key positions numbered under each tile of an overview (every ceil(Tk / TILE_LABELS)-th)
 
 
 def _weights(a: np.ndarray) -> str:
@@ -97,7 +96,7 @@ def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
     every = _("{title}: every layer (rows) and head (columns)").format(title=title)
     # every weight (the script fills the tiles from the input's maps), position numbers under the bottom row
-    overview = _readable_thumbnails(layer_head_overview(weights, every, mask, max_cells=max(Tq, Tk)), Tk, H)
+    overview = numbered_tiles(layer_head_overview(weights, every, mask, max_cells=max(Tq, Tk)), Tk, H)
     return {
         "kind": kind,
         "title": title,
@@ -478,24 +477,6 @@ def _template() -> dict:
     for trace in tpl["data"].get("heatmap", []):
         trace.setdefault("colorbar", {})["ticklabeloverflow"] = "allow"
     return tpl
-
-
-def _readable_thumbnails(fig: go.Figure, Tk: int, H: int) -> go.Figure:
-    """Every layer x head overview: key position numbers (dark, TICK_PX) under every head's tile, every
-    ceil(Tk / TILE_LABELS)-th (the figure carries TILE_LABELS: pack_live.js numbers a typed input's tiles by it)."""
-    every = -(-Tk // TILE_LABELS)
-    vals = [h * (Tk + 1) + p for h in range(H) for p in range(0, Tk, every)]
-    fig.update_layout(meta={**(fig.layout.meta or {}), "tile_labels": TILE_LABELS})
-    return fig.update_xaxes(
-        showticklabels=True,
-        tickmode="array",
-        tickvals=vals,
-        ticktext=[str(v % (Tk + 1)) for v in vals],
-        tickfont=dict(size=TICK_PX, color=TEXT_COLOR),
-        ticks="outside",
-        ticklen=3,
-        automargin=True,
-    )
 
 
 def _json_for_script(data: dict) -> str:

@@ -12,9 +12,10 @@ import plotly.graph_objects as go
 from i18n import _
 
 from .attention_figs import MASKED_COLOR, _coloraxis, _z
-from .tokens import FONTS, TEXT_COLOR, label_px
+from .tokens import FONTS, TEXT_COLOR, TICK_PX, label_px
 
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
+TILE_LABELS = 4  # key positions numbered under each tile by numbered_tiles (every ceil(Tk / TILE_LABELS)-th)
 
 
 def block_mean(
@@ -150,3 +151,22 @@ def layer_head_overview(
 def gap_cells(n_tiles: int, cells: int) -> list[int]:
     """The indices of the blank rows (or columns) between n_tiles tiles of `cells` each."""
     return [t * (cells + 1) - 1 for t in range(1, n_tiles)]
+
+
+def numbered_tiles(fig: go.Figure, Tk: int, H: int) -> go.Figure:
+    """An overview of Tk keys a tile (layer_head_overview) with key position numbers (dark, TICK_PX) under every one
+    of its H heads' tiles, every ceil(Tk / TILE_LABELS)-th: the lecture pack's (the figure carries TILE_LABELS:
+    pack_live.js numbers a typed input's tiles by it)."""
+    every = -(-Tk // TILE_LABELS)
+    vals = [h * (Tk + 1) + p for h in range(H) for p in range(0, Tk, every)]
+    fig.update_layout(meta={**(fig.layout.meta or {}), "tile_labels": TILE_LABELS})
+    return fig.update_xaxes(
+        showticklabels=True,
+        tickmode="array",
+        tickvals=vals,
+        ticktext=[str(v % (Tk + 1)) for v in vals],
+        tickfont=dict(size=TICK_PX, color=TEXT_COLOR),
+        ticks="outside",
+        ticklen=3,
+        automargin=True,
+    )

@@ -158,7 +158,7 @@
       const [key, g] = n < H - 1 ? ["x", (n + 1) * (Tk + 1) - 1] : ["y", (n - H + 2) * (Tq + 1) - 1];
       Object.assign(s, {[key + "0"]: g - 0.5, [key + "1"]: g + 0.5});
     });
-    const every = Math.ceil(Tk / f.layout.meta.tile_labels), vals = [];  // viz/lecture_pack._readable_thumbnails
+    const every = Math.ceil(Tk / f.layout.meta.tile_labels), vals = [];  // viz/overview_figs.numbered_tiles
     for (let h = 0; h < H; h++) for (let p = 0; p < Tk; p += every) vals.push(h * (Tk + 1) + p);
     Object.assign(f.layout.xaxis, {tickvals: vals, ticktext: vals.map(v => String(v % (Tk + 1)))});
     f.layout.title = Object.assign({}, f.layout.title, {text: V.fillIn(W.every, {title})});
