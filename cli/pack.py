@@ -5,9 +5,10 @@
     {prog} --model reverse --lang zh --out pack-zh.html      (the pack's text in Chinese)
 
 --model is a checkpoint folder (or file) or the name of a shipped demo; without --input the examples of
-the checkpoint's card.json are used. A state_dict of another implementation takes what the app's import page asks
-for: --n-heads and its vocabulary files (--vocab, or --source-vocab and --target-vocab), e.g.
-    {prog} --model annotated.pt --n-heads 8 --vocab vocab.json --input "ein Hund" --out pack.html The file opens in any browser with no server and no network.
+the checkpoint's card.json are used. The file opens in any browser with no server and no network.
+A state_dict of another implementation takes what the app's import page asks for: --n-heads and its vocabulary
+files (--vocab, or --source-vocab and --target-vocab), e.g.
+    {prog} --model annotated.pt --n-heads 8 --vocab vocab.json --input "ein Hund" --out pack.html
 An encoder-decoder whose weights are too large for one file (above 7 MB of graphs, e.g. an opus-mt model) is
 written as a folder instead: --out pack.html writes pack/index.html and its float16 weights beside it
 (weights-00.js, ...); open index.html.

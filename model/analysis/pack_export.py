@@ -40,8 +40,9 @@ class Unsupported(ValueError):
 
 
 def _side(vocab) -> dict:
-    """One side's tokenizer for the page: this project's vocabulary or someone else's token list (ListVocab), or a Hugging Face folder's (sentencepiece,
-    byte-level BPE, a tokenizer.json of GPT-2, Llama, Qwen2 or BERT) as a tokenizer.json; Unsupported for the others."""
+    """One side's tokenizer for the page as a tokenizer.json: this project's vocabulary, someone else's token list
+    (ListVocab), or a Hugging Face folder's (sentencepiece, byte-level BPE, a tokenizer.json of GPT-2, Llama, Qwen2 or
+    BERT); Unsupported for a model without a token list (IdVocab)."""
     if type(vocab) in (Vocab, ListVocab):  # the special tokens' ids: 0..3 (this project's), or where the list has them
         roles = {role: getattr(vocab, role) for role in ("pad_id", "bos_id", "eos_id", "unk_id")}
         return {
