@@ -12,6 +12,7 @@ punctuation of newer Unicode read otherwise, no Chinese character past U+FFFF se
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -24,6 +25,19 @@ from viz.lecture_pack_live import HERE
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 CODE_POINTS = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
+
+
+def texts(words, n: int = 32) -> list[str]:
+    """The words n to a text (one call per text on each side: what a character does is the same inside a text)."""
+    words = list(words)
+    return [" ".join(words[i : i + n]) for i in range(0, len(words), n)]
+
+
+@functools.cache
+def kept_characters() -> tuple[str, ...]:
+    """The characters the app's cleaning keeps between two letters (most of those assigned in this Python's Unicode)."""
+    return tuple(chr(cp) for cp in CODE_POINTS if clean_text(f"a{chr(cp)}b") == f"a{chr(cp)}b")
+
 
 # pack_text.js as the page runs it; its one use of the page (the tokenizers.js module, read from a script element and
 # imported from a blob: URL) given the vendored module as a data: URL instead
@@ -65,13 +79,12 @@ def test_the_page_cleans_and_splits_every_character_as_the_app(tmp_path):
     words = ["οδος", "οδοσ", "chat", "noir", "été"]  # both lower cases of a Greek word, so that both would be known
     source, target = Vocab.build(words, "word", lowercase=True), Vocab.build("abcΣσς", "char")
     spec = {"source": _side(source), "target": _side(target), "clean": clean_classes()}
-    cleaned = [f"a{chr(cp)}b" for cp in CODE_POINTS]
-    kept = [chr(cp) for cp in CODE_POINTS if clean_text(f"a{chr(cp)}b") == f"a{chr(cp)}b"]
-    typed = [f"x{ch}Σ" for ch in kept] + ["ΟΔΟΣ ΟΔΟΣ. Σ", "ΟΔΟΣ", "σΣ ΣΣ"]
+    cleaned = texts((f"a{chr(cp)}b" for cp in CODE_POINTS), 64)
+    kept = kept_characters()
+    typed = texts(f"x{ch}Σ" for ch in kept) + ["ΟΔΟΣ ΟΔΟΣ. Σ", "ΟΔΟΣ", "σΣ ΣΣ"]
     page = run_page(tmp_path, spec, cleaned, typed)
     differ = [(t, got) for t, got in zip(cleaned, page["cleaned"], strict=True) if got != clean_text(t)]
     assert differ == []
-    assert "a\U0001fa77b" in cleaned and clean_text("a\U0001fa77b") in ("ab", "a\U0001fa77b")  # whichever the app says
     for side, vocab in (("source", source), ("target", target)):
         differ = [(t, got) for t, got in zip(typed, page[side], strict=True) if got != vocab.split(t)]
         assert differ == [], side
@@ -83,8 +96,7 @@ def test_the_page_reads_someone_elses_token_list_as_the_app(tmp_path):
     tokens = ["<s>", "</s>", "<blank>", "<unk>", "οδοσ", "οδος", "chat", "noir.", "été", "x"]
     words = ListVocab(tokens, 2, 0, 1, 3, lowercase=True, prepend_bos=True)
     spec = {"source": _side(words), "target": _side(words), "clean": clean_classes()}
-    kept = [chr(cp) for cp in CODE_POINTS if clean_text(f"a{chr(cp)}b") == f"a{chr(cp)}b"]
-    typed = [f"x{ch}Σ x{ch} {ch}" for ch in kept] + ["ΟΔΟΣ Chat NOIR. Été", "noir . x"]
+    typed = texts(f"x{ch}Σ x{ch} {ch}" for ch in kept_characters()) + ["ΟΔΟΣ Chat NOIR. Été", "noir . x"]
     page = run_page(tmp_path, spec, [], typed)
     assert [(t, got) for t, got in zip(typed, page["source"], strict=True) if got != words.split(t)] == []
     assert [(t, got) for t, got in zip(typed, page["ids"], strict=True) if got != words.encode(t)[1:]] == []
@@ -107,7 +119,7 @@ def test_a_folders_tokenizer_gives_the_apps_ids_for_every_character(name, folder
 
     vocab = load_checkpoint(folders[name])[1].source
     side = _side(vocab)
-    typed = [f"x{chr(cp)}Σ" for cp in CODE_POINTS if clean_text(f"x{chr(cp)}Σ") == f"x{chr(cp)}Σ"]
+    typed = texts(f"x{ch}Σ" for ch in kept_characters())
     page = run_page(tmp_path, {"source": side, "target": side, "clean": clean_classes()}, [], typed)
     differ = [(t, got) for t, got in zip(typed, page["ids"], strict=True) if got != vocab.piece_ids(t)]
-    assert differ == [] and len(typed) > 100_000
+    assert differ == [] and len(typed) > 100_000 / 32
