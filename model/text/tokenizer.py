@@ -55,18 +55,43 @@ def clean_classes() -> dict:
     a space) and "dropped", by this Python's unicodedata. The lecture pack's page cleans typed text by them
     (pack_text.js): a character its browser's newer Unicode knows (an emoji this Python does not) is dropped there
     as here."""
-    out: dict[str, list[int]] = {"space": [], "dropped": []}
-    for name, member in (("space", str.isspace), ("dropped", _dropped)):
-        for inside, run in itertools.groupby(range(0x110000), key=lambda cp, member=member: member(chr(cp))):
-            if inside:
-                first = next(run)
-                out[name] += [first, first + sum(1 for _ in run)]
+    return {"space": code_point_ranges(str.isspace), "dropped": code_point_ranges(_dropped)}
+
+
+def code_point_ranges(member) -> list[int]:
+    """[first, last, first, last, ...]: the code points c for which member(chr(c)), as inclusive ranges."""
+    out: list[int] = []
+    for inside, run in itertools.groupby(range(0x110000), key=lambda cp: member(chr(cp))):
+        if inside:
+            first = next(run)
+            out += [first, first + sum(1 for _ in run)]
     return out
 
 
+class _Described:
+    """A vocabulary that reads text by its own Hugging Face tokenizer.json (`description()`,
+    model/text/tokenizer_json.py), run here by `tokenizers` and in the lecture pack by tokenizers.js: the pack reads
+    text as the app does."""
+
+    _compiled = None  # the description run by `tokenizers`, made on first use
+
+    def description(self) -> dict:
+        raise NotImplementedError
+
+    def split(self, text: str) -> list[str]:
+        """The text's symbols: the description's normalizer, then its pre-tokenizer."""
+        if self._compiled is None:
+            self._compiled = compile_description(self.description())
+        return run_symbols(self._compiled, text)
+
+
 @dataclass
-class Vocab:
-    """One side's symbols. Ids 0..3 are <pad> <s> </s> <unk>; the rest follow `tokens`' order."""
+class Vocab(_Described):
+    """One side's symbols. Ids 0..3 are <pad> <s> </s> <unk>; the rest follow `tokens`' order.
+
+    Its symbols (split): accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it); words:
+    punctuation at either end of a word the vocabulary does not know is split off ("étudiant." reads as "étudiant"
+    "."), so that a sentence typed with its full stop reads its last word; known words stay whole."""
 
     tokens: list[str]  # every symbol, specials first
     level: str = "word"  # "char" or "word"
@@ -81,7 +106,6 @@ class Vocab:
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
-        self._compiled = None  # the description run by `tokenizers`, made on first use
 
     @classmethod
     def build(cls, symbols: Iterable[str], level: str = "word", lowercase: bool = False) -> Vocab:
@@ -93,17 +117,6 @@ class Vocab:
 
     def __len__(self) -> int:
         return len(self.tokens)
-
-    def split(self, text: str) -> list[str]:
-        """Symbols of the text; accents in composed form (NFC: "e" + U+0301 reads as "é", as the vocabulary has it).
-
-        Words: punctuation at either end of a word the vocabulary does not know is split off ("étudiant." reads as
-        "étudiant" "."), so that a sentence typed with its full stop reads its last word; known words stay whole.
-        The rules are one Hugging Face tokenizer.json (`description()`, model/text/tokenizer_json.py), run here by
-        `tokenizers` and in the lecture pack by tokenizers.js: the pack reads text as the app does."""
-        if self._compiled is None:
-            self._compiled = compile_description(self.description())
-        return run_symbols(self._compiled, text)
 
     def description(self) -> dict:
         """This vocabulary as a Hugging Face tokenizer.json (a dict): normalizer, pre-tokenizer, WordLevel model."""
@@ -153,7 +166,7 @@ def find_specials(tokens: Sequence[str]) -> dict[str, int | None]:
 
 
 @dataclass
-class ListVocab:
+class ListVocab(_Described):
     """A word-level vocabulary from someone else's token list: id i is tokens[i].
 
     The special ids are wherever that list puts them (torchtext commonly has <unk>=0, <pad>=1; the
@@ -180,19 +193,12 @@ class ListVocab:
                 raise ValueError(f"{role}={getattr(self, role)} is outside the vocabulary (0..{len(self.tokens) - 1})")
         self._ids = {tok: i for i, tok in enumerate(self.tokens)}
         self._special_ids = {self.pad_id, self.bos_id, self.eos_id, self.unk_id}
-        self._compiled = None  # the description run by `tokenizers`, made on first use
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def split(self, text: str) -> list[str]:
-        """The whitespace-separated words, lower-cased when the list is: one Hugging Face tokenizer.json
-        (`description()`), run here by `tokenizers` and in the lecture pack by tokenizers.js."""
-        if self._compiled is None:
-            self._compiled = compile_description(self.description())
-        return run_symbols(self._compiled, text)
-
     def description(self) -> dict:
+        """Its symbols: the whitespace-separated words, lower-cased when the list is (tokenizer_json.list_description)."""
         return list_description(self)
 
     def encode(self, text: str) -> list[int]:

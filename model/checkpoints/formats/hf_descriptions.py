@@ -99,7 +99,7 @@ def _bert_classes() -> dict[str, list[tuple[int, int]]]:
     after NFD), "punctuation" (a word of its own). Read from the library itself, character by character."""
     from tokenizers import normalizers, pre_tokenizers
 
-    from ...text.tokenizer import clean_text
+    from ...text.tokenizer import clean_text, code_point_ranges
 
     def bert(**on: bool):
         flags = {"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": False}
@@ -113,18 +113,11 @@ def _bert_classes() -> dict[str, list[tuple[int, int]]]:
         "mark": lambda ch: strip.normalize_str(ch) == "",
         "punctuation": lambda ch: [w for w, _ in pre.pre_tokenize_str(f"a{ch}b")] == ["a", ch, "b"],
     }
-    out: dict[str, list[tuple[int, int]]] = {name: [] for name in tests}
-    for cp in range(0x110000):
-        ch = chr(cp)
-        if 0xD800 <= cp <= 0xDFFF or clean_text(ch) != ch:
-            continue
-        for name, test in tests.items():
-            if test(ch):
-                runs = out[name]
-                if runs and runs[-1][1] == cp - 1:
-                    runs[-1] = (runs[-1][0], cp)
-                else:
-                    runs.append((cp, cp))
+    kept = {cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF and clean_text(chr(cp)) == chr(cp)}
+    out = {}
+    for name, test in tests.items():
+        flat = code_point_ranges(lambda ch, test=test: ord(ch) in kept and test(ch))
+        out[name] = list(zip(flat[::2], flat[1::2]))
     return out
 
 
