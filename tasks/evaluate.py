@@ -41,12 +41,24 @@ def source_ids(model: nn.Module, tokenizer: Tokenizer, sources: Sequence[str]) -
 
 
 def greedy_batch(
-    model: nn.Module, src: Sequence[Sequence[int]], max_steps: int | None = None, batch_size: int = 256
+    model: nn.Module,
+    src: Sequence[Sequence[int]],
+    max_steps: int | None = None,
+    batch_size: int = 256,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
 ) -> list[list[int]]:
     """Cached greedy decoding of many sources at once (the one core, `decoding.greedy_ids`): for each,
-    the output ids, ending with </s> when it was produced. Same result as `greedy_decode(...).output_ids`;
-    the step limit (`decoding.step_limit`) applies per source."""
-    return greedy_ids(model, src, max_steps, batch_size)
+    the output ids, ending with </s> when it was produced. Same result as `greedy_decode(...).output_ids`
+    when bos_id and eos_id are the target vocabulary's, as there (`ends`); the step limit
+    (`decoding.step_limit`) applies per source."""
+    return greedy_ids(model, src, max_steps, batch_size, bos_id, eos_id)
+
+
+def ends(tokenizer: Tokenizer) -> dict[str, int]:
+    """The start and end tokens the app decodes with (`greedy_decode`, `capture`): the target vocabulary's, which
+    an imported model's config may spell otherwise (its pad id as the start token, Marian)."""
+    return {"bos_id": tokenizer.target.bos_id, "eos_id": tokenizer.target.eos_id}
 
 
 def strip_eos(ids: Sequence[int], eos_id: int) -> list[int]:
@@ -66,7 +78,7 @@ class Evaluation:
 
 def predict(model: nn.Module, tokenizer: Tokenizer, sources: Sequence[str], batch_size: int = 256) -> list[list[int]]:
     """Greedy output ids for each source text."""
-    return greedy_batch(model, source_ids(model, tokenizer, sources), batch_size=batch_size)
+    return greedy_batch(model, source_ids(model, tokenizer, sources), batch_size=batch_size, **ends(tokenizer))
 
 
 def exact_match(
@@ -84,7 +96,7 @@ def exact_match(
         raise ValueError("exact_match needs at least one example")
     if outputs is None:
         outputs = predict(model, tokenizer, [e.source for e in examples], batch_size)
-    vocab, eos = tokenizer.target, model.config.eos_id
+    vocab, eos = tokenizer.target, tokenizer.target.eos_id
     hits = 0
     for ex, out in zip(examples, outputs, strict=True):
         gold = vocab.encode(ex.target) + [eos]
@@ -94,20 +106,28 @@ def exact_match(
 
 @torch.no_grad()
 def cross_attention_argmax(
-    model: nn.Module, src: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]], batch_size: int = 256
+    model: nn.Module,
+    src: Sequence[Sequence[int]],
+    outputs: Sequence[Sequence[int]],
+    batch_size: int = 256,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
 ) -> list[torch.Tensor]:
     """For each example, (L, T) long: per decoder layer, the argmax over source positions of the
     head-averaged cross-attention of decoder positions 0..T-1, where the decoder input is
-    <s> + output without </s> (exactly `capture`'s `cross.mean(1).argmax(-1)` for that source).
+    <s> + output without </s> (exactly `capture`'s `cross.mean(1).argmax(-1)` for that source when bos_id and
+    eos_id are the target vocabulary's, `ends`; by default the model config's).
     """
     require_eval(model)
     cfg = model.config
+    bos_id = cfg.bos_id if bos_id is None else bos_id
+    eos_id = cfg.eos_id if eos_id is None else eos_id
     device = device_of(model)
     n_layers = len(model.decoder.layers)
     result: list[torch.Tensor] = []
     for start in range(0, len(src), batch_size):
         s_chunk = src[start : start + batch_size]
-        t_chunk = [[cfg.bos_id] + strip_eos(o, cfg.eos_id) for o in outputs[start : start + batch_size]]
+        t_chunk = [[bos_id] + strip_eos(o, eos_id) for o in outputs[start : start + batch_size]]
         with record(model) as rec:
             memory, mask = model.encode(pad_batch(s_chunk, cfg.pad_id, device))
             model.decode(pad_batch(t_chunk, cfg.pad_id, device), memory, mask)
@@ -135,17 +155,17 @@ def alignment_accuracy(
 def _alignment(model, tokenizer, examples, outputs, batch_size) -> tuple[list[float], int]:
     src = source_ids(model, tokenizer, [e.source for e in examples])
     if outputs is None:
-        outputs = greedy_batch(model, src, batch_size=batch_size)
+        outputs = greedy_batch(model, src, batch_size=batch_size, **ends(tokenizer))
     n_layers = len(model.decoder.layers)
     hits = torch.zeros(n_layers, dtype=torch.long)
     counted = 0
-    argmaxes = cross_attention_argmax(model, src, outputs, batch_size)
+    argmaxes = cross_attention_argmax(model, src, outputs, batch_size, **ends(tokenizer))
     for ex, out, best in zip(examples, outputs, argmaxes, strict=True):
         gold_len = len(tokenizer.target.split(ex.target))
         links: dict[int, set[int]] = {}
         for s, t in ex.alignment:
             links.setdefault(t, set()).add(s)
-        n_out = len(strip_eos(out, model.config.eos_id))
+        n_out = len(strip_eos(out, tokenizer.target.eos_id))
         for j in range(min(n_out, gold_len)):
             if j not in links:
                 continue

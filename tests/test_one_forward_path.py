@@ -22,7 +22,7 @@ from model.decoding import beam_search, greedy_decode, greedy_ids, sample
 from model.interventions import Interventions
 from model.network.config import POSITIONAL_KINDS
 from model.network.recording import record
-from tasks.evaluate import cross_attention_argmax
+from tasks.evaluate import cross_attention_argmax, ends, greedy_batch
 from tests.conftest import make_tiny
 from tests.hf_families import build_bart, build_mbart, build_t5
 
@@ -166,11 +166,9 @@ def check_every_path(model, tokenizer, source: str, target: str) -> None:
         [eos] if plain.stop_reason == "eos" else []
     )
     assert greedy_ids(model, [src_ids], bos_id=bos, eos_id=eos)[0] == plain.output_ids
-    if model.config.bos_id == model.config.pad_id:  # Marian's start token: see the xfail test below
-        return
     # the batched alignment pass of the training reports reads the same cross-attention as capture
     cap = capture(model, tokenizer, source)
-    argmax = cross_attention_argmax(model, [src_ids], [plain.output_ids])[0].numpy()
+    argmax = cross_attention_argmax(model, [src_ids], [plain.output_ids], bos_id=bos, eos_id=eos)[0].numpy()
     mean = np.sort(cap.cross.mean(1), -1)  # (L, T, S): where the two largest weights tie (float32 sums), either wins
     clear = mean[..., -1] - mean[..., -2] > 1e-5
     clear[:, before_pad(plain.output_ids, model) + 1 :] = False  # rows after a written <pad>: see before_pad
@@ -225,17 +223,19 @@ def test_the_packs_exported_graphs_compute_captures_log_probs_and_maps(char_toke
         np.testing.assert_allclose(out[f"cross.{layer}"][0], cap.cross[layer], atol=1e-4)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by this file, left open: with the start token spelled <pad> (Marian) the "
-    "training reports' batched alignment pass reads other cross-attention rows than capture",
-)
-def test_the_alignment_pass_with_a_start_token_that_is_pad(char_tokenizer):
+def test_the_alignment_pass_starts_where_the_app_does_when_the_config_spells_another_start_token(char_tokenizer):
+    """Marian's config names its pad id as the start token; the app decodes from the target vocabulary's (here <s>).
+    The training reports' batched pass, given the vocabulary's tokens (`ends`), reads capture's rows; with the
+    config's start token it reads other rows (the difference this test found)."""
     model = make_tiny(char_tokenizer, seed=6, **FAMILIES["marian"]).double()
+    assert model.config.bos_id != char_tokenizer.target.bos_id
     plain = greedy_decode(model, char_tokenizer, SOURCE)
     cap = capture(model, char_tokenizer, SOURCE)
-    argmax = cross_attention_argmax(model, [[int(i) for i in cap.source_ids]], [plain.output_ids])[0].numpy()
-    np.testing.assert_array_equal(argmax, cap.cross.mean(1).argmax(-1))
+    src, want = [[int(i) for i in cap.source_ids]], cap.cross.mean(1).argmax(-1)
+    argmax = cross_attention_argmax(model, src, [plain.output_ids], **ends(char_tokenizer))[0].numpy()
+    np.testing.assert_array_equal(argmax, want)
+    assert greedy_batch(model, src, **ends(char_tokenizer))[0] == plain.output_ids
+    assert (cross_attention_argmax(model, src, [plain.output_ids])[0].numpy() != want).any()
 
 
 def test_the_gradient_path_is_the_models_forward_for_positions_inside_attention(char_tokenizer):
