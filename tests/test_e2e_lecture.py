@@ -264,7 +264,10 @@ def test_switched_off_heads_are_in_the_link(browser, server, model):
         assert any(m.startswith("With 1 head off") for m in shown["markdown"])
 
         page.get_by_text("Which heads matter for this input?", exact=True).click()
-        page.get_by_role("button", name="Measure all 24 heads").click()
+        measure = page.get_by_role("button", name="Measure all 24 heads")
+        measure.wait_for(state="visible")  # built by the run that opening the box started: clicked once it has ended
+        wait_idle(page)  # (a click while that run still drew the rest of the page was lost on a busy machine)
+        measure.click()
         wait_title(maker, "Drop in the output's log-probability when one head is switched off", plot=2)
         click_chart_point(maker, "Drop in the output", x=3, y=0, panel=3)  # cross-attention, layer 0, head 3
         wait_url(maker, "att_off=c0.3,c1.2")
