@@ -8,6 +8,7 @@ import json
 import random
 import shutil
 import subprocess
+import unicodedata
 
 import pytest
 from tokenizers import Tokenizer
@@ -19,6 +20,11 @@ from viz.lecture_pack_live import HERE
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 ODD = ["Noir.", "«chat»", "?!", "Élève", "e\u0301tudiant", "42", "😀", "zzqx", "ÇA", "<s>", "</s>", "l'homme!", "x,y"]
+# Accented words typed decomposed (NFD, as some keyboards and file names give them), with two or three marks on a
+# letter in the canonical order: sentencepiece's charsmap composes them. Run by tokenizers.js only: the Rust
+# `tokenizers` library's Precompiled step reads them otherwise (huggingface/tokenizers#2116, #2334); the app runs
+# sentencepiece itself.
+NFD = [unicodedata.normalize("NFD", w) for w in ["Tiếng", "Việt", "rất", "đẹp", "Nguyễn", "ặ", "ǘ", "Ṩ", "ḗ", "ổn"]]
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +35,10 @@ def cases(tmp_path_factory):
         vocab = load_checkpoint(fam.folder)[1].source
         texts = [" ".join(rng.choice(WORDS + ODD) for _ in range(rng.randint(1, 8))) for _ in range(80)]
         ids = [vocab.piece_ids(t) for t in texts]
+        nfd = [" ".join(rng.choice(WORDS + NFD) for _ in range(rng.randint(1, 6))) for _ in range(20)] + NFD
         out.append({"name": name, "side": pack_side(vocab), "texts": texts, "ids": ids,
-                    "text": [vocab.detokenize(vocab.decode(i)) for i in ids]})  # fmt: skip
+                    "text": [vocab.detokenize(vocab.decode(i)) for i in ids],
+                    "nfd": nfd, "nfd_ids": [vocab.piece_ids(t) for t in nfd]})  # fmt: skip
     return out
 
 
@@ -59,6 +67,7 @@ def test_tokenizers_js_reads_and_writes_as_the_app(cases, tmp_path):
       const t = new Tokenizer(c.side.json, {{}}), added = new Set(Object.values(c.side.added));
       return {{
         ids: c.texts.map(x => t.encode(x, {{add_special_tokens: false}}).ids),
+        nfd: c.nfd.map(x => t.encode(x, {{add_special_tokens: false}}).ids),
         text: c.ids.map(ids => t.decode(ids.filter(i => !added.has(i)).map(i => i - c.side.offset),
           {{skip_special_tokens: false, clean_up_tokenization_spaces: false}}).trim()),
       }};
@@ -69,4 +78,6 @@ def test_tokenizers_js_reads_and_writes_as_the_app(cases, tmp_path):
     for case, got in zip(cases, json.loads(run.stdout)):
         for text, want, have in zip(case["texts"], case["ids"], got["ids"]):
             assert model_ids(case["side"], have) == want, (case["name"], text)
+        for text, want, have in zip(case["nfd"], case["nfd_ids"], got["nfd"], strict=True):
+            assert model_ids(case["side"], have) == want, (case["name"], [hex(ord(ch)) for ch in text])
         assert got["text"] == case["text"], case["name"]
