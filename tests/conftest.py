@@ -22,26 +22,11 @@ LETTERS = list("abcdefghijklmnopqrstuvwxyz ")
 # worker, so a file's browser and server fixtures start once; the two files that open eight browser sessions at
 # once share one group, so they never run at the same time (together they made each other several times slower).
 SAME_WORKER = {"test_e2e_load.py": "eight sessions", "test_proxy.py": "eight sessions"}
-# The groups that take longest, handed out first (pytest.ini: --no-loadscope-reorder keeps this order; xdist would
-# otherwise order the groups by their number of tests, and the longest file, with few tests, started last and ran on
-# alone at the end). Longest first by the worker time of each file in a whole run (pytest --junitxml, 2026-11-27):
-# the suite's end is then set by the many short groups, shared by all workers.
-LONG_FIRST = (
-    "test_e2e_lecture.py",
-    "test_pack_parity_browser.py",
-    "test_e2e_presentation.py",
-    "test_e2e_browser.py",
-    "test_lecture_pack_open_browser.py",
-    "test_e2e_chinese.py",
-    "test_fuzz_pages.py",
-)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))
-    rank = {name: i for i, name in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order is kept
 
 
 @pytest.fixture
