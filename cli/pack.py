@@ -92,20 +92,25 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
         print(file=sys.stderr)
         with language_scope(args.lang):
             files = lecture_pack_files(records, title=args.title)
+        if len(files) == 1:
+            page = files["index.html"]
+            args.out.parent.mkdir(parents=True, exist_ok=True)  # --out new/pack.html makes new/
+            args.out.write_bytes(page)
+            print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
+            return 0
+        folder = args.out.with_suffix("") if args.out.suffix == ".html" else args.out
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
     except (CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if len(files) == 1:
-        page = files["index.html"]
-        args.out.write_bytes(page)
-        print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
-        return 0
-    folder = args.out.with_suffix("") if args.out.suffix == ".html" else args.out
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (folder / name).write_bytes(data)
     size = sum(len(d) for d in files.values())
     print(
         f"wrote {folder / 'index.html'} and {len(files) - 1} weight files beside it ({size / 1e6:.2f} MB, {len(texts)} inputs)"
     )
     return 0
+
+
+if __name__ == "__main__":  # python -m cli.pack: the same command (it wrote nothing and said nothing before)
+    sys.exit(main(prog="python -m cli.pack"))

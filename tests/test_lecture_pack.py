@@ -287,6 +287,21 @@ def test_the_command_packs_another_implementations_state_dict_with_its_heads_and
     assert 'data-testid="pack-input"' in page and keys == ["&lt;s&gt;", "ein", "Hund", "&lt;/s&gt;"]
 
 
+def test_the_command_makes_the_folder_it_writes_into_and_names_a_place_it_cannot_write(tmp_path, capsys):
+    from scripts.lecture_pack import main
+
+    out = tmp_path / "week3" / "slides" / "pack.html"  # folders that do not exist yet
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.pack", "--model", "reverse", "--input", "abc", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(pack_data(out.read_text(encoding="utf-8"))["inputs"]) == 1
+    (tmp_path / "a-file").write_text("")
+    assert main(["--model", "reverse", "--input", "abc", "--out", str(tmp_path / "a-file" / "pack.html")]) == 1
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: ")  # a reason, not a traceback
+
+
 def test_the_command_names_a_missing_model(tmp_path, capsys):
     from scripts.lecture_pack import main
 
