@@ -92,25 +92,22 @@ def main(argv: Sequence[str] | None = None, prog: str = "transformer-viz pack") 
         print(file=sys.stderr)
         with language_scope(args.lang):
             files = lecture_pack_files(records, title=args.title)
-        if len(files) == 1:
-            page = files["index.html"]
-            args.out.parent.mkdir(parents=True, exist_ok=True)  # --out new/pack.html makes new/
-            args.out.write_bytes(page)
-            print(f"wrote {args.out} ({len(page) / 1e6:.2f} MB, {len(texts)} inputs)")
-            return 0
-        folder = args.out.with_suffix("") if args.out.suffix == ".html" else args.out
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            (folder / name).write_bytes(data)
+        if len(files) == 1:  # one file; --out new/pack.html makes new/
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_bytes(files["index.html"])
+            written = str(args.out)
+        else:  # a folder: index.html and the weights beside it
+            folder = args.out.with_suffix("") if args.out.suffix == ".html" else args.out
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                (folder / name).write_bytes(data)
+            written = f"{folder / 'index.html'} and {len(files) - 1} weight files beside it"
     except (CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    size = sum(len(d) for d in files.values())
-    print(
-        f"wrote {folder / 'index.html'} and {len(files) - 1} weight files beside it ({size / 1e6:.2f} MB, {len(texts)} inputs)"
-    )
+    print(f"wrote {written} ({sum(len(d) for d in files.values()) / 1e6:.2f} MB, {len(texts)} inputs)")
     return 0
 
 
-if __name__ == "__main__":  # python -m cli.pack: the same command (it wrote nothing and said nothing before)
+if __name__ == "__main__":  # python -m cli.pack: the same command
     sys.exit(main(prog="python -m cli.pack"))

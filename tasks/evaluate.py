@@ -96,7 +96,8 @@ def exact_match(
         raise ValueError("exact_match needs at least one example")
     if outputs is None:
         outputs = predict(model, tokenizer, [e.source for e in examples], batch_size)
-    vocab, eos = tokenizer.target, tokenizer.target.eos_id
+    vocab = tokenizer.target
+    eos = vocab.eos_id
     hits = 0
     for ex, out in zip(examples, outputs, strict=True):
         gold = vocab.encode(ex.target) + [eos]
