@@ -165,19 +165,26 @@ def add_option(watch, label: str, option: str, *url_parts: str) -> None:
     Under heavy load a rerun that lands while the list is open can close it under the click; the condition (the
     URL) decides. While it does not hold, the person opens the list again and clicks the option if it is still
     offered (a chosen one leaves the list: then the change is on its way), with ever longer waits. Each try gives the
-    list 30 s to show the option: in a whole suite beside two burners, four tries that gave it 5 s after the first
-    all missed it."""
+    list 30 s to show the option, and every other try types it and presses Enter instead: in two whole suites beside
+    two burners, every click missed it (the page idle, the option never added)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page = watch.page
     tries = escalating_timeouts(first_s=20.0)
     for i, timeout_s in enumerate(tries):
         wait_idle(page)
-        page.get_by_role("combobox", name=label).click()
-        try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=30_000)  # a starved browser: slow list
-        except PlaywrightTimeout:
-            pass  # not offered (any more): the URL below decides
+        box = page.get_by_role("combobox", name=label)
+        box.click()
+        if i % 2:  # every other try by the keyboard, as a person can too: the option typed, then Enter
+            box.press_sequentially(option)
+            page.keyboard.press("Enter")
+        else:
+            try:
+                page.get_by_role("option", name=option, exact=True).click(
+                    timeout=30_000
+                )  # a starved browser: slow list
+            except PlaywrightTimeout:
+                pass  # not offered (any more): the URL below decides
         page.keyboard.press("Escape")  # close the list (while open, the rest of the page is hidden from roles)
         try:
             wait_url(watch, *url_parts, timeout_s=timeout_s)
