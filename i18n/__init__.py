@@ -7,10 +7,11 @@
 The language belongs to one script run (a ContextVar: sessions served by different threads never mix);
 the app sets it from the URL (`lang=zh`) before anything is drawn. Code outside a run (tests, the CLI,
 the lecture pack builder) gets English unless it calls `set_language` or uses `language_scope`.
-Catalogs: i18n/locale/<lang>/LC_MESSAGES/messages.po (edited by people) and messages.mo (compiled by
-Babel); the standard library's gettext reads the .mo at run time, so Babel is only a development tool
+Catalogs: i18n/locale/<lang>/LC_MESSAGES/messages.po (edited by people, the one file kept in git) and messages.mo
+(compiled from it by Babel at set-up); the standard library's gettext reads the .mo at run time
 (scripts/i18n.py: extract, update, compile, missing).
-Pure standard library: model/, viz/ and pages/ may all import it.
+The standard library only (Babel only where a .mo must be compiled in memory): model/, viz/ and pages/ may all
+import it.
 
 Messages made where no language is known yet (model/ errors and warnings, cached records) keep their
 template and values, and are translated where they are shown:
@@ -50,10 +51,35 @@ _current: ContextVar[str] = ContextVar("transformer_viz_language", default=DEFAU
 
 @cache
 def translations(code: str) -> gettext.NullTranslations:
-    """The compiled catalog of one language (English and unknown codes: the identity)."""
-    if code == DEFAULT:
+    """The catalog of one language (English and unknown codes: the identity).
+
+    The .mo is compiled from the .po at set-up (scripts/setup.sh, Babel) and is not kept in git; where it is missing
+    or older than the .po (a translation just edited), the .po is compiled in memory instead."""
+    if code == DEFAULT or code not in LANGUAGES:
         return gettext.NullTranslations()
-    return gettext.translation(DOMAIN, localedir=str(LOCALE_DIR), languages=[code], fallback=True)
+    folder = LOCALE_DIR / code / "LC_MESSAGES"
+    po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
+    if mo.is_file() and (not po.is_file() or mo.stat().st_mtime >= po.stat().st_mtime):
+        with open(mo, "rb") as fh:
+            return gettext.GNUTranslations(fh)
+    if not po.is_file():
+        return gettext.NullTranslations()
+    return _compiled(po)
+
+
+def _compiled(po: Path) -> gettext.GNUTranslations:
+    """A .po compiled in memory (fuzzy entries left out, as `pybabel compile` does)."""
+    import io
+
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with open(po, "rb") as fh:
+        catalog = read_po(fh)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog)
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
 
 
 def normalize(code: object) -> str:

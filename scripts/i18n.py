@@ -12,7 +12,7 @@ After adding strings: `sync`, then either translate the entries `missing` lists 
 delete the "#, fuzzy" line once a proposed translation is checked) and `compile`, or `todo todo.po`, fill in
 todo.po, `merge todo.po`. `missing` exits 0 once every marked string has its translation.
 Keywords: _ and N_ (one string), ngettext (singular, plural), M_ (a Message kept with its values), NM_ (its
-plural form); see i18n/__init__.py. Babel is a development tool (requirements-dev.txt); the app reads the
+plural form); see i18n/__init__.py. Babel is in requirements.txt: scripts/setup.sh compiles the .mo (not kept in git) and the app reads the
 .mo with the standard library's gettext.
 """
 

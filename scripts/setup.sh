@@ -25,3 +25,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req" -c constraints.txt
+# the translation catalogs: i18n/locale/*/LC_MESSAGES/messages.po -> messages.mo (not kept in git)
+.venv/bin/python scripts/i18n.py compile >/dev/null
