@@ -48,7 +48,7 @@ def no_model_built(monkeypatch):
         ("gpt2", {"scale_attn_by_inverse_layer_idx": True}, r"scale_attn_by_inverse_layer_idx is not supported"),
         ("llama", {"num_key_value_heads": 3}, r"n_heads=4 is not a multiple of n_kv_heads=3"),
         ("llama", {"vocab_size": 10**8}, r"src_vocab_size is 100000000, above this app's limit"),
-        ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, r"rope_type is not supported"),
+        ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, r"RoPE scaling “yarn”"),
         ("llama", {"hidden_size": "hunter2"}, r"hidden_size must be an integer"),
         ("qwen2", {"use_sliding_window": True}, r"use_sliding_window is not supported"),
         ("qwen2", {"num_hidden_layers": 10**4}, r"n_decoder_layers is 10000, above this app's limit of 48"),

@@ -33,6 +33,7 @@ from ..text.tokenizer import Tokenizer
 from .errors import CheckpointError
 from .safe_io import check_safetensors_header, read_json
 from .safetensors_read import keeps_mapping, read_private
+from .tokenizer_budget import charge
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 
@@ -88,6 +89,8 @@ def load_config(folder: Path, data: Any = None) -> TransformerConfig:
 
 def load_tokenizer(folder: Path) -> Tokenizer:
     try:
+        if (folder / TOKENIZER).exists():  # its token list parsed by json: counted before it is read
+            charge([(folder / TOKENIZER, "json")], folder.name)
         data = _read_json(folder / TOKENIZER)
         if not isinstance(data, dict):
             raise CheckpointError(M_("{file} must hold a JSON object", file=TOKENIZER))

@@ -9,15 +9,23 @@ JSON bounded in nesting depth.
 - `read_json(path)` / `parse_json(text, origin)`: JSON with at most JSON_MAX_BYTES and JSON_MAX_DEPTH
   levels of nesting (the parser's own recursion guard and a walk of the result: a deeply nested file is a clear CheckpointError,
   never a RecursionError). Messages name the file and the limit, never the file's contents.
+- Bounded by what a file may hold, before it is parsed: a file named in SMALL_JSON (config.json,
+  generation_config.json, tokenizer_config.json, ...: a few KB) is read only up to SMALL_JSON_MAX_BYTES, and
+  `check_shape` counts the values and the nesting of every JSON file from its bytes (bytes.count and one numpy
+  pass, no Python object per value) before json.loads builds them: a config of 21 million `{}` is refused
+  from its size, one of 300,000 within the size from its count.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from i18n import M_
 
@@ -25,6 +33,13 @@ from .errors import CheckpointError
 
 JSON_MAX_BYTES = 64 * 2**20  # a 64k-token tokenizer.json is a few MB
 JSON_MAX_DEPTH = 64  # this project's JSON files nest 4 levels; Hugging Face configs about 5
+SMALL_JSON_MAX_BYTES = 2**20  # a Hugging Face config.json is 1-5 KB; tokenizer_config.json with a chat template ~50 KB
+SMALL_JSON_MAX_VALUES = 65536  # Llama 3's tokenizer_config.json (256 added tokens, 7 fields each) holds ~3,000 values
+SMALL_JSON = frozenset(
+    ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+     "preprocessor_config.json", "adapter_config.json")
+)  # fmt: skip
+INDEX_JSON_MAX_BYTES = 8 * 2**20  # model.safetensors.index.json: one line per tensor (MAX_TENSORS of them)
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
 
 
@@ -109,15 +124,17 @@ def json_depth(obj: Any, limit: int) -> int:
     return deepest
 
 
+def _too_deep(origin: str, max_depth: int):
+    return M_(
+        "{origin} nests deeper than {max} levels; this is not a file this app writes or reads",
+        origin=origin,
+        max=max_depth,
+    )
+
+
 def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """json.loads with the nesting depth checked first; CheckpointError naming `origin` when refused."""
-    too_deep = CheckpointError(
-        M_(
-            "{origin} nests deeper than {max} levels; this is not a file this app writes or reads",
-            origin=origin,
-            max=max_depth,
-        )
-    )
+    too_deep = CheckpointError(_too_deep(origin, max_depth))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -137,13 +154,73 @@ def parse_json(text: str, origin: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     return data
 
 
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')  # a JSON string literal, escapes included
+
+
+def _shape(data: bytes) -> tuple[int, int]:
+    """(values, deepest nesting) of JSON bytes whose strings hold no brackets or commas (see check_shape)."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{") + 1
+    marks = np.frombuffer(data, np.uint8)
+    marks = marks[(marks == 0x5B) | (marks == 0x7B) | (marks == 0x5D) | (marks == 0x7D)]  # [ { ] }
+    steps = np.where((marks == 0x5B) | (marks == 0x7B), 1, -1).astype(np.int32)
+    return values, int(steps.cumsum().max()) if steps.size else 0
+
+
+def check_shape(data: bytes, origin: str, max_values: int | None, max_depth: int = JSON_MAX_DEPTH) -> int:
+    """Refuse JSON bytes holding more than max_values values (None: any number) or nesting deeper than max_depth,
+    counted from the bytes before anything is parsed; the count of values (an upper bound) otherwise.
+
+    Counted first over the raw bytes (an upper bound: brackets and commas inside strings count too); only when
+    that bound is over a limit are the strings blanked out (one regular-expression pass) and counted exactly."""
+    values, depth = _shape(data)
+    if (max_values is not None and values > max_values) or depth > max_depth:
+        values, depth = _shape(_STRING.sub(b'""', data))
+    if depth > max_depth:
+        raise CheckpointError(_too_deep(origin, max_depth))
+    if max_values is not None and values > max_values:
+        raise CheckpointError(
+            M_(
+                "{origin} holds about {n} JSON values, more than the {max} a file of this kind holds; it was not "
+                "parsed",
+                origin=origin,
+                n=values,
+                max=max_values,
+            )
+        )
+    return values
+
+
+def check_shape_members(data: bytes) -> int:
+    """The number of object members (key: value pairs) in JSON bytes, counted exactly (strings blanked out)."""
+    return _STRING.sub(b'""', data).count(b":")
+
+
+def limits_for(name: str) -> tuple[int, int | None]:
+    """(most bytes, most values) of a JSON file by its name: what a file of that name may hold."""
+    if name in SMALL_JSON:
+        return SMALL_JSON_MAX_BYTES, SMALL_JSON_MAX_VALUES
+    if name.endswith(".index.json"):
+        return INDEX_JSON_MAX_BYTES, 4 * MAX_TENSORS + 64
+    return JSON_MAX_BYTES, None
+
+
 def read_json(
-    path: str | Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH, origin: str | None = None
+    path: str | Path,
+    max_bytes: int | None = None,
+    max_depth: int = JSON_MAX_DEPTH,
+    origin: str | None = None,
+    max_values: int | None = None,
 ) -> Any:
-    """Parse a JSON file: a regular file, at most max_bytes, nested at most max_depth levels, UTF-8."""
+    """Parse a JSON file: a regular file, at most max_bytes, at most max_values values, nested at most max_depth
+    levels, UTF-8. Without max_bytes / max_values, the limits of its name (limits_for); the values and the nesting
+    are counted from the bytes before json.loads (check_shape)."""
     path = Path(path)
     origin = origin or path.name
+    named_bytes, named_values = limits_for(path.name)
+    max_bytes = named_bytes if max_bytes is None else max_bytes
+    max_values = named_values if max_values is None else max_values
     data = read_bytes(path, max_bytes)
+    check_shape(data, origin, max_values, max_depth)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -14,12 +14,25 @@ text paid for all of them. Two bounds, both stated here:
   character gives 4 pieces and a word marker: 5). A rule on a character outside the probe is still bounded by
   read_bounded: it costs at most one piece's expansion beyond the limit.
 
+A visitor's tokenizer file is code of a kind (regular expressions, normalization rules) run by native libraries:
+- `guarded(call, ...)` turns anything a tokenizer library raises, a BaseException included (a Rust panic of the
+  tokenizers library is a pyo3_runtime.PanicException, which no `except Exception` catches and which otherwise ends
+  the session's script thread), into TokenizerFailed, a ValueError whose message is an i18n Message;
+- read_bounded stops with TokenizerFailed once its encoding took more than ENCODE_SECONDS (checked between pieces,
+  each piece at most CHUNK_CHARS characters);
+- `check_probes(vocab, origin)` runs at load: every character of the Basic Multilingual Plane in blocks of 256
+  (a block that makes many tokens is read again character by character, as check_expansion does), and the
+  adversarial texts of ADVERSARIAL (a run of one character, then one it does not match: what makes a backtracking
+  regular expression take exponential time); a tokenizer that fails on one, or takes more than PROBE_SECONDS on
+  one, is refused with a message saying so.
+
 Pure Python: the vocabulary objects of model/text/tokenizer.py and model/checkpoints/formats/ (anything with
 encode and the optional prepend_bos).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from i18n import M_, N_
@@ -40,6 +53,50 @@ PROBE = (
     + "ﬁﬂﬀＡＢａｂ１２！？ⅠⅡ①②ℌℕ™…—–‘’“”€£¥₩"
     + "😀👍🎉"
 )
+
+
+ENCODE_SECONDS = 10.0  # the most seconds read_bounded spends encoding one text
+PROBE_SECONDS = 0.5  # the most seconds one probe text (a block of 256 characters, or 61 characters) may take at load
+BLOCK = 256  # characters per block of the load-time scan
+BLOCK_TOKENS = 4 * BLOCK + 64  # a block making more tokens is checked character by character
+ADVERSARIAL = tuple(ch * 60 + ("b" if ch == "a" else "!" if ch != "!" else "?") for ch in map(chr, range(0x20, 0x7F)))
+
+
+class TokenizerFailed(ValueError):
+    """A tokenizer library failed or took too long on a text; its message is an i18n Message."""
+
+
+TOKENIZER_FAILED = N_(
+    "The tokenizer of this model failed on this text (its library stopped with an internal error); the model "
+    "cannot read it. Try another text."
+)
+TOKENIZER_SLOW = N_(
+    "The tokenizer of this model took more than {seconds} s on this text; reading stopped. Try a shorter text."
+)
+PROBE_FAILED = N_(
+    "{origin}: this tokenizer fails on a test text ({what}): its library stops with an internal error, as a "
+    "regular expression that backtracks without end does. It is not used."
+)
+PROBE_SLOW = N_(
+    "{origin}: this tokenizer takes {seconds} s on a test text ({what}) of {n} characters, more than its budget "
+    "of {budget} s (a regular expression or normalization rule that backtracks). It is not used."
+)
+_RAISED_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def guarded(call, *args, error: type[Exception] = TokenizerFailed, message=None):
+    """call(*args); whatever it raises, a BaseException of a native library included, becomes `error` with
+    `message` (default TOKENIZER_FAILED). An interrupt or an exit of the interpreter is not caught."""
+    try:
+        return call(*args)
+    except _RAISED_THROUGH:
+        raise
+    except BaseException:  # noqa: BLE001 - a Rust panic (pyo3_runtime.PanicException) derives from BaseException
+        raise error(message if message is not None else M_(TOKENIZER_FAILED)) from None
+
+
+def _encode(vocab, text: str) -> list[int]:
+    return guarded(vocab.encode, text)
 
 
 @dataclass
@@ -74,18 +131,21 @@ def read_bounded(vocab, text: str, limit: int) -> BoundedText:
     least `limit` + 1 tokens: what a model that reads `limit` tokens reads of the whole), complete=False."""
     limit = max(0, int(limit))
     pos, counted, resyncs = 0, 0, 0
+    deadline = time.monotonic() + ENCODE_SECONDS
     while pos < len(text):
         room = limit + 1 - counted
         end = _piece_end(text, pos, min(CHUNK_CHARS, max(MIN_CHUNK, room)))
-        counted += content_count(vocab, vocab.encode(text[pos:end]))
+        counted += content_count(vocab, _encode(vocab, text[pos:end]))
         pos = end
+        if time.monotonic() > deadline:
+            raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=f"{ENCODE_SECONDS:g}"))
         if counted > limit and pos < len(text):
-            ids = vocab.encode(text[:pos])  # the pieces' sum can differ from the whole at their boundaries
+            ids = _encode(vocab, text[:pos])  # the pieces' sum can differ from the whole at their boundaries
             exact = content_count(vocab, ids)
             if exact > limit or resyncs >= MAX_RESYNC:
                 return BoundedText(text[:pos], ids, False)
             counted, resyncs = exact, resyncs + 1
-    ids = vocab.encode(text)
+    ids = _encode(vocab, text)
     return BoundedText(text, ids, True)
 
 
@@ -99,7 +159,7 @@ def worst_expansion(vocab, probe: str = PROBE) -> tuple[int, str]:
     """(the most tokens one probe character becomes, that character), each character encoded alone."""
     worst, which = 0, ""
     for ch in probe:
-        n = content_count(vocab, vocab.encode(ch))
+        n = content_count(vocab, _encode(vocab, ch))
         if n > worst:
             worst, which = n, ch
     return worst, which
@@ -117,8 +177,43 @@ EXPANSION_REFUSED = N_(
 
 
 def check_expansion(vocab, origin: str, error: type[Exception] = ExpandingTokenizer, probe: str = PROBE) -> int:
-    """The vocabulary's worst expansion over the probe; `error` (a Message saying so) when above MAX_EXPANSION."""
-    worst, which = worst_expansion(vocab, probe)
+    """The vocabulary's worst expansion over the probe; `error` (a Message saying so) when above MAX_EXPANSION.
+    With the default probe, the load-time probes too (check_probes): every caller that loads a tokenizer calls this."""
+    try:
+        worst, which = worst_expansion(vocab, probe)
+    except TokenizerFailed as err:
+        raise error(err.args[0]) from None
     if worst > MAX_EXPANSION:
         raise error(M_(EXPANSION_REFUSED, origin=origin, char=which, n=worst, max=MAX_EXPANSION))
+    if probe is PROBE:
+        check_probes(vocab, origin, error)
     return worst
+
+
+def _blocks():
+    """The Basic Multilingual Plane's characters (surrogates left out) in blocks of BLOCK."""
+    for start in range(0, 0x10000, BLOCK):
+        if not 0xD800 <= start < 0xE000:
+            yield start, "".join(map(chr, range(max(start, 1), start + BLOCK)))
+
+
+def _timed(vocab, text: str, origin: str, what: str, error: type[Exception]) -> list[int]:
+    start = time.monotonic()
+    ids = guarded(vocab.encode, text, error=error, message=M_(PROBE_FAILED, origin=origin, what=what))
+    seconds = time.monotonic() - start
+    if seconds > PROBE_SECONDS:
+        raise error(M_(PROBE_SLOW, origin=origin, what=what, seconds=f"{seconds:.2f}", n=len(text),
+                       budget=f"{PROBE_SECONDS:g}"))  # fmt: skip
+    return ids
+
+
+def check_probes(vocab, origin: str, error: type[Exception] = ExpandingTokenizer) -> None:
+    """Run the load-time probes (module docstring): refuse, with `error` and a Message saying why, a tokenizer
+    that fails on a probe text, takes more than PROBE_SECONDS on one, or makes more than MAX_EXPANSION tokens of a
+    character of the Basic Multilingual Plane."""
+    for text in ADVERSARIAL:
+        _timed(vocab, text, origin, f"U+{ord(text[0]):04X} x 60", error)
+    for start, block in _blocks():
+        ids = _timed(vocab, block, origin, f"U+{start:04X}..U+{start + BLOCK - 1:04X}", error)
+        if content_count(vocab, ids) > BLOCK_TOKENS:
+            check_expansion(vocab, origin, error, probe=block)

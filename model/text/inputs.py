@@ -9,7 +9,7 @@ from torch import nn
 
 from i18n import M_, N_, NM_, Message, join_messages
 
-from .bounded import bounded_ids, read_bounded
+from .bounded import TokenizerFailed, bounded_ids, read_bounded
 from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
 
 
@@ -107,9 +107,12 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
     Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
     """
     cleaned = clean_text(text)
-    read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
     errors, warnings = [], []
     name = M_(WHAT.get(what, what))
+    try:
+        read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
+    except TokenizerFailed as err:  # a visitor's tokenizer failed or ran out of time on this text
+        return InputCheck(cleaned, [err.args[0]], warnings, [], False)
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
     if dropped:
         warnings.append(

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from i18n import M_, join_messages
+from i18n import M_, N_, join_messages
 
 from ...network.config import TransformerConfig
 from ..checkpoint import CheckpointError
@@ -149,3 +149,55 @@ def check_heads(where: str, config: TransformerConfig, asked: int | None) -> Non
                 asked=asked,
             )
         )
+
+
+# RoPE: what transformers reads (PreTrainedConfig.convert_rope_params_to_dict, standardize_rope_params): a truthy
+# `rope_scaling` replaces `rope_parameters`; the kind is its "rope_type", else its older spelling "type", else
+# "default"; per-layer-type dicts (a dict of such dicts) each hold one. Only "default" with no other key than these
+# is the plain rotation this app computes: every scaling (linear, dynamic, YaRN, LongRoPE, Llama 3's, ...) changes
+# the angles beyond what rope_theta says, and a default carrying scaling keys says something transformers ignores.
+ROPE_PLAIN_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+ROPE_SCALINGS = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional", "su", "ntk")  # named in messages
+ROPE_SCALING_REFUSED = N_(
+    "{field} asks for the RoPE scaling “{scaling}”, which this app does not compute (only the plain rotation); "
+    "the model would compute something other than what transformers computes"
+)
+ROPE_KEYS_REFUSED = N_(
+    "{field} names the plain RoPE (default) but carries the scaling keys {keys}; this app does not read such a "
+    "configuration as transformers might"
+)
+
+
+def _rope_dicts(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(suffix, dict) of one global dict of RoPE parameters, or of each per-layer-type dict in a nested one."""
+    nested = [(f".{k}", v) for k, v in params.items() if isinstance(v, Mapping)]
+    return nested if nested and len(nested) == len(params) else [("", params)]
+
+
+def rope(cfg: Mapping[str, Any], problems: list) -> tuple[float, float]:
+    """(rope_theta, partial_rotary_factor) of a Llama-like config.json, read as transformers reads it; a scaling of
+    any kind, in any spelling, is appended to `problems` by name (every Llama-like family calls this)."""
+    scaling, params = cfg.get("rope_scaling"), cfg.get("rope_parameters")
+    field = "rope_scaling" if scaling else "rope_parameters"
+    chosen = scaling if scaling else params
+    if chosen is None or chosen == {}:
+        chosen = {}
+    elif not isinstance(chosen, Mapping):
+        problems.append(M_("{field} must be a JSON object", field=field))
+        chosen = {}
+    for suffix, one in _rope_dicts(chosen):
+        kind = one.get("rope_type", one.get("type", "default"))
+        if kind != "default":
+            shown = kind if kind in ROPE_SCALINGS else "?"
+            problems.append(M_(ROPE_SCALING_REFUSED, field=field + suffix, scaling=shown))
+        elif extra := sorted(k for k in one if k not in ROPE_PLAIN_KEYS):
+            shown = ", ".join(k if k.isidentifier() and len(k) <= 40 else "?" for k in extra[:6])
+            problems.append(M_(ROPE_KEYS_REFUSED, field=field + suffix, keys=shown))
+    first = _rope_dicts(chosen)[0][1] if chosen else {}
+    theta = first.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    factor = first.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+    for name, value in (("rope_theta", theta), ("partial_rotary_factor", factor)):
+        if type(value) not in (int, float):
+            problems.append(M_("{field} must be a number", field=name))
+    ok = type(theta) in (int, float) and type(factor) in (int, float)
+    return (float(theta), float(factor)) if ok else (10000.0, 1.0)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from i18n import M_
 
-from ...text.bounded import check_expansion
+from ...text.bounded import check_expansion, guarded
 from ..checkpoint import CheckpointError
 from ..safe_io import read_bytes, read_json, regular_file
 from ..tokenizer_budget import charge
@@ -92,7 +92,8 @@ class HFVocab:
         return next((self.added[t] for t in MASK_TOKENS if t in self.added), None)
 
     def encode(self, text: str) -> list[int]:
-        return self.prefix + self.piece_ids(text)
+        """The text's ids; TokenizerFailed (a ValueError) when the library fails on it, a Rust panic included."""
+        return self.prefix + guarded(self.piece_ids, text)
 
     def token(self, i: int) -> str:
         i = int(i)

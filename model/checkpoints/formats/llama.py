@@ -54,28 +54,10 @@ DEFAULTS: dict[str, Any] = {
     "mlp_bias": False,
     "use_sliding_window": False,
 }
-ROPE_DEFAULT = ("default", None)
 
 
 def detect(src: Source) -> bool:
     return hf.model_type(src) in MODEL_TYPES
-
-
-def _rope(cfg: dict[str, Any], problems: list) -> tuple[float, float]:
-    """(rope_theta, partial_rotary_factor) from rope_parameters (transformers 5) or the older top-level fields."""
-    params = cfg.get("rope_parameters")
-    params = params if isinstance(params, dict) else {}
-    scaling = cfg.get("rope_scaling")
-    kind = params.get("rope_type", (scaling or {}).get("rope_type") if isinstance(scaling, dict) else None)
-    if kind not in ROPE_DEFAULT or (scaling is not None and not isinstance(scaling, dict)):
-        problems.append(M_("{field} is not supported (only the plain rotation)", field="rope_type"))
-    theta = params.get("rope_theta", cfg.get("rope_theta", 10000.0))
-    factor = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
-    for name, value in (("rope_theta", theta), ("partial_rotary_factor", factor)):
-        if type(value) not in (int, float):
-            problems.append(M_("{field} must be a number", field=name))
-    ok = type(theta) in (int, float) and type(factor) in (int, float)
-    return (float(theta), float(factor)) if ok else (10000.0, 1.0)
 
 
 def read_llama_config(src: Source) -> dict[str, Any]:
@@ -94,7 +76,7 @@ def read_llama_config(src: Source) -> dict[str, Any]:
         one.ints(cfg, where, "head_dim")
     problems: list = []
     cfg["_activation"] = hf.activation(cfg, "hidden_act", problems)
-    cfg["_theta"], factor = _rope(cfg, problems)
+    cfg["_theta"], factor = hf.rope(cfg, problems)  # any RoPE scaling refused by name
     if cfg["use_sliding_window"] is not False:
         problems.append(M_("{field} is not supported", field="use_sliding_window"))
     if family == "llama" and cfg["attention_bias"] is True and cfg["mlp_bias"] is not True:

@@ -16,14 +16,15 @@ Files are bounded before they are parsed and every id they hold must lie inside 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from i18n import M_
 
+from ...text.bounded import check_expansion, guarded
 from ..checkpoint import CheckpointError
-from ..safe_io import read_bytes, read_json
+from ..safe_io import JSON_MAX_BYTES, check_shape, check_shape_members, read_bytes, read_json
+from ..tokenizer_budget import charge
 from .hf_tokenizers import HFVocab, SentencePieceVocab, _check_range, _sentencepiece
 
 VOCAB_TXT_MAX_BYTES = 16 * 2**20  # BERT's vocab.txt: 230 KB
@@ -123,14 +124,16 @@ def library_vocab(
     after a text becomes the vocabulary's end token (an encoder's source ends with it: BERT's [SEP])."""
     lib = _library()
     if (folder / "tokenizer.json").exists():
-        data = read_json(folder / "tokenizer.json", origin=f"{folder.name}/tokenizer.json")
         file = "tokenizer.json"
+        text = _bounded_tokenizer_json(folder, size)
         try:
-            tok = lib.Tokenizer.from_str(json.dumps(data))
+            tok = lib.Tokenizer.from_str(text)
         except Exception as err:  # the library's own exception type is not exported
             raise _unreadable(folder.name, file, err) from None
     elif (folder / "vocab.json").exists() and (folder / "merges.txt").exists():
         file = "vocab.json"
+        charge([(folder / "vocab.json", "json"), (folder / "vocab.json", "bpe"), (folder / "merges.txt", "bpe")],
+               folder.name)  # fmt: skip
         vocab = read_json(folder / "vocab.json", origin=f"{folder.name}/vocab.json")
         if not isinstance(vocab, dict) or not all(type(v) is int for v in vocab.values()):
             raise CheckpointError(M_("{name} must map each token to an integer id", name="vocab.json"))
@@ -144,6 +147,7 @@ def library_vocab(
             raise _unreadable(folder.name, file, err) from None
     elif (folder / "vocab.txt").exists():
         file = "vocab.txt"
+        charge([(folder / "vocab.txt", "bpe")], folder.name)
         read_bytes(folder / "vocab.txt", VOCAB_TXT_MAX_BYTES)
         tok_cfg = _tokenizer_config(folder)
         lower = tok_cfg.get("do_lower_case", True)
@@ -154,9 +158,40 @@ def library_vocab(
     else:
         return None
     _checked(folder, file, tok, size)
-    prefix, suffix = _surroundings(tok)
+    prefix, suffix = guarded(_surroundings, tok, error=CheckpointError)
     specials = _specials(tok, ids, prefix, suffix if keep_suffix else [])
-    return LibraryVocab(tok, kind, size, specials, _added(tok, specials), prefix=prefix)
+    vocab = LibraryVocab(tok, kind, size, specials, _added(tok, specials), prefix=prefix)
+    check_expansion(vocab, f"{folder.name}/{file}", CheckpointError)  # a rule that multiplies text, or backtracks
+    return vocab
+
+
+MEMBERS_PER_ID = 8  # a token's vocabulary entry, or an added token's 7 fields
+MEMBERS_SLACK = 4096  # the normalizer's, pre-tokenizer's, post-processor's and decoder's own fields
+
+
+def _bounded_tokenizer_json(folder: Path, size: int) -> str:
+    """The text of tokenizer.json, refused before the tokenizers library parses it when its cost (its size by the
+    tokenizer budget) is over the budget, or when it holds more entries than a model of `size` embeddings can
+    number (every vocabulary entry and added token must be an id below `size`): both counted from the bytes."""
+    path, origin = folder / "tokenizer.json", f"{folder.name}/tokenizer.json"
+    charge([(path, "tokenizers")], folder.name)
+    data = read_bytes(path, JSON_MAX_BYTES)
+    check_shape(data, origin, None)  # nesting
+    most = MEMBERS_PER_ID * size + MEMBERS_SLACK
+    if data.count(b":") > most and (members := check_shape_members(data)) > most:
+        raise CheckpointError(
+            M_(
+                "{origin} holds about {n} entries, more than a tokenizer of this model's {size} embeddings can "
+                "hold; it was not parsed",
+                origin=origin,
+                n=members,
+                size=size,
+            )
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CheckpointError(M_("{origin} is not UTF-8 text", origin=origin)) from None
 
 
 def _tokenizer_config(folder: Path) -> dict:
@@ -179,7 +214,9 @@ def sentencepiece_vocab(folder: Path, size: int, kind: str, ids: Mapping[str, in
     specials = {"pad": ids.get("pad") if ids.get("pad") is not None else eos, "bos": bos, "eos": eos,
                 "unk": spm.unk_id()}  # fmt: skip
     added = {spm.id_to_piece(i): i for i in range(n) if spm.is_control(i) or spm.is_unknown(i)}
-    return SentencePieceVocab(spm, 0, kind, size, specials, added, prefix=[bos] if add_bos else [])
+    vocab = SentencePieceVocab(spm, 0, kind, size, specials, added, prefix=[bos] if add_bos else [])
+    check_expansion(vocab, f"{folder.name}/tokenizer.model", CheckpointError)
+    return vocab
 
 
 def folder_vocab(
