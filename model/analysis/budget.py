@@ -118,13 +118,27 @@ def capture_bytes(cfg, S: int, T: int, qkv: bool = False) -> int:
     return maps + vectors + embeddings + pass_bytes(cfg, S, T) + F32 * T * cfg.tgt_vocab_size
 
 
+def first_pass_maps(cfg, S: int) -> int:
+    """Elements of the attention maps a recorded decoding holds after its first pass over the S source tokens, until
+    the next step's record replaces them: every head's whole S x S map in each encoder layer (encoder-decoder), or in
+    each decoder layer (decoder-only: the prompt is the decoder's first input). Measured in tests/test_hostile_files.py
+    against the tensors the recorder holds."""
+    layers = cfg.n_encoder_layers if cfg.has_encoder else cfg.n_decoder_layers
+    return cfg.n_heads * layers * S * S
+
+
 def decode_bytes(cfg, S: int, steps: int, beams: int = 1) -> int:
-    """n recorded decoding steps (greedy or sampling: beams=1; beam search: beams hypotheses kept, 2x ranked)."""
+    """n recorded decoding steps (greedy or sampling: beams=1; beam search: beams hypotheses kept, 2x ranked): the
+    rows every step records, the key/value cache of every hypothesis (self-attention over S + steps positions and
+    the cross-attention's over S), one step's logits and activations, and the first pass's whole maps
+    (first_pass_maps: a long prompt's S x S maps of every head and layer outweigh all the rows after them)."""
     kept = 1 if beams == 1 else 2 * beams
     rows = cfg.n_decoder_layers * cfg.n_heads * (steps * S + steps * (steps + 1) // 2)  # newest rows, every step
-    cache = beams * 2 * cfg.n_decoder_layers * (steps + S) * cfg.d_model
+    cross = S if cfg.has_encoder and cfg.has_decoder else 0
+    cache = beams * 2 * cfg.n_decoder_layers * (steps + S + cross) * cfg.d_model
     per_step = beams * (cfg.tgt_vocab_size * 3 + 4 * cfg.d_model + max(cfg.d_ff, 4 * cfg.d_model))
-    return F32 * (2 * kept * rows + cache + per_step) + pass_bytes(cfg, S, 1)
+    first = 2 * first_pass_maps(cfg, S)  # the recorder's tensors and the pass's own
+    return F32 * (2 * kept * rows + cache + per_step + first) + pass_bytes(cfg, S, 1)
 
 
 def figure_bytes(cfg, S: int, T: int) -> int:
