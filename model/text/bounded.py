@@ -138,7 +138,7 @@ def read_bounded(vocab, text: str, limit: int) -> BoundedText:
         counted += content_count(vocab, _encode(vocab, text[pos:end]))
         pos = end
         if time.monotonic() > deadline:
-            raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=f"{ENCODE_SECONDS:g}"))
+            raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=format(ENCODE_SECONDS, "g")))
         if counted > limit and pos < len(text):
             ids = _encode(vocab, text[:pos])  # the pieces' sum can differ from the whole at their boundaries
             exact = content_count(vocab, ids)
@@ -202,8 +202,8 @@ def _timed(vocab, text: str, origin: str, what: str, error: type[Exception]) -> 
     ids = guarded(vocab.encode, text, error=error, message=M_(PROBE_FAILED, origin=origin, what=what))
     seconds = time.monotonic() - start
     if seconds > PROBE_SECONDS:
-        raise error(M_(PROBE_SLOW, origin=origin, what=what, seconds=f"{seconds:.2f}", n=len(text),
-                       budget=f"{PROBE_SECONDS:g}"))  # fmt: skip
+        raise error(M_(PROBE_SLOW, origin=origin, what=what, seconds=format(seconds, ".2f"), n=len(text),
+                       budget=format(PROBE_SECONDS, "g")))  # fmt: skip
     return ids
 
 
