@@ -348,3 +348,21 @@ def test_a_decoder_that_never_ends_stops_at_the_step_limit_within_its_counted_me
     cache = 2 * cfg.n_decoder_layers * (S + len(trace.steps)) * cfg.d_model
     assert F32 * (held[0] + kept + cache) <= decode_bytes(cfg, S, steps_for(cfg, S))
     assert torch.is_grad_enabled()  # decoding left the process as it found it
+
+
+def test_a_visitors_checkpoint_is_inspected_in_a_limited_worker(copy, monkeypatch):
+    """The app reads a visitor's checkpoint first in a child process (ui/workers.py): the record comes back, a
+    refusal comes back as the same CheckpointError, and the reading itself ran in another process."""
+    import os
+
+    from ui import model_picker
+
+    folder = copy("gpt2")
+    info = model_picker._inspect(str(folder), 1.0)
+    assert info.format == "gpt2" and info.d_model == 32
+    padded_config(folder, 60)
+    with pytest.raises(CheckpointError) as err:
+        model_picker._inspect(str(folder), 2.0)
+    assert message(err).values["name"] == "config.json"
+    monkeypatch.setattr(model_picker, "inspect_checkpoint", lambda path: os.getpid())
+    assert model_picker._inspect(str(folder), 3.0) != os.getpid()

@@ -7,7 +7,9 @@ browser session; it is never mutated.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,13 @@ from model import CheckpointError, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
-from model.checkpoints.serving import OFF, ServerFolders, folder_stamp
+from model.checkpoints.serving import MAX_ENTRIES, OFF, ServerFolders, folder_stamp
 from ui import held_models
 from ui.long_lived import model_loaded
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 from ui.url_state import Key, read
+from ui.workers import Limits, run_limited, session_gone
 
 _LOG = logging.getLogger(__name__)
 # The model box's two non-demo choices: values kept in English (session state, tests), shown translated.
@@ -69,9 +72,27 @@ def load(
         return held_models.hold((path, stamp, n_heads, vocab), model_key, slot, lambda: _read(path, n_heads, vocab))
 
 
+def _file_bytes(path: Path, limit: int = MAX_ENTRIES) -> int:
+    """The bytes of a checkpoint file, or of a folder's first `limit` files (bounded scan): what inspecting it may map
+    into memory (weights are memory-mapped for their shapes and dtypes: address space, not resident memory)."""
+    try:
+        if not path.is_dir():
+            return path.stat().st_size
+        with os.scandir(path) as entries:
+            return sum(e.stat().st_size for e in itertools.islice(entries, limit) if e.is_file())
+    except OSError:
+        return 0
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def _inspect(path: str, stamp: float) -> CheckpointInfo:
-    return inspect_checkpoint(path)
+    """A visitor's checkpoint (a server folder or an upload) is first read in a limited worker (ui/workers.py): its
+    config files, and the headers of its weights, are parsed in a child process whose memory (beyond the weights'
+    mapping) and time the operating system bounds, killed when the visitor leaves; the server only keeps the
+    checked record. A hostile file costs the worker, never the server."""
+    base = Limits.from_environment()
+    limits = Limits(base.memory + _file_bytes(Path(path)), base.deadline)
+    return run_limited(inspect_checkpoint, path, limits=limits, should_stop=session_gone)
 
 
 def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple[dict, str]:
