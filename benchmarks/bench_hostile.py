@@ -28,6 +28,12 @@ row each: the ordinary sessions' p95 before and during (ratio), the server's RSS
 the workers' peak RSS (every child of the server), the attack's own seconds, the seconds from leaving until no
 worker was left, tracebacks, the upload folder's bytes.
 
+    python -m benchmarks.bench_hostile --stranger [--sessions 5] [--changes 5]
+
+A stranger's checkpoints instead (benchmarks/hostile_files.py), each alone beside the room, in the same table as
+--issue30: configs of 60 and 20 MB, a 50 MB tokenizer.json, a pre-tokenizer that panics, a normalizer rule on U+A66E,
+the never-ending decoder on the longest input (greedy, and a beam of 4), a Llama config with a linear RoPE scaling.
+
     python -m benchmarks.bench_hostile --gc-freeze [--sessions 5] [--changes 5]
 
 What the one piece of in-process tuning left after issue 30 still buys (the forward hook and thread priorities are
@@ -226,11 +232,16 @@ def main() -> None:
         "--hostile", choices=["all", "links", "uploads"], default="all", help="what the hostile visitor sends"
     )
     parser.add_argument("--issue30", action="store_true", help="issue 30's attacks, each alone beside the room")
+    parser.add_argument("--stranger", action="store_true", help="a stranger's checkpoints, each alone beside the room")
     parser.add_argument("--leave-only", action="store_true", help="with --issue30: only the visitor who leaves")
     parser.add_argument("--gc-freeze", action="store_true", help="the room with and without gc.freeze, side by side")
     args = parser.parse_args()
     if args.issue30:
         return main_issue30(args)
+    if args.stranger:
+        from benchmarks.hostile_files import stranger_links, stranger_models
+
+        return main_issue30(args, stranger_models, stranger_links, leave=False)
     if args.gc_freeze:
         return main_gc_freeze(args)
     from model.checkpoints.serving import ENV
@@ -341,11 +352,12 @@ def main_gc_freeze(args) -> None:
                 rows, title="gc.freeze"))  # fmt: skip
 
 
-def main_issue30(args) -> None:
-    """Issue 30's attacks, one at a time beside the room, then the visitor who leaves mid-run; one row each."""
+def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool = True) -> None:
+    """Issue 30's attacks (or those `build` and `links_of` give), one at a time beside the room, then the visitor who
+    leaves mid-run; one row each."""
     from model.checkpoints.serving import ENV
 
-    attacks_n = 5
+    attacks_n = 9
     all_texts = distinct_texts((attacks_n + 1) * args.sessions * (args.changes + 1), seed=3)
     per = args.changes + 1
     texts = [all_texts[i * per : (i + 1) * per] for i in range((attacks_n + 1) * args.sessions)]
@@ -354,7 +366,7 @@ def main_issue30(args) -> None:
         tmp = Path(tmp)
         for name in ("models", "app", "cache"):
             (tmp / name).mkdir()
-        models = issue30_models(tmp / "models")
+        models = build(tmp / "models")
         os.environ[ENV] = str(tmp / "models")
         os.environ["VIZ_WORK_MB"] = str(args.work_mb)
         os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
@@ -366,7 +378,140 @@ def main_issue30(args) -> None:
             start_rss = rss_bytes(server.process.pid)
             quiet = phase(server, args, texts[: args.sessions], hostile=False) if not args.leave_only else None
             base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
-            attacks = issue30_links(models) if quiet else {}
+            attacks = links_of(models) if quiet else {}
+            for k, (name, links) in enumerate(attacks.items(), start=1):
+                disk, before = upload_bytes(tmp / "app"), rss_bytes(server.process.pid)
+                r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], True, links=links)
+                after = rss_bytes(server.process.pid)
+                seconds = " ".join(f"{sec:.1f}" for _, sec, _ in r["hostile"])
+                rows.append([name, f"{base_p95:.2f}", f"{pct(r['changes'], 0.95):.2f}",
+                             f"{pct(r['changes'], 0.95) / base_p95:.2f}x", f"{before / 2**20:.0f} / {r['peak'] / 2**20:.0f} / {after / 2**20:.0f}",
+                             f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
+                             f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
+            if leave:
+                before = rss_bytes(server.process.pid)
+                seen, stopped = asyncio.run(
+                    # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
+                    leave_mid_run(server, "attribution", {"model": "demo:reverse", "text": LETTERS31[::-1],
+                                                          "attr_methods": "rollout,flow,grad_x_input,occlusion"})
+                )  # fmt: skip
+                after = rss_bytes(server.process.pid)
+                rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
+                             f"{before / 2**20:.0f} / - / {after / 2**20:.0f}", "-",
+                             f"{seen:.1f} (worker seen), left 1 s later", f"{stopped:.2f}", "-", "-"])  # fmt: skip
+            log_tracebacks = server.log().count("Traceback")
+        finally:
+            server.stop()
+    # what the hostile visitor may add: one session's work budget above what the ordinary room itself reached
+    budget = quiet["peak"] + args.work_mb * 2**20
+    rows = []
+    hostile = {"all": "the hostile visitor", "links": "the hostile visitor's links", "uploads": "the hostile uploads"}
+    for name, r in (("ordinary + a newcomer's 5 links", quiet), (f"ordinary + {hostile[args.hostile]}", loud)):
+        rows.append(
+            [
+                name,
+                f"{pct(r['changes'], 0.5):.2f}",
+                f"{pct(r['changes'], 0.95):.2f}",
+                f"{pct(r['changes'], 0.95) / pct(quiet['changes'], 0.95):.2f}x",
+                f"{start_rss / 2**20:.0f} / {r['peak'] / 2**20:.0f}",
+                "yes" if r["peak"] <= budget else "NO",
+                len(r["exceptions"]),
+                r["load"],
+            ]
+        )
+    print(
+        f"\n{args.sessions} ordinary sessions (reverse demo), a new input every {args.interval:g} s, {args.changes} "
+        f"changes each; work budget {args.work_mb} MB; {time.strftime('%Y-%m-%d')}"
+    )
+    print(
+        table(
+            ["phase", "change p50 (s)", "change p95 (s)", "p95 vs the newcomer's phase", "server RSS start / peak (MB)",
+             "peak <= ordinary peak + work budget", "tracebacks on pages", "load average at its end"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        table(
+            ["hostile input", "seconds", "ended"],
+            [[page, f"{seconds:.2f}", status] for page, seconds, status in loud["hostile"]],
+        )
+    )
+    print(
+        table(
+            ["hostile upload", "seconds to the refusal", "private path shown"],
+            [[name, f"{seconds:.2f}", "YES" if leak else "no"] for name, seconds, leak in loud["uploads"]],
+        )
+    )
+    print(
+        f"upload folder: {disk_before} bytes before, {disk_after} after the hostile uploads; "
+        f"tracebacks in the server log: {log_tracebacks}"
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main_gc_freeze(args) -> None:
+    """The ordinary room against a server that freezes its long-lived objects after each run and one that does not."""
+    all_texts = distinct_texts(2 * args.sessions * (args.changes + 1), seed=5)
+    per = args.changes + 1
+    texts = [all_texts[i * per : (i + 1) * per] for i in range(2 * args.sessions)]
+    rows, measured = [], {}
+    for k, (name, freeze) in enumerate((("gc.freeze after each run (default)", "1"), ("VIZ_GC_FREEZE=0", "0"))):
+        os.environ["VIZ_GC_FREEZE"] = freeze
+        with tempfile.TemporaryDirectory() as tmp:
+            server = AppServer(Path(tmp))
+            try:
+                with chromium() as browser:
+                    server.first_visit(browser)
+                asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+                before = cpu_seconds(server.process.pid)
+                r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], hostile=False)
+                cpu = (cpu_seconds(server.process.pid) - before) / max(1, len(r["changes"]))
+            finally:
+                server.stop()
+        measured[freeze] = (pct(r["changes"], 0.95), cpu)
+        rows.append([name, f"{measured[freeze][0]:.2f}", f"{cpu:.3f}", len(r["changes"]), r["load"]])
+    os.environ.pop("VIZ_GC_FREEZE", None)
+    for row, freeze in zip(rows, ("1", "0")):
+        row[1:3] = [f"{row[1]} ({measured[freeze][0] / measured['0'][0]:.2f}x)",
+                    f"{row[2]} ({measured[freeze][1] / measured['0'][1]:.2f}x)"]  # fmt: skip
+    print(f"\n{args.sessions} ordinary sessions, a new input every {args.interval:g} s, {args.changes} changes each; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; uptime: {os.popen('uptime').read().strip()}")  # fmt: skip
+    print(table(["server", "p95 (s), ratio to no freeze", "server CPU s per change, ratio", "changes", "load after"],
+                rows, title="gc.freeze"))  # fmt: skip
+
+
+def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool = True) -> None:
+    """Issue 30's attacks (or those `build` and `links_of` give), one at a time beside the room, then the visitor who
+    leaves mid-run; one row each."""
+    from model.checkpoints.serving import ENV
+
+    attacks_n = 9
+    all_texts = distinct_texts((attacks_n + 1) * args.sessions * (args.changes + 1), seed=3)
+    per = args.changes + 1
+    texts = [all_texts[i * per : (i + 1) * per] for i in range((attacks_n + 1) * args.sessions)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name in ("models", "app", "cache"):
+            (tmp / name).mkdir()
+        models = build(tmp / "models")
+        os.environ[ENV] = str(tmp / "models")
+        os.environ["VIZ_WORK_MB"] = str(args.work_mb)
+        os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
+        server = AppServer(tmp / "app")
+        try:
+            with chromium() as browser:
+                server.first_visit(browser)
+            asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+            start_rss = rss_bytes(server.process.pid)
+            quiet = phase(server, args, texts[: args.sessions], hostile=False) if not args.leave_only else None
+            base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
+            attacks = links_of(models) if quiet else {}
             for k, (name, links) in enumerate(attacks.items(), start=1):
                 disk, before = upload_bytes(tmp / "app"), rss_bytes(server.process.pid)
                 r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], True, links=links)
@@ -377,20 +522,24 @@ def main_issue30(args) -> None:
                              f"{r['worker_peak'] / 2**20:.0f}", seconds, "-", len(r["exceptions"]),
                              f"{disk} / {upload_bytes(tmp / 'app')}"])  # fmt: skip
             before = rss_bytes(server.process.pid)
-            seen, stopped = asyncio.run(
-                # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
-                leave_mid_run(
-                    server,
-                    "attribution",
-                    {
-                        "model": "demo:reverse",
-                        "text": LETTERS31[::-1],
-                        "attr_methods": "rollout,flow,grad_x_input,occlusion",
-                    },
+            seen, stopped = (
+                (0.0, 0.0)
+                if not leave
+                else asyncio.run(
+                    # with attention flow: the defaults finish in about a second, flow runs long enough to leave it
+                    leave_mid_run(
+                        server,
+                        "attribution",
+                        {
+                            "model": "demo:reverse",
+                            "text": LETTERS31[::-1],
+                            "attr_methods": "rollout,flow,grad_x_input,occlusion",
+                        },
+                    )
                 )
             )
             after = rss_bytes(server.process.pid)
-            rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
+            rows.append(["(after every attack)", "-", "-", "-", f"{before / 2**20:.0f} / - / -", "-", "-", "-", "-", "-"]) if not leave else rows.append(["visitor leaves mid-run (reverse demo, Attribution with flow, 31 letters)", "-", "-", "-",
                          f"{before / 2**20:.0f} / - / {after / 2**20:.0f}", "-", f"{seen:.1f} (worker seen), left 1 s later",
                          f"{stopped:.2f}", "-", "-"])  # fmt: skip
             log_tracebacks = server.log().count("Traceback")
