@@ -366,3 +366,34 @@ def test_a_visitors_checkpoint_is_inspected_in_a_limited_worker(copy, monkeypatc
     assert message(err).values["name"] == "config.json"
     monkeypatch.setattr(model_picker, "inspect_checkpoint", lambda path: os.getpid())
     assert model_picker._inspect(str(folder), 3.0) != os.getpid()
+
+
+def test_a_refused_upload_keeps_its_message_not_its_traceback(tmp_path):
+    """What a refused request keeps: the refusal's message, never the exception that was raised (its traceback's
+    frames hold the upload's bytes and what was parsed from them)."""
+    import gc
+    import weakref
+
+    from ui.uploads import RefusedUpload, UploadStore
+
+    store = UploadStore(budget=2**20, root=tmp_path / "uploads")
+
+    class Held(bytearray):  # weakly referenceable bytes, as the upload data a frame holds
+        pass
+
+    def refuse_after_parsing():
+        data = Held(b"x" * 1000)
+        try:
+            raise CheckpointError("refused")
+        except CheckpointError as err:
+            store.refuse("d1", err)
+            return weakref.ref(data)
+
+    held = refuse_after_parsing()
+    gc.collect()
+    assert held() is None  # the kept refusal did not keep the frame's data alive
+    for _ in range(2):
+        with pytest.raises(RefusedUpload) as err:
+            store.path("d1", "x.zip", b"")
+        assert str(err.value) == "refused"
+    assert store._refused["d1"].__traceback__ is None

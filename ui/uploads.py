@@ -89,8 +89,9 @@ class UploadStore:
     def path(self, digest: str, name: str, data: bytes) -> Path:
         """The local path of an upload, written (or unpacked) on first use; CheckpointError when refused."""
         with self._lock:
-            if digest in self._refused:
-                raise self._refused[digest]
+            if digest in self._refused:  # a fresh copy: the kept one never gets a traceback (and its frames' data)
+                refused = self._refused[digest]
+                raise RefusedUpload(refused, refused.local)
             if digest in self._kept:
                 path, _ = self._kept[digest]
                 if path.exists():
@@ -132,7 +133,9 @@ class UploadStore:
             self._forget(digest)
             if not remember:
                 return
-            self._refused[digest] = error if isinstance(error, RefusedUpload) else RefusedUpload(error, local)
+            # only the error's message is kept: the exception itself holds its traceback, whose frames hold the
+            # upload's bytes and whatever was parsed from them, for as long as it is kept
+            self._refused[digest] = RefusedUpload(error, getattr(error, "local", local))
             while len(self._refused) > MAX_REFUSED:
                 self._refused.popitem(last=False)
 
