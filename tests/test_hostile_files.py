@@ -397,3 +397,19 @@ def test_a_refused_upload_keeps_its_message_not_its_traceback(tmp_path):
             store.path("d1", "x.zip", b"")
         assert str(err.value) == "refused"
     assert store._refused["d1"].__traceback__ is None
+
+
+def test_a_normalizer_rule_on_a_character_outside_the_old_probe_is_refused_at_load(copy):
+    """A Replace normalizer that rewrites U+A66E as 2,000 z's: the load-time scan of the Basic Multilingual Plane
+    finds it (its block makes too many tokens, then the character alone does)."""
+    from model.text.bounded import EXPANSION_REFUSED, PROBE
+
+    assert "\ua66e" not in PROBE
+    folder = copy("gpt2")
+    data = json.loads((folder / "tokenizer.json").read_text())
+    data["normalizer"] = {"type": "Replace", "pattern": {"String": "\ua66e"}, "content": "z" * 2000}
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(folder)
+    msg = message(err)
+    assert msg.template == EXPANSION_REFUSED and msg.values["char"] == "\ua66e" and msg.values["n"] >= 1000

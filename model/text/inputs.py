@@ -106,13 +106,17 @@ def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputC
     max_tokens: how many tokens the model reads (max_len minus the special token).
     Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
     """
+    try:
+        return _check_text(text, vocab, max_tokens, what)
+    except TokenizerFailed as err:  # a visitor's tokenizer failed (a Rust panic) or ran out of time on this text
+        return InputCheck(clean_text(text), [err.args[0]], [], [], False)
+
+
+def _check_text(text: str, vocab, max_tokens: int, what: str) -> InputCheck:
     cleaned = clean_text(text)
+    read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
     errors, warnings = [], []
     name = M_(WHAT.get(what, what))
-    try:
-        read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
-    except TokenizerFailed as err:  # a visitor's tokenizer failed or ran out of time on this text
-        return InputCheck(cleaned, [err.args[0]], warnings, [], False)
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)
     if dropped:
         warnings.append(
