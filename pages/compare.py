@@ -14,7 +14,7 @@ from model.analysis.budget import WorkBudget, compare_page_bytes
 from model.analysis.budget_input import apply_budget
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.decoding.strategy_export import comparison_json, comparison_npz
-from model.text.inputs import check_text
+from model.text.inputs import check_text, text_room
 from tasks.cards import card_description
 from ui import caches, model_picker
 from ui.compare_models import default_b, mismatch_message
@@ -57,7 +57,7 @@ write_url(  # model B's picker (model_picker) reads these
     model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
 )
 text = session.check.text
-check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
+check_b = check_text(text, tok_b.source, text_room(model_b.config))
 # B's heads may cost more than A's: cut by the page's own cost (A's by the sidebar, with the same function)
 apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment(), cost=compare_page_bytes)
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
