@@ -1,0 +1,68 @@
+"""Each page in the words and views of the model's own shape, through AppTest on the shipped decoder-only demo: no
+view of a stack it does not have, no encoder-decoder word on a one-sequence model, its own verdicts and ranges."""
+
+from __future__ import annotations
+
+import pytest
+
+from i18n import _
+from model import greedy_decode, load_checkpoint
+from tests.apptest_helpers import ROOT, charts, open_page
+from ui.positional_interventions import PANEL_TITLES
+from ui.shapes import WORDS
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+DEMO = "demo:reverse_decoder_rope"
+PROMPT = "abcd="
+
+
+def no_error(at) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def z_shape(chart: dict) -> tuple[int, ...]:
+    """The first trace's z shape: plotly writes numpy arrays as {dtype, bdata, shape}, lists as lists."""
+    z = chart["data"][0]["z"]
+    if isinstance(z, dict):
+        return tuple(int(n) for n in str(z["shape"]).split(","))
+    return (len(z), len(z[0]))
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_checkpoint(ROOT / "checkpoints" / "reverse_decoder_rope")
+
+
+def test_positions_at_inference_on_a_decoder_only_demo_shows_its_self_attention_and_a_verdict(demo):
+    at = open_page("positional", DEMO, text=PROMPT, pe_view="infer", pe_pos="off")
+    no_error(at)
+    model, tok = demo
+    plain = greedy_decode(model, tok, PROMPT)
+    drawn = charts(at)
+    assert [c["layout"]["title"]["text"] for c in drawn] == [_(t) for t in PANEL_TITLES[False]]
+    # rows: the written tokens; columns: the prompt and the tokens written before the last one
+    assert z_shape(drawn[0]) == (len(plain.steps), len(plain.source_tokens) + len(plain.steps) - 1)
+    assert drawn[0]["layout"]["xaxis"]["title"]["text"].startswith(_(WORDS["decoder-only"].sequence))
+    assert not at.info  # no "nothing written" panel
+    # the verdict on fresh prompts is read from the demo's results.json (no "not a shipped demo" line)
+    captions = [c.value for c in at.caption]
+    assert _("Not a shipped demo with a task: only this input's output is compared.") not in captions
+    assert any(_("Verdict") in m.value for m in at.markdown), [m.value for m in at.markdown]
+
+
+def test_attribution_names_the_prompt_and_the_continuation(demo):
+    at = open_page("attribution", DEMO, text=PROMPT)
+    no_error(at)
+    words = WORDS["decoder-only"]
+    assert _(words.matrix) in [s.value for s in at.subheader]
+    matrix = next(c for c in charts(at) if c["layout"]["xaxis"].get("title", {}).get("text") == _(words.reads))
+    assert matrix["layout"]["yaxis"]["title"]["text"] == _(words.writes)
+
+
+def test_the_positional_sizes_of_a_decoder_only_model_name_its_one_sequence():
+    at = open_page("positional", DEMO, text=PROMPT, pe_view="mine")
+    no_error(at)
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert _("Prompt and continuation: embedding size against positional signal") in titles
+    assert _("Target: embedding size against positional signal") not in titles
