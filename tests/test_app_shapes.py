@@ -8,6 +8,7 @@ import pytest
 from i18n import _
 from model import greedy_decode, load_checkpoint
 from tests.apptest_helpers import ROOT, charts, open_page
+from ui.decoding_steps import CONTEXT_FULL
 from ui.positional_interventions import PANEL_TITLES
 from ui.shapes import WORDS
 
@@ -66,3 +67,24 @@ def test_the_positional_sizes_of_a_decoder_only_model_name_its_one_sequence():
     titles = [c["layout"]["title"]["text"] for c in charts(at)]
     assert _("Prompt and continuation: embedding size against positional signal") in titles
     assert _("Target: embedding size against positional signal") not in titles
+
+
+def test_beam_search_on_a_decoder_only_model_offers_no_cross_attention_to_follow():
+    at = open_page("decoding", DEMO, text=PROMPT, dec_strategy="beam")
+    no_error(at)
+    assert charts(at)  # the tree
+    keys = {w.key for w in at.selectbox}
+    assert not {"dec_bhyp", "dec_blayer"} & keys, keys  # the hypothesis and layer menus of a view it cannot draw
+    assert _("Cross-attention of a hypothesis, step by step") not in [s.value for s in at.subheader]
+
+
+def test_decoding_that_fills_the_context_says_so(demo):
+    model, tok = demo
+    prompt = "abcdefghijklmnopqrst" + "abcd" + "="  # 25 of the 34 positions it reads: no room for 24 letters
+    trace = greedy_decode(model, tok, prompt)
+    assert trace.stop_reason != "eos" and len(trace.source_ids) + len(trace.steps) == model.config.max_len
+    at = open_page("decoding", DEMO, text=prompt)
+    no_error(at)
+    assert _(CONTEXT_FULL).format(n=model.config.max_len) in [i.value for i in at.info]
+    short = open_page("decoding", DEMO, text=PROMPT)  # written to </s>: no notice
+    assert _(CONTEXT_FULL).format(n=model.config.max_len) not in [i.value for i in short.info]
