@@ -11,6 +11,7 @@ from ui.explain import explain_row
 from ui.presentation import show
 from ui.safe_text import esc, md
 from ui.session import require_session, show_input_messages
+from ui.shapes import kinds_of, words
 from ui.url_state import Key, Keys
 from viz import model_figs as figs
 
@@ -64,11 +65,17 @@ VIEWS = {
 }
 PARTS = [N_("all"), N_("encoder"), N_("decoder"), N_("embeddings and generator")]  # values in the URL: English
 SHAPE_KINDS = [N_("encoder self"), N_("decoder self"), N_("cross")]  # values in the URL: English
+ONE_SEQUENCE_SIZES = N_(
+    "For the current input: n = {n} tokens ({what}), d_model = {d}, h = {h} heads, d_k = d_model / h = {d_k}."
+)
 URL = Keys(
     Key("model_view", "config", choices=tuple(VIEWS)),
     Key("model_part", PARTS[0], choices=PARTS),
     Key("model_shape_kind", SHAPE_KINDS[0], choices=SHAPE_KINDS),
 )
+# only the stacks the model has (a decoder-only model has no encoder and no cross-attention)
+parts = [p for p in PARTS if {"encoder": cfg.has_encoder, "decoder": cfg.has_decoder}.get(p, True)]
+shape_kinds = [k for k in SHAPE_KINDS if k in kinds_of(cfg)]
 view = URL.read("model_view")
 st.segmented_control(
     _("View"),
@@ -85,8 +92,8 @@ if view == "config":
 elif view == "params":
     show(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
-    part = URL.read("model_part")
-    st.columns(3)[0].selectbox(_("Part"), PARTS, key="model_part", format_func=_, label_visibility="collapsed")
+    part = URL.read("model_part", choices=parts)
+    st.columns(3)[0].selectbox(_("Part"), parts, key="model_part", format_func=_, label_visibility="collapsed")
     URL.write(model_part=part)
     keep = [
         s
@@ -111,16 +118,21 @@ elif view == "weights":
 elif session.ok:  # what is wrong with the input, if anything, is named below
     cap = caches.session_capture(session)
     S, T = len(cap.source_tokens), len(cap.target_tokens)
-    which = URL.read("model_shape_kind")
-    st.radio(_("Attention"), SHAPE_KINDS, horizontal=True, key="model_shape_kind", format_func=_)
+    which = URL.read("model_shape_kind", shape_kinds[0], shape_kinds)
+    if len(shape_kinds) > 1:
+        st.radio(_("Attention"), shape_kinds, horizontal=True, key="model_shape_kind", format_func=_)
     URL.write(model_shape_kind=which)
     n_q, n_k = {"encoder self": (S, S), "decoder self": (T, T), "cross": (T, S)}[which]
-    st.markdown(
-        _(
+    if cfg.has_encoder and cfg.has_decoder:
+        sizes = _(
             "For the current input: S = {S} source tokens, T = {T} decoder tokens, d_model = {d}, "
             "h = {h} heads, d_k = d_model / h = {d_k}."
         ).format(S=S, T=T, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head)
-    )
+    else:  # one sequence: the prompt and its continuation, or the encoded text
+        sizes = _(ONE_SEQUENCE_SIZES).format(
+            what=_(words(cfg).sequence), n=n_q, d=cfg.d_model, h=cfg.n_heads, d_k=cfg.d_head
+        )
+    st.markdown(sizes)
     walk = attention_shape_walk(cfg.d_model, cfg.n_heads, n_q, n_k, d_head=cfg.d_head)
     st.dataframe(
         [{_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in walk],

@@ -7,6 +7,7 @@ import pytest
 
 from i18n import _
 from model import greedy_decode, load_checkpoint
+from model.analysis.inspect import attention_shape_walk
 from tests.apptest_helpers import ROOT, charts, open_page
 from ui.decoding_steps import CONTEXT_FULL
 from ui.positional_interventions import PANEL_TITLES
@@ -88,3 +89,17 @@ def test_decoding_that_fills_the_context_says_so(demo):
     assert _(CONTEXT_FULL).format(n=model.config.max_len) in [i.value for i in at.info]
     short = open_page("decoding", DEMO, text=PROMPT)  # written to </s>: no notice
     assert _(CONTEXT_FULL).format(n=model.config.max_len) not in [i.value for i in short.info]
+
+
+def test_model_page_offers_only_the_stacks_a_decoder_only_model_has(demo):
+    model, tok = demo
+    at = open_page("model", DEMO, text=PROMPT, model_view="shapes", model_shape_kind="cross")  # a link from another
+    no_error(at)
+    assert "model_shape_kind" not in {r.key for r in at.radio}  # one kind: nothing to choose
+    trace = greedy_decode(model, tok, PROMPT)  # the prompt and the continuation (</s> left out), one sequence
+    n = len(trace.source_tokens) + len([t for t in trace.output_ids if t != tok.target.eos_id])
+    walk = attention_shape_walk(model.config.d_model, model.config.n_heads, n, n, d_head=model.config.d_head)
+    table = at.dataframe[0].value
+    assert [str(s) for s in table.iloc[:, 2]] == [" × ".join(map(str, s.shape)) for s in walk]
+    weights = open_page("model", DEMO, text=PROMPT, model_view="weights")
+    assert weights.selectbox(key="model_part").options == [_(p) for p in ("all", "decoder", "embeddings and generator")]

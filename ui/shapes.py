@@ -76,6 +76,15 @@ def words(config) -> ShapeWords:
     return WORDS[config.shape]
 
 
+def kinds_of(config) -> list[str]:
+    """The attention kinds the model has, as the pages' menus name them in the link ("encoder self", "decoder
+    self", "cross"): an encoder-decoder has the three, a decoder-only model its decoder's self-attention only, an
+    encoder-only model its encoder's."""
+    has = {"encoder self": config.has_encoder, "decoder self": config.has_decoder}
+    has["cross"] = config.has_encoder and config.has_decoder
+    return [k for k, present in has.items() if present]
+
+
 def present_kinds(kinds: Mapping[str, Any], maps: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of `kinds` whose attention array in `maps` has layers (a shape's missing stack has none)."""
     return {k: v for k, v in kinds.items() if getattr(maps.get(k), "shape", (0,))[0]}
