@@ -17,7 +17,7 @@ from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text, text_room
 from tasks.cards import card_description
 from ui import caches, model_picker
-from ui.compare_models import default_b, mismatch_message
+from ui.compare_models import SAME_AS_A, default_b, mismatch_message
 from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
@@ -52,6 +52,8 @@ picked = model_picker.pick_model("model_b", where=col_b, default=start, label=N_
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
+if b_key == session.key:
+    col_b.caption(_(SAME_AS_A))
 write_url(  # model B's picker (model_picker) reads these
     model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],
     model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
@@ -173,8 +175,10 @@ if cap_b is not None and not problems:
         )
     )
 else:
+    own = len(kinds) == 1 and session.target is None  # no "Decoder input" control: each continues the input itself
+    detok = (session.tokenizer.target.detokenize, tok_b.target.detokenize)
     for p in problems:
-        st.info(mismatch_message(p))
+        st.info(mismatch_message(p, detok, own))
     shown = [("a", cap_a)] + ([("b", cap_b)] if cap_b is not None else [])
     for column, (side, cap) in zip(st.columns(len(shown)), shown):
         fig = attention_figs.attention_heatmap(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from i18n import _
-from model import greedy_decode, load_checkpoint
+from model import capture, greedy_decode, load_checkpoint
 from model.analysis.inspect import attention_shape_walk
-from tests.apptest_helpers import ROOT, charts, open_page
+from tests.apptest_helpers import ROOT, charts, open_page, shown
+from ui.compare_models import CONTINUATIONS, SAME_AS_A
 from ui.decoding_steps import CONTEXT_FULL
 from ui.positional_interventions import PANEL_TITLES
 from ui.shapes import WORDS
@@ -103,3 +104,34 @@ def test_model_page_offers_only_the_stacks_a_decoder_only_model_has(demo):
     assert [str(s) for s in table.iloc[:, 2]] == [" × ".join(map(str, s.shape)) for s in walk]
     weights = open_page("model", DEMO, text=PROMPT, model_view="weights")
     assert weights.selectbox(key="model_part").options == [_(p) for p in ("all", "decoder", "embeddings and generator")]
+
+
+def test_compare_starts_b_from_a_model_that_reads_the_same_tokens():
+    at = open_page("compare", "demo:fr_en", text="je suis étudiant")  # no other demo reads fr_en's words
+    no_error(at)
+    assert at.selectbox(key="model_b_choice").value == "fr_en"
+    assert _(SAME_AS_A) in [c.value for c in at.caption]
+    assert not at.info and len(charts(at)) == 1  # A, B and A − B in one figure, no reason it cannot subtract
+    at = open_page("compare", DEMO, text="stressed=")
+    no_error(at)
+    assert at.selectbox(key="model_b_choice").value == "reverse_decoder_nope"
+
+
+def test_compare_says_how_one_sequence_models_differ_in_their_own_words():
+    at = open_page("compare", DEMO, text="stressed=")  # B, the NoPE demo, writes another continuation
+    no_error(at)
+    (said,) = [shown(i.value) for i in at.info]
+    head = _(CONTINUATIONS).split("{a}")[0]
+    assert said.startswith(head) and "“stressed=desserts" in said  # the whole sequence, its first token too
+
+
+def test_a_decoder_only_model_against_an_encoder_decoder_counts_the_tokens_it_read(demo):
+    from model.analysis.compare import mismatches
+
+    model, tok = demo
+    one = capture(model, tok, "abcd=")
+    pair = capture(*load_checkpoint(ROOT / "checkpoints" / "reverse"), "abcd")
+    found = {m.what: m for m in mismatches(one, pair, "decoder_self")}
+    assert len(found["source_tokens"].a) == len(one.target_tokens) > 0  # not "A: 0 tokens"
+    assert found["target_tokens"].a[0] == one.target_tokens[0] == "a"  # its first token is not a start token
+    assert found["target_tokens"].b == pair.target_tokens[1:]  # the encoder-decoder's, after <s>
