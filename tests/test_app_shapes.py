@@ -135,3 +135,33 @@ def test_a_decoder_only_model_against_an_encoder_decoder_counts_the_tokens_it_re
     assert len(found["source_tokens"].a) == len(one.target_tokens) > 0  # not "A: 0 tokens"
     assert found["target_tokens"].a[0] == one.target_tokens[0] == "a"  # its first token is not a start token
     assert found["target_tokens"].b == pair.target_tokens[1:]  # the encoder-decoder's, after <s>
+
+
+def test_a_prompt_without_the_demos_separator_is_named_in_the_app_and_the_pack():
+    from model.checkpoints.checkpoint import load_card
+    from tasks.cards import ENDS_WITH, format_warning, pack_checks
+    from viz.lecture_pack_live import live_words
+
+    card = load_card(ROOT / "checkpoints" / "reverse_decoder_rope")
+    warning = format_warning(card, "stressed")
+    assert warning.template == ENDS_WITH and warning.values["end"] == "="
+    assert format_warning(card, "stressed=") is None and format_warning(card, "") is None
+    at = open_page("attention", DEMO, text="stressed")
+    no_error(at)
+    assert _(warning) in [shown(w.value) for w in at.warning]
+    # the pack's page says the same message when its typed input lacks the "=" (viz/pack_live.js fills nothing in)
+    words = live_words({"checks": pack_checks(card), "tokenizer": {"source": {"level": "char", "tokens": []}}})
+    assert words["ends_with"] == _(warning)
+
+
+def test_the_length_experiment_shades_each_models_own_trained_lengths():
+    from model.checkpoints.checkpoint import load_card
+    from tasks.length_experiment import training_range
+
+    at = open_page("positional", "demo:reverse", pe_view="length")
+    no_error(at)
+    (chart,) = [c for c in charts(at) if any(t.get("mode") == "lines+markers" for t in c["data"])]
+    spans = {(s["x0"], s["x1"]) for s in chart["layout"]["shapes"]}
+    for name in ("reverse", "reverse_decoder_rope"):  # 1-24 letters, 1-12 letters
+        low, high = training_range(load_card(ROOT / "checkpoints" / name))
+        assert (low - 0.5, high + 0.5) in spans, (name, spans)

@@ -14,7 +14,7 @@ from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
 from model.analysis.budget_input import apply_budget, source_length
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, text_room, trained_range_warning
-from tasks.cards import card_description, grammar_warning
+from tasks.cards import card_description, format_warning, grammar_warning
 from ui.model_picker import pick_model
 from ui.session import Session
 from ui.url_state import Key, Keys, follow, write_url
@@ -99,6 +99,8 @@ def sidebar(cost=None) -> Session | None:
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):
         check.warnings.append(guess)
+    if not check.errors and (unfinished := format_warning(card, check.text)):
+        check.warnings.append(unfinished)
     write_url(
         model=None if base_key.startswith("upload:") else base_key,
         text=text,

@@ -221,7 +221,7 @@
   // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
   const checks = spec.checks || {};
   function moreWarnings(text) {
-    const out = [], t = checks.trained, g = checks.grammar;
+    const out = [], t = checks.trained, g = checks.grammar, e = checks.ends_with;
     if (t) {  // model.text.inputs.trained_range_warning
       const n = src.symbols(text).length;
       if (n && (n < t.low || n > t.high)) out.push(V.fillIn(W.trained, {n}));
@@ -234,6 +234,7 @@
         if (!g.patterns.some(p => JSON.stringify(p) === pattern)) out.push(W.guess);
       }
     }
+    if (e && text.trim() && !text.trimEnd().endsWith(e.end)) out.push(W.ends_with);  // tasks.cards.format_warning
     return out;
   }
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
@@ -244,7 +245,7 @@
     const [net, vocabs] = await opening;
     ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
-    const check = PackText.checkText(text, src, c.max_len - 1, W);
+    const check = PackText.checkText(text, src, c.text_room, W);  // model.text.inputs.text_room
     if (!check.errors.length) check.warnings.push(...moreWarnings(check.text));
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed

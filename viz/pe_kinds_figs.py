@@ -225,9 +225,15 @@ def relative_bias(rel: np.ndarray, values: np.ndarray, title: str, height: int =
 
 
 def length_curves(
-    curves: Mapping[str, tuple[np.ndarray, np.ndarray]], trained: tuple[int, int], title: str, height: int = 420
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    trained: tuple[int, int],
+    title: str,
+    height: int = 420,
+    others: Sequence[tuple[str, tuple[int, int]]] = (),
 ) -> go.Figure:
-    """Exact match (0..1) against input length, one line per model; the trained lengths shaded."""
+    """Exact match (0..1) against input length, one line per model; the trained lengths shaded. others: (label,
+    (shortest, longest)) of models trained on other lengths (the decoder-only demos), each range outlined and named
+    by its label, so that no curve seems to fail inside a range it was not trained on."""
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
     for i, (name, (lengths, exact)) in enumerate(curves.items()):
@@ -246,6 +252,9 @@ def length_curves(
         )
     fig.add_vrect(x0=trained[0] - 0.5, x1=trained[1] + 0.5, fillcolor="LightSkyBlue", opacity=0.25, line_width=0,
                   annotation_text=_("trained lengths"), annotation_position="top left")  # fmt: skip
+    for label, (low, high) in others:
+        fig.add_vrect(x0=low - 0.5, x1=high + 0.5, fillcolor="rgba(0,0,0,0)", line=dict(color="#444", dash="dash", width=1.5),
+                      annotation_text=label, annotation_position="bottom right")  # fmt: skip
     fig.update_xaxes(title_text=_("input length (characters)"))
     fig.update_yaxes(title_text=_("exact match"), tickformat=".0%", range=[-0.03, 1.03])
     fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2))
