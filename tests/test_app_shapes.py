@@ -165,3 +165,12 @@ def test_the_length_experiment_shades_each_models_own_trained_lengths():
     for name in ("reverse", "reverse_decoder_rope"):  # 1-24 letters, 1-12 letters
         low, high = training_range(load_card(ROOT / "checkpoints" / name))
         assert (low - 0.5, high + 0.5) in spans, (name, spans)
+
+
+def test_a_decoder_only_map_labels_every_row_on_a_projector():
+    at = open_page("attention", DEMO, text="stressed=", present="1")
+    no_error(at)
+    chart = charts(at)[0]
+    rows = z_shape(chart)[0]
+    assert rows == len("stressed=desserts")  # every token of prompt and continuation writes one row (the last: </s>)
+    assert list(chart["layout"]["yaxis"]["tickvals"]) == list(range(rows))

@@ -85,7 +85,8 @@
   // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
   // are labelled). {vals, text, angle, step}
   function tokenTicks(tokens, px, horizontal = true, size = G.tick_px) {
-    const n = tokens.length, gap = G.min_gap * size / G.tick_px, widths = tokens.map(t => labelPx(plain(t), size));
+    const n = tokens.length, gap = horizontal ? G.min_gap + G.label_box * (size - G.tick_px) / G.tick_px : Math.max(G.min_gap, size),  // tick_gap
+      widths = tokens.map(t => labelPx(plain(t), size));
     let step = n ? Math.max(1, Math.ceil(gap / Math.max(px, 1e-6))) : 1, angle = 0;
     const singles = tokens.filter(t => Array.from(plain(t)).length === 1).length;
     const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
