@@ -9,7 +9,7 @@ from i18n import _
 from model import capture, greedy_decode, load_checkpoint
 from model.analysis.inspect import attention_shape_walk
 from tests.apptest_helpers import ROOT, charts, open_page, shown
-from ui.compare_models import CONTINUATIONS, SAME_AS_A
+from ui.compare_models import SAME_AS_A, WHY
 from ui.decoding_steps import CONTEXT_FULL
 from ui.positional_interventions import PANEL_TITLES
 from ui.shapes import WORDS
@@ -117,12 +117,18 @@ def test_compare_starts_b_from_a_model_that_reads_the_same_tokens():
     assert at.selectbox(key="model_b_choice").value == "reverse_decoder_nope"
 
 
-def test_compare_says_how_one_sequence_models_differ_in_their_own_words():
-    at = open_page("compare", DEMO, text="stressed=")  # B, the NoPE demo, writes another continuation
+def test_compare_lets_one_decoder_only_model_read_the_others_continuation(demo):
+    model, tok = demo
+    written = greedy_decode(model, tok, "stressed=").text  # A's continuation; B (NoPE) writes another
+    at = open_page("compare", DEMO, text="stressed=")  # by default B reads A's output
+    no_error(at)
+    assert at.radio(key="cmp_input").value == "a" and not at.info
+    (figure,) = charts(at)  # A, B and A − B in one figure: the rows line up
+    assert written == "desserts" and len(figure["data"]) == 3
+    at = open_page("compare", DEMO, text="stressed=", cmp_input="own")  # each its own: the rows differ, said so
     no_error(at)
     (said,) = [shown(i.value) for i in at.info]
-    head = _(CONTINUATIONS).split("{a}")[0]
-    assert said.startswith(head) and "“stressed=desserts" in said  # the whole sequence, its first token too
+    assert said.startswith(_(WHY["target_tokens"]).split("{a}")[0]) and "“stressed=desserts" in said
 
 
 def test_a_decoder_only_model_against_an_encoder_decoder_counts_the_tokens_it_read(demo):

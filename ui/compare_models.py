@@ -32,23 +32,17 @@ SAME_AS_A = N_(
     "Model B is model A itself (no other demo reads the same tokens): the difference is zero until you choose "
     "another model B."
 )
-# a model that reads one sequence continues the prompt itself: the typed target is what both can read
-CONTINUATIONS = N_(
-    "The two models continue the input differently (A: “{a}”, B: “{b}”), so their rows are different positions; "
-    "type a continuation in the sidebar's Target box to have both read it, and subtract them."
-)
 
 
-def mismatch_message(p, detokenize=(None, None), own_outputs: bool = False) -> str:
+def mismatch_message(p, detokenize=(None, None)) -> str:
     """Why the two models' maps cannot be subtracted (a model.analysis.compare mismatch), translated, the values of
-    A and B in it. detokenize: A's and B's (the decoder inputs written as text; None: the tokens side by side).
-    own_outputs: each model continues the input itself and no control makes one read the other's (one sequence)."""
+    A and B in it. detokenize: A's and B's (the decoder inputs written as text; None: the tokens side by side)."""
     if p.what == "target_tokens":  # the two decoder inputs, as text (model outputs, or what was typed)
         values = {
             k: esc((detok(v) if detok is not None else " ".join(plain_token(t) for t in v))[:80])
             for k, v, detok in (("a", p.a, detokenize[0]), ("b", p.b, detokenize[1]))
         }
-        return _(CONTINUATIONS if own_outputs else WHY[p.what]).format(**values)
+        return _(WHY[p.what]).format(**values)
     values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
     return _(WHY[p.what]).format(**values)  # numbers of layers or heads, or of input tokens
 

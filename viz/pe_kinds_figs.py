@@ -72,7 +72,8 @@ def rope_frequencies(theta: np.ndarray, height: int = 340, layout: str = "interl
         )
     )  # fmt: skip
     fig.update_xaxes(title_text=_(ROPE_PAIRS.get(layout, ROPE_PAIRS["interleaved"])))
-    fig.update_yaxes(title_text=_("θᵢ (radians per position)"), type="log")
+    # powers of ten as 1e-4, not SI prefixes ("100μ" reads as micro-something on a slide)
+    fig.update_yaxes(title_text=_("θᵢ (radians per position)"), type="log", exponentformat="e", dtick=1)
     fig.update_layout(title=_("Rotation frequencies θᵢ = base^(−2i/d)"), height=height, margin=MARGIN)
     return readable(fig)
 

@@ -28,8 +28,12 @@ class Mismatch:
     b: object
 
 
-def decoder_input_text(capture: Capture, detokenize) -> str:
-    """The text of a capture's decoder input without <s>, to feed another model the same rows (target=...)."""
+def decoder_input_text(capture: Capture, detokenize, prompt: int = 0) -> str:
+    """The text of a capture's decoder input without <s>, to feed another model the same rows (target=...). A
+    decoder-only capture's one sequence: its continuation after the prompt's first `prompt` tokens (the other model
+    reads the prompt itself, then this as its continuation)."""
+    if not len(capture.source_tokens):
+        return detokenize(capture.target_tokens[prompt:])
     return detokenize(capture.target_tokens[1:])
 
 
