@@ -101,6 +101,7 @@ show(
     figs.source_bars(panels, source, _("What explains output token {t} “{token}”?").format(t=tok, token=outputs[tok]),
                      width_px=max_width, tick_px=chart_text_px()),
     key="attr_bars",
+    top_px=450,  # below the controls (and a one-sequence model's note), measured in presentation mode at 1366x768
 )  # fmt: skip
 st.caption(_("Each panel keeps its own scale: shares of 1, drops of log-probability and gradients are not comparable."))
 

@@ -8,7 +8,7 @@ from model.network.position_kinds.registry import kind
 from tasks.cards import card_description, machine_text
 from ui import caches
 from ui.explain import explain_row
-from ui.presentation import show
+from ui.presentation import SCREEN_PX, presenting, show
 from ui.safe_text import esc, md
 from ui.session import require_session, show_input_messages
 from ui.shapes import kinds_of, words
@@ -23,6 +23,15 @@ session = require_session(valid_input=False)
 def _weights(model_key: str, _model) -> tuple[dict, list]:
     """Parameter counts and weight statistics, once per model (8 models at most; a few KB each)."""
     return parameter_counts(_model), weight_stats(_model)
+
+
+# where each view's first table or chart starts at 1366x768 in presentation mode (measured): it ends on that screen
+TABLE_TOP_PX = {"config": 360, "weights": 400, "shapes": 400}
+
+
+def table_height(top: int) -> int | str:
+    """A table's height: in presentation mode what is left of a 768 px screen below `top` (it scrolls inside)."""
+    return SCREEN_PX - 24 - top if presenting() else "auto"
 
 
 cfg = session.model.config
@@ -53,7 +62,7 @@ if card:
             )
         )
     st.markdown("  \n".join(line for line in lines if line))
-    if "command" in card:
+    if "command" in card and not presenting():  # a hall reads the model, not how to retrain it
         st.code(card["command"], language="bash")
 
 # One view at a time (st.tabs would build all four on every run); the choice is in the URL.
@@ -88,7 +97,7 @@ st.segmented_control(
 URL.write(model_view=view)
 if view == "config":
     rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(rows, hide_index=True, width="stretch", height=table_height(TABLE_TOP_PX["config"]))
 elif view == "params":
     show(figs.parameter_bars(counts), key="model_params")
 elif view == "weights":
@@ -105,7 +114,7 @@ elif view == "weights":
     show(
         figs.weight_spread([s.name for s in keep], [s.std for s in keep], [s.max_abs for s in keep]),
         key="model_weights",
-        top_px=370,  # below the model card and the part, measured in presentation mode at 1366x768
+        top_px=TABLE_TOP_PX["weights"],  # below the model card and the part
     )
     st.dataframe(
         [
@@ -138,6 +147,7 @@ elif session.ok:  # what is wrong with the input, if anything, is named below
         [{_("step"): _(s.what), _("formula"): _(s.formula), _("shape"): " × ".join(map(str, s.shape))} for s in walk],
         hide_index=True,
         width="stretch",
+        height=table_height(TABLE_TOP_PX["shapes"]),
     )
 explain_row("post_ln", "heads", "specials")
 if show_input_messages(session):  # names what is wrong with the input

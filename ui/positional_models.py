@@ -221,6 +221,7 @@ def length_view() -> None:
     show(
         pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40), others),
         key="pe_length_curves",
+        top_px=360,  # below the shift control and the sentence above, measured in presentation mode at 1366x768
     )
     st.markdown("  \n".join(lines))
     if decoders:

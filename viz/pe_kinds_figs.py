@@ -258,7 +258,9 @@ def length_curves(
                       annotation_text=label, annotation_position="bottom right")  # fmt: skip
     fig.update_xaxes(title_text=_("input length (characters)"))
     fig.update_yaxes(title_text=_("exact match"), tickformat=".0%", range=[-0.03, 1.03])
-    fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2))
+    # the legend to the right, one model a line: below the plot it ran into the axis title (Chinese) and off the screen
+    fig.update_layout(title=title, height=height, margin=MARGIN,
+                      legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))  # fmt: skip
     return readable(fig)
 
 
