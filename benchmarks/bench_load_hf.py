@@ -12,6 +12,9 @@ Per family, one folder of random weights built here with transformers' own class
   peak  how far the resident memory of a fresh child process rises while it loads the folder (VmHWM, reset after
         the imports and before each load), our loader and from_pretrained each in a child of its own, the median of
         --repeats loads there, against the bytes of the weights file (target: <= 1.2x)
+  --forward  instead: the peak of a fresh child process after load_checkpoint and the model's first forward (8 tokens),
+        which reads every mapped weight's pages: from its level before the load, and the whole process's (imports
+        included), each against the weights file
 The date and the load average (uptime) are printed at the start and the end, and each row carries the load average
 when it was measured: the machine this ran on is shared.
 
@@ -223,6 +226,49 @@ for _ in range({repeats}):
 """
 
 
+_FORWARD_CHILD = """import sys; sys.path.insert(0, {root!r})
+import torch
+from model import load_checkpoint
+def status(field):
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
+before = status("VmRSS:")
+model, _tok = load_checkpoint({folder!r})
+loaded = status("VmHWM:")
+ids = torch.arange(5, 13).unsqueeze(0)  # 8 tokens inside every vocabulary
+with torch.no_grad():  # the one forward of the model's shape
+    if model.config.has_encoder:
+        memory, mask = model.encode(ids)
+        if model.config.has_decoder:
+            model.decode(ids, memory, mask)
+    else:
+        model.decode(ids)
+print((loaded - before) * 1024, (status("VmHWM:") - before) * 1024, status("VmHWM:") * 1024)
+"""
+
+
+def forward_peaks(folder: Path) -> tuple[float, float, float]:
+    """(peak while loading, peak after the first forward, both from the level before the load; the whole process's
+    peak, imports included), bytes, in a fresh child process."""
+    script = _FORWARD_CHILD.format(root=str(ROOT), folder=str(folder))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loading, forward, process = (float(x) for x in run.stdout.split()[-3:])
+    return loading, forward, process
+
+
+FORWARD_HEADERS = ["family", "shape", "weights MB", "peak while loading / weights", "peak after the first forward / "
+                   "weights", "process peak MB", "process peak / weights", "load avg"]  # fmt: skip
+
+
+def measure_forward(family: str, folder: Path, repeats: int) -> list[str]:
+    """One row of the --forward table: the median of `repeats` fresh children."""
+    size = (folder / "model.safetensors").stat().st_size
+    runs = [forward_peaks(folder) for _ in range(repeats)]
+    loading, forward, process = (statistics.median(r[i] for r in runs) for i in range(3))
+    return [family, SHAPES[family][0] if "quick" not in folder.name else "small (--quick)", f"{size / 2**20:.0f}",
+            f"{loading / size:.2f}x", f"{forward / size:.2f}x", f"{process / 2**20:.0f}", f"{process / size:.2f}x",
+            f"{os.getloadavg()[0]:.1f}"]  # fmt: skip
+
+
 def peak_bytes(code: str, repeats: int, setup: str = "") -> float:
     """How far the resident memory of a fresh child process rose while it ran `code` (bytes; the median of `repeats`
     runs in that child, each from its own level): the child imports what it needs (and runs `setup`: transformers
@@ -325,6 +371,7 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="also the mBART-large-50 shape (2.4 GB)")
     parser.add_argument("--only", nargs="*", choices=list(SHAPES), help="these families only")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--forward", action="store_true", help="the peaks after the first forward instead")
     parser.add_argument("--folders", type=Path, default=DEFAULT_FOLDERS, help="where the built folders are cached")
     args = parser.parse_args()
     import torch
@@ -335,13 +382,16 @@ def main() -> None:
     rows = []
     for family in families:
         folder = folder_for(family, args.quick, args.folders)
-        rows.append(measure(family, folder, args.repeats))
+        rows.append((measure_forward if args.forward else measure)(family, folder, args.repeats))
         print(" | ".join(rows[-1]), flush=True)
     print(f"end: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {uptime()}")
     print(
         f"torch {torch.__version__}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads; median of "
         f"{args.repeats}, calls alternated in one process; peaks in fresh child processes"
     )
+    if args.forward:
+        print(table(FORWARD_HEADERS, rows, title=f"Peak memory after the first forward ({start})"))
+        return
     print(table(HEADERS, rows, title=f"Loading against from_pretrained ({start})"))
     print("targets: ratio <= 1.0x, our peak / weights <= 1.2x")
 

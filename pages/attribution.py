@@ -19,6 +19,7 @@ from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import md
 from ui.session import require_session
 from ui.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
+from ui.shapes import words as words_of_shape
 from ui.url_state import Key, Keys, intish
 from viz import attention_figs
 from viz import attribution_figs as figs
@@ -100,17 +101,19 @@ show(
     figs.source_bars(panels, source, _("What explains output token {t} “{token}”?").format(t=tok, token=outputs[tok]),
                      width_px=max_width, tick_px=chart_text_px()),
     key="attr_bars",
+    top_px=450,  # below the controls (and a one-sequence model's note), measured in presentation mode at 1366x768
 )  # fmt: skip
 st.caption(_("Each panel keeps its own scale: shares of 1, drops of log-probability and gradients are not comparable."))
 
-st.subheader(_("Every output token × every source token"))
+shape_words = words_of_shape(session.model.config)
+st.subheader(_(shape_words.matrix))
 st.segmented_control(_("Matrix of"), MATRICES, key="attr_matrix", required=True,
                      format_func=lambda m: _(words.choice) if m == "cross" else ui.title(m))  # fmt: skip
 matrix_scores = raw[:T] if matrix == "cross" else results[matrix].scores
 show(
     figs.score_matrix(matrix_scores, written_rows(outputs, results[REFERENCE].row_inputs), source,
                       _(words.name) if matrix == "cross" else ui.title(matrix),
-                      output_label=_("output"), source_label=_("source"), chosen=tok, max_width=max_width,
+                      output_label=_(shape_words.writes), source_label=_(shape_words.reads), chosen=tok, max_width=max_width,
                       tick_px=chart_text_px()),
     key="attr_matrix_chart",
 )  # fmt: skip

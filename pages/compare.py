@@ -14,10 +14,10 @@ from model.analysis.budget import WorkBudget, compare_page_bytes
 from model.analysis.budget_input import apply_budget
 from model.analysis.compare import KINDS, attention_map, decoder_input_text, mismatches
 from model.decoding.strategy_export import comparison_json, comparison_npz
-from model.text.inputs import check_text
+from model.text.inputs import check_text, prepare_sequence, text_room
 from tasks.cards import card_description
 from ui import caches, model_picker
-from ui.compare_models import default_b, mismatch_message
+from ui.compare_models import SAME_AS_A, default_b, mismatch_message
 from ui.explain import explain
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
@@ -52,12 +52,14 @@ picked = model_picker.pick_model("model_b", where=col_b, default=start, label=N_
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
+if b_key == session.key:
+    col_b.caption(_(SAME_AS_A))
 write_url(  # model B's picker (model_picker) reads these
     model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],
     model_b_heads=st.session_state.get("model_b_heads") if "|heads=" in b_key else None,
 )
 text = session.check.text
-check_b = check_text(text, tok_b.source, model_b.config.max_len - 1)
+check_b = check_text(text, tok_b.source, text_room(model_b.config))
 # B's heads may cost more than A's: cut by the page's own cost (A's by the sidebar, with the same function)
 apply_budget(check_b, tok_b.source, model_b.config, WorkBudget.from_environment(), cost=compare_page_bytes)
 text_b = check_b.text  # what model B reads: the input, cut further when B's attention needs it
@@ -74,8 +76,16 @@ left.radio(
     label_visibility="collapsed",
 )
 fed = URL.read("cmp_input")
-if kind != "encoder_self" and session.target is None and len(kinds) > 1:
+choosing_input = kind != "encoder_self" and session.target is None
+if choosing_input:
     st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
+
+
+def written(cap, model, tok, read: str) -> str:
+    """What a model wrote, for the other to read as its decoder input: an encoder-decoder's output, a decoder-only
+    model's continuation after the prompt it read (the other reads the prompt itself)."""
+    prompt = 0 if model.config.has_encoder else len(prepare_sequence(model, tok, read).ids)
+    return decoder_input_text(cap, tok.target.detokenize, prompt)
 
 
 def capture_a(target):
@@ -90,14 +100,14 @@ if check_b.errors:  # B cannot read the input at all: A alone, and why
     cap_a, cap_b = capture_a(session.target), None
 else:
     typed = session.target
-    if typed is not None or fed == "own" or kind == "encoder_self" or len(kinds) == 1:
+    if typed is not None or fed == "own" or kind == "encoder_self":
         cap_a, cap_b = capture_a(typed), capture_b(typed)
     elif fed == "a":
         cap_a = capture_a(None)
-        cap_b = capture_b(decoder_input_text(cap_a, session.tokenizer.target.detokenize))
+        cap_b = capture_b(written(cap_a, session.model, session.tokenizer, text))
     else:
         cap_b = capture_b(None)
-        cap_a = capture_a(decoder_input_text(cap_b, tok_b.target.detokenize))
+        cap_a = capture_a(written(cap_b, model_b, tok_b, text_b))
 
 w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
 w_b = getattr(cap_b, kind) if cap_b is not None else w_a
@@ -121,6 +131,13 @@ right.selectbox(
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
 URL.write(cmp_kind=kind, cmp_layer=layer, cmp_head=head, cmp_input=fed)
+
+
+def top_px(boxes: int) -> int:
+    """Where the first chart starts at 1366x768 in presentation mode (measured): below the models, their
+    descriptions and the controls, the decoder input's row when it is there, and each reason shown above the chart."""
+    return 395 + (45 if choosing_input else 0) + 105 * boxes
+
 
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 h = None if head == "average" else int(head)
@@ -166,28 +183,30 @@ if cap_b is not None and not problems:
         max_width=max_width,
         tick_px=chart_text_px(),
     )
-    show(fig, key="cmp_figure", top_px=350)  # top_px: below the controls, measured in presentation mode
+    show(fig, key="cmp_figure", top_px=top_px(0))
     st.caption(
         _("Right: A − B. Blue where A attends more, red where B does; the largest difference is {d:.3f}.").format(
             d=float(abs(arrays["a_minus_b"]).max()) if arrays["a_minus_b"].size else 0.0
         )
     )
 else:
+    detok = (session.tokenizer.target.detokenize, tok_b.target.detokenize)
     for p in problems:
-        st.info(mismatch_message(p))
+        st.info(mismatch_message(p, detok))
     shown = [("a", cap_a)] + ([("b", cap_b)] if cap_b is not None else [])
+    st.markdown(f"**{title}**")  # once for both: each chart's title names its model only (two long titles were cut)
     for column, (side, cap) in zip(st.columns(len(shown)), shown):
         fig = attention_figs.attention_heatmap(
             arrays[side],
             *tokens(cap),
-            _("{m}: {title}").format(m=names[side == "b"], title=title),
+            names[side == "b"],
             mask=mask(cap),
             max_height=max_height,
             max_width=max_width // len(shown),
             tick_px=chart_text_px(),
             snug=True,
         )
-        show(fig, key=f"cmp_{side}", where=column)
+        show(fig, key=f"cmp_{side}", where=column, top_px=top_px(len(problems)) + 40)  # + the heading above
 
 if kind != "encoder_self":
     explain("decoder_rows")  # rows: the tokens written, as on every page

@@ -9,6 +9,7 @@ from tasks.cards import pack_checks
 from ui import caches
 from ui.safe_text import md
 from ui.session import require_session
+from ui.shapes import words
 from ui.url_state import Key, Keys
 from viz.lecture_pack import lecture_pack_html
 from viz.lecture_pack_live import PACK_REFUSED
@@ -18,12 +19,12 @@ session = require_session(valid_input=False)
 st.markdown(
     _(
         "One HTML file with every view of this model for the inputs below: the attention of every layer and head "
-        "(encoder self, decoder self, cross), the positional encoding, and step-by-step greedy decoding with a step "
+        "({kinds}), the positional encoding, and step-by-step greedy decoding with a step "
         "slider. It opens in any browser with no server and no network: copy it to a USB stick and the room has it. "
         "It also carries the model itself, its own graph run by onnxruntime in the page (for models of up to about 7 MB "
         "of weights: every shipped demo): a student types any input into the pack and the page decodes it and draws "
         "every view for it."
-    )
+    ).format(kinds=_(words(session.model.config).kinds))
 )
 
 

@@ -170,8 +170,9 @@ else:
         ):
             if not tokens:  # the side a decoder-only or encoder-only model does not have
                 continue
+            other = cap.target_tokens if side == "source" else cap.source_tokens
             show(
-                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), side),
+                figs.embedding_vs_pe(tokens, pea.row_norms(emb), pea.row_norms(rows), figs.side_name(side, other)),
                 key=f"pe_norms_{side}",
                 top_px=TOP_PX[view],
             )

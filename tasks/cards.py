@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from i18n import M_, Message
+from i18n import M_, N_, Message
 
 from .registry import TASKS
 from .tasks import ADJECTIVE_ONLY, PUNCTUATION, _patterns
@@ -32,15 +32,41 @@ def grammar_warning(card: dict, text: str) -> Message | None:
     )
 
 
+ENDS_WITH = N_(
+    "This model continues an input that ends with “{end}”, as in its examples ({example}): add “{end}” at the end, "
+    "or its output is a guess."
+)
+
+
+def format_warning(card: dict, text: str) -> Message | None:
+    """A warning when the card says how an input ends (input_format.ends_with: a decoder-only demo's prompt
+    `stressed=`) and the text does not end so, else None (also for an empty text: the vocabulary's check says it)."""
+    end = _ends_with(card)
+    if end is None or not text.strip() or text.rstrip().endswith(end):
+        return None
+    examples = card.get("examples") or []
+    return M_(ENDS_WITH, end=end, example=str(examples[0]) if examples else end)
+
+
+def _ends_with(card: dict) -> str | None:
+    fmt = card.get("input_format") if isinstance(card, dict) else None
+    end = fmt.get("ends_with") if isinstance(fmt, dict) else None
+    return end if isinstance(end, str) and end else None
+
+
 def pack_checks(card: dict) -> dict:
     """The checks the app makes on typed text beyond the vocabulary's, as data the lecture pack's page applies
-    (viz/pack_live.js): "trained", the card's range of input lengths (model.text.inputs.trained_range_warning), and
+    (viz/pack_live.js): "trained", the card's range of input lengths (model.text.inputs.trained_range_warning),
+    "ends_with", how an input ends (format_warning: {"end", "example"}), and
     "grammar", the task's word classes and sentence patterns (grammar_warning: a word's class is the first of its
     classes in alphabetical order, None for words that can only be adjectives, which patterns leave out)."""
     out: dict = {}
     bounds = card.get("input_tokens") if isinstance(card, dict) else None
     if isinstance(bounds, dict) and isinstance(bounds.get("min"), int) and isinstance(bounds.get("max"), int):
         out["trained"] = {"low": bounds["min"], "high": bounds["max"], "unit": str(bounds.get("unit", "tokens"))}
+    if (end := _ends_with(card)) is not None:
+        examples = card.get("examples") or []
+        out["ends_with"] = {"end": end, "example": str(examples[0]) if examples else end}
     task = TASKS.get(str(card.get("task", ""))) if isinstance(card, dict) else None
     classes = task.word_classes() if task is not None else None
     if classes is not None:

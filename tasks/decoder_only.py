@@ -163,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "command": "python -m tasks.decoder_only " + " ".join(argv or []),
         "config": {k: v for k, v in config.to_dict().items() if k not in ("extra",)},
         "examples": [prompt(s) for s in ("stressed", "parts", "abcdefghij", "aaabbbccc", "lager")],
+        "input_format": {"ends_with": SEP},  # the app and the pack say so when a typed prompt lacks it
         "input_tokens": input_range(task, sources),
         "steps": args.steps,
         "seed": args.seed,

@@ -20,7 +20,7 @@ from model import capture, greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
-from model.text.inputs import check_text
+from model.text.inputs import check_text, text_room
 from tests.browser_helpers import chromium
 from tests.hf_one_stack import BUILDERS
 from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, open_pack, typed
@@ -68,7 +68,7 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
     context, page, blocked, errors = open_pack(browser, tmp_path, model, tok, card, texts[0])
     for n, text in enumerate(texts, start=1):
         got = typed(page, text, n)
-        check = check_text(text, tok.source, model.config.max_len - 1)
+        check = check_text(text, tok.source, text_room(model.config))
         # what the app's pages show for this input: its greedy decoding, and its capture (a decoder-only model's over
         # the prompt and that continuation, as the app's shared decode builds it: ui/caches.py)
         trace = greedy_decode(model, tok, check.text) if decoder else None

@@ -23,9 +23,9 @@ from model.analysis.lecture import pack_records
 from model.analysis.pack_weights import half_rounded
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
-from model.text.inputs import check_text, trained_range_warning
+from model.text.inputs import check_text, text_room, trained_range_warning
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
-from tasks.cards import grammar_warning, pack_checks
+from tasks.cards import format_warning, grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 from viz.lecture_pack import lecture_pack_files
@@ -83,11 +83,17 @@ def browser():
 def app_warnings(tok, model, card: dict, text: str) -> list[str]:
     """The warnings the app's sidebar shows for a typed input (ui/sidebar.py): the input check's, the card's trained
     lengths, the task's grammar; translated."""
-    check = check_text(text, tok.source, model.config.max_len - 1)
+    check = check_text(text, tok.source, text_room(model.config))
     found = list(check.warnings)
     if not check.errors:
         found += [
-            w for w in (trained_range_warning(card, check.text, tok.source), grammar_warning(card, check.text)) if w
+            w
+            for w in (
+                trained_range_warning(card, check.text, tok.source),
+                grammar_warning(card, check.text),
+                format_warning(card, check.text),
+            )
+            if w
         ]
     return [_(w) for w in found]
 

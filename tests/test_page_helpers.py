@@ -13,8 +13,8 @@ from ui.training_snapshots import checkpoint_folder, stored_bytes
 def test_a_mismatch_is_said_with_both_models_values():
     assert mismatch_message(Mismatch("layers", 3, 2)).startswith("A has 3 layers for this kind of attention, B has 2")
     assert "(A: 5 tokens, B: 4)" in mismatch_message(Mismatch("source_tokens", list("abcde"), list("abcd")))
-    # decoder inputs as text, without their first token (<s>), escaped for Markdown
-    said = mismatch_message(Mismatch("target_tokens", ["<s>", "la", "*x*"], ["<s>", "le"]))
+    # decoder inputs (model.analysis.compare.decoder_inputs: without <s>) as text, escaped for Markdown
+    said = mismatch_message(Mismatch("target_tokens", ["la", "*x*"], ["le"]))
     assert "“la \\*x\\*”" in said and "“le”" in said
     with language_scope("zh"):
         assert mismatch_message(Mismatch("heads", 4, 2)).startswith("A 每层有 4 个头")

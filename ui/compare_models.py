@@ -28,31 +28,39 @@ WHY = {
         "both read one model's output to subtract them."
     ),
 }
+SAME_AS_A = N_(
+    "Model B is model A itself (no other demo reads the same tokens): the difference is zero until you choose "
+    "another model B."
+)
 
 
-def mismatch_message(p) -> str:
+def mismatch_message(p, detokenize=(None, None)) -> str:
     """Why the two models' maps cannot be subtracted (a model.analysis.compare mismatch), translated, the values of
-    A and B in it."""
+    A and B in it. detokenize: A's and B's (the decoder inputs written as text; None: the tokens side by side)."""
     if p.what == "target_tokens":  # the two decoder inputs, as text (model outputs, or what was typed)
-        values = {k: esc(" ".join(plain_token(t) for t in v[1:])[:80]) for k, v in (("a", p.a), ("b", p.b))}
-    else:  # numbers of layers or heads, or of source tokens
-        values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
-    return _(WHY[p.what]).format(**values)
+        values = {
+            k: esc((detok(v) if detok is not None else " ".join(plain_token(t) for t in v))[:80])
+            for k, v, detok in (("a", p.a, detokenize[0]), ("b", p.b, detokenize[1]))
+        }
+        return _(WHY[p.what]).format(**values)
+    values = {k: len(v) if isinstance(v, list) else v for k, v in (("a", p.a), ("b", p.b))}
+    return _(WHY[p.what]).format(**values)  # numbers of layers or heads, or of input tokens
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
-    """Another demo to start B from: one that reads the same tokens and has the same shape, if there is one."""
+    """The demo to start B from: another one that reads the same tokens (so that the two maps can be subtracted),
+    of the same shape if there is one; model A's own demo when no other reads its tokens (the difference is then
+    zero until the reader picks a B); None for a model A that is not a demo and shares no demo's tokens."""
     from model.checkpoints.checkpoint import load_config
 
-    best, rank = None, 3
+    own = a_key.split("|", 1)[0]
+    best, rank = None, 2
     for demo in list_demos():
-        if f"demo:{demo.name}" == a_key.split("|", 1)[0]:
+        if f"demo:{demo.name}" == own or load_tokenizer(demo.path).to_dict() != _a_tokenizer.to_dict():
             continue
         cfg = load_config(demo.path)
-        same_shape = (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads) == layers
-        same_tokens = load_tokenizer(demo.path).to_dict() == _a_tokenizer.to_dict()
-        r = 0 if same_shape and same_tokens else 1 if same_shape else 2
+        r = 0 if (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads) == layers else 1
         if r < rank:
             best, rank = demo.name, r
-    return best
+    return best or (own.removeprefix("demo:") if own.startswith("demo:") else None)

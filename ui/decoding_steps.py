@@ -142,8 +142,22 @@ def has_cross(trace) -> bool:
     return bool(trace.steps) and trace.steps[0].cross.shape[-1] > 0
 
 
+CONTEXT_FULL = N_(
+    "Stopped at this model's context: the prompt and the continuation fill all {n} positions it reads, so it could "
+    "write no more (before </s>)."
+)
+
+
+def context_full(trace, config) -> bool:
+    """Whether a decoder-only model's decoding stopped because prompt and continuation reached max_len."""
+    return trace.prompt and trace.stop_reason != "eos" and len(trace.source_ids) + len(trace.steps) >= config.max_len
+
+
 def alignment_view(session, trace, changes) -> None:
-    """The alignment of all steps with the source (where there is one), the caption, and the downloads."""
+    """The alignment of all steps with the source (where there is one), the caption, and the downloads; a notice
+    when a decoder-only model's decoding ran out of context."""
+    if context_full(trace, session.model.config):
+        st.info(_(CONTEXT_FULL).format(n=session.model.config.max_len))
     if has_cross(trace):
         _alignment(session, trace)
     st.download_button(

@@ -19,6 +19,7 @@ from ui import caches
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import code, md
 from ui.session import Session
+from ui.shapes import WORDS
 from ui.url_state import Key, Keys, write_url
 from ui.workers import WorkerStopped
 from viz import attention_figs
@@ -80,16 +81,29 @@ def _changes_from_controls(session: Session) -> Interventions:
     return changes
 
 
-def _cross(trace, title: str, width: int):
-    """The last decoder layer's cross-attention of a decoding, head average: output tokens down, source across."""
-    alignment = trace.cross_alignment()
-    if not trace.steps or not len(alignment):  # nothing written, or no cross-attention (a decoder-only model)
+def _last_layer(trace, title: str, width: int):
+    """The last decoder layer's attention of each written token, head average: output tokens down; across, the
+    source (cross-attention) or, for a decoder-only model, the prompt and the tokens written before (its
+    self-attention: it has no other). None when nothing was written."""
+    if not trace.steps:
         return None
+    if trace.prompt:
+        rows, keys = trace.decoder_self_matrix(), trace.decoder_inputs(len(trace.steps) - 1)
+        key_label = WORDS["decoder-only"].sequence
+    else:
+        rows, keys, key_label = trace.cross_alignment(), trace.source_tokens, WORDS["encoder-decoder"].reads
     return attention_figs.attention_heatmap(
-        attention_figs.head_average(alignment[-1]), output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),
-        trace.source_tokens, title, key_label=_("source"), max_height=chart_box()[0] - 60, max_width=width,
-        tick_px=chart_text_px(), snug=True,
+        attention_figs.head_average(rows[-1]), output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),
+        keys, title, key_label=key_label, max_height=chart_box()[0] - 60, max_width=width, tick_px=chart_text_px(),
+        snug=True,
     )  # fmt: skip
+
+
+# the two panels' titles: cross-attention where the model has it, else the decoder's self-attention
+PANEL_TITLES = {
+    True: (N_("As trained: cross-attention, last layer"), N_("Changed: cross-attention, last layer")),
+    False: (N_("As trained: self-attention, last layer"), N_("Changed: self-attention, last layer")),
+}
 
 
 def inference_view(session: Session | None) -> Interventions:
@@ -115,11 +129,12 @@ def inference_view(session: Session | None) -> Interventions:
     _verdict(session, changes, what)
     width = chart_box()[1] // 2
     left, right = st.columns(2)
+    titles = PANEL_TITLES[session.model.config.has_encoder]
     for column, trace, title, key in (
-        (left, plain, _("As trained: cross-attention, last layer"), "pe_cross_plain"),
-        (right, changed, _("Changed: cross-attention, last layer"), "pe_cross_changed"),
+        (left, plain, _(titles[0]), "pe_cross_plain"),
+        (right, changed, _(titles[1]), "pe_cross_changed"),
     ):
-        fig = _cross(trace, title, width)
+        fig = _last_layer(trace, title, width)
         if fig is None:
             column.info(_("Nothing written: no attention to show."))
         else:
@@ -129,8 +144,7 @@ def inference_view(session: Session | None) -> Interventions:
 
 def _verdict(session: Session, changes: Interventions, what: str) -> None:
     """One line: exact match on fresh examples with and without the change (shipped demos with a task only)."""
-    encoder_decoder = session.card.get("shape", "encoder-decoder") == "encoder-decoder"  # fresh source/target pairs
-    if not (session.key.startswith("demo:") and session.card.get("task") and encoder_decoder):
+    if not (session.key.startswith("demo:") and session.card.get("task")):
         st.caption(_("Not a shipped demo with a task: only this input's output is compared."))
         return
     try:

@@ -93,6 +93,23 @@ def _decoder_lines(shown: dict, lines: list) -> dict:
     return decoders
 
 
+DECODER_TRAINED = N_("decoder-only: trained on {low}-{high}")
+
+
+def _decoder_ranges(decoders: dict, trained: tuple[int, int]) -> list[tuple[str, tuple[int, int]]]:
+    """The decoder-only demos' own trained lengths where they differ from the encoder-decoders' (their cards'), each
+    range once, with its label for the length chart."""
+    ranges = []
+    for demo in decoders.values():
+        try:
+            found = lx.training_range(demo.card)
+        except ValueError:
+            continue
+        if found != trained and found not in ranges:
+            ranges.append(found)
+    return [(_(DECODER_TRAINED).format(low=low, high=high), (low, high)) for low, high in ranges]
+
+
 def trained_range(found: dict) -> tuple[int, int] | None:
     """(shortest, longest) training input of the reverse demos, from the first card that says it."""
     for demo in found.values():
@@ -200,9 +217,11 @@ def length_view() -> None:
         if c is not None
     ]
     decoders = _decoder_lines(shown, lines) if not shift else {}  # their curves are measured as trained only
+    others = _decoder_ranges(decoders, (low, high))
     show(
-        pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40)),
+        pe_kinds_figs.length_curves(shown, (low, high), title.format(k=shift), min(460, chart_box()[0] - 40), others),
         key="pe_length_curves",
+        top_px=360,  # below the shift control and the sentence above, measured in presentation mode at 1366x768
     )
     st.markdown("  \n".join(lines))
     if decoders:

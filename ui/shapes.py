@@ -4,6 +4,7 @@ attention kinds it has, the one line a page shows when a view does not apply, an
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -40,6 +41,48 @@ GQA = N_(
     "Grouped-query attention: {kv} key/value heads for {heads} query heads; query heads {groups} each share one "
     "key/value head."
 )
+
+
+@dataclass(frozen=True)
+class ShapeWords:
+    """The words every page uses for one model shape (marked, translated where shown): no page names a stack the
+    model does not have."""
+
+    reads: str  # what the model reads: the columns of an attribution, the keys of what it attends to
+    writes: str  # what it writes or predicts: the rows
+    matrix: str  # the attribution page's every-row-by-every-column heading
+    kinds: str  # its attention kinds, as a list in a sentence
+    sequence: str  # the one sequence its attention runs over, as an axis's name
+
+
+WORDS = {
+    "encoder-decoder": ShapeWords(
+        N_("source"), N_("output"), N_("Every output token × every source token"),
+        N_("encoder self, decoder self, cross"), N_("source"),
+    ),
+    "decoder-only": ShapeWords(
+        N_("prompt"), N_("continuation"), N_("Every token of the continuation × every token of the prompt"),
+        N_("decoder self, causal"), N_("prompt and continuation"),
+    ),
+    "encoder-only": ShapeWords(
+        N_("text"), N_("prediction"), N_("Every position’s prediction × every token of the text"),
+        N_("encoder self"), N_("text tokens"),
+    ),
+}  # fmt: skip
+
+
+def words(config) -> ShapeWords:
+    """The word list of the model's shape (config.shape)."""
+    return WORDS[config.shape]
+
+
+def kinds_of(config) -> list[str]:
+    """The attention kinds the model has, as the pages' menus name them in the link ("encoder self", "decoder
+    self", "cross"): an encoder-decoder has the three, a decoder-only model its decoder's self-attention only, an
+    encoder-only model its encoder's."""
+    has = {"encoder self": config.has_encoder, "decoder self": config.has_decoder}
+    has["cross"] = config.has_encoder and config.has_decoder
+    return [k for k, present in has.items() if present]
 
 
 def present_kinds(kinds: Mapping[str, Any], maps: Mapping[str, Any]) -> dict[str, Any]:

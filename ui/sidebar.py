@@ -13,8 +13,8 @@ from i18n import M_, N_, _
 from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
 from model.analysis.budget_input import apply_budget, source_length
 from model.checkpoints.demos import list_demos
-from model.text.inputs import check_text, trained_range_warning
-from tasks.cards import card_description, grammar_warning
+from model.text.inputs import check_text, text_room, trained_range_warning
+from tasks.cards import card_description, format_warning, grammar_warning
 from ui.model_picker import pick_model
 from ui.session import Session
 from ui.url_state import Key, Keys, follow, write_url
@@ -86,7 +86,7 @@ def sidebar(cost=None) -> Session | None:
     if description := card_description(card):
         st.sidebar.caption(_(description))
     text, target = st.session_state["text"], st.session_state["target"]
-    room = model.config.max_len - 1
+    room = text_room(model.config)
     budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work (issue 22)
     check = check_text(text, tok.source, room)
     check.warnings[:0] = long_link
@@ -99,6 +99,8 @@ def sidebar(cost=None) -> Session | None:
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):
         check.warnings.append(guess)
+    if not check.errors and (unfinished := format_warning(card, check.text)):
+        check.warnings.append(unfinished)
     write_url(
         model=None if base_key.startswith("upload:") else base_key,
         text=text,

@@ -431,7 +431,7 @@ def _one_stack_input(figs: _Figures, n: int, item, pe) -> tuple[dict, str, str]:
         if not decoder:
             pe_ids.append(figs.add(f"{prefix}-pe-rows", _pe_rows(cap)))
         norms = positional_figs.embedding_vs_pe(
-            tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), side
+            tokens, np.linalg.norm(emb, axis=-1), np.linalg.norm(rows, axis=-1), "sequence" if decoder else "text"
         )
         pe_ids.append(figs.add(f"{prefix}-pe-{side}", norms))
     link = '<a href="#pe">' + _esc(_("Positional encoding of this model")) + "</a>"

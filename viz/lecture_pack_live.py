@@ -89,6 +89,15 @@ def live_words(spec: dict | None) -> dict[str, str]:
                 n="{n}",
             )
         )
+    if "ends_with" in checks:  # tasks.cards.format_warning, the same message
+        words["ends_with"] = _(
+            M_(
+                "This model continues an input that ends with “{end}”, as in its examples ({example}): add “{end}” at "
+                "the end, or its output is a guess.",
+                end=checks["ends_with"]["end"],
+                example=checks["ends_with"]["example"],
+            )
+        )
     if "grammar" in checks:  # tasks.cards.grammar_warning
         words["guess"] = _(
             "Every word is one this model knows, but the sentence follows none of the patterns it was trained on "

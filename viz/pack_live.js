@@ -85,7 +85,8 @@
   // (horizontal) turn upright when neighbours do not fit side by side, unless most are single characters (then fewer
   // are labelled). {vals, text, angle, step}
   function tokenTicks(tokens, px, horizontal = true, size = G.tick_px) {
-    const n = tokens.length, gap = G.min_gap * size / G.tick_px, widths = tokens.map(t => labelPx(plain(t), size));
+    const n = tokens.length, gap = horizontal ? G.min_gap + G.label_box * (size - G.tick_px) / G.tick_px : Math.max(G.min_gap, size),  // tick_gap
+      widths = tokens.map(t => labelPx(plain(t), size));
     let step = n ? Math.max(1, Math.ceil(gap / Math.max(px, 1e-6))) : 1, angle = 0;
     const singles = tokens.filter(t => Array.from(plain(t)).length === 1).length;
     const fits = st => { for (let i = 0; i + st < n; i += st) if ((widths[i] + widths[i + st]) / 2 + 3 > px * st) return false; return true; };
@@ -221,7 +222,7 @@
   // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
   const checks = spec.checks || {};
   function moreWarnings(text) {
-    const out = [], t = checks.trained, g = checks.grammar;
+    const out = [], t = checks.trained, g = checks.grammar, e = checks.ends_with;
     if (t) {  // model.text.inputs.trained_range_warning
       const n = src.symbols(text).length;
       if (n && (n < t.low || n > t.high)) out.push(V.fillIn(W.trained, {n}));
@@ -234,6 +235,7 @@
         if (!g.patterns.some(p => JSON.stringify(p) === pattern)) out.push(W.guess);
       }
     }
+    if (e && text.trim() && !text.trimEnd().endsWith(e.end)) out.push(W.ends_with);  // tasks.cards.format_warning
     return out;
   }
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
@@ -244,7 +246,7 @@
     const [net, vocabs] = await opening;
     ({source: src, target: tgt} = vocabs);
     messages.replaceChildren();
-    const check = PackText.checkText(text, src, c.max_len - 1, W);
+    const check = PackText.checkText(text, src, c.text_room, W);  // model.text.inputs.text_room
     if (!check.errors.length) check.warnings.push(...moreWarnings(check.text));
     check.warnings.forEach(w => say(messages, w, "warning"));
     if (check.errors.length) {  // nothing runs; the box keeps what was typed

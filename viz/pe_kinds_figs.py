@@ -72,7 +72,8 @@ def rope_frequencies(theta: np.ndarray, height: int = 340, layout: str = "interl
         )
     )  # fmt: skip
     fig.update_xaxes(title_text=_(ROPE_PAIRS.get(layout, ROPE_PAIRS["interleaved"])))
-    fig.update_yaxes(title_text=_("θᵢ (radians per position)"), type="log")
+    # powers of ten as 1e-4, not SI prefixes ("100μ" reads as micro-something on a slide)
+    fig.update_yaxes(title_text=_("θᵢ (radians per position)"), type="log", exponentformat="e", dtick=1)
     fig.update_layout(title=_("Rotation frequencies θᵢ = base^(−2i/d)"), height=height, margin=MARGIN)
     return readable(fig)
 
@@ -225,9 +226,15 @@ def relative_bias(rel: np.ndarray, values: np.ndarray, title: str, height: int =
 
 
 def length_curves(
-    curves: Mapping[str, tuple[np.ndarray, np.ndarray]], trained: tuple[int, int], title: str, height: int = 420
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    trained: tuple[int, int],
+    title: str,
+    height: int = 420,
+    others: Sequence[tuple[str, tuple[int, int]]] = (),
 ) -> go.Figure:
-    """Exact match (0..1) against input length, one line per model; the trained lengths shaded."""
+    """Exact match (0..1) against input length, one line per model; the trained lengths shaded. others: (label,
+    (shortest, longest)) of models trained on other lengths (the decoder-only demos), each range outlined and named
+    by its label, so that no curve seems to fail inside a range it was not trained on."""
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
     for i, (name, (lengths, exact)) in enumerate(curves.items()):
@@ -246,9 +253,14 @@ def length_curves(
         )
     fig.add_vrect(x0=trained[0] - 0.5, x1=trained[1] + 0.5, fillcolor="LightSkyBlue", opacity=0.25, line_width=0,
                   annotation_text=_("trained lengths"), annotation_position="top left")  # fmt: skip
+    for label, (low, high) in others:
+        fig.add_vrect(x0=low - 0.5, x1=high + 0.5, fillcolor="rgba(0,0,0,0)", line=dict(color="#444", dash="dash", width=1.5),
+                      annotation_text=label, annotation_position="bottom right")  # fmt: skip
     fig.update_xaxes(title_text=_("input length (characters)"))
     fig.update_yaxes(title_text=_("exact match"), tickformat=".0%", range=[-0.03, 1.03])
-    fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.2))
+    # the legend to the right, one model a line: below the plot it ran into the axis title (Chinese) and off the screen
+    fig.update_layout(title=title, height=height, margin=MARGIN,
+                      legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))  # fmt: skip
     return readable(fig)
 
 

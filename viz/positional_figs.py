@@ -152,12 +152,21 @@ def rotation_matrix(m: np.ndarray, offset: int, show: int = 16) -> go.Figure:
     return readable(fig)
 
 
+def side_name(side: str, other_tokens: Sequence[str]) -> str:
+    """The name of a capture's side ("source" or "target") as the model's shape says it: an encoder-decoder has both;
+    a side alone is a one-sequence model's, the "sequence" (prompt and continuation) a decoder-only model reads and
+    writes, or the "text" an encoder-only model reads."""
+    if len(other_tokens):
+        return side
+    return "sequence" if side == "target" else "text"
+
+
 def embedding_vs_pe(
     tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str, width_px: int = 860
 ) -> go.Figure:
     """Per token, the norm of its sqrt(d)-scaled embedding beside the norm of the PE row added to it.
 
-    side: "source" or "target" (translated here).
+    side: "source", "target", "sequence" or "text" (side_name; translated here).
     width_px: about how wide the plot is drawn, so that long inputs label every n-th token rather than crowd."""
     if not len(tokens) == len(embedding_norms) == len(pe_norms):
         raise ValueError(f"{len(tokens)} tokens, {len(embedding_norms)} embedding norms, {len(pe_norms)} PE norms")
@@ -171,6 +180,11 @@ def embedding_vs_pe(
     titles = {
         "source": (_("source tokens"), _("Source: embedding size against positional signal")),
         "target": (_("target tokens"), _("Target: embedding size against positional signal")),
+        "sequence": (
+            _("prompt and continuation"),
+            _("Prompt and continuation: embedding size against positional signal"),
+        ),
+        "text": (_("text tokens"), _("Text: embedding size against positional signal")),
     }
     axis_title, title = titles.get(
         side, (f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal")

@@ -23,6 +23,7 @@ TICK_PX = 14  # tick label size: readable at 1366 px on a projector (never small
 TICK_COLOR = "#222222"  # on white: 15.9:1 contrast (WCAG asks 7:1 for AAA); Streamlit's default grey is ~3.7:1
 TEXT_COLOR = "#222222"
 MIN_TICK_GAP_PX = 20  # centre-to-centre distance: a 14 px label's box is about 18 px high
+LABEL_BOX_PX = 18  # that box: it grows with the label's size, the 2 px between two labels does not (tick_gap)
 CHAR_PX = 8.5  # average width of one character of a 14 px sans-serif label
 # Every chart's text (plotly draws with the browser's fonts): Streamlit's own font first, then common CJK fonts so
 # that Chinese titles and labels never show as empty boxes (Linux: fonts-noto-cjk or fonts-wqy-microhei; Windows
@@ -214,6 +215,7 @@ def label_classes() -> dict:
     return {
         "tick_px": TICK_PX,
         "min_gap": MIN_TICK_GAP_PX,
+        "label_box": LABEL_BOX_PX,
         "char_px": CHAR_PX,
         "narrow": NARROW_CHARS,
         "broad": BROAD_CHARS,
@@ -267,6 +269,17 @@ def _joined(line: list[tuple[str, str]]) -> str:
     return "".join(space + unit for space, unit in line).strip()
 
 
+def tick_gap(size: int, horizontal: bool = True) -> float:
+    """The centre-to-centre distance two labels of `size` px need. Side by side (an x axis, before token_ticks checks
+    their widths): their box (LABEL_BOX_PX at TICK_PX, in proportion to the size) and the same 2 px between them.
+    One above the other (a y axis): at least MIN_TICK_GAP_PX, and a line of text set solid beyond that (the size:
+    the glyphs of one label never reach the next's), so that a projector's 19 px labels name every row of 19.6 px
+    (a decoder-only demo's 17 rows on one 768 px screen)."""
+    if not horizontal:
+        return max(MIN_TICK_GAP_PX, size)
+    return MIN_TICK_GAP_PX + LABEL_BOX_PX * (size - TICK_PX) / TICK_PX
+
+
 def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = True, size: int = TICK_PX) -> Ticks:
     """Readable ticks for a token axis whose tokens are px_per_token apart on screen.
 
@@ -277,7 +290,7 @@ def token_ticks(tokens: Sequence[str], px_per_token: float, horizontal: bool = T
     one line of text each, which never overlap once the step is kept.
     """
     n = len(tokens)
-    gap = MIN_TICK_GAP_PX * size / TICK_PX
+    gap = tick_gap(size, horizontal)
     step = max(1, math.ceil(gap / max(px_per_token, 1e-6))) if n else 1
     widths = [label_px(plain_token(t), size) for t in tokens]
     singles = sum(len(plain_token(t)) == 1 for t in tokens)

@@ -28,13 +28,31 @@ class Mismatch:
     b: object
 
 
-def decoder_input_text(capture: Capture, detokenize) -> str:
-    """The text of a capture's decoder input without <s>, to feed another model the same rows (target=...)."""
+def decoder_input_text(capture: Capture, detokenize, prompt: int = 0) -> str:
+    """The text of a capture's decoder input without <s>, to feed another model the same rows (target=...). A
+    decoder-only capture's one sequence: its continuation after the prompt's first `prompt` tokens (the other model
+    reads the prompt itself, then this as its continuation)."""
+    if not len(capture.source_tokens):
+        return detokenize(capture.target_tokens[prompt:])
     return detokenize(capture.target_tokens[1:])
 
 
+def read_tokens(capture: Capture) -> list[str]:
+    """The tokens of the input a capture's model read: its encoder's source, or a one-sequence model's whole
+    sequence (a decoder-only model reads its prompt and continuation as one)."""
+    return list(capture.source_tokens) if len(capture.source_tokens) else list(capture.target_tokens)
+
+
+def decoder_inputs(capture: Capture) -> list[str]:
+    """A capture's decoder inputs after the start token an encoder-decoder's decoder begins with (<s>); a
+    decoder-only model's whole sequence (it begins with the prompt's first token)."""
+    return list(capture.target_tokens[1:]) if len(capture.source_tokens) else list(capture.target_tokens)
+
+
 def mismatches(a: Capture, b: Capture, kind: str) -> list[Mismatch]:
-    """What keeps the two captures' `kind` maps from lining up cell by cell ([] when they do)."""
+    """What keeps the two captures' `kind` maps from lining up cell by cell ([] when they do). The inputs read
+    (read_tokens) are compared unless both models read one sequence (then their decoder inputs say it all); the
+    decoder inputs (decoder_inputs, without a start token) for the decoder's kinds."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     wa, wb = getattr(a, kind), getattr(b, kind)  # (L, H, Tq, Tk) each
@@ -43,10 +61,11 @@ def mismatches(a: Capture, b: Capture, kind: str) -> list[Mismatch]:
         out.append(Mismatch("layers", wa.shape[0], wb.shape[0]))
     if wa.shape[1] != wb.shape[1]:
         out.append(Mismatch("heads", wa.shape[1], wb.shape[1]))
-    if list(a.source_tokens) != list(b.source_tokens):
-        out.append(Mismatch("source_tokens", list(a.source_tokens), list(b.source_tokens)))
+    one_sequence = not len(a.source_tokens) and not len(b.source_tokens)
+    if not one_sequence and read_tokens(a) != read_tokens(b):
+        out.append(Mismatch("source_tokens", read_tokens(a), read_tokens(b)))
     if kind != "encoder_self" and list(a.target_tokens) != list(b.target_tokens):
-        out.append(Mismatch("target_tokens", list(a.target_tokens), list(b.target_tokens)))
+        out.append(Mismatch("target_tokens", decoder_inputs(a), decoder_inputs(b)))
     return out
 
 

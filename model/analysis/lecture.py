@@ -16,7 +16,7 @@ from i18n import M_, NM_, join_messages
 
 from ..decoding import Trace, greedy_decode
 from ..network.position_kinds.registry import kind
-from ..text.inputs import check_text
+from ..text.inputs import check_text, text_room
 from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
 from .budget import WorkBudget, admit_pack, pack_export_bytes
@@ -154,7 +154,7 @@ def pack_records(
     """
     if live and folder_pack(model, folder):
         model = half_rounded(model)
-    room = model.config.max_len - 1
+    room = text_room(model.config)
     budget = WorkBudget.from_environment() if budget is None else budget
     export = pack_export_bytes(weight_bytes(model)) if live else 0
     each = WorkBudget(max(1, budget.max_bytes - export), budget.max_ops)  # what the model's export leaves an input

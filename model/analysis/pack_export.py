@@ -19,6 +19,7 @@ from torch import nn
 
 from i18n import M_, N_
 
+from ..text.inputs import text_room
 from ..text.tokenizer import ListVocab, Tokenizer, Vocab, clean_classes
 from .onnx_export import export_graphs, export_step_graphs
 from .pack_weights import WEIGHTS, half_rounded, shared_weights
@@ -84,6 +85,16 @@ def folder_pack(model: nn.Module, folder: bool, max_bytes: int | None = None) ->
     return folder and model.config.shape == "encoder-decoder" and weight_bytes(model) > limit
 
 
+def _config(model: nn.Module) -> dict:
+    """The model's configuration as the page reads it, with what it derives: the final norm, and how many tokens of
+    the typed text the model reads (text_room: the app's check, the same number)."""
+    return {
+        **model.config.to_dict(),
+        "has_final_norm": model.config.has_final_norm,
+        "text_room": text_room(model.config),
+    }
+
+
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = None, folder: bool = False) -> dict:
     """Everything the page needs to run `model` (see the module docstring); Unsupported says why not.
 
@@ -99,7 +110,7 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
         _check_size(weight_bytes(model) // 2, FOLDER_MAX_BYTES)
         graphs, blob = shared_weights(export_step_graphs(half_rounded(model)))
         return {
-            "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
+            "config": _config(model),
             "tokenizer": sides,
             "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
             "weights": {"location": WEIGHTS, "bytes": len(blob), "data": blob},
@@ -110,7 +121,7 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
     size = sum(len(g) for g in graphs.values())
     _check_size(size, max_bytes)
     return {
-        "config": {**model.config.to_dict(), "has_final_norm": model.config.has_final_norm},
+        "config": _config(model),
         "tokenizer": sides,
         "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
         "n_bytes": size,

@@ -25,10 +25,16 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from i18n import M_, N_
+
 from ..interventions import NONE, Interventions
 from ..network.recording import Recorder, record
 from ..text.inputs import device_of, require_eval
 
+NO_DECODING = N_(
+    "This model has no decoder: an encoder-only model (BERT) reads a text and predicts at each position, it writes "
+    "no tokens to decode."
+)
 DEFAULT_SLACK = 50  # default step limit: the source length plus this many tokens (the paper's setting)
 _STEP_CAP: list[int | None] = [None]  # a server's cap on every decoding's steps (set_step_cap); None: no cap
 
@@ -59,10 +65,19 @@ def step_limit(model: nn.Module, source_len: int, requested: int | None = None) 
     return max(0, min(int(wanted), room, cap if cap is not None else int(wanted)))
 
 
+def require_decoder(model: nn.Module) -> None:
+    """ValueError (a Message) when the model has no decoder to write tokens with: an encoder-only model (BERT)
+    reads its text and predicts at each position, it does not continue or translate it."""
+    if not model.config.has_decoder:
+        raise ValueError(M_(NO_DECODING))
+
+
 def checked_limit(model: nn.Module, source_len: int, requested: int | None, changes: Interventions) -> int:
     """`step_limit`, shortened by each change that needs it (positions shifted: the last decoder input sits at
     position limit - 1 + shift, which must stay inside the positional table); ValueError
-    (from Interventions.check) when the changes do not fit this model or this source."""
+    (from Interventions.check) when the changes do not fit this model or this source; ValueError when the model
+    writes no tokens (require_decoder)."""
+    require_decoder(model)
     limit = changes.limit_steps(model, step_limit(model, source_len, requested))
     changes.check(model, (source_len, limit))
     return limit

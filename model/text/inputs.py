@@ -17,7 +17,7 @@ from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
 class SourceInput:
     ids: list[int]  # source ids ending with </s>, at most max_len of them
     tokens: list[str]  # the same as strings
-    truncated: int  # how many typed tokens were cut to fit max_len
+    truncated: int  # how many typed tokens were cut to fit max_len (exact up to count_limit tokens; then at least)
 
 
 def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceInput:
@@ -26,10 +26,18 @@ def prepare_source(model: nn.Module, tokenizer: Tokenizer, text: str) -> SourceI
     vocab = tokenizer.source
     after = list(getattr(vocab, "after_eos", ()))
     room = model.config.max_len - 1 - len(after)
-    ids = bounded_ids(vocab, text, room)  # never more of the text than the model reads (model/text/bounded.py)
+    # what check_text counts, no more (model/text/bounded.py): the tokens cut are counted, the work stays bounded
+    ids = bounded_ids(vocab, text, count_limit(room))
     truncated = max(0, len(ids) - room)
     ids = ids[:room] + [vocab.eos_id] + after
     return SourceInput(ids, vocab.decode(ids), truncated)
+
+
+def text_room(config) -> int:
+    """How many tokens of the typed text the model reads (check_text's max_tokens): a decoder-only model reads its
+    one sequence whole (max_len, nothing appended: prepare_sequence); a model with an encoder keeps one place for
+    </s> (max_len - 1: prepare_source)."""
+    return config.max_len if not config.has_encoder else config.max_len - 1
 
 
 def prepare_sequence(model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None = None) -> SourceInput:

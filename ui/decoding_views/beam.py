@@ -1,5 +1,5 @@
 """Beam search on the decoding page: the tree of hypotheses, one step's hypotheses with their scores, and the
-cross-attention of a chosen hypothesis at each of its steps."""
+cross-attention of a chosen hypothesis at each of its steps (a model with an encoder: a decoder-only one has none)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,6 @@ def view(session, strategy, changes) -> None:
         st.error(md(refusal))  # before any work: a wide beam over a long input keeps 2k rows of every map per step
         return
     trace = caches.cached_decoding(session, strategy, changes)
-    detok = session.tokenizer.target.detokenize
     stop = _(STOPS[trace.stop_reason]).format(k=trace.beam_size)
     max_height, max_width = chart_box()
     n = len(trace.steps)
@@ -91,6 +90,34 @@ def view(session, strategy, changes) -> None:
     ]
     st.dataframe(sorted(rows, key=lambda r: r[_("rank")]), hide_index=True, width="stretch")
 
+    if cfg.has_encoder:  # a decoder-only model has no source: no cross-attention to follow
+        _hypothesis_alignment(session, trace, step)
+    else:
+        URL.write(dec_bstep=step)
+    left, right = st.columns(2)
+    left.download_button(
+        _("Download this beam search (.json)"),
+        lambda: beam_json(trace),
+        file_name="beam.json",
+        mime="application/json",
+        key="dec_dl_beam_json",
+        on_click="ignore",
+    )
+    right.download_button(
+        _("Download every hypothesis (.csv)"),
+        lambda: beam_csv(trace),
+        file_name="beam.csv",
+        mime="text/csv",
+        key="dec_dl_beam_csv",
+        on_click="ignore",
+    )
+    caches.capture_downloads(session, "dec", changes)
+
+
+def _hypothesis_alignment(session, trace, step: int) -> None:
+    """The cross-attention of a chosen finished hypothesis (or the best), row by row, at one layer."""
+    detok = session.tokenizer.target.detokenize
+    max_height, max_width = chart_box()
     st.subheader(_("Cross-attention of a hypothesis, step by step"))
     chosen = trace.finished() or ([trace.best] if trace.best else [])
     if not chosen:
@@ -115,37 +142,18 @@ def view(session, strategy, changes) -> None:
     )  # fmt: skip
     URL.write(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
-    if alignment.shape[-1]:  # a decoder-only model has no source to align with
-        show(
-            attention_figs.attention_heatmap(
-                attention_figs.head_average(alignment[layer]),
-                output_rows(tokens, trace.start_token),
-                trace.source_tokens,
-                _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
-                key_label=_("source"),
-                gold=gold_alignment(session.card, session.check.text, detok(tokens)),
-                max_height=max_height,
-                max_width=max_width,
-                tick_px=chart_text_px(),
-                snug=True,
-            ),
-            key="dec_beam_alignment",
-        )
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download this beam search (.json)"),
-        lambda: beam_json(trace),
-        file_name="beam.json",
-        mime="application/json",
-        key="dec_dl_beam_json",
-        on_click="ignore",
+    show(
+        attention_figs.attention_heatmap(
+            attention_figs.head_average(alignment[layer]),
+            output_rows(tokens, trace.start_token),
+            trace.source_tokens,
+            _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
+            key_label=_("source"),
+            gold=gold_alignment(session.card, session.check.text, detok(tokens)),
+            max_height=max_height,
+            max_width=max_width,
+            tick_px=chart_text_px(),
+            snug=True,
+        ),
+        key="dec_beam_alignment",
     )
-    right.download_button(
-        _("Download every hypothesis (.csv)"),
-        lambda: beam_csv(trace),
-        file_name="beam.csv",
-        mime="text/csv",
-        key="dec_dl_beam_csv",
-        on_click="ignore",
-    )
-    caches.capture_downloads(session, "dec", changes)

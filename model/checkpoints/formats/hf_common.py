@@ -93,10 +93,11 @@ def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
     return ACTIVATIONS[name]
 
 
-def weights(src: Source) -> Weights:
+def weights(src: Source, title: str) -> Weights:
     """model.safetensors (or shards), else pytorch_model.bin with weights_only; a half-precision safetensors file is
-    read as float32 (these families store no positional table whose check needs the stored precision)."""
-    return read_marian_weights(src, widen=True)
+    read as float32 (these families store no positional table whose check needs the stored precision). title: the
+    format, named in the error when the folder has no weights."""
+    return read_marian_weights(src, widen=True, title=title)
 
 
 def alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
@@ -123,7 +124,7 @@ def with_tied_head(config: TransformerConfig, state: Mapping[str, torch.Tensor],
 
 
 def info(src: Source, name: str, title: str, config: TransformerConfig, tokenizer_note: str) -> CheckpointInfo:
-    precision = weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
+    precision = weights(src, title).precision  # memory-mapped: the tensors' dtypes, not their bytes
     return CheckpointInfo(
         str(src.path),
         name,

@@ -166,10 +166,11 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
     )
 
 
-def read_marian_weights(src: Source, widen: bool = False) -> Weights:
+def read_marian_weights(src: Source, widen: bool = False, title: str = TITLE) -> Weights:
     """model.safetensors (or its shards), else pytorch_model.bin read with weights_only; precision noted. widen=True:
     half-precision safetensors read as float32 (Source.weights); Marian itself does not, its stored sinusoid tables
-    are checked against the precision they were stored in."""
+    are checked against the precision they were stored in. title: the format named when there are no weights (every
+    Hugging Face family reads its weights here)."""
     if src.has("model.safetensors"):
         return src.weights("model.safetensors", widen)
     if src.has("model.safetensors.index.json"):
@@ -192,8 +193,9 @@ def read_marian_weights(src: Source, widen: bool = False) -> Weights:
         return src.weights("pytorch_model.bin")
     raise CheckpointError(
         M_(
-            "{name} has a Marian config.json but no weights ({files})",
+            "{name} ({title}) has a config.json but no weights ({files})",
             name=src.name,
+            title=title,
             files=" or ".join(WEIGHT_FILES),
         )
     )
