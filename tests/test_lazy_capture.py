@@ -224,3 +224,19 @@ def test_marian_cross_attention_at_its_longest_source(marian_dir):  # noqa: F811
     fam = type("F", (), {"hf": hf})
     maps, _ = reference(fam, cap)
     assert_maps_equal(cap, maps)
+
+
+def test_what_it_keeps_is_queries_and_keys_per_key_value_head(families):
+    """Qwen2's 6 query heads read 2 key/value heads: the capture keeps 2 keys a token, never an expanded copy, and
+    no weights at all (the budget's lazy_capture_bytes counts exactly these numbers)."""
+    fam, model, tok = families["qwen2"]
+    cap = lazy_of("qwen2", fam, model, tok)
+    cfg, (T, _) = model.config, cap.shape("decoder_self")
+    kept = [(rec.q, rec.k) for rec in cap._records.values()]
+    assert len(kept) == cfg.n_decoder_layers
+    for q, k in kept:
+        assert (
+            q.shape == (cfg.n_heads, T, cfg.d_head) and k.shape == (cfg.kv_heads, T, cfg.d_head) and cfg.kv_heads == 2
+        )
+    held = sum(v.numel() for v in vars(cap).values() if isinstance(v, torch.Tensor | np.ndarray) and v.ndim >= 3)
+    assert held == 0  # no (L, H, T, T) or (T, T) array beside the queries and keys

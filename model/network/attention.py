@@ -73,6 +73,17 @@ def mask_rows(mask: torch.Tensor | None, start: int, stop: int) -> torch.Tensor 
     return mask[..., start:stop, :]
 
 
+def plain_causal(mask: torch.Tensor | None, n_queries: int, n_keys: int) -> bool:
+    """Whether a mask is exactly the causal one (query i sees keys j <= i, nothing padded, one for every batch row):
+    the fused kernel then takes is_causal=True, several times faster on a CPU than the same mask as a tensor."""
+    if mask is None or n_queries != n_keys or n_queries < 2 or mask.numel() != n_queries * n_keys:
+        return False
+    if torch.jit.is_tracing():  # a traced graph keeps its mask: the check's answer would be fixed in it
+        return False
+    causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=mask.device).tril()
+    return torch.equal(mask.reshape(n_queries, n_keys), causal)
+
+
 def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -88,6 +99,8 @@ def fused_attention(
     (positions.bias_rows), so that no (H, Tq, Tk) bias is held whole at long inputs; one block when it is small."""
     fused_scale = None if scale else 1.0
     if positions is None or not positions.has_bias:
+        if plain_causal(mask, q.size(2), k.size(2)):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True, scale=fused_scale)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=fused_scale)
     Tq, Tk = q.size(2), k.size(2)
     rows = max(1, BIAS_BLOCK_NUMBERS // max(1, q.size(1) * Tk))
