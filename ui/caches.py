@@ -6,7 +6,6 @@ about the model. Bounded by entries AND bytes (ui/bounded_cache.py).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,6 @@ from model.analysis.budget import (
     steps_for,
 )
 from model.analysis.budget_input import source_length
-from model.analysis.capture import DecodedTarget
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.decoding import Step
 from model.interventions import NONE, Interventions, effects
@@ -103,11 +101,9 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
 
 def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
     """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
-    vocab = tokenizer.target
-    forced = dataclasses.replace(tokenizer, target=DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
-    cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
-                  shift=changes.shift, seed=changes.seed)  # fmt: skip
-    return dataclasses.replace(cap, generated=True)
+    written = [i for i in ids if i != tokenizer.target.eos_id]
+    return capture(model, tokenizer, text, qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
+                   shift=changes.shift, seed=changes.seed, output_ids=written)  # fmt: skip
 
 
 def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -12,7 +12,7 @@ from torch import nn
 from ..decoding import greedy_ids
 from ..interventions import Interventions
 from ..network.recording import ATTENTION_KINDS, Recorder, record
-from ..text.inputs import as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
+from ..text.inputs import SourceInput, as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
 from ..text.tokenizer import Tokenizer
 from .lazy_capture import LazyCapture
 
@@ -100,6 +100,7 @@ def capture(
     top_k: int = 5,
     block: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    output_ids: Sequence[int] | None = None,
 ) -> Capture | LazyCapture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
@@ -115,13 +116,15 @@ def capture(
     keeps O(L·T·D) numbers, every map computed on request in row blocks of `block` rows (default: about 8 MB a
     block), each position's top_k tokens. lazy=False (default) is that capture materialized: every map and the
     (T, V) log-probabilities held at once, for short inputs. progress(done, total) is called after each attention
-    module of the pass (it may raise to stop it).
+    module of the pass (it may raise to stop it). output_ids: the model's own output, decoded already (</s> left
+    out), read instead of a target text: an encoder-decoder's decoder reads <s> + output_ids, a decoder-only model
+    the text's ids then output_ids as one sequence; the capture is marked generated.
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
     # bad arguments are named before any work
     changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
-    cap = _lazy_pass(model, tokenizer, source, target, qkv, changes, top_k, block, progress)
+    cap = _lazy_pass(model, tokenizer, source, target, qkv, changes, top_k, block, progress, output_ids)
     return cap if lazy else materialize(cap)
 
 
@@ -135,6 +138,7 @@ def _lazy_pass(
     top_k: int,
     block: int | None,
     progress: Callable[[int, int], None] | None,
+    output_ids: Sequence[int] | None = None,
 ) -> LazyCapture:
     """The one pass of every capture: an encoder-decoder reads the source, then the target (or its own greedy
     output); a decoder-only model the text, then the target when given, as one decoder sequence; an encoder-only
@@ -149,14 +153,22 @@ def _lazy_pass(
     generated = False
     if cfg.shape == "encoder-decoder":
         src = prepare_source(model, tokenizer, text)
-        if target is None:
+        if output_ids is not None:
+            room = cfg.max_len - 1
+            tgt_ids, target_cut, generated = [vocab.bos_id, *output_ids[:room]], max(0, len(output_ids) - room), True
+        elif target is None:
             out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]  # fits max_len - 1
             tgt_ids, generated = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], True
         else:
             tgt_ids, target_cut = prepare_target(model, vocab, target)
         src_ids, source_cut, source_tokens, target_tokens = src.ids, src.truncated, src.tokens, vocab.decode(tgt_ids)
     elif cfg.shape == "decoder-only":
-        seq = prepare_sequence(model, tokenizer, text, target)
+        seq = prepare_sequence(model, tokenizer, text, None if output_ids is not None else target)
+        if output_ids is not None:  # the text's ids, then the model's own continuation
+            whole, generated = [*seq.ids, *output_ids], True
+            seq = SourceInput(
+                whole[: cfg.max_len], vocab.decode(whole[: cfg.max_len]), max(0, len(whole) - cfg.max_len)
+            )
         src_ids, tgt_ids, target_cut, source_tokens, target_tokens = [], seq.ids, seq.truncated, [], seq.tokens
     else:
         src = prepare_source(model, tokenizer, text)
@@ -226,18 +238,3 @@ def materialize(cap: LazyCapture) -> Capture:
 CAPTURE_FIELDS = tuple(
     f.name for f in fields(Capture) if f.name not in ("encoder_self", "decoder_self", "cross", "log_probs")
 )
-
-
-class DecodedTarget:
-    """A target vocabulary whose encode() gives ids decoded already: capture() then runs its one teacher-forced pass
-    on a model's own output (an encoder-decoder's decoded target, a decoder-only model's prompt and continuation as
-    one sequence) without decoding it again. Everything else is the vocabulary's."""
-
-    def __init__(self, vocab, ids) -> None:
-        self._vocab, self._ids = vocab, list(ids)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._ids)
-
-    def __getattr__(self, name: str):
-        return getattr(self._vocab, name)
