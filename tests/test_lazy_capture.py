@@ -240,3 +240,20 @@ def test_what_it_keeps_is_queries_and_keys_per_key_value_head(families):
         )
     held = sum(v.numel() for v in vars(cap).values() if isinstance(v, torch.Tensor | np.ndarray) and v.ndim >= 3)
     assert held == 0  # no (L, H, T, T) or (T, T) array beside the queries and keys
+
+
+@pytest.mark.parametrize("kind", ["alibi", "relative", "rope"])
+def test_a_capture_crosses_a_process_boundary(char_tokenizer, kind):
+    """A worker process sends its capture back pickled: the maps are the same after, the output layer is left out
+    (distribution() asks for attach(model)), and the capture holds no (T, T) array to send."""
+    import pickle
+
+    model = make_tiny(char_tokenizer, seed=12, positional=kind)
+    cap = capture(model, char_tokenizer, "the quick brown fox", "a lazy dog", lazy=True, block=4)
+    back = pickle.loads(pickle.dumps(cap))
+    for name in cap.kinds:
+        np.testing.assert_array_equal(back.map(name, 1, 2), cap.map(name, 1, 2))
+    np.testing.assert_array_equal(back.top_ids, cap.top_ids)
+    with pytest.raises(ValueError, match="no output distribution"):
+        back.distribution(0)
+    np.testing.assert_array_equal(back.attach(model).distribution(3), cap.distribution(3))

@@ -8,6 +8,7 @@ capture hooks record.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -217,6 +218,38 @@ def relative_position_bucket(
     return buckets + torch.where(is_small, distance, large)
 
 
+@dataclass
+class AlibiRows:
+    """ALiBi's bias for query rows start..stop and some heads: (h, rows, Tk) (a value, so that a capture that holds
+    it can be pickled)."""
+
+    slopes: torch.Tensor  # (H,)
+    query_pos: torch.Tensor  # (Tq,)
+    key_pos: torch.Tensor  # (Tk,)
+
+    def __call__(self, start: int, stop: int | None, heads) -> torch.Tensor:
+        return alibi_bias(self.query_pos[start:stop], self.key_pos, self.slopes[heads].reshape(-1))
+
+
+@dataclass
+class RelativeRows:
+    """T5's relative bias for query rows start..stop and some heads: (h, rows, Tk), looked up in `weight` (buckets,
+    H) for the bucket of key - query position."""
+
+    weight: torch.Tensor  # (buckets, H)
+    bidirectional: bool
+    num_buckets: int
+    max_distance: int
+    query_pos: torch.Tensor  # (Tq,)
+    key_pos: torch.Tensor  # (Tk,)
+
+    def __call__(self, start: int, stop: int | None, heads) -> torch.Tensor:
+        relative = self.key_pos[None, :] - self.query_pos[start:stop, None]  # (rows, Tk) memory - context, as T5
+        buckets = relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)
+        table = self.weight[:, heads].reshape(self.num_buckets, -1)  # (buckets, h)
+        return F.embedding(buckets, table).permute(2, 0, 1)  # (h, rows, Tk)
+
+
 class IndexProbe(nn.Module):
     """Identity on the (T,) position indices a stack uses: where an intervention (off, shuffled, shifted) hooks in."""
 
@@ -309,10 +342,7 @@ class AlibiPositionalEncoding(AttentionPositionalEncoding):
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
     def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
-        def rows(start: int, stop: int, heads) -> torch.Tensor:  # (h, rows, Tk)
-            return alibi_bias(query_pos[start:stop], key_pos, self.slopes[heads].reshape(-1))
-
-        return SelfAttentionPositions(rows_bias=rows)
+        return SelfAttentionPositions(rows_bias=AlibiRows(self.slopes, query_pos, key_pos))
 
 
 class RelativePositionBias(AttentionPositionalEncoding):
@@ -332,9 +362,6 @@ class RelativePositionBias(AttentionPositionalEncoding):
         return relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)
 
     def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
-        def rows(start: int, stop: int, heads) -> torch.Tensor:  # (h, rows, Tk)
-            table = self.relative_attention_bias.weight[:, heads].reshape(self.num_buckets, -1)  # (buckets, h)
-            values = F.embedding(self.buckets(query_pos[start:stop], key_pos), table)  # (rows, Tk, h)
-            return values.permute(2, 0, 1)
-
+        rows = RelativeRows(self.relative_attention_bias.weight, self.bidirectional, self.num_buckets,
+                            self.max_distance, query_pos, key_pos)  # fmt: skip
         return SelfAttentionPositions(rows_bias=rows)
