@@ -257,3 +257,27 @@ def test_a_capture_crosses_a_process_boundary(char_tokenizer, kind):
     with pytest.raises(ValueError, match="no output distribution"):
         back.distribution(0)
     np.testing.assert_array_equal(back.attach(model).distribution(3), cap.distribution(3))
+
+
+def test_the_pass_runs_in_a_limited_worker_with_progress_and_is_cached(char_tokenizer):
+    """The forward of a long input runs in a worker process (ui/workers.run_limited): it reports each attention
+    module done, its capture comes back with the same maps and gets the output layer back; the server's cache
+    hands the same capture to the next call (a head switch computes that head's map only)."""
+    from ui.caches import LAZY, cached_lazy_capture
+    from ui.workers import run_limited
+
+    model = make_tiny(char_tokenizer, seed=13, positional="alibi")
+    text, target = "the quick brown fox", "a lazy dog"
+    seen = []
+    cap = run_limited(capture, model, char_tokenizer, text, target, lazy=True, progress=None,
+                      on_progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    here = capture(model, char_tokenizer, text, target, lazy=True)
+    total = sum(1 for _ in model.attention_modules())
+    assert (total, total) in seen and all(t == total for d, t in seen if d >= 0)
+    for kind in here.kinds:
+        np.testing.assert_allclose(cap.map(kind, 0, 1), here.map(kind, 0, 1), atol=1e-6)
+    np.testing.assert_allclose(cap.attach(model).distribution(2), here.distribution(2), atol=1e-6)
+    LAZY.clear()
+    first = cached_lazy_capture("tiny", text, target, model, char_tokenizer, spinner=None)
+    assert cached_lazy_capture("tiny", text, target, model, char_tokenizer, spinner=None) is first
+    assert LAZY.bytes >= sum(r.q.numel() * 4 for r in first._records.values())

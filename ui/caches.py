@@ -159,6 +159,48 @@ def cached_capture(
     )
 
 
+# The lazy capture of an input (model/analysis/lazy_capture.py): what one fused pass keeps, O(layers x tokens x
+# d_model), every map computed when a view asks. Its pass runs in a worker with a progress bar and Cancel
+# (ui/workers.py) when it costs more operations than IN_PROCESS_OPS (about a second); the answer comes back pickled.
+LAZY: BoundedCache[Any] = BoundedCache("lazy captures", max_entries=32, max_bytes=512 * 2**20)
+IN_PROCESS_OPS = 10**10
+READING = N_("Reading the input…")
+
+
+def cached_lazy_capture(
+    model_key: str,
+    text: str,
+    target: str | None,
+    _model,
+    _tokenizer,
+    changes: Interventions = NONE,
+    spinner: str | None = RUNNING,
+):
+    """capture(..., lazy=True) once per (model key, text, target, interventions), LAZY holding at most 32 and 512 MB;
+    with target None on the shared decode of the input (as cached_capture). A head switch then costs that head's
+    map only. Raises WorkerStopped (its message says why: memory, deadline, cancelled) when the worker stops."""
+    from model.analysis.budget import forward_ops
+    from ui.workers import run_with_progress
+
+    key = _changed(("lazy", model_key, text, target), changes)
+
+    def compute():
+        kwargs = dict(lazy=True, ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift,
+                      seed=changes.seed)  # fmt: skip
+        if target is None and _model.config.has_decoder:
+            ids = own_output(model_key, text, _model, _tokenizer)
+            kwargs["output_ids"] = [i for i in ids if i != _tokenizer.target.eos_id]
+        S = source_length(_tokenizer.source, _model.config, text)
+        T = len(kwargs.get("output_ids", ())) + 1
+        if forward_ops(_model.config, S, T) <= IN_PROCESS_OPS:
+            return _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs))()
+        cap = run_with_progress(capture, _model, _tokenizer, text, target, progress=None, key=key, label=READING,
+                                **kwargs)  # fmt: skip
+        return cap.attach(_model)
+
+    return LAZY.get(key, compute)
+
+
 def cached_trace(
     model_key: str, text: str, prefix: tuple[int, ...], top_k: int, _model, _tokenizer, changes: Interventions = NONE
 ) -> Trace:

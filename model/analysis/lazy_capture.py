@@ -28,6 +28,7 @@ import torch
 from ..network.attention import LazyAttention, attention_weights
 
 BLOCK_NUMBERS = 2**21  # weights in one block of rows (8 MB of float32), all the heads the block computes together
+POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
 
 
@@ -110,8 +111,28 @@ class LazyCapture:
         for name, value in fields.items():
             setattr(self, name, value)
         self._summaries: dict[str, dict[str, np.ndarray]] = {}
+        self._pooled: dict[tuple, np.ndarray] = {}  # the last POOLED_KEPT pooled maps (small: a head switch back)
         self._hidden, self._head = hidden, head
         self._outputs(actual, top_k)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this capture holds: the kept queries, keys and hidden states, its arrays and cached results."""
+
+        def size(value) -> int:
+            if isinstance(value, torch.Tensor):
+                return value.numel() * value.element_size()
+            if isinstance(value, np.ndarray):
+                return int(value.nbytes)
+            if isinstance(value, dict | list | tuple):
+                items = value.values() if isinstance(value, dict) else value
+                return sum(size(v) for v in items)
+            return 0
+
+        kept = sum(size(rec.q) + size(rec.k) for rec in self._records.values())
+        masks = {id(m): m for m in self._masks.values()}.values()
+        kept += sum(size(m.full) + size(m.keep) for m in masks if m.full is not None or m.keep is not None)
+        return kept + sum(size(v) for name, v in vars(self).items() if name not in ("_records", "_masks"))
 
     # -- shapes ------------------------------------------------------------------------------------------------
     @property
@@ -207,6 +228,15 @@ class LazyCapture:
             raise ValueError(f"how must be 'max' or 'mean', got {how!r}")
         if size < 1:
             raise ValueError(f"size must be at least 1, got {size}")
+        key = (kind, layer, head, size, how)
+        if key not in self._pooled:
+            if len(self._pooled) >= POOLED_KEPT:
+                self._pooled.pop(next(iter(self._pooled)))
+            self._pooled[key] = self._pool(kind, layer, head, size, how)
+            self._pooled[key].setflags(write=False)  # shared: a capture is cached for every session
+        return self._pooled[key]
+
+    def _pool(self, kind: str, layer: int, head: int, size: int, how: str) -> np.ndarray:
         rec = self._record(kind, layer)
         Tq, Tk = rec.q.size(1), rec.k.size(1)
         fq, fk = max(1, math.ceil(Tq / size)), max(1, math.ceil(Tk / size))
@@ -242,6 +272,8 @@ class LazyCapture:
         those means."""
         if kind not in self._summaries:
             self._summaries[kind] = self._summarize(kind)
+            for value in self._summaries[kind].values():
+                value.setflags(write=False)
         return self._summaries[kind]
 
     def _summarize(self, kind: str) -> dict[str, np.ndarray]:
@@ -292,6 +324,8 @@ class LazyCapture:
             for t in range(start, stop):
                 if actual[t] is not None:
                     self.next_log_probs[t] = float(logp[t - start, actual[t]])
+        for value in (self.top_ids, self.top_log_probs, self.next_log_probs):
+            value.setflags(write=False)
 
     def _log_prob_blocks(self):
         """(start, stop, log-probs (r, V) float32 or wider) over every position, a block at a time."""

@@ -34,13 +34,13 @@ def attention_weights(
     what changes the scores (a bias, a mask, the scale) changes both alike. q (..., Tq, dk), k (..., Tk, dk), mask
     (boolean, True: may attend) and bias broadcastable to (..., Tq, Tk); scale=False leaves out 1/sqrt(d_k) (T5).
     Returns the weights (..., Tq, Tk)."""
-    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
+    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk), a new tensor: changed in place below (one T x T at a time)
     if scale:
-        scores = scores / math.sqrt(q.size(-1))
+        scores.div_(math.sqrt(q.size(-1)))
     if bias is not None:
-        scores = scores + bias
+        scores = scores + bias if bias.dim() > scores.dim() else scores.add_(bias)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores.masked_fill_(~mask, float("-inf"))
     return scores.softmax(dim=-1)
 
 
