@@ -43,6 +43,19 @@ def test_the_papers_big_model_is_within_the_limits():
     assert parameter_count(big) < LIMITS["parameters"]
 
 
+def test_the_weights_limit_comes_from_the_memory_they_may_take(monkeypatch):
+    """Half the machine's memory in float32 numbers by default; $VIZ_WEIGHTS_MB sets it; a 1.2B model (Llama-3.2-1B's
+    1,236 million numbers: 4.9 GB in float32) opens where 8 GB are given to weights, not where 2 GB are."""
+    from model.network.config import WEIGHTS_ENV, machine_memory, parameter_limit
+
+    monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    assert parameter_limit() == machine_memory() // 2 // 4 and parameter_limit(2) == machine_memory() // 2 // 2
+    monkeypatch.setenv(WEIGHTS_ENV, "8192")
+    assert parameter_limit() == 8192 * 2**20 // 4 > 1_236_000_000
+    monkeypatch.setenv(WEIGHTS_ENV, "2048")
+    assert parameter_limit() < 1_236_000_000
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -56,7 +69,7 @@ def test_the_papers_big_model_is_within_the_limits():
         ),
         (
             {"d_model": 4096, "n_heads": 8, "d_ff": 32768, "n_encoder_layers": 40, "n_decoder_layers": 40},
-            r"million numbers, above this app's limit of 1,000 million",
+            r"million numbers, more than this server's memory for weights holds",
         ),
         ({"d_model": 24.0}, r"d_model must be an integer, not a number with a fraction"),
         ({"n_encoder_layers": 0}, r"n_encoder_layers is 0; it must be at least 1"),

@@ -32,14 +32,14 @@ SOURCE = "abca"
 
 # Each checked path: the function that calls the model's encode/decode, and the test below that checks it.
 PATHS = {
-    "model/analysis/capture.py:capture": "capture's log_probs against the pass written here",
+    "model/analysis/capture.py:_lazy_pass": "capture's log_probs against the pass written here (every shape: the "
+    "one pass of the lazy and the eager capture)",
     "model/decoding/core.py:DecoderSession.__init__": "greedy, forced, beam and sampling: every step's probability",
     "model/decoding/core.py:DecoderSession.step": "(the same)",
     "model/analysis/attribution_methods/passes.py:logits_of": "occlusion's and the gradient methods' log_probs, "
     "completeness, for each shape (rollout and flow record the same pass)",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
-    "model/analysis/capture.py:_capture_one_stack": "capture of a decoder-only model against the pass written here",
     "model/analysis/onnx_export.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
     "model/analysis/onnx_export.py:_Decoder.forward": "(the same)",
     "model/analysis/onnx_export.py:export_graphs": "(the same: the trace's example pass)",

@@ -30,6 +30,9 @@ def nbytes(value: Any, _depth: int = 0) -> int:
         return len(value)
     if isinstance(value, str):
         return len(value.encode("utf-8", "surrogatepass"))
+    held = getattr(value, "nbytes", None)  # a record that counts itself (a LazyCapture), a torch tensor
+    if isinstance(held, int) and not isinstance(held, bool):
+        return held
     if _depth > 8:  # records here are shallow; a deeper value is counted by its own size only
         return sys.getsizeof(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

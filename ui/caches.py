@@ -6,7 +6,6 @@ about the model. Bounded by entries AND bytes (ui/bounded_cache.py).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,6 @@ from model.analysis.budget import (
     steps_for,
 )
 from model.analysis.budget_input import source_length
-from model.analysis.capture import DecodedTarget
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.decoding import Step
 from model.interventions import NONE, Interventions, effects
@@ -103,11 +101,9 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
 
 def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
     """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
-    vocab = tokenizer.target
-    forced = dataclasses.replace(tokenizer, target=DecodedTarget(vocab, [i for i in ids if i != vocab.eos_id]))
-    cap = capture(model, forced, text, "", qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
-                  shift=changes.shift, seed=changes.seed)  # fmt: skip
-    return dataclasses.replace(cap, generated=True)
+    written = [i for i in ids if i != tokenizer.target.eos_id]
+    return capture(model, tokenizer, text, qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
+                   shift=changes.shift, seed=changes.seed, output_ids=written)  # fmt: skip
 
 
 def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
@@ -161,6 +157,48 @@ def cached_capture(
         _changed((model_key, text, target), changes),
         _with_spinner(spinner, lambda: _capture(model_key, text, target, _model, _tokenizer, False, changes)),
     )
+
+
+# The lazy capture of an input (model/analysis/lazy_capture.py): what one fused pass keeps, O(layers x tokens x
+# d_model), every map computed when a view asks. Its pass runs in a worker with a progress bar and Cancel
+# (ui/workers.py) when it costs more operations than IN_PROCESS_OPS (about a second); the answer comes back pickled.
+LAZY: BoundedCache[Any] = BoundedCache("lazy captures", max_entries=32, max_bytes=512 * 2**20)
+IN_PROCESS_OPS = 10**10
+READING = N_("Reading the input…")
+
+
+def cached_lazy_capture(
+    model_key: str,
+    text: str,
+    target: str | None,
+    _model,
+    _tokenizer,
+    changes: Interventions = NONE,
+    spinner: str | None = RUNNING,
+):
+    """capture(..., lazy=True) once per (model key, text, target, interventions), LAZY holding at most 32 and 512 MB;
+    with target None on the shared decode of the input (as cached_capture). A head switch then costs that head's
+    map only. Raises WorkerStopped (its message says why: memory, deadline, cancelled) when the worker stops."""
+    from model.analysis.budget import forward_ops
+    from ui.workers import run_with_progress
+
+    key = _changed(("lazy", model_key, text, target), changes)
+
+    def compute():
+        kwargs = dict(lazy=True, ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift,
+                      seed=changes.seed)  # fmt: skip
+        if target is None and _model.config.has_decoder:
+            ids = own_output(model_key, text, _model, _tokenizer)
+            kwargs["output_ids"] = [i for i in ids if i != _tokenizer.target.eos_id]
+        S = source_length(_tokenizer.source, _model.config, text)
+        T = len(kwargs.get("output_ids", ())) + 1
+        if forward_ops(_model.config, S, T) <= IN_PROCESS_OPS:
+            return _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs))()
+        cap = run_with_progress(capture, _model, _tokenizer, text, target, progress=None, key=key, label=READING,
+                                **kwargs)  # fmt: skip
+        return cap.attach(_model)
+
+    return LAZY.get(key, compute)
 
 
 def cached_trace(

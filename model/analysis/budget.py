@@ -16,6 +16,7 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
 - `page_bytes(cfg, S, T)`: what one page run on a new input may need: the larger of the capture (with Q, K, V)
   and the greedy decoding up to the step limit, plus the figures.
 - `importance_row_bytes(cfg, S, T)`: one row of head importance's batched passes.
+- `lazy_capture_bytes(cfg, S, T)`: a lazy capture (O(L·T·D) kept, one block of weights at a time, one map).
 - `attention_page_bytes`, `compare_page_bytes`: what those pages really compute (ui.navigation.COSTS names them).
 - `backward_bytes(cfg, S, T, rows)` and `forward_ops(cfg, S, T)`: what autograd keeps, and the operations of a pass.
 - `decoding_need(cfg, n, S, steps)`, `pack_need(cfg, lengths, weights)`: (bytes, operations) of the experiments'
@@ -96,13 +97,14 @@ def _attention_elements(cfg, S: int, T: int) -> int:
     return cfg.n_heads * (cfg.n_encoder_layers * S * S + cfg.n_decoder_layers * (T * T + cross))
 
 
-def pass_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
+def pass_bytes(cfg, S: int, T: int, rows: int = 1, last_only: bool = False) -> int:
     """The transient peak of one forward pass of `rows` batch rows (nothing recorded): one layer's scores,
-    softmax and mask at a time, the widest activations, the logits and their log-softmax."""
+    softmax and mask at a time, the widest activations, the logits and their log-softmax (last_only: of the last
+    position only, as a decoding step's prefill computes them)."""
     S, T = one_sequence(cfg, S, T)
     scores = cfg.n_heads * max(S * S, T * T, T * S) * 3
     activations = (S + T) * max(cfg.d_ff, 4 * cfg.d_model) * 2
-    logits = T * cfg.tgt_vocab_size * 3
+    logits = (1 if last_only else T) * cfg.tgt_vocab_size * 3
     return rows * F32 * (scores + activations + logits)
 
 
@@ -177,32 +179,61 @@ def greedy_bytes(cfg, S: int, steps: int) -> int:
     """The shared decode of an input (ui.caches.own_output: fused, nothing recorded): the key/value cache of
     `steps` steps and one step's pass."""
     cache = 2 * cfg.n_decoder_layers * (steps + S) * cfg.d_model
-    return F32 * cache + pass_bytes(cfg, S, 1)
+    return F32 * cache + pass_bytes(cfg, S, 1, last_only=True)
 
 
 THUMBNAIL_CELLS = 48  # viz.overview_figs.THUMBNAIL_CELLS: an overview thumbnail's most cells a side
+CHART_CELLS = 256  # a chart's most cells a side: longer maps are pooled into blocks (LazyCapture.pooled)
+WHOLE_VIEW_TOKENS = 256  # up to this length a view may draw every map of a kind whole (bertviz's model view)
+BLOCK_BYTES = F32 * 2**21  # one block of a lazy capture's weights or logits (lazy_capture.BLOCK_NUMBERS)
+BIAS_BLOCK_BYTES = F32 * 2**22  # one block of a fused pass's scores with a bias (attention.BIAS_BLOCK_NUMBERS)
+
+
+def lazy_capture_bytes(cfg, S: int, T: int, qkv: bool = False) -> int:
+    """A lazy capture (capture(..., lazy=True), model/analysis/lazy_capture.py): what it keeps, O(L·T·D), and the
+    peak of its fused pass, never O(L·H·T²). Kept: every attention module's queries (H heads) and keys (H_kv key
+    heads) after RoPE, the final hidden states, the positional rows and embeddings, each position's top tokens.
+    The pass: the widest activations, the boolean mask (a byte a cell), the fused attention's scores of one block
+    of rows (a bias's block, or the kernel's own), one block of logits; then one block of weights at a time for a
+    map, its summary or its pooling, and one whole map of a head (Tq x Tk) for the view that asks for it.
+    qkv=True: the eager capture's Q, K, V and head outputs as well (capture_bytes counts them)."""
+    S, T = one_sequence(cfg, S, T)
+    width, kv_width = cfg.attention_width, cfg.kv_heads * cfg.d_head  # a token's queries; its keys
+    cross = cfg.has_encoder and cfg.has_decoder
+    kept = cfg.n_encoder_layers * S * (width + kv_width)
+    kept += cfg.n_decoder_layers * (T * (width + kv_width) + ((T * width + S * kv_width) if cross else 0))
+    kept += 6 * (S + T) * cfg.d_model + 3 * (S + T) * 8  # hidden states, rows, embeddings; top tokens
+    activations = (S + T) * max(cfg.d_ff, 4 * cfg.d_model) * 2
+    mask = max(S * S, T * T, T * S) // F32  # booleans, in float32 numbers
+    held = F32 * (kept + activations + mask + max(S * S, T * T, T * S)) + BIAS_BLOCK_BYTES + 3 * BLOCK_BYTES
+    if qkv:
+        held += capture_bytes(cfg, S, T, qkv=True) - capture_bytes(cfg, S, T)
+    return held
 
 
 def attention_view_bytes(cfg, S: int, T: int) -> int:
     """The largest of the Attention page's views, one at a time: all heads of one layer (24 bytes a number, as
-    figure_bytes), every layer and head as thumbnails of at most 48 x 48 cells, or bertviz's model view of one
-    kind (weights written as whole thousandths: about 4 bytes, held three times: 12). A decoder-only model's
-    views draw its one sequence, prompt and continuation (one_sequence)."""
+    figure_bytes) each pooled to at most 256 x 256 cells, every layer and head as thumbnails of at most 48 x 48
+    cells, or (up to 256 tokens) bertviz's model view of one kind (weights written as whole thousandths: about 4
+    bytes, held three times: 12). A decoder-only model's views draw its one sequence, prompt and continuation
+    (one_sequence)."""
     S, T = one_sequence(cfg, S, T)
     qk = max(S * S, T * T, T * S)
     layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
-    grid = 24 * cfg.n_heads * qk
+    grid = 24 * cfg.n_heads * min(qk, CHART_CELLS**2)
     overview = 24 * layers * cfg.n_heads * min(qk, THUMBNAIL_CELLS**2)
-    one_kind = cfg.n_heads * max(cfg.n_encoder_layers * S * S, cfg.n_decoder_layers * max(T * T, T * S))
+    one_kind = 0
+    if max(S, T) <= WHOLE_VIEW_TOKENS:
+        one_kind = cfg.n_heads * max(cfg.n_encoder_layers * S * S, cfg.n_decoder_layers * max(T * T, T * S))
     return max(grid, overview, 12 * one_kind)
 
 
 def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
-    """The Attention page on a new input: the shared decode, one recorded pass over its output (no Q, K, V: that
-    page does not show them) and its largest view."""
+    """The Attention page on a new input: the shared decode, one lazy capture of its output (no Q, K, V: that
+    page does not show them; every map computed when a view asks) and its largest view."""
     steps = steps_for(cfg, S)
     T = steps + 1 if T is None else T
-    return max(capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
+    return max(lazy_capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
 
 
 def compare_view_bytes(cfg, S: int, T: int) -> int:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -11,8 +12,9 @@ from torch import nn
 from ..decoding import greedy_ids
 from ..interventions import Interventions
 from ..network.recording import ATTENTION_KINDS, Recorder, record
-from ..text.inputs import as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
+from ..text.inputs import SourceInput, as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
 from ..text.tokenizer import Tokenizer
+from .lazy_capture import LazyCapture
 
 
 @dataclass
@@ -72,22 +74,14 @@ class Capture:
         return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
 
 
-def _stack(recorder: Recorder, kind: str, empty: tuple[int, ...] = (0, 0, 0, 0)) -> np.ndarray:
-    """(L, H, Tq, Tk) from the one map each layer recorded, batch item 0; `empty` (L = 0) for a stack the model's
-    shape does not have."""
-    maps = [recorder.attention[(kind, i)][-1][0] for i in recorder.layers(kind)]
-    if not maps:
-        return np.zeros(empty, dtype=np.float32)
-    return torch.stack(maps).float().cpu().numpy()
-
-
 def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().cpu().numpy()
 
 
 def _stack_vectors(recorder: Recorder, kind: str, name: str) -> np.ndarray:
     """(L, H, T, dk) from the one tensor each layer recorded for probe `name`, batch item 0."""
-    return _numpy(torch.stack([recorder.vectors[(kind, i, name)][-1][0] for i in recorder.layers(kind)]))
+    layers = sorted(layer for k, layer in recorder.lazy_records if k == kind)
+    return _numpy(torch.stack([recorder.vectors[(kind, i, name)][-1][0] for i in layers]))
 
 
 @torch.no_grad()
@@ -102,126 +96,145 @@ def capture(
     shift: int = 1,
     seed: int = 0,
     interventions: Interventions | None = None,
-) -> Capture:
+    lazy: bool = False,
+    top_k: int = 5,
+    block: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    output_ids: Sequence[int] | None = None,
+) -> Capture | LazyCapture:
     """Run source (and target) through the model once, recording every attention map and PE row.
 
     With target=None the decoder input is the model's own greedy output for the source.
     With qkv=True also each head's queries, keys, values and outputs (Capture.qkv, Capture.head_outputs).
     Interventions change this pass only (model/interventions/): an `Interventions` value, or the keywords
     ablate=[(kind, layer, head), ...] (zeroes those heads' outputs before W^O) and positional="off" | "shuffled"
-    (permutation from seed) | "shifted" (every position + shift). With target=None the decoder input stays the unchanged model's greedy output, so log_probs say how
-    the change affects the probability of that output. Capture.interventions records what was changed.
+    (permutation from seed) | "shifted" (every position + shift). With target=None the decoder input stays the
+    unchanged model's greedy output, so log_probs say how the change affects the probability of that output.
+    Capture.interventions records what was changed.
+
+    lazy=True returns the LazyCapture of the same pass (model/analysis/lazy_capture.py): one fused forward that
+    keeps O(L·T·D) numbers, every map computed on request in row blocks of `block` rows (default: about 8 MB a
+    block), each position's top_k tokens. lazy=False (default) is that capture materialized: every map and the
+    (T, V) log-probabilities held at once, for short inputs. progress(done, total) is called after each attention
+    module of the pass (it may raise to stop it). output_ids: the model's own output, decoded already (</s> left
+    out), read instead of a target text: an encoder-decoder's decoder reads <s> + output_ids, a decoder-only model
+    the text's ids then output_ids as one sequence; the capture is marked generated.
     Safe to call from many threads on one shared model: each call records only its own pass.
     """
     require_eval(model)
     # bad arguments are named before any work
     changes = Interventions.given(interventions, ablate=ablate, positional=positional, shift=shift, seed=seed)
-    if model.config.shape != "encoder-decoder":
-        return _capture_one_stack(model, tokenizer, source, target, qkv, changes)
-    vocab = tokenizer.target
-    src = prepare_source(model, tokenizer, source)
-    if target is None:
-        out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]  # fits max_len - 1
-        tgt_ids, tgt_cut = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], 0
-    else:
-        tgt_ids, tgt_cut = prepare_target(model, vocab, target)
-    changes.check(model, (len(src.ids), len(tgt_ids)))
-    with record(model, qkv=qkv, interventions=changes) as rec:
-        memory, mask = model.encode(as_batch(model, src.ids))
-        logits = model.decode(as_batch(model, tgt_ids), memory, mask)  # (1, T, V)
-    src_pe, tgt_pe = rec.positional["source"][-1], rec.positional["target"][-1]
-    vectors = (
-        {kind: [_stack_vectors(rec, kind, name) for name in ("q", "k", "v", "heads")] for kind in ATTENTION_KINDS}
-        if qkv
-        else {}
-    )
-    return Capture(
-        source_tokens=src.tokens,
-        target_tokens=vocab.decode(tgt_ids),
-        predicted_tokens=vocab.decode(logits[0].argmax(-1).tolist()),
-        source_ids=np.asarray(src.ids),
-        target_ids=np.asarray(tgt_ids),
-        encoder_self=_stack(rec, "encoder_self"),
-        decoder_self=_stack(rec, "decoder_self"),
-        cross=_stack(rec, "cross"),
-        source_pe=_numpy(src_pe.rows),
-        target_pe=_numpy(tgt_pe.rows),
-        source_embeddings=_numpy(src_pe.embeddings[0]),
-        target_embeddings=_numpy(tgt_pe.embeddings[0]),
-        generated=target is None,
-        source_truncated=src.truncated,
-        target_truncated=tgt_cut,
-        qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
-        head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
-        position_bias={
-            kind: _stack_vectors(rec, kind, "bias") for kind in ATTENTION_KINDS if rec.vectors.get((kind, 0, "bias"))
-        },
-        log_probs=_numpy(logits[0].float().log_softmax(-1)),
-        interventions=changes.describe(),
-    )
+    cap = _lazy_pass(model, tokenizer, source, target, qkv, changes, top_k, block, progress, output_ids)
+    return cap if lazy else materialize(cap)
 
 
-def _capture_one_stack(
-    model: nn.Module, tokenizer: Tokenizer, text: str, target: str | None, qkv: bool, changes: Interventions
-) -> Capture:
-    """capture() of a decoder-only model (the text, then the target when given, as one decoder sequence) or of
-    an encoder-only model (the text as the source); the other side's arrays are empty."""
+def _lazy_pass(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    text: str,
+    target: str | None,
+    qkv: bool,
+    changes: Interventions,
+    top_k: int,
+    block: int | None,
+    progress: Callable[[int, int], None] | None,
+    output_ids: Sequence[int] | None = None,
+) -> LazyCapture:
+    """The one pass of every capture: an encoder-decoder reads the source, then the target (or its own greedy
+    output); a decoder-only model the text, then the target when given, as one decoder sequence; an encoder-only
+    model the text as the source. The side a shape lacks is empty."""
     cfg = model.config
     H, D = cfg.n_heads, cfg.d_model
-    decoder = cfg.shape == "decoder-only"
-    seq = prepare_sequence(model, tokenizer, text, target) if decoder else prepare_source(model, tokenizer, text)
-    changes.check(model, (0, len(seq.ids)) if decoder else (len(seq.ids), 0))
-    with record(model, qkv=qkv, interventions=changes) as rec:
-        batch = as_batch(model, seq.ids)
-        if decoder:
-            logits = model.decode(batch)  # (1, T, V)
+    total = sum(1 for _ in model.attention_modules())
+    tell = None if progress is None else (lambda done: progress(done, total))
+    vocab = tokenizer.target
+    no_ids, none_pe = np.zeros((0,), dtype=np.int64), np.zeros((0, D), dtype=np.float32)
+    source_cut = target_cut = 0
+    generated = False
+    if cfg.shape == "encoder-decoder":
+        src = prepare_source(model, tokenizer, text)
+        if output_ids is not None:
+            room = cfg.max_len - 1
+            tgt_ids, target_cut, generated = [vocab.bos_id, *output_ids[:room]], max(0, len(output_ids) - room), True
+        elif target is None:
+            out = greedy_ids(model, [src.ids], bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0]  # fits max_len - 1
+            tgt_ids, generated = [vocab.bos_id] + [i for i in out if i != vocab.eos_id], True
         else:
-            memory, _ = model.encode(batch)
-            logits = model.logits(memory) if model.generator is not None else None  # (1, S, V)
-    n = len(seq.ids)
-    side = rec.positional["target" if decoder else "source"][-1]
-    none_pe = np.zeros((0, D), dtype=np.float32)
-    kinds = ("decoder_self",) if decoder else ("encoder_self",)
+            tgt_ids, target_cut = prepare_target(model, vocab, target)
+        src_ids, source_cut, source_tokens, target_tokens = src.ids, src.truncated, src.tokens, vocab.decode(tgt_ids)
+    elif cfg.shape == "decoder-only":
+        seq = prepare_sequence(model, tokenizer, text, None if output_ids is not None else target)
+        if output_ids is not None:  # the text's ids, then the model's own continuation
+            whole, generated = [*seq.ids, *output_ids], True
+            seq = SourceInput(
+                whole[: cfg.max_len], vocab.decode(whole[: cfg.max_len]), max(0, len(whole) - cfg.max_len)
+            )
+        src_ids, tgt_ids, target_cut, source_tokens, target_tokens = [], seq.ids, seq.truncated, [], seq.tokens
+    else:
+        src = prepare_source(model, tokenizer, text)
+        src_ids, tgt_ids, source_cut, source_tokens, target_tokens = src.ids, [], src.truncated, src.tokens, []
+    changes.check(model, (len(src_ids), len(tgt_ids)))
+    with record(model, qkv=qkv, interventions=changes, lazy=True, progress=tell) as rec:
+        hidden = None
+        if cfg.has_encoder:
+            hidden, mask = model.encode(as_batch(model, src_ids))  # (1, S, D)
+        if cfg.has_decoder:
+            hidden = model.decode(as_batch(model, tgt_ids), hidden, mask if cfg.has_encoder else None, hidden=True)
+    head = model.logits if model.generator is not None else None
+    written = tgt_ids if cfg.has_decoder else src_ids
+    actual = [written[t] for t in range(len(written))] if not cfg.has_decoder else [*written[1:], None]
+    pe = {side: records[-1] for side, records in rec.positional.items()}
+    kinds = [kind for kind in ATTENTION_KINDS if any(k == kind for k, _ in rec.lazy_records)]
     names = ("q", "k", "v", "heads")
     vectors = {kind: [_stack_vectors(rec, kind, name) for name in names] for kind in kinds} if qkv else {}
-    ids = np.asarray(seq.ids)
-    no_ids = np.zeros((0,), dtype=np.int64)
-    tokens = seq.tokens
-    predicted = tokenizer.target.decode(logits[0].argmax(-1).tolist()) if logits is not None and decoder else []
-    return Capture(
-        source_tokens=[] if decoder else tokens,
-        target_tokens=tokens if decoder else [],
-        predicted_tokens=predicted,
-        source_ids=no_ids if decoder else ids,
-        target_ids=ids if decoder else no_ids,
-        encoder_self=_stack(rec, "encoder_self", (0, H, 0, 0)),
-        decoder_self=_stack(rec, "decoder_self", (0, H, 0, 0)),
-        cross=np.zeros((0, H, n, 0) if decoder else (0, H, 0, n), dtype=np.float32),
-        source_pe=none_pe if decoder else _numpy(side.rows),
-        target_pe=_numpy(side.rows) if decoder else none_pe,
-        source_embeddings=none_pe if decoder else _numpy(side.embeddings[0]),
-        target_embeddings=_numpy(side.embeddings[0]) if decoder else none_pe,
-        generated=False,
-        source_truncated=0 if decoder else seq.truncated,
-        target_truncated=seq.truncated if decoder else 0,
+    fields = dict(
+        source_tokens=source_tokens,
+        target_tokens=target_tokens,
+        source_ids=np.asarray(src_ids, dtype=np.int64) if src_ids else no_ids,
+        target_ids=np.asarray(tgt_ids, dtype=np.int64) if tgt_ids else no_ids,
+        source_pe=_numpy(pe["source"].rows) if "source" in pe else none_pe,
+        target_pe=_numpy(pe["target"].rows) if "target" in pe else none_pe,
+        source_embeddings=_numpy(pe["source"].embeddings[0]) if "source" in pe else none_pe,
+        target_embeddings=_numpy(pe["target"].embeddings[0]) if "target" in pe else none_pe,
+        generated=generated,
+        source_truncated=source_cut,
+        target_truncated=target_cut,
+        interventions=changes.describe(),
         qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
         head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
-        position_bias={kind: _stack_vectors(rec, kind, "bias") for kind in kinds if rec.vectors.get((kind, 0, "bias"))},
-        log_probs=None if logits is None else _numpy(logits[0].float().log_softmax(-1)),
-        interventions=changes.describe(),
+    )
+    records = {key: calls[-1] for key, calls in rec.lazy_records.items()}
+    cap = LazyCapture(records, H, fields, None if hidden is None else hidden[0], head, actual, top_k, block)
+    if qkv:  # the positional bias of each layer (the same for every layer of a stack), (L, H, Tq, Tk)
+        cap.position_bias = {
+            kind: np.stack([_numpy(records[(kind, i)].positions.bias) for i in range(cap.n_layers(kind))])
+            for kind in kinds
+            if records[(kind, 0)].positions is not None
+        }
+    cap.predicted_tokens = vocab.decode(cap.top_ids[:, 0].tolist()) if cfg.has_decoder and head is not None else []
+    return cap
+
+
+def materialize(cap: LazyCapture) -> Capture:
+    """The eager Capture of a lazy one: every map of every kind and the (T, V) log-probabilities computed and held
+    (memory grows with layers x heads x tokens squared: for short inputs and what needs every map)."""
+    H, S, T = cap.n_heads, len(cap.source_ids), len(cap.target_ids)
+    empty = {"encoder_self": (0, H, 0, 0), "decoder_self": (0, H, 0, 0), "cross": (0, H, T, S)}
+
+    def stack(kind: str) -> np.ndarray:
+        maps = [cap.layer_maps(kind, i) for i in range(cap.n_layers(kind))]
+        return np.stack(maps) if maps else np.zeros(empty[kind], dtype=np.float32)
+
+    fields = {name: getattr(cap, name) for name in CAPTURE_FIELDS}
+    return Capture(
+        encoder_self=stack("encoder_self"),
+        decoder_self=stack("decoder_self"),
+        cross=stack("cross"),
+        log_probs=cap.log_probs(),
+        **fields,
     )
 
 
-class DecodedTarget:
-    """A target vocabulary whose encode() gives ids decoded already: capture() then runs its one teacher-forced pass
-    on a model's own output (an encoder-decoder's decoded target, a decoder-only model's prompt and continuation as
-    one sequence) without decoding it again. Everything else is the vocabulary's."""
-
-    def __init__(self, vocab, ids) -> None:
-        self._vocab, self._ids = vocab, list(ids)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._ids)
-
-    def __getattr__(self, name: str):
-        return getattr(self._vocab, name)
+CAPTURE_FIELDS = tuple(
+    f.name for f in fields(Capture) if f.name not in ("encoder_self", "decoder_self", "cross", "log_probs")
+)

@@ -5,7 +5,6 @@ Everything here is numpy (the records that cross to viz/lecture_pack.py); the HT
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +20,7 @@ from ..text.tokenizer import Tokenizer
 from . import pe_analysis as pea
 from .budget import WorkBudget, admit_pack, pack_export_bytes
 from .budget_input import apply_budget, source_length
-from .capture import Capture, DecodedTarget, capture
+from .capture import Capture, capture
 from .inspect import positional_tables
 from .pack_export import Unsupported, folder_pack, live_spec, weight_bytes
 from .pack_weights import half_rounded
@@ -120,10 +119,8 @@ def run_input(model: nn.Module, tokenizer: Tokenizer, text: str) -> tuple[Captur
     trace = greedy_decode(model, tokenizer, text)
     if model.config.has_encoder:
         return capture(model, tokenizer, text), trace
-    vocab = tokenizer.target
-    written = DecodedTarget(vocab, [i for i in trace.output_ids if i != vocab.eos_id])
-    cap = capture(model, dataclasses.replace(tokenizer, target=written), text, "")
-    return dataclasses.replace(cap, generated=True), trace
+    written = [i for i in trace.output_ids if i != tokenizer.target.eos_id]
+    return capture(model, tokenizer, text, output_ids=written), trace
 
 
 def pack_records(

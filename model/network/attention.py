@@ -13,12 +13,35 @@ import torch.nn.functional as F
 from torch import nn
 
 from .positional import SelfAttentionPositions
-from .recording import is_recording
+from .recording import active_recorder
 
 
 def subsequent_mask(size: int, device: torch.device | None = None) -> torch.Tensor:
     """(size, size) boolean mask, True on and below the diagonal: position i sees positions <= i."""
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def attention_weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    scale: bool = True,
+) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d_k) + bias) with masked keys at exactly 0: the one score function of every map.
+
+    The eager path (`attention`) and the lazy capture's row blocks (model/analysis/lazy_capture.py) both call it, so
+    what changes the scores (a bias, a mask, the scale) changes both alike. q (..., Tq, dk), k (..., Tk, dk), mask
+    (boolean, True: may attend) and bias broadcastable to (..., Tq, Tk); scale=False leaves out 1/sqrt(d_k) (T5).
+    Returns the weights (..., Tq, Tk)."""
+    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk), a new tensor: changed in place below (one T x T at a time)
+    if scale:
+        scores.div_(math.sqrt(q.size(-1)))
+    if bias is not None:
+        scores = scores + bias if bias.dim() > scores.dim() else scores.add_(bias)
+    if mask is not None:
+        scores.masked_fill_(~mask, float("-inf"))
+    return scores.softmax(dim=-1)
 
 
 def attention(
@@ -35,16 +58,62 @@ def attention(
     q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk), bias (ALiBi, T5) (H, Tq, Tk).
     Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
     """
-    scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
-    if scale:
-        scores = scores / math.sqrt(q.size(-1))
-    if bias is not None:
-        scores = scores + bias
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
+    weights = attention_weights(q, k, mask, bias, scale)
     dropped = F.dropout(weights, p=dropout) if dropout > 0 else weights
     return dropped @ v, weights
+
+
+BIAS_BLOCK_NUMBERS = 2**22  # scores of one fused block when a bias is added: 16 MB of float32
+
+
+def mask_rows(mask: torch.Tensor | None, start: int, stop: int) -> torch.Tensor | None:
+    """Rows start..stop of a mask broadcast to (..., Tq, Tk) (a key-padding mask (..., 1, Tk) is every row's)."""
+    if mask is None or mask.size(-2) == 1:
+        return mask
+    return mask[..., start:stop, :]
+
+
+def plain_causal(mask: torch.Tensor | None, n_queries: int, n_keys: int) -> bool:
+    """Whether a mask is exactly the causal one (query i sees keys j <= i, nothing padded, one for every batch row):
+    the fused kernel then takes is_causal=True, several times faster on a CPU than the same mask as a tensor."""
+    if mask is None or n_queries != n_keys or n_queries < 2 or mask.numel() != n_queries * n_keys:
+        return False
+    if torch.jit.is_tracing():  # a traced graph keeps its mask: the check's answer would be fixed in it
+        return False
+    causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=mask.device).tril()
+    return torch.equal(mask.reshape(n_queries, n_keys), causal)
+
+
+def fused_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    positions: SelfAttentionPositions | None,
+    dropout: float = 0.0,
+    scale: bool = True,
+) -> torch.Tensor:
+    """scaled_dot_product_attention (no weights kept), q (B, H, Tq, dk), k and v (B, H, Tk, dk) -> (B, H, Tq, dk).
+
+    With a positional bias (ALiBi, T5) the queries go in row blocks, each with the bias of its rows only
+    (positions.bias_rows), so that no (H, Tq, Tk) bias is held whole at long inputs; one block when it is small."""
+    fused_scale = None if scale else 1.0
+    if positions is None or not positions.has_bias:
+        if plain_causal(mask, q.size(2), k.size(2)):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True, scale=fused_scale)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=fused_scale)
+    Tq, Tk = q.size(2), k.size(2)
+    rows = max(1, BIAS_BLOCK_NUMBERS // max(1, q.size(1) * Tk))
+    out = []
+    for start in range(0, Tq, rows):
+        stop = min(Tq, start + rows)
+        attn_mask = float_mask(mask_rows(mask, start, stop), positions.bias_rows(start, stop).to(q.dtype))
+        out.append(
+            F.scaled_dot_product_attention(
+                q[:, :, start:stop], k, v, attn_mask=attn_mask, dropout_p=dropout, scale=fused_scale
+            )
+        )
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)  # (B, H, Tq, dk)
 
 
 class AttentionProbe(nn.Module):
@@ -58,6 +127,23 @@ class AttentionProbe(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
+
+
+@dataclass
+class LazyAttention:
+    """What one attention module keeps for the lazy capture (record(model, lazy=True)), batch item 0: enough to
+    compute any of its maps later, exactly, in row blocks (model/analysis/lazy_capture.py).
+
+    q (H, Tq, dk): the queries after RoPE; k (H_kv, Tk, dk): the keys after RoPE, one per key/value head (query head
+    h reads key head h // (H / H_kv)); mask broadcastable to (1, Tq, Tk) or None (the module's own, not copied);
+    positions: the stack's SelfAttentionPositions when it adds a bias to the scores (its bias is computed for a
+    block of query rows on request), else None; scale: whether q.k is divided by sqrt(dk)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    mask: torch.Tensor | None
+    positions: SelfAttentionPositions | None
+    scale: bool
 
 
 VECTOR_PROBES = ("q", "k", "v", "heads", "bias")  # probes on Q, K, V (after RoPE), heads' outputs, position bias
@@ -111,6 +197,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.scale = scale
         self.probe = AttentionProbe()
+        self.lazy_probe = AttentionProbe()  # sees a LazyAttention in the fused path of a lazy record
         self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe = (
             AttentionProbe() for _ in VECTOR_PROBES
         )
@@ -158,32 +245,39 @@ class MultiHeadAttention(nn.Module):
         the bias (H, Tq, Tk), computed by the stack for these queries and all keys, is added to the scores.
         """
         q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dk)
-        bias = None
         if static_kv and cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
             k, v = self.keys_values(key_value)  # (B, H_kv, Tk, dk) each
             if positions is not None:
-                q, k, bias = positions.rotate(q), positions.rotate(k), positions.bias
+                q, k = positions.rotate(q), positions.rotate(k)
             if cache is not None:
                 if not static_kv and cache.k is not None:
                     k = torch.cat([cache.k, k], dim=2)
                     v = torch.cat([cache.v, v], dim=2)
                 cache.k, cache.v = k, v
+        biased = positions if positions is not None and positions.has_bias and not static_kv else None
+        kv_heads = k  # (B, H_kv, Tk, dk): what the lazy capture keeps
         k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Tk, dk): the cache keeps the H_kv heads
         p = self.dropout if self.training else 0.0
-        if is_recording():
+        recorder = active_recorder()
+        if recorder is not None and not recorder.lazy:  # the explicit path: its weights are recorded
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
-            if bias is not None:
-                bias = self.bias_probe(bias[None])[0]  # recorded as (1, H, Tq, Tk)
+            bias = None
+            if biased is not None:
+                bias = self.bias_probe(biased.bias[None])[0]  # recorded as (1, H, Tq, Tk)
             out, weights = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale)
             self.probe(weights)
             out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
-            attn_mask = mask if bias is None else float_mask(mask, bias)
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_mask, dropout_p=p, scale=None if self.scale else 1.0
-            )
+            out = fused_attention(q, k, v, mask, biased, dropout=p, scale=self.scale)  # (B, H, Tq, dk)
+            if recorder is not None:  # a lazy record: what a map needs, and the probes it asked for
+                self.lazy_probe(LazyAttention(q[0], kv_heads[0], None if mask is None else mask[0], biased, self.scale))
+                if recorder.qkv:
+                    self.q_probe(q), self.k_probe(k), self.v_probe(v)
+                    if biased is not None:
+                        self.bias_probe(biased.bias[None])
+                out = self.head_probe(out)  # (B, H, Tq, dk): switched-off heads are zeroed here
         B, H, Tq, dk = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)
         return self.out_proj(out)

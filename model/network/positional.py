@@ -8,8 +8,10 @@ capture hooks record.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -216,6 +218,38 @@ def relative_position_bucket(
     return buckets + torch.where(is_small, distance, large)
 
 
+@dataclass
+class AlibiRows:
+    """ALiBi's bias for query rows start..stop and some heads: (h, rows, Tk) (a value, so that a capture that holds
+    it can be pickled)."""
+
+    slopes: torch.Tensor  # (H,)
+    query_pos: torch.Tensor  # (Tq,)
+    key_pos: torch.Tensor  # (Tk,)
+
+    def __call__(self, start: int, stop: int | None, heads) -> torch.Tensor:
+        return alibi_bias(self.query_pos[start:stop], self.key_pos, self.slopes[heads].reshape(-1))
+
+
+@dataclass
+class RelativeRows:
+    """T5's relative bias for query rows start..stop and some heads: (h, rows, Tk), looked up in `weight` (buckets,
+    H) for the bucket of key - query position."""
+
+    weight: torch.Tensor  # (buckets, H)
+    bidirectional: bool
+    num_buckets: int
+    max_distance: int
+    query_pos: torch.Tensor  # (Tq,)
+    key_pos: torch.Tensor  # (Tk,)
+
+    def __call__(self, start: int, stop: int | None, heads) -> torch.Tensor:
+        relative = self.key_pos[None, :] - self.query_pos[start:stop, None]  # (rows, Tk) memory - context, as T5
+        buckets = relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)
+        table = self.weight[:, heads].reshape(self.num_buckets, -1)  # (buckets, h)
+        return F.embedding(buckets, table).permute(2, 0, 1)  # (h, rows, Tk)
+
+
 class IndexProbe(nn.Module):
     """Identity on the (T,) position indices a stack uses: where an intervention (off, shuffled, shifted) hooks in."""
 
@@ -225,7 +259,12 @@ class IndexProbe(nn.Module):
 
 class SelfAttentionPositions:
     """What one stack's self-attention layers receive in one pass: RoPE's angles for the queries (and the new keys,
-    which sit at the same positions) and/or the (H, Tq, Tk) bias added to the scores before the softmax."""
+    which sit at the same positions) and/or the (H, Tq, Tk) bias added to the scores before the softmax.
+
+    The bias is given whole (`bias`) or as `rows_bias(start, stop, heads)` -> (h, stop - start, Tk) (stop None:
+    to the last row): the bias of
+    query rows start..stop for the heads selected (an index or slice of H), computed from the positional module on
+    request, so that a long input's fused pass and the lazy capture's maps never hold (H, Tq, Tk) at once."""
 
     def __init__(
         self,
@@ -233,8 +272,27 @@ class SelfAttentionPositions:
         sin: torch.Tensor | None = None,
         bias: torch.Tensor | None = None,
         layout: str = "interleaved",
+        rows_bias=None,
     ):
-        self.cos, self.sin, self.bias, self.layout = cos, sin, bias, layout
+        self.cos, self.sin, self.layout = cos, sin, layout
+        self._bias, self.rows_bias = bias, rows_bias
+
+    @property
+    def has_bias(self) -> bool:
+        return self._bias is not None or self.rows_bias is not None
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        """(H, Tq, Tk) the whole bias (computed once on first use), or None without one."""
+        if self._bias is None and self.rows_bias is not None:
+            self._bias = self.rows_bias(0, None, slice(None))  # None: no length fixed in a traced graph
+        return self._bias
+
+    def bias_rows(self, start: int, stop: int, heads=slice(None)) -> torch.Tensor:
+        """(h, stop - start, Tk): the bias of query rows start..stop for `heads` (an index list or slice of H)."""
+        if self._bias is not None:
+            return self._bias[heads, start:stop]
+        return self.rows_bias(start, stop, heads)
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, H, Tq, dk) rotated by the query positions (unchanged without RoPE). Partial RoPE (angles for
@@ -284,7 +342,7 @@ class AlibiPositionalEncoding(AttentionPositionalEncoding):
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
     def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
-        return SelfAttentionPositions(bias=alibi_bias(query_pos, key_pos, self.slopes))
+        return SelfAttentionPositions(rows_bias=AlibiRows(self.slopes, query_pos, key_pos))
 
 
 class RelativePositionBias(AttentionPositionalEncoding):
@@ -304,5 +362,6 @@ class RelativePositionBias(AttentionPositionalEncoding):
         return relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)
 
     def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
-        values = self.relative_attention_bias(self.buckets(query_pos, key_pos))  # (Tq, Tk, H)
-        return SelfAttentionPositions(bias=values.permute(2, 0, 1))  # (H, Tq, Tk)
+        rows = RelativeRows(self.relative_attention_bias.weight, self.bidirectional, self.num_buckets,
+                            self.max_distance, query_pos, key_pos)  # fmt: skip
+        return SelfAttentionPositions(rows_bias=rows)

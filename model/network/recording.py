@@ -6,9 +6,11 @@ bound to its own `Recorder` and only writes when that recorder is the one active
 context (a ContextVar), so many threads can record on one shared model at once and each gets exactly
 its own weights. With `record(model, qkv=True)` the recorder also keeps each head's queries, keys,
 values and outputs (hooks on the attention modules' vector probes); without it those probes have no
-hooks and nothing more is kept. Attention modules ask `is_recording()` to decide between the fused
-scaled_dot_product_attention path (nobody records) and the explicit softmax path whose weights the
-probe exposes.
+hooks and nothing more is kept. Attention modules ask `active_recorder()` to decide between the fused
+scaled_dot_product_attention path (nobody records, or a lazy record) and the explicit softmax path whose weights
+the probe exposes. `record(model, lazy=True)` keeps no weights at all: the fused path runs and each attention
+module hands its `lazy_probe` what a map needs later (a LazyAttention: queries and keys after RoPE, the mask, the
+positional bias's module), kept in `Recorder.lazy` (model/analysis/lazy_capture.py computes the maps from it).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -34,6 +36,11 @@ PE_SIDES = ("source", "target")
 def is_recording() -> bool:
     """True inside a `record(...)` block of the current thread or task."""
     return _ACTIVE.get() is not None
+
+
+def active_recorder() -> Recorder | None:
+    """The Recorder of the innermost `record(...)` block of the current thread or task, or None."""
+    return _ACTIVE.get()
 
 
 @dataclass
@@ -59,6 +66,10 @@ class Recorder:
     qkv: bool = False  # whether Q, K, V and the heads' outputs are kept
     keep: bool = True  # False: nothing is kept, the block only applies its interventions
     interventions: Interventions = NONE  # what this block's passes change (heads ablated, positions)
+    lazy: bool = False  # the fused path runs; lazy[(kind, layer)] keeps what each map needs, no weights
+    # lazy[(kind, layer)]: one LazyAttention per forward call (model/network/attention.py), only when lazy is True
+    lazy_records: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
+    progress: Callable[[int], None] | None = None  # lazy: called with the number of attention modules done so far
 
     def layers(self, kind: str) -> list[int]:
         return sorted(layer for k, layer in self.attention if k == kind)
@@ -67,6 +78,7 @@ class Recorder:
         self.attention.clear()
         self.positional.clear()
         self.vectors.clear()
+        self.lazy_records.clear()
 
 
 def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
@@ -75,6 +87,19 @@ def _tensor_hook(store: dict, recorder: Recorder, key: tuple):
     def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
         if _ACTIVE.get() is recorder:
             store[key].append(output.detach().clone())
+
+    return hook
+
+
+def _lazy_hook(recorder: Recorder, key: tuple):
+    """A forward hook keeping the LazyAttention a module hands its lazy probe while `recorder` is active, and
+    telling the recorder's progress callback (which may raise to stop the pass)."""
+
+    def hook(module: nn.Module, args: tuple, output) -> None:
+        if _ACTIVE.get() is recorder:
+            recorder.lazy_records[key].append(output)
+            if recorder.progress is not None:
+                recorder.progress(sum(len(v) for v in recorder.lazy_records.values()))
 
     return hook
 
@@ -119,7 +144,12 @@ def _intervention_hook(recorder: Recorder, point: str, *key):
 
 @contextlib.contextmanager
 def record(
-    model: nn.Module, qkv: bool = False, interventions: Interventions | None = None, keep: bool = True
+    model: nn.Module,
+    qkv: bool = False,
+    interventions: Interventions | None = None,
+    keep: bool = True,
+    lazy: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[Recorder]:
     """Record every attention map and positional row the model computes inside the block.
 
@@ -128,14 +158,20 @@ def record(
     `vector_probes()` -> iterable of (kind, layer, name, probe module). `interventions` change this
     block's passes only (see model/interventions/). keep=False records nothing and only applies the
     interventions (many sources decoded at once). Nested blocks are allowed; only the innermost one
-    receives records and applies its interventions.
+    receives records and applies its interventions. lazy=True: no weights are recorded and attention runs fused;
+    each attention module's LazyAttention is kept instead (Recorder.lazy_records; needs `lazy_probes()` ->
+    iterable of (kind, layer, probe module)), and progress(n) is called after each of them.
     """
-    recorder = Recorder(qkv=qkv and keep, interventions=interventions or NONE, keep=keep)
+    recorder = Recorder(
+        qkv=qkv and keep, interventions=interventions or NONE, keep=keep, lazy=lazy and keep, progress=progress
+    )
     handles = []
     token = _ACTIVE.set(recorder)
     try:
-        for kind, layer, probe in model.attention_probes() if keep else ():
+        for kind, layer, probe in model.attention_probes() if keep and not recorder.lazy else ():
             handles.append(probe.register_forward_hook(_tensor_hook(recorder.attention, recorder, (kind, layer))))
+        for kind, layer, probe in model.lazy_probes() if recorder.lazy else ():
+            handles.append(probe.register_forward_hook(_lazy_hook(recorder, (kind, layer))))
         changes = recorder.interventions
         if changes.at(HEADS):  # before the qkv hooks: the recorded head outputs are what W^O receives
             for kind, layer, name, probe in model.vector_probes():

@@ -343,12 +343,15 @@ class Transformer(nn.Module):
         cache: DecoderCache | None = None,
         last_only: bool = False,
         embeds: torch.Tensor | None = None,
+        hidden: bool = False,
     ) -> torch.Tensor:
         """tgt (B, T) ids -> logits (B, T, V), or (B, 1, V) for the last position only when last_only.
 
         With a cache, tgt holds only the new tokens, placed after the cache.length already decoded.
         A decoder-only model takes no memory (its layers have no cross-attention): tgt is the whole sequence.
         embeds (B, T, D): the target embedding table's output to use instead of looking tgt up (as in encode).
+        hidden: return what the output layer reads (B, T, D) instead of the logits (`logits(...)` of it, in blocks of
+        positions, gives them: a long input's (T, V) logits are never held whole).
         """
         offset = cache.length if cache is not None else 0
         x = self.embed(self.tgt_embed, tgt, embeds)
@@ -367,7 +370,8 @@ class Transformer(nn.Module):
             x = self.decoder.norm(x)
         if self.config.rescale_output:  # T5 v1.0: the tied output layer reads d_model^-0.5 * h
             x = x * self.config.d_model**-0.5
-        return self.logits(x[:, -1:] if last_only else x)
+        x = x[:, -1:] if last_only else x
+        return x if hidden else self.logits(x)
 
     def forward(self, src: torch.Tensor | None, tgt: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced logits (B, T, V) for decoder inputs tgt given sources src. Decoder-only: the logits of
@@ -398,6 +402,11 @@ class Transformer(nn.Module):
     def attention_probes(self) -> Iterator[tuple[str, int, nn.Module]]:
         for kind, i, module in self.attention_modules():
             yield kind, i, module.probe
+
+    def lazy_probes(self) -> Iterator[tuple[str, int, nn.Module]]:
+        """(kind, layer, probe) of every attention module's lazy probe (a lazy record's LazyAttention)."""
+        for kind, i, module in self.attention_modules():
+            yield kind, i, module.lazy_probe
 
     def attention_modules(self) -> Iterator[tuple[str, int, MultiHeadAttention]]:
         """(kind, layer, module) of every multi-head attention, in the order of attention_probes()."""

@@ -93,10 +93,9 @@ def logits_of(model: nn.Module, prep: Prepared, src: torch.Tensor, embeds: torch
 
 
 def stacked(recorder, kind: str) -> np.ndarray:
-    """(L, H, N, N) the maps of one kind that a recorded pass kept, batch item 0 (as capture stacks them)."""
-    from ..capture import _stack
-
-    return _stack(recorder, kind)
+    """(L, H, N, N) the maps of one kind that a recorded pass kept, batch item 0."""
+    maps = [recorder.attention[(kind, i)][-1][0] for i in recorder.layers(kind)]
+    return torch.stack(maps).float().cpu().numpy() if maps else np.zeros((0, 0, 0, 0), dtype=np.float32)
 
 
 def _chunks(n: int, size: int) -> list[range]:

@@ -1,0 +1,369 @@
+"""The lazy capture: what one fused forward pass kept, and any attention map computed from it on request.
+
+`capture(model, tokenizer, text, lazy=True)` (model/analysis/capture.py) runs the model once on its fused attention
+path inside `record(model, lazy=True)`: each attention module keeps its queries and keys after RoPE (one key per
+key/value head under grouped-query attention), its mask and, for ALiBi and T5's relative bias, the stack's
+positional module, which gives the bias of any block of query rows (model/network/attention.py LazyAttention).
+That is O(L·T·D) numbers, never O(L·H·T²). A map is then computed by the model's own score function
+(`attention_weights`, the one the eager path calls) in row blocks, so at most one block of weights is held:
+
+    cap.map(kind, layer, head)               (Tq, Tk) float32, the numbers of the eager capture's map
+    cap.map_rows(kind, layer, head, rows)    some rows of it
+    cap.pooled(kind, layer, head, size, how) at most size x size cells: the max or mean over blocks of cells
+    cap.summary(kind)                        per-head statistics (L, H) from one streaming pass over every map
+    cap.top_ids / top_log_probs / next_log_probs / distribution(position): the output side, without a (T, V) array
+
+A switched-off head changes nothing in its own map (its output is zeroed before W^O); the later layers' queries and
+keys kept here come from the real (intervened) pass, so their maps show the change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+
+from ..network.attention import LazyAttention, attention_weights
+
+BLOCK_NUMBERS = 2**21  # weights in one block of rows (8 MB of float32), all the heads the block computes together
+POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
+SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
+
+
+class RowMask:
+    """A boolean mask (1, Tq, Tk) kept as what it is made of: keys j <= i + offset when causal, and the keys kept
+    (Tk,) (padding), or else the mask itself. rows(start, stop) -> (1, r, Tk) or None (every key visible)."""
+
+    def __init__(self, mask: torch.Tensor | None, n_queries: int, n_keys: int):
+        self.full: torch.Tensor | None = None
+        self.keep: torch.Tensor | None = None
+        self.offset: int | None = None  # causal: row i sees keys j <= i + offset
+        if mask is None:
+            return
+        if mask.size(-2) == 1:  # key padding only
+            self.keep = mask.reshape(n_keys)
+            return
+        offset = n_keys - n_queries
+        keep = mask.reshape(n_queries, n_keys)[-1].clone()  # the last row sees every key it may see
+        causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=mask.device).tril(offset)
+        if torch.equal(mask.reshape(n_queries, n_keys), causal & keep):
+            self.offset, self.keep = offset, keep
+        else:  # any other mask: kept as it is
+            self.full = mask.reshape(1, n_queries, n_keys)
+
+    def key_end(self, stop: int, n_keys: int) -> int:
+        """Keys past this index are hidden from rows < stop (a causal mask): a block need not compute them."""
+        return n_keys if self.offset is None else max(1, min(n_keys, stop + self.offset))
+
+    def rows(self, start: int, stop: int, keys: int) -> torch.Tensor | None:
+        """(1, stop - start, keys) of the first `keys` keys, or None when nothing is masked."""
+        if self.full is not None:
+            return self.full[:, start:stop, :keys]
+        mask = None
+        if self.offset is not None:
+            i = torch.arange(start, stop)[:, None]
+            mask = torch.arange(keys)[None, :] <= i + self.offset  # (r, keys)
+        if self.keep is not None and not bool(self.keep[:keys].all()):
+            mask = self.keep[None, :keys] if mask is None else mask & self.keep[None, :keys]
+        return None if mask is None else mask.reshape(1, -1, keys).expand(1, stop - start, keys)
+
+
+class LazyCapture:
+    """What a lazy capture kept, and every map on request. Attributes as the eager `Capture` names them
+    (source_tokens, target_tokens, predicted_tokens, source_ids, target_ids, source_pe, target_pe,
+    source_embeddings, target_embeddings, generated, source_truncated, target_truncated, interventions; qkv,
+    head_outputs and position_bias when captured with qkv=True), plus the output side:
+
+    top_ids (N, k) int64 and top_log_probs (N, k) float32: each position's k most likely tokens (N = T decoder
+    positions, or S positions of an encoder-only model's masked-LM head; (0, k) without an output layer);
+    next_log_probs (N,) float32: the log-probability of the token that actually comes next (a decoder row t: input
+    t + 1, NaN on the last row; a masked-LM position: its own token). `distribution(position)` gives one position's
+    (V,) log-probabilities. kinds: the attention kinds this model has (decoder_self for a decoder-only model)."""
+
+    def __init__(
+        self,
+        records: Mapping[tuple[str, int], LazyAttention],
+        n_heads: int,
+        fields: Mapping,
+        hidden: torch.Tensor | None,
+        head: Callable[[torch.Tensor], torch.Tensor] | None,
+        actual: list[int | None],
+        top_k: int = 5,
+        block: int | None = None,
+    ):
+        self._records = dict(records)
+        self._masks: dict[tuple[str, int], RowMask] = {}
+        shared: dict[int, RowMask] = {}  # one RowMask per mask tensor: a stack's layers share theirs
+        for key, rec in self._records.items():
+            Tq, Tk = rec.q.size(1), rec.k.size(1)
+            ident = id(rec.mask) if rec.mask is not None else -1
+            if ident not in shared:
+                shared[ident] = RowMask(rec.mask, Tq, Tk)
+            self._masks[key] = shared[ident]
+            self._records[key] = LazyAttention(rec.q, rec.k, None, rec.positions, rec.scale)  # the mask: RowMask
+        self.n_heads = n_heads
+        self.block = block  # rows per block (None: from BLOCK_NUMBERS)
+        self.qkv: dict = {}
+        self.head_outputs: dict = {}
+        self.position_bias: dict = {}
+        for name, value in fields.items():
+            setattr(self, name, value)
+        self._summaries: dict[str, dict[str, np.ndarray]] = {}
+        self._pooled: dict[tuple, np.ndarray] = {}  # the last POOLED_KEPT pooled maps (small: a head switch back)
+        self._hidden, self._head = hidden, head
+        self._outputs(actual, top_k)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this capture holds: the kept queries, keys and hidden states, its arrays and cached results."""
+
+        def size(value) -> int:
+            if isinstance(value, torch.Tensor):
+                return value.numel() * value.element_size()
+            if isinstance(value, np.ndarray):
+                return int(value.nbytes)
+            if isinstance(value, dict | list | tuple):
+                items = value.values() if isinstance(value, dict) else value
+                return sum(size(v) for v in items)
+            return 0
+
+        kept = sum(size(rec.q) + size(rec.k) for rec in self._records.values())
+        masks = {id(m): m for m in self._masks.values()}.values()
+        kept += sum(size(m.full) + size(m.keep) for m in masks if m.full is not None or m.keep is not None)
+        return kept + sum(size(v) for name, v in vars(self).items() if name not in ("_records", "_masks"))
+
+    # -- shapes ------------------------------------------------------------------------------------------------
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(kind for kind, _ in self._records))
+
+    def n_layers(self, kind: str) -> int:
+        """Layers of this attention kind (0 when the model has none)."""
+        return sum(1 for k, _ in self._records if k == kind)
+
+    def shape(self, kind: str) -> tuple[int, int]:
+        """(Tq, Tk) of this kind's maps; ValueError when the model has no such attention."""
+        rec = self._record(kind, 0)
+        return rec.q.size(1), rec.k.size(1)
+
+    def _record(self, kind: str, layer: int) -> LazyAttention:
+        rec = self._records.get((kind, layer))
+        if rec is None:
+            raise ValueError(f"this capture has no {kind} attention in layer {layer}")
+        return rec
+
+    def _rows_per_block(self, heads: int, keys: int) -> int:
+        return self.block or max(1, BLOCK_NUMBERS // max(1, heads * keys))
+
+    # -- maps ----------------------------------------------------------------------------------------------------
+    def _keys(self, rec: LazyAttention, h0: int, h1: int) -> torch.Tensor:
+        """(h1 - h0, Tk, dk): the key head each query head h0..h1 reads (grouped-query attention)."""
+        groups = self.n_heads // rec.k.size(0)
+        index = torch.arange(h0, h1) // groups
+        return rec.k[index] if groups > 1 or h1 - h0 != rec.k.size(0) else rec.k
+
+    def _block(
+        self, kind: str, layer: int, h0: int, h1: int, keys: torch.Tensor, start: int, stop: int
+    ) -> tuple[torch.Tensor, int]:
+        """Weights (h, stop - start, kend) of heads h0..h1 and rows start..stop, in float32 or wider: the keys past
+        kend are masked for every row of the block (exact zeros, left out)."""
+        rec, mask = self._records[(kind, layer)], self._masks[(kind, layer)]
+        Tk = keys.size(1)
+        kend = mask.key_end(stop, Tk)
+        dtype = torch.promote_types(rec.q.dtype, torch.float32)
+        bias = None
+        if rec.positions is not None:
+            bias = rec.positions.bias_rows(start, stop, slice(h0, h1))[..., :kend].to(dtype)
+        weights = attention_weights(
+            rec.q[h0:h1, start:stop].to(dtype), keys[:, :kend].to(dtype), mask.rows(start, stop, kend), bias, rec.scale
+        )
+        return weights, kend
+
+    def map_rows(self, kind: str, layer: int, head: int, rows: slice) -> np.ndarray:
+        """(r, Tk) float32: rows `rows` (a slice of query positions) of one head's map."""
+        rec = self._record(kind, layer)
+        if not 0 <= head < self.n_heads:
+            raise ValueError(f"head {head} is not one of this model's {self.n_heads} heads")
+        Tq, Tk = rec.q.size(1), rec.k.size(1)
+        first, last, step = rows.indices(Tq)
+        if step != 1:
+            raise ValueError("rows must be a slice with step 1")
+        out = np.zeros((max(0, last - first), Tk), dtype=np.float32)
+        keys = self._keys(rec, head, head + 1)
+        size = self._rows_per_block(1, Tk)
+        with torch.no_grad():
+            for start in range(first, last, size):
+                stop = min(last, start + size)
+                weights, kend = self._block(kind, layer, head, head + 1, keys, start, stop)
+                out[start - first : stop - first, :kend] = weights[0].float().cpu().numpy()
+        return out
+
+    def map(self, kind: str, layer: int, head: int) -> np.ndarray:
+        """(Tq, Tk) float32: one head's whole map (row = query position, column = key position), the numbers of
+        the eager capture's `Capture.<kind>[layer, head]`."""
+        return self.map_rows(kind, layer, head, slice(None))
+
+    def layer_maps(self, kind: str, layer: int) -> np.ndarray:
+        """(H, Tq, Tk) float32: every head of one layer (what the eager capture holds; short inputs only)."""
+        rec = self._record(kind, layer)
+        Tq, Tk = rec.q.size(1), rec.k.size(1)
+        out = np.zeros((self.n_heads, Tq, Tk), dtype=np.float32)
+        keys = self._keys(rec, 0, self.n_heads)
+        size = self._rows_per_block(self.n_heads, Tk)
+        with torch.no_grad():
+            for start in range(0, Tq, size):
+                stop = min(Tq, start + size)
+                weights, kend = self._block(kind, layer, 0, self.n_heads, keys, start, stop)
+                out[:, start:stop, :kend] = weights.float().cpu().numpy()
+        return out
+
+    def pooled(self, kind: str, layer: int, head: int, size: int = 256, how: str = "max") -> np.ndarray:
+        """One head's map reduced to at most size x size cells, block by block (never the whole map): cell (a, b)
+        is the max (how="max") or the mean (how="mean") of the weights of query rows a*fq .. (a+1)*fq - 1 and key
+        columns b*fk .. (b+1)*fk - 1, fq = ceil(Tq / size), fk = ceil(Tk / size) (1: the map itself).
+        Returns float32 (ceil(Tq / fq), ceil(Tk / fk))."""
+        if how not in ("max", "mean"):
+            raise ValueError(f"how must be 'max' or 'mean', got {how!r}")
+        if size < 1:
+            raise ValueError(f"size must be at least 1, got {size}")
+        key = (kind, layer, head, size, how)
+        if key not in self._pooled:
+            if len(self._pooled) >= POOLED_KEPT:
+                self._pooled.pop(next(iter(self._pooled)))
+            self._pooled[key] = self._pool(kind, layer, head, size, how)
+            self._pooled[key].setflags(write=False)  # shared: a capture is cached for every session
+        return self._pooled[key]
+
+    def _pool(self, kind: str, layer: int, head: int, size: int, how: str) -> np.ndarray:
+        rec = self._record(kind, layer)
+        Tq, Tk = rec.q.size(1), rec.k.size(1)
+        fq, fk = max(1, math.ceil(Tq / size)), max(1, math.ceil(Tk / size))
+        nq, nk = math.ceil(Tq / fq), math.ceil(Tk / fk)
+        out = np.zeros((nq, nk), dtype=np.float32)
+        keys = self._keys(rec, head, head + 1)
+        per = max(1, self._rows_per_block(1, Tk) // fq) * fq  # whole cells of rows per block
+        with torch.no_grad():
+            for start in range(0, Tq, per):
+                stop = min(Tq, start + per)
+                weights, kend = self._block(kind, layer, head, head + 1, keys, start, stop)
+                w = torch.zeros(math.ceil((stop - start) / fq) * fq, nk * fk, dtype=weights.dtype)
+                w[: stop - start, :kend] = weights[0]
+                cells = w.reshape(-1, fq, nk, fk)
+                if how == "max":
+                    part = cells.amax(dim=(1, 3))
+                else:
+                    rows = torch.full((cells.size(0),), fq, dtype=w.dtype)
+                    rows[-1] = (stop - start) - fq * (cells.size(0) - 1)
+                    cols = torch.full((nk,), fk, dtype=w.dtype)
+                    cols[-1] = Tk - fk * (nk - 1)
+                    part = cells.sum(dim=(1, 3)) / (rows[:, None] * cols[None, :])
+                out[start // fq : start // fq + part.size(0)] = part.float().numpy()
+        return out
+
+    # -- summaries -----------------------------------------------------------------------------------------------
+    def summary(self, kind: str) -> dict[str, np.ndarray]:
+        """Per-head statistics of every map of one kind, each numpy float32 (L, H), from one streaming pass over
+        row blocks (computed once, then kept): first_token (mean over query rows of the weight on key 0: sinks),
+        previous_token (mean over rows t >= 1 of the weight on key t - 1), diagonal (mean weight on key t),
+        mean_distance (mean over rows of sum_j w_tj |t - j|, in positions), entropy (mean over rows of
+        -sum_j w_tj ln w_tj, nats). Rows whose keys do not reach t - 1 or t (cross-attention) are left out of
+        those means."""
+        if kind not in self._summaries:
+            self._summaries[kind] = self._summarize(kind)
+            for value in self._summaries[kind].values():
+                value.setflags(write=False)
+        return self._summaries[kind]
+
+    def _summarize(self, kind: str) -> dict[str, np.ndarray]:
+        L, H = self.n_layers(kind), self.n_heads
+        sums = {name: np.zeros((L, H), dtype=np.float64) for name in SUMMARY_NAMES}
+        if L == 0:
+            return {name: value.astype(np.float32) for name, value in sums.items()}
+        Tq, Tk = self.shape(kind)
+        with torch.no_grad():
+            for layer in range(L):
+                rec = self._records[(kind, layer)]
+                keys = self._keys(rec, 0, H)
+                size = self._rows_per_block(H, Tk)
+                for start in range(0, Tq, size):
+                    stop = min(Tq, start + size)
+                    w, kend = self._block(kind, layer, 0, H, keys, start, stop)  # (H, r, kend)
+                    t = torch.arange(start, stop)
+                    sums["first_token"][layer] += w[:, :, 0].sum(-1).double().numpy()
+                    prev = (t >= 1) & (t - 1 < kend)
+                    if bool(prev.any()):
+                        rows = torch.nonzero(prev)[:, 0]
+                        sums["previous_token"][layer] += w[:, rows, t[rows] - 1].sum(-1).double().numpy()
+                    diag = t < kend
+                    if bool(diag.any()):
+                        rows = torch.nonzero(diag)[:, 0]
+                        sums["diagonal"][layer] += w[:, rows, t[rows]].sum(-1).double().numpy()
+                    distance = (t[:, None] - torch.arange(kend)[None, :]).abs().to(w.dtype)  # (r, kend)
+                    sums["mean_distance"][layer] += (w * distance).sum((-1, -2)).double().numpy()
+                    sums["entropy"][layer] -= torch.special.xlogy(w, w).sum((-1, -2)).double().numpy()
+        counts = {
+            "previous_token": max(1, min(Tq, Tk + 1) - 1),
+            "diagonal": max(1, min(Tq, Tk)),
+        }
+        return {name: (value / counts.get(name, max(1, Tq))).astype(np.float32) for name, value in sums.items()}
+
+    # -- the output side -----------------------------------------------------------------------------------------
+    def _outputs(self, actual: list[int | None], top_k: int) -> None:
+        """top_ids, top_log_probs and next_log_probs from the kept hidden states, in blocks of positions."""
+        n = 0 if self._hidden is None or self._head is None else self._hidden.size(0)
+        self.top_ids = np.zeros((n, top_k), dtype=np.int64)
+        self.top_log_probs = np.zeros((n, top_k), dtype=np.float32)
+        self.next_log_probs = np.full((n,), np.nan, dtype=np.float32)
+        for start, stop, logp in self._log_prob_blocks():
+            k = min(top_k, logp.size(-1))
+            values, ids = logp.topk(k, dim=-1)
+            self.top_ids[start:stop, :k] = ids.numpy()
+            self.top_log_probs[start:stop, :k] = values.float().numpy()
+            for t in range(start, stop):
+                if actual[t] is not None:
+                    self.next_log_probs[t] = float(logp[t - start, actual[t]])
+        for value in (self.top_ids, self.top_log_probs, self.next_log_probs):
+            value.setflags(write=False)
+
+    def _log_prob_blocks(self):
+        """(start, stop, log-probs (r, V) float32 or wider) over every position, a block at a time."""
+        if self._hidden is None or self._head is None:
+            return
+        n = self._hidden.size(0)
+        with torch.no_grad():
+            width = self._head(self._hidden[:1]).size(-1)
+            size = max(1, BLOCK_NUMBERS // width)
+            for start in range(0, n, size):
+                stop = min(n, start + size)
+                logits = self._head(self._hidden[start:stop])
+                yield start, stop, logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+
+    def distribution(self, position: int) -> np.ndarray:
+        """(V,) float32: the log-probabilities the model gives at one position (decoder row or masked-LM position)."""
+        if self._hidden is None or self._head is None:
+            raise ValueError("this capture has no output distribution (a model without an output layer)")
+        if not 0 <= position < self._hidden.size(0):
+            raise ValueError(f"position {position} is outside 0..{self._hidden.size(0) - 1}")
+        with torch.no_grad():
+            logits = self._head(self._hidden[position : position + 1])[0]
+            return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1).float().numpy()
+
+    def log_probs(self) -> np.ndarray | None:
+        """(N, V) float32: every position's log-probabilities (what the eager Capture holds; short inputs only)."""
+        if self._hidden is None or self._head is None:
+            return None
+        return np.concatenate([logp.float().numpy() for _, _, logp in self._log_prob_blocks()])
+
+    def __getstate__(self) -> dict:
+        """Pickled (a worker's answer) without the output layer: distribution() then needs attach(model)."""
+        state = dict(self.__dict__)
+        state["_head"] = None
+        return state
+
+    def attach(self, model) -> LazyCapture:
+        """Give an unpickled capture its model's output layer back (distribution and log_probs need it)."""
+        if self._hidden is not None and model.generator is not None:
+            self._head = model.logits
+        return self
