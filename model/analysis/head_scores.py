@@ -164,9 +164,10 @@ def per_text_scores(
     items: Sequence[Item],
     kind: str,
     progress: Callable[[int, int], None] | None = None,
+    on_maps: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[list[int]]]:
     """({role: (N, L, H) each input's scores}, {role: (N,) a perfect head's score}, each input's ids): one pass of
-    the maps per input, every role scored from it."""
+    the maps per input, every role scored from it; on_maps(maps (L, H, T, T)) sees each input's maps."""
     for role in roles:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
@@ -176,6 +177,8 @@ def per_text_scores(
     for done, item in enumerate(items, 1):
         ids, maps = head_maps(model, tokenizer, item, kind)
         seen.append([int(i) for i in ids])
+        if on_maps is not None:
+            on_maps(maps)
         for role in roles:
             pattern = detection_pattern(role, ids)
             scores[role].append(pattern_scores(maps, pattern))
