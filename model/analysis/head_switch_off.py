@@ -161,11 +161,16 @@ def top_heads(scores: np.ndarray, k: int) -> list[Head]:
     return [(int(i // scores.shape[1]), int(i % scores.shape[1])) for i in order]
 
 
-def random_heads(n_layers: int, n_heads: int, k: int, draws: int, seed: int) -> list[list[Head]]:
-    """`draws` seeded sets of k distinct heads of the kind."""
+def random_heads(
+    n_layers: int, n_heads: int, k: int, draws: int, seed: int, exclude: Sequence[Head] = ()
+) -> list[list[Head]]:
+    """`draws` seeded sets of k distinct heads of the kind, drawn from the heads not in `exclude` (the top heads)
+    while at least k remain, else from all."""
     rng = random.Random(f"switch-off:{seed}")
     every = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    return [sorted(rng.sample(every, k)) for _ in range(draws)]
+    others = [h for h in every if h not in set(exclude)]
+    pool = others if len(others) >= k else every
+    return [sorted(rng.sample(pool, k)) for _ in range(draws)]
 
 
 def switch_off(
@@ -181,11 +186,11 @@ def switch_off(
     progress: Callable[[int, int], None] | None = None,
 ) -> SwitchOff:
     """The role's k top heads (by `scores`, (L, H)) switched off together on `items`, against `draws` random sets of
-    k heads, and each top head alone: one batched pass per input (rows: none, top, random draws, each top head)."""
+    k other heads, and each top head alone: one batched pass per input (rows: none, top, random draws, each top head)."""
     L, H = scores.shape
     k = max(1, min(k, L * H))
     top = top_heads(scores, k)
-    drawn = random_heads(L, H, k, draws, seed)
+    drawn = random_heads(L, H, k, draws, seed, exclude=top)
     sets = [[], top, *drawn, *([h] for h in top)]
     loss, acc = ablated_losses(model, tokenizer, items, kind, sets, role in REPEATED, progress)
     return SwitchOff(
