@@ -2,7 +2,7 @@
 
 Each step draws a fresh batch of random letters repeated twice (seeded: same command, same seed, same machine ->
 same weights) and minimises the next-token loss on every position; AdamW with a short warm-up. Snapshots
-(--snapshots N, model/checkpoints/snapshots.py) record the repeated half's accuracy (as `exact_match`), the best
+(--snapshots N, model/checkpoints/snapshots.py) record the repeated half's accuracy (`repeated_half`), the best
 induction head's score as a share of a perfect head's, and each layer's best previous-token score, on the same fresh
 sequences for every snapshot; the card records `measure` of the final model.
 """
@@ -59,7 +59,7 @@ def batch(rng: random.Random, vocab, size: int) -> tuple[torch.Tensor, torch.Ten
 def snapshot_scores(model: Transformer, tok, seqs) -> dict[str, Any]:
     share, previous = best_share(model, tok, seqs)
     _, repeated = halves_accuracy(model, seqs)
-    return {"exact_match": round(repeated, 4), "induction_share": round(share, 4), "previous_token": previous}
+    return {"repeated_half": round(repeated, 4), "induction_share": round(share, 4), "previous_token": previous}
 
 
 def train(args: argparse.Namespace, out: Path) -> tuple[Transformer, list[float], float, list[dict]]:
@@ -133,7 +133,7 @@ def main(args: argparse.Namespace, command: str) -> dict[str, Any]:
     card["induction"] = measure(model, tok)
     if entries:
         card["induction"]["snapshots"] = [
-            {"step": e["step"], "induction_share": e["induction_share"], "repeated_half": e["exact_match"]}
+            {"step": e["step"], "induction_share": e["induction_share"], "repeated_half": e["repeated_half"]}
             for e in entries
         ]
     save_checkpoint(model, tok, out, card=card)
