@@ -5,7 +5,7 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
 from model.network.position_kinds.registry import kind
-from tasks.cards import card_description, machine_text
+from tasks.cards import card_description, machine_text, measured_lines
 from ui import caches
 from ui.explain import explain_row
 from ui.presentation import show
@@ -51,6 +51,7 @@ if card:
                 machine=md(machine_text(card["trained_on"])) if "trained_on" in card else _("a CPU"),
             )
         )
+    lines += [md(line) for line in measured_lines(card)]
     st.markdown("  \n".join(line for line in lines if line))
     if "command" in card:
         st.code(card["command"], language="bash")

@@ -27,6 +27,7 @@ from model.network.config import TransformerConfig
 from model.network.transformer import Transformer, build_model
 
 from .induction import InductionTask, best_share, fresh_sequences, halves_accuracy, measure, tokenizer
+from .train import cpu_name
 
 DEFAULTS = dict(d_model=64, n_heads=2, layers=2, steps=2000, batch_size=32, lr=2e-3, warmup=100, seed=0)
 SNAPSHOT_SEED = 500  # the fresh sequences every snapshot is scored on
@@ -127,7 +128,7 @@ def main(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "training_seconds": round(seconds, 1),
         "final_loss": round(sum(losses[-100:]) / 100, 4),
         "parameters": sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()),
-        "trained_on": f"{os.cpu_count()}-core CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "trained_on": f"{os.cpu_count()}-core CPU ({cpu_name()}), {torch.get_num_threads()} threads, torch {torch.__version__}",
         "recipe": {k: getattr(args, k) for k in DEFAULTS},
     }
     card["induction"] = measure(model, tok)
