@@ -27,7 +27,6 @@ from model.network.config import TransformerConfig
 from model.network.transformer import Transformer, build_model
 
 from .induction import InductionTask, best_share, fresh_sequences, halves_accuracy, measure, tokenizer
-from .train import cpu_name
 
 DEFAULTS = dict(d_model=64, n_heads=2, layers=2, steps=2000, batch_size=32, lr=2e-3, warmup=100, seed=0)
 SNAPSHOT_SEED = 500  # the fresh sequences every snapshot is scored on
@@ -105,8 +104,9 @@ def train(args: argparse.Namespace, out: Path) -> tuple[Transformer, list[float]
     return model, losses, time.perf_counter() - start, entries
 
 
-def main(args: argparse.Namespace, command: str) -> dict[str, Any]:
-    """Train, save the checkpoint (and snapshots) in args.out, measure, write the card; returns the card."""
+def main(args: argparse.Namespace, command: str, cpu: str = "") -> dict[str, Any]:
+    """Train, save the checkpoint (and snapshots) in args.out, measure, write the card; returns the card. cpu: the
+    processor's name for the card (tasks/train.py's cpu_name)."""
     given = dict(d_model=args.d_model, n_heads=args.heads, layers=args.decoder_layers, steps=args.steps,
                  batch_size=args.batch_size, warmup=args.warmup, seed=args.seed)  # fmt: skip
     args = argparse.Namespace(**{**DEFAULTS, **{k: v for k, v in given.items() if v is not None}},
@@ -128,7 +128,7 @@ def main(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "training_seconds": round(seconds, 1),
         "final_loss": round(sum(losses[-100:]) / 100, 4),
         "parameters": sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()),
-        "trained_on": f"{os.cpu_count()}-core CPU ({cpu_name()}), {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "trained_on": f"{os.cpu_count()}-core CPU ({cpu}), {torch.get_num_threads()} threads, torch {torch.__version__}",
         "recipe": {k: getattr(args, k) for k in DEFAULTS},
     }
     card["induction"] = measure(model, tok)

@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.task == "induction":  # decoder-only and attention-only, fresh random batches: its own loop
         from .induction_train import main as train_induction
 
-        return train_induction(args, recorded_command(argv))
+        return train_induction(args, recorded_command(argv), cpu_name())
     wall = time.perf_counter()
     recipe, overrides = resolve(args)
     torch.set_num_threads(recipe["threads"])
