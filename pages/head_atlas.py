@@ -6,21 +6,44 @@ import streamlit as st
 
 from i18n import _, message_of
 from model.analysis.head_scores import ROLES
-from ui.head_atlas_ui import CORPORA, ROLE_TITLES, URL, VERDICTS, atlas_for, corpus_choices
+from ui.head_atlas_ui import (
+    CORPORA,
+    KIND_TITLES,
+    ROLE_TITLES,
+    URL,
+    VERDICTS,
+    alignment_for,
+    atlas_for,
+    corpus_choices,
+    kind_choices,
+)
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
 from ui.workers import WorkerStopped
 from viz import attention_figs
-from viz.atlas_figs import head_roles_bar, role_grid
+from viz.atlas_figs import alignment_grid, head_roles_bar, role_grid
 
 st.title(_("Head atlas"))
 session = require_session(valid_input=False)
 
+kinds = kind_choices(session.model, session.card)
+kind = URL.read("atl_kind", kinds[0], kinds)
 choices = corpus_choices(session.card)
 corpus = URL.read("atl_corpus", choices[0], choices)
 roles = URL.read("atl_roles", list(ROLES), ROLES)
-left, right = st.columns([1, 2])
+top, left, right = st.columns([1, 1, 2])
+top.selectbox(_("Attention"), kinds, key="atl_kind", format_func=lambda k: _(KIND_TITLES[k]))
+URL.write(atl_kind=kind)
+if kind == "cross":  # agreement with the gold alignment: one score per head, no roles
+    try:
+        scores = alignment_for(session)
+    except (WorkerStopped, ValueError) as stopped:
+        st.warning(md(message_of(stopped)))
+        st.stop()
+    show(alignment_grid(scores, _("Cross-attention on the gold alignment")), key="atl_cross")
+    st.caption(_("Each head's attention on the source tokens the gold alignment links, over its whole attention."))
+    st.stop()
 left.selectbox(_("Corpus"), choices, key="atl_corpus", format_func=lambda c: _(CORPORA[c]))
 right.multiselect(_("Roles"), list(ROLES), key="atl_roles", format_func=lambda r: _(ROLE_TITLES[r]))
 URL.write(atl_corpus=corpus, atl_roles=roles)
@@ -35,7 +58,7 @@ if not roles:
     st.info(_("Choose at least one role."))
     st.stop()
 try:
-    atlas = atlas_for(session, corpus, roles)
+    atlas = atlas_for(session, corpus, roles, kind)
 except WorkerStopped as stopped:
     st.warning(md(message_of(stopped)))
     st.stop()

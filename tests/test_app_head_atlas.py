@@ -14,7 +14,7 @@ from model.checkpoints.demos import CHECKPOINTS
 from tests.apptest_helpers import charts, open_page
 from ui import head_atlas_ui
 
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "induction").is_dir(), reason="the induction demo is not shipped")
+shipped = pytest.mark.skipif(not (CHECKPOINTS / "induction").is_dir(), reason="the induction demo is not shipped")
 MODEL = "demo:induction"
 
 
@@ -39,6 +39,7 @@ def grid(at) -> dict:
     return next(c for c in charts(at) if len(c["data"]) >= 2 and c["data"][0].get("mode") == "markers")
 
 
+@shipped
 def test_the_grid_the_tests_and_the_head_of_the_link(demo):
     head_atlas_ui.ATLASES.drop(lambda key: True)
     at = open_page("head_atlas", MODEL, atl_roles="induction,previous_token", atl_layer="1", atl_head="0")
@@ -66,6 +67,7 @@ def test_the_grid_the_tests_and_the_head_of_the_link(demo):
     assert len(at.get("download_button")) == 2
 
 
+@shipped
 def test_the_demo_atlas_comes_back_from_disk_without_computing(demo, monkeypatch):
     head_atlas_ui.ATLASES.drop(lambda key: True)
     first = open_page("head_atlas", MODEL, atl_roles="first_token")
@@ -79,3 +81,14 @@ def test_the_demo_atlas_comes_back_from_disk_without_computing(demo, monkeypatch
     again = open_page("head_atlas", MODEL, atl_roles="first_token")
     assert not again.exception and not again.error
     assert json.dumps(grid(again)["data"][0]["y"]) == json.dumps(grid(first)["data"][0]["y"])
+
+
+def test_an_encoder_decoder_demo_offers_its_cross_attention_on_the_gold_alignment():
+    at = open_page("head_atlas", "demo:reverse", atl_kind="cross")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="atl_kind").options[-1] == head_atlas_ui.KIND_TITLES["cross"]
+    heat = next(c for c in charts(at) if c["data"][0].get("type") == "heatmap")
+    z = np.asarray([arr(row) if isinstance(row, dict) else row for row in heat["data"][0]["z"]], dtype=float)
+    model, _ = load_checkpoint(CHECKPOINTS / "reverse")
+    assert z.shape == (model.config.n_decoder_layers, model.config.n_heads)
+    assert ((0 <= z) & (z <= 1)).all() and z.max() >= 0.5  # a trained reverser has heads on the gold source token

@@ -103,3 +103,23 @@ def head_roles_bar(role_titles: Sequence[str], shares: Sequence[float], title: s
         margin=dict(l=60, r=20, t=50, b=40),
     )
     return fig
+
+
+def alignment_grid(scores: np.ndarray, title: str = "") -> go.Figure:
+    """(L, H) scores in [0, 1] as a layer x head heatmap (cross-attention's agreement with a gold alignment)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be (layers, heads), got shape {scores.shape}")
+    fig = go.Figure(
+        go.Heatmap(
+            z=scores, zmin=0, zmax=1, colorscale="Blues", texttemplate="%{z:.2f}",
+            hovertemplate=_("layer %{y}, head %{x}") + ": %{z:.2f}<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        title=title,
+        xaxis=dict(title=_("head"), tickmode="array", tickvals=list(range(scores.shape[1]))),
+        yaxis=dict(title=_("layer"), tickmode="array", tickvals=list(range(scores.shape[0])), autorange="reversed"),
+        height=min(600, 140 + 48 * scores.shape[0]),
+    )
+    return fig
