@@ -3,6 +3,7 @@
     transformer-viz serve [-- --allow-folder DIR]      the app in the browser (`streamlit run app.py`)
     transformer-viz pack --model reverse --out pack.html   a lecture pack: one HTML file, no server needed
     transformer-viz train --task reverse --out runs/reverse   train a demo model (`python -m model.train`)
+    transformer-viz atlas MODEL --texts FILE --out atlas.json   the head atlas (locally, or --ray ADDRESS)
 
 `transformer-viz COMMAND --help` lists a command's options.
 """
@@ -37,11 +38,18 @@ def _train(argv: list[str], prog: str) -> int:
     return 0
 
 
+def _atlas(argv: list[str], prog: str) -> int:
+    from cli.atlas import main
+
+    return main(argv, prog)
+
+
 # name -> (what it does, how it runs); each command parses its own options (and its own --help)
 COMMANDS: dict[str, tuple[str, Callable[[list[str], str], int]]] = {
     "serve": ("run the app (streamlit run app.py) with the project's settings", _serve),
     "pack": ("write a lecture pack: one HTML file that needs no server", _pack),
     "train": ("train a demo model on a built-in task (python -m model.train)", _train),
+    "atlas": ("the head atlas of a model over a corpus, as JSON (locally, or as Ray tasks)", _atlas),
 }
 
 

@@ -5,7 +5,7 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
 from model.network.position_kinds.registry import kind
-from tasks.cards import card_description, machine_text
+from tasks.cards import card_description, machine_text, measured_lines
 from ui import caches
 from ui.explain import explain_row
 from ui.presentation import SCREEN_PX, presenting, show
@@ -61,6 +61,7 @@ if card:
                 machine=md(machine_text(card["trained_on"])) if "trained_on" in card else _("a CPU"),
             )
         )
+    lines += [md(line) for line in measured_lines(card)]
     st.markdown("  \n".join(line for line in lines if line))
     if "command" in card and not presenting():  # a hall reads the model, not how to retrain it
         st.code(card["command"], language="bash")

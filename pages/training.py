@@ -28,6 +28,7 @@ from ui.training_snapshots import (
     DamagedSnapshot,
     checkpoint_folder,
     snapshot_capture,
+    snapshot_score_title,
     snapshots_of,
     stored_bytes,
 )
@@ -77,8 +78,12 @@ if not snaps or not snaps.items:
     st.stop()
 
 text = session.check.text
-gold = gold_example(session.card, text)
-if session.target is not None:
+cfg = session.model.config
+kind = "cross" if "cross" in cfg.attention_kinds else cfg.attention_kinds[0]  # a one-stack model: its self-attention
+gold = gold_example(session.card, text) if kind == "cross" else None
+if kind != "cross":  # one sequence: the text alone
+    target, where = None, ""
+elif session.target is not None:
     target, where = session.target, _("the target you typed")
 elif gold is not None:
     target, where = gold.target, _("the gold target of this input")
@@ -97,7 +102,7 @@ last.toggle(
     key="trn_play",
     help=_("Every snapshot in one chart, with Play and Pause: the steps follow one another in the browser."),
 )
-n_layers = session.model.config.n_decoder_layers
+n_layers = cfg.n_encoder_layers if kind == "encoder_self" else cfg.n_decoder_layers
 layer = URL.read("trn_layer", n_layers - 1, range(n_layers))
 heads = ["average", *range(session.model.config.n_heads)]
 head = URL.read("trn_head", choices=heads)
@@ -130,61 +135,68 @@ if damaged is not None:
 
 
 def chosen_map(capture) -> np.ndarray:
-    """The (T, S) cross-attention map the controls choose from one snapshot's capture: the layer, a head or their
-    average."""
-    cross = capture.cross[layer]  # (H, T, S)
-    return cross.mean(axis=0) if head == "average" else cross[int(head)]
+    """The (Tq, Tk) attention map (cross-attention, or a one-stack model's self-attention) the controls choose from one
+    snapshot's capture: the layer, a head or their average."""
+    maps = getattr(capture, kind)[layer]  # (H, Tq, Tk)
+    return maps.mean(axis=0) if head == "average" else maps[int(head)]
 
 
 which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
 
 
 def step_title(snapshot) -> str:
+    if kind != "cross":
+        return _("Step {step}: self-attention, layer {layer}, {which}").format(
+            step=snapshot.step, layer=layer, which=which
+        )
     em = "–" if snapshot.exact_match is None else f"{snapshot.exact_match:.0%}"
     return _("Step {step} (exact match {em}): cross-attention, layer {layer}, {which}").format(
         step=snapshot.step, em=em, layer=layer, which=which
     )
 
 
-st.caption(
-    _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
-        where=where, target=esc(target)
+if target is not None:
+    st.caption(
+        _("Every snapshot reads this input with {where} as the decoder input: “{target}”.").format(
+            where=where, target=esc(target)
+        )
     )
-)
 max_height, max_width = chart_box()
 left, right = st.columns([3, 2])
 heatmap = dict(
-    key_label=_("source"),
+    key_label=_("source") if kind == "cross" else _("key"),
     gold=pairs,
     max_height=max_height,
     max_width=int(max_width * 0.6),
     tick_px=chart_text_px(),
     snug=True,
 )
-rows = capture_rows(shown, "cross")  # rows: the tokens written (the one convention)
+rows = capture_rows(shown, kind)  # rows: the tokens written (the one convention)
+keys = shown.source_tokens if kind != "decoder_self" else shown.target_tokens
 if play and captures:  # the maps of the captures above, as frames: no other computation
     figure = training_animation(
         [chosen_map(c) for c in captures],
         steps,
         rows,
-        shown.source_tokens,
+        keys,
         [step_title(s) for s in snaps.items],
         start=steps.index(step),
         **heatmap,
     )
 else:
-    figure = attention_figs.attention_heatmap(
-        chosen_map(shown), rows, shown.source_tokens, step_title(current), **heatmap
-    )
+    figure = attention_figs.attention_heatmap(chosen_map(shown), rows, keys, step_title(current), **heatmap)
 show(figure, key="trn_play_heatmap" if play and captures else "trn_heatmap", where=left)
 if play and not captures:
     left.caption(_("Playing needs every snapshot run with this input: here only the step chosen is shown."))
 exact = [s.exact_match for s in snaps.items]
 held_out = [s.alignment[layer] if layer < len(s.alignment) else None for s in snaps.items]
-series = {
-    _("exact match (held-out)"): exact,
-    _("alignment, layer {layer} (held-out)").format(layer=layer): held_out,
-}
+series = {}
+if any(v is not None for v in exact):
+    series[_("exact match (held-out)")] = exact
+if any(v is not None for v in held_out):
+    series[_("alignment, layer {layer} (held-out)").format(layer=layer)] = held_out
+for name in dict.fromkeys(n for s in snaps.items for n, _v in s.scores):  # a run's own scores (the index names them)
+    series[snapshot_score_title(name)] = [dict(s.scores).get(name) for s in snaps.items]
 mine = None
 if pairs and captures:
     mine = [alignment_share(c.cross, pairs)[layer] for c in captures]
@@ -221,7 +233,7 @@ right.download_button(
     else _("Download this input's cross-attention at this snapshot (.npz)"),
     lambda: comparison_npz(
         {
-            "cross": np.stack([c.cross for c in ran]),
+            kind: np.stack([getattr(c, kind) for c in ran]),
             "steps": np.asarray(steps if captures else [step]),
         },  # (N, L, H, T, S)
         source_tokens=shown.source_tokens,

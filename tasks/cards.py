@@ -110,3 +110,44 @@ def label_smoothing_note(card: dict[str, Any]) -> Message | None:
         top=f"{1 - smoothing:.0%}",
         eps=f"{smoothing:g}",
     )
+
+
+def measured_lines(card: dict[str, Any]) -> list[Message]:
+    """What a demo card measured beyond exact match, as sentences in the reader's language: the induction demo's
+    numbers (tasks/induction.py `measure`: its best induction head against a perfect one, the accuracy on each half,
+    the head switched off, the snapshots' change). [] when the card has none."""
+    found = card.get("induction") if isinstance(card, dict) else None
+    if not isinstance(found, dict):
+        return []
+    try:
+        layer, head = (int(x) for x in found["best_induction_head"])
+        lines = [
+            M_(
+                "Best induction head: layer {layer}, head {head}, {share} of a perfect head's score on {n} fresh "
+                "sequences. Next-token accuracy: {repeated} on the repeated half, {first} on the first (chance "
+                "{chance}); with that head switched off, {without} on the repeated half.",
+                layer=layer,
+                head=head,
+                share=f"{float(found['best_induction_share']):.0%}",
+                n=int(found["sequences"]),
+                repeated=f"{float(found['accuracy_repeated_half']):.0%}",
+                first=f"{float(found['accuracy_first_half']):.0%}",
+                chance=f"{float(found['chance']):.0%}",
+                without=f"{float(found['repeated_half_without_best']):.0%}",
+            )
+        ]
+        snaps = found.get("snapshots") or []
+        if len(snaps) >= 2:
+            lines.append(
+                M_(
+                    "During training the best induction score went from {before} of a perfect head's (step {first}) "
+                    "to {after} (step {last}).",
+                    before=f"{float(snaps[0]['induction_share']):.0%}",
+                    first=int(snaps[0]["step"]),
+                    after=f"{float(snaps[-1]['induction_share']):.0%}",
+                    last=int(snaps[-1]["step"]),
+                )
+            )
+        return lines
+    except (KeyError, TypeError, ValueError):  # a card written by someone else: nothing claimed
+        return []

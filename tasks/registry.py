@@ -5,12 +5,20 @@ A new task is one module with its Task subclass, and one line here.
 
 from __future__ import annotations
 
+from .induction import InductionTask
 from .task_fr_en import FrenchToEnglishTask
 from .tasks import DatesTask, SymbolTask, Task, TranslateTask
 
 TASKS: dict[str, Task] = {
     t.name: t
-    for t in (SymbolTask(reverse=False), SymbolTask(reverse=True), TranslateTask(), DatesTask(), FrenchToEnglishTask())
+    for t in (
+        SymbolTask(reverse=False),
+        SymbolTask(reverse=True),
+        TranslateTask(),
+        DatesTask(),
+        FrenchToEnglishTask(),
+        InductionTask(),
+    )
 }
 
 

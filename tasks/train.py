@@ -267,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     check_out(Path(args.out), args.overwrite)
     if not 0 <= args.snapshots <= 64:
         raise SystemExit("--snapshots takes 0 to 64 snapshots")
+    if args.task == "induction":  # decoder-only and attention-only, fresh random batches: its own loop
+        from .induction_train import main as train_induction
+
+        return train_induction(args, recorded_command(argv), cpu_name())
     wall = time.perf_counter()
     recipe, overrides = resolve(args)
     torch.set_num_threads(recipe["threads"])

@@ -35,8 +35,10 @@ POSITIONS = {  # --positional of the reverse variants
     "reverse_learned": "learned", "reverse_nope": "none", "reverse_rope": "rope", "reverse_alibi": "alibi",
     "reverse_relative": "relative",
 }  # fmt: skip
-DEMOS = {name: name for name in TASKS} | {name: "reverse" for name in POSITIONS}  # folder -> task
-DECODER_ONLY = ("reverse_decoder_nope", "reverse_decoder_rope")  # tests/test_decoder_demos.py
+ONE_STACK_TASKS = ("induction",)  # decoder-only tasks: tests/test_induction_demo.py
+DEMOS = {name: name for name in TASKS if name not in ONE_STACK_TASKS} | {name: "reverse" for name in POSITIONS}
+# the decoder-only demos: tests/test_decoder_demos.py (reverse), tests/test_induction_demo.py (induction)
+DECODER_ONLY = ("reverse_decoder_nope", "reverse_decoder_rope", "induction")
 EXACT_MATCH_TARGET = {
     "copy": 0.99, "reverse": 0.99, "dates": 0.98, "translate": 0.95, "fr_en": 0.98, "reverse_learned": 0.95,
     "reverse_rope": 0.95, "reverse_alibi": 0.95, "reverse_relative": 0.95,
@@ -79,7 +81,7 @@ def shipped():
 def test_every_task_ships_a_checkpoint_and_every_checkpoint_is_a_demo():
     # the decoder-only reverse demos (tasks/decoder_only.py) are tested in tests/test_decoder_demos.py
     assert sorted(p.name for p in CHECKPOINTS.iterdir() if p.is_dir()) == sorted([*DEMOS, *DECODER_ONLY])
-    assert set(TASKS) <= set(DEMOS) and set(DEMOS.values()) == set(TASKS)
+    assert set(TASKS) - set(ONE_STACK_TASKS) <= set(DEMOS) and set(DEMOS.values()) == set(TASKS) - set(ONE_STACK_TASKS)
     for name in DEMOS:
         names = {p.name for p in (CHECKPOINTS / name).iterdir()}
         assert {"model.safetensors", "config.json", "tokenizer.json", "card.json"} <= names

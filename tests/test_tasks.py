@@ -23,7 +23,7 @@ from tasks.tasks import (
     tokens,
 )
 
-NAMES = ["copy", "reverse", "translate", "dates", "fr_en"]
+NAMES = ["copy", "reverse", "translate", "dates", "fr_en"]  # the sequence-to-sequence tasks; and "induction"
 N_SAMPLES = 3000
 
 
@@ -36,8 +36,8 @@ def samples() -> dict[str, list[Example]]:
 # --------------------------------------------------------------------------- all tasks
 
 
-def test_registry_has_the_five_tasks_with_their_token_levels():
-    assert sorted(TASKS) == sorted(NAMES)
+def test_registry_has_the_six_tasks_with_their_token_levels():
+    assert sorted(TASKS) == sorted([*NAMES, "induction"])
     levels = {n: (t.source_level, t.target_level) for n, t in TASKS.items()}
     assert levels == {
         "copy": ("char", "char"),
@@ -45,6 +45,7 @@ def test_registry_has_the_five_tasks_with_their_token_levels():
         "translate": ("word", "word"),
         "dates": ("char", "char"),
         "fr_en": ("word", "word"),
+        "induction": ("char", "char"),
     }
     for name, task in TASKS.items():
         assert task.name == name and task.description.strip()

@@ -24,6 +24,7 @@ PAGES = {
     "attribution": ("attribution.py", N_("Attribution"), ":material/troubleshoot:"),
     "compare": ("compare.py", N_("Compare two models"), ":material/compare:"),
     "training": ("training.py", N_("Training"), ":material/timeline:"),
+    "head_atlas": ("head_atlas.py", N_("Head atlas"), ":material/apps:"),
     "model": ("model.py", N_("Model"), ":material/account_tree:"),
     "lecture_pack": ("lecture_pack.py", N_("Lecture pack"), ":material/school:"),
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from i18n import _, message_of
+from i18n import N_, _, message_of
 from model import CheckpointError
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import list_snapshots
@@ -16,6 +16,18 @@ from ui import caches, model_picker
 from ui.safe_text import md
 
 _LOG = logging.getLogger(__name__)
+
+# the numbers a run's snapshot index may record beside exact match and alignment, titled (others: their name)
+SCORE_TITLES = {
+    "induction_share": N_("best induction head (share of a perfect head's score, held-out)"),
+    "repeated_half": N_("next-token accuracy on the repeated half (held-out)"),
+}
+
+
+def snapshot_score_title(name: str) -> str:
+    """The curve's title of a snapshot score, in the reader's language (an unknown name as it is)."""
+    return _(SCORE_TITLES[name]) if name in SCORE_TITLES else name
+
 
 # Every snapshot is needed at once for this input's curve: small models only (CURVE_BYTES of stored weights in all).
 CURVE_BYTES = 64 * 2**20

@@ -84,6 +84,8 @@ class Snapshot:
     path: Path  # the snapshot's checkpoint folder
     exact_match: float | None  # on the run's small held-out set
     alignment: tuple[float, ...] = ()  # per decoder layer, the card's alignment measure on the same set
+    # the entry's other numbers by name, on the same set (e.g. the induction demo's "induction_share", "repeated_half")
+    scores: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,11 @@ def list_snapshots(checkpoint: str | Path) -> Snapshots | None:
             raise CheckpointError(M_("{file}: the snapshot of step {step} is missing", file=INDEX, step=entry["step"]))
         alignment = entry.get("alignment")
         layers = tuple(float(a) for a in alignment if _number(a) is not None) if isinstance(alignment, list) else ()
-        items.append(Snapshot(entry["step"], folder, _number(entry.get("exact_match")), layers))
+        known = {"step", "folder", "exact_match", "alignment"}
+        extra = tuple(
+            (str(k)[:64], _number(v)) for k, v in sorted(entry.items()) if k not in known and _number(v) is not None
+        )[:16]
+        items.append(Snapshot(entry["step"], folder, _number(entry.get("exact_match")), layers, extra))
     items.sort(key=lambda s: s.step)
     if len({s.step for s in items}) != len(items):
         raise CheckpointError(M_("{file}: two snapshots have the same step", file=INDEX))

@@ -113,6 +113,7 @@ class TransformerConfig:
     head_dim: int | None = None  # width of one head's q/k/v; None: d_model // n_heads (T5 sets it apart: d_kv)
     bias: bool = True  # biases on the attention projections and the feed-forward layers (T5: none)
     ff_gated: bool = False  # FFN(x) = W2 (act(W1 x) * W3 x), a gated feed-forward (T5 v1.1 / flan-T5)
+    feed_forward: bool = True  # False: attention-only layers, no feed-forward sublayer nor its norm (d_ff unused)
     scale_scores: bool = True  # divide q.k by sqrt(d_head) (paper: yes; T5: no, its init absorbs it)
     rescale_output: bool = False  # multiply the decoder output by d_model^-0.5 before the generator (T5 v1.0)
     embed_norm: bool = False  # a norm on embeddings + positions, before the first layer (BART, mBART)
@@ -290,6 +291,7 @@ _BOOLS = (
     "scale_embeddings",
     "bias",
     "ff_gated",
+    "feed_forward",
     "scale_scores",
     "rescale_output",
     "embed_norm",
@@ -361,12 +363,12 @@ def parameter_count(c: TransformerConfig) -> int:
     kv = c.kv_heads * c.d_head
     qkv_b = int(c.bias if c.qkv_bias is None else c.qkv_bias)
     attention = d * w + 2 * d * kv + (w + 2 * kv) * qkv_b + w * d + d * b
-    ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b
     norm = d if c.norm == "rms" else 2 * d
+    ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b + norm if c.feed_forward else 0
     stacks = int(c.has_encoder) + int(c.has_decoder)
-    encoder = c.n_encoder_layers * (attention + ff + 2 * norm)
+    encoder = c.n_encoder_layers * (attention + ff + norm)
     cross = attention + norm if c.shape == "encoder-decoder" else 0
-    decoder = c.n_decoder_layers * (attention + cross + ff + 2 * norm)
+    decoder = c.n_decoder_layers * (attention + cross + ff + norm)
     final = stacks * norm if c.has_final_norm else 0
     final += stacks * norm if c.embed_norm else 0
     one_table = c.share_embeddings or c.shape != "encoder-decoder"

@@ -116,9 +116,9 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = make_attention(config)
-        self.ff = FeedForward(config)
+        self.ff = FeedForward(config) if config.feed_forward else None  # None: attention-only
         self.norm1 = make_norm(config)
-        self.norm2 = make_norm(config)
+        self.norm2 = make_norm(config) if config.feed_forward else None
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
 
@@ -128,7 +128,7 @@ class EncoderLayer(nn.Module):
         x = residual(
             x, self.norm1, lambda h: self.self_attn(h, h, mask, positions=positions), self.dropout, self.norm_first
         )
-        return residual(x, self.norm2, self.ff, self.dropout, self.norm_first)
+        return x if self.ff is None else residual(x, self.norm2, self.ff, self.dropout, self.norm_first)
 
 
 class DecoderLayer(nn.Module):
@@ -139,10 +139,10 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = make_attention(config)
         self.cross_attn = make_attention(config) if cross else None
-        self.ff = FeedForward(config)
+        self.ff = FeedForward(config) if config.feed_forward else None  # None: attention-only
         self.norm1 = make_norm(config)
         self.norm2 = make_norm(config) if cross else None
-        self.norm3 = make_norm(config)
+        self.norm3 = make_norm(config) if config.feed_forward else None
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
 
@@ -172,7 +172,7 @@ class DecoderLayer(nn.Module):
                 self.dropout,
                 self.norm_first,
             )
-        return residual(x, self.norm3, self.ff, self.dropout, self.norm_first)
+        return x if self.ff is None else residual(x, self.norm3, self.ff, self.dropout, self.norm_first)
 
 
 class MLMTransform(nn.Module):

@@ -1,0 +1,117 @@
+"""The head atlas against its targets: a GPT-2-small-shaped random model (12 layers of 12 heads, d_model 768,
+vocabulary 50257, learned positions) over 200 texts of 128 tokens, every role and the switch-off tests, in a worker
+process (ui/workers.py, as the page runs it) against 60 s; and the Head atlas page opened from the disk cache
+(checkpoint digest, ui/disk_cache.py) against 2 s.
+
+    python -m benchmarks.bench_atlas                 # both tables
+    python -m benchmarks.bench_atlas --texts 50      # fewer texts (the ratio is then to the same target)
+    python -m benchmarks.bench_atlas --page-only
+
+Table 1: wall and CPU seconds of the scores (every shard) and of the switch-off tests, each beside the 60 s target
+(ratio = seconds / 60). Table 2: the page on demo:induction, first open (computed in the worker and stored), then
+opened again with nothing in memory (read from disk), beside 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import table  # noqa: E402
+
+TARGET_S, PAGE_TARGET_S = 60.0, 2.0
+
+
+def cpu_now() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def gpt2_small():
+    from model import Tokenizer, TransformerConfig, Vocab, build_model
+
+    vocab = Vocab.build([f"w{i}" for i in range(50257 - 4)], level="word")
+    config = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), shape="decoder-only", n_encoder_layers=0,
+        n_decoder_layers=12, d_model=768, n_heads=12, d_ff=3072, dropout=0.0, norm_first=True, positional="learned",
+        max_len=1024, share_embeddings=True, tie_generator=True, activation="gelu",
+    )  # fmt: skip
+    return build_model(config, seed=0).eval(), Tokenizer(vocab, vocab)
+
+
+def scores_part(model, tok, texts):
+    from model.analysis import head_atlas as ha
+
+    jobs = ha.plan(model, tok, texts)
+    return jobs, ha.merge([ha.run_shard(model, tok, job) for job in jobs], "decoder_self", ha.ROLES)
+
+
+def switch_off_part(model, tok, jobs, atlas):
+    from model.analysis import head_atlas as ha
+
+    return ha.add_switch_off(atlas, model, tok, jobs)
+
+
+def atlas_rows(n_texts: int) -> list[list]:
+    import random
+
+    from ui.workers import Limits, run_limited
+
+    model, tok = gpt2_small()
+    rng = random.Random(0)
+    texts = [tuple(rng.randrange(4, 50257) for _ in range(128)) for _ in range(n_texts)]
+    limits = Limits(memory=6 * 2**30, deadline=3600.0)
+    rows = []
+    w, c = time.perf_counter(), cpu_now()
+    jobs, atlas = run_limited(scores_part, model, tok, texts, limits=limits)
+    wall, cpu = time.perf_counter() - w, cpu_now() - c
+    rows.append(
+        [f"scores, 4 roles, {n_texts} texts + 20 random", f"{wall:.1f}", f"{cpu:.1f}", f"{wall / TARGET_S:.2f}"]
+    )
+    w, c = time.perf_counter(), cpu_now()
+    run_limited(switch_off_part, model, tok, jobs, atlas, limits=limits)
+    wall2, cpu2 = time.perf_counter() - w, cpu_now() - c
+    rows.append(["switch-off tests, 4 roles", f"{wall2:.1f}", f"{cpu2:.1f}", f"{wall2 / TARGET_S:.2f}"])
+    total = wall + wall2
+    rows.append(["whole atlas", f"{total:.1f}", f"{cpu + cpu2:.1f}", f"{total / TARGET_S:.2f}"])
+    return rows
+
+
+def page_rows() -> list[list]:
+    from harness.apptest import open_page
+    from ui import head_atlas_ui
+
+    os.environ["VIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_atlas_")
+    rows = []
+    for what in ("first open (computed in the worker, stored)", "opened again, nothing in memory (from disk)"):
+        head_atlas_ui.ATLASES.drop(lambda key: True)
+        w = time.perf_counter()
+        at = open_page("head_atlas", "demo:induction", timeout=600)
+        wall = time.perf_counter() - w
+        note = "exception" if at.exception else "drawn"
+        rows.append([what, f"{wall:.2f}", f"{wall / PAGE_TARGET_S:.2f}", note])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=200)
+    parser.add_argument("--page-only", action="store_true")
+    args = parser.parse_args()
+    print("load %.2f %.2f %.2f" % os.getloadavg())
+    if not args.page_only:
+        print(table(["part", "wall s", "CPU s", "ratio to 60 s"], atlas_rows(args.texts),
+                    title="Head atlas, GPT-2-small shape, 128 tokens a text"))  # fmt: skip
+    print(table(["page", "wall s", "ratio to 2 s", "result"], page_rows(), title="Head atlas page, demo:induction"))
+    print("load %.2f %.2f %.2f" % os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()

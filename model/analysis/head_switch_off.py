@@ -1,0 +1,204 @@
+"""A head's role tested by switching it off: the loss on the role's own task with the role's top heads switched off
+together, against the same number of heads drawn at random (several seeded draws), in batched passes of the model's
+own forward (the per-row ablations of model/interventions/heads_off.py).
+
+The task of a role is next-token prediction on its inputs: for induction and duplicate_token the repeated half of
+random sequences repeated twice (from the second token of the second copy on: the tokens an earlier copy predicts),
+for the other roles every next token of the corpus. An encoder-only model with a masked-LM head predicts each input
+token at its own position; an encoder-decoder model its own greedy output, teacher-forced (scored.prepare).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..interventions import Interventions
+from ..network.recording import record
+from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
+from ..text.tokenizer import Tokenizer
+from .head_scores import REPEATED, Item, end_ids, item_tokenizer
+
+Head = tuple[int, int]  # (layer, head) of one kind
+
+
+@dataclass
+class Scored:
+    """One input as a pass reads it: ids (B = 1), and the positions whose next token (decoder) or own token
+    (encoder with a masked-LM head) counts."""
+
+    src: list[int]  # the encoder's ids ([] for a decoder-only model)
+    inputs: list[int]  # the decoder's ids ([] for an encoder-only model)
+    positions: list[int]  # logits rows scored
+    targets: list[int]  # the id each scored row should predict
+
+
+def repeated_start(model: nn.Module, tokenizer: Tokenizer, ids: Sequence[int]) -> int:
+    """The position of the second token of the second copy in a sequence made by random_sequences(repeated=True)."""
+    before, after = len(tokenizer.source.encode("")), len(end_ids(model, tokenizer))
+    half = (len(ids) - before - after) // 2
+    return before + half + 1
+
+
+def scored_input(model: nn.Module, tokenizer: Tokenizer, item: Item, repeated: bool) -> Scored:
+    """What one input's pass scores (see the module's docstring)."""
+    cfg = model.config
+    tok, text = item_tokenizer(model, tokenizer, item)
+    if cfg.shape == "decoder-only":
+        ids = prepare_sequence(model, tok, text).ids
+        start = repeated_start(model, tokenizer, ids) if repeated else 1
+        rows = list(range(max(1, start) - 1, len(ids) - 1))
+        return Scored([], ids, rows, [ids[p + 1] for p in rows])
+    if cfg.shape == "encoder-only":
+        ids = prepare_source(model, tok, text).ids
+        start = repeated_start(model, tokenizer, ids) - 1 if repeated else 0
+        rows = list(range(start, len(ids) - len(end_ids(model, tokenizer))))
+        return Scored(ids, [], rows, [ids[p] for p in rows])
+    from .scored import prepare
+
+    prep = prepare(model, tok, text, None)
+    rows = list(range(len(prep.scored)))
+    return Scored(prep.src, prep.inputs, rows, list(prep.scored))
+
+
+@torch.no_grad()
+def ablated_losses(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    items: Sequence[Item],
+    kind: str,
+    head_sets: Sequence[Sequence[Head]],
+    repeated: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """((R,) mean cross-entropy, (R,) next-token accuracy) over the scored positions of every input, row r with the
+    heads head_sets[r] of `kind` switched off (an empty set: the unchanged model). One batched pass per input."""
+    require_eval(model)
+    device = device_of(model)
+    rows = [frozenset((kind, int(layer), int(head)) for layer, head in s) for s in head_sets]
+    changes = Interventions().with_rows(rows)
+    R = len(rows)
+    loss_sum, right, count = np.zeros(R), np.zeros(R), 0
+    for done, item in enumerate(items, 1):
+        s = scored_input(model, tokenizer, item, repeated)
+        if not s.positions:
+            continue
+        with record(model, interventions=changes, keep=False):
+            if model.config.shape == "decoder-only":
+                logits = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1))  # (R, T, V)
+            elif model.config.shape == "encoder-only":
+                memory, _ = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
+                logits = model.logits(memory)  # (R, S, V)
+            else:
+                memory, mask = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
+                logits = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), memory, mask)
+        picked = logits[:, s.positions].double().log_softmax(-1)  # (R, P, V)
+        targets = torch.tensor(s.targets, device=device)
+        logp = picked[:, torch.arange(len(s.positions)), targets]  # (R, P)
+        loss_sum += (-logp).sum(-1).cpu().numpy()
+        right += (picked.argmax(-1) == targets).sum(-1).cpu().numpy()
+        count += len(s.positions)
+        if progress is not None:
+            progress(done, len(items))
+    if count == 0:
+        raise ValueError("none of the inputs has a position to score")
+    return loss_sum / count, right / count
+
+
+@dataclass
+class SwitchOff:
+    """A role's top heads switched off together, against as many random heads (draws seeded)."""
+
+    heads: list[Head]  # the top heads by score, switched off together
+    loss: float  # the task's loss, nothing switched off
+    loss_off: float  # with the top heads off
+    random_losses: list[float]  # with as many random heads off, one per draw
+    head_losses: list[float]  # with each top head alone off (same order as heads)
+    accuracy: float
+    accuracy_off: float
+
+    @property
+    def effect(self) -> float:
+        """Rise of the loss when the top heads go."""
+        return self.loss_off - self.loss
+
+    @property
+    def random_effects(self) -> list[float]:
+        return [x - self.loss for x in self.random_losses]
+
+    @property
+    def head_effects(self) -> list[float]:
+        return [x - self.loss for x in self.head_losses]
+
+    @property
+    def pattern_only(self) -> bool:
+        """True when the top heads' effect is within the random heads' spread (not above the largest draw)."""
+        return bool(self.random_effects) and self.effect <= max(self.random_effects)
+
+    def to_json(self) -> dict:
+        return {
+            "heads": [list(h) for h in self.heads],
+            "loss": self.loss,
+            "loss_off": self.loss_off,
+            "random_losses": list(self.random_losses),
+            "head_losses": list(self.head_losses),
+            "accuracy": self.accuracy,
+            "accuracy_off": self.accuracy_off,
+            "effect": self.effect,
+            "random_effects": self.random_effects,
+            "pattern_only": self.pattern_only,
+        }
+
+
+def top_heads(scores: np.ndarray, k: int) -> list[Head]:
+    """The k heads of the highest score (ties: the earlier layer, then head), as (layer, head)."""
+    order = np.argsort(-scores.reshape(-1), kind="stable")[:k]
+    return [(int(i // scores.shape[1]), int(i % scores.shape[1])) for i in order]
+
+
+def random_heads(
+    n_layers: int, n_heads: int, k: int, draws: int, seed: int, exclude: Sequence[Head] = ()
+) -> list[list[Head]]:
+    """`draws` seeded sets of k distinct heads of the kind, drawn from the heads not in `exclude` (the top heads)
+    while at least k remain, else from all."""
+    rng = random.Random(f"switch-off:{seed}")
+    every = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
+    others = [h for h in every if h not in set(exclude)]
+    pool = others if len(others) >= k else every
+    return [sorted(rng.sample(pool, k)) for _ in range(draws)]
+
+
+def switch_off(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    role: str,
+    scores: np.ndarray,
+    items: Sequence[Item],
+    kind: str,
+    k: int = 1,
+    draws: int = 5,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> SwitchOff:
+    """The role's k top heads (by `scores`, (L, H)) switched off together on `items`, against `draws` random sets of
+    k other heads, and each top head alone: one batched pass per input (rows: none, top, random draws, each top head)."""
+    L, H = scores.shape
+    k = max(1, min(k, L * H))
+    top = top_heads(scores, k)
+    drawn = random_heads(L, H, k, draws, seed, exclude=top)
+    sets = [[], top, *drawn, *([h] for h in top)]
+    loss, acc = ablated_losses(model, tokenizer, items, kind, sets, role in REPEATED, progress)
+    return SwitchOff(
+        heads=top,
+        loss=float(loss[0]),
+        loss_off=float(loss[1]),
+        random_losses=[float(x) for x in loss[2 : 2 + draws]],
+        head_losses=[float(x) for x in loss[2 + draws :]],
+        accuracy=float(acc[0]),
+        accuracy_off=float(acc[1]),
+    )

@@ -1,0 +1,64 @@
+"""`transformer-viz atlas`: the local run writes the atlas of head_scores; the same shards as Ray tasks on a local
+Ray instance (127.0.0.1) merge into exactly the local result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli import atlas as cli_atlas
+from cli.main import main as cli_main
+from model import head_scores, load_checkpoint, save_checkpoint
+from model.network.config import TransformerConfig
+from model.network.transformer import build_model
+from model.text.tokenizer import Tokenizer, Vocab
+
+TEXTS = ["abcabcabc", "hello world", "ponmlk", "aaaa", "dcba", "the cat", "abcdefg", "gfedcba", "zz", "abab"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    vocab = Vocab.build(list("abcdefghijklmnopqrstuvwxyz "), level="char")
+    config = TransformerConfig(
+        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), shape="decoder-only", n_encoder_layers=0,
+        n_decoder_layers=2, d_model=16, n_heads=2, d_ff=32, dropout=0.0, norm_first=True, positional="rope",
+        max_len=64, share_embeddings=True, tie_generator=True,
+    )  # fmt: skip
+    out = tmp_path_factory.mktemp("atlas") / "tiny"
+    save_checkpoint(build_model(config, seed=2).eval(), Tokenizer(vocab, vocab), out)
+    return out
+
+
+def test_the_command_writes_the_atlas_of_head_scores(folder, tmp_path):
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("\n".join(TEXTS) + "\n\n", encoding="utf-8")
+    out = tmp_path / "deep" / "atlas.json"
+    assert cli_main(["atlas", str(folder), "--texts", str(texts), "--out", str(out)]) == 0
+    data = json.loads(out.read_text(encoding="utf-8"))
+    model, tok = load_checkpoint(folder)
+    want = head_scores(model, tok, "previous_token", texts=TEXTS)
+    np.testing.assert_allclose(data["scores"]["previous_token"], want, atol=1e-12)
+    np.testing.assert_allclose(data["scores"]["induction"], head_scores(model, tok, "induction"), atol=1e-12)
+    assert set(data["switch_off"]) == set(data["roles"]) and len(data["labels"]["corpus"]) == len(TEXTS)
+    assert cli_main(["atlas", str(folder), "--texts", str(tmp_path / "missing.txt"), "--out", str(out)]) == 1
+
+
+def test_ray_tasks_merge_into_exactly_the_local_atlas(folder):
+    ray = pytest.importorskip("ray")
+    local = cli_atlas.compute(folder, TEXTS, switch_off=False)
+    root = str(Path(__file__).resolve().parents[1])
+    ray.init(
+        num_cpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": {"PYTHONPATH": root}},
+    )
+    try:
+        remote = cli_atlas.compute(folder, TEXTS, switch_off=False, ray_address="auto")
+    finally:
+        ray.shutdown()
+    assert json.dumps(remote.to_json()) == json.dumps(local.to_json())
