@@ -82,6 +82,8 @@ def test_leading_axes_are_pooled_each_on_its_own(rng):
 @pytest.mark.parametrize("chunk", [1, 13, 10_000])
 def test_pool_rows_reads_blocks_of_rows_and_agrees_with_a_loop(rng, causal, chunk):
     w = rng.random((11, 11)).astype(np.float32)
+    if causal:  # a causal map's masked cells hold 0
+        w = np.tril(w)
     reads = []
 
     def rows_of(rows: slice):
@@ -102,6 +104,16 @@ def test_pool_rows_reads_blocks_of_rows_and_agrees_with_a_loop(rng, causal, chun
 def test_pool_rows_names_rows_of_the_wrong_shape():
     with pytest.raises(ValueError, match="should have shape"):
         pooling.pool_rows(lambda rows: np.zeros((1, 3)), 4, 4, cells=2)
+
+
+def test_visible_counts_count_the_cells_a_causal_mask_leaves():
+    q_edges, k_edges = pooling.block_edges(7, 3), pooling.block_edges(7, 3)  # blocks of 3: 0-2, 3-5, 6
+    got = pooling.visible_counts(q_edges, k_edges, causal=True)
+    mask = pooling.causal_mask(7, 7)
+    expected = [[(~mask[i * 3 : i * 3 + 3, j * 3 : j * 3 + 3]).sum() for j in range(3)] for i in range(3)]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(pooling.visible_counts(q_edges, k_edges, causal=False), [[9, 9, 3], [9, 9, 3],
+                                                                                           [3, 3, 1]])  # fmt: skip
 
 
 def test_causal_mask_of_a_window_counts_from_its_start():

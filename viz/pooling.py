@@ -13,6 +13,7 @@ is NaN (drawn as masked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -127,6 +128,16 @@ def pool(weights: np.ndarray, cells: int = MAX_CELLS, mask: np.ndarray | None = 
     return Pooled(top_max, mean, q_edges, k_edges)
 
 
+def visible_counts(q_edges: np.ndarray, k_edges: np.ndarray, causal: bool) -> np.ndarray:
+    """(nq, nk) the cells of each block that are not masked (causal: key <= query), from the edges alone."""
+    widths = np.diff(k_edges)
+    if not causal:
+        return np.outer(np.diff(q_edges), widths).astype(np.float64)
+    q = np.arange(int(q_edges[-1]))[:, None]
+    per_query = np.clip(q + 1 - k_edges[:-1][None, :], 0, widths[None, :])  # (Tq, nk): keys <= q in each key block
+    return np.add.reduceat(per_query, q_edges[:-1], axis=0).astype(np.float64)
+
+
 def pool_rows(
     rows_of: Callable[[slice], np.ndarray],
     n_queries: int,
@@ -137,27 +148,37 @@ def pool_rows(
 ) -> Pooled:
     """`pool` of a (n_queries, n_keys) map read in row blocks: rows_of(slice(lo, hi)) gives rows lo .. hi - 1 as a
     (hi - lo, n_keys) array. Rows are read a whole number of query blocks at a time, about chunk_cells weights per
-    read, so at most one chunk is held. causal: keys after each query are masked (decoder self-attention)."""
+    read, so at most one chunk is held. causal: keys after each query are masked (decoder self-attention); their
+    cells must hold 0, as a causal map's do (they add nothing to a block's sum or max, and are not counted)."""
     q_edges, k_edges = block_edges(n_queries, cells), block_edges(n_keys, cells)
-    side = int(q_edges[1] - q_edges[0]) if n_queries else 1
-    per_read = max(1, chunk_cells // max(1, side * n_keys))  # query blocks read at once
+    a = int(q_edges[1] - q_edges[0]) if n_queries else 1
+    b = int(k_edges[1] - k_edges[0]) if n_keys else 1
     nq, nk = len(q_edges) - 1, len(k_edges) - 1
-    top = np.full((nq, nk), -np.inf)
+    per_read = max(1, chunk_cells // max(1, a * n_keys))  # query blocks read at once
+    top = np.zeros((nq, nk), dtype=np.float32)
     total = np.zeros((nq, nk))
-    count = np.zeros((nq, nk))
     for first in range(0, nq, per_read):
         last = min(nq, first + per_read)
         lo, hi = int(q_edges[first]), int(q_edges[last])
-        rows = np.asarray(rows_of(slice(lo, hi)), dtype=np.float64)
+        rows = np.asarray(rows_of(slice(lo, hi)), dtype=np.float32)
         if rows.shape != (hi - lo, n_keys):
             raise ValueError(f"rows {lo}..{hi - 1} should have shape {(hi - lo, n_keys)}, got {rows.shape}")
-        if causal:
-            rows = np.where(causal_mask(hi - lo, n_keys, lo), np.nan, rows)
-        for b in range(first, last):
-            a0, a1 = int(q_edges[b]) - lo, int(q_edges[b + 1]) - lo
-            top[b], total[b], count[b] = _pool_block_rows(rows[a0:a1], k_edges)
-    pooled_max, mean = _finish(top, total, count)
-    return Pooled(pooled_max, mean, q_edges, k_edges)
+        pad_q, pad_k = (last - first) * a - (hi - lo), nk * b - n_keys  # the last blocks may be short: zeros
+        if pad_q or pad_k:
+            rows = np.pad(rows, [(0, pad_q), (0, pad_k)])
+        blocks = rows.reshape(last - first, a, nk, b)
+        top[first:last] = blocks.max(axis=(1, 3))
+        total[first:last] = blocks.sum(axis=(1, 3), dtype=np.float64)
+    count = visible_counts(q_edges, k_edges, causal)
+    none = count == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(none, np.nan, total / np.maximum(count, 1)).astype(np.float32)
+    return Pooled(np.where(none, np.float32(np.nan), top), mean, q_edges, k_edges)
+
+
+def panel_cells(n_panels: int, cells: int = MAX_CELLS, least: int = 8) -> int:
+    """Cells a side of each of n_panels thumbnails of one chart: about cells x cells in all (at least `least`)."""
+    return max(least, int(cells / math.sqrt(max(1, n_panels))))
 
 
 def fit_range(lo: int, hi: int, n: int, most: int = MAX_CELLS) -> tuple[int, int]:
