@@ -4,6 +4,9 @@ pooled with a window at full resolution kept in the link, and every view sends u
 
 from __future__ import annotations
 
+import base64
+import json
+
 import numpy as np
 import pytest
 
@@ -93,3 +96,15 @@ def test_the_other_views_of_a_long_input_send_under_2_mb(folder, lazy, view, n_c
         assert cells <= 256 * 256 * 1.05
     if view == "overview":  # each head's summaries, every one of them in the hover
         assert len(drawn[0]["data"][0]["customdata"][0][0]) == 5
+
+
+def test_inside_attention_draws_the_keys_of_a_window(folder):
+    at = open_page("inside", f"path:{folder}", text=TEXT, timeout=120, in_k="280-399", in_layer="1", in_head="2")
+    assert not at.exception, at.exception
+    raw = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "in_raw" in c.proto.id)
+    x = raw["data"][0]["x"]
+    x = np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"])) if isinstance(x, dict) else x
+    assert list(x) == list(range(280, 400))  # the window's keys, at their positions in the whole input
+    assert raw["layout"]["xaxis"]["ticktext"][0].startswith("280: ")
+    assert at.query_params["in_k"] == "280-399"
+    assert at.session_state["in_key"] in range(280, 400)  # the key of the products: one of the window's

@@ -177,12 +177,26 @@ def sink_view(lazy, kind: str, k_tokens: Sequence[str], title: str) -> list:
     return [sinks.sink_map(share, k_tokens[0], _("{title}: share of attention on the first token").format(title=title))]
 
 
-def _window_slider(name: str, label: str, n: int) -> tuple[int, int]:
-    """A range slider over n positions for one side of the window, its value kept in the URL (URL[name])."""
-    value = URL.read(name, default_range(n), ok=lambda v: len(v) == 2 and 0 <= v[0] <= v[1] < n)
+def _window_slider(name: str, label: str, n: int, keys: Keys = URL, default: tuple[int, int] | None = None):
+    """A range slider over n positions for one side of the window, its value kept in the URL (keys[name]); the
+    range shown: at most MAX_CELLS positions from its start."""
+    value = keys.read(name, default or default_range(n), ok=lambda v: len(v) == 2 and 0 <= v[0] <= v[1] < n)
     st.session_state[name] = tuple(value)
     st.slider(label, 0, n - 1, key=name)
     return fit_range(*st.session_state[name], n)
+
+
+def key_window(keys: Keys, name: str, n: int) -> slice:
+    """The keys Inside attention draws: every key of a short input; of a long one (more than MAX_CELLS keys), a
+    window of at most MAX_CELLS chosen with a range slider (keys[name], in the URL), first the Attention page's."""
+    if n <= MAX_CELLS:
+        return slice(0, n)
+    seen = st.session_state.get("att_k")  # the Attention page's window of this session, if it had one
+    default = fit_range(*seen, n) if isinstance(seen, (tuple, list)) and len(seen) == 2 else None
+    lo, hi = _window_slider(name, _("Window: key positions (at most {n})").format(n=MAX_CELLS), n, keys, default)
+    st.caption(_("A long input: the charts below show keys {lo}–{hi} of {n}; the weights and entropies are the whole "
+                 "row's.").format(lo=lo, hi=hi, n=n))  # fmt: skip
+    return slice(lo, hi + 1)
 
 
 def show_view(lazy, view: str, kind: str, layer: int, head: int | str, n_layers: int, rows: Rows,

@@ -56,9 +56,10 @@ def hover_token(token: str, max_chars: int = 40) -> str:
     return _("space") if token == " " else display_token(token, max_chars)
 
 
-def indexed(tokens: Sequence[str]) -> list[str]:
-    """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index."""
-    return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens)]
+def indexed(tokens: Sequence[str], start: int = 0) -> list[str]:
+    """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index (counted
+    from `start`: the tokens of a window of a longer input)."""
+    return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens, start)]
 
 
 # -- the one row convention (issue 34) ------------------------------------------------------------------------
