@@ -157,3 +157,15 @@ def test_links_name_a_window_as_two_positions():
     assert attention_long.range_text((40, 103)) == "40-103"
     with pytest.raises(ValueError):
         attention_long.parse_range("40")
+
+
+def test_the_heads_of_a_short_input_are_pooled_when_together_they_pass_256_by_256_cells():
+    rng = np.random.default_rng(3)
+    w = rng.random((4, 200, 200)).astype(np.float32)  # 160,000 cells: each head pooled in blocks of 2 (100 x 100)
+    tokens = [f"t{i}" for i in range(200)]
+    fig = attention_long.grid_figure(w, tokens, tokens, "L0", None, "mean", **SIZE)
+    assert cells(fig) <= MAX_CELLS**2
+    spec = json.loads(pio.to_json(fig, validate=False))["data"]
+    np.testing.assert_allclose(z_of(spec[2]), w[2].reshape(100, 2, 100, 2).mean(axis=(1, 3)), rtol=1e-5)
+    small = attention_long.grid_figure(w[:, :50, :50], tokens[:50], tokens[:50], "L0", None, **SIZE)
+    assert cells(small) == 4 * 50 * 50  # few enough: every weight

@@ -147,14 +147,23 @@ def head_grid(lazy, kind: str, layer: int, how: str, rows: Rows | Sequence[str],
 
 def grid_of(weights: np.ndarray, rows: Rows | Sequence[str], k_tokens: Sequence[str], title: str,
             mask: np.ndarray | None, size: dict):  # fmt: skip
-    """All heads of a layer of a short input, (H, Tq, Tk): every weight when the heads hold at most MAX_CELLS x
-    MAX_CELLS cells together, else each head pooled (the pooling from the URL's att_pool, its control above)."""
-    n_heads, Tq, Tk = weights.shape
-    if n_heads * Tq * Tk <= MAX_CELLS**2:
+    """All heads of a layer of a short input, (H, Tq, Tk): grid_figure, with the pooling control (att_pool, in the
+    URL) when the heads are pooled."""
+    how = "max"
+    if weights.size > MAX_CELLS**2:
+        how = URL.read("att_pool")
+        st.radio(_("Pooling"), HOWS, key="att_pool", horizontal=True, format_func=lambda h: _(HOW_LABELS[h]))
+        URL.write(att_pool=how)
+    return grid_figure(weights, rows, k_tokens, title, mask, how, **size)
+
+
+def grid_figure(weights: np.ndarray, rows: Rows | Sequence[str], k_tokens: Sequence[str], title: str,
+                mask: np.ndarray | None, how: str = "max", **size):  # fmt: skip
+    """Every weight of every head (attention_figs.head_grid) when the heads hold at most MAX_CELLS x MAX_CELLS cells
+    together, else each head pooled by `how` to a thumbnail (together about as many cells)."""
+    n_heads = weights.shape[0]
+    if weights.size <= MAX_CELLS**2:
         return attention_figs.head_grid(weights, rows, k_tokens, title, mask=mask, **size)
-    how = URL.read("att_pool")
-    st.radio(_("Pooling"), HOWS, key="att_pool", horizontal=True, format_func=lambda h: _(HOW_LABELS[h]))
-    URL.write(att_pool=how)
     heads = pool(weights, panel_cells(n_heads), mask)
     return pooled_figs.pooled_grid(heads, how, as_rows(rows).tokens, k_tokens, title, **size)
 
