@@ -169,3 +169,19 @@ def test_the_heads_of_a_short_input_are_pooled_when_together_they_pass_256_by_25
     np.testing.assert_allclose(z_of(spec[2]), w[2].reshape(100, 2, 100, 2).mean(axis=(1, 3)), rtol=1e-5)
     small = attention_long.grid_figure(w[:, :50, :50], tokens[:50], tokens[:50], "L0", None, **SIZE)
     assert cells(small) == 4 * 50 * 50  # few enough: every weight
+
+
+def test_the_summary_map_colours_the_chosen_summary_and_gives_every_one_in_the_hover():
+    from viz import pooled_figs
+
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.random((3, 4)).astype(np.float32) for _ in range(3))
+    summary = {"first_token": a, "entropy": b, "distance": c}  # "distance": another name of the mean distance
+    assert pooled_figs.present_summaries(summary) == ["first_token", "entropy", "mean_distance"]
+    fig = pooled_figs.summary_map(summary, "entropy")
+    np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), b, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fig.data[0].customdata)[2, 1], [a[2, 1], b[2, 1], c[2, 1]], rtol=1e-6)
+    assert fig.data[0].zmin is None  # entropy is not a share: its own range
+    assert pooled_figs.summary_map(summary, "first_token").data[0].zmax == 1.0
+    with pytest.raises(ValueError, match="no summary"):
+        pooled_figs.summary_map(summary, "diagonal")

@@ -240,8 +240,9 @@ def show_view(lazy, view: str, kind: str, layer: int, head: int | str, n_layers:
         figs = head_grid(lazy, kind, layer, how, rows, k_tokens, _("{title}, layer {layer}").format(
             title=title, layer=layer), key, **size)  # fmt: skip
     elif view == "overview":
-        stat = URL.read("att_stat")
-        st.selectbox(_("Summary"), list(pooled_figs.SUMMARIES), key="att_stat",
+        stats = pooled_figs.present_summaries(lazy.summary(kind))
+        stat = URL.read("att_stat", choices=stats)
+        st.selectbox(_("Summary"), stats, key="att_stat",
                      format_func=lambda s: _(pooled_figs.SUMMARIES[s][0]))  # fmt: skip
         figs = overview(lazy, kind, n_layers, how, stat, title, key)
     elif view == "sinks":

@@ -196,6 +196,12 @@ def pooled_grid(
     return go.Figure(data=traces, layout=readable_layout(layout, tick_px))
 
 
+def present_summaries(summary: Mapping[str, np.ndarray]) -> list[str]:
+    """The keys of SUMMARIES that `summary` holds (under their own names or an alias), in SUMMARIES' order."""
+    names = {ALIASES.get(k, k) for k in summary}
+    return [k for k in SUMMARIES if k in names]
+
+
 def summary_map(summary: Mapping[str, np.ndarray], shown: str, title: str = "") -> go.Figure:
     """Per-head summaries of every layer, (L, H) each: rows layers, columns heads, coloured by `shown` (a key of
     SUMMARIES), every summary of the head in the hover. Shares are drawn on 0..1, the others on their own range."""
