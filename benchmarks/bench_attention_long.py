@@ -1,5 +1,6 @@
-"""Headless Chromium on the Attention page of a GPT-2-small-shaped folder at 1,024 tokens: from the server's answer
-to every chart drawn, and the bytes the page receives.
+"""Headless Chromium on the Attention page of a GPT-2-small-shaped folder at 1,024 tokens (pooled views, a window).
+
+From the server's answer to every chart drawn, and the bytes the page receives.
 
     python -m benchmarks.bench_attention_long [--tokens 1024] [--short 128] [--repeats 3] [--views one grid ...]
 

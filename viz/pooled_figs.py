@@ -22,6 +22,7 @@ from i18n import N_, _
 
 from .attention_figs import (
     AXIS_TITLE_PX,
+    COLORBAR_PX,
     LABEL_ROW_PX,
     MASKED_COLOR,
     MAX_CELL,
@@ -33,7 +34,7 @@ from .attention_figs import (
 from .overview_figs import CELL_NOTES
 from .pooling import HOWS, Pooled
 from .subplot_grid import axis_suffix, grid_layout
-from .tokens import FONTS, MIN_TICK_GAP_PX, TEXT_COLOR, TICK_PX, hover_token, readable_layout
+from .tokens import FONTS, MIN_TICK_GAP_PX, TEXT_COLOR, TICK_PX, hover_token, label_px, readable_layout
 
 HOW_NAMES = {"max": N_("max"), "mean": N_("mean")}  # marked only: translated where shown
 WINDOW_COLOR = "#d62728"  # the window's outline on the pooled map: visible on every shade of Blues
@@ -139,6 +140,10 @@ def pooled_heatmap(
         margin=dict(l=10, r=10, t=TITLE_PX, b=10, pad=0),
         shapes=[window_box(pooled, window)] if window is not None else [],
     )  # fmt: skip
+    # as wide as the map, its position labels and the colour bar (shown at that width: the bar beside the map), and
+    # never narrower than the title
+    snug = 4 * label_px("0000", tick_px) + AXIS_TITLE_PX + nk * cell + COLORBAR_PX + 20
+    layout["width"] = int(max(snug, label_px(layout["title"]["text"], tick_px + 3) * 1.15 + 40))
     trace = dict(type="heatmap", z=z, customdata=other, x=k_labels, y=q_labels, coloraxis="coloraxis",
                  hoverongaps=False, hovertemplate=_hover(how))  # fmt: skip
     return go.Figure(data=[trace], layout=readable_layout(layout, tick_px))
