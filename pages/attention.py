@@ -9,7 +9,7 @@ import streamlit as st
 
 from i18n import N_, _
 from tasks.gold import disagreements, gold_alignment, gold_example
-from ui import caches
+from ui import attention_long, caches
 from ui import interventions_ui as heads_ui
 from ui.explain import explain_disagreement, explain_row
 from ui.presentation import chart_box, chart_text_px, presenting, show
@@ -25,20 +25,16 @@ st.title(_("Attention"))
 session = require_session()
 
 changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
-cap = caches.session_capture(session, changes=changes)
+lazy = attention_long.long_capture(session, changes)  # maps longer than a chart holds: drawn pooled (None: short)
+cap = lazy if lazy is not None else caches.session_capture(session, changes=changes)
+MAPS = attention_long.map_shapes(lazy, session.model.config) if lazy is not None else vars(cap)
 SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the keys' sides, translated by the figure builder
-# rows by the one convention (viz/tokens.capture_rows): the token each decoder row writes, or the source tokens
-KINDS = {
-    "encoder_self": (cap.encoder_self, capture_rows(cap, "encoder_self"), cap.source_tokens, SOURCE, SOURCE),
-    "decoder_self": (
-        cap.decoder_self,
-        capture_rows(cap, "decoder_self"),
-        cap.target_tokens,
-        DECODER_INPUT,
-        DECODER_INPUT,
-    ),
-    "cross": (cap.cross, capture_rows(cap, "cross"), cap.source_tokens, DECODER_INPUT, SOURCE),
+SIDES = {  # kind -> (key tokens, query side, key side)
+    "encoder_self": (cap.source_tokens, SOURCE, SOURCE),
+    "decoder_self": (cap.target_tokens, DECODER_INPUT, DECODER_INPUT),
+    "cross": (cap.source_tokens, DECODER_INPUT, SOURCE),
 }
+KINDS = {k: (MAPS.get(k), capture_rows(cap, k), *SIDES[k]) for k in SIDES}  # rows: viz/tokens.capture_rows
 SHORT = {
     "encoder_self": N_("Encoder self"),
     "decoder_self": N_("Decoder self (causal)"),
@@ -60,7 +56,7 @@ URL = Keys(
     Key("att_bertviz", BERT_VIEWS[0], choices=tuple(BERT_VIEWS)),
     Key("att_nosink", False, cast=flag),
 )
-KINDS = present_kinds(KINDS, dict(encoder_self=cap.encoder_self, decoder_self=cap.decoder_self, cross=cap.cross))
+KINDS = present_kinds(KINDS, MAPS)
 kind = URL.read("att_kind", choices=tuple(KINDS))
 weights, rows, k_tokens, q_label, k_label = KINDS[kind]
 n_layers, n_heads = weights.shape[:2]
@@ -104,8 +100,8 @@ right.selectbox(
     format_func=lambda h: _("average of heads") if h == "average" else _("head {h}").format(h=h),
 )
 bert_view = URL.read("att_bertviz")
-nosink = URL.read("att_nosink") and len(k_tokens) > 1 and view in ("one", "grid")
-if view in ("one", "grid") and len(k_tokens) > 1:
+nosink = URL.read("att_nosink") and len(k_tokens) > 1 and view in ("one", "grid") and lazy is None
+if view in ("one", "grid") and len(k_tokens) > 1 and lazy is None:
     sink_box.checkbox(_("Without the first token (renormalised)"), key="att_nosink")
 URL.write(att_view=view, att_kind=kind, att_layer=layer, att_head=head,
           att_bertviz=bert_view if view == "bertviz" else None, att_nosink=True if nosink else None)  # fmt: skip
@@ -120,10 +116,10 @@ st.caption(
         predicted=esc(session.tokenizer.target.detokenize(cap.predicted_tokens)) or "∅",
     )
 )
-if changes:
+if changes and lazy is None:  # the effect on the output, from two eager captures: short inputs
     new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
-mask = figs.causal_mask(len(rows), len(k_tokens)) if kind == "decoder_self" else None
+mask = figs.causal_mask(len(rows), len(k_tokens)) if kind == "decoder_self" and lazy is None else None
 if nosink:  # the first key's column left out, each row renormalised over the rest (viz/sinks.py)
     weights, k_tokens = sinks.without_sink(weights), k_tokens[1:]
     mask = mask[:, 1:] if mask is not None else None
@@ -131,15 +127,21 @@ title = _(figs.KIND_TITLES[kind])
 max_height, max_width = chart_box()
 # A demo's gold alignment, over the cross-attention of the model's own output when that output is the gold target.
 gold = None
-if kind == "cross" and cap.generated:
-    gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
-if kind == "cross" and gold is None and (known := gold_example(session.card, session.check.text)) is not None:
-    st.caption(
-        _(
-            "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
-        ).format(target=esc(known.target))
-    )
-if view == "one":
+if kind == "cross" and lazy is None:  # a demo's gold alignment (short inputs)
+    if cap.generated:
+        gold = gold_alignment(session.card, session.check.text, session.tokenizer.target.detokenize(cap.target_tokens))
+    if gold is None and (known := gold_example(session.card, session.check.text)) is not None:
+        st.caption(
+            _(
+                "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
+            ).format(target=esc(known.target))
+        )
+if lazy is not None:  # pooled maps and a window at full resolution (ui/attention_long.py)
+    size = dict(max_height=max_height, max_width=max_width, tick_px=chart_text_px())
+    key = (*caches.input_key(session), changes)  # what the pooled maps depend on
+    attention_long.show_view(lazy, view, kind, layer, head, n_layers, rows, k_tokens, (q_label, k_label), title, key,
+                             size)  # fmt: skip
+elif view == "one":
     shown = figs.head_average(weights[layer]) if head == "average" else weights[layer, head]
     which = _("average of heads") if head == "average" else _("head {h}").format(h=head)
     show(
@@ -162,19 +164,9 @@ if view == "one":
     if gold and (odd := disagreements(shown, gold)):  # the worked example's puzzle, said in one line (issue 34)
         explain_disagreement(odd, len({t for _s, t in gold}), rows.tokens, k_tokens, session)
 elif view == "grid":
-    show(
-        figs.head_grid(
-            weights[layer],
-            rows,
-            k_tokens,
-            _("{title}, layer {layer}").format(title=title, layer=layer),
-            mask=mask,
-            max_height=max_height,
-            max_width=max_width,
-            tick_px=chart_text_px(),
-        ),
-        key="att_grid",
-    )
+    layer_title = _("{title}, layer {layer}").format(title=title, layer=layer)
+    size = dict(max_height=max_height, max_width=max_width, tick_px=chart_text_px())
+    show(attention_long.grid_of(weights[layer], rows, k_tokens, layer_title, mask, size), key="att_grid")
 elif view == "sinks":  # the first token's share; the other special tokens' in the hover
     others = special_keys(k_tokens, session.tokenizer.target)
     extra = sinks.keys_share(weights, others, causal=mask is not None) if others else None
@@ -234,13 +226,15 @@ else:
         on_click="ignore",
     )
 
-if changes:
-    heads_ui.effect_chart("att", effect)
-heads_ui.importance_panel("att", session, changes)
+if lazy is None:  # the effect, importance and the downloads read every map: short inputs
+    if changes:
+        heads_ui.effect_chart("att", effect)
+    heads_ui.importance_panel("att", session, changes)
 explain_row(
     "attention_map",
     "decoder_rows" if kind != "encoder_self" else "heads",
     "specials",
     "heads" if kind != "encoder_self" else "post_ln",
 )
-caches.capture_downloads(session, "att", changes)
+if lazy is None:
+    caches.capture_downloads(session, "att", changes)

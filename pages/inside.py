@@ -6,6 +6,7 @@ from i18n import N_, _
 from model.analysis import inside
 from model.analysis.export import qkv_npz
 from ui import caches, positional_views
+from ui.attention_long import key_window, parse_range, range_text
 from ui.inside_sections import all_heads, scale_comparison
 from ui.inside_shapes import shapes_section, write_shapes_url
 from ui.presentation import show
@@ -22,6 +23,7 @@ URL = Keys(
     Key("in_kind", "cross", choices=tuple(inside.KINDS)),
     *(Key(name, 0, cast=int) for name in ("in_layer", "in_head", "in_query", "in_key")),  # choices: this capture's
     Key("in_noscale", False, cast=flag, encode=lambda v: "1" if v else None),
+    Key("in_k", cast=parse_range, encode=range_text, resets="input", what=N_("the window's keys")),  # long inputs
 )
 st.title(_("Inside attention"))
 st.markdown(
@@ -104,10 +106,19 @@ st.caption(
     )
 )
 
+keys = key_window(URL, "in_k", len(k_tokens))  # every key, or a window of at most 256 of a long input
+k_shown = k_tokens[keys]
 # -- 1. queries and keys ---------------------------------------------------------------------------
 st.subheader(_("1 · Query and keys"))
 show(
-    figs.query_keys(step.query, step.keys, q_tokens[query], k_tokens, _("Query and keys: {where}").format(where=where)),
+    figs.query_keys(
+        step.query,
+        step.keys[keys],
+        q_tokens[query],
+        k_shown,
+        _("Query and keys: {where}").format(where=where),
+        start=keys.start,
+    ),  # fmt: skip
     key="in_qk",
     top_px=TOP_PX,
 )
@@ -126,11 +137,11 @@ st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^
 st.subheader(_("2 · Raw scores"))
 st.markdown(_("How well the query matches each key: the dot product, a sum over the d_k dimensions."))
 st.latex(r"s_j = q \cdot k_j = \sum_{i=1}^{d_k} q_i\, k_{j,i}")
-show(figs.scores(step.raw, None, step.allowed, k_tokens, _("Raw scores q·k_j")), key="in_raw")
-key = URL.read("in_key", int(step.weights.argmax()), range(len(k_tokens)))
+show(figs.scores(step.raw[keys], None, step.allowed[keys], k_shown, _("Raw scores q·k_j"), keys.start), key="in_raw")
+key = URL.read("in_key", keys.start + int(step.weights[keys].argmax()), range(keys.start, keys.stop))
 st.selectbox(
     _("Key for the elementwise products"),
-    list(range(len(k_tokens))),
+    list(range(keys.start, keys.stop)),
     key="in_key",
     format_func=lambda j: f"{j}: {plain_token(k_tokens[j])}",
 )
@@ -150,11 +161,14 @@ if step.scaled_scores:
 else:  # T5
     st.info(_("This model does not divide by √d_k (T5: its initialisation absorbs the scale): s̃_j = q · k_j."))
 scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
-show(figs.scores(step.raw, scaled, step.allowed, k_tokens, _("Raw and scaled scores")), key="in_scaled")
+show(figs.scores(step.raw[keys], None if scaled is None else scaled[keys], step.allowed[keys], k_shown,
+                 _("Raw and scaled scores"), keys.start), key="in_scaled")  # fmt: skip
 if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
     st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
     show(
-        pe_kinds_figs.score_bias(step.scaled, step.bias, k_tokens, _("Scaled scores plus the positional bias")),
+        pe_kinds_figs.score_bias(
+            step.scaled[keys], step.bias[keys], k_shown, _("Scaled scores plus the positional bias")
+        ),
         key="in_bias",
     )
 elif note := getattr(positional_views.of(session.model.config.positional), "INSIDE_NOTE", None):
@@ -177,7 +191,7 @@ st.latex(
     + _("key {j} hidden (after the query in the decoder)").replace("{j}", "} j \\text{")
     + r"} \end{cases}"
 )
-show(figs.mask_row(step.allowed, k_tokens, _("Mask added to the scaled scores")), key="in_mask")
+show(figs.mask_row(step.allowed[keys], k_shown, _("Mask added to the scaled scores"), keys.start), key="in_mask")
 
 # -- 5. softmax, and the scale control ------------------------------------------------------------
 st.subheader(_("5 · Softmax: the attention weights"))
@@ -190,14 +204,16 @@ st.latex(
     r"a_j = \operatorname{softmax}_j(\tilde s + m) = \frac{e^{\tilde s_j + m_j}}{\sum_{j'} e^{\tilde s_{j'} + m_{j'}}}"
 )
 no_scale = URL.read("in_noscale")
-scale_comparison(step, k_tokens, where, no_scale)
+scale_comparison(step, k_tokens, where, no_scale, keys)
 
 # -- 6. values and weighted sum --------------------------------------------------------------------
 st.subheader(_("6 · Values and their weighted sum"))
 st.markdown(_("The head's output for this query mixes the value vectors in the proportions of the weights."))
 st.latex(r"\text{head}_h = \sum_j a_j\, v_j")
 show(
-    figs.values_and_output(step.values, step.weights, step.output, k_tokens, _("Values and this head's output")),
+    figs.values_and_output(
+        step.values[keys], step.weights[keys], step.output, k_shown, _("Values and this head's output"), keys.start
+    ),  # fmt: skip
     key="in_values",
 )
 
@@ -212,6 +228,7 @@ URL.write(
     in_head=head,
     in_query=query,
     in_key=key,
+    in_k=None if keys == slice(0, len(k_tokens)) else (keys.start, keys.stop - 1),
     in_noscale=no_scale,
 )
 write_shapes_url()

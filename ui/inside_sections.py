@@ -11,9 +11,11 @@ from ui.presentation import show
 from viz import inside_figs as figs
 
 
-def scale_comparison(step, k_tokens, where: str, no_scale: bool) -> None:
+def scale_comparison(step, k_tokens, where: str, no_scale: bool, keys: slice | None = None) -> None:
     """The toggle (in_noscale) and the weights of the query's row with (and, toggled, without) the scale, their
-    entropies side by side. step: the page's inside.step_from_capture; where: the charts' words for the head."""
+    entropies side by side. step: the page's inside.step_from_capture; where: the charts' words for the head;
+    keys: the keys drawn (a window of a long input; the entropies are the whole row's)."""
+    keys = keys or slice(0, len(k_tokens))
     st.toggle(
         _("Compare: without 1/√d_k") if step.scaled_scores else _("Compare: with 1/√d_k"),
         key="in_noscale",
@@ -21,10 +23,11 @@ def scale_comparison(step, k_tokens, where: str, no_scale: bool) -> None:
     )
     show(
         figs.weights_row(
-            step.weights,
-            k_tokens,
-            step.weights_unscaled if no_scale else None,
+            step.weights[keys],
+            k_tokens[keys],
+            step.weights_unscaled[keys] if no_scale else None,
             _("Attention weights: {where}").format(where=where),
+            keys.start,
         ),
         key="in_weights",
     )

@@ -66,9 +66,10 @@ def _check(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequenc
         raise ValueError(f"weights have {weights.shape[-1]} key columns but there are {len(key_tokens)} key tokens")
 
 
-def token_labels(tokens: Sequence[str], max_chars: int = 40) -> list[str]:
-    """Unique category labels "i: token" for one side (plotly merges equal labels, so the index stays)."""
-    return [f"{i}: {hover_token(t, max_chars)}" for i, t in enumerate(tokens)]
+def token_labels(tokens: Sequence[str], max_chars: int = 40, start: int = 0) -> list[str]:
+    """Unique category labels "i: token" for one side (plotly merges equal labels, so the index stays); positions
+    count from `start` (a window of a longer map)."""
+    return [f"{i}: {hover_token(t, max_chars)}" for i, t in enumerate(tokens, start)]
 
 
 def _z(weights: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -300,6 +301,7 @@ def attention_heatmap(
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
     snug: bool = False,
+    start: tuple[int, int] = (0, 0),
 ) -> go.Figure:
     """One (Tq, Tk) attention map as a heatmap with square cells; mask (Tq, Tk) True marks cells drawn as masked.
 
@@ -311,13 +313,15 @@ def attention_heatmap(
     The figure is at most max_height (+ a legend row) tall and max_width wide, whatever the number of tokens.
     snug: the figure as wide as its plot, labels and colour bar (layout.width), so that the colour bar sits beside
     the map rather than at the far edge of a wide window (a page shows it at that width).
+    start: (first query, first key) position: the map is a window of a longer one (labels and hover name the
+    positions in the whole input; gold indices stay the window's).
     """
     rows = as_rows(query_tokens)
     query_tokens = rows.tokens
     _check(weights, query_tokens, key_tokens, 2)
     if mask is not None and mask.shape != weights.shape:
         raise ValueError(f"mask shape {mask.shape} differs from weights shape {weights.shape}")
-    q_labels, k_labels = rows.labels(), token_labels(key_tokens)
+    q_labels, k_labels = rows.labels(start=start[0]), token_labels(key_tokens, start=start[1])
     legend = (mask is not None and bool(mask.any())) or bool(gold)
     geo = heatmap_geometry(
         query_tokens, key_tokens, max_height, max_width, extra_height=LEGEND_PX if legend else 0, tick_px=tick_px

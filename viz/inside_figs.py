@@ -108,9 +108,10 @@ def _rows_figure(
 
 
 def query_keys(
-    query: np.ndarray, keys: np.ndarray, query_token: str, key_tokens: Sequence[str], title: str = ""
+    query: np.ndarray, keys: np.ndarray, query_token: str, key_tokens: Sequence[str], title: str = "", start: int = 0
 ) -> go.Figure:
-    """The query vector q (d_k,) above every key vector k_j (Tk, d_k): rows are vectors, columns dimensions."""
+    """The query vector q (d_k,) above every key vector k_j (Tk, d_k): rows are vectors, columns dimensions.
+    start: the first key's position (the keys of a window of a longer input)."""
     if query.ndim != 1 or keys.ndim != 2 or keys.shape[1] != query.shape[0]:
         raise ValueError(f"query (d_k,) and keys (Tk, d_k) expected, got {query.shape} and {keys.shape}")
     _check_tokens(keys.shape[0], key_tokens, "key vectors")
@@ -118,23 +119,29 @@ def query_keys(
         query[None, :],
         [f"q: {display_token(query_token)}"],
         keys,
-        indexed(key_tokens),
+        indexed(key_tokens, start),
         (_("query q"), _("keys k_j")),
         title or _("Query and key vectors"),
     )
 
 
 def values_and_output(
-    values: np.ndarray, weights: np.ndarray, output: np.ndarray, key_tokens: Sequence[str], title: str = ""
+    values: np.ndarray,
+    weights: np.ndarray,
+    output: np.ndarray,
+    key_tokens: Sequence[str],
+    title: str = "",
+    start: int = 0,
 ) -> go.Figure:
-    """Every value vector v_j (Tk, d_k), labelled with its weight, above the weighted sum sum_j a_j v_j (d_k,)."""
+    """Every value vector v_j (Tk, d_k), labelled with its weight, above the weighted sum sum_j a_j v_j (d_k,);
+    start: the first key's position (a window's keys: the output still sums over every key)."""
     if values.ndim != 2 or weights.shape != (values.shape[0],) or output.shape != (values.shape[1],):
         raise ValueError(
             f"values (Tk, d_k), weights (Tk,), output (d_k,) expected; got {values.shape}, "
             f"{weights.shape}, {output.shape}"
         )
     _check_tokens(values.shape[0], key_tokens, "value vectors")
-    labels = [f"{label} · a={w:.2f}" for label, w in zip(indexed(key_tokens), weights)]
+    labels = [f"{label} · a={w:.2f}" for label, w in zip(indexed(key_tokens, start), weights)]
     return _rows_figure(
         values,
         labels,
@@ -145,12 +152,12 @@ def values_and_output(
     )
 
 
-def _key_axis(key_tokens: Sequence[str]) -> dict:
+def _key_axis(key_tokens: Sequence[str], start: int = 0) -> dict:
     n = len(key_tokens)
     return dict(
         tickmode="array",
-        tickvals=list(range(n)),
-        ticktext=indexed(key_tokens),
+        tickvals=list(range(start, start + n)),
+        ticktext=indexed(key_tokens, start),
         tickangle=-45 if n > 10 else 0,
         title=dict(text=_("key")),
     )
@@ -160,11 +167,16 @@ _LEGEND = dict(orientation="h", y=1.02, yanchor="bottom")
 
 
 def scores(
-    raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_tokens: Sequence[str], title: str = ""
+    raw: np.ndarray,
+    scaled: np.ndarray | None,
+    allowed: np.ndarray,
+    key_tokens: Sequence[str],
+    title: str = "",
+    start: int = 0,
 ) -> go.Figure:
     """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them.
 
-    Keys the mask hides are grey and marked −∞."""
+    Keys the mask hides are grey and marked −∞. start: the first key's position (a window's keys)."""
     shown = [(_("q·k_j (raw)"), raw, RAW_COLOR)] + (
         [] if scaled is None else [(_("q·k_j / √d_k (scaled)"), scaled, SCALED_COLOR)]
     )
@@ -173,7 +185,7 @@ def scores(
             raise ValueError(
                 f"{name}: {values.shape} scores and {allowed.shape} mask entries for {len(key_tokens)} key tokens"
             )
-    x = np.arange(len(key_tokens))
+    x = np.arange(start, start + len(key_tokens))
     text = np.where(allowed, "", _("masked → −∞"))
     traces = [
         go.Bar(
@@ -195,20 +207,21 @@ def scores(
             barmode="group",
             showlegend=True,
             legend=_LEGEND,
-            xaxis=_key_axis(key_tokens),
+            xaxis=_key_axis(key_tokens, start),
             yaxis=dict(title=dict(text=_("score"))),
         ),
     )
 
 
-def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") -> go.Figure:
-    """The mask added to one row of scores: 0 where the key may be seen, −∞ (grey) where it may not."""
+def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "", start: int = 0) -> go.Figure:
+    """The mask added to one row of scores: 0 where the key may be seen, −∞ (grey) where it may not; start: the
+    first key's position (a window's keys)."""
     _check_tokens(allowed.shape[0], key_tokens, "mask entries")
     z = np.where(allowed, 0.0, np.nan)[None, :]
     text = np.where(allowed, "0", "−∞")[None, :]
     trace = go.Heatmap(
         z=z,
-        x=np.arange(z.shape[1]),
+        x=np.arange(start, start + z.shape[1]),
         y=[0],
         text=text,
         texttemplate="%{text}",
@@ -228,18 +241,23 @@ def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "") ->
             190,
             top=50,
             plot_bgcolor=MASKED_COLOR,
-            xaxis=_key_axis(key_tokens),
+            xaxis=_key_axis(key_tokens, start),
             yaxis=dict(showticklabels=False),
         ),
     )
 
 
 def weights_row(
-    weights: np.ndarray, key_tokens: Sequence[str], unscaled: np.ndarray | None = None, title: str = ""
+    weights: np.ndarray,
+    key_tokens: Sequence[str],
+    unscaled: np.ndarray | None = None,
+    title: str = "",
+    start: int = 0,
 ) -> go.Figure:
-    """The softmax weights a_j of one query (Tk,); with `unscaled`, also softmax without 1/sqrt(d_k) beside them."""
+    """The softmax weights a_j of one query (Tk,); with `unscaled`, also softmax without 1/sqrt(d_k) beside them;
+    start: the first key's position (a window's keys)."""
     _check_tokens(weights.shape[0], key_tokens, "weights")
-    x = np.arange(len(key_tokens))
+    x = np.arange(start, start + len(key_tokens))
     traces = [
         go.Bar(
             x=x,
@@ -269,7 +287,7 @@ def weights_row(
             barmode="group",
             showlegend=True,
             legend=_LEGEND,
-            xaxis=_key_axis(key_tokens),
+            xaxis=_key_axis(key_tokens, start),
             yaxis=dict(title=dict(text=_("weight")), range=[0, 1.05]),
         ),
     )

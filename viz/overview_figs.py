@@ -9,12 +9,17 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import _
+from i18n import N_, _
 
 from .attention_figs import MASKED_COLOR, _coloraxis, _z
+from .pooling import Pooled, panel_cells
 from .tokens import FONTS, TEXT_COLOR, TICK_PX, label_px
 
 THUMBNAIL_CELLS = 48  # most cells along each side of an overview thumbnail (about 150 px tall on screen)
+CELL_NOTES = {  # what one cell of a pooled map is, for its title (marked only: translated where shown)
+    "max": N_(" (each cell: the max of {a} × {b} positions)"),
+    "mean": N_(" (each cell: the mean of {a} × {b} positions)"),
+}
 TILE_LABELS = 4  # key positions numbered under each tile by numbered_tiles (every ceil(Tk / TILE_LABELS)-th)
 
 
@@ -70,7 +75,7 @@ def _labels(n_tiles: int, cells: int, block: int, total: int, one: str, many: st
 
 
 def layer_head_overview(
-    weights: np.ndarray, title: str = "", mask: np.ndarray | None = None, max_cells: int = THUMBNAIL_CELLS
+    weights: np.ndarray, title: str = "", mask: np.ndarray | None = None, max_cells: int | None = None
 ) -> go.Figure:
     """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads.
 
@@ -81,13 +86,33 @@ def layer_head_overview(
     """
     if weights.ndim != 4:
         raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {weights.shape}")
-    L, H, Tq, Tk = weights.shape
+    if max_cells is None:  # THUMBNAIL_CELLS, fewer when there are many heads: about 256 x 256 cells in all
+        max_cells = min(THUMBNAIL_CELLS, panel_cells(weights.shape[0] * weights.shape[1]))
     z, a, b = block_mean(weights, mask, max_cells)
+    return tiled_overview(z, (a, b), weights.shape[-2:], title)
+
+
+def pooled_overview(pooled: Pooled, how: str, title: str = "") -> go.Figure:
+    """layer_head_overview of thumbnails pooled already (viz/pooling.pool_rows of each head, (L, H, q, k)): the
+    overview of a long input, whose maps are never held together. how: the pooling the colours show."""
+    if pooled.of(how).ndim != 4:
+        raise ValueError(f"thumbnails must be (layers, heads, queries, keys), got shape {pooled.of(how).shape}")
+    return tiled_overview(pooled.of(how), pooled.blocks, pooled.shape, title, how)
+
+
+def tiled_overview(
+    z: np.ndarray, blocks: tuple[int, int], lengths: tuple[int, int], title: str = "", how: str = "mean"
+) -> go.Figure:
+    """The overview of (L, H, q, k) thumbnails, each cell `how` ("mean" or "max") over a block of blocks[0] x
+    blocks[1] positions of a (Tq, Tk) = lengths map."""
+    L, H = z.shape[:2]
+    (a, b), (Tq, Tk) = blocks, lengths
     q, k = z.shape[-2:]
     if a == 1 and b == 1:
         what, weight = "", _("weight %{z:.3f}")
     else:
-        what, weight = _(" (each cell: the mean of {a} × {b} positions)").format(a=a, b=b), _("mean weight %{z:.3f}")
+        what = _(CELL_NOTES[how]).format(a=a, b=b)
+        weight = _("max weight %{z:.3f}") if how == "max" else _("mean weight %{z:.3f}")
     rows = _labels(L, q, a, Tq, _("layer {layer}, query {i}"), _("layer {layer}, queries {i}–{j}"), "layer")
     cols = _labels(H, k, b, Tk, _("head {h}, key {i}"), _("head {h}, keys {i}–{j}"), "h")
     trace = dict(  # a plain dict: go.Figure validates it once

@@ -57,9 +57,10 @@ def hover_token(token: str, max_chars: int = 40) -> str:
     return _("space") if token == " " else display_token(token, max_chars)
 
 
-def indexed(tokens: Sequence[str]) -> list[str]:
-    """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index."""
-    return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens)]
+def indexed(tokens: Sequence[str], start: int = 0) -> list[str]:
+    """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index (counted
+    from `start`: the tokens of a window of a longer input)."""
+    return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens, start)]
 
 
 # -- the one row convention (issue 34) ------------------------------------------------------------------------
@@ -106,9 +107,14 @@ class Rows:
     def hovers(self, max_chars: int = 40) -> list[str]:
         return [self.hover(i, max_chars) for i in range(len(self.tokens))]
 
-    def labels(self, max_chars: int = 40) -> list[str]:
-        """Unique category labels "i: <s> → la" (plotly merges equal labels, so the index stays)."""
-        return [f"{i}: {h}" for i, h in enumerate(self.hovers(max_chars))]
+    def labels(self, max_chars: int = 40, start: int = 0) -> list[str]:
+        """Unique category labels "i: <s> → la" (plotly merges equal labels, so the index stays); positions count
+        from `start` (rows of a window of a longer map)."""
+        return [f"{i}: {h}" for i, h in enumerate(self.hovers(max_chars), start)]
+
+    def window(self, lo: int, hi: int) -> Rows:
+        """Rows lo .. hi - 1 (a window of a longer map), as Rows of the same kind."""
+        return Rows(self.tokens[lo:hi], None if self.inputs is None else self.inputs[lo:hi], self.kind)
 
     def title(self) -> str | None:
         """The y axis's title, translated (None for a plain list: the caller names its rows)."""
