@@ -3,6 +3,7 @@
     transformer-viz serve [-- --allow-folder DIR]      the app in the browser (`streamlit run app.py`)
     transformer-viz pack --model reverse --out pack.html   a lecture pack: one HTML file, no server needed
     transformer-viz train --task reverse --out runs/reverse   train a demo model (`python -m model.train`)
+    transformer-viz figure --model demo:reverse --text abc --view one --out head.pdf   a figure for a paper or slide
 
 `transformer-viz COMMAND --help` lists a command's options.
 """
@@ -28,6 +29,12 @@ def _pack(argv: list[str], prog: str) -> int:
     return main(argv, prog)
 
 
+def _figure(argv: list[str], prog: str) -> int:
+    from cli.figure import main
+
+    return main(argv, prog)
+
+
 def _train(argv: list[str], prog: str) -> int:
     from tasks.train import main
 
@@ -41,6 +48,7 @@ def _train(argv: list[str], prog: str) -> int:
 COMMANDS: dict[str, tuple[str, Callable[[list[str], str], int]]] = {
     "serve": ("run the app (streamlit run app.py) with the project's settings", _serve),
     "pack": ("write a lecture pack: one HTML file that needs no server", _pack),
+    "figure": ("write one view as a figure for a paper or a slide (.svg, .pdf, .png)", _figure),
     "train": ("train a demo model on a built-in task (python -m model.train)", _train),
 }
 
