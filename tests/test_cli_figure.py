@@ -72,7 +72,9 @@ def test_argparse_names_a_bad_choice_after_its_usage(capsys, letters, tmp_path, 
 
 
 def test_an_unknown_model_a_bad_suffix_and_an_unwritable_place_are_one_line_each(capsys, letters, tmp_path):
-    code, _, err = run(capsys, "--model", "demo:nonesuch", "--text", "x", "--view", "one", "--out", str(tmp_path / "f.svg"))
+    code, _, err = run(
+        capsys, "--model", "demo:nonesuch", "--text", "x", "--view", "one", "--out", str(tmp_path / "f.svg")
+    )
     assert code == 1 and "nonesuch" in one_error_line(err) and "usage:" not in err
     code, _, err = run(capsys, "--model", letters, "--text", "x", "--view", "one", "--out", str(tmp_path / "f.jpg"))
     assert code == 1 and ".svg" in one_error_line(err)

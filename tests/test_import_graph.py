@@ -252,7 +252,9 @@ def test_the_notebook_door_stays_inside_its_function():
 
     graph, _ = build_graph(ROOT, at_import=True)
     assert not [t for t in graph.successors("viz.notebook") if in_package(t, "model")]
-    code = "import sys, viz.notebook, viz.figure_export; print(sorted(m for m in ('torch', 'model') if m in sys.modules))"
+    code = (
+        "import sys, viz.notebook, viz.figure_export; print(sorted(m for m in ('torch', 'model') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

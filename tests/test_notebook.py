@@ -106,7 +106,9 @@ def test_the_example_notebook_runs_in_a_kernel_and_its_output_is_the_widget():
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     client.execute()
     shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if WIDGET_VIEW in o.get("data", {})]
     assert len(shown) == 2 and all("<svg" in o["data"]["text/html"] for o in shown)

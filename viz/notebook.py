@@ -57,7 +57,9 @@ def widget_data(capture, trace=None) -> dict:
     if trace is not None and trace.steps:
         total += trace.cross_alignment().size
     if total > MAX_WEIGHTS:
-        raise ValueError(f"{total} attention weights are more than the notebook view takes ({MAX_WEIGHTS}): a shorter text")
+        raise ValueError(
+            f"{total} attention weights are more than the notebook view takes ({MAX_WEIGHTS}): a shorter text"
+        )
     kinds = {}
     for kind in present:
         rows = capture_rows(capture, kind)
@@ -162,7 +164,9 @@ def static_svg(data: dict, kind: str, layer: int, head: int, cell: int = 22) -> 
     for i, row in enumerate(m):
         for j, v in enumerate(row):
             fill = data["masked"] if not np.isfinite(v) or (k["causal"] and j > i) else _colour(data["colours"], v)
-            parts.append(f"<rect x='{left + j * cell}' y='{top + i * cell}' width='{cell}' height='{cell}' fill='{fill}'/>")
+            parts.append(
+                f"<rect x='{left + j * cell}' y='{top + i * cell}' width='{cell}' height='{cell}' fill='{fill}'/>"
+            )
     esc = html.escape
     rows = "".join(
         f"<text x='{left - 4}' y='{top + i * cell + cell * 0.68}' text-anchor='end'>{esc(r)}</text>"
