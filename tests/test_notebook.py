@@ -61,28 +61,18 @@ def test_the_front_end_is_one_es_module_with_no_address_outside():
 def test_the_front_end_draws_hovers_and_a_click_selects_layer_and_head(records):
     """The ES module in Chromium with a stand-in for anywidget's model (get, set, on, save_changes), every request
     outside the page blocked and recorded."""
+    from harness.notebook_page import widget_page
     from tests.browser_helpers import chromium
 
     cap, trace = records
     widget = attention_widget(cap, trace, kind="encoder_self", layer=1)
-    state = {"data": widget.data, "view": "head", "kind": "encoder_self", "layer": 1, "head": -1}
-    page_html = f"""<!doctype html><html><body><div id="out"></div><script type="module">
-const state = {json.dumps(state)};
-const handlers = {{}};
-const model = {{ get: (k) => state[k], set: (k, v) => {{ state[k] = v; (handlers['change:' + k] || []).forEach(f => f()); }},
-  on: (e, f) => {{ (handlers[e] = handlers[e] || []).push(f); }}, off: () => {{}}, save_changes: () => {{}} }};
-const url = URL.createObjectURL(new Blob([{json.dumps(ESM.read_text(encoding="utf-8"))}], {{type: 'text/javascript'}}));
-const widget = (await import(url)).default;
-widget.render({{ model, el: document.getElementById('out') }});
-window.__state = state;
-</script></body></html>"""
     outside = []
     with chromium() as browser:
         page = browser.new_page()
         page.route("**/*", lambda route: (outside.append(route.request.url), route.abort()))
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.set_content(page_html)
+        page.set_content(widget_page(widget))
         page.wait_for_selector(".tv-root[data-draws] svg rect", timeout=60_000)
         assert page.locator(".tv-plot svg rect").count() == 25  # one 5 x 5 map
         page.locator(".tv-plot svg rect[data-i='2'][data-j='0']").hover()
