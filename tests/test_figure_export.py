@@ -197,3 +197,20 @@ def test_a_layer_or_head_the_model_lacks_is_named(records):
         view_figure("one", cap, trace, head=5)
     with pytest.raises(ViewError, match="unknown view"):
         view_figure("sideways", cap, trace)
+
+
+def test_a_decoder_only_models_steps_reach_the_prompt_and_the_tokens_written_before():
+    from model import capture, greedy_decode, load_checkpoint
+    from model.checkpoints.demos import list_demos
+
+    demo = {d.name: d for d in list_demos()}["reverse_decoder_rope"]
+    model, tokenizer = load_checkpoint(demo.path)
+    text = demo.examples[0]
+    trace = greedy_decode(model, tokenizer, text)
+    fig = view_figure("decoding", capture(model, tokenizer, text), trace, head=0)
+    z = np.asarray(fig.data[0].z, dtype=np.float64)
+    prompt, steps = len(trace.source_tokens), len(trace.steps)
+    assert z.shape == (steps, prompt + steps - 1)
+    for t, step in enumerate(trace.steps):  # step t saw the prompt and the t tokens it had written
+        assert np.isnan(z[t, prompt + t :]).all() and np.allclose(z[t, : prompt + t], step.decoder_self[-1, 0])
+    assert list(fig.data[0].x)[-1].endswith(trace.output_tokens[-2])  # the last key: the last token fed back
