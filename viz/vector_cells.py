@@ -1,11 +1,12 @@
 """Heatmap cells as vector shapes, for a figure written to SVG or PDF.
 
 Plotly draws a heatmap trace as one raster image (an <image> inside the SVG): a figure for a paper blurs when it is
-scaled. `vector_heatmaps` returns a copy of a figure whose heatmaps are drawn as filled paths instead: one path
-shape per trace and colour level (each cell a rectangle, runs of equal cells along a row merged into one), on the
-trace's own axes, below the other traces (gold markers, masks and gap lines stay on top). Each heatmap is replaced by
+scaled. `vector_heatmaps` returns a copy of a figure whose heatmaps are drawn as filled paths instead: per trace one
+rectangle of its commonest colour under the whole map, then one path shape per other colour level (each cell a
+rectangle, runs of equal cells along a row merged into one) and one for its NaN cells, on the trace's own axes, below
+the other traces (gold markers, masks and gap lines stay on top). Each heatmap is replaced by
 an invisible scatter that keeps its axes' categories and its colour bar. Colours come from the trace's colour scale
-(or its colour axis) quantised to `levels` steps; NaN cells are left out (the plot background shows, as on screen).
+(or its colour axis) quantised to `levels` steps; NaN cells get the plot's background colour, as on screen.
 """
 
 from __future__ import annotations
@@ -93,24 +94,27 @@ def vector_heatmaps(fig: go.Figure, levels: int = LEVELS) -> go.Figure:
         q = quantise(z, low, high, levels)
         x_edges, y_edges = cell_edges(trace.x, z.shape[1]), cell_edges(trace.y, z.shape[0])
         colours = sample_colorscale(colorscale, list(np.linspace(0, 1, levels)))
-        xref, yref = trace.xaxis or "x", trace.yaxis or "y"
-        for level in np.unique(q[q >= 0]):
-            shapes.append(
-                dict(
-                    type="path",
-                    path=runs_path(q, int(level), x_edges, y_edges),
-                    xref=xref,
-                    yref=yref,
-                    fillcolor=colours[int(level)],
-                    line=dict(width=0),
-                    layer="below",
-                )
-            )
+        cell = dict(type="path", xref=trace.xaxis or "x", yref=trace.yaxis or "y", line=dict(width=0), layer="below")
+        seen = q[q >= 0]
+        if seen.size:  # the commonest colour as one rectangle under the map; the other cells drawn over it
+            common = int(np.bincount(seen).argmax())
+            x0, x1, y0, y1 = (_num(v) for v in (x_edges[0], x_edges[-1], y_edges[0], y_edges[-1]))
+            shapes.append(dict(cell, path=f"M{x0},{y0}H{x1}V{y1}H{x0}Z", fillcolor=colours[common]))
+            if (q < 0).any():  # NaN cells (masked): the plot's background again, as on screen
+                shapes.append(dict(cell, path=runs_path(q, -1, x_edges, y_edges), fillcolor=_background(fig)))
+            for level in np.unique(seen):
+                if level != common:
+                    shapes.append(dict(cell, path=runs_path(q, int(level), x_edges, y_edges), fillcolor=colours[level]))
         traces.append(_stand_in(trace, z.shape, low, high, colorscale, bar, axis_name))
     out = go.Figure(data=traces, layout=fig.layout)
     if shapes:
         out.layout.shapes = [*shapes, *fig.layout.shapes]
     return out
+
+
+def _background(fig: go.Figure) -> str:
+    """The plot area's colour: the figure's plot_bgcolor, else its template's, else white."""
+    return fig.layout.plot_bgcolor or fig.layout.template.layout.plot_bgcolor or "white"
 
 
 def _stand_in(trace, shape, low: float, high: float, colorscale, bar, axis_name) -> go.Scatter:
