@@ -1,6 +1,5 @@
 """Figures for papers and slides (time of one, SVG size of a 12 x 12-head grid) and the notebook widget's drawing.
 
-
     python -m benchmarks.bench_figures              # every table
     python -m benchmarks.bench_figures --runs 5
 
