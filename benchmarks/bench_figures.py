@@ -9,8 +9,8 @@ grid as SVG <= 2 MB; the widget on a demo first drawn <= 1 s after the cell runs
 Tables (each prints the date and the load average; the machine may be shared):
 1. figure: the demo `reverse` loaded once, then cli.figure.figure_bytes (capture, the view, kaleido with the system
    Chromium) for each format: the first (Chromium starting) and the median of the next runs. Baseline, side by side:
-   the same figure written by plotly's own `to_image` path through the same Chromium (a raster heatmap inside,
-   no vector cells): ratio = ours / baseline. The whole command (`python -m cli.figure`, a new process: Python, torch
+   the same capture and figure written through the same Chromium as plotly draws it (a raster heatmap inside, no
+   vector cells: render(..., vector=False)): ratio = ours / baseline. The whole command (`python -m cli.figure`, a new process: Python, torch
    and Chromium starting) is timed once beside it.
 2. grid size: a randomly initialised model of 12 encoder layers x 12 heads (real shape, random weights) on inputs of
    16 and 32 tokens: the SVG bytes of every layer x head (overview) and of all 12 heads of a layer (grid), against
@@ -42,12 +42,10 @@ def now_line() -> str:
 
 
 def figure_table(runs: int) -> None:
-    import kaleido
-
     from cli.figure import figure_bytes
     from cli.pack import resolve_model
     from model import capture, load_checkpoint
-    from viz.figure_export import prepared
+    from viz.figure_export import render
     from viz.figure_views import view_figure
 
     t0 = time.perf_counter()
@@ -63,12 +61,11 @@ def figure_table(runs: int) -> None:
             t = time.perf_counter()
             figure_bytes(model, tokenizer, TEXT, "one", "page", fmt)
             times.append(time.perf_counter() - t)
-        fig = view_figure("one", capture(model, tokenizer, TEXT))
-        _, opts = prepared(fig, fmt, "page")
         base = []
         for _ in range(runs):
             t = time.perf_counter()
-            kaleido.calc_fig_sync(fig, opts=opts)  # plotly's figure as it is: heatmap as a raster, no conversion
+            fig = view_figure("one", capture(model, tokenizer, TEXT))
+            render(fig, fmt, "page", vector=False)  # plotly's figure as it is: heatmap as a raster, no conversion
             base.append(time.perf_counter() - t)
         ours, theirs = statistics.median(times), statistics.median(base)
         rows.append([fmt, f"{first:.2f}", f"{ours:.2f}", f"{theirs:.2f}", f"{ours / theirs:.2f}x",
@@ -92,8 +89,6 @@ def figure_table(runs: int) -> None:
 
 
 def grid_table() -> None:
-    import kaleido
-
     from model import Tokenizer, TransformerConfig, Vocab, build_model, capture
     from viz.figure_export import render
     from viz.figure_views import view_figure
@@ -114,7 +109,7 @@ def grid_table() -> None:
             t = time.perf_counter()
             ours = render(fig, "svg", "page")
             took = time.perf_counter() - t
-            base = kaleido.calc_fig_sync(fig, opts=dict(format="svg", width=860, height=fig.layout.height or 450))
+            base = render(fig, "svg", "page", vector=False)
             rows.append([n + 1, view, f"{len(ours) / 1e6:.2f}", f"{took:.1f}", f"{len(base) / 1e6:.2f}",
                          f"{len(ours) / len(base):.2f}x", "yes" if len(ours) <= 2e6 else "NO"])  # fmt: skip
     print(

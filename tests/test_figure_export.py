@@ -217,3 +217,16 @@ def test_a_decoder_only_models_steps_reach_the_prompt_and_the_tokens_written_bef
     for t, step in enumerate(trace.steps):  # step t saw the prompt and the t tokens it had written
         assert np.isnan(z[t, prompt + t :]).all() and np.allclose(z[t, : prompt + t], step.decoder_self[-1, 0])
     assert list(fig.data[0].x)[-1].endswith(trace.output_tokens[-2])  # the last key: the last token fed back
+
+
+def test_without_chromium_the_export_says_so_and_never_downloads_one(monkeypatch, tmp_path):
+    from viz import figure_export
+
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium on it
+    with pytest.raises(FigureExportError, match="no Chromium"):
+        chromium_path()
+    renderer = figure_export._Renderer()  # a fresh one: the module's may have a browser already
+    with pytest.raises(FigureExportError, match="no Chromium"):
+        renderer.draw(go.Figure(), dict(format="svg", width=100, height=100, scale=1))
+    renderer.stop()

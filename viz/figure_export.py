@@ -2,7 +2,7 @@
 
 The renderer is kaleido (plotly's own) driving the system's Chromium, found on the PATH (or BROWSER_PATH): nothing is
 downloaded, MathJax is off (it would come from a CDN), plotly.js is the one plotly ships. One Chromium per process,
-started on the first export (about 3 s) and reused; exports are taken one at a time.
+started on the first export (about 3 s) and reused; exports are taken one at a time, each within RENDER_TIMEOUT_S.
 
 SVG and PDF are vector files: heatmap cells are drawn as shapes (viz/vector_cells.py), text stays text (the tokens
 can be searched and copied), and PDF embeds the fonts it uses (Chinese through a CJK font such as WenQuanYi Micro
@@ -15,6 +15,8 @@ column's tick labels at about 7.5 pt) and a narrow figure is narrower than the c
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
 import re
 import shutil
@@ -81,16 +83,17 @@ def export_size(fig: go.Figure, preset: str) -> tuple[int, int]:
     return int(width), int(round(min(height, p.max_aspect * p.layout_px)))
 
 
-def prepared(fig: go.Figure, fmt: str, preset: str = "page") -> tuple[go.Figure, dict]:
-    """(the figure to render, kaleido's options) for a format and preset: vector cells for SVG and PDF, the size
-    and the scale to the preset's physical width (PNG: twice that, at least MIN_PNG_PX wide). Pure: no rendering."""
+def prepared(fig: go.Figure, fmt: str, preset: str = "page", vector: bool = True) -> tuple[go.Figure, dict]:
+    """(the figure to render, kaleido's options) for a format and preset: vector cells for SVG and PDF (vector=False:
+    plotly's own raster heatmaps), the size and the scale to the preset's physical width (PNG: twice that, at least
+    MIN_PNG_PX wide). Pure: no rendering."""
     if fmt not in FORMATS:
         raise FigureExportError(f"unknown figure format {fmt!r}: use svg, pdf or png")
     width, height = export_size(fig, preset)
     scale = PRESETS[preset].width_px / PRESETS[preset].layout_px  # the same for every figure: text prints alike
     if fmt == "png":
         scale = max(2 * scale, MIN_PNG_PX / width)
-    out = vector_heatmaps(fig) if fmt in ("svg", "pdf") else go.Figure(fig)
+    out = vector_heatmaps(fig) if vector and fmt in ("svg", "pdf") else go.Figure(fig)
     out.layout.width, out.layout.height = width, height
     out.layout.meta = None  # the page's sizing hints (presentation mode) mean nothing in a file
     return out, dict(format=fmt, width=width, height=height, scale=scale)
@@ -106,44 +109,75 @@ def chromium_path() -> str:
     )
 
 
-_LOCK = threading.Lock()  # kaleido's shared server takes one task at a time; its queue is not safe across threads
-_STARTED: list[str] = []
+RENDER_TIMEOUT_S = 120  # one figure (a start of Chromium included); past it the export fails with a message
 
 
-def _server():
-    """kaleido with the shared Chromium started (once per process)."""
-    import kaleido  # the renderer: only where a figure is written
+class _Renderer:
+    """One kaleido (one Chromium) on an event loop of its own thread, started on the first figure. A call waits at
+    most RENDER_TIMEOUT_S: a browser that fails to start or hangs is an error, never a page that waits forever."""
 
-    if not _STARTED or not kaleido._global_server.is_running():  # noqa: SLF001 (its own state, read-only)
-        # mathjax=False: no CDN; plotly.js: the one plotly.py ships (kaleido's default when plotly is installed)
-        kaleido.start_sync_server(mathjax=False, path=chromium_path(), silence_warnings=True, timeout=120)
-        _STARTED[:] = ["started"]
-    return kaleido
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # one figure at a time (kaleido keeps one tab)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.kaleido = None
+
+    def _call(self, coroutine):
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, name="figure-export", daemon=True).start()
+            atexit.register(self.stop)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(RENDER_TIMEOUT_S)
+
+    async def _draw(self, fig: go.Figure, opts: dict) -> bytes:
+        if self.kaleido is None:
+            import kaleido  # the renderer: only where a figure is written
+
+            # mathjax=False: no CDN; plotly.js: the one plotly.py ships (kaleido's default when plotly is installed)
+            k = kaleido.Kaleido(mathjax=False, path=chromium_path(), timeout=RENDER_TIMEOUT_S)
+            await k.open()
+            self.kaleido = k
+        return await self.kaleido.calc_fig(fig, opts=opts)
+
+    def draw(self, fig: go.Figure, opts: dict) -> bytes:
+        with self.lock:
+            try:
+                return self._call(self._draw(fig, opts))
+            except FigureExportError:
+                raise
+            except Exception as err:  # the renderer's own errors (a browser that died, a timeout): one message
+                self._close()
+                raise FigureExportError(f"the figure could not be drawn ({type(err).__name__})") from err
+
+    def _close(self) -> None:
+        k, self.kaleido = self.kaleido, None
+        if k is not None and self.loop is not None:
+            try:
+                self._call(k.close())
+            except Exception:  # noqa: BLE001 - a browser already gone
+                pass
+
+    def stop(self) -> None:
+        with self.lock:
+            self._close()
+
+
+_RENDERER = _Renderer()
 
 
 _PATH_DATA = re.compile(rb' d="([^"]*)"')  # a path's outline (never text: a token "3.14159" stays as typed)
 _LONG_DECIMALS = re.compile(rb"(\d\.\d\d)\d+")
 
 
-def render(fig: go.Figure, fmt: str, preset: str = "page") -> bytes:
-    """The figure as the bytes of an SVG, PDF or PNG file at a preset (see `prepared`)."""
-    out, opts = prepared(fig, fmt, preset)
-    with _LOCK:
-        kaleido = _server()
-        try:
-            data = kaleido.calc_fig_sync(out, opts=opts)
-        except Exception as err:  # the renderer's own errors (a browser that died, a timeout) become one message
-            raise FigureExportError(f"the figure could not be drawn: {type(err).__name__}") from err
+def render(fig: go.Figure, fmt: str, preset: str = "page", vector: bool = True) -> bytes:
+    """The figure as the bytes of an SVG, PDF or PNG file at a preset (see `prepared`; vector=False: heatmaps as
+    plotly draws them, one raster picture each, the benchmark's baseline)."""
+    out, opts = prepared(fig, fmt, preset, vector)
+    data = _RENDERER.draw(out, opts)
     if fmt == "svg":  # coordinates to 1/100 px (plotly writes 182.51999999999998): a third smaller, the same drawing
         data = _PATH_DATA.sub(lambda m: b' d="' + _LONG_DECIMALS.sub(rb"\1", m.group(1)) + b'"', data)
     return data
 
 
 def stop() -> None:
-    """Close the shared Chromium (kaleido also closes it when the process exits)."""
-    if _STARTED:
-        import kaleido
-
-        with _LOCK:
-            kaleido.stop_sync_server(silence_warnings=True)
-            _STARTED.clear()
+    """Close the shared Chromium (it is also closed when the process exits); the next figure starts another."""
+    _RENDERER.stop()
