@@ -181,8 +181,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each measurement (median)")
     parser.add_argument("--only", choices=["figure", "grid", "widget"], help="one table only")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: as the app's server runs; on a busy machine "
+        "more threads wait for each other, and a demo's capture takes seconds instead of milliseconds)",
+    )
     args = parser.parse_args()
-    print(f"start: {now_line()}", flush=True)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    print(f"start: {now_line()}; torch threads {args.threads}", flush=True)
     if args.only in (None, "figure"):
         figure_table(args.runs)
     if args.only in (None, "grid"):
