@@ -4,6 +4,7 @@
     transformer-viz pack --model reverse --out pack.html   a lecture pack: one HTML file, no server needed
     transformer-viz train --task reverse --out runs/reverse   train a demo model (`python -m model.train`)
     transformer-viz atlas MODEL --texts FILE --out atlas.json   the head atlas (locally, or --ray ADDRESS)
+    transformer-viz figure --model demo:reverse --text abc --view one --out head.pdf   a figure for a paper or slide
 
 `transformer-viz COMMAND --help` lists a command's options.
 """
@@ -29,6 +30,12 @@ def _pack(argv: list[str], prog: str) -> int:
     return main(argv, prog)
 
 
+def _figure(argv: list[str], prog: str) -> int:
+    from cli.figure import main
+
+    return main(argv, prog)
+
+
 def _train(argv: list[str], prog: str) -> int:
     from tasks.train import main
 
@@ -48,6 +55,7 @@ def _atlas(argv: list[str], prog: str) -> int:
 COMMANDS: dict[str, tuple[str, Callable[[list[str], str], int]]] = {
     "serve": ("run the app (streamlit run app.py) with the project's settings", _serve),
     "pack": ("write a lecture pack: one HTML file that needs no server", _pack),
+    "figure": ("write one view as a figure for a paper or a slide (.svg, .pdf, .png)", _figure),
     "train": ("train a demo model on a built-in task (python -m model.train)", _train),
     "atlas": ("the head atlas of a model over a corpus, as JSON (locally, or as Ray tasks)", _atlas),
 }

@@ -33,13 +33,14 @@ from viz.lecture_pack import lecture_pack_files
 
 
 def resolve_model(name: str) -> Path:
-    """A path as given, or a shipped demo by name."""
+    """A path as given, or a shipped demo by name, bare or as the app names it (demo:NAME)."""
     path = Path(name).expanduser()
     if path.exists():
         return path
     demos = {d.name: d.path for d in list_demos()}
-    if name in demos:
-        return demos[name]
+    bare = name.removeprefix("demo:")
+    if bare in demos:
+        return demos[bare]
     raise CheckpointError(f"no checkpoint at {name} and no demo of that name (demos: {', '.join(demos) or 'none'})")
 
 

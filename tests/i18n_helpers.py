@@ -26,6 +26,9 @@ ALLOWED = {
     "post-LN",
     "pre-LN",
     "Language · 语言",
+    "SVG",  # file formats (the figure download's choice)
+    "PDF",
+    "PNG",
 }
 ALLOWED_PATTERNS = [
     re.compile(r"\d+: .*"),  # "3: token": a position and its token (tokens are never translated)

@@ -367,3 +367,27 @@ def test_inside_attention_page(watch, server, letters):
     assert "in_noscale=1" in page.url
     screenshot(page, "e2e_inside")
     watch.assert_clean()
+
+
+def test_a_chart_downloads_as_a_pdf_drawn_on_click(watch, server, letters):
+    """The download control under the attention map (ui/figure_download.py): PDF chosen, Download pressed, and the
+    browser receives the chart as a one-page PDF with its tokens as text."""
+    import pypdf
+
+    from viz.figure_export import FigureExportError, chromium_path
+
+    try:
+        chromium_path()
+    except FigureExportError as err:
+        pytest.skip(str(err))
+    page = watch.page
+    watch.goto(server.url(model=f"path:{letters}", text="cafe", att_view="one", att_head="1"))
+    wait_text(watch, "Cross-attention (decoder → encoder), layer 2, head 1")
+    wait_idle(page)
+    page.get_by_role("button", name="Download figure").first.click()
+    page.get_by_role("radio", name="PDF", exact=True).first.click()  # the format (a rerun: the button's name)
+    wait_idle(page)
+    pdf = pypdf.PdfReader(io.BytesIO(download(page, "Download (.pdf)")))
+    text = " ".join(pdf.pages[0].extract_text().split())
+    assert len(pdf.pages) == 1 and "c a f e" in text and "head 1" in text
+    watch.assert_clean()

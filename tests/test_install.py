@@ -84,6 +84,7 @@ def test_the_wheel_holds_the_library_the_app_and_the_demos(installed):
         "app_script.py",
         "cli/main.py",
         "cli/pack.py",
+        "cli/figure.py",
         "cli/serve.py",
         "model/__init__.py",
         "viz/__init__.py",
@@ -103,9 +104,12 @@ def test_the_wheel_holds_the_library_the_app_and_the_demos(installed):
 def test_the_command_and_each_subcommand_explain_themselves(installed):
     command, cwd = str(installed["command"]), installed["cwd"]
     top = run([command, "--help"], cwd)
-    assert top.startswith("usage: transformer-viz") and all(name in top for name in ("serve", "pack", "train"))
+    assert top.startswith("usage: transformer-viz") and all(
+        name in top for name in ("serve", "pack", "train", "figure")
+    )
     assert run([command, "serve", "--help"], cwd).startswith("usage: transformer-viz serve")
     assert run([command, "pack", "--help"], cwd).startswith("usage: transformer-viz pack")
+    assert run([command, "figure", "--help"], cwd).startswith("usage: transformer-viz figure")
     train = run([command, "train", "--help"], cwd)
     assert "python -m model.train" in train and "--task" in train and "--out" in train
     wrong = subprocess.run([command, "nonsense"], cwd=cwd, env=clean_env(), capture_output=True, text=True)

@@ -248,11 +248,14 @@ def fit_height(fig, top_px: int | None = None) -> None:
 
 def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     """st.plotly_chart for every chart of the app: dark text of the mode's size on every axis, legend and colour
-    bar (readable), and in presentation mode no taller than the screen (fit_height). where: a column or container
-    (default: the page); other keyword arguments go to plotly_chart."""
+    bar (readable), and in presentation mode no taller than the screen (fit_height); under it the chart's download
+    as a file for a paper or a slide (ui/figure_download.py). where: a column or container (default: the page);
+    other keyword arguments go to plotly_chart."""
+    from ui.figure_download import download_control
     from viz.tokens import ensure_readable
 
     ensure_readable(fig, chart_text_px())
+    width = fig.layout.width  # the figure's own, before presentation mode hands the width to the browser
     if language() == "zh":
         _upright_y_titles(fig)
     fit_height(fig, top_px)
@@ -264,4 +267,6 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
         kwargs["width"] = "stretch"
     elif fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so
         kwargs.setdefault("width", "content")
-    return (where or st).plotly_chart(fig, key=key, **kwargs)
+    chart = (where or st).plotly_chart(fig, key=key, **kwargs)
+    download_control(fig, key, where, width)  # SVG, PDF or PNG of this chart, drawn when asked
+    return chart
