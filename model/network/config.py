@@ -414,7 +414,9 @@ def parameter_count(c: TransformerConfig) -> int:
         head = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
         head += d * d + d + norm if c.output_head == "mlm" else 0
     relative = c.relative_buckets * c.n_heads if c.positional == "relative" else 0
-    positions = stacks * (c.max_len * d + relative)  # every kind keeps a (max_len, d) table (zeros: a view)
+    # sinusoidal and learned kinds keep a (max_len, d) table; the others' zero table is a view of one row (no memory)
+    table = c.max_len * d if c.positional in ("sinusoidal", "learned") else d
+    positions = stacks * (table + relative)
     return encoder + decoder + final + embed + head + positions
 
 
