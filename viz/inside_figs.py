@@ -160,14 +160,19 @@ _LEGEND = dict(orientation="h", y=1.02, yanchor="bottom")
 
 
 def scores(
-    raw: np.ndarray, scaled: np.ndarray | None, allowed: np.ndarray, key_tokens: Sequence[str], title: str = ""
+    raw: np.ndarray,
+    scaled: np.ndarray | None,
+    allowed: np.ndarray,
+    key_tokens: Sequence[str],
+    title: str = "",
+    names: tuple[str, str] | None = None,
 ) -> go.Figure:
-    """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them.
+    """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them (names: the two
+    series' legend names instead, e.g. scaled and soft-capped scores).
 
     Keys the mask hides are grey and marked −∞."""
-    shown = [(_("q·k_j (raw)"), raw, RAW_COLOR)] + (
-        [] if scaled is None else [(_("q·k_j / √d_k (scaled)"), scaled, SCALED_COLOR)]
-    )
+    first, second = names or (_("q·k_j (raw)"), _("q·k_j / √d_k (scaled)"))
+    shown = [(first, raw, RAW_COLOR)] + ([] if scaled is None else [(second, scaled, SCALED_COLOR)])
     for name, values, _color in shown:
         if values.shape != (len(key_tokens),) or allowed.shape != values.shape:
             raise ValueError(

@@ -70,9 +70,14 @@ def _labels(n_tiles: int, cells: int, block: int, total: int, one: str, many: st
 
 
 def layer_head_overview(
-    weights: np.ndarray, title: str = "", mask: np.ndarray | None = None, max_cells: int = THUMBNAIL_CELLS
+    weights: np.ndarray,
+    title: str = "",
+    mask: np.ndarray | None = None,
+    max_cells: int = THUMBNAIL_CELLS,
+    layer_names: list[str] | None = None,
 ) -> go.Figure:
-    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads.
+    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads. mask: (Tq, Tk)
+    or per layer (L, 1, Tq, Tk) (a local layer's sliding window); layer_names: the rows' names (default "layer i").
 
     One heatmap trace on one pair of axes (a tile per layer and head, white lines between them): a panel per head
     made plotly lay out L x H axes, most of the chart's drawing time. A thumbnail has at most `max_cells` cells a
@@ -115,7 +120,7 @@ def layer_head_overview(
     ]
     layers = [
         dict(
-            text=_("layer {i}").format(i=i),
+            text=_("layer {i}").format(i=i) if layer_names is None else layer_names[i],
             x=0,
             xref="paper",
             xanchor="right",

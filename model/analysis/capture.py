@@ -56,6 +56,9 @@ class Capture:
     position_bias: dict[str, np.ndarray] = field(default_factory=dict)
     # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
     interventions: dict = field(default_factory=dict)
+    # the sliding window of each layer of a self-attention kind, None for a global layer (Mistral, Gemma 2/3, Phi-3):
+    # windows["decoder_self"][l]; the cells outside a local layer's window are masked, not weighted 0. {} without any
+    windows: dict[str, list[int | None]] = field(default_factory=dict)
 
     @property
     def written_tokens(self) -> list[str]:
@@ -79,6 +82,14 @@ def _stack(recorder: Recorder, kind: str, empty: tuple[int, ...] = (0, 0, 0, 0))
     if not maps:
         return np.zeros(empty, dtype=np.float32)
     return torch.stack(maps).float().cpu().numpy()
+
+
+def _windows(config, kinds) -> dict[str, list[int | None]]:
+    """Capture.windows: each self-attention layer's sliding window, for a model with any local layer."""
+    if config.sliding_window is None:
+        return {}
+    layers = {"encoder_self": config.n_encoder_layers, "decoder_self": config.n_decoder_layers}
+    return {kind: [config.window_of(i) for i in range(layers[kind])] for kind in kinds if kind in layers}
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
@@ -158,6 +169,7 @@ def capture(
         },
         log_probs=_numpy(logits[0].float().log_softmax(-1)),
         interventions=changes.describe(),
+        windows=_windows(model.config, ("encoder_self", "decoder_self")),
     )
 
 
@@ -209,6 +221,7 @@ def _capture_one_stack(
         position_bias={kind: _stack_vectors(rec, kind, "bias") for kind in kinds if rec.vectors.get((kind, 0, "bias"))},
         log_probs=None if logits is None else _numpy(logits[0].float().log_softmax(-1)),
         interventions=changes.describe(),
+        windows=_windows(cfg, kinds),
     )
 
 

@@ -170,6 +170,8 @@ class TransformerConfig:
         ]
         if self.layer_types is not None and any(len(self.layer_types) != n for n in stacks):
             problems.append(M_("layer_types must name one kind per layer of each stack"))
+        if self.sliding_window is not None and self.shape != "decoder-only":
+            problems.append(M_("sliding_window needs a decoder-only model"))
         if "local" in self.kinds and self.sliding_window is None:
             problems.append(M_("a local layer needs sliding_window"))
         if self.block_norms != "default" and not self.norm_first:
