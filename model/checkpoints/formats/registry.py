@@ -42,6 +42,7 @@ MODULES = (
     "gemma3",
     "phi3",
     "olmo2",
+    "qwen3",
     "bert",
     "native",
     "annotated",
