@@ -112,9 +112,13 @@ def test_inside_attention_shows_the_soft_capped_scores(gemma2):
     np.testing.assert_allclose(step.weights, cap.decoder_self[0, 1, 8], atol=1e-5)
 
 
-@pytest.mark.parametrize("page", ["positional", "decoding", "attribution", "model", "compare"])
+@pytest.mark.parametrize("page", ["positional", "decoding", "attribution", "model", "compare", "lecture_pack"])
 def test_every_other_page_runs_on_a_gemma2_folder(gemma2, page):
     at = open_page(page, f"path:{gemma2[0]}", text=TEXT)
     no_error(at)
-    if page != "model":
+    if page == "lecture_pack":  # exported with the model's graph (its band and soft-capping traced), checked on build
+        at.button(key="pack_build").click().run(timeout=180)
+        no_error(at)
+        assert len(at.get("download_button")) == 1
+    elif page != "model":
         assert charts(at), page

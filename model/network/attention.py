@@ -85,7 +85,7 @@ def with_window(
     mask: torch.Tensor | None, n_queries: int, n_keys: int, window: int | None, device
 ) -> torch.Tensor | None:
     """The module's mask: `mask` and, for a local layer (window set), its sliding window."""
-    if window is None or n_keys <= window:
+    if window is None or (n_keys <= window and not torch.jit.is_tracing()):  # a traced graph keeps the band
         return mask
     band = window_mask(n_queries, n_keys, window, device)
     return band if mask is None else mask & band
