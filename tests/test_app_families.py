@@ -114,11 +114,14 @@ def test_inside_attention_shows_the_soft_capped_scores(gemma2):
 
 @pytest.mark.parametrize("page", ["positional", "decoding", "attribution", "model", "compare", "lecture_pack"])
 def test_every_other_page_runs_on_a_gemma2_folder(gemma2, page):
-    at = open_page(page, f"path:{gemma2[0]}", text=TEXT)
+    at = open_page(page, f"path:{gemma2[0]}", text=TEXT, **({"cmp_layer": "0"} if page == "compare" else {}))
     no_error(at)
     if page == "lecture_pack":  # exported with the model's graph (its band and soft-capping traced), checked on build
         at.button(key="pack_build").click().run(timeout=180)
         no_error(at)
         assert len(at.get("download_button")) == 1
+    elif page == "compare":  # layer 0 (local): its band, masked
+        z = _array(charts(at)[0]["data"][0]["z"]).astype(float)
+        assert np.array_equal(np.isnan(z), window_mask(*z.shape, WINDOW))
     elif page != "model":
         assert charts(at), page
