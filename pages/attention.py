@@ -82,12 +82,13 @@ left.radio(
     label_visibility="collapsed",
 )
 layer = URL.read("att_layer", n_layers - 1, range(n_layers))
+LAYER_NAMES = figs.layer_names(n_layers, cap.windows.get(kind))  # a local layer's window named (Mistral, Gemma)
 mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
     key="att_layer",
     disabled=view in ("overview",),
-    format_func=lambda i: _("layer {i}").format(i=i),
+    format_func=lambda i: LAYER_NAMES[i],
     label_visibility="collapsed",
 )
 head = URL.read("att_head", choices=HEAD_CHOICES)
@@ -119,7 +120,8 @@ st.caption(
 if changes and lazy is None:  # the effect on the output, from two eager captures: short inputs
     new = caches.cached_trace(session.key, session.check.text, (), 5, session.model, session.tokenizer, changes)
     effect = heads_ui.show_effect(session, changes, new.text)
-mask = figs.causal_mask(len(rows), len(k_tokens)) if kind == "decoder_self" and lazy is None else None
+masks = figs.layer_masks(kind, len(rows), len(k_tokens), cap.windows.get(kind)) if lazy is None else None
+mask = masks[layer, 0] if masks is not None and masks.ndim == 4 else masks  # the chosen layer's (a local layer's band)
 if nosink:  # the first key's column left out, each row renormalised over the rest (viz/sinks.py)
     weights, k_tokens = sinks.without_sink(weights), k_tokens[1:]
     mask = mask[:, 1:] if mask is not None else None
@@ -174,12 +176,8 @@ elif view == "sinks":  # the first token's share; the other special tokens' in t
                         _("{title}: share of attention on the first token").format(title=title), extra,
                         " ".join(dict.fromkeys(k_tokens[i] for i in others))), key="att_sinks")  # fmt: skip
 elif view == "overview":
-    show(
-        overview_figs.layer_head_overview(
-            weights, _("{title}: rows are layers, columns heads").format(title=title), mask=mask
-        ),
-        key="att_overview",
-    )
+    overview = _("{title}: rows are layers, columns heads").format(title=title)  # a local layer's own mask:
+    show(overview_figs.layer_head_overview(weights, overview, mask=masks, layer_names=LAYER_NAMES), key="att_overview")
 else:
     from viz.bertviz_view import head_view_html, model_view_html
 

@@ -150,8 +150,9 @@ def tokens(cap):
     return capture_rows(cap, kind), getattr(cap, KEYS[kind])
 
 
-def mask(cap):
-    return attention_figs.causal_mask(*getattr(cap, kind).shape[-2:]) if kind == "decoder_self" else None
+def mask(cap):  # the causal mask, and the band of a local layer (each model its own)
+    masks = attention_figs.layer_masks(kind, *getattr(cap, kind).shape[-2:], cap.windows.get(kind))
+    return masks[layer, 0] if masks is not None and masks.ndim == 4 else masks
 
 
 if cap_b is None:

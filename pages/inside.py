@@ -7,7 +7,7 @@ from model.analysis import inside
 from model.analysis.export import qkv_npz
 from ui import caches, positional_views
 from ui.attention_long import key_window, parse_range, range_text
-from ui.inside_sections import all_heads, scale_comparison
+from ui.inside_sections import all_heads, family_steps, scale_comparison
 from ui.inside_shapes import shapes_section, write_shapes_url
 from ui.presentation import show
 from ui.safe_text import esc
@@ -90,7 +90,9 @@ c4.selectbox(
     label_visibility="collapsed",
 )
 kv_note(session.model.config, head)
-step = inside.step_from_capture(cap, kind, layer, head, query, session.model.config.scale_scores)
+step = inside.step_from_capture(
+    cap, kind, layer, head, query, **inside.head_settings(session.model.config, kind, layer)
+)
 q_label, q_shown = f"{query}: {q_rows.text(query)}", f"{query}: {q_rows.hover(query)}"
 kind_title = _(KIND_TITLES[kind])
 where = _("{kind}, layer {layer}, head {head}, query {query}").format(
@@ -173,6 +175,8 @@ if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores her
     )
 elif note := getattr(positional_views.of(session.model.config.positional), "INSIDE_NOTE", None):
     st.caption(_(note))  # RoPE: the kind's own line (ui/positional_views/)
+
+family_steps(step, k_tokens, where)  # Gemma's scale and soft-capping, a local layer's window
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))

@@ -14,11 +14,12 @@ from tests.conftest import make_tiny
 
 
 def test_every_format_module_implements_the_protocol():
-    assert (
-        [fmt.NAME for fmt in REGISTRY]
-        == list(FORMATS)
-        == ["marian", "t5", "bart", "gpt2", "llama", "bert", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
-    )
+    assert [fmt.NAME for fmt in REGISTRY] == list(FORMATS)
+    assert [fmt.__name__.rsplit(".", 1)[-1] for fmt in REGISTRY] == list(registry.MODULES)  # one line per format
+    names = [fmt.NAME for fmt in REGISTRY]
+    core = ["marian", "t5", "bart", "gpt2", "llama", "bert", "transformer-viz", "annotated", "gordic", "torch-tutorial"]
+    assert [n for n in names if n in core] == core  # detection order: the state_dict formats last
+    assert names[-4:] == core[-4:]
     for fmt in REGISTRY:
         assert isinstance(fmt.TITLE, str) and FORMATS[fmt.NAME] == fmt.TITLE
         assert all(callable(getattr(fmt, step)) for step in ("detect", "inspect", "load")), fmt.NAME
@@ -76,7 +77,7 @@ def test_a_new_format_is_one_module_and_one_registry_line(tmp_path, monkeypatch,
     """What adding a format takes: a module with NAME, TITLE, detect, inspect, load; then one line in REGISTRY."""
     save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
     (tmp_path / "ckpt" / "MARKER").write_text("")
-    native = registry.native
+    native = registry.by_name("transformer-viz")
     fmt = types.ModuleType("marked")
     fmt.NAME, fmt.TITLE = "marked", "a marked checkpoint folder"
     fmt.detect = lambda src: src.has("MARKER")
@@ -112,4 +113,8 @@ def test_both_readmes_list_every_registered_format():
             assert fmt.TITLE in english, fmt.TITLE
             with language_scope("zh"):
                 assert _(fmt.TITLE) in chinese, fmt.NAME
-    assert registry.hugging_face_families() == "MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, BERT"
+    families = registry.hugging_face_families()
+    assert families.startswith("MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, ")
+    assert families.endswith(", BERT") and all(
+        name in families for fmt in REGISTRY for name in getattr(fmt, "MODEL_TYPES", {}).values()
+    )

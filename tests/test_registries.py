@@ -24,6 +24,7 @@ def top_level_names(path: Path) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
+            names.update(e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name))
     return names
 
 

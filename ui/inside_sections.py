@@ -88,3 +88,33 @@ def all_heads(
                     rows=w_o.shape[0], cols=w_o.shape[1]
                 )
             )
+
+
+def family_steps(step, k_tokens, where: str) -> None:
+    """What a model changes in steps 3-4 beyond the paper: Gemma's scale (√query_pre_attn_scalar instead of √d_k),
+    the soft-capping of the scaled scores (Gemma 2) with the capped scores beside them, and a local layer's sliding
+    window (the keys it leaves out are masked, not weighted 0 by the softmax)."""
+    if step.divisor is not None:
+        st.caption(
+            _("This model divides by {scale} (√query_pre_attn_scalar), not by √d_k.").format(scale=f"{step.scale:.3g}")
+        )
+    if step.capped is not None:
+        st.markdown(
+            _(
+                "**Soft-capping**: the scaled scores pass through c · tanh(s̃ / c) with c = {cap}, so none goes past "
+                "±{cap} (Gemma 2's attention logit soft-capping)."
+            ).format(cap=f"{step.softcap:g}")
+        )
+        st.latex(r"\hat s_j = c \tanh\!\left(\tilde s_j / c\right)")
+        show(
+            figs.scores(step.scaled, step.capped, step.allowed, k_tokens, _("Scaled and soft-capped scores: {where}")
+                        .format(where=where), names=(_("scaled"), _("soft-capped"))),
+            key="in_capped",
+        )  # fmt: skip
+    if step.window is not None:
+        st.markdown(
+            _(
+                "**A local layer**: this layer sees only the last {w} positions (its sliding window); keys further "
+                "back are masked (−∞), not attended with weight 0 by choice."
+            ).format(w=step.window)
+        )

@@ -57,6 +57,32 @@ def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
     return np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1)
 
 
+def window_mask(n_queries: int, n_keys: int, window: int | None) -> np.ndarray:
+    """(Tq, Tk) True where a query of causal self-attention may not look: keys after it and, in a local layer, keys
+    `window` or more positions before it (outside the sliding window: masked, drawn grey, not weight 0)."""
+    mask = causal_mask(n_queries, n_keys)
+    return mask if window is None else mask | np.tril(np.ones((n_queries, n_keys), dtype=bool), k=-window)
+
+
+def layer_masks(kind: str, n_queries: int, n_keys: int, windows: Sequence[int | None] | None) -> np.ndarray | None:
+    """The mask of every layer of one kind, (L, 1, Tq, Tk) for the overview (a local layer's window, the causal
+    mask of decoder self-attention), (Tq, Tk) when every layer has the same one, None when nothing is masked."""
+    if not windows or all(w is None for w in windows):
+        return causal_mask(n_queries, n_keys) if kind == "decoder_self" else None
+    return np.stack([window_mask(n_queries, n_keys, w) for w in windows])[:, None]
+
+
+def layer_names(n_layers: int, windows: Sequence[int | None] | None = None) -> list[str]:
+    """ "layer i", or "layer i · local (window w)" / "layer i · global" for a model with local layers: the layer
+    menu's and the overview's names."""
+    if not windows or all(w is None for w in windows):
+        return [_("layer {i}").format(i=i) for i in range(n_layers)]
+    return [
+        _("layer {i} · global").format(i=i) if w is None else _("layer {i} · local ({w})").format(i=i, w=w)
+        for i, w in zip(range(n_layers), windows)
+    ]
+
+
 def _check(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], ndim: int) -> None:
     if weights.ndim != ndim:
         raise ValueError(f"weights must have {ndim} axes, got shape {weights.shape}")

@@ -173,13 +173,14 @@ def scores(
     key_tokens: Sequence[str],
     title: str = "",
     start: int = 0,
+    names: tuple[str, str] | None = None,
 ) -> go.Figure:
-    """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them.
+    """Raw scores q·k_j per key and, unless scaled is None, the scaled q·k_j/sqrt(d_k) beside them (names: the two
+    series' legend names instead, e.g. scaled and soft-capped scores).
 
     Keys the mask hides are grey and marked −∞. start: the first key's position (a window's keys)."""
-    shown = [(_("q·k_j (raw)"), raw, RAW_COLOR)] + (
-        [] if scaled is None else [(_("q·k_j / √d_k (scaled)"), scaled, SCALED_COLOR)]
-    )
+    first, second = names or (_("q·k_j (raw)"), _("q·k_j / √d_k (scaled)"))
+    shown = [(first, raw, RAW_COLOR)] + ([] if scaled is None else [(second, scaled, SCALED_COLOR)])
     for name, values, _color in shown:
         if values.shape != (len(key_tokens),) or allowed.shape != values.shape:
             raise ValueError(

@@ -75,9 +75,14 @@ def _labels(n_tiles: int, cells: int, block: int, total: int, one: str, many: st
 
 
 def layer_head_overview(
-    weights: np.ndarray, title: str = "", mask: np.ndarray | None = None, max_cells: int | None = None
+    weights: np.ndarray,
+    title: str = "",
+    mask: np.ndarray | None = None,
+    max_cells: int | None = None,
+    layer_names: list[str] | None = None,
 ) -> go.Figure:
-    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads.
+    """Every layer x head, (L, H, Tq, Tk), as small thumbnails: rows are layers, columns are heads. mask: (Tq, Tk)
+    or per layer (L, 1, Tq, Tk) (a local layer's sliding window); layer_names: the rows' names (default "layer i").
 
     One heatmap trace on one pair of axes (a tile per layer and head, white lines between them): a panel per head
     made plotly lay out L x H axes, most of the chart's drawing time. A thumbnail has at most `max_cells` cells a
@@ -89,22 +94,27 @@ def layer_head_overview(
     if max_cells is None:  # THUMBNAIL_CELLS, fewer when there are many heads: about 256 x 256 cells in all
         max_cells = min(THUMBNAIL_CELLS, panel_cells(weights.shape[0] * weights.shape[1]))
     z, a, b = block_mean(weights, mask, max_cells)
-    return tiled_overview(z, (a, b), weights.shape[-2:], title)
+    return tiled_overview(z, (a, b), weights.shape[-2:], title, layer_names=layer_names)
 
 
-def pooled_overview(pooled: Pooled, how: str, title: str = "") -> go.Figure:
+def pooled_overview(pooled: Pooled, how: str, title: str = "", layer_names: list[str] | None = None) -> go.Figure:
     """layer_head_overview of thumbnails pooled already (viz/pooling.pool_rows of each head, (L, H, q, k)): the
     overview of a long input, whose maps are never held together. how: the pooling the colours show."""
     if pooled.of(how).ndim != 4:
         raise ValueError(f"thumbnails must be (layers, heads, queries, keys), got shape {pooled.of(how).shape}")
-    return tiled_overview(pooled.of(how), pooled.blocks, pooled.shape, title, how)
+    return tiled_overview(pooled.of(how), pooled.blocks, pooled.shape, title, how, layer_names)
 
 
 def tiled_overview(
-    z: np.ndarray, blocks: tuple[int, int], lengths: tuple[int, int], title: str = "", how: str = "mean"
+    z: np.ndarray,
+    blocks: tuple[int, int],
+    lengths: tuple[int, int],
+    title: str = "",
+    how: str = "mean",
+    layer_names: list[str] | None = None,
 ) -> go.Figure:
     """The overview of (L, H, q, k) thumbnails, each cell `how` ("mean" or "max") over a block of blocks[0] x
-    blocks[1] positions of a (Tq, Tk) = lengths map."""
+    blocks[1] positions of a (Tq, Tk) = lengths map; layer_names: the rows' names (default "layer i")."""
     L, H = z.shape[:2]
     (a, b), (Tq, Tk) = blocks, lengths
     q, k = z.shape[-2:]
@@ -140,7 +150,7 @@ def tiled_overview(
     ]
     layers = [
         dict(
-            text=_("layer {i}").format(i=i),
+            text=_("layer {i}").format(i=i) if layer_names is None else layer_names[i],
             x=0,
             xref="paper",
             xanchor="right",

@@ -58,6 +58,9 @@ class Capture:
     position_bias: dict[str, np.ndarray] = field(default_factory=dict)
     # what was changed in this pass, JSON-ready: {} or e.g. {"ablate": [["cross", 1, 0]], "positional": "shifted", "shift": 3}
     interventions: dict = field(default_factory=dict)
+    # the sliding window of each layer of a self-attention kind, None for a global layer (Mistral, Gemma 2/3, Phi-3):
+    # windows["decoder_self"][l]; the cells outside a local layer's window are masked, not weighted 0. {} without any
+    windows: dict[str, list[int | None]] = field(default_factory=dict)
 
     @property
     def written_tokens(self) -> list[str]:
@@ -72,6 +75,14 @@ class Capture:
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""
         return {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
+
+
+def _windows(config, kinds) -> dict[str, list[int | None]]:
+    """Capture.windows: each self-attention layer's sliding window, for a model with any local layer."""
+    if config.sliding_window is None:
+        return {}
+    layers = {"encoder_self": config.n_encoder_layers, "decoder_self": config.n_decoder_layers}
+    return {kind: [config.window_of(i) for i in range(layers[kind])] for kind in kinds if kind in layers}
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
@@ -200,6 +211,7 @@ def _lazy_pass(
         source_truncated=source_cut,
         target_truncated=target_cut,
         interventions=changes.describe(),
+        windows=_windows(cfg, ("encoder_self", "decoder_self")),
         qkv={kind: tuple(arrays[:3]) for kind, arrays in vectors.items()},
         head_outputs={kind: arrays[3] for kind, arrays in vectors.items()},
     )

@@ -1,7 +1,8 @@
 """Inside one attention head, step by step, with the numbers a `capture(..., qkv=True)` recorded.
 
     scores_j = q . k_j                   raw dot product of the query with every key      (Tk,)
-    scaled_j = scores_j / sqrt(d_k)      the paper's scale                                (Tk,)
+    scaled_j = scores_j / sqrt(d_k)      the paper's scale (Gemma: / sqrt(query_pre_attn_scalar)) (Tk,)
+    capped_j = c tanh(scaled_j / c)      soft-capping of the logits (Gemma 2), when the model has it
              (+ bias_j for ALiBi / T5 relative models: the positional bias of this query and key j)
     masked_j = -inf where j may not be seen (decoder self-attention: keys after the query)
     a = softmax(masked)                  the attention weights, one row of the heatmap    (Tk,)
@@ -27,12 +28,22 @@ KINDS = ("encoder_self", "decoder_self", "cross")
 COST_LIMITS = {"batch": 4096, "length": 1_048_576, "keys": 1_048_576, "d_model": 65_536, "heads": 1024}
 
 
-def allowed_keys(kind: str, query: int, n_keys: int) -> np.ndarray:
-    """(Tk,) True where query position `query` may attend: all keys, or keys <= query in decoder self-attention."""
+def allowed_keys(kind: str, query: int, n_keys: int, window: int | None = None) -> np.ndarray:
+    """(Tk,) True where query position `query` may attend: all keys, or keys <= query in decoder self-attention;
+    in a local layer (window) only the keys j with query - j < window (the sliding window)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     keys = np.arange(n_keys)
-    return keys <= query if kind == "decoder_self" else np.ones(n_keys, dtype=bool)
+    allowed = keys <= query if kind == "decoder_self" else np.ones(n_keys, dtype=bool)
+    return allowed if window is None else allowed & (query - keys < window)
+
+
+def head_settings(config, kind: str, layer: int) -> dict:
+    """What a model's config changes in one head's steps: the scale (True, False or a number: Gemma's
+    query_pre_attn_scalar^-1/2), the soft-capping and the layer's sliding window (self-attention only)."""
+    scale = config.query_scale**-0.5 if config.query_scale is not None else config.scale_scores
+    window = config.window_of(layer) if kind != "cross" else None
+    return dict(scale=scale, softcap=config.attn_softcap, window=window)
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -81,6 +92,10 @@ class HeadStep:
     output: np.ndarray  # (d_k,) sum_j weights_j v_j
     bias: np.ndarray | None = None  # (Tk,) positional bias added to scaled before the mask (alibi, relative), or None
     scaled_scores: bool = True  # the model divides by sqrt(d_k) (False: T5, scaled == raw)
+    capped: np.ndarray | None = None  # (Tk,) c * tanh(scaled / c): the soft-capped scores (Gemma 2), or None
+    softcap: float | None = None  # c
+    window: int | None = None  # the layer's sliding window (keys this far back or more are masked), or None
+    divisor: float | None = None  # what the raw scores are divided by when it is not sqrt(d_k) (Gemma), or None
 
     @property
     def d_k(self) -> int:
@@ -89,6 +104,8 @@ class HeadStep:
     @property
     def scale(self) -> float:
         """sqrt(d_k), what the raw scores are divided by (1 for a model that does not scale them, T5)."""
+        if self.divisor is not None:
+            return self.divisor
         return math.sqrt(self.d_k) if self.scaled_scores else 1.0
 
     @property
@@ -110,11 +127,16 @@ def head_step(
     values: np.ndarray,
     allowed: np.ndarray,
     bias: np.ndarray | None = None,
-    scale: bool = True,
+    scale: bool | float = True,
+    softcap: float | None = None,
+    window: int | None = None,
 ) -> HeadStep:
     """All steps of one head for one query vector (d_k,), keys and values (Tk, d_k), allowed (Tk,) bool,
     and the positional bias (Tk,) of ALiBi / T5 models (added to the scaled and the raw scores alike).
-    scale=False: the model does not divide by sqrt(d_k) (T5); weights_unscaled then holds the scaled alternative."""
+    scale=False: the model does not divide by sqrt(d_k) (T5); weights_unscaled then holds the scaled alternative;
+    a number: the scores are multiplied by it (Gemma's query_pre_attn_scalar^-1/2). softcap c: the scaled scores
+    become c tanh(scaled / c) before the bias and the mask (Gemma 2). window: recorded for the page (allowed has
+    already left out the keys outside it)."""
     if query.ndim != 1 or keys.ndim != 2 or values.shape != keys.shape or keys.shape[1] != query.shape[0]:
         raise ValueError(
             f"query (d_k,), keys and values (Tk, d_k) expected; got {query.shape}, {keys.shape}, {values.shape}"
@@ -123,16 +145,23 @@ def head_step(
         raise ValueError(f"allowed must be ({keys.shape[0]},) with at least one True, got {allowed.shape}")
     q, k, v = (a.astype(np.float64) for a in (query, keys, values))
     raw = k @ q  # (Tk,)
-    scaled = raw / math.sqrt(q.shape[0]) if scale else raw
+    factor = (1 / math.sqrt(q.shape[0]) if scale else 1.0) if isinstance(scale, bool) else float(scale)
+    scaled = raw * factor if factor != 1.0 else raw
+
+    def cap(x: np.ndarray) -> np.ndarray:
+        return x if softcap is None else softcap * np.tanh(x / softcap)
+
     b = np.zeros_like(raw) if bias is None else np.asarray(bias, dtype=np.float64)
     if b.shape != raw.shape:
         raise ValueError(f"bias must be ({raw.shape[0]},), got {b.shape}")
-    masked = np.where(allowed, scaled + b, -np.inf)
+    masked = np.where(allowed, cap(scaled) + b, -np.inf)
     weights = softmax(masked)
-    other = raw if scale else raw / math.sqrt(q.shape[0])
-    unscaled = softmax(np.where(allowed, other + b, -np.inf))
+    other = raw if scale is not False else raw / math.sqrt(q.shape[0])
+    unscaled = softmax(np.where(allowed, cap(other) + b, -np.inf))
     kept = None if bias is None else b
-    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v, kept, scale)
+    divisor = None if isinstance(scale, bool) else 1 / float(scale)
+    return HeadStep(q, k, v, raw, scaled, allowed, masked, weights, unscaled, weights @ v, kept, scale is not False,
+                    None if softcap is None else cap(scaled), softcap, window, divisor)  # fmt: skip
 
 
 def check_selection(cap, kind: str, layer: int, head: int, query: int) -> None:
@@ -147,13 +176,24 @@ def check_selection(cap, kind: str, layer: int, head: int, query: int) -> None:
             raise ValueError(f"{name} {value} is out of range: this {kind} attention has {n} (0 to {n - 1})")
 
 
-def step_from_capture(cap, kind: str, layer: int, head: int, query: int, scale: bool = True) -> HeadStep:
-    """HeadStep of query position `query` in head `head` of layer `layer` of one kind of attention."""
+def step_from_capture(
+    cap,
+    kind: str,
+    layer: int,
+    head: int,
+    query: int,
+    scale: bool | float = True,
+    softcap: float | None = None,
+    window: int | None = None,
+) -> HeadStep:
+    """HeadStep of query position `query` in head `head` of layer `layer` of one kind of attention; scale, softcap
+    and window as the model has them (head_settings(config, kind, layer))."""
     check_selection(cap, kind, layer, head, query)
     q, k, v = (a[layer, head] for a in cap.qkv[kind])  # (Tq, dk), (Tk, dk), (Tk, dk)
     bias = getattr(cap, "position_bias", {}).get(kind)
     row = None if bias is None else bias[layer, head, query]  # (Tk,)
-    return head_step(q[query], k, v, allowed_keys(kind, query, k.shape[0]), row, scale)
+    allowed = allowed_keys(kind, query, k.shape[0], window)
+    return head_step(q[query], k, v, allowed, row, scale, softcap, window)
 
 
 def output_projection(model: nn.Module, kind: str, layer: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ keys kept here come from the real (intervened) pass, so their maps show the chan
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 
@@ -102,7 +103,7 @@ class LazyCapture:
             if ident not in shared:
                 shared[ident] = RowMask(rec.mask, Tq, Tk)
             self._masks[key] = shared[ident]
-            self._records[key] = LazyAttention(rec.q, rec.k, None, rec.positions, rec.scale)  # the mask: RowMask
+            self._records[key] = dataclasses.replace(rec, mask=None)  # the mask: RowMask
         self.n_heads = n_heads
         self.block = block  # rows per block (None: from BLOCK_NUMBERS)
         self.qkv: dict = {}
@@ -176,8 +177,13 @@ class LazyCapture:
         bias = None
         if rec.positions is not None:
             bias = rec.positions.bias_rows(start, stop, slice(h0, h1))[..., :kend].to(dtype)
+        rows = mask.rows(start, stop, kend)
+        if rec.window is not None and Tk > rec.window:  # a local layer: the band of these rows
+            query_pos = torch.arange(start, stop)[:, None] + (Tk - rec.q.size(1))  # (r, 1): cached keys come first
+            band = (query_pos - torch.arange(kend)[None, :] < rec.window)[None]  # (1, r, kend), as window_mask
+            rows = band if rows is None else rows & band
         weights = attention_weights(
-            rec.q[h0:h1, start:stop].to(dtype), keys[:, :kend].to(dtype), mask.rows(start, stop, kend), bias, rec.scale
+            rec.q[h0:h1, start:stop].to(dtype), keys[:, :kend].to(dtype), rows, bias, rec.scale, rec.softcap
         )
         return weights, kend
 

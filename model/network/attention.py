@@ -26,17 +26,24 @@ def attention_weights(
     k: torch.Tensor,
     mask: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
-    scale: bool = True,
+    scale: bool | float = True,
+    softcap: float | None = None,
 ) -> torch.Tensor:
     """softmax(q k^T / sqrt(d_k) + bias) with masked keys at exactly 0: the one score function of every map.
 
     The eager path (`attention`) and the lazy capture's row blocks (model/analysis/lazy_capture.py) both call it, so
     what changes the scores (a bias, a mask, the scale) changes both alike. q (..., Tq, dk), k (..., Tk, dk), mask
-    (boolean, True: may attend) and bias broadcastable to (..., Tq, Tk); scale=False leaves out 1/sqrt(d_k) (T5).
+    (boolean, True: may attend) and bias broadcastable to (..., Tq, Tk); scale=False leaves out 1/sqrt(d_k) (T5), a
+    number multiplies the scores instead (Gemma's query_pre_attn_scalar^-1/2); softcap c: the scaled scores become
+    c * tanh(scores / c) before the bias and the mask (Gemma 2's attention logit soft-capping).
     Returns the weights (..., Tq, Tk)."""
     scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk), a new tensor: changed in place below (one T x T at a time)
-    if scale:
+    if scale is True:
         scores.div_(math.sqrt(q.size(-1)))
+    elif scale is not False:
+        scores.mul_(scale)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if bias is not None:
         scores = scores + bias if bias.dim() > scores.dim() else scores.add_(bias)
     if mask is not None:
@@ -51,16 +58,41 @@ def attention(
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
     bias: torch.Tensor | None = None,
-    scale: bool = True,
+    scale: bool | float = True,
+    softcap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k) + bias) v, returning (output, weights); scale=False leaves out the 1/sqrt(d_k) (T5).
 
     q: (B, H, Tq, dk), k and v: (B, H, Tk, dk), mask broadcastable to (B, H, Tq, Tk), bias (ALiBi, T5) (H, Tq, Tk).
     Returns output (B, H, Tq, dk) and weights (B, H, Tq, Tk); masked keys get weight exactly 0.
     """
-    weights = attention_weights(q, k, mask, bias, scale)
+    weights = attention_weights(q, k, mask, bias, scale, softcap)
     dropped = F.dropout(weights, p=dropout) if dropout > 0 else weights
     return dropped @ v, weights
+
+
+# -- the sliding window (Mistral, Gemma 2/3, Phi-3) and the scale of the fused kernel --
+def window_mask(n_queries: int, n_keys: int, window: int, device: torch.device | None = None) -> torch.Tensor:
+    """(Tq, Tk) True where a query sees a key within the sliding window: the Tq queries are the last Tq of the Tk
+    positions (self-attention, cached keys first), query at position p sees key j when p - j < window (keys after
+    the query are the causal mask's to hide)."""
+    query_pos = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]  # (Tq, 1)
+    return query_pos - torch.arange(n_keys, device=device)[None, :] < window  # (Tq, Tk)
+
+
+def with_window(
+    mask: torch.Tensor | None, n_queries: int, n_keys: int, window: int | None, device
+) -> torch.Tensor | None:
+    """The module's mask: `mask` and, for a local layer (window set), its sliding window."""
+    if window is None or (n_keys <= window and not torch.jit.is_tracing()):  # a traced graph keeps the band
+        return mask
+    band = window_mask(n_queries, n_keys, window, device)
+    return band if mask is None else mask & band
+
+
+def sdpa_scale(scale: bool | float) -> float | None:
+    """scaled_dot_product_attention's `scale` for MultiHeadAttention's: None (1/sqrt(d_k)), 1 or the number."""
+    return None if scale is True else 1.0 if scale is False else float(scale)
 
 
 BIAS_BLOCK_NUMBERS = 2**22  # scores of one fused block when a bias is added: 16 MB of float32
@@ -91,13 +123,13 @@ def fused_attention(
     mask: torch.Tensor | None,
     positions: SelfAttentionPositions | None,
     dropout: float = 0.0,
-    scale: bool = True,
+    scale: bool | float = True,
 ) -> torch.Tensor:
     """scaled_dot_product_attention (no weights kept), q (B, H, Tq, dk), k and v (B, H, Tk, dk) -> (B, H, Tq, dk).
 
     With a positional bias (ALiBi, T5) the queries go in row blocks, each with the bias of its rows only
     (positions.bias_rows), so that no (H, Tq, Tk) bias is held whole at long inputs; one block when it is small."""
-    fused_scale = None if scale else 1.0
+    fused_scale = sdpa_scale(scale)
     if positions is None or not positions.has_bias:
         if plain_causal(mask, q.size(2), k.size(2)):
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True, scale=fused_scale)
@@ -137,13 +169,17 @@ class LazyAttention:
     q (H, Tq, dk): the queries after RoPE; k (H_kv, Tk, dk): the keys after RoPE, one per key/value head (query head
     h reads key head h // (H / H_kv)); mask broadcastable to (1, Tq, Tk) or None (the module's own, not copied);
     positions: the stack's SelfAttentionPositions when it adds a bias to the scores (its bias is computed for a
-    block of query rows on request), else None; scale: whether q.k is divided by sqrt(dk)."""
+    block of query rows on request), else None; scale: whether q.k is divided by sqrt(dk) (or the number it is
+    multiplied by); softcap: the logit soft-cap or None; window: a local layer's sliding window (not in `mask`: the
+    band is built for each block of rows), or None."""
 
     q: torch.Tensor
     k: torch.Tensor
     mask: torch.Tensor | None
     positions: SelfAttentionPositions | None
-    scale: bool
+    scale: bool | float
+    softcap: float | None = None
+    window: int | None = None
 
 
 VECTOR_PROBES = ("q", "k", "v", "heads", "bias")  # probes on Q, K, V (after RoPE), heads' outputs, position bias
@@ -179,9 +215,13 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         d_head: int | None = None,
         bias: bool = True,
-        scale: bool = True,
+        scale: bool | float = True,
         n_kv_heads: int | None = None,
         qkv_bias: bool | None = None,
+        window: int | None = None,
+        softcap: float | None = None,
+        qk_norms: tuple[nn.Module, nn.Module] | None = None,
+        qk_norm_per_head: bool = True,
     ):
         super().__init__()
         self.n_heads = n_heads
@@ -196,6 +236,10 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(inner, d_model, bias=bias)
         self.dropout = dropout
         self.scale = scale
+        # sliding window, soft-capping, q/k norms (per head over d_head, or over the whole projection)
+        self.window, self.softcap = window, softcap
+        self.q_norm, self.k_norm = qk_norms if qk_norms is not None else (None, None)
+        self.qk_norm_per_head = qk_norm_per_head
         self.probe = AttentionProbe()
         self.lazy_probe = AttentionProbe()  # sees a LazyAttention in the fused path of a lazy record
         self.q_probe, self.k_probe, self.v_probe, self.head_probe, self.bias_probe = (
@@ -208,11 +252,25 @@ class MultiHeadAttention(nn.Module):
         return dict(zip(VECTOR_PROBES, probes))
 
     def keys_values(self, key_value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """key_value (B, Tk, D) -> K, V (B, H_kv, Tk, dk): the projections every query reads (before RoPE)."""
+        """key_value (B, Tk, D) -> K, V (B, H_kv, Tk, dk): the projections every query reads (before RoPE), the keys
+        normalised where the model has q/k norms."""
         return (
-            self.split_heads(self.k_proj(key_value), self.n_kv_heads),
+            self.normed(self.k_norm, self.k_proj(key_value), self.n_kv_heads),
             self.split_heads(self.v_proj(key_value), self.n_kv_heads),
         )
+
+    def queries(self, query: torch.Tensor) -> torch.Tensor:
+        """query (B, Tq, D) -> Q (B, H, Tq, dk), normalised where the model has q/k norms (before RoPE)."""
+        return self.normed(self.q_norm, self.q_proj(query), self.n_heads)
+
+    def normed(self, norm: nn.Module | None, x: torch.Tensor, heads: int) -> torch.Tensor:
+        """(B, T, heads * dk) -> (B, heads, T, dk), through the q or k norm: each head's vector (Gemma 3, Qwen3) or
+        the whole projection before the split (OLMo 2)."""
+        if norm is None:
+            return self.split_heads(x, heads)
+        if self.qk_norm_per_head:
+            return norm(self.split_heads(x, heads))
+        return self.split_heads(norm(x), heads)
 
     def split_heads(self, x: torch.Tensor, heads: int | None = None) -> torch.Tensor:
         B, T, _ = x.shape
@@ -244,7 +302,7 @@ class MultiHeadAttention(nn.Module):
         the query positions) before they enter the cache, so cached keys keep the rotation of their own position;
         the bias (H, Tq, Tk), computed by the stack for these queries and all keys, is added to the scores.
         """
-        q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dk)
+        q = self.queries(query)  # (B, H, Tq, dk)
         if static_kv and cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
@@ -260,19 +318,26 @@ class MultiHeadAttention(nn.Module):
         kv_heads = k  # (B, H_kv, Tk, dk): what the lazy capture keeps
         k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Tk, dk): the cache keeps the H_kv heads
         p = self.dropout if self.training else 0.0
+        own_mask = mask  # without the window: the lazy capture builds the band for each block of rows
+        mask = with_window(mask, q.size(2), k.size(2), self.window, q.device)  # a local layer's band
         recorder = active_recorder()
         if recorder is not None and not recorder.lazy:  # the explicit path: its weights are recorded
             q, k, v = self.q_probe(q), self.k_probe(k), self.v_probe(v)
             bias = None
             if biased is not None:
                 bias = self.bias_probe(biased.bias[None])[0]  # recorded as (1, H, Tq, Tk)
-            out, weights = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale)
+            out, weights = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale, softcap=self.softcap)
             self.probe(weights)
             out = self.head_probe(out)  # (B, H, Tq, dk)
         else:
-            out = fused_attention(q, k, v, mask, biased, dropout=p, scale=self.scale)  # (B, H, Tq, dk)
+            if self.softcap is not None:  # the fused kernel has no soft-capping: the same math, explicitly
+                bias = None if biased is None else biased.bias
+                out, _ = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale, softcap=self.softcap)
+            else:
+                out = fused_attention(q, k, v, mask, biased, dropout=p, scale=self.scale)  # (B, H, Tq, dk)
             if recorder is not None:  # a lazy record: what a map needs, and the probes it asked for
-                self.lazy_probe(LazyAttention(q[0], kv_heads[0], None if mask is None else mask[0], biased, self.scale))
+                kept = None if own_mask is None else own_mask[0]
+                self.lazy_probe(LazyAttention(q[0], kv_heads[0], kept, biased, self.scale, self.softcap, self.window))
                 if recorder.qkv:
                     self.q_probe(q), self.k_probe(k), self.v_probe(v)
                     if biased is not None:

@@ -20,7 +20,12 @@ from .position_kinds.registry import MODULES as POSITIONAL_KINDS
 # POSITIONAL_KINDS: the registry's kinds (model/network/position_kinds/: one module each, its factory and titles)
 PE_LAYOUTS = ("interleaved", "half")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
-NORM_KINDS = ("layernorm", "std", "rms")
+NORM_KINDS = ("layernorm", "std", "rms", "rms_plus_one")
+# where a block's norms sit beside norm_first's pre-/post-LN: "sandwich" (a norm before each sublayer and one on its
+# output before the residual add: Gemma 2/3), "output" (only the one on the sublayer's output: OLMo 2)
+BLOCK_NORMS = ("default", "sandwich", "output")
+QK_NORMS = ("none", "head", "all")  # an RMS norm on each head's q and k (Gemma 3, Qwen3), on the whole q and k (OLMo 2)
+LAYER_KINDS = ("global", "local")  # every earlier key, or the sliding window's (Mistral, Gemma 2/3, Phi-3)
 # The three shapes of the one model: both stacks (the paper), the decoder alone (GPT-2, Llama, Qwen2: no encoder,
 # no cross-attention, the whole sequence in the decoder) or the encoder alone (BERT).
 SHAPES = ("encoder-decoder", "decoder-only", "encoder-only")
@@ -128,6 +133,18 @@ class TransformerConfig:
     rope_dim: int | None = None  # positional="rope": the first rope_dim dims of each head rotate (partial RoPE)
     type_vocab_size: int = 0  # BERT's token-type table; row 0 (segment A) is added to every token's embedding
     output_head: str = "linear"  # "linear" (the generator), "mlm" (BERT: dense, act, norm, then it) or "none"
+    # Sliding-window attention: a query at position i of a "local" layer sees the keys j with i - j < sliding_window
+    # (transformers' convention; the causal mask still hides j > i)
+    sliding_window: int | None = None
+    # the kind of each layer of each stack, "global" or "local" (LAYER_KINDS); None: every layer local when
+    # sliding_window is set (Mistral, Phi-3), else global. Gemma 2: local, global, ...; Gemma 3: 5 local, 1 global
+    layer_types: list[str] | None = None
+    local_pe_base: float | None = None  # RoPE base of the local layers (Gemma 3's rope_local_base_freq); None: pe_base
+    attn_softcap: float | None = None  # scores -> c * tanh(scores / c) before the mask and softmax (Gemma 2)
+    final_softcap: float | None = None  # logits -> c * tanh(logits / c) (Gemma 2 and 3)
+    query_scale: float | None = None  # q.k scaled by query_scale^-1/2 instead of d_head^-1/2 (query_pre_attn_scalar)
+    qk_norm: str = "none"  # QK_NORMS: "head" per head over d_head (Gemma 3, Qwen3), "all" over n_heads*d_head (OLMo 2)
+    block_norms: str = "default"  # BLOCK_NORMS; "rms_plus_one" norms read their weight as 1 + w (Gemma)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
 
     def __post_init__(self) -> None:
@@ -146,11 +163,25 @@ class TransformerConfig:
             ("norm", NORM_KINDS),
             ("shape", SHAPES),
             ("output_head", OUTPUT_HEADS),
+            ("qk_norm", QK_NORMS),
+            ("block_norms", BLOCK_NORMS),
         ):
             if getattr(self, name) not in allowed:
                 problems.append(M_("{name} is not one of {allowed}", name=name, allowed=", ".join(allowed)))
         if not (self.pe_base > 1 and math.isfinite(self.pe_base)):
             problems.append(M_("pe_base must be a finite number above 1"))
+        for name in ("local_pe_base", "attn_softcap", "final_softcap", "query_scale"):
+            value = getattr(self, name)
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                problems.append(M_("{name} must be a finite number above 0", name=name))
+        if self.local_pe_base is not None and self.local_pe_base <= 1:
+            problems.append(M_("{name} must be a finite number above 1", name="local_pe_base"))
+        if self.sliding_window is not None and self.sliding_window < 1:
+            problems.append(
+                M_("{name} is {value}; it must be at least 1", name="sliding_window", value=self.sliding_window)
+            )
+        if self.layer_types is not None and any(t not in LAYER_KINDS for t in self.layer_types):
+            problems.append(M_("{name} is not one of {allowed}", name="layer_types", allowed=", ".join(LAYER_KINDS)))
         if not (0 <= self.dropout < 1):
             problems.append(M_("dropout must lie in [0, 1)"))
         if not (0 < self.layer_norm_eps < 1):
@@ -166,6 +197,19 @@ class TransformerConfig:
             problems.append(M_("rope_dim must be even and at most the head width {d}", d=self.d_head))
         if self.head_dim is None and self.d_model % self.n_heads:
             problems.append(M_("d_model={d} is not divisible by n_heads={h}", d=self.d_model, h=self.n_heads))
+        stacks = [
+            n
+            for n, present in ((self.n_encoder_layers, self.has_encoder), (self.n_decoder_layers, self.has_decoder))
+            if present
+        ]
+        if self.layer_types is not None and any(len(self.layer_types) != n for n in stacks):
+            problems.append(M_("layer_types must name one kind per layer of each stack"))
+        if self.sliding_window is not None and self.shape != "decoder-only":
+            problems.append(M_("sliding_window needs a decoder-only model"))
+        if "local" in self.kinds and self.sliding_window is None:
+            problems.append(M_("a local layer needs sliding_window"))
+        if self.block_norms != "default" and not self.norm_first:
+            problems.append(M_("block_norms={kind} needs norm_first", kind=self.block_norms))
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             problems.append(
                 M_(
@@ -199,6 +243,23 @@ class TransformerConfig:
     def d_head(self) -> int:
         """Width of one head's queries, keys and values (d_k = d_v in the paper)."""
         return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kind of each layer ("global" or "local"), as layer_types says or as sliding_window implies."""
+        if self.layer_types is not None:
+            return list(self.layer_types)
+        n = max(self.n_encoder_layers if self.has_encoder else 0, self.n_decoder_layers if self.has_decoder else 0)
+        return ["local" if self.sliding_window is not None else "global"] * n
+
+    def layer_kind(self, layer: int) -> str:
+        """ "local" (the sliding window) or "global" (every earlier key) for layer `layer` of a stack."""
+        kinds = self.kinds
+        return kinds[layer] if layer < len(kinds) else "global"
+
+    def window_of(self, layer: int) -> int | None:
+        """The sliding window of layer `layer` (None: a global layer sees every key the mask allows)."""
+        return self.sliding_window if self.layer_kind(layer) == "local" else None
 
     @property
     def kv_heads(self) -> int:
@@ -283,6 +344,7 @@ _INTS = (
     "type_vocab_size",
 )
 _REALS = ("dropout", "pe_base", "layer_norm_eps")
+_OPTIONAL_REALS = ("local_pe_base", "attn_softcap", "final_softcap", "query_scale")
 _BOOLS = (
     "norm_first",
     "share_embeddings",
@@ -296,8 +358,8 @@ _BOOLS = (
     "rescale_output",
     "embed_norm",
 )
-_OPTIONAL_INTS = ("head_dim", "forced_bos_id", "n_kv_heads", "rope_dim")
-_STRINGS = ("positional", "pe_layout", "activation", "norm", "shape", "output_head")
+_OPTIONAL_INTS = ("head_dim", "forced_bos_id", "n_kv_heads", "rope_dim", "sliding_window")
+_STRINGS = ("positional", "pe_layout", "activation", "norm", "shape", "output_head", "qk_norm", "block_norms")
 
 
 def _invalid(problems: list) -> str:
@@ -347,6 +409,14 @@ def _type_problems(c: TransformerConfig) -> list[str]:
         for n in _OPTIONAL_INTS
         if getattr(c, n) is not None and type(getattr(c, n)) is not int
     ]
+    problems += [
+        M_("{name} must be a number or null, not {kind}", name=n, kind=kind(getattr(c, n)))
+        for n in _OPTIONAL_REALS
+        if getattr(c, n) is not None and type(getattr(c, n)) not in (int, float)
+    ]
+    types = c.layer_types
+    if types is not None and not (isinstance(types, list) and all(type(t) is str for t in types)):
+        problems.append(M_("{name} must be a list of text or null, not {kind}", name="layer_types", kind=kind(types)))
     if c.qkv_bias is not None and type(c.qkv_bias) is not bool:
         problems.append(M_("qkv_bias must be true, false or null, not {kind}", kind=kind(c.qkv_bias)))
     if c.final_norm is not None and type(c.final_norm) is not bool:
@@ -363,8 +433,12 @@ def parameter_count(c: TransformerConfig) -> int:
     kv = c.kv_heads * c.d_head
     qkv_b = int(c.bias if c.qkv_bias is None else c.qkv_bias)
     attention = d * w + 2 * d * kv + (w + 2 * kv) * qkv_b + w * d + d * b
-    norm = d if c.norm == "rms" else 2 * d
+    norm = d if c.norm in ("rms", "rms_plus_one") else 2 * d
     ff = (2 if c.ff_gated else 1) * (d * f + f * b) + f * d + d * b + norm if c.feed_forward else 0
+    attention += {"none": 0, "head": 2 * c.d_head, "all": w + kv}[c.qk_norm] if c.qk_norm in QK_NORMS else 0
+    if c.feed_forward:
+        ff += {"sandwich": norm, "output": 0}.get(c.block_norms, 0)  # one more norm per sublayer (two per layer)
+    attention += {"sandwich": norm, "output": 0}.get(c.block_norms, 0)
     stacks = int(c.has_encoder) + int(c.has_decoder)
     encoder = c.n_encoder_layers * (attention + ff + norm)
     cross = attention + norm if c.shape == "encoder-decoder" else 0
@@ -378,7 +452,9 @@ def parameter_count(c: TransformerConfig) -> int:
         head = (0 if c.tie_generator else c.tgt_vocab_size * d) + (c.tgt_vocab_size if c.generator_bias else 0)
         head += d * d + d + norm if c.output_head == "mlm" else 0
     relative = c.relative_buckets * c.n_heads if c.positional == "relative" else 0
-    positions = stacks * (c.max_len * d + relative)  # every kind keeps a (max_len, d) table (zeros: a view)
+    # sinusoidal and learned kinds keep a (max_len, d) table; the others' zero table is a view of one row (no memory)
+    table = c.max_len * d if c.positional in ("sinusoidal", "learned") else d
+    positions = stacks * (table + relative)
     return encoder + decoder + final + embed + head + positions
 
 

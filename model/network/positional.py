@@ -293,6 +293,7 @@ class SelfAttentionPositions:
         if self._bias is not None:
             return self._bias[heads, start:stop]
         return self.rows_bias(start, stop, heads)
+        self.local: SelfAttentionPositions | None = None  # what local layers read instead (Gemma 3's own RoPE base)
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, H, Tq, dk) rotated by the query positions (unchanged without RoPE). Partial RoPE (angles for
@@ -328,10 +329,16 @@ class RotaryPositionalEncoding(AttentionPositionalEncoding):
     def __init__(self, d_model: int, max_len: int, n_heads: int, base: float = 10000.0, layout: str = "interleaved"):
         super().__init__(d_model, max_len)
         self.d_head, self.base, self.layout = d_model // n_heads, base, layout
+        self.local_base: float | None = None  # the local (sliding-window) layers' own base (Gemma 3), or None
 
     def self_attention(self, query_pos: torch.Tensor, key_pos: torch.Tensor) -> SelfAttentionPositions:
         cos, sin = rope_angles(query_pos, self.d_head, self.base)
-        return SelfAttentionPositions(cos, sin, layout=self.layout)
+        positions = SelfAttentionPositions(cos, sin, layout=self.layout)
+        if self.local_base is not None:
+            positions.local = SelfAttentionPositions(
+                *rope_angles(query_pos, self.d_head, self.local_base), layout=self.layout
+            )
+        return positions
 
 
 class AlibiPositionalEncoding(AttentionPositionalEncoding):

@@ -50,36 +50,50 @@ class StdNorm(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    """T5's layer norm: weight * x / sqrt(mean(x^2) + eps), no mean subtracted and no bias."""
+    """T5's layer norm: weight * x / sqrt(mean(x^2) + eps), no mean subtracted and no bias. plus_one: the weight is
+    read as 1 + weight (Gemma stores it so; zeros are the identity)."""
 
-    def __init__(self, d_model: int, eps: float = 1e-6):
+    def __init__(self, d_model: int, eps: float = 1e-6, plus_one: bool = False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(d_model))
+        self.weight = nn.Parameter(torch.zeros(d_model) if plus_one else torch.ones(d_model))
         self.eps = eps
+        self.plus_one = plus_one
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         variance = x.float().pow(2).mean(-1, keepdim=True)
-        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(x.dtype)
+        normed = x.float() * torch.rsqrt(variance + self.eps)
+        if self.plus_one:  # as Gemma: (x * (1 + w)) in float32, then the input's type
+            return (normed * (1.0 + self.weight.float())).to(x.dtype)
+        return self.weight * normed.to(x.dtype)
 
 
-def make_norm(config: TransformerConfig) -> nn.Module:
+def make_norm(config: TransformerConfig, width: int | None = None) -> nn.Module:
+    """The config's norm over `width` features (default d_model)."""
+    d = config.d_model if width is None else width
     if config.norm == "std":
-        return StdNorm(config.d_model, config.layer_norm_eps)
-    if config.norm == "rms":
-        return RMSNorm(config.d_model, config.layer_norm_eps)
-    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        return StdNorm(d, config.layer_norm_eps)
+    if config.norm in ("rms", "rms_plus_one"):
+        return RMSNorm(d, config.layer_norm_eps, plus_one=config.norm == "rms_plus_one")
+    return nn.LayerNorm(d, eps=config.layer_norm_eps)
 
 
-def make_attention(config: TransformerConfig) -> MultiHeadAttention:
+def make_attention(config: TransformerConfig, layer: int | None = None) -> MultiHeadAttention:
+    """One attention module; layer (self-attention only): its sliding window when the layer is local."""
+    qk = {"head": (config.d_head, config.d_head), "all": (config.attention_width, config.kv_heads * config.d_head)}
+    widths = qk.get(config.qk_norm)
     return MultiHeadAttention(
         config.d_model,
         config.n_heads,
         config.dropout,
         config.d_head,
         config.bias,
-        config.scale_scores,
+        config.query_scale**-0.5 if config.query_scale is not None else config.scale_scores,
         config.n_kv_heads,
         config.qkv_bias,
+        window=None if layer is None else config.window_of(layer),
+        softcap=config.attn_softcap,
+        qk_norms=None if widths is None else (make_norm(config, widths[0]), make_norm(config, widths[1])),
+        qk_norm_per_head=config.qk_norm == "head",
     )
 
 
@@ -104,45 +118,67 @@ class FeedForward(nn.Module):
 
 
 def residual(
-    x: torch.Tensor, norm: nn.Module, sublayer: Callable, dropout: nn.Module, norm_first: bool
+    x: torch.Tensor,
+    norm: nn.Module | None,
+    sublayer: Callable,
+    dropout: nn.Module,
+    norm_first: bool,
+    post: nn.Module | None = None,
 ) -> torch.Tensor:
-    """Post-LN: LayerNorm(x + Sublayer(x)) as in the paper. Pre-LN: x + Sublayer(LayerNorm(x))."""
+    """Post-LN: LayerNorm(x + Sublayer(x)) as in the paper. Pre-LN: x + Sublayer(LayerNorm(x)). With a post norm
+    (config.block_norms): x + Post(Sublayer(LayerNorm(x))) (Gemma 2/3's sandwich), or without a pre norm (norm None)
+    x + Post(Sublayer(x)) (OLMo 2)."""
     if norm_first:
-        return x + dropout(sublayer(norm(x)))
+        h = sublayer(x if norm is None else norm(x))
+        return x + dropout(h if post is None else post(h))
     return norm(x + dropout(sublayer(x)))
 
 
+def block_norms(config: TransformerConfig, sublayers: int) -> tuple[list[nn.Module | None], list[nn.Module | None]]:
+    """(pre norms, post norms) of a layer's sublayers as config.block_norms says: pre only (default), both
+    (sandwich), or post only (output)."""
+    pre = [None if config.block_norms == "output" else make_norm(config) for _ in range(sublayers)]
+    post = [make_norm(config) if config.block_norms != "default" else None for _ in range(sublayers)]
+    return pre, post
+
+
 class EncoderLayer(nn.Module):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, layer: int = 0):
         super().__init__()
-        self.self_attn = make_attention(config)
+        self.self_attn = make_attention(config, layer)
         self.ff = FeedForward(config) if config.feed_forward else None  # None: attention-only
-        self.norm1 = make_norm(config)
-        self.norm2 = make_norm(config) if config.feed_forward else None
+        (self.norm1, self.norm2), (self.post_norm1, self.post_norm2) = block_norms(config, 2)
+        if self.ff is None:
+            self.norm2 = self.post_norm2 = None
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None, positions: SelfAttentionPositions | None = None
     ) -> torch.Tensor:
-        x = residual(
-            x, self.norm1, lambda h: self.self_attn(h, h, mask, positions=positions), self.dropout, self.norm_first
-        )
-        return x if self.ff is None else residual(x, self.norm2, self.ff, self.dropout, self.norm_first)
+        attend = lambda h: self.self_attn(h, h, mask, positions=positions)  # noqa: E731
+        x = residual(x, self.norm1, attend, self.dropout, self.norm_first, self.post_norm1)
+        if self.ff is None:
+            return x
+        return residual(x, self.norm2, self.ff, self.dropout, self.norm_first, self.post_norm2)
 
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder's memory, feed-forward; a decoder-only model's
     layers have no cross-attention (cross_attn and norm2 are None: norm1 before attention, norm3 before the FFN)."""
 
-    def __init__(self, config: TransformerConfig, cross: bool = True):
+    def __init__(self, config: TransformerConfig, cross: bool = True, layer: int = 0):
         super().__init__()
-        self.self_attn = make_attention(config)
+        self.self_attn = make_attention(config, layer)
         self.cross_attn = make_attention(config) if cross else None
         self.ff = FeedForward(config) if config.feed_forward else None  # None: attention-only
-        self.norm1 = make_norm(config)
-        self.norm2 = make_norm(config) if cross else None
-        self.norm3 = make_norm(config) if config.feed_forward else None
+        (self.norm1, self.norm2, self.norm3), (self.post_norm1, self.post_norm2, self.post_norm3) = block_norms(
+            config, 3
+        )
+        if not cross:
+            self.norm2 = self.post_norm2 = None
+        if self.ff is None:
+            self.norm3 = self.post_norm3 = None
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
 
@@ -163,6 +199,7 @@ class DecoderLayer(nn.Module):
             lambda h: self.self_attn(h, h, self_mask, self_cache, positions=positions),
             self.dropout,
             self.norm_first,
+            self.post_norm1,
         )
         if self.cross_attn is not None:
             x = residual(
@@ -171,8 +208,19 @@ class DecoderLayer(nn.Module):
                 lambda h: self.cross_attn(h, memory, memory_mask, cross_cache, static_kv=True),
                 self.dropout,
                 self.norm_first,
+                self.post_norm2,
             )
-        return x if self.ff is None else residual(x, self.norm3, self.ff, self.dropout, self.norm_first)
+        if self.ff is None:
+            return x
+        return residual(x, self.norm3, self.ff, self.dropout, self.norm_first, self.post_norm3)
+
+
+def layer_positions(
+    positions: SelfAttentionPositions | None, config: TransformerConfig, layer: int
+) -> SelfAttentionPositions | None:
+    """The positions layer `layer` reads: a local layer's own RoPE base (Gemma 3) where the stack computed one."""
+    local = getattr(positions, "local", None)
+    return local if local is not None and config.layer_kind(layer) == "local" else positions
 
 
 class MLMTransform(nn.Module):
@@ -246,9 +294,9 @@ class Transformer(nn.Module):
                 return Stack([], None)
             return Stack(layers, make_norm(config) if final else None, make_norm(config) if config.embed_norm else None)
 
-        self.encoder = stack(config.has_encoder, [EncoderLayer(config) for _ in range(config.n_encoder_layers)])
+        self.encoder = stack(config.has_encoder, [EncoderLayer(config, i) for i in range(config.n_encoder_layers)])
         self.decoder = stack(
-            config.has_decoder, [DecoderLayer(config, cross=both) for _ in range(config.n_decoder_layers)]
+            config.has_decoder, [DecoderLayer(config, cross=both, layer=i) for i in range(config.n_decoder_layers)]
         )
         self.head_transform = None  # BERT's masked-LM head: dense, activation, norm before the output layer
         if config.output_head == "mlm":
@@ -301,7 +349,9 @@ class Transformer(nn.Module):
             raise ValueError("this model has no output layer (an encoder without a language-model head)")
         if self.head_transform is not None:
             x = self.head_transform(x)
-        return self.generator(x)
+        logits = self.generator(x)
+        cap = self.config.final_softcap
+        return logits if cap is None else torch.tanh(logits / cap) * cap  # Gemma's final soft-capping
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
         """(B, 1, 1, S) True on real source tokens, or None when nothing is padded."""
@@ -331,8 +381,8 @@ class Transformer(nn.Module):
         if isinstance(self.src_pe, AttentionPositionalEncoding):  # computed once, used by every layer
             pos = self.src_pe.positions(0, src.size(1), src.device)  # (S,)
             positions = self.src_pe.self_attention(pos, pos)
-        for layer in self.encoder.layers:
-            x = layer(x, mask, positions)
+        for i, layer in enumerate(self.encoder.layers):
+            x = layer(x, mask, layer_positions(positions, self.config, i))
         return (self.encoder.norm(x) if self.encoder.norm is not None else x), mask
 
     def decode(
@@ -365,7 +415,8 @@ class Transformer(nn.Module):
                 cache.positions = keys
             positions = self.tgt_pe.self_attention(pos, keys)
         for i, layer in enumerate(self.decoder.layers):
-            x = layer(x, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None, positions)
+            layer_cache = cache.layers[i] if cache is not None else None
+            x = layer(x, memory, self_mask, memory_mask, layer_cache, layer_positions(positions, self.config, i))
         if self.decoder.norm is not None:
             x = self.decoder.norm(x)
         if self.config.rescale_output:  # T5 v1.0: the tied output layer reads d_model^-0.5 * h

@@ -10,12 +10,14 @@ A `Source` (source.py) carries the path and caches every file it reads, so detec
 one call read each file once. Detection tries REGISTRY in order; the first format that says yes wins.
 
 Adding a format: write model/checkpoints/formats/<name>.py with the five names above (a state_dict format can
-delegate its three functions to state_dicts.py, as annotated.py does) and add the module to REGISTRY.
+delegate its three functions to state_dicts.py, as annotated.py does; a Llama-like Hugging Face family is a table
+of hf_decoder.py) and add its name to MODULES.
 The sidebar, the error messages and the docs (`python -m model.checkpoints.formats`) read this list.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import ModuleType
 
@@ -24,23 +26,30 @@ from i18n import M_, join_messages, message_of
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
-from . import annotated, bart, bert, gordic, gpt2, llama, marian, native, t5, torch_tutorial
 from .common import listing
 from .source import CheckpointInfo, LoadOptions, Source, UnknownContent
 from .vocab_files import VocabSpec
 
-REGISTRY: tuple[ModuleType, ...] = (
-    marian,
-    t5,
-    bart,
-    gpt2,
-    llama,
-    bert,
-    native,
-    annotated,
-    gordic,
-    torch_tutorial,
-)  # detection order
+# the format modules of this package, in detection order: a new format (a new Hugging Face family) is one line here
+MODULES = (
+    "marian",
+    "t5",
+    "bart",
+    "gpt2",
+    "llama",
+    "mistral",
+    "gemma2",
+    "gemma3",
+    "phi3",
+    "olmo2",
+    "qwen3",
+    "bert",
+    "native",
+    "annotated",
+    "gordic",
+    "torch_tutorial",
+)
+REGISTRY: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__package__}.{name}") for name in MODULES)
 FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> title
 
 

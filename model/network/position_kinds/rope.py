@@ -17,4 +17,5 @@ PACK_TEXT = N_(
 def make(config, bidirectional: bool):
     rope = RotaryPositionalEncoding(config.d_model, config.max_len, config.n_heads, config.pe_base, config.pe_layout)
     rope.d_head = config.rope_dim or config.d_head  # head_dim set apart; partial RoPE: the rotated dims
+    rope.local_base = config.local_pe_base  # the local layers' own base (Gemma 3), or None
     return rope

@@ -1,0 +1,314 @@
+"""What the Llama-like Hugging Face families share (Mistral, Gemma 2 and 3, Phi-3, OLMo 2, Qwen3): one reader of
+config.json, one mapping onto the one Transformer, one weight mapping, each driven by the family's `Family` table.
+A family's format module is its table and the five protocol names (`protocol`); read without transformers.
+
+How they map onto the one Transformer (configuration, not a fork; see llama.py for what they all share):
+    sliding_window + layer_types ("sliding_attention" -> "local", "full_attention" -> "global"), or the family's
+        default pattern (Gemma 2: every other layer local; Gemma 3: five local, one global); without layer_types a
+        sliding_window makes every layer local (Mistral, Phi-3); use_sliding_window false makes none (Qwen3)
+    Gemma: embeddings scaled by sqrt(hidden_size), RMS norms that read their weight as 1 + w (norm="rms_plus_one"),
+        the scores scaled by query_pre_attn_scalar^-1/2 (query_scale), soft-capping of the attention logits (Gemma 2)
+        and of the final logits, a norm before and after each sublayer (block_norms="sandwich")
+    Gemma 3: q/k norms per head, the local layers' own RoPE base (rope_local_base_freq or the "sliding_attention"
+        rope_parameters); Qwen3: q/k norms per head; OLMo 2: q/k norms over the whole projections and a norm only on
+        each sublayer's output (block_norms="output")
+    Phi-3: qkv_proj (W^Q | W^K | W^V rows) and gate_up_proj (gate | up rows) read as views into q/k/v and gate/up
+Refused by name: RoPE scalings (llama.py's check), a vision tower (a multimodal Gemma 3), attention biases, a
+bidirectional Gemma 3, Gemma 3's attention soft-capping (transformers does not apply it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from i18n import M_
+
+from ...network.config import LIMITS, TransformerConfig
+from ...network.transformer import Transformer
+from ...text.tokenizer import Tokenizer
+from ..checkpoint import CheckpointError
+from . import hf_common as hf
+from . import hf_one_stack as one
+from .common import Converted, Mapper, make_config
+from .llama import _rope
+from .source import CheckpointInfo, LoadOptions, Source
+
+LLAMA_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": None,
+    "head_dim": None,
+    "hidden_act": "silu",
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "sliding_window": None,
+}
+LAYER_TYPES = {"sliding_attention": "local", "full_attention": "global"}
+
+
+def every_other(n: int, cfg: Mapping[str, Any]) -> list[str]:
+    """Gemma 2's pattern: layers 0, 2, 4, ... local, 1, 3, 5, ... global."""
+    return ["local" if (i + 1) % 2 else "global" for i in range(n)]
+
+
+def one_in(n: int, cfg: Mapping[str, Any]) -> list[str]:
+    """Gemma 3's pattern: every sliding_window_pattern-th layer global (default 6), the others local."""
+    period = cfg.get("sliding_window_pattern", cfg.get("_sliding_window_pattern", 6))
+    period = period if type(period) is int and period > 0 else 6
+    return ["global" if (i + 1) % period == 0 else "local" for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one Llama-like family changes. Weight names are transformers' (model.layers.i.*)."""
+
+    name: str  # the format's NAME and its tokenizer kind
+    title: str  # the folder's title (M_)
+    model_types: dict[str, str]  # config.json's model_type -> the family's name (N_)
+    defaults: dict[str, Any] = field(default_factory=dict)  # over LLAMA_DEFAULTS: transformers' config defaults
+    activation_key: str = "hidden_act"
+    gemma: bool = False  # embeddings * sqrt(d), (1 + w) norms, query_pre_attn_scalar, soft-capping, sandwich norms
+    qk_norm: str = "none"  # "head" (Gemma 3, Qwen3) or "all" (OLMo 2)
+    block_norms: str = "default"  # "sandwich" (Gemma) or "output" (OLMo 2)
+    fused: bool = False  # Phi-3's qkv_proj and gate_up_proj
+    local_base: bool = False  # the local layers' own RoPE base (Gemma 3)
+    attn_softcap: bool = False  # attn_logit_softcapping is applied (Gemma 2); else a non-null one is refused
+    pattern: Callable[[int, Mapping[str, Any]], list[str]] | None = None  # layer kinds without layer_types
+    refused: dict[str, Any] = field(default_factory=dict)  # fields refused by name unless they hold this value
+    also_detects: tuple[str, ...] = ()  # model types recognised only to be refused by name (a multimodal Gemma 3)
+
+
+def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[str] | None:
+    n = cfg["num_hidden_layers"]
+    window = cfg["sliding_window"]
+    types = cfg.get("layer_types")
+    if window is not None and type(window) is not int:
+        problems.append(M_("{field} must be an integer", field="sliding_window"))
+        return None
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n or any(t not in LAYER_TYPES for t in types):
+            problems.append(M_("{field} is not supported", field="layer_types"))
+            return None
+        kinds = [LAYER_TYPES[t] for t in types]
+    elif cfg.get("use_sliding_window") is False:
+        kinds = ["global"] * n
+    elif family.pattern is not None:
+        kinds = family.pattern(n, cfg)
+    else:
+        kinds = ["local" if window is not None else "global"] * n
+    if "local" in kinds and window is None:
+        problems.append(M_("{field} must be an integer", field="sliding_window"))
+        return None
+    return kinds if "local" in kinds else None
+
+
+def _rope_fields(cfg: dict[str, Any], family: Family, problems: list) -> None:
+    """cfg["_theta"], ["_factor"] and (Gemma 3) ["_local_theta"]: a rope_parameters per layer kind (transformers 5)
+    or the older rope_theta / rope_local_base_freq, each checked by llama.py's RoPE check."""
+    params = cfg.get("rope_parameters")
+    if isinstance(params, dict) and "full_attention" in params:  # one dict per layer type
+        full, local = params.get("full_attention"), params.get("sliding_attention")
+        cfg["_theta"], cfg["_factor"] = _rope({"rope_parameters": full if isinstance(full, dict) else {}}, problems)
+        local_cfg = {"rope_parameters": local if isinstance(local, dict) else {"rope_theta": 10000.0}}
+        cfg["_local_theta"] = _rope(local_cfg, problems)[0]
+        return
+    cfg["_theta"], cfg["_factor"] = _rope(cfg, problems)
+    base = cfg.get("rope_local_base_freq", 10000.0)
+    if type(base) not in (int, float):
+        problems.append(M_("{field} must be a number", field="rope_local_base_freq"))
+        base = 10000.0
+    cfg["_local_theta"] = float(base)
+
+
+def read_config(src: Source, family: Family) -> dict[str, Any]:
+    """config.json over the family's defaults, every field checked (names only in messages) before anything is
+    built; what cannot be mapped exactly is refused, named."""
+    kind = hf.model_type(src)
+    raw = src.json("config.json")
+    if kind in family.also_detects or (isinstance(raw, dict) and "vision_config" in raw):
+        raise CheckpointError(
+            M_("{where}: a model with a vision tower is not supported (only a text model)",
+               where=f"{src.name}/config.json")
+        )  # fmt: skip
+    if kind not in family.model_types:
+        raise CheckpointError(M_("{name}/config.json does not describe a {family} model", name=src.name,
+                                 family=M_(family.title)))  # fmt: skip
+    cfg = one.read_config(src, {**LLAMA_DEFAULTS, **family.defaults}, M_(family.model_types[kind]))
+    where = f"{src.name}/config.json"
+    one.ints(cfg, where, "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+             "num_attention_heads", "max_position_embeddings")  # fmt: skip
+    if cfg["num_key_value_heads"] is None:
+        cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+    one.ints(cfg, where, "num_key_value_heads")
+    if cfg["head_dim"] is not None:
+        one.ints(cfg, where, "head_dim")
+    problems: list = []
+    cfg["_activation"] = hf.activation(cfg, family.activation_key, problems)
+    _rope_fields(cfg, family, problems)
+    cfg["_kinds"] = _layer_kinds(cfg, family, problems)
+    if cfg["attention_bias"] is not False:
+        problems.append(M_("{field} is not supported", field="attention_bias"))
+    if cfg.get("mlp_bias", False) is not False:
+        problems.append(M_("{field} is not supported", field="mlp_bias"))
+    if not isinstance(cfg["tie_word_embeddings"], bool):
+        problems.append(M_("{field} must be true or false", field="tie_word_embeddings"))
+    for name, allowed in family.refused.items():
+        if cfg.get(name, allowed) != allowed:
+            problems.append(M_("{field} is not supported", field=name))
+    numbers = ("rms_norm_eps",) + (("query_pre_attn_scalar",) if family.gemma else ())
+    caps = ("final_logit_softcapping", "attn_logit_softcapping") if family.gemma else ()
+    for name in numbers + caps:
+        value = cfg.get(name)
+        if value is None and name in caps:
+            continue
+        if type(value) not in (int, float) or not value > 0:
+            problems.append(M_("{field} must be a number above 0", field=name))
+    hf.refuse(where, problems)
+    heads = cfg["num_attention_heads"]
+    head_dim = cfg["head_dim"] or (cfg["hidden_size"] // heads if heads > 0 else 0)
+    cfg["_head_dim"] = head_dim
+    rotated = int(head_dim * cfg["_factor"])
+    cfg["_rope_dim"] = None if rotated == head_dim else rotated
+    return cfg
+
+
+def to_config(cfg: dict[str, Any], where, family: Family) -> TransformerConfig:
+    """The one Transformer's configuration of a family's folder (limits checked here, before any weights)."""
+    ids = one.special_ids(cfg, cfg["vocab_size"])
+    gemma = family.gemma
+    kinds = cfg["_kinds"]
+    return make_config(
+        where,
+        shape="decoder-only",
+        src_vocab_size=cfg["vocab_size"],
+        tgt_vocab_size=cfg["vocab_size"],
+        d_model=cfg["hidden_size"],
+        n_heads=cfg["num_attention_heads"],
+        n_kv_heads=cfg["num_key_value_heads"],
+        head_dim=cfg["_head_dim"],
+        d_ff=cfg["intermediate_size"],
+        n_encoder_layers=0,
+        n_decoder_layers=cfg["num_hidden_layers"],
+        dropout=0.0,
+        norm_first=True,
+        final_norm=True,
+        positional="rope",
+        pe_base=cfg["_theta"],
+        pe_layout="half",
+        rope_dim=cfg["_rope_dim"],
+        max_len=min(cfg["max_position_embeddings"], LIMITS["max_len"]),  # RoPE has no table
+        share_embeddings=True,
+        tie_generator=cfg["tie_word_embeddings"],
+        generator_bias=False,
+        scale_embeddings=gemma,  # Gemma: embeddings * sqrt(hidden_size)
+        activation=cfg["_activation"],
+        ff_gated=True,
+        bias=False,
+        norm="rms_plus_one" if gemma else "rms",
+        layer_norm_eps=float(cfg["rms_norm_eps"]),
+        pad_id=ids["pad"],
+        bos_id=ids["bos"],
+        eos_id=ids["eos"],
+        sliding_window=cfg["sliding_window"] if kinds else None,
+        layer_types=kinds,
+        local_pe_base=cfg["_local_theta"] if family.local_base and kinds else None,
+        attn_softcap=_float(cfg.get("attn_logit_softcapping")) if family.attn_softcap else None,
+        final_softcap=_float(cfg.get("final_logit_softcapping")) if gemma else None,
+        query_scale=float(cfg["query_pre_attn_scalar"]) if gemma else None,
+        qk_norm=family.qk_norm,
+        block_norms=family.block_norms,
+        extra={"imported_from": "Hugging Face " + family.model_types[hf_kind(cfg, family)]},
+    )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def hf_kind(cfg: Mapping[str, Any], family: Family) -> str:
+    kind = cfg.get("model_type")
+    return kind if kind in family.model_types else next(iter(family.model_types))
+
+
+def _rows(start: int, stop: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Rows start..stop of a fused weight (a view: nothing is copied)."""
+
+    def take(t: torch.Tensor) -> torch.Tensor:
+        if t.dim() != 2 or t.size(0) < stop:
+            raise CheckpointError(M_("a fused tensor of shape {shape} cannot be split into {parts} equal parts",
+                                     shape=tuple(t.shape), parts=2))  # fmt: skip
+        return t[start:stop]
+
+    return take
+
+
+def convert(state: Mapping[str, torch.Tensor], config: TransformerConfig, where, family: Family) -> Converted:
+    m = Mapper(state, where)
+    m.require("model.embed_tokens.weight")
+    m.put("src_embed.weight", "model.embed_tokens.weight")
+    if config.tie_generator:
+        hf.alias(m, "lm_head.weight", state["model.embed_tokens.weight"], "model.embed_tokens.weight")
+    else:
+        m.put("generator.weight", "lm_head.weight")
+    m.put("decoder.norm.weight", "model.norm.weight")
+    q, kv, f = config.attention_width, config.kv_heads * config.d_head, config.d_ff
+    for i in range(config.n_decoder_layers):
+        ours, theirs = f"decoder.layers.{i}", f"model.layers.{i}"
+        attn, mlp = f"{theirs}.self_attn", f"{theirs}.mlp"
+        if family.fused:  # Phi-3: one qkv_proj (W^Q; W^K; W^V), one gate_up_proj (gate; up)
+            for proj, (a, b) in (("q_proj", (0, q)), ("k_proj", (q, q + kv)), ("v_proj", (q + kv, q + 2 * kv))):
+                m.put(f"{ours}.self_attn.{proj}.weight", f"{attn}.qkv_proj.weight", _rows(a, b), " (fused)")
+            m.put(f"{ours}.ff.linear1.weight", f"{mlp}.gate_up_proj.weight", _rows(0, f), " (fused)")
+            m.put(f"{ours}.ff.linear3.weight", f"{mlp}.gate_up_proj.weight", _rows(f, 2 * f), " (fused)")
+        else:
+            for proj in ("q_proj", "k_proj", "v_proj"):
+                m.put(f"{ours}.self_attn.{proj}.weight", f"{attn}.{proj}.weight")
+            m.put(f"{ours}.ff.linear1.weight", f"{mlp}.gate_proj.weight")
+            m.put(f"{ours}.ff.linear3.weight", f"{mlp}.up_proj.weight")
+        m.put(f"{ours}.self_attn.out_proj.weight", f"{attn}.o_proj.weight")
+        m.put(f"{ours}.ff.linear2.weight", f"{mlp}.down_proj.weight")
+        if config.qk_norm != "none":
+            m.put(f"{ours}.self_attn.q_norm.weight", f"{attn}.q_norm.weight")
+            m.put(f"{ours}.self_attn.k_norm.weight", f"{attn}.k_norm.weight")
+        norms = {
+            "default": {"norm1": "input_layernorm", "norm3": "post_attention_layernorm"},
+            "sandwich": {"norm1": "input_layernorm", "post_norm1": "post_attention_layernorm",
+                         "norm3": "pre_feedforward_layernorm", "post_norm3": "post_feedforward_layernorm"},
+            "output": {"post_norm1": "post_attention_layernorm", "post_norm3": "post_feedforward_layernorm"},
+        }[config.block_norms]  # fmt: skip
+        for ours_norm, theirs_norm in norms.items():
+            m.put(f"{ours}.{ours_norm}.weight", f"{theirs}.{theirs_norm}.weight")
+    m.finish()
+    return Converted(config, m.out, m.origin)
+
+
+def protocol(family: Family):
+    """detect, inspect and load of a family's format module."""
+
+    def read(src: Source) -> dict[str, Any]:
+        return read_config(src, family)
+
+    def make(cfg: dict[str, Any], where) -> TransformerConfig:
+        return to_config(cfg, where, family)
+
+    def detect(src: Source) -> bool:
+        kind = hf.model_type(src)
+        return kind in family.model_types or kind in family.also_detects
+
+    def inspect(src: Source) -> CheckpointInfo:
+        return one.info(src, family.name, family.title, make(read(src), f"{src.name}/config.json"))
+
+    def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
+        return one.load(src, options, family.title, read, make,
+                        lambda state, config, where: convert(state, config, where, family), family.name)  # fmt: skip
+
+    return detect, inspect, load
