@@ -34,7 +34,6 @@ from ..checkpoint import CheckpointError
 from . import hf_common as hf
 from . import hf_one_stack as one
 from .common import Converted, Mapper, make_config
-from .llama import _rope
 from .source import CheckpointInfo, LoadOptions, Source
 
 LLAMA_DEFAULTS: dict[str, Any] = {
@@ -113,15 +112,15 @@ def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[st
 
 def _rope_fields(cfg: dict[str, Any], family: Family, problems: list) -> None:
     """cfg["_theta"], ["_factor"] and (Gemma 3) ["_local_theta"]: a rope_parameters per layer kind (transformers 5)
-    or the older rope_theta / rope_local_base_freq, each checked by llama.py's RoPE check."""
+    or the older rope_theta / rope_local_base_freq, each checked by hf_common.rope (every scaling refused by name)."""
     params = cfg.get("rope_parameters")
     if isinstance(params, dict) and "full_attention" in params:  # one dict per layer type
         full, local = params.get("full_attention"), params.get("sliding_attention")
-        cfg["_theta"], cfg["_factor"] = _rope({"rope_parameters": full if isinstance(full, dict) else {}}, problems)
+        cfg["_theta"], cfg["_factor"] = hf.rope({"rope_parameters": full if isinstance(full, dict) else {}}, problems)
         local_cfg = {"rope_parameters": local if isinstance(local, dict) else {"rope_theta": 10000.0}}
-        cfg["_local_theta"] = _rope(local_cfg, problems)[0]
+        cfg["_local_theta"] = hf.rope(local_cfg, problems)[0]
         return
-    cfg["_theta"], cfg["_factor"] = _rope(cfg, problems)
+    cfg["_theta"], cfg["_factor"] = hf.rope(cfg, problems)
     base = cfg.get("rope_local_base_freq", 10000.0)
     if type(base) not in (int, float):
         problems.append(M_("{field} must be a number", field="rope_local_base_freq"))
