@@ -87,14 +87,14 @@ class EagerLazy:
 
 
 def install(monkeypatch=None) -> None:
-    """Make ui.caches.session_lazy give EagerLazy over the session's eager capture (in this process): with a pytest
-    monkeypatch, undone after the test; without, for the life of the process (a benchmark's server)."""
-    from ui import caches
+    """Make ui.attention_long.session_lazy give EagerLazy over the session's eager capture (in this process): with a
+    pytest monkeypatch, undone after the test; without, for the life of the process (a benchmark's server)."""
+    from ui import attention_long, caches
 
     def session_lazy(session, changes=caches.NONE):
         return EagerLazy(caches.session_capture(session, changes=changes))
 
     if monkeypatch is not None:
-        monkeypatch.setattr(caches, "session_lazy", session_lazy)
+        monkeypatch.setattr(attention_long, "session_lazy", session_lazy)
     else:
-        caches.session_lazy = session_lazy
+        attention_long.session_lazy = session_lazy

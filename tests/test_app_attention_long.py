@@ -108,3 +108,14 @@ def test_inside_attention_draws_the_keys_of_a_window(folder):
     assert raw["layout"]["xaxis"]["ticktext"][0].startswith("280: ")
     assert at.query_params["in_k"] == "280-399"
     assert at.session_state["in_key"] in range(280, 400)  # the key of the products: one of the window's
+
+
+def test_the_long_views_are_in_the_readers_language(folder, lazy):
+    from i18n import _, language_scope
+
+    at = open_long(folder, lang="zh")
+    big, _zoom = charts(at)
+    with language_scope("zh"):
+        note = _(CELL_NOTES["max"]).format(a=2, b=2)
+    assert note != CELL_NOTES["max"].format(a=2, b=2)  # the catalog has it
+    assert note in big["layout"]["title"]["text"]

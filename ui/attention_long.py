@@ -57,9 +57,51 @@ def is_long(*lengths: int) -> bool:
 def long_capture(session, changes):
     """The session's lazy capture when a map of its input is longer than a chart carries (the Attention page then
     draws pooled views from it); None when every map fits (the eager capture serves)."""
+    return session_lazy(session, changes) if is_long(*map_sides(session)) else None
+
+
+LAZY: BoundedCache = BoundedCache("lazy captures of long inputs", max_entries=16, max_bytes=256 * 2**20)
+
+
+def session_lazy(session, changes):
+    """The session's lazy capture, capture(..., lazy=True): what one fused pass keeps (it grows with the tokens, not
+    their square), every map computed when a view asks; once per (model key, text, target, interventions). With the
+    decoder reading the model's own output, on the shared decode's ids (output_ids), as the eager capture."""
+    from model import capture
     from ui import caches
 
-    return caches.session_lazy(session, changes) if is_long(*caches.map_sides(session)) else None
+    model, tok, (model_key, text, target) = session.model, session.tokenizer, caches.input_key(session)
+
+    def run():
+        more = dict(lazy=True, ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift,
+                    seed=changes.seed)  # fmt: skip
+        if target is None and model.config.has_decoder:
+            ids = caches.own_output(model_key, text, model, tok)
+            more["output_ids"] = [i for i in ids if i != tok.target.eos_id]
+        with st.spinner(_(caches.RUNNING)):
+            return capture(model, tok, text, target, **more)
+
+    return LAZY.get((model_key, text, target, changes) if changes else (model_key, text, target), run)
+
+
+def map_sides(session) -> tuple[int, int]:
+    """(S, T): the source and decoder positions the session's capture holds, counted without it (from the tokens,
+    and the shared greedy decode when the decoder reads the model's own output)."""
+    from model.analysis.budget_input import source_length
+    from model.text.bounded import read_bounded
+    from ui import caches
+
+    model, tok, (model_key, text, target) = session.model, session.tokenizer, caches.input_key(session)
+    cfg = model.config
+    S = source_length(tok.source, cfg, text) if cfg.has_encoder else 0
+    if not cfg.has_decoder:
+        return S, 0
+    if target is not None:
+        written = len(read_bounded(tok.target, target, cfg.max_len).ids)
+    else:
+        written = len([i for i in caches.own_output(model_key, text, model, tok) if i != tok.target.eos_id])
+    prompt = len(read_bounded(tok.source, text, cfg.max_len).ids) if not cfg.has_encoder else 1  # <s> or the prompt
+    return S, min(prompt + written, cfg.max_len)
 
 
 @dataclass(frozen=True)

@@ -99,32 +99,20 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
     return DECODES.get(_changed((model_key, text), changes), _with_spinner(N_("Decoding…"), decode))
 
 
-def _pass_on(
-    model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions, lazy: bool = False
-) -> Capture:
+def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
     """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
     written = [i for i in ids if i != tokenizer.target.eos_id]
     return capture(model, tokenizer, text, qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
-                   shift=changes.shift, seed=changes.seed, output_ids=written, **_lazy(lazy))  # fmt: skip
+                   shift=changes.shift, seed=changes.seed, output_ids=written)  # fmt: skip
 
 
-def _lazy(lazy: bool) -> dict:
-    """capture()'s keyword for a lazy capture (maps computed on request): given only when asked for."""
-    return {"lazy": True} if lazy else {}
-
-
-def _capture(
-    model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions,
-    lazy: bool = False,
-):  # fmt: skip
+def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
     """capture(model, tokenizer, text, target, qkv, **changes); with target None on the shared decode's ids (the
-    unchanged model's output: capture keeps it under interventions too, so that log-probs compare). lazy: the lazy
-    capture (every map on request, in row blocks), for inputs whose maps are longer than a chart carries."""
+    unchanged model's output: capture keeps it under interventions too, so that log-probs compare)."""
     if target is None and model.config.has_decoder:
-        ids = own_output(model_key, text, model, tokenizer)
-        return _pass_on(model, tokenizer, text, ids, qkv, changes, lazy)
+        return _pass_on(model, tokenizer, text, own_output(model_key, text, model, tokenizer), qkv, changes)
     return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
-                   positional=changes.positional, shift=changes.shift, seed=changes.seed, **_lazy(lazy))  # fmt: skip
+                   positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
 
 
 def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
@@ -254,39 +242,6 @@ def input_key(session: Session) -> tuple[str, str, str | None]:
 
 def session_capture(session: Session, spinner: str | None = RUNNING, changes: Interventions = NONE) -> Capture:
     return cached_capture(*input_key(session), session.model, session.tokenizer, spinner=spinner, changes=changes)
-
-
-# The lazy captures of long inputs (their maps computed when a view asks, in row blocks): what each keeps grows with
-# the tokens, not their square.
-LAZY: BoundedCache[Any] = BoundedCache("lazy captures", max_entries=16, max_bytes=256 * 2**20)
-
-
-def session_lazy(session: Session, changes: Interventions = NONE):
-    """The session's lazy capture, once per (model key, text, target, interventions)."""
-    model_key, text, target = input_key(session)
-    return LAZY.get(
-        _changed((model_key, text, target), changes),
-        _with_spinner(RUNNING, lambda: _capture(model_key, text, target, session.model, session.tokenizer, False,
-                                                changes, lazy=True)),
-    )  # fmt: skip
-
-
-def map_sides(session: Session) -> tuple[int, int]:
-    """(S, T): the source and decoder positions the session's capture holds, counted without it (from the tokens,
-    and the shared greedy decode when the decoder reads the model's own output)."""
-    from model.text.bounded import read_bounded
-
-    model, tok, (model_key, text, target) = session.model, session.tokenizer, input_key(session)
-    cfg = model.config
-    S = source_length(tok.source, cfg, text) if cfg.has_encoder else 0
-    if not cfg.has_decoder:
-        return S, 0
-    if target is not None:
-        written = len(read_bounded(tok.target, target, cfg.max_len).ids)
-    else:
-        written = len([i for i in own_output(model_key, text, model, tok) if i != tok.target.eos_id])
-    prompt = len(read_bounded(tok.source, text, cfg.max_len).ids) if not cfg.has_encoder else 1  # <s> or the prompt
-    return S, min(prompt + written, cfg.max_len)
 
 
 def session_importance(session: Session, progress: Callable[[int, int], None] | None = None) -> HeadImportance:
