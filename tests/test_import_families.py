@@ -122,7 +122,6 @@ def _edited(families, tmp_path, name: str, **changes):
 @pytest.mark.parametrize(
     "name, changes, template, field",
     [
-        ("mistral", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, "{field} is not supported (only the plain rotation)", "rope_type"),
         ("gemma3", {"attn_logit_softcapping": 50.0}, "{field} is not supported", "attn_logit_softcapping"),
         ("gemma3", {"use_bidirectional_attention": True}, "{field} is not supported", "use_bidirectional_attention"),
         ("gemma2", {"layer_types": ["sliding_attention", "chunked_attention", "full_attention"]}, "{field} is not supported", "layer_types"),
@@ -137,6 +136,16 @@ def test_what_cannot_be_mapped_exactly_is_refused_by_name(families, tmp_path, na
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
     assert (template, {"field": field}) in _refusals(err)
+
+
+def test_a_rope_scaling_is_refused_by_name(families, tmp_path):
+    from model.checkpoints.formats.hf_common import ROPE_SCALING_REFUSED
+
+    folder = _edited(families, tmp_path, "mistral", rope_parameters={"rope_type": "yarn", "factor": 4.0})
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(folder)
+    assert (ROPE_SCALING_REFUSED, {"field": "rope_parameters", "scaling": "yarn"}) in _refusals(err)
 
 
 def test_a_multimodal_gemma3_is_refused_by_name(families, tmp_path):
@@ -162,9 +171,15 @@ REAL_SHAPES = {  # published configs (random weights are benchmarks' business: o
 
 
 @pytest.mark.parametrize("shape", REAL_SHAPES)
-def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(families, tmp_path, shape):
-    """Mistral-7B (7.2 billion numbers) and Gemma-2-2B (2.6 billion) are above the app's limit of a billion and
-    refused by it, naming it; Gemma-3-1B's config passes it (its folder opens in benchmarks/bench_families.py)."""
+def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(
+    families, tmp_path, shape, monkeypatch
+):
+    """On a server whose memory for weights holds 2,000 million numbers, Mistral-7B (7.2 billion numbers) and
+    Gemma-2-2B (2.6 billion) are refused by that limit, naming it; Gemma-3-1B's config passes it (its folder opens in
+    benchmarks/bench_families.py)."""
+    from model.network.config import LIMITS
+
+    monkeypatch.setitem(LIMITS, "parameters", 2_000_000_000)
     name, fields = REAL_SHAPES[shape]
     folder = _edited(families, tmp_path, name, **fields)
     (folder / "model.safetensors").unlink()
@@ -178,8 +193,8 @@ def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(f
         return
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
-    limit = "the model would hold {n} million numbers, above this app's limit of {limit} million"
-    assert [t for t, _ in _refusals(err) if t == limit] == [limit]
+    limit = "the model would hold {n} million numbers, more than this server's memory for weights holds: {limit} million"
+    assert [v["limit"] for t, v in _refusals(err) if t == limit] == ["2,000"]
 
 
 def test_the_lecture_packs_graph_keeps_the_window_and_the_soft_capping(families):

@@ -32,7 +32,7 @@ import numpy as np
 from torch import nn
 
 from ..text.tokenizer import Tokenizer
-from .capture import DecodedTarget, capture
+from .capture import capture
 
 ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
 REPEATED = ("induction", "duplicate_token")  # roles whose default inputs are random tokens repeated twice
@@ -137,6 +137,20 @@ def default_kind(model: nn.Module) -> str:
     return "decoder_self" if model.config.shape == "decoder-only" else "encoder_self"
 
 
+class GivenIds:
+    """A vocabulary whose encode() gives the ids of an input made of ids (random tokens repeated): capture() reads
+    them as its text. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)
+
+
 def item_tokenizer(model: nn.Module, tokenizer: Tokenizer, item: Item) -> tuple[Tokenizer, str]:
     """(tokenizer, text) that make capture() read `item`: a text as it is; ids through a vocabulary that gives them
     (on an encoder's side without the end that the reading appends again: end_ids)."""
@@ -145,7 +159,7 @@ def item_tokenizer(model: nn.Module, tokenizer: Tokenizer, item: Item) -> tuple[
     ids, end = [int(i) for i in item], end_ids(model, tokenizer)
     if end and ids[-len(end) :] == end:
         ids = ids[: -len(end)]
-    return Tokenizer(DecodedTarget(tokenizer.source, ids), tokenizer.target), ""
+    return Tokenizer(GivenIds(tokenizer.source, ids), tokenizer.target), ""
 
 
 def head_maps(model: nn.Module, tokenizer: Tokenizer, item: Item, kind: str) -> tuple[np.ndarray, np.ndarray]:
