@@ -120,7 +120,9 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     s2s.refuse_vocab_files(options, where)
     cfg, family = read_bart_config(src)
     config = bart_config(cfg, family, where)  # limits checked before any weights are read
-    weights, config = s2s.read_weights(src, options, where, config, "model.shared.weight")
+    hf.check_heads(where, config, options.n_heads)
+    weights = hf.weights(src)
+    config = hf.with_tied_head(config, weights.state, "model.shared.weight")
     model = s2s.assembled(convert_bart(weights.state, config, where), weights, where)
     return model, bart_tokenizer(src, cfg, family, config)
 

@@ -1,7 +1,7 @@
 """What the Hugging Face encoder-decoder readers (marian.py, t5.py, bart.py) share: the refusal of vocabulary files,
 the configuration's common part, the embeddings and output layer, and the model assembled with its weights' record.
 
-Imports nothing of hf_common.py (which imports marian.py): marian.py can use this module at import time.
+Imports nothing of hf_common.py, which imports marian.py: marian.py can use this module, not that one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ..checkpoint import CheckpointError
 from .common import Converted, Mapper, assemble, make_config
-from .source import LoadOptions, Source, Weights
+from .source import LoadOptions, Weights
 
 # config.json's names of the sizes BART, mBART and MarianMT share (this project's name -> theirs)
 BART_NAMES = {
@@ -59,18 +59,6 @@ def refuse_vocab_files(options: LoadOptions, where) -> None:
 def tokenizer_note(tokenized: bool, own: Message) -> Message:
     """The inspection's note on the tokenizer: `own` when the folder has its tokenizer files."""
     return own if tokenized else M_("No tokenizer files: token ids only.")
-
-
-def read_weights(
-    src: Source, options: LoadOptions, where, config: TransformerConfig, embeddings: str
-) -> tuple[Weights, TransformerConfig]:
-    """A T5 or BART folder's weights (hf_common.weights), the heads asked for checked first against config's; the
-    config with its output layer tied to `embeddings` unless the file stores an lm_head of its own."""
-    from . import hf_common as hf  # here: hf_common imports marian.py, which imports this module
-
-    hf.check_heads(where, config, options.n_heads)
-    weights = hf.weights(src)
-    return weights, hf.with_tied_head(config, weights.state, embeddings)
 
 
 def seq2seq_config(where, cfg: dict[str, Any], names: Mapping[str, str], **fields) -> TransformerConfig:

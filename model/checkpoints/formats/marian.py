@@ -57,13 +57,6 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 MAX_SHARDS = 64
 
 
-def hf_common():
-    """hf_common.py (the Hugging Face readers' common checks), imported when first used: it imports this module."""
-    from . import hf_common
-
-    return hf_common
-
-
 def detect(src: Source) -> bool:
     data = src.json("config.json") if src.is_dir else None
     return isinstance(data, dict) and data.get("model_type") == "marian"
@@ -114,7 +107,14 @@ def read_marian_config(src: Source) -> dict[str, Any]:
         problems.append(M_("activation_function is not one of {allowed}", allowed=", ".join(ACTIVATIONS)))
     if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
         problems.append(M_("decoder_vocab_size differs from the shared vocab_size"))
-    hf_common().refuse(where, problems)
+    if problems:
+        raise CheckpointError(
+            M_(
+                "{where}: this model cannot be mapped exactly: {problems}",
+                where=where,
+                problems=join_messages("; ", problems),
+            )
+        )
     return cfg
 
 
@@ -196,7 +196,15 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     s2s.refuse_vocab_files(options, where)
     cfg = read_marian_config(src)
     config = marian_config(cfg, where)
-    hf_common().check_heads(where, config, options.n_heads)
+    if options.n_heads is not None and options.n_heads != config.n_heads:
+        raise CheckpointError(
+            M_(
+                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                where=where,
+                n=config.n_heads,
+                asked=options.n_heads,
+            )
+        )
     weights = read_marian_weights(src)
     model = s2s.assembled(convert_marian(weights.state, config, where), weights, where)
     return model, marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)

@@ -141,7 +141,9 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     s2s.refuse_vocab_files(options, where)
     cfg = read_t5_config(src)
     config = t5_config(cfg, where)  # limits checked before any weights are read
-    weights, config = s2s.read_weights(src, options, where, config, "shared.weight")
+    hf.check_heads(where, config, options.n_heads)
+    weights = hf.weights(src)
+    config = hf.with_tied_head(config, weights.state, "shared.weight")
     return s2s.assembled(convert_t5(weights.state, config, where), weights, where), t5_tokenizer(src, cfg, config)
 
 
