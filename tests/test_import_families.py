@@ -171,9 +171,7 @@ REAL_SHAPES = {  # published configs (random weights are benchmarks' business: o
 
 
 @pytest.mark.parametrize("shape", REAL_SHAPES)
-def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(
-    families, tmp_path, shape, monkeypatch
-):
+def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(families, tmp_path, shape, monkeypatch):
     """On a server whose memory for weights holds 2,000 million numbers, Mistral-7B (7.2 billion numbers) and
     Gemma-2-2B (2.6 billion) are refused by that limit, naming it; Gemma-3-1B's config passes it (its folder opens in
     benchmarks/bench_families.py)."""
@@ -193,7 +191,9 @@ def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(
         return
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
-    limit = "the model would hold {n} million numbers, more than this server's memory for weights holds: {limit} million"
+    limit = (
+        "the model would hold {n} million numbers, more than this server's memory for weights holds: {limit} million"
+    )
     assert [v["limit"] for t, v in _refusals(err) if t == limit] == ["2,000"]
 
 

@@ -23,8 +23,7 @@ def top_level_names(path: Path) -> set[str]:
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-            names.update(e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name))
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))  # a, b = ... too
     return names
 
 

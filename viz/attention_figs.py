@@ -25,6 +25,8 @@ from i18n import N_, _
 from .subplot_grid import axis_suffix, grid_layout
 from .tokens import (
     CHAR_PX,
+    HOVER_CHARS,
+    LABEL,
     TEXT_COLOR,
     TICK_COLOR,
     TICK_PX,
@@ -92,10 +94,10 @@ def _check(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequenc
         raise ValueError(f"weights have {weights.shape[-1]} key columns but there are {len(key_tokens)} key tokens")
 
 
-def token_labels(tokens: Sequence[str], max_chars: int = 40, start: int = 0) -> list[str]:
+def token_labels(tokens: Sequence[str], max_chars: int = HOVER_CHARS, start: int = 0) -> list[str]:
     """Unique category labels "i: token" for one side (plotly merges equal labels, so the index stays); positions
     count from `start` (a window of a longer map)."""
-    return [f"{i}: {hover_token(t, max_chars)}" for i, t in enumerate(tokens, start)]
+    return [LABEL.format(i=i, token=hover_token(t, max_chars)) for i, t in enumerate(tokens, start)]
 
 
 def _z(weights: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -121,7 +121,7 @@ const PackViews = (function () {
     });
   };
   const newPlot = drawWith((...a) => Plotly.newPlot(...a)), react = drawWith((...a) => Plotly.react(...a));
-  const onScreen = div => {
+  const onScreen = div => {  // on screen or within 200 px of it
     const r = div.getBoundingClientRect();
     return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
   };
@@ -303,5 +303,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, hold};
+  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, hold, onScreen};
 })();

@@ -36,7 +36,7 @@ from . import decoding_figs, positional_figs
 from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, geometry_rules
 from .lecture_pack_live import live_html, live_scripts, live_words, weight_files
 from .overview_figs import layer_head_overview, numbered_tiles
-from .tokens import FONT_FAMILY, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
+from .tokens import FONT_FAMILY, LABEL, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -176,7 +176,7 @@ def _pe_rows(cap) -> go.Figure:
         title_text=_("source token"),
         tickmode="array",
         tickvals=list(range(n)),
-        ticktext=[f"{i}: {t}" for i, t in enumerate(display_tokens(cap.source_tokens))],
+        ticktext=[LABEL.format(i=i, token=t) for i, t in enumerate(display_tokens(cap.source_tokens))],
     )
     return fig
 

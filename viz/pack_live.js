@@ -19,18 +19,16 @@
   // -- tokens as the pack shows them (viz/tokens.py) ---------------------------------------------------------
   // viz/attention_figs.geometry_rules: the constants and character classes of the app's tick and map layout
   const G = V.DATA.geometry, VISIBLE = G.visible;
-  const plain = (t, max = 16) => { const s = t in VISIBLE ? VISIBLE[t] : t, a = Array.from(s); return a.length <= max ? s : a.slice(0, max - 1).join("") + "…"; };
+  const plain = (t, max = G.plain_chars) => { const s = t in VISIBLE ? VISIBLE[t] : t, a = Array.from(s); return a.length <= max ? s : a.slice(0, max - 1).join("") + "…"; };
   const escape = s => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  const shown = (t, max = 16) => escape(plain(t, max));
-  const hover = t => (t === " " ? W.space : shown(t, 40));
-  const labels = tokens => tokens.map((t, i) => `${i}: ${hover(t)}`);
-  // Rows by the app's one convention (viz/tokens.Rows): a decoder row is labelled with the token it writes (the
-  // decoder input shifted by one, the last row the model's own next token), its hover naming the input that wrote it.
-  const rowHovers = rows => rows.tokens.map((t, i) => (rows.inputs ? `${hover(rows.inputs[i])} → ${hover(t)}` : hover(t)));
-  const rowLabels = rows => rowHovers(rows).map((h, i) => `${i}: ${h}`);
+  const shown = (t, max = G.plain_chars) => escape(plain(t, max));
+  const hover = t => (t === " " ? W.space : shown(t, G.hover_chars));
+  const label = (token, i) => V.fillIn(G.label, {i, token}), labels = tokens => tokens.map(hover).map(label);
+  // Rows by the app's one convention (viz/tokens.Rows, its templates G.row and G.label): a decoder row is labelled with
+  // the token it writes (the decoder input shifted by one, the last row the model's own next token, `last`: its
+  // log-probs), its hover naming the input that wrote it
+  const rowHovers = rows => rows.tokens.map((t, i) => (rows.inputs ? V.fillIn(G.row, {input: hover(rows.inputs[i]), token: hover(t)}) : hover(t)));
   const argmax = a => { let best = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i; return best; };
-  // the app's one row convention (viz/tokens.capture_rows): decoder row j reads inputs[j] and writes the next input,
-  // the last row the model's top choice after them (`last`: its log-probs); the input in the hover
   const writtenRows = (inputs, last) => ({tokens: [...inputs.slice(1), tgt.token(argmax(last))], inputs});
   const pct = p => (100 * p).toFixed(1) + "%";
   const range = n => Array.from({length: n}, (_, i) => i);
@@ -127,7 +125,7 @@
   }
   function heatmap(f, rows, k) {  // viz/attention_figs.attention_heatmap's layout for these rows and keys
     const q = rows.tokens, nk = k.length, legend = f.data.length > 1 && nk > 1;  // a masked cell's mark (causal)
-    const x = labels(k), y = rowLabels(rows);
+    const x = labels(k), y = rowHovers(rows).map(label);
     Object.assign(f.data[0], {x, y});
     if (f.data.length > 1) f.data = legend ? [f.data[0], Object.assign(f.data[1], {x: [x[1]], y: [y[0]]})] : [f.data[0]];
     const geo = geometry(q, k, legend ? G.legend_px : 0);
@@ -185,7 +183,7 @@
       f.data[0].z = range(S).map(t => Array.from(pe.subarray(t * d, (t + 1) * d)));
       const bound = Math.max(1, ...Array.from(pe, Math.abs));
       Object.assign(f.data[0], {zmin: -bound, zmax: bound});
-      Object.assign(f.layout.yaxis, {tickmode: "array", tickvals: range(S), ticktext: srcTokens.map((t, i) => `${i}: ${shown(t)}`)});
+      Object.assign(f.layout.yaxis, {tickmode: "array", tickvals: range(S), ticktext: srcTokens.map(t => shown(t)).map(label)});
       const h = f.layout.meta.height_rule;  // viz/positional_figs.pe_matrix's
       f.layout.height = Math.min(h.max_px, Math.max(h.min_px, h.row_px * S + h.chrome_px));
     });
@@ -210,15 +208,6 @@
     if (d) d.dataset.ref = "live";
     return s;
   }
-  function fillSection(s, text, srcTokens, tgtTokens, dec, output) {
-    s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
-    const codes = s.querySelector("h2 + p").querySelectorAll("code");
-    codes[0].textContent = srcTokens.map(t => plain(t)).join(" ");
-    codes[1].textContent = tgtTokens.map(t => plain(t)).join(" ");
-    const d = s.querySelector(".decoding");
-    if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: dec.stop});
-  }
-
   // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
   const checks = spec.checks || {};
   function moreWarnings(text) {
@@ -240,6 +229,69 @@
   }
   function say(el, text, cls) { const p = document.createElement("p"); p.className = cls; p.textContent = text; el.appendChild(p); }
 
+  // Plain numbers of the last run as nested arrays, for tests and benchmarks: what model.capture and greedy_decode give
+  const nest = (a, ...dims) => (dims.length === 1 ? Array.from(a.subarray(0, dims[0])) : range(dims[0]).map(i =>
+    nest(a.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
+  const stepsOf = r => r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob}));
+  // An encoder-decoder: the item the views draw (in the form DATA.inputs holds), its figures and its section's words
+  async function encoderDecoder(net, check, giveUp, t0) {
+    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5, giveUp);
+    if (!r) return null;  // given way
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
+    const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
+    const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
+    const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
+    const written = writtenRows(tgtTokens, r.logProbs[tgtTokens.length - 1]);
+    const maps = {encoder_self: [r.enc.attention, {tokens: srcTokens, inputs: null}, srcTokens],
+      decoder_self: [r.full.self, written, tgtTokens], cross: [r.full.cross, written, srcTokens]};
+    for (const [kind, [m, rows, k]] of Object.entries(maps)) item.attention[kind] = attentionItem(kind, m, rows, k);
+    figures(r, srcTokens, tgtTokens, inputs, maps);
+    const S = srcIds.length, T = r.tgt.length, H = model.H;
+    const result = () => ({warnings: check.warnings, source_ids: srcIds, target_ids: r.tgt, output_ids: r.out, stop: r.stop,
+      log_probs: r.logProbs.map(row => Array.from(row)), encoder_self: r.enc.attention.map(m => nest(m, H, S, S)),
+      decoder_self: r.full.self.map(m => nest(m, H, T, T)), cross: r.full.cross.map(m => nest(m, H, T, S)),
+      steps: stepsOf(r).map((s, t) => ({...s, cross: r.steps[t].cross.map(m => nest(m, H, S)),
+        self: r.steps[t].self.map(m => nest(m, H, t + 1))}))});
+    const fill = s => {
+      const codes = s.querySelector("h2 + p").querySelectorAll("code"), d = s.querySelector(".decoding");
+      codes[0].textContent = srcTokens.map(t => plain(t)).join(" ");
+      codes[1].textContent = tgtTokens.map(t => plain(t)).join(" ");
+      if (d) d.querySelector(".output-line").textContent = V.fillIn(W.output_line, {output: output || "∅", stop: item.decoding.stop});
+    };
+    return {item, output, steps: r.steps.length, result, fill};
+  }
+  // A decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page
+  async function oneStack(net, check, giveUp, t0) {
+    const decoder = c.shape === "decoder-only";
+    // model/text/inputs: prepare_sequence (the text's ids, cut to max_len) or prepare_source (then </s>: BERT's [SEP])
+    const ids = decoder ? [...src.prefix, ...check.content].slice(0, c.max_len) : [...check.ids, src.eos, ...src.after];
+    const r = await PackNet.runOneStack(net, ids, 5, giveUp);
+    if (!r) return null;  // given way
+    section.dataset.modelMs = (performance.now() - t0).toFixed(1);
+    const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
+    const Vn = r.logProbs ? r.logProbs.length / N : 0;
+    const rows = decoder ? writtenRows(tokens, r.logProbs.subarray((N - 1) * Vn)) : {tokens, inputs: null};
+    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
+    const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
+      : V.fillIn(W.encoded, {n: N});
+    const side = {pe: r.pe, emb: r.emb};
+    figures({enc: side, full: side, steps: []}, tokens, tokens, [], {[kind]: [r.maps, rows, tokens]});
+    const result = () => ({warnings: check.warnings, ids: r.ids, output_ids: r.out, stop: r.stop, prompt: r.prompt,
+      log_probs: r.logProbs ? range(N).map(t => Array.from(r.logProbs.subarray(t * Vn, (t + 1) * Vn))) : null,
+      [kind]: r.maps.map(m => nest(m, H, N, N)), steps: stepsOf(r)});
+    const fill = s => {
+      s.querySelector(".sequence .caption").textContent = caption;
+      s.querySelector(".sequence code").textContent = tokens.map(t => plain(t)).join(" ");
+    };
+    return {item: {decoding: null, attention: {[kind]: attentionItem(kind, r.maps, rows, tokens)}}, output,
+      steps: r.steps.length, result, fill};
+  }
+  function attentionItem(kind, m, rows, k) {  // one kind's maps as DATA.inputs holds them (numbers instead of base64)
+    const Tq = rows.tokens.length;
+    return {shape: [m.length, model.H + 1, Tq, k.length], z: attention(m, model.H, Tq, k.length, kind === "decoder_self"),
+      title: V.DATA.inputs[0].attention[kind].title, q: rowHovers(rows), k: k.map(t => shown(t, G.hover_chars))};
+  }
+
   // One run at a time; `typed` false: the first example run at load (not counted in dataset.drawn).
   // giveUp: given for the page's own warm-up run, which gives way to a typed input (the model stops between two steps)
   async function run(t0, text, n, giveUp) {
@@ -255,98 +307,29 @@
       section.dataset.drawn = String(n);
       return;
     }
-    if (c.shape && c.shape !== "encoder-decoder") return runOneStack(net, t0, check, n, giveUp);
-    const srcIds = [...check.ids, src.eos, ...src.after], r = await PackNet.run(net, srcIds, 5, giveUp);
-    if (!r) return null;  // given way
-    section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
-    const srcTokens = srcIds.map(src.token), inputs = [tgt.token(c.bos_id), ...r.out.map(tgt.token)];
-    const tgtTokens = r.tgt.map(tgt.token), output = tgt.detokenize(r.out.map(tgt.token));
-    const item = {attention: {}, decoding: decoding(r, srcTokens, inputs)};
-    const written = writtenRows(tgtTokens, r.logProbs[tgtTokens.length - 1]);
-    const maps = {encoder_self: [r.enc.attention, {tokens: srcTokens, inputs: null}, srcTokens],
-      decoder_self: [r.full.self, written, tgtTokens], cross: [r.full.cross, written, srcTokens]};
-    for (const [kind, [m, rows, k]] of Object.entries(maps)) {
-      const Tq = rows.tokens.length;
-      item.attention[kind] = {shape: [m.length, model.H + 1, Tq, k.length], z: attention(m, model.H, Tq, k.length, kind === "decoder_self"),
-        title: V.DATA.inputs[0].attention[kind].title, q: rowHovers(rows), k: k.map(t => shown(t, 40))};
-    }
-    V.INPUTS.live = item;
-    figures(r, srcTokens, tgtTokens, inputs, maps);
-    out.textContent = output;
-    window.packResult = () => result(r, check, srcIds);
+    const made = await (c.shape && c.shape !== "encoder-decoder" ? oneStack : encoderDecoder)(net, check, giveUp, t0);
+    if (!made) return null;  // given way
+    V.INPUTS.live = made.item;
+    out.textContent = made.output;
+    window.packResult = made.result;
     let s = views.firstElementChild, drawing;
+    const fill = sec => { sec.querySelector("h2").textContent = V.fillIn(W.heading, {text: check.text}); made.fill(sec); };
     if (s) {  // the charts are there: redraw them with the new data (Plotly.react)
-      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      fill(s);
       drawing = V.refresh(s);
     } else {
       s = newSection();
-      fillSection(s, check.text, srcTokens, tgtTokens, item.decoding, output);
+      fill(s);
       views.appendChild(s);
-      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
+      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || V.onScreen(div));  // the rest as they come on screen
       drawing = Promise.all(now.map(V.ensure)).then(() => now);
     }
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
-      status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
-      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length), steps: String(r.steps.length)});
+      status.textContent = V.fillIn(W.done, {output: made.output || "∅", steps: made.steps, ms: ms.toFixed(0)});
+      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length), steps: String(made.steps)});
     });
   }
-  // -- a decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page --
-  function fillOneStack(s, text, tokens, caption) {
-    s.querySelector("h2").textContent = V.fillIn(W.heading, {text});
-    s.querySelector(".sequence .caption").textContent = caption;
-    s.querySelector(".sequence code").textContent = tokens.map(t => plain(t)).join(" ");
-  }
-  async function runOneStack(net, t0, check, n, giveUp) {
-    const decoder = c.shape === "decoder-only";
-    // model/text/inputs: prepare_sequence (the text's ids, cut to max_len) or prepare_source (then </s>: BERT's [SEP])
-    const ids = decoder ? [...src.prefix, ...check.content].slice(0, c.max_len) : [...check.ids, src.eos, ...src.after];
-    const r = await PackNet.runOneStack(net, ids, 5, giveUp);
-    if (!r) return null;  // given way
-    section.dataset.modelMs = (performance.now() - t0).toFixed(1);
-    const tokens = r.ids.map(src.token), N = tokens.length, H = model.H, kind = decoder ? "decoder_self" : "encoder_self";
-    const rows = decoder ? writtenRows(tokens, r.logProbs.subarray((N - 1) * (r.logProbs.length / N)))
-      : {tokens, inputs: null};
-    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
-    const caption = decoder ? V.fillIn(W.sequence, {prompt: r.prompt, written: N - r.prompt, text: output})
-      : V.fillIn(W.encoded, {n: N});
-    V.INPUTS.live = {decoding: null, attention: {[kind]: {shape: [r.maps.length, H + 1, N, N],
-      z: attention(r.maps, H, N, N, decoder), title: V.DATA.inputs[0].attention[kind].title,
-      q: rowHovers(rows), k: tokens.map(t => shown(t, 40))}}};
-    const side = {pe: r.pe, emb: r.emb};
-    figures({enc: side, full: side, steps: []}, tokens, tokens, [], {[kind]: [r.maps, rows, tokens]});
-    out.textContent = output;
-    window.packResult = () => {
-      const nest = (m, ...dims) => Array.from({length: dims[0]}, (_, i) => (dims.length === 1 ? m[i]
-        : nest(m.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
-      const V_ = r.logProbs ? r.logProbs.length / N : 0;
-      return {warnings: check.warnings, ids: r.ids, output_ids: r.out, stop: r.stop, prompt: r.prompt,
-        log_probs: r.logProbs ? range(N).map(t => Array.from(r.logProbs.subarray(t * V_, (t + 1) * V_))) : null,
-        [kind]: r.maps.map(m => nest(m, H, N, N)),
-        steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob}))};
-    };
-    let s = views.firstElementChild, drawing;
-    if (s) {
-      fillOneStack(s, check.text, tokens, caption);
-      drawing = V.refresh(s);
-    } else {
-      s = newSection();
-      fillOneStack(s, check.text, tokens, caption);
-      views.appendChild(s);
-      const divs = V.setup(s), now = divs.filter((div, i) => i === 0 || onScreen(div));  // the rest as they come on screen
-      drawing = Promise.all(now.map(V.ensure)).then(() => now);
-    }
-    return drawing.then(charts => {
-      const ms = performance.now() - t0;
-      status.textContent = V.fillIn(W.done, {output: output || "∅", steps: r.steps.length, ms: ms.toFixed(0)});
-      Object.assign(section.dataset, {drawn: String(n), ms: ms.toFixed(1), charts: String(charts.length), steps: String(r.steps.length)});
-    });
-  }
-
-  const onScreen = div => {  // as PackViews draws: on screen or within 200 px of it
-    const r = div.getBoundingClientRect();
-    return r.bottom > -200 && r.top < window.innerHeight + 200 && r.width > 0;
-  };
 
   // A task boundary (not a timer: no 4 ms clamp): a key pressed during the warm-up run is handled between two steps
   const nextTask = () => new Promise(resolve => { const ch = new MessageChannel(); ch.port1.onmessage = () => resolve(); ch.port2.postMessage(null); });
@@ -361,21 +344,6 @@
     });
     opening.then(() => V.hold(queue), () => {});  // the page's own charts wait for it, once the model is there
     return queue;
-  }
-
-  // Plain numbers of the last run, for tests and benchmarks: what model.capture and model.greedy_decode give.
-  function result(r, check, srcIds) {
-    const nest = (a, ...dims) => { const f = (off, k) => (k === dims.length - 1 ? Array.from(a.subarray(off, off + dims[k])) : range(dims[k]).map(i => f(off + i * dims.slice(k + 1).reduce((x, y) => x * y, 1), k + 1))); return f(0, 0); };
-    const S = srcIds.length, T = r.tgt.length, H = model.H;
-    return {
-      warnings: check.warnings, source_ids: srcIds, target_ids: r.tgt, output_ids: r.out, stop: r.stop,
-      log_probs: r.logProbs.map(row => Array.from(row)),
-      encoder_self: r.enc.attention.map(m => nest(m, H, S, S)),
-      decoder_self: r.full.self.map(m => nest(m, H, T, T)),
-      cross: r.full.cross.map(m => nest(m, H, T, S)),
-      steps: r.steps.map((s, t) => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
-        cross: s.cross.map(m => nest(m, H, S)), self: s.self.map(m => nest(m, H, t + 1))})),
-    };
   }
 
   box.addEventListener("keydown", e => {

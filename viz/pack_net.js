@@ -1,17 +1,16 @@
 // The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
 // (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
-//   const net = await PackNet.open(spec)      // two sessions: encoder, decoder (teacher-forced, whole prefix); or, in
-//                                             // a folder pack, encoder (with cross keys/values) and step (cached);
-//                                             // net.ep: "webgpu" or "wasm", where they run
-//   const r = await PackNet.run(net, srcIds, 5) // greedy decoding as model.decoding.greedy_decode, then the capture
-//                                             // (a 4th argument, giveUp(): awaited before each step; true: null)
+//   const net = await PackNet.open(spec)      // the graphs' sessions: encoder and decoder (teacher-forced, whole prefix),
+//     or a folder pack's encoder (with cross keys/values) and cached step; the one graph of a one-stack model;
+//     net.ep: "webgpu" or "wasm", where they run
+//   const r = await PackNet.run(net, srcIds, 5, giveUp)   // greedy decoding, then the capture (giveUp: see greedy)
 // r: {enc: {attention [L] of (H, S, S), emb, pe}, steps: [{id, prob, top, topProbs, self [L] of (H, t+1),
 //     cross [L] of (H, S)}], stop, out, tgt, full: {self [L] of (H, T, T), cross [L] of (H, T, S), emb, pe}, logProbs}
 // (flat Float32Arrays, row-major), the form pack_live.js draws. No arithmetic of the model happens here: only the
 // argmax and the top-k of the graph's log-probabilities, and the forced first token (BART, mBART).
-// A decoder-only or encoder-only model has one graph over its whole sequence (PackNet.runOneStack):
-// r: {ids (the sequence: prompt + continuation, or the encoded input), maps [L] of (H, N, N), emb, pe, logProbs
-//     (N rows, or null), steps: [{id, prob, top, topProbs}] (decoder-only), stop, out, prompt}
+// A decoder-only or encoder-only model: PackNet.runOneStack(net, ids, 5, giveUp) ->
+//   {ids (prompt + continuation, or the encoded input), maps [L] of (H, N, N), emb, pe, logProbs (N rows, or null),
+//    steps: [{id, prob, top, topProbs}] (decoder-only), stop, out, prompt}
 const PackNet = (function () {
   "use strict";
   function bytes(b64) {
@@ -73,56 +72,51 @@ const PackNet = (function () {
     const {encoder, decoder, step} = Object.fromEntries(names.map((k, i) => [k, made[i]]));
     const c = spec.config;
     return {config: c, encoder, decoder, step, H: c.n_heads, L: c.n_decoder_layers, Lenc: c.n_encoder_layers,
-      d: c.d_model, V: c.tgt_vocab_size, ep: ep[0]};
+      d: c.d_model, V: c.tgt_vocab_size, rule: spec.decoding, ep: ep[0]};
   }
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
-  async function encode(net, srcIds) {
-    const ids = ids64(srcIds), o = await net.encoder.run({source_ids: ids});
-    const attention = [];
-    for (let l = 0; l < net.Lenc; l++) attention.push(o[`encoder_self.${l}`].data);
-    return {ids, memory: o.memory, attention, emb: o.source_embeddings.data, pe: o.source_positions.data, outputs: o};
-  }
-  // padMask: mask <pad> keys of tgt (the capture's teacher-forced pass) or not (a cached greedy step of the app)
+  const flag = on => new ort.Tensor("bool", Uint8Array.from([on ? 1 : 0]), [1]);
+  const layers = (o, kind, L) => Array.from({length: L}, (_, l) => o[`${kind}.${l}`].data);
+  // The teacher-forced decoder over tgt; padMask: mask <pad> keys (the capture's pass) or not (a greedy step of the app)
   async function decode(net, tgt, enc, padMask) {
-    const feeds = {target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids};
-    feeds.pad_mask = new ort.Tensor("bool", Uint8Array.from([padMask ? 1 : 0]), [1]);
-    const o = await net.decoder.run(feeds);
-    const self = [], cross = [];
-    for (let l = 0; l < net.L; l++) { self.push(o[`decoder_self.${l}`].data); cross.push(o[`cross.${l}`].data); }
-    return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data};
+    const o = await net.decoder.run({target_ids: ids64(tgt), memory: enc.memory, source_ids: enc.ids, pad_mask: flag(padMask)});
+    return {logProbs: o.log_probs.data, self: layers(o, "decoder_self", net.L), cross: layers(o, "cross", net.L),
+      emb: o.target_embeddings.data, pe: o.target_positions.data};
   }
   // The newest position's rows (query T-1) of every layer's maps: (H, T, K) -> (H, K)
-  function lastRows(maps, H, T, K) {
-    return maps.map(m => {
-      const row = new Float32Array(H * K);
-      for (let h = 0; h < H; h++) row.set(m.subarray((h * T + T - 1) * K, (h * T + T) * K), h * K);
-      return row;
-    });
-  }
-  // -- a large model: the encoder once (with every layer's cross-attention keys and values), then one cached step per
-  // token (onnx_export.export_step_graphs); the capture's maps are the steps' rows ------------------------------
-  async function encodeOnce(net, srcIds) {
-    const enc = await encode(net, srcIds), o = enc.outputs;
-    enc.cross = {};
-    for (let l = 0; l < net.L; l++) for (const w of ["key", "value"]) enc.cross[`cross_${w}.${l}`] = o[`cross_${w}.${l}`];
-    const k = enc.cross["cross_key.0"];
-    enc.empty = {};  // the self-attention cache of no token yet: (1, H_kv, 0, dk)
-    for (let l = 0; l < net.L; l++) for (const w of ["key", "value"]) enc.empty[`past_${w}.${l}`] = new ort.Tensor("float32", new Float32Array(0), [1, k.dims[1], 0, k.dims[3]]);
-    return enc;
-  }
-  // One step: the newest token of seq (every token so far), the cache of the ones before it.
+  const lastRows = (maps, H, T, K) => maps.map(m => {
+    const row = new Float32Array(H * K);
+    for (let h = 0; h < H; h++) row.set(m.subarray((h * T + T - 1) * K, (h * T + T) * K), h * K);
+    return row;
+  });
+  // A large model's step graphs (onnx_export.export_step_graphs): the encoder gave every layer's cross-attention keys
+  // and values; one step reads the newest token of seq with the key/value cache `past` of the ones before it
   async function oneStep(net, enc, seq, past, padMask) {
-    const feeds = {target_ids: ids64(seq.slice(-1)), key_ids: ids64(seq), source_ids: enc.ids, ...past, ...enc.cross};
-    feeds.pad_mask = new ort.Tensor("bool", Uint8Array.from([padMask ? 1 : 0]), [1]);
-    const o = await net.step.run(feeds), self = [], cross = [], next = {};
-    for (let l = 0; l < net.L; l++) {
-      self.push(o[`decoder_self.${l}`].data);  // (H, t + 1)
-      cross.push(o[`cross.${l}`].data);  // (H, S)
-      for (const w of ["key", "value"]) next[`past_${w}.${l}`] = o[`present_${w}.${l}`];
-    }
-    return {logProbs: o.log_probs.data, self, cross, emb: o.target_embeddings.data, pe: o.target_positions.data, past: next};
+    const cross = Object.fromEntries(Object.entries(enc.outputs).filter(([k]) => k.startsWith("cross_"))), next = {};
+    const o = await net.step.run({target_ids: ids64(seq.slice(-1)), key_ids: ids64(seq), source_ids: enc.ids, ...past,
+      ...cross, pad_mask: flag(padMask)});
+    for (let l = 0; l < net.L; l++) for (const w of ["key", "value"]) next[`past_${w}.${l}`] = o[`present_${w}.${l}`];
+    return {logProbs: o.log_probs.data, self: layers(o, "decoder_self", net.L), cross: layers(o, "cross", net.L),  // (H, t + 1), (H, S)
+      emb: o.target_embeddings.data, pe: o.target_positions.data, past: next};
   }
-  // The capture's (H, T, T), (H, T, S), embeddings, positions and log-probs from the rows of the steps over <s> y_1 .. y_n
+  // The decoder of an encoder-decoder as one step function: next(seq, padMask) -> the newest position's log-probs (lp)
+  // and maps' rows (self (H, t + 1), cross (H, S) per layer); over the step graphs it keeps its key/value cache
+  function stepper(net, enc) {
+    const S = enc.ids.dims[1], k = net.step && enc.outputs["cross_key.0"];
+    let past = {};  // the self-attention cache of no token yet: (1, H_kv, 0, dk)
+    for (let l = 0; k && l < net.L; l++) for (const w of ["key", "value"]) past[`past_${w}.${l}`] = new ort.Tensor("float32", new Float32Array(0), [1, k.dims[1], 0, k.dims[3]]);
+    return async (seq, padMask) => {
+      if (net.step) {
+        const r = await oneStep(net, enc, seq, past, padMask);
+        past = r.past;
+        return {...r, lp: r.logProbs};
+      }
+      const whole = await decode(net, seq, enc, padMask), T = seq.length;
+      return {lp: whole.logProbs.subarray((T - 1) * net.V, T * net.V), self: lastRows(whole.self, net.H, T, T),
+        cross: lastRows(whole.cross, net.H, T, S), whole};
+    };
+  }
+  // The capture's (H, T, T), (H, T, S), embeddings and positions from the rows of the steps over <s> y_1 .. y_n
   function assemble(net, rows, S) {
     const T = rows.length, H = net.H, d = net.d, self = [], cross = [];
     for (let l = 0; l < net.L; l++) {
@@ -140,73 +134,6 @@ const PackNet = (function () {
     rows.forEach((r, t) => { emb.set(r.emb, t * d); pe.set(r.pe, t * d); });
     return {self, cross, emb, pe};
   }
-  async function runSteps(net, srcIds, topK, giveUp) {
-    const c = net.config, S = srcIds.length, V = net.V, enc = await encodeOnce(net, srcIds);
-    const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
-    const steps = [], out = [], seq = [c.bos_id], rows = [];
-    let stop = "max_len", past = enc.empty;
-    for (let t = 0; t < limit; t++) {
-      if (giveUp && await giveUp()) return null;
-      const r = await oneStep(net, enc, seq, past, false);
-      past = r.past;
-      rows.push(r);
-      let lp = r.logProbs;
-      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
-        lp = new Float32Array(V).fill(-Infinity);
-        lp[c.forced_bos_id] = 0;
-      }
-      const s = ranked(lp, V, topK);
-      steps.push({...s, self: r.self, cross: r.cross});
-      out.push(s.id);
-      seq.push(s.id);
-      if (s.id === c.eos_id) { stop = "eos"; break; }
-    }
-    const tgt = [c.bos_id, ...out.filter(i => i !== c.eos_id)];
-    // the capture's pass over <s> y_1 .. y_n, row by row: the greedy steps' rows (one more step when the length limit
-    // stopped decoding); every step again with the <pad> keys masked when the model wrote a <pad> (as the capture)
-    let capRows = rows.slice(0, tgt.length);
-    if (tgt.slice(1).includes(c.pad_id)) { capRows = []; past = enc.empty; }
-    while (capRows.length < tgt.length) {
-      const r = await oneStep(net, enc, tgt.slice(0, capRows.length + 1), past, true);
-      past = r.past;
-      capRows.push(r);
-    }
-    const full = assemble(net, capRows, S), logProbs = capRows.map(r => r.logProbs);
-    return {enc, steps, stop, out, tgt, full, logProbs};
-  }
-  // giveUp: a function awaited before each decoder step; true gives up the run (null), e.g. the page's own warm-up run
-  // when a visitor's input waits behind it
-  async function run(net, srcIds, topK, giveUp) {
-    if (net.step) return runSteps(net, srcIds, topK, giveUp);
-    const c = net.config, S = srcIds.length, V = net.V, enc = await encode(net, srcIds);
-    const limit = Math.max(0, Math.min(S + 50, c.max_len - 1));  // model.decoding.step_limit
-    const steps = [], out = [], inputs = [c.bos_id];
-    let stop = "max_len", last = null;
-    for (let t = 0; t < limit; t++) {
-      if (giveUp && await giveUp()) return null;
-      last = await decode(net, inputs, enc, false);
-      const T = inputs.length;
-      let lp = last.logProbs.subarray((T - 1) * V, T * V);
-      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
-        lp = new Float32Array(V).fill(-Infinity);
-        lp[c.forced_bos_id] = 0;
-      }
-      const order = Array.from(lp.keys()).sort((a, b) => lp[b] - lp[a] || a - b);
-      const choice = order[0], k = Math.max(1, Math.min(topK, V));
-      steps.push({id: choice, prob: Math.exp(lp[choice]), top: order.slice(0, k), topProbs: order.slice(0, k).map(i => Math.exp(lp[i])),
-        self: lastRows(last.self, net.H, T, T), cross: lastRows(last.cross, net.H, T, S)});
-      out.push(choice);
-      inputs.push(choice);
-      if (choice === c.eos_id) { stop = "eos"; break; }
-    }
-    const tgt = [c.bos_id, ...out.filter(i => i !== c.eos_id)];
-    // the capture's pass over <s> y_1 .. y_n: the last step's when it read exactly that (it wrote </s>) and no <pad>
-    const same = last && stop === "eos" && tgt.length === inputs.length - 1 && !tgt.slice(1).includes(c.pad_id);
-    const full = same ? last : await decode(net, tgt, enc, true);
-    const logProbs = tgt.map((_, t) => full.logProbs.subarray(t * V, (t + 1) * V));
-    return {enc, steps, stop, out, tgt, full, logProbs};
-  }
-  // -- one stack: the decoder of a decoder-only model, the encoder of an encoder-only one ------------------------
   function topIds(lp, k) {  // the k largest of one row, largest first (ties: the lower id), in one pass over the row
     const ids = [];
     for (let i = 0; i < lp.length; i++) {
@@ -218,46 +145,68 @@ const PackNet = (function () {
     }
     return ids;
   }
-  function ranked(lp, V, topK) {  // the argmax and the top-k of one row of log-probabilities (ties: the lower id)
-    const top = topIds(lp, Math.max(1, Math.min(topK, V)));
-    return {id: top[0], prob: Math.exp(lp[top[0]]), top, topProbs: top.map(i => Math.exp(lp[i]))};
-  }
-  async function pass(net, ids) {  // the one graph over the whole sequence
-    const decoder = net.config.shape === "decoder-only", o = await (decoder ? net.decoder : net.encoder).run(
-      decoder ? {target_ids: ids64(ids)} : {source_ids: ids64(ids)});
-    const kind = decoder ? "decoder_self" : "encoder_self", L = decoder ? net.L : net.Lenc, maps = [];
-    for (let l = 0; l < L; l++) maps.push(o[`${kind}.${l}`].data);
-    const side = decoder ? "target" : "source";
-    return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data,
-      logProbs: o.log_probs ? o.log_probs.data : null};
-  }
-  // Decoder-only: greedy continuation of the prompt as model.decoding (step_limit: 50 tokens at most, within max_len),
-  // each step one pass over the whole sequence; then the app's pass over prompt + continuation. Encoder-only: one pass.
-  async function runOneStack(net, ids, topK, giveUp) {
-    const c = net.config, V = net.V;
-    if (c.shape !== "decoder-only") {
-      const r = await pass(net, ids);
-      return {...r, ids, steps: [], out: [], stop: null, prompt: ids.length};
-    }
-    const limit = Math.max(0, Math.min(50, c.max_len - ids.length)), seq = [...ids], steps = [], out = [];
+  // The one decoding loop: greedy as model.decoding.greedy_decode, from seq, next(seq) -> {lp: the newest position's
+  // log-probs, self, cross}; the forced first token (core.DecoderSession.step); at most the steps of the model's
+  // step limit (model.decoding.limit_rule, spec.decoding) for n tokens read; giveUp() awaited before each step: true
+  // gives up the run (null), e.g. the page's own warm-up run when a visitor's input waits behind it.
+  async function greedy(net, seq, n, topK, giveUp, next) {
+    const c = net.config, r = net.rule, V = net.V, steps = [], out = [];
+    const limit = Math.max(0, Math.min(r.source * n + r.slack, r.room - r.prompt * n));
     let stop = "max_len", last = null;
     for (let t = 0; t < limit; t++) {
       if (giveUp && await giveUp()) return null;
-      last = await pass(net, seq);
-      let lp = last.logProbs.subarray((seq.length - 1) * V, seq.length * V);
-      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {  // core.DecoderSession.step
+      last = await next(seq);
+      let lp = last.lp;
+      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {
         lp = new Float32Array(V).fill(-Infinity);
         lp[c.forced_bos_id] = 0;
       }
-      const s = ranked(lp, V, topK);
-      steps.push(s);
-      out.push(s.id);
-      if (s.id === c.eos_id) { stop = "eos"; break; }
-      seq.push(s.id);
+      const top = topIds(lp, Math.max(1, Math.min(topK, V)));
+      steps.push({id: top[0], prob: Math.exp(lp[top[0]]), top, topProbs: top.map(i => Math.exp(lp[i])), self: last.self, cross: last.cross});
+      out.push(top[0]);
+      if (top[0] === c.eos_id) { stop = "eos"; break; }
+      seq = [...seq, top[0]];
     }
-    // the capture's pass over prompt + continuation (</s> left out): the last step's when it read exactly that
-    const full = last && stop === "eos" ? last : await pass(net, seq);
-    return {...full, ids: seq, steps, out, stop, prompt: ids.length};
+    return {steps, out, stop, last, seq};
+  }
+  // An encoder-decoder: the encoder once, greedy decoding, then the capture's pass over <s> y_1 .. y_n
+  async function run(net, srcIds, topK, giveUp) {
+    const c = net.config, S = srcIds.length, V = net.V, ids = ids64(srcIds), o = await net.encoder.run({source_ids: ids});
+    const enc = {ids, memory: o.memory, outputs: o, attention: layers(o, "encoder_self", net.Lenc),
+      emb: o.source_embeddings.data, pe: o.source_positions.data};
+    const next = stepper(net, enc), rows = [];
+    const g = await greedy(net, [c.bos_id], S, topK, giveUp, seq => next(seq, false).then(r => (rows.push(r), r)));
+    if (!g) return null;
+    const tgt = [c.bos_id, ...g.out.filter(i => i !== c.eos_id)], pad = tgt.slice(1).includes(c.pad_id);
+    let full, logProbs;
+    if (net.step) {  // the greedy steps' rows (one more step when the length limit stopped decoding); every step again
+      // with the <pad> keys masked when the model wrote a <pad> (as the capture)
+      const capRows = pad ? [] : rows.slice(0, tgt.length), again = pad ? stepper(net, enc) : next;
+      while (capRows.length < tgt.length) capRows.push(await again(tgt.slice(0, capRows.length + 1), true));
+      [full, logProbs] = [assemble(net, capRows, S), capRows.map(r => r.logProbs)];
+    } else {  // the last step's pass when it read exactly that (it wrote </s>) and no <pad>
+      full = g.stop === "eos" && !pad ? g.last.whole : await decode(net, tgt, enc, true);
+      logProbs = tgt.map((_, t) => full.logProbs.subarray(t * V, (t + 1) * V));
+    }
+    return {enc, steps: g.steps, stop: g.stop, out: g.out, tgt, full, logProbs};
+  }
+  // -- one stack: the decoder of a decoder-only model, the encoder of an encoder-only one ------------------------
+  async function pass(net, ids) {  // the one graph over the whole sequence
+    const decoder = net.config.shape === "decoder-only", side = decoder ? "target" : "source";
+    const o = await (decoder ? net.decoder : net.encoder).run({[`${side}_ids`]: ids64(ids)});
+    return {maps: layers(o, decoder ? "decoder_self" : "encoder_self", decoder ? net.L : net.Lenc),
+      emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data, logProbs: o.log_probs ? o.log_probs.data : null};
+  }
+  // Decoder-only: greedy continuation of the prompt, each step one pass over the whole sequence; then the app's pass
+  // over prompt + continuation (</s> left out): the last step's when it read exactly that. Encoder-only: one pass.
+  async function runOneStack(net, ids, topK, giveUp) {
+    const V = net.V, one = {steps: [], out: [], stop: null, seq: ids};
+    const g = net.config.shape !== "decoder-only" ? one : await greedy(net, ids, ids.length, topK, giveUp,
+      seq => pass(net, seq).then(r => ({...r, lp: r.logProbs.subarray((seq.length - 1) * V, seq.length * V)})));
+    if (!g) return null;
+    const full = g.stop === "eos" ? g.last : await pass(net, g.seq);
+    return {maps: full.maps, emb: full.emb, pe: full.pe, logProbs: full.logProbs, ids: g.seq, steps: g.steps, out: g.out,
+      stop: g.stop, prompt: ids.length};
   }
   return {open, run, runOneStack, start};
 })();

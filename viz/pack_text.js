@@ -34,45 +34,37 @@ const PackText = (function () {
   // tokenizer.json (hf_descriptions.py), their ids + offset (the sentencepiece <unk> -> unk_id); the input check
   // names whitespace-separated words, as the app's does for these vocabularies.
   function PieceVocab(spec, Tokenizer) {
-    const described = new Tokenizer(spec.json, {}), added = new Set(Object.keys(spec.added));
-    const byToken = new Map();
+    const described = new Tokenizer(spec.json, {}), added = new Set(Object.keys(spec.added)), byToken = new Map();
     spec.tokens.forEach((t, i) => { if (!byToken.has(t)) byToken.set(t, i); });
-    let pieceIds = text => described.encode(text, {add_special_tokens: false}).ids
-      .map(p => (spec.spm_unk !== null && p === spec.spm_unk ? spec.unk_id : p + spec.offset));
-    let shown = t => !added.has(t) && !t.startsWith("<id "), toPiece = t => byToken.get(t) - spec.offset;
-    if (spec.marian) {  // marian_tokenizer.MarianVocab: a leading ">>xx<<" is one token; pieces -> vocab.json ids
-      const ids = new Map(Object.entries(spec.marian.ids)), specials = new Set(spec.marian.specials);
-      pieceIds = text => {
-        const code = [], end = text.startsWith(">>") ? text.indexOf("<<") : -1;
-        if (end !== -1) { code.push(text.slice(0, end + 2)); text = text.slice(end + 2); }
-        const pieces = [...code, ...described.encode(text, {add_special_tokens: false}).tokens];
-        return pieces.map(p => (ids.has(p) ? ids.get(p) : spec.unk_id));
-      };
-      shown = t => !specials.has(t);
-      toPiece = t => described.token_to_id(t);
-      // sentencepiece's decode_pieces as MarianVocab.detokenize calls it: the target model's pieces with "▁" as a
-      // space (the first one dropped); a piece that model lacks (vocab.json is shared by both sides) as it is spelled
-      const join = tokens => {
-        const text = tokens.filter(shown).map(t => (toPiece(t) === undefined ? t : t.replaceAll("▁", " "))).join("");
-        return (text.startsWith(" ") ? text.slice(1) : text).trim();
-      };
-      return {unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: [], after: [],
-        symbols: text => text.split(" ").filter(Boolean), contentIds: pieceIds,
-        token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`), detokenize: join};
-    }
-    return {
-      unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prefix, after: spec.after_eos,
-      symbols: text => text.split(" ").filter(Boolean), contentIds: pieceIds,
+    const pieces = text => described.encode(text, {add_special_tokens: false}), m = spec.marian;
+    const side = {unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prefix, after: spec.after_eos,
+      symbols: text => text.split(" ").filter(Boolean),
+      contentIds: text => pieces(text).ids.map(p => (spec.spm_unk !== null && p === spec.spm_unk ? spec.unk_id : p + spec.offset)),
       token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`),
       detokenize: tokens => {
-        const ids = tokens.filter(shown).map(toPiece).filter(i => i !== undefined);
+        const ids = tokens.filter(t => !added.has(t) && !t.startsWith("<id ")).map(t => byToken.get(t) - spec.offset)
+          .filter(i => i !== undefined);
         return ids.length ? described.decode(ids, {skip_special_tokens: false, clean_up_tokenization_spaces: false}).trim() : "";
-      },
+      }};
+    if (!m) return side;
+    // marian_tokenizer.MarianVocab: a leading ">>xx<<" is one token; pieces -> vocab.json ids; detokenized by
+    // sentencepiece's decode_pieces as MarianVocab.detokenize calls it: the target model's pieces with "▁" as a space
+    // (the first one dropped), a piece that model lacks (vocab.json is shared by both sides) as it is spelled
+    const ids = new Map(Object.entries(m.ids)), specials = new Set(m.specials);
+    side.contentIds = text => {
+      const end = text.startsWith(">>") ? text.indexOf("<<") : -1, code = end === -1 ? [] : [text.slice(0, end + 2)];
+      return [...code, ...pieces(end === -1 ? text : text.slice(end + 2)).tokens].map(p => (ids.has(p) ? ids.get(p) : spec.unk_id));
     };
+    side.detokenize = tokens => {
+      const text = tokens.filter(t => !specials.has(t))
+        .map(t => (described.token_to_id(t) === undefined ? t : t.replaceAll("▁", " "))).join("");
+      return (text.startsWith(" ") ? text.slice(1) : text).trim();
+    };
+    return side;
   }
   // model/text/tokenizer.clean_text's classes of characters, as the app's Python reads them (clean_classes: code point
   // ranges), not as this browser's Unicode version does: a newer emoji the app drops is dropped here too
-  let classes = {space: [], dropped: []};
+  let classes = {space: [], dropped: []}, limits = null;  // and check_text's numbers (inputs.check_limits)
   const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
     let lo = 0, hi = r.length / 2 - 1;
     while (lo <= hi) { const m = (lo + hi) >> 1; if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true; }
@@ -80,7 +72,7 @@ const PackText = (function () {
   };
   async function open(spec) {
     const {Tokenizer} = await load(), make = side => (side.level === "subword" ? PieceVocab : Vocab)(side, Tokenizer);
-    classes = spec.clean;
+    [classes, limits] = [spec.clean, spec.limits];
     return {source: make(spec.source), target: make(spec.target)};
   }
   const isSpace = ch => within(ch.codePointAt(0), classes.space);
@@ -100,8 +92,8 @@ const PackText = (function () {
     if (!symbols.length) return {text: cleaned, errors: [words.empty], warnings, ids: []};
     const unknown = [...new Set(symbols.filter(s => vocab.contentIds(s).every(i => i === vocab.unk)))];
     const quote = list => {
-      const shown = list.slice(0, 12).map(s => (s.trim() ? `“${s}”` : words.a_space)).join(", ");
-      return list.length > 12 ? fill(words.and_more, {shown, n: list.length - 12}) : shown;
+      const shown = list.slice(0, limits.quoted).map(s => (s.trim() ? `“${s}”` : words.a_space)).join(", ");
+      return list.length > limits.quoted ? fill(words.and_more, {shown, n: list.length - limits.quoted}) : shown;
     };
     if (unknown.length && unknown.length === new Set(symbols).size) {
       errors.push(fill(words.none_known, {symbols: quote(unknown)}));
@@ -111,7 +103,7 @@ const PackText = (function () {
     const ids = vocab.contentIds(cleaned), room = maxTokens - (vocab.prefix.length ? 1 : 0) - vocab.after.length;
     if (ids.length > room) {
       const kept = vocab.detokenize(ids.slice(0, room).map(vocab.token));
-      warnings.push(fill(words.cut, {n: ids.length, room, kept: Array.from(kept).slice(-40).join(""),
+      warnings.push(fill(words.cut, {n: ids.length, room, kept: Array.from(kept).slice(-limits.kept).join(""),
         dropped: ids.length - room}));
     }
     // ids: before </s> (model/text/inputs.prepare_source); content: every id of the text (prepare_sequence cuts them)

@@ -18,6 +18,10 @@ from i18n import N_, _
 
 _VISIBLE = {" ": "·", "\t": "⇥", "\n": "⏎", "": "∅"}
 SPACE = _VISIBLE[" "]
+PLAIN_CHARS = 16  # characters of a token shown on an axis or in a caption (longer ones end in "…")
+HOVER_CHARS = 40  # characters of a token shown in hover text
+LABEL = "{i}: {token}"  # a unique category label (plotly merges equal labels, so the index stays)
+ROW = "{input} → {token}"  # a decoder row: the decoder input it reads, then the token it writes
 
 TICK_PX = 14  # tick label size: readable at 1366 px on a projector (never smaller)
 TICK_COLOR = "#222222"  # on white: 15.9:1 contrast (WCAG asks 7:1 for AAA); Streamlit's default grey is ~3.7:1
@@ -37,22 +41,22 @@ FONT_FAMILY = (
 FONTS = dict(font_family=FONT_FAMILY, title_font_family=FONT_FAMILY, hoverlabel_font_family=FONT_FAMILY)
 
 
-def plain_token(token: str, max_chars: int = 16) -> str:
+def plain_token(token: str, max_chars: int = PLAIN_CHARS) -> str:
     """Whitespace made visible and very long tokens shortened: for text widgets and markdown code spans."""
     shown = _VISIBLE.get(token, token)
     return shown if len(shown) <= max_chars else shown[: max_chars - 1] + "…"
 
 
-def display_token(token: str, max_chars: int = 16) -> str:
+def display_token(token: str, max_chars: int = PLAIN_CHARS) -> str:
     """plain_token, HTML-escaped: for plotly labels and hover text."""
     return html.escape(plain_token(token, max_chars), quote=False)
 
 
-def display_tokens(tokens: Sequence[str], max_chars: int = 16) -> list[str]:
+def display_tokens(tokens: Sequence[str], max_chars: int = PLAIN_CHARS) -> list[str]:
     return [display_token(t, max_chars) for t in tokens]
 
 
-def hover_token(token: str, max_chars: int = 40) -> str:
+def hover_token(token: str, max_chars: int = HOVER_CHARS) -> str:
     """A token for hover text: like display_token, but a space is named ("space"), not drawn as a symbol."""
     return _("space") if token == " " else display_token(token, max_chars)
 
@@ -60,7 +64,7 @@ def hover_token(token: str, max_chars: int = 40) -> str:
 def indexed(tokens: Sequence[str], start: int = 0) -> list[str]:
     """Unique labels 'i: token': plotly merges equal category labels, so repeated tokens need their index (counted
     from `start`: the tokens of a window of a longer input)."""
-    return [f"{i}: {display_token(t)}" for i, t in enumerate(tokens, start)]
+    return [LABEL.format(i=i, token=display_token(t)) for i, t in enumerate(tokens, start)]
 
 
 # -- the one row convention (issue 34) ------------------------------------------------------------------------
@@ -94,23 +98,23 @@ class Rows:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def hover(self, i: int, max_chars: int = 40) -> str:
+    def hover(self, i: int, max_chars: int = HOVER_CHARS) -> str:
         """Row i for hover text: "<s> → la" (the decoder input, then the token it writes), or the token alone."""
         token = hover_token(self.tokens[i], max_chars)
-        return token if self.inputs is None else f"{hover_token(self.inputs[i], max_chars)} → {token}"
+        return token if self.inputs is None else ROW.format(input=hover_token(self.inputs[i], max_chars), token=token)
 
     def text(self, i: int) -> str:
         """Row i as plain text (a select box, a caption): "<s> → la", or the token alone."""
         token = plain_token(self.tokens[i])
-        return token if self.inputs is None else f"{plain_token(self.inputs[i])} → {token}"
+        return token if self.inputs is None else ROW.format(input=plain_token(self.inputs[i]), token=token)
 
-    def hovers(self, max_chars: int = 40) -> list[str]:
+    def hovers(self, max_chars: int = HOVER_CHARS) -> list[str]:
         return [self.hover(i, max_chars) for i in range(len(self.tokens))]
 
-    def labels(self, max_chars: int = 40, start: int = 0) -> list[str]:
+    def labels(self, max_chars: int = HOVER_CHARS, start: int = 0) -> list[str]:
         """Unique category labels "i: <s> → la" (plotly merges equal labels, so the index stays); positions count
         from `start` (rows of a window of a longer map)."""
-        return [f"{i}: {h}" for i, h in enumerate(self.hovers(max_chars), start)]
+        return [LABEL.format(i=i, token=h) for i, h in enumerate(self.hovers(max_chars), start)]
 
     def window(self, lo: int, hi: int) -> Rows:
         """Rows lo .. hi - 1 (a window of a longer map), as Rows of the same kind."""
@@ -217,7 +221,8 @@ def _code_point_ranges(member) -> list[int]:
 def label_classes() -> dict:
     """label_px as data, for a page that lays out labels as the app does (the lecture pack's typed input, pack_live.js):
     its widths, its narrow and broad characters, and the wide and upper-case ones as code point ranges of this Python's
-    unicodedata (what _is_wide and str.isupper read); and token_ticks' gap and plain_token's visible whitespace."""
+    unicodedata (what _is_wide and str.isupper read); token_ticks' gap; plain_token's visible whitespace and lengths;
+    and the one row convention's labels (Rows: LABEL, ROW)."""
     return {
         "tick_px": TICK_PX,
         "min_gap": MIN_TICK_GAP_PX,
@@ -229,6 +234,10 @@ def label_classes() -> dict:
         "wide": _code_point_ranges(_is_wide),
         "upper": _code_point_ranges(str.isupper),
         "visible": dict(_VISIBLE),
+        "plain_chars": PLAIN_CHARS,
+        "hover_chars": HOVER_CHARS,
+        "label": LABEL,
+        "row": ROW,
     }
 
 

@@ -19,7 +19,8 @@ from torch import nn
 
 from i18n import M_, N_
 
-from ..text.inputs import text_room
+from ..decoding.core import limit_rule
+from ..text.inputs import check_limits, text_room
 from ..text.tokenizer import ListVocab, Tokenizer, Vocab, clean_classes
 from .onnx_export import export_graphs, export_step_graphs
 from .pack_weights import WEIGHTS, half_rounded, shared_weights
@@ -103,15 +104,20 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
     the encoder and cached step graphs (onnx_export.export_step_graphs) without their weights, and
     spec["weights"]["data"]: the one float16 file that holds them (ONNX external data), written beside the page."""
     # each side's tokens and its tokenizer.json (model/text/tokenizer_json.py, hf_descriptions), and the input check's
-    # classes of characters (model/text/tokenizer.clean_classes)
+    # classes of characters (model/text/tokenizer.clean_classes) and numbers (inputs.check_limits); the step limit's
+    # numbers (model/decoding/core.limit_rule): the page checks and decodes by the app's own rules
     sides = {"source": _side(tokenizer.source), "target": _side(tokenizer.target), "clean": clean_classes()}
+    common = {
+        "config": _config(model),
+        "tokenizer": {**sides, "limits": check_limits()},
+        "decoding": limit_rule(model.config),
+    }
     max_bytes = MAX_BYTES if max_bytes is None else max_bytes
     if folder_pack(model, folder, max_bytes):
         _check_size(weight_bytes(model) // 2, FOLDER_MAX_BYTES)
         graphs, blob = shared_weights(export_step_graphs(half_rounded(model)))
         return {
-            "config": _config(model),
-            "tokenizer": sides,
+            **common,
             "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
             "weights": {"location": WEIGHTS, "bytes": len(blob), "data": blob},
             "n_bytes": len(blob),
@@ -120,9 +126,4 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
     graphs = export_graphs(model)
     size = sum(len(g) for g in graphs.values())
     _check_size(size, max_bytes)
-    return {
-        "config": _config(model),
-        "tokenizer": sides,
-        "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()},
-        "n_bytes": size,
-    }
+    return {**common, "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()}, "n_bytes": size}

@@ -56,12 +56,9 @@ def step_limit(model: nn.Module, source_len: int, requested: int | None = None) 
     section 6.1; enough for every demo task), and never more than max_len - 1, so that the decoder input
     <s> y_1 .. y_n fed back by `capture` and `evaluate` fits the positional table; nor more than a server's
     step cap (set_step_cap)."""
-    cap = _STEP_CAP[0]
-    # a decoder-only model's prompt is its decoder's first inputs: prompt and continuation share the positions, and
-    # by default it continues by DEFAULT_SLACK tokens (the prompt's length says nothing about the continuation's)
-    encoder = model.config.has_encoder
-    wanted = (source_len if encoder else 0) + DEFAULT_SLACK if requested is None else requested
-    room = model.config.max_len - 1 if encoder else model.config.max_len - source_len
+    cap, rule = _STEP_CAP[0], limit_rule(model.config)
+    wanted = rule["source"] * source_len + rule["slack"] if requested is None else requested
+    room = rule["room"] - rule["prompt"] * source_len
     return max(0, min(int(wanted), room, cap if cap is not None else int(wanted)))
 
 
@@ -70,6 +67,16 @@ def require_decoder(model: nn.Module) -> None:
     reads its text and predicts at each position, it does not continue or translate it."""
     if not model.config.has_decoder:
         raise ValueError(M_(NO_DECODING))
+
+
+def limit_rule(config) -> dict[str, int]:
+    """step_limit's default as numbers, for a source (or prompt) of n tokens: at most source * n + slack tokens and
+    room - prompt * n, never below 0 (the lecture pack's page decodes by them). A decoder-only model's prompt is its
+    decoder's first inputs: prompt and continuation share the positions, and by default it continues by DEFAULT_SLACK
+    tokens (the prompt's length says nothing about the continuation's)."""
+    encoder = config.has_encoder
+    room = config.max_len - 1 if encoder else config.max_len
+    return {"source": int(encoder), "slack": DEFAULT_SLACK, "room": room, "prompt": int(not encoder)}
 
 
 def checked_limit(model: nn.Module, source_len: int, requested: int | None, changes: Interventions) -> int:

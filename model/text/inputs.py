@@ -105,6 +105,13 @@ MAX_LEN_CUT_LONG = N_(
     "cut after “{kept}”."
 )  # the same when the text was too long to count to its end (read_bounded stopped)
 CUTS = (MAX_LEN_CUT, MAX_LEN_CUT_LONG)
+QUOTED = 12  # unknown symbols check_text names; more are counted ("... and 3 more")
+KEPT = 40  # characters of the kept text that check_text's warning about a cut quotes
+
+
+def check_limits() -> dict[str, int]:
+    """check_text's numbers, as data (the lecture pack's page checks typed text by them)."""
+    return {"quoted": QUOTED, "kept": KEPT}
 
 
 def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
@@ -168,11 +175,11 @@ def _check_text(text: str, vocab, max_tokens: int, what: str) -> InputCheck:
     if len(ids) > room:
         kept = vocab.detokenize(vocab.decode(ids[:room]))
         template = MAX_LEN_CUT if read.complete else MAX_LEN_CUT_LONG
-        warnings.append(M_(template, what=name, n=len(ids), room=room, kept=kept[-40:], dropped=len(ids) - room))
+        warnings.append(M_(template, what=name, n=len(ids), room=room, kept=kept[-KEPT:], dropped=len(ids) - room))
     return InputCheck(read.text, errors, warnings, unknown, read.complete)
 
 
-def _quote(symbols: list[str], limit: int = 12) -> Message:
+def _quote(symbols: list[str], limit: int = QUOTED) -> Message:
     shown = join_messages(", ", (f"“{s}”" if s.strip() else M_("a space") for s in symbols[:limit]))
     return M_("{shown} and {n} more", shown=shown, n=len(symbols) - limit) if len(symbols) > limit else shown
 

@@ -27,7 +27,8 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import IdVocab, Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
-from .common import Converted, Mapper, assemble, make_config
+from . import hf_seq2seq as s2s
+from .common import Converted, Mapper
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .hf_tokenizers import bart_vocabs, has_files, mbart_vocabs
@@ -40,23 +41,13 @@ TOKENIZER_FILES = {"bart": ("vocab.json", "merges.txt"), "mbart": ("sentencepiec
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding reads row position + 2
 
 DEFAULTS: dict[str, Any] = {
+    **s2s.BART_DEFAULTS,
     "vocab_size": 50265,
-    "max_position_embeddings": 1024,
-    "encoder_layers": 12,
-    "encoder_ffn_dim": 4096,
-    "encoder_attention_heads": 16,
-    "decoder_layers": 12,
-    "decoder_ffn_dim": 4096,
-    "decoder_attention_heads": 16,
-    "activation_function": "gelu",
-    "d_model": 1024,
-    "scale_embedding": False,
     "pad_token_id": 1,
     "bos_token_id": 0,
     "eos_token_id": 2,
     "decoder_start_token_id": 2,
     "forced_bos_token_id": None,
-    "tie_word_embeddings": True,
 }
 # Fields of older configs that say which block each family has: (BART's value, mBART's value, meaning).
 BLOCK_FIELDS = {
@@ -95,20 +86,14 @@ def read_bart_config(src: Source) -> tuple[dict[str, Any], str]:
 
 def bart_config(cfg: dict[str, Any], family: str, where) -> TransformerConfig:
     mbart = family == "mbart"
-    return make_config(
+    return s2s.seq2seq_config(
         where,
-        src_vocab_size=cfg["vocab_size"],
+        cfg,
+        s2s.BART_NAMES,
         tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["d_model"],
-        n_heads=cfg["encoder_attention_heads"],
-        d_ff=cfg["encoder_ffn_dim"],
-        n_encoder_layers=cfg["encoder_layers"],
-        n_decoder_layers=cfg["decoder_layers"],
-        dropout=0.0,
         norm_first=mbart,
         final_norm=mbart,
         positional="learned",
-        max_len=cfg["max_position_embeddings"],
         share_embeddings=True,
         tie_generator=True,
         generator_bias=True,
@@ -117,9 +102,6 @@ def bart_config(cfg: dict[str, Any], family: str, where) -> TransformerConfig:
         norm="layernorm",
         layer_norm_eps=1e-5,
         embed_norm=True,
-        pad_id=cfg["pad_token_id"],
-        bos_id=cfg["decoder_start_token_id"],
-        eos_id=cfg["eos_token_id"],
         forced_bos_id=cfg.get("forced_bos_token_id"),
         extra={"imported_from": "Hugging Face " + ("mBART" if mbart else "BART")},
     )
@@ -129,30 +111,20 @@ def inspect(src: Source) -> CheckpointInfo:
     cfg, family = read_bart_config(src)
     config = bart_config(cfg, family, f"{src.name}/config.json")
     tokenized = all(src.has(f) for f in TOKENIZER_FILES[family])
-    note = (
-        M_("Tokenized with the folder's own tokenizer files.")
-        if tokenized
-        else M_("No tokenizer files: token ids only.")
-    )
+    note = s2s.tokenizer_note(tokenized, M_("Tokenized with the folder's own tokenizer files."))
     return hf.info(src, NAME, TITLE, config, note)
 
 
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     where = place(src.name, TITLE)
-    if options.given_vocab:
-        raise CheckpointError(
-            M_("{where} carries its own tokenizer; vocabulary files are only for state_dict formats", where=where)
-        )
+    s2s.refuse_vocab_files(options, where)
     cfg, family = read_bart_config(src)
     config = bart_config(cfg, family, where)  # limits checked before any weights are read
     hf.check_heads(where, config, options.n_heads)
     weights = hf.weights(src, TITLE)
     config = hf.with_tied_head(config, weights.state, "model.shared.weight")
-    converted = convert_bart(weights.state, config, where)
-    converted.config.extra["precision"] = weights.precision
-    converted.mapped = weights.mapped
-    tokenizer = bart_tokenizer(src, cfg, family, config)
-    return assemble(converted, where), tokenizer
+    model = s2s.assembled(convert_bart(weights.state, config, where), weights, where)
+    return model, bart_tokenizer(src, cfg, family, config)
 
 
 def bart_tokenizer(src: Source, cfg: dict[str, Any], family: str, config: TransformerConfig) -> Tokenizer:
@@ -170,19 +142,7 @@ def bart_tokenizer(src: Source, cfg: dict[str, Any], family: str, config: Transf
 
 def convert_bart(state: Mapping[str, torch.Tensor], config: TransformerConfig, where) -> Converted:
     m = Mapper(state, where)
-    m.require("model.shared.weight")
-    shared = state["model.shared.weight"]
-    m.put("src_embed.weight", "model.shared.weight")
-    for stack in ("encoder", "decoder"):
-        hf.alias(m, f"model.{stack}.embed_tokens.weight", shared, "model.shared.weight")
-    if config.tie_generator:
-        hf.alias(m, "lm_head.weight", shared, "model.shared.weight")
-    else:
-        m.put("generator.weight", "lm_head.weight")
-    if "final_logits_bias" in state:
-        m.put("generator.bias", "final_logits_bias", lambda t: t.reshape(-1), " (1, V) -> (V,)")
-    else:  # transformers starts it at zero when a file lacks it
-        m.out["generator.bias"] = torch.zeros(config.tgt_vocab_size)
+    s2s.put_embeddings(m, config, "model.", hf.alias)
 
     def positions(t: torch.Tensor) -> torch.Tensor:
         if t.dim() != 2 or t.size(0) != config.max_len + POSITION_OFFSET:

@@ -28,7 +28,8 @@ from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
-from .common import Converted, Mapper, assemble, make_config, sinusoid_table
+from . import hf_seq2seq as s2s
+from .common import Converted, Mapper, sinusoid_table
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
@@ -74,22 +75,12 @@ def read_marian_config(src: Source) -> dict[str, Any]:
             )
         )
     cfg = {
+        **s2s.BART_DEFAULTS,
         "vocab_size": 58101,
-        "max_position_embeddings": 1024,
-        "encoder_layers": 12,
-        "encoder_ffn_dim": 4096,
-        "encoder_attention_heads": 16,
-        "decoder_layers": 12,
-        "decoder_ffn_dim": 4096,
-        "decoder_attention_heads": 16,
-        "activation_function": "gelu",
-        "d_model": 1024,
         "decoder_start_token_id": 58100,
-        "scale_embedding": False,
         "pad_token_id": 58100,
         "eos_token_id": 0,
         "share_encoder_decoder_embeddings": True,
-        "tie_word_embeddings": True,
         **raw,
     }
     if cfg.get("decoder_vocab_size") is None:
@@ -137,21 +128,15 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
                 where=where,
             )
         )
-    return make_config(
+    return s2s.seq2seq_config(
         where,
-        src_vocab_size=cfg["vocab_size"],
+        cfg,
+        s2s.BART_NAMES,
         tgt_vocab_size=cfg["decoder_vocab_size"],
-        d_model=cfg["d_model"],
-        n_heads=cfg["encoder_attention_heads"],
-        d_ff=cfg["encoder_ffn_dim"],
-        n_encoder_layers=cfg["encoder_layers"],
-        n_decoder_layers=cfg["decoder_layers"],
-        dropout=0.0,
         norm_first=False,
         final_norm=False,
         positional="sinusoidal",
         pe_layout="half",
-        max_len=cfg["max_position_embeddings"],
         share_embeddings=shared,
         tie_generator=tied,
         generator_bias=True,
@@ -159,9 +144,6 @@ def marian_config(cfg: dict[str, Any], where: str) -> TransformerConfig:
         activation=ACTIVATIONS[cfg["activation_function"]],
         norm="layernorm",
         layer_norm_eps=1e-5,
-        pad_id=cfg["pad_token_id"],
-        bos_id=cfg["decoder_start_token_id"],
-        eos_id=cfg["eos_token_id"],
         extra={"imported_from": TITLE},
     )
 
@@ -205,38 +187,16 @@ def inspect(src: Source) -> CheckpointInfo:
     cfg = read_marian_config(src)
     config = marian_config(cfg, f"{src.name}/config.json")
     precision = read_marian_weights(src).precision  # memory-mapped: the tensors' dtypes, not their bytes
-    has_tokenizer = src.has(TOKENIZER_FILES[0])
-    notes = (
-        M_("Tokenized with the folder's own sentencepiece models.")
-        if has_tokenizer
-        else M_("No tokenizer files: token ids only.")
-    )
-    return CheckpointInfo(
-        str(src.path),
-        NAME,
-        TITLE,
-        False,
-        False,
-        config.d_model,
-        config.src_vocab_size,
-        config.tgt_vocab_size,
-        n_heads=config.n_heads,
-        notes=join_messages(" ", filter(None, (notes, precision_note(precision)))),
-        precision=precision,
-    )
+    notes = s2s.tokenizer_note(src.has(TOKENIZER_FILES[0]), M_("Tokenized with the folder's own sentencepiece models."))
+    notes = join_messages(" ", filter(None, (notes, precision_note(precision))))
+    return CheckpointInfo.of_folder(src, NAME, TITLE, config, notes=notes, precision=precision)
 
 
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     """(model in eval mode, the folder's tokenizer) for a MarianMT folder."""
-    if options.given_vocab:
-        raise CheckpointError(
-            M_(
-                "{where} carries its own tokenizer; vocabulary files are only for state_dict formats",
-                where=place(src.name, TITLE),
-            )
-        )
-    cfg = read_marian_config(src)
     where = place(src.name, TITLE)
+    s2s.refuse_vocab_files(options, where)
+    cfg = read_marian_config(src)
     config = marian_config(cfg, where)
     if options.n_heads is not None and options.n_heads != config.n_heads:
         raise CheckpointError(
@@ -248,11 +208,8 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
             )
         )
     weights = read_marian_weights(src)
-    converted = convert_marian(weights.state, config, where)
-    converted.config.extra["precision"] = weights.precision
-    converted.mapped = weights.mapped
-    tokenizer = marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
-    return assemble(converted, where), tokenizer
+    model = s2s.assembled(convert_marian(weights.state, config, where), weights, where)
+    return model, marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
 
 
 def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
@@ -272,28 +229,8 @@ def _alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:
 
 def convert_marian(state: Mapping[str, torch.Tensor], config: TransformerConfig, where: str) -> Converted:
     m = Mapper(state, where)
-    shared, tied = config.share_embeddings, config.tie_generator
-    d = config.d_model
-    if shared:
-        m.require("model.shared.weight")
-        m.put("src_embed.weight", "model.shared.weight")
-        tgt = state["model.shared.weight"]
-        _alias(m, "model.encoder.embed_tokens.weight", tgt, "model.shared.weight")
-        _alias(m, "model.decoder.embed_tokens.weight", tgt, "model.shared.weight")
-    else:
-        m.require("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")
-        m.put("src_embed.weight", "model.encoder.embed_tokens.weight")
-        m.put("tgt_embed.weight", "model.decoder.embed_tokens.weight")
-        tgt = state["model.decoder.embed_tokens.weight"]
-    if tied:
-        _alias(m, "lm_head.weight", tgt, "the decoder embeddings")
-    else:
-        m.put("generator.weight", "lm_head.weight")
-    if "final_logits_bias" in state:
-        m.put("generator.bias", "final_logits_bias", lambda t: t.reshape(-1), " (1, V) -> (V,)")
-    else:  # MarianMTModel starts it at zero when a file lacks it
-        m.out["generator.bias"] = torch.zeros(config.tgt_vocab_size)
-    tables = {}
+    s2s.put_embeddings(m, config, "model.", _alias, head_is="the decoder embeddings")
+    d, tables = config.d_model, {}
     for side, stack in (("source", "encoder"), ("target", "decoder")):
         key = f"model.{stack}.embed_positions.weight"
         if key in state:

@@ -36,17 +36,7 @@ def detect(src: Source) -> bool:
 
 def inspect(src: Source) -> CheckpointInfo:
     config = load_config(src.path, src.json(CONFIG))
-    return CheckpointInfo(
-        str(src.path),
-        NAME,
-        TITLE,
-        False,
-        False,
-        config.d_model,
-        config.src_vocab_size,
-        config.tgt_vocab_size,
-        n_heads=config.n_heads,
-    )
+    return CheckpointInfo.of_folder(src, NAME, TITLE, config)
 
 
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:

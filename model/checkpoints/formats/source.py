@@ -88,6 +88,13 @@ class CheckpointInfo:
     metadata: dict[str, Any] = field(default_factory=dict)  # plain values saved beside the weights (epochs, ...)
     precision: str = "float32"  # dtype of the stored floating-point weights (half precision is cast to float32)
 
+    @classmethod
+    def of_folder(cls, src: Source, name: str, title: str, config, **more) -> CheckpointInfo:
+        """A folder that records its configuration (TransformerConfig), head count included, and brings its own
+        tokenizer; `more`: the other fields (notes, precision)."""
+        sizes = (config.d_model, config.src_vocab_size, config.tgt_vocab_size)
+        return cls(str(src.path), name, title, False, False, *sizes, n_heads=config.n_heads, **more)
+
 
 def precision_note(precision: str) -> str:
     """The caption sentence for a file stored in half precision ("" for float32)."""

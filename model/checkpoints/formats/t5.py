@@ -30,7 +30,8 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import IdVocab, Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
-from .common import Converted, Mapper, assemble, make_config
+from . import hf_seq2seq as s2s
+from .common import Converted, Mapper
 from .common import where as place
 from .hf_tokenizers import has_files, t5_vocab
 from .source import CheckpointInfo, LoadOptions, Source
@@ -58,6 +59,20 @@ DEFAULTS: dict[str, Any] = {
     "decoder_start_token_id": 0,
     "tie_word_embeddings": True,
     "n_positions": MAX_LEN,
+}
+T5_NAMES = {  # config.json's names of the sizes (this project's name -> T5's)
+    "src_vocab_size": "vocab_size",
+    "tgt_vocab_size": "vocab_size",
+    "d_model": "d_model",
+    "n_heads": "num_heads",
+    "head_dim": "d_kv",
+    "d_ff": "d_ff",
+    "n_encoder_layers": "num_layers",
+    "n_decoder_layers": "num_decoder_layers",
+    "relative_buckets": "relative_attention_num_buckets",
+    "relative_max_distance": "relative_attention_max_distance",
+    "max_len": "n_positions",
+    "layer_norm_eps": "layer_norm_epsilon",
 }
 RELATIVE_KEYS = {
     stack: f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight" for stack in ("encoder", "decoder")
@@ -94,23 +109,13 @@ def read_t5_config(src: Source) -> dict[str, Any]:
 
 
 def t5_config(cfg: dict[str, Any], where) -> TransformerConfig:
-    return make_config(
+    return s2s.seq2seq_config(
         where,
-        src_vocab_size=cfg["vocab_size"],
-        tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["d_model"],
-        n_heads=cfg["num_heads"],
-        head_dim=cfg["d_kv"],
-        d_ff=cfg["d_ff"],
-        n_encoder_layers=cfg["num_layers"],
-        n_decoder_layers=cfg["num_decoder_layers"],
-        dropout=0.0,
+        cfg,
+        T5_NAMES,
         norm_first=True,
         final_norm=True,
         positional="relative",
-        relative_buckets=cfg["relative_attention_num_buckets"],
-        relative_max_distance=cfg["relative_attention_max_distance"],
-        max_len=cfg["n_positions"],
         share_embeddings=True,
         tie_generator=True,
         generator_bias=False,
@@ -121,40 +126,25 @@ def t5_config(cfg: dict[str, Any], where) -> TransformerConfig:
         scale_scores=False,
         rescale_output=cfg["_rescale"],
         norm="rms",
-        layer_norm_eps=cfg["layer_norm_epsilon"],
-        pad_id=cfg["pad_token_id"],
-        bos_id=cfg["decoder_start_token_id"],
-        eos_id=cfg["eos_token_id"],
         extra={"imported_from": "Hugging Face T5"},
     )
 
 
 def inspect(src: Source) -> CheckpointInfo:
     config = t5_config(read_t5_config(src), f"{src.name}/config.json")
-    tokenized = src.has(TOKENIZER_FILES[0])
-    note = (
-        M_("Tokenized with the folder's own sentencepiece model.")
-        if tokenized
-        else M_("No tokenizer files: token ids only.")
-    )
+    note = s2s.tokenizer_note(src.has(TOKENIZER_FILES[0]), M_("Tokenized with the folder's own sentencepiece model."))
     return hf.info(src, NAME, TITLE, config, note)
 
 
 def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     where = place(src.name, TITLE)
-    if options.given_vocab:
-        raise CheckpointError(
-            M_("{where} carries its own tokenizer; vocabulary files are only for state_dict formats", where=where)
-        )
+    s2s.refuse_vocab_files(options, where)
     cfg = read_t5_config(src)
     config = t5_config(cfg, where)  # limits checked before any weights are read
     hf.check_heads(where, config, options.n_heads)
     weights = hf.weights(src, TITLE)
     config = hf.with_tied_head(config, weights.state, "shared.weight")
-    converted = convert_t5(weights.state, config, where)
-    converted.config.extra["precision"] = weights.precision
-    converted.mapped = weights.mapped
-    return assemble(converted, where), t5_tokenizer(src, cfg, config)
+    return s2s.assembled(convert_t5(weights.state, config, where), weights, where), t5_tokenizer(src, cfg, config)
 
 
 def t5_tokenizer(src: Source, cfg: dict[str, Any], config: TransformerConfig) -> Tokenizer:
@@ -175,16 +165,9 @@ def t5_tokenizer(src: Source, cfg: dict[str, Any], config: TransformerConfig) ->
 
 def convert_t5(state: Mapping[str, torch.Tensor], config: TransformerConfig, where) -> Converted:
     m = Mapper(state, where)
-    m.require("shared.weight")
-    shared = state["shared.weight"]
-    m.put("src_embed.weight", "shared.weight")
+    s2s.put_embeddings(m, config, "", hf.alias)
     for stack in ("encoder", "decoder"):
-        hf.alias(m, f"{stack}.embed_tokens.weight", shared, "shared.weight")
         m.put(f"{stack}.norm.weight", f"{stack}.final_layer_norm.weight")
-    if config.tie_generator:
-        hf.alias(m, "lm_head.weight", shared, "shared.weight")
-    else:
-        m.put("generator.weight", "lm_head.weight")
     if IGNORED in state:
         m.take(IGNORED)
     for ours, stack in (("src_pe", "encoder"), ("tgt_pe", "decoder")):  # (buckets, heads): the first layer's table
@@ -202,19 +185,17 @@ def convert_t5(state: Mapping[str, torch.Tensor], config: TransformerConfig, whe
             m.put(f"{ours}.linear1.weight", f"{theirs}.wi.weight")
         m.put(f"{ours}.linear2.weight", f"{theirs}.wo.weight")
 
-    for i in range(config.n_encoder_layers):
-        ours, theirs = f"encoder.layers.{i}", f"encoder.block.{i}.layer"
-        attention(f"{ours}.self_attn", f"{theirs}.0.SelfAttention")
-        m.put(f"{ours}.norm1.weight", f"{theirs}.0.layer_norm.weight")
-        feed_forward(f"{ours}.ff", f"{theirs}.1.DenseReluDense")
-        m.put(f"{ours}.norm2.weight", f"{theirs}.1.layer_norm.weight")
-    for i in range(config.n_decoder_layers):
-        ours, theirs = f"decoder.layers.{i}", f"decoder.block.{i}.layer"
-        attention(f"{ours}.self_attn", f"{theirs}.0.SelfAttention")
-        m.put(f"{ours}.norm1.weight", f"{theirs}.0.layer_norm.weight")
-        attention(f"{ours}.cross_attn", f"{theirs}.1.EncDecAttention")
-        m.put(f"{ours}.norm2.weight", f"{theirs}.1.layer_norm.weight")
-        feed_forward(f"{ours}.ff", f"{theirs}.2.DenseReluDense")
-        m.put(f"{ours}.norm3.weight", f"{theirs}.2.layer_norm.weight")
+    stacks = {  # each layer's sublayers in order: "layer.j.<name>" with its norm "layer.j.layer_norm" -> norm{j + 1}
+        "encoder": (config.n_encoder_layers, ("SelfAttention", "DenseReluDense")),
+        "decoder": (config.n_decoder_layers, ("SelfAttention", "EncDecAttention", "DenseReluDense")),
+    }
+    ours_of = {"SelfAttention": "self_attn", "EncDecAttention": "cross_attn", "DenseReluDense": "ff"}
+    for stack, (n, parts) in stacks.items():
+        for i in range(n):
+            ours, theirs = f"{stack}.layers.{i}", f"{stack}.block.{i}.layer"
+            for j, part in enumerate(parts):
+                put = feed_forward if part == "DenseReluDense" else attention
+                put(f"{ours}.{ours_of[part]}", f"{theirs}.{j}.{part}")
+                m.put(f"{ours}.norm{j + 1}.weight", f"{theirs}.{j}.layer_norm.weight")
     m.finish()
     return Converted(config, m.out, m.origin)
