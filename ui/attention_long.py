@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, message_of
 from ui.bounded_cache import BoundedCache
+from ui.safe_text import md
 from ui.url_state import Key, Keys
 from viz import attention_figs, overview_figs, pooled_figs, sinks
 from viz.pooling import HOWS, MAX_CELLS, Pooled, causal_mask, default_range, fit_range, panel_cells, pool, pool_rows
@@ -56,32 +57,29 @@ def is_long(*lengths: int) -> bool:
 
 def long_capture(session, changes):
     """The session's lazy capture when a map of its input is longer than a chart carries (the Attention page then
-    draws pooled views from it); None when every map fits (the eager capture serves)."""
-    return session_lazy(session, changes) if is_long(*map_sides(session)) else None
+    draws pooled views from it); None when every map fits (the eager capture serves). A pass stopped by its worker
+    (the deadline, the memory limit, Cancel) or refused by the budget says why, and the page stops there."""
+    from model.analysis.budget import BudgetExceeded
+    from ui.workers import WorkerStopped
 
-
-LAZY: BoundedCache = BoundedCache("lazy captures of long inputs", max_entries=16, max_bytes=256 * 2**20)
+    if not is_long(*map_sides(session)):
+        return None
+    try:
+        return session_lazy(session, changes)
+    except (WorkerStopped, BudgetExceeded) as stopped:
+        st.warning(md(message_of(stopped)))
+        st.stop()
 
 
 def session_lazy(session, changes):
     """The session's lazy capture, capture(..., lazy=True): what one fused pass keeps (it grows with the tokens, not
-    their square), every map computed when a view asks; once per (model key, text, target, interventions). With the
-    decoder reading the model's own output, on the shared decode's ids (output_ids), as the eager capture."""
-    from model import capture
+    their square), every map computed when a view asks; once per (model key, text, target, interventions), the pass
+    in a limited worker with progress and Cancel when it is long (ui/caches.cached_lazy_capture). With the decoder
+    reading the model's own output, on the shared decode's ids, as the eager capture."""
     from ui import caches
 
-    model, tok, (model_key, text, target) = session.model, session.tokenizer, caches.input_key(session)
-
-    def run():
-        more = dict(lazy=True, ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift,
-                    seed=changes.seed)  # fmt: skip
-        if target is None and model.config.has_decoder:
-            ids = caches.own_output(model_key, text, model, tok)
-            more["output_ids"] = [i for i in ids if i != tok.target.eos_id]
-        with st.spinner(_(caches.RUNNING)):
-            return capture(model, tok, text, target, **more)
-
-    return LAZY.get((model_key, text, target, changes) if changes else (model_key, text, target), run)
+    model_key, text, target = caches.input_key(session)
+    return caches.cached_lazy_capture(model_key, text, target, session.model, session.tokenizer, changes)
 
 
 def map_sides(session) -> tuple[int, int]:
