@@ -306,8 +306,12 @@ class LazyCapture:
                     if bool(diag.any()):
                         rows = torch.nonzero(diag)[:, 0]
                         sums["diagonal"][layer] += w[:, rows, t[rows]].sum(-1).double().numpy()
-                    distance = (t[:, None] - torch.arange(kend)[None, :]).abs().to(w.dtype)  # (r, kend)
-                    sums["mean_distance"][layer] += (w * distance).sum((-1, -2)).double().numpy()
+                    j = torch.arange(kend, dtype=w.dtype)
+                    if self._masks[(kind, layer)].offset == 0:  # causal: every visible key j <= t, |t - j| = t - j
+                        moved = t.to(w.dtype) * w.sum(-1) - w @ j  # (H, r) one matrix-vector product
+                    else:
+                        moved = (w * (t[:, None].to(w.dtype) - j[None, :]).abs()).sum(-1)
+                    sums["mean_distance"][layer] += moved.sum(-1).double().numpy()
                     sums["entropy"][layer] -= torch.special.xlogy(w, w).sum((-1, -2)).double().numpy()
         counts = {
             "previous_token": max(1, min(Tq, Tk + 1) - 1),
