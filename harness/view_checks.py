@@ -1,5 +1,5 @@
-"""What a person sees of a view, read in the browser: a signature of the view for comparing two windows (issue 10),
-and the characters a font stack draws as empty boxes (Chinese, issue 16)."""
+"""What a person sees of a view, read in the browser: a signature of the view for comparing two windows,
+and the characters a font stack draws as empty boxes (Chinese)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from viz.tokens import capture_rows
 st.title(_("Attention"))
 session = require_session()
 
-changes = heads_ui.head_switch("att", session)  # heads switched off (issue 14), in the URL as att_off
+changes = heads_ui.head_switch("att", session)  # heads switched off, in the URL as att_off
 lazy = attention_long.long_capture(session, changes)  # maps longer than a chart holds: drawn pooled (None: short)
 cap = lazy if lazy is not None else caches.session_capture(session, changes=changes)
 MAPS = attention_long.map_shapes(lazy, session.model.config) if lazy is not None else vars(cap)
@@ -163,7 +163,7 @@ elif view == "one":
         ),
         key="att_one",
     )
-    if gold and (odd := disagreements(shown, gold)):  # the worked example's puzzle, said in one line (issue 34)
+    if gold and (odd := disagreements(shown, gold)):  # the worked example's puzzle, said in one line
         explain_disagreement(odd, len({t for _s, t in gold}), rows.tokens, k_tokens, session)
 elif view == "grid":
     layer_title = _("{title}, layer {layer}").format(title=title, layer=layer)

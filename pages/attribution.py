@@ -1,7 +1,7 @@
-"""Attribution page (issue 26): is attention an explanation? Rollout, flow, gradients and occlusion beside attention.
+"""Attribution page: is attention an explanation? Rollout, flow, gradients and occlusion beside attention.
 
 Every selection lives in the URL: attr_tok (output token), attr_layer / attr_head (the raw attention shown: cross-attention,
-or the self-attention of a decoder-only or encoder-only model, issue 32),
+or the self-attention of a decoder-only or encoder-only model),
 attr_matrix (the method of the matrix view), attr_base / attr_steps (integrated gradients), attr_occ (occlusion's
 replacement), attr_n (fresh examples), attr_off (heads switched off).
 """
@@ -37,7 +37,7 @@ n_source, n_output = attr.explained_sizes(session.model, session.tokenizer, sess
 most_output = MAX_TOKENS if session.model.config.has_encoder else MAX_OUTPUT
 if n_source > MAX_TOKENS or n_output > most_output:
     # flow solves a max-flow per output token over every layer's graph; integrated gradients halves its path
-    # until complete: on a server, the work of five methods is bounded before it starts (issue 22)
+    # until complete: on a server, the work of five methods is bounded before it starts
     st.info(
         _(
             "This page explains inputs of at most {n} source tokens with at most {m} output tokens on this server; "

@@ -165,7 +165,7 @@ else:  # T5
 scaled = step.scaled if step.scaled_scores else None  # T5: only the raw scores, which the softmax reads
 show(figs.scores(step.raw[keys], None if scaled is None else scaled[keys], step.allowed[keys], k_shown,
                  _("Raw and scaled scores"), keys.start), key="in_scaled")  # fmt: skip
-if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here (issue 24)
+if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores here
     st.markdown(_("This model's positions are a bias on the scores: b_j is added to each scaled score."))
     show(
         pe_kinds_figs.score_bias(

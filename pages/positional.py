@@ -151,13 +151,13 @@ elif view == "shift":
         )
     )
     explain("pe_rotation")
-elif view == "infer":  # issue 14: positions off, shuffled or shifted while the model runs
+elif view == "infer":  # positions off, shuffled or shifted while the model runs
     changes = changed_positions.inference_view(session)
-elif view == "models":  # issues 14, 24: the reverse models that differ only in their positions
+elif view == "models":  # the reverse models that differ only in their positions
     positional_models.models_view()
-elif view == "length":  # issue 24: exact match against input length, one curve per positional kind
+elif view == "length":  # exact match against input length, one curve per positional kind
     positional_models.length_view()
-elif view in positional_views.VIEWS:  # issue 24: today's positions, each kind's own view (ui/positional_views/)
+elif view in positional_views.VIEWS:  # today's positions, each kind's own view (ui/positional_views/)
     positional_views.VIEWS[view].view(session, d_model, base)
 else:
     if session is None:

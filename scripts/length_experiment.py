@@ -1,4 +1,4 @@
-"""The length experiment of the reverse demos (issue 24): exact match per input length, 1 .. 2 x the longest training
+"""The length experiment of the reverse demos: exact match per input length, 1 .. 2 x the longest training
 input, one curve per positional kind and per shift k, written into each demo's card (`length_experiment`) so the
 positional page draws them at once, and summarised as the README's table.
 

@@ -1,4 +1,4 @@
-"""Shipped demos' slow results computed once and written beside their weights, in each demo's results.json (issue 30),
+"""Shipped demos' slow results computed once and written beside their weights, in each demo's results.json,
 so that no visitor waits for them: the exact match on 200 fresh examples behind the positional page's "six kinds side
 by side" (the decoder-only demos' too: fresh prompts `source=` of their trained lengths, tasks/intervened.py), and
 with each kind of changed positions (as "Positions at inference" first shows it) behind its verdicts.

@@ -1,4 +1,4 @@
-"""What the attribution page (issue 26) draws besides its charts: cached calls, the agreement table, the texts.
+"""What the attribution page draws besides its charts: cached calls, the agreement table, the texts.
 
 Attributions are cached per (model key, text, target, method, settings, interventions) in caches.ATTRIBUTIONS and the
 averaged agreement over fresh examples per (model key, n, settings, interventions) in caches.AGREEMENTS.
@@ -110,7 +110,7 @@ def computed(
     session: Session, changes: Interventions, settings: dict, methods: list[str]
 ) -> dict[str, attr.Attribution]:
     """The scores of `methods` for the session's input, each computed once: the missing ones counted before any
-    starts (issue 30), then computed together in one limited worker process with progress and Cancel."""
+    starts, then computed together in one limited worker process with progress and Cancel."""
     _key, text, target = key = caches.input_key(session)
     keys = {m: (*key, m, settings_key(settings), changes) for m in methods}
     missing = [m for m in methods if keys[m] not in caches.ATTRIBUTIONS]
@@ -200,7 +200,7 @@ def _fits(plans, k: int) -> bool:
 def _fresh(session, changes, n, settings, methods, progress) -> Agreement:
     from tasks import intervened
 
-    def compute() -> Agreement:  # in a limited worker process (issue 30), the fresh examples drawn there too
+    def compute() -> Agreement:  # in a limited worker process, the fresh examples drawn there too
         plans = fresh_plans(session, n, settings, methods)  # counted before it starts
         return run_limited(
             intervened.agreement_fresh, session.model, session.tokenizer, session.card, n, changes, methods, progress=True,

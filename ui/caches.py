@@ -42,12 +42,12 @@ TRACES: BoundedCache[Trace] = BoundedCache("traces", max_entries=64, max_bytes=1
 HTML: BoundedCache[str] = BoundedCache("bertviz HTML", max_entries=16, max_bytes=64 * 2**20)  # keys hold the language
 RUNNING = N_("Running the model…")  # spinner texts: marked here, translated when shown
 QKV: BoundedCache[Capture] = BoundedCache("captures with Q, K, V", max_entries=16, max_bytes=128 * 2**20)
-# Issue 14: head importance per input (L x H floats per kind), exact match of a demo under an intervention, and the
+# head importance per input (L x H floats per kind), exact match of a demo under an intervention, and the
 # fresh examples that score it (one list per model).
 IMPORTANCE: BoundedCache[HeadImportance] = BoundedCache("head importance", max_entries=64, max_bytes=16 * 2**20)
 MATCHES: BoundedCache[intervened.MatchResult] = BoundedCache("exact match", max_entries=128, max_bytes=4 * 2**20)
 EXAMPLES: BoundedCache[list] = BoundedCache("fresh examples", max_entries=8, max_bytes=16 * 2**20)
-# Issue 26: one method's (T, S) attribution per (model key, text, target, method, settings, interventions), and the
+# one method's (T, S) attribution per (model key, text, target, method, settings, interventions), and the
 # agreement table averaged over fresh examples of a demo per (model key, n, settings, interventions).
 ATTRIBUTIONS: BoundedCache[Any] = BoundedCache("attributions", max_entries=160, max_bytes=32 * 2**20)
 AGREEMENTS: BoundedCache[Any] = BoundedCache("attribution agreement", max_entries=32, max_bytes=2**20)
@@ -72,7 +72,7 @@ def _changed(key: tuple, changes: Interventions) -> tuple:
     return (*key, changes) if changes else key
 
 
-# -- one decode per (model, input, interventions), shared by every page (issue 23) ----------------------------
+# -- one decode per (model, input, interventions), shared by every page ----------------------------
 # The greedy decoding is the one costly part of a new input (one decoder step per token, at the bound of reading the
 # weights once per token); the attention, decoding, Inside, attribution and compare pages all start from it. It runs
 # once per (model, input, interventions), fused and unrecorded (DECODES keeps its ids); then one teacher-forced pass
@@ -288,7 +288,7 @@ def demo_exact_match(
     (model key, changes, n). UnknownTraining when the card does not say how the model was trained; ValueError when
     a change does not fit the examples (a shift past max_len)."""
     from ui.disk_cache import checkpoint_cached
-    from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process (issue 30)
+    from ui.workers import heartbeat, run_limited, session_gone  # in a limited worker process
 
     def compute() -> intervened.MatchResult:  # the fresh examples too: drawing them excludes the training set
         cfg = model.config  # counted before it starts: n examples at the longest input its card trained on
@@ -370,7 +370,7 @@ def pe_downloads(length: int, d_model: int, base: float) -> tuple[Callable[[], b
     return (lambda: pe_npz(**arrays())), (lambda: pe_json(**arrays()))
 
 
-# -- decoding strategies and training snapshots (issue 15) ---------------------------------------
+# -- decoding strategies and training snapshots ---------------------------------------
 # A decoding through a strategy's decode() (a sampled trace, a beam search with every step's 2K hypotheses and their
 # attention rows): 32 of them and 128 MB at most.
 DECODINGS: BoundedCache[Any] = BoundedCache("decodings", max_entries=32, max_bytes=128 * 2**20)

@@ -208,7 +208,7 @@ def _alignment(session, trace) -> None:
 
 
 def label_smoothing(session) -> None:
-    """One line on the ~90% of the top choice at every step of a demo trained with label smoothing (issue 34)."""
+    """One line on the ~90% of the top choice at every step of a demo trained with label smoothing."""
     if note := label_smoothing_note(session.card):
         st.caption(md(note))
 

@@ -1,5 +1,5 @@
 """Results that depend only on a checkpoint, computed once per machine and kept on disk under the checkpoint's
-content digest (issue 30), with diskcache.
+content digest, with diskcache.
 
     value = on_disk(folder, "exact_match", (n,), compute)
 

@@ -127,7 +127,7 @@ def explain_row(*names: str | Text) -> None:
             explain(name)
 
 
-# The worked example's puzzle in one line (issue 34), and its link's words: marked here, translated where shown.
+# The worked example's puzzle in one line, and its link's words: marked here, translated where shown.
 DISAGREEMENT = N_(
     "Attention and the gold alignment disagree on {n} of {m} output tokens: the row that writes “{out}” "
     "peaks on “{peak}”, its gold source is “{gold}”. Attention shows where a head looks, not what the output "

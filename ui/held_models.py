@@ -1,4 +1,4 @@
-"""Models a visitor brought (a server folder, an upload) live as long as a session shows them (issue 30).
+"""Models a visitor brought (a server folder, an upload) live as long as a session shows them.
 
 The demos are loaded once per process and kept (ui/model_picker's cache). A folder or an upload is another
 visitor's choice: kept for the process, every one of them would stay in the server's memory after its visitor left

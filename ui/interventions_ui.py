@@ -1,4 +1,4 @@
-"""Switching heads off on the attention and decoding pages, and head importance (issue 14).
+"""Switching heads off on the attention and decoding pages, and head importance.
 
 One control for both pages: an expander showing one attention kind at a time, one row of head buttons (st.pills)
 per layer; a ticked head is switched off (its output zeroed before W^O, model/interventions/heads_off.py). Shortcuts switch a

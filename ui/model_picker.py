@@ -128,7 +128,7 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
 
 
 def _refuse_upload(upload, err: BaseException, remember: bool) -> None:
-    """A checkpoint upload that could not be loaded: its files go now (issue 22). Its error is kept for the
+    """A checkpoint upload that could not be loaded: its files go now. Its error is kept for the
     session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it)."""
     if upload is not None and not isinstance(err, RefusedUpload):
         refuse_upload(upload, err, remember)

@@ -1,4 +1,4 @@
-"""A view of the positional page (issue 14): positions changed at inference (the comparison of the reverse models
+"""A view of the positional page: positions changed at inference (the comparison of the reverse models
 that differ only in their positions is in pages/positional_models.py).
 
 Positions at inference: off / shuffled / shifted by k, in the URL as pe_pos, pe_shift, pe_seed. The page shows the

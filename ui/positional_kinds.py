@@ -1,4 +1,4 @@
-"""Three views of the positional page (issue 24): rotary positions (RoPE), ALiBi and T5's relative bias.
+"""Three views of the positional page: rotary positions (RoPE), ALiBi and T5's relative bias.
 
 Each answers the questions the sinusoid views answer: how position enters, at which frequencies or slopes, and that
 attention sees only the distance i - j. When the loaded model uses the kind, the view uses its sizes (and, for T5's

@@ -1,5 +1,5 @@
 """Two views of the positional page that compare the six reverse demos, which differ only in their positions:
-side by side (exact match, a failure, each kind's position similarity: issues 14, 21, 24), and the length experiment
+side by side (exact match, a failure, each kind's position similarity), and the length experiment
 (exact match against input length, in and beyond the trained lengths, optionally with every position shifted by k).
 URL: pe_lshift.
 """
@@ -139,7 +139,7 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     if shipped is not None:
         return shipped
     key = (demo.name, model_picker.stamp(demo.path), shift, lx.LENGTH_EXAMPLES)
-    params = (shift, lx.LENGTH_EXAMPLES)  # on disk under the checkpoint's digest (issue 30)
+    params = (shift, lx.LENGTH_EXAMPLES)  # on disk under the checkpoint's digest
     if progress is None:
         if key in CURVES:
             return CURVES.get(key, lambda: None)
@@ -151,7 +151,7 @@ def _curve(demo, model, tokenizer, shift: int, progress=None) -> lx.LengthCurve 
     seen = training_sources("reverse", int(recipe.get("train_size", 0)), int(demo.card.get("seed", 0)))
     examples = lx.examples_by_length("reverse", range(1, 2 * high + 1), lx.LENGTH_EXAMPLES, exclude=seen)
 
-    def compute() -> lx.LengthCurve:  # in a limited worker process (issue 30): stopped at the deadline or on a rerun
+    def compute() -> lx.LengthCurve:  # in a limited worker process: stopped at the deadline or on a rerun
         n = sum(len(e) for e in examples.values())  # counted before it starts: every example at the longest length
         admit_examples(model.config, M_("The length curve of {n} strings", n=n), n, 2 * high + 2 + shift, 2 * high + 2,
                        WorkBudget.from_environment())  # fmt: skip
@@ -200,7 +200,7 @@ def length_view() -> None:
                 bar.progress((i + done / total) / len(todo), _("{kind}: {done} of {total} strings").format(
                     kind=_(KINDS[kind]), done=done, total=total))  # fmt: skip
 
-            try:  # each curve in its own limited worker (issue 30)
+            try:  # each curve in its own limited worker
                 curves[kind] = _curve(found[kind], *loaded[kind], shift, tick)
             except (WorkerStopped, BudgetExceeded) as stopped:  # stopped, or refused before it started
                 st.warning(md(message_of(stopped)))

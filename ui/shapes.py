@@ -1,4 +1,4 @@
-"""What the pages share about the model's shape (encoder-decoder, decoder-only, encoder-only; issue 32): which
+"""What the pages share about the model's shape (encoder-decoder, decoder-only, encoder-only): which
 attention kinds it has, the one line a page shows when a view does not apply, and the grouped-query note."""
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def sidebar(cost=None) -> Session | None:
         st.sidebar.caption(_(description))
     text, target = st.session_state["text"], st.session_state["target"]
     room = text_room(model.config)
-    budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work (issue 22)
+    budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work
     check = check_text(text, tok.source, room)
     check.warnings[:0] = long_link
     apply_budget(check, tok.source, model.config, budget, cost=cost)

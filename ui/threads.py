@@ -2,7 +2,7 @@
 the step cap, weights read privately (VIZ_MAP_WEIGHTS), glibc's mapping threshold fixed (VIZ_MALLOC_MMAP_KB: freed
 tensors go back to the system), and the long-lived objects kept out of the garbage collector.
 
-Heavy work does not share this process's CPU by hand (issue 30): it runs in worker processes with OS limits
+Heavy work does not share this process's CPU by hand: it runs in worker processes with OS limits
 (ui/workers.py), so the yield points and thread priorities that made heavy runs step aside are gone."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def set_server_threads() -> int:
     (OpenBLAS, one thread per core by default) gets the same number.
 
     Every browser session runs the model on its own thread; with torch's default (one OpenMP thread per
-    core, per session) concurrent sessions oversubscribe the cores, and issue 11 measured 10-24x more CPU for
+    core, per session) concurrent sessions oversubscribe the cores, and measured 10-24x more CPU for
     the same work (benchmarks/bench_threads.py measures it on your machine). One thread per session lets
     sessions share the cores; a single researcher on a big machine may raise it. The inter-op
     pool can only be sized before torch first uses it: later calls leave it as it is. numpy's products (the

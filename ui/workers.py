@@ -1,4 +1,4 @@
-"""Heavy work in a child process that the operating system limits, stopped when nobody waits for it (issue 30).
+"""Heavy work in a child process that the operating system limits, stopped when nobody waits for it.
 
     result = run_limited(model.analysis.attribution.attribute, model, tok, text, method=name)
     result = run_with_progress(fn, *args, key=("attr", ...), label=N_("Computing…"), **kwargs)   # in a page

@@ -6,7 +6,7 @@ follow the app's one row convention (viz/tokens.Rows): labelled with the token e
 decoder input that wrote it ("i: <s> → la"); builders take a Rows or a plain list of query tokens.
 Masked cells (the causal mask of decoder self-attention) are drawn as grey, not as zero weight.
 
-Built for size (issue 11): weights go to the browser as one float32 typed array per heatmap, every
+Built for size: weights go to the browser as one float32 typed array per heatmap, every
 heatmap of a figure shares one colour axis, and one hovertemplate per trace reads the token labels
 from the axes; nothing is formatted per cell in Python.
 """

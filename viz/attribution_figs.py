@@ -1,4 +1,4 @@
-"""Attribution figures (issue 26): one output token's scores per method side by side, and one method's matrix.
+"""Attribution figures: one output token's scores per method side by side, and one method's matrix.
 
 numpy in, plotly out. Source tokens are categories "i: token" (unique, so repeated tokens never merge). Scores of
 different methods live on different scales (shares of 1, log-probability drops, gradients): each panel keeps its

@@ -1,4 +1,4 @@
-"""Figures of a changed model (issue 14): which heads matter, and how the output's probability moved.
+"""Figures of a changed model: which heads matter, and how the output's probability moved.
 
 importance_heatmap: per attention kind a (layers, heads) panel of the drop in the output's log-probability when
 that head alone is switched off; cells are clickable (a transparent marker over each, since plotly cannot select

@@ -255,7 +255,7 @@ def _pe_section(figs: _Figures, pe) -> str:
             '<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds no positional '
             "encoding: it sees its tokens without their order (the table is all zeros).</p></section>"
         )
-    if pe.inside_text:  # a kind acting inside attention: nothing added, the table is zeros (issue 24)
+    if pe.inside_text:  # a kind acting inside attention: nothing added, the table is zeros
         heading = _esc(_("Positional encoding of this model"))
         return f'<section id="pe"><h2>{heading}</h2><p>{_esc(_(pe.inside_text))}</p></section>'
     P, D = pe.table.shape

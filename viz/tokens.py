@@ -67,7 +67,7 @@ def indexed(tokens: Sequence[str], start: int = 0) -> list[str]:
     return [LABEL.format(i=i, token=display_token(t)) for i, t in enumerate(tokens, start)]
 
 
-# -- the one row convention (issue 34) ------------------------------------------------------------------------
+# -- the one row convention ------------------------------------------------------------------------
 # Every page, the lecture pack and the downloads label a decoder row with the token it WRITES: row j reads decoder
 # input j and writes the next token (Capture.written_tokens: the decoder input shifted by one, the last row the
 # model's own next token); the hover names the decoder input that wrote it ("<s> → la"). Encoder rows stay source

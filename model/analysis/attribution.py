@@ -1,4 +1,4 @@
-"""Which source tokens explain each output token: attention rollout and flow, gradients, occlusion (issue 26).
+"""Which source tokens explain each output token: attention rollout and flow, gradients, occlusion.
 
     attribute(model, tokenizer, source, target=None, method="occlusion", interventions=None) -> Attribution
 
@@ -14,7 +14,7 @@ the model's own forward pass: the gradient methods differentiate `model.encode(s
 x the output of the source embedding table (before the sqrt(d_model) scale and the positions), so rotary, ALiBi and
 relative positions, norms and interventions are those of every other view (tests/test_one_forward_path.py).
 
-Decoder-only and encoder-only models (issue 32), through the same methods and passes (model/analysis/scored.py says
+Decoder-only and encoder-only models, through the same methods and passes (model/analysis/scored.py says
 what is scored): a decoder-only model's "source" is its prompt and each row explains a token of the continuation
 (its greedy one, or `target`), the continuation held fixed as an encoder-decoder's decoder input; the gradient methods
 differentiate `model.decode` of the whole sequence from the prompt's embeddings (the continuation's looked up).

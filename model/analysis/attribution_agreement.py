@@ -1,4 +1,4 @@
-"""How far each explanation agrees with occlusion, and with a demo's gold alignment (issue 26).
+"""How far each explanation agrees with occlusion, and with a demo's gold alignment.
 
 For one input: per method (and per layer's raw cross-attention, heads averaged), the Spearman rank correlation
 of its row with occlusion's row for each output token, averaged over the output tokens; and, where the demo's

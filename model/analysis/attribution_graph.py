@@ -152,7 +152,7 @@ def flow(
     return _normalise_rows(out)
 
 
-# -- one stack: a decoder-only or an encoder-only model (issue 32) -----------------------------------------------
+# -- one stack: a decoder-only or an encoder-only model -----------------------------------------------
 
 
 def sequence_layers(maps: np.ndarray, keep: np.ndarray | None = None) -> list[np.ndarray]:

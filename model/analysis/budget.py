@@ -1,5 +1,5 @@
 """The work a visitor's input will cost, estimated from the model's shape and the input's length before any work
-starts, and checked against a budget (issue 22).
+starts, and checked against a budget.
 
 The config limits (model/network/config.py) bound the weights; they do not bound the work. Attention grows with
 heads x length^2, not with the size of the weights: a 261 KB checkpoint with 32 heads and max_len 16384 asked
@@ -258,7 +258,7 @@ def backward_bytes(cfg, S: int, T: int, rows: int = 1) -> int:
     score), the logits and their log-softmax (3 per logit); and the gradient of the input embeddings.
     tests/test_budget.py measures what autograd really saves (saved_tensors_hooks) against it.
     A decoder-only model runs its prompt (S) and continuation (T) as one sequence; an encoder-only model's output
-    head predicts at each of its S positions (issue 32)."""
+    head predicts at each of its S positions."""
     d, f, H = cfg.d_model, max(cfg.d_ff, 4 * cfg.d_model), cfg.n_heads
     predicted = T + S if not cfg.has_encoder else (T if cfg.has_decoder else S)  # rows of logits
     S, T = one_sequence(cfg, S, T)

@@ -64,7 +64,7 @@ class Capture:
 
     @property
     def written_tokens(self) -> list[str]:
-        """T: the token each decoder row writes, the app's one row convention (issue 34): row j reads decoder input
+        """T: the token each decoder row writes, the app's one row convention: row j reads decoder input
         target_tokens[j] and writes target_tokens[j + 1]; the last row writes the model's own next token
         (predicted_tokens[-1]: </s> after a finished greedy output, the token after a decoder-only model's text).
         [] without a decoder."""

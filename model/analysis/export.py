@@ -1,6 +1,6 @@
 """Captured attention and decoding traces as downloadable files (.npz and JSON).
 
-Rows follow the app's one convention (issue 34): decoder row j reads target_tokens[j] (its decoder input) and writes
+Rows follow the app's one convention: decoder row j reads target_tokens[j] (its decoder input) and writes
 written_tokens[j] (Capture.written_tokens); a decoding's step writes its "token" from its "input"."""
 
 from __future__ import annotations

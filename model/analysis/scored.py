@@ -2,7 +2,7 @@
 (the given target then </s>, or the unchanged model's greedy output) and the decoder inputs that predict them.
 Head importance and every attribution method score the same output this way.
 
-The three shapes (issue 32):
+The three shapes:
 - encoder-decoder: the source (with </s>) is explained; decoder input t predicts scored[t] (first = 0);
 - decoder-only: the prompt (its ids as the family's tokenizer gives them) is explained; the model reads the prompt and
   the continuation as one sequence (inputs), position first + t = P - 1 + t predicting scored[t];

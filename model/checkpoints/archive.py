@@ -32,7 +32,7 @@ METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 CHUNK = 2**20
 
 
-# What a checkpoint folder holds, by file kind (issue 22: unpacked size bounded by what a checkpoint needs).
+# What a checkpoint folder holds, by file kind (unpacked size bounded by what a checkpoint needs).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".pkl")  # tensors: they hardly compress
 TEXT_SUFFIXES = (".json", ".txt", ".model", ".spm", ".vocab")  # configs, vocabularies, tokenizer models
 # Anything else (README.md, .gitattributes, flax_model.msgpack, tf_model.h5 ...) is left packed: no reader uses it.

@@ -240,7 +240,7 @@ def read_json(
 
 
 # A checkpoint's tensor count: this project's base model has 190, Hugging Face's largest encoder-decoders a
-# few thousand. A file of a million one-element tensors (7 MB zipped) took 50 s and 1.6 GB to read (issue 22).
+# few thousand. A file of a million one-element tensors (7 MB zipped) took 50 s and 1.6 GB to read.
 MAX_TENSORS = 16384
 SAFETENSORS_MAX_HEADER = 8 * 2**20  # the JSON header naming every tensor: about 100 bytes each
 

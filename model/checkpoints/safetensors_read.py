@@ -1,4 +1,4 @@
-"""Reading a safetensors file into the process's own memory in one pass, for a model to adopt (issue 32).
+"""Reading a safetensors file into the process's own memory in one pass, for a model to adopt.
 
 By default (the library) a model keeps views of safetensors' memory map of its file, as transformers'
 from_pretrained does (keeps_mapping): loading reads nothing. VIZ_MAP_WEIGHTS=0 reads the weights privately instead,

@@ -1,4 +1,4 @@
-"""The memory a tokenizer's files take to read, counted from their sizes before any of them is parsed (issue 30).
+"""The memory a tokenizer's files take to read, counted from their sizes before any of them is parsed.
 
 A 57 MB vocab.json (2.5 M entries) cost +950 MB while loading and kept +500 MB, within every byte limit of
 safe_io: the bytes were bounded, the structures parsed from them were not. Each kind of file costs a measured

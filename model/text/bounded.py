@@ -1,4 +1,4 @@
-"""Reading a visitor's text as tokens with work bounded by the tokens wanted, not by the text (issue 30).
+"""Reading a visitor's text as tokens with work bounded by the tokens wanted, not by the text.
 
 A tokenizer file decides how many tokens a character becomes: a sentencepiece normalization rule can rewrite `a`
 as 2,000 `z`s, so 20,000 typed characters became 40 million tokens, and every `vocab.encode(text)` of the whole

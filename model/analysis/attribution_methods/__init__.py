@@ -1,4 +1,4 @@
-"""The attribution methods, one module each (issue 31): a method is one module here and one line in registry.py.
+"""The attribution methods, one module each: a method is one module here and one line in registry.py.
 
 A method module holds both halves of the method:
 - NAME (its key in links and downloads), TITLE and EXPLANATION (marked with N_, translated where shown);
@@ -8,8 +8,8 @@ A method module holds both halves of the method:
 - compute(model, tokenizer, source, target, prep, changes, options, batch_size, progress) -> (scores (T, S),
   settings used, extra fields of the Attribution) through the passes of passes.py;
 - plan(cfg, S, T, settings, budget) -> model.analysis.budget.Plan: its cost in the budget's units (bytes and
-  operations, the worst case of any adaptive loop), counted before it starts; BudgetExceeded saying what fits
-  (issue 30). ADAPTIVE (optional, True): its loop takes what the other methods of the request leave.
+  operations, the worst case of any adaptive loop), counted before it starts; BudgetExceeded saying what fits.
+  ADAPTIVE (optional, True): its loop takes what the other methods of the request leave.
 """
 
 from __future__ import annotations

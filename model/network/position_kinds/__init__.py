@@ -1,4 +1,4 @@
-"""The positional kinds, one module each (issue 31): a kind is one module here and one line in registry.py.
+"""The positional kinds, one module each: a kind is one module here and one line in registry.py.
 
 A kind module holds what the library and the pages read of it:
 - NAME (the config's `positional` value), TITLE and DESCRIPTION (marked with N_, translated where shown: the kind's
