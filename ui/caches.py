@@ -102,8 +102,7 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
 def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
     """capture() with the decoder reading <s> + ids (</s> left out), marked as the model's own output."""
     written = [i for i in ids if i != tokenizer.target.eos_id]
-    return capture(model, tokenizer, text, qkv=qkv, ablate=sorted(changes.ablate), positional=changes.positional,
-                   shift=changes.shift, seed=changes.seed, output_ids=written)  # fmt: skip
+    return capture(model, tokenizer, text, qkv=qkv, interventions=changes, output_ids=written)
 
 
 def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qkv: bool, changes: Interventions):
@@ -111,8 +110,7 @@ def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qk
     unchanged model's output: capture keeps it under interventions too, so that log-probs compare)."""
     if target is None and model.config.has_decoder:
         return _pass_on(model, tokenizer, text, own_output(model_key, text, model, tokenizer), qkv, changes)
-    return capture(model, tokenizer, text, target, qkv=qkv, ablate=sorted(changes.ablate),
-                   positional=changes.positional, shift=changes.shift, seed=changes.seed)  # fmt: skip
+    return capture(model, tokenizer, text, target, qkv=qkv, interventions=changes)
 
 
 def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
@@ -185,8 +183,7 @@ def cached_lazy_capture(
     key = _changed(("lazy", model_key, text, target), changes)
 
     def compute():
-        kwargs = dict(lazy=True, ablate=sorted(changes.ablate), positional=changes.positional, shift=changes.shift,
-                      seed=changes.seed)  # fmt: skip
+        kwargs = dict(lazy=True, interventions=changes)
         if target is None and _model.config.has_decoder:
             ids = own_output(model_key, text, _model, _tokenizer)
             kwargs["output_ids"] = [i for i in ids if i != _tokenizer.target.eos_id]

@@ -13,6 +13,7 @@ shift=3, seed=0)`, becomes a value through `Interventions.make(...)`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,11 @@ from i18n import _
 from .base import MAX_SHIFT, Change
 from .heads_off import HeadsOff
 from .registry import KIND_CLASSES
+
+DEPRECATED_KEYWORDS = (
+    "the keywords ablate=, positional=, shift= and seed= are deprecated: pass "
+    "interventions=Interventions.make(ablate=..., positional=..., shift=..., seed=...)"
+)
 
 POSITIONAL = tuple(k.positional for k in KIND_CLASSES.values() if k.slot == "positions")  # ("off", "shuffled", ...)
 
@@ -68,9 +74,13 @@ class Interventions:
     @classmethod
     def given(cls, interventions: Interventions | None = None, **keywords: Any) -> Interventions:
         """What a call takes: `interventions` whole, or the value its keyword arguments (ablate=..., positional=...,
-        shift=..., seed=...) ask for; ValueError when both are given, or a keyword is bad."""
+        shift=..., seed=...) ask for; ValueError when both are given, or a keyword is bad. The keywords are the older
+        calling convention, kept as a thin layer: they still work, with a DeprecationWarning."""
         if interventions is None:
-            return cls.make(**keywords)
+            made = cls.make(**keywords)
+            if made:
+                warnings.warn(DEPRECATED_KEYWORDS, DeprecationWarning, stacklevel=3)
+            return made
         if cls.make(**keywords):
             raise ValueError("give either interventions=... or the keywords ablate/positional, not both")
         if not isinstance(interventions, Interventions):
