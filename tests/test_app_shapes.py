@@ -10,7 +10,7 @@ from model import capture, greedy_decode, load_checkpoint
 from model.analysis.inspect import attention_shape_walk
 from tests.apptest_helpers import ROOT, charts, open_page, shown
 from ui.compare_models import SAME_AS_A, WHY
-from ui.decoding_steps import CONTEXT_FULL
+from ui.decoding_steps import CONTEXT_FULL, context_full
 from ui.positional_interventions import PANEL_TITLES
 from ui.shapes import WORDS
 
@@ -88,8 +88,7 @@ def test_decoding_that_fills_the_context_says_so(demo):
     at = open_page("decoding", DEMO, text=prompt)
     no_error(at)
     assert _(CONTEXT_FULL).format(n=model.config.max_len) in [i.value for i in at.info]
-    short = open_page("decoding", DEMO, text=PROMPT)  # written to </s>: no notice
-    assert _(CONTEXT_FULL).format(n=model.config.max_len) not in [i.value for i in short.info]
+    assert not context_full(greedy_decode(model, tok, PROMPT), model.config)  # written to </s>: no notice
 
 
 def test_model_page_offers_only_the_stacks_a_decoder_only_model_has(demo):
@@ -112,16 +111,14 @@ def test_compare_starts_b_from_a_model_that_reads_the_same_tokens():
     assert at.selectbox(key="model_b_choice").value == "fr_en"
     assert _(SAME_AS_A) in [c.value for c in at.caption]
     assert not at.info and len(charts(at)) == 1  # A, B and A − B in one figure, no reason it cannot subtract
-    at = open_page("compare", DEMO, text="stressed=")
-    no_error(at)
-    assert at.selectbox(key="model_b_choice").value == "reverse_decoder_nope"
 
 
 def test_compare_lets_one_decoder_only_model_read_the_others_continuation(demo):
     model, tok = demo
     written = greedy_decode(model, tok, "stressed=").text  # A's continuation; B (NoPE) writes another
-    at = open_page("compare", DEMO, text="stressed=")  # by default B reads A's output
+    at = open_page("compare", DEMO, text="stressed=")  # B starts from the demo of A's tokens, and reads A's output
     no_error(at)
+    assert at.selectbox(key="model_b_choice").value == "reverse_decoder_nope"
     assert at.radio(key="cmp_input").value == "a" and not at.info
     (figure,) = charts(at)  # A, B and A − B in one figure: the rows line up
     assert written == "desserts" and len(figure["data"]) == 3

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from harness.charts import contrast_on_white
 from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, wait_idle
 from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
@@ -145,7 +146,14 @@ HALL_VIEWS = [
     ("positional", {"pe_view": "rope", "model": "demo:reverse_rope"}, 2),
     ("attribution", {}, 1),
     ("training", {"model": "demo:translate", "trn_play": "1"}, 2),  # the snapshots as one animation, its controls
+    # the other shapes' and models' first screens: a model B of A's tokens, a decoder-only demo's views
+    ("compare", {"model": "demo:fr_en"}, 1),
+    ("compare", {"model": "demo:reverse_decoder_rope", "text": "stressed="}, 1),
+    ("attribution", {"model": "demo:reverse_decoder_rope", "text": "stressed="}, 1),
+    ("positional", {"pe_view": "length"}, 1),
+    ("model", {"model": "demo:reverse_decoder_rope", "model_view": "weights"}, 1),
 ]
+CAPTION_CONTRAST = 4.5  # WCAG AA for text: captions carry the model's output ("model predicts: ...")
 HALL_SCREENS = [PROJECTOR, {"width": 1920, "height": 1080}]
 THEME_TEXT = (49, 51, 63)  # Streamlit's text colour #31333F: chart text may be as dark or darker, never lighter
 
@@ -177,7 +185,10 @@ _HALL = """() => {
             sidebar: sidebar ? sidebar.getBoundingClientRect().right > 1 : false,
             first: r ? {top: r.top, bottom: r.bottom, width: r.width, inColumns: !!first.closest('[data-testid="stColumn"]')}
                      : null,
-            square, texts, gap};
+            square, texts, gap,
+            captions: [...document.querySelectorAll('[data-testid="stCaptionContainer"]')].map(c => {
+                const s = getComputedStyle(c); return {text: c.textContent.slice(0, 30), color: s.color,
+                                                       opacity: parseFloat(s.opacity)}; })};
 }"""
 
 
@@ -263,6 +274,10 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
                     problems.append(f"{where}: the colour bar {shown['gap']:.0f} px from its map")
                 if shown["square"] is not None and abs(shown["square"] - 1) > 0.02:
                     problems.append(f"{where}: cells {shown['square']:.3f} times as wide as they should be")
+            for c in shown["captions"]:  # the colour as drawn: blended with the white page by its opacity
+                drawn = [round(255 - c["opacity"] * (255 - v)) for v in _rgb(c["color"])]
+                if contrast_on_white("rgb({}, {}, {})".format(*drawn)) < CAPTION_CONTRAST:
+                    problems.append(f"{where}: caption {c['text']!r} {c['color']} at opacity {c['opacity']}")
             for t in shown["texts"]:
                 texts += 1
                 white = t["fill"] == "rgb(255, 255, 255)"  # only drawn on a dark fill: a bar, a probable cell

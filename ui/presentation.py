@@ -38,6 +38,7 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] label { font-size: 1.1rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
 [data-testid="stCaptionContainer"] { color: #4a4c57; opacity: 1; }
+[data-testid="stMainBlockContainer"] .katex { font-size: 1.6em; }
 </style>
 """
 # The model's badge: fixed at the top right, beside Streamlit's menu, above the (transparent) header bar; it takes
