@@ -91,16 +91,20 @@ def halves_accuracy(model: nn.Module, seqs: Sequence[Sequence[int]], ablate=()) 
 def measure(model: nn.Module, tok: Tokenizer, n: int = 200, seed: int = 1000) -> dict:
     """The card's numbers on n fresh sequences: induction and previous-token scores per head (and as a share of a
     perfect head's), accuracy on both halves, and the repeated half's accuracy with the best induction head
-    switched off, or a lowest-scoring head of the other layer."""
+    switched off, or the other layer's previous-token head (the circuit's first half), or a lowest-scoring head of the
+    other layer apart from that one."""
     seqs = fresh_sequences(tok.source, n, seed)
     induction = head_scores(model, tok, "induction", texts=seqs)
     previous = head_scores(model, tok, "previous_token", texts=seqs)
     perfect = float(np.mean([perfect_score("induction", s) for s in seqs]))
     best = np.unravel_index(int(np.argmax(induction)), induction.shape)
     other = 1 - int(best[0]) if induction.shape[0] == 2 else int(best[0]) - 1
-    low = int(np.argmin(induction[other]))
+    reader = int(np.argmax(previous[other]))  # the other layer's previous-token head (what the induction head reads)
+    rest = [h for h in range(induction.shape[1]) if h != reader] or [reader]
+    low = min(rest, key=lambda h: induction[other, h])  # a lowest-scoring head of the other layer, outside the circuit
     first, repeated = halves_accuracy(model, seqs)
     _, without_best = halves_accuracy(model, seqs, [("decoder_self", int(best[0]), int(best[1]))])
+    _, without_reader = halves_accuracy(model, seqs, [("decoder_self", other, reader)])
     _, without_low = halves_accuracy(model, seqs, [("decoder_self", other, low)])
     return {
         "sequences": n,
@@ -114,6 +118,8 @@ def measure(model: nn.Module, tok: Tokenizer, n: int = 200, seed: int = 1000) ->
         "accuracy_repeated_half": round(repeated, 4),
         "chance": round(1 / len(LETTERS), 4),
         "repeated_half_without_best": round(without_best, 4),
+        "previous_token_head": [other, reader],
+        "repeated_half_without_previous_token_head": round(without_reader, 4),
         "lowest_other_head": [other, low],
         "repeated_half_without_lowest_other": round(without_low, 4),
     }

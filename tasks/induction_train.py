@@ -28,7 +28,9 @@ from model.network.transformer import Transformer, build_model
 
 from .induction import InductionTask, best_share, fresh_sequences, halves_accuracy, measure, tokenizer
 
-DEFAULTS = dict(d_model=64, n_heads=2, layers=2, steps=2000, batch_size=32, lr=2e-3, warmup=100, seed=0)
+# seed 2 of 0-3 (all trained the same way): its induction head alone carries the copy (with the previous-token head
+# it reads), the other heads do not matter for it; the others spread it over two heads (docs/head-atlas.md)
+DEFAULTS = dict(d_model=64, n_heads=2, layers=2, steps=2000, batch_size=32, lr=2e-3, warmup=100, seed=2)
 SNAPSHOT_SEED = 500  # the fresh sequences every snapshot is scored on
 SNAPSHOT_SEQUENCES = 64
 
