@@ -45,6 +45,7 @@ VIEWS = {
     "training": (None, []),
     "model": ("model_view", ["config", "params", "weights", "shapes"]),
     "lecture_pack": (None, []),
+    "head_atlas": (None, []),
 }
 # URL parameters a page needs to show its content: the translate demo ships training snapshots.
 LINKS = {"training": {"model": "demo:translate"}}

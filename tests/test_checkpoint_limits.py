@@ -109,7 +109,9 @@ def test_other_hugging_face_model_types_are_not_echoed(tmp_path):
 
 
 def nested(depth: int) -> str:
-    return '{"a": ' * depth + "1" + "}" * depth
+    """JSON nested `depth` levels deep, in 2 bytes a level (under the 1 MB a config file may hold, even past Python's
+    recursion limit)."""
+    return "[" * depth + "1" + "]" * depth
 
 
 @pytest.mark.parametrize("name", ["config.json", "tokenizer.json", "card.json"])

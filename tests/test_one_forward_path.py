@@ -49,6 +49,9 @@ PATHS = {
     "model/analysis/onnx_export.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
     "tests/test_onnx_export.py::test_the_cached_step_graphs_decode_as_greedy_decode_and_capture",
     "model/analysis/onnx_export.py:export_step_graphs": "(the same: the trace's example pass)",
+    "model/analysis/head_switch_off.py:ablated_losses": "the head atlas's switch-off tests, one batched pass per input: "
+    "test_the_atlas_passes_read_as_capture",
+    "tasks/induction.py:halves_accuracy": "the induction demo's card: (the same)",
 }
 
 # The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.
@@ -339,3 +342,29 @@ def test_every_path_is_listed():
                 found |= _network_calls(path)
     training = {p for p in found if p.startswith("tasks/train.py") or p.endswith(":train")}  # training's loss pass
     assert found - training == set(PATHS), f"unlisted: {found - training - set(PATHS)}, gone: {set(PATHS) - found}"
+
+
+def test_the_atlas_passes_read_as_capture():
+    """head_switch_off.ablated_losses (the unchanged row and a row with a head off) and tasks.induction's
+    halves_accuracy against capture's log-probabilities on the same ids, with the same head switched off."""
+    from model.analysis.head_scores import item_tokenizer
+    from model.analysis.head_switch_off import ablated_losses, scored_input
+    from tasks.induction import fresh_sequences, halves_accuracy
+
+    model, tok = load_checkpoint(str(ROOT / "checkpoints" / "induction"))
+    ids = fresh_sequences(tok.source, 1, seed=7)[0]
+    off = ("decoder_self", 1, 0)
+    s = scored_input(model, tok, ids, repeated=True)
+    losses, _ = ablated_losses(model, tok, [ids], "decoder_self", [[], [off[1:]]], repeated=True)
+    for row, changes in enumerate((Interventions(), Interventions.make(ablate=[off]))):
+        item_tok, text = item_tokenizer(model, tok, ids)
+        cap = capture(model, item_tok, text, interventions=changes)
+        assert list(cap.target_ids) == list(s.inputs)
+        want = -np.mean([cap.log_probs[p, y] for p, y in zip(s.positions, s.targets)])
+        assert losses[row] == pytest.approx(want, abs=1e-4)
+        predicted = cap.log_probs.argmax(-1)
+        half = len(ids) // 2
+        parts = [range(0, half - 1), range(half, len(ids) - 1)]
+        want_acc = [np.mean([predicted[p] == ids[p + 1] for p in rows]) for rows in parts]
+        got = halves_accuracy(model, [ids], ablate=[off] if row else ())
+        assert got == pytest.approx(want_acc, abs=1e-9)

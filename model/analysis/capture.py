@@ -82,7 +82,7 @@ def _windows(config, kinds) -> dict[str, list[int | None]]:
     if config.sliding_window is None:
         return {}
     layers = {"encoder_self": config.n_encoder_layers, "decoder_self": config.n_decoder_layers}
-    return {kind: [config.window_of(i) for i in range(layers[kind])] for kind in kinds if kind in layers}
+    return {kind: [config.window_of(i) for i in range(layers[kind])] for kind in kinds if layers.get(kind)}
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
