@@ -117,9 +117,11 @@ def test_a_folder_of_no_known_format_lists_the_registered_ones(tmp_path):
 def test_a_folder_of_another_hugging_face_model_is_refused(tmp_path):
     (tmp_path / "xlnet").mkdir()
     (tmp_path / "xlnet" / "config.json").write_text(json.dumps({"model_type": "xlnet", "n_layer": 2}))
-    with pytest.raises(
-        CheckpointError,
-        match="Hugging Face model of another kind .* these families can be imported: "
-        "MarianMT, T5 and flan-T5, BART, mBART, GPT-2, Llama, Qwen2, BERT",
-    ):
+    from model.checkpoints.formats.registry import hugging_face_families
+
+    with pytest.raises(CheckpointError) as err:
         inspect_checkpoint(tmp_path / "xlnet")
+    message = err.value.args[0]
+    assert message.template.startswith("{name}/config.json describes a Hugging Face model of another kind")
+    assert message.values["families"] == hugging_face_families()  # every registered family, from the registry
+    assert "GPT-2" in message.values["families"] and "xlnet" not in message.values["families"]
