@@ -80,8 +80,9 @@ def role_grid(
     fig.update_layout(
         title=title,
         xaxis=dict(title=_("head"), tickmode="array", tickvals=list(range(H)), range=[-0.6, H - 0.4]),
-        yaxis=dict(title=_("layer"), tickmode="array", tickvals=list(range(L)), range=[L - 0.4, -0.6]),
-        height=min(700, 120 + 44 * L),
+        # square cells: one layer's row as tall as one head's column is wide, a marker and a margin per cell
+        yaxis=dict(title=_("layer"), tickmode="array", tickvals=list(range(L)), range=[L - 0.4, -0.6], scaleanchor="x"),
+        height=min(700, max(240, 130 + int(1.4 * max(10, min(44, 520 // max(L, H)))) * L)),
         legend=dict(orientation="h", y=-0.2),
         margin=dict(l=60, r=20, t=50, b=40),
     )
