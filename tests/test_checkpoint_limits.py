@@ -46,7 +46,7 @@ def test_the_papers_big_model_is_within_the_limits():
 def test_the_weights_limit_comes_from_the_memory_they_may_take(monkeypatch):
     """Half the machine's memory in float32 numbers by default; $VIZ_WEIGHTS_MB sets it; a 1.2B model (Llama-3.2-1B's
     1,236 million numbers: 4.9 GB in float32) opens where 8 GB are given to weights, not where 2 GB are."""
-    from model.network.config import WEIGHTS_ENV, machine_memory, parameter_limit
+    from model.env import WEIGHTS_ENV, machine_memory, parameter_limit
 
     monkeypatch.delenv(WEIGHTS_ENV, raising=False)
     assert parameter_limit() == machine_memory() // 2 // 4 and parameter_limit(2) == machine_memory() // 2 // 2

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
 
+from ..env import parameter_limit
 from .position_kinds.registry import MODULES as POSITIONAL_KINDS
 
 # POSITIONAL_KINDS: the registry's kinds (model/network/position_kinds/: one module each, its factory and titles)
@@ -45,38 +45,8 @@ LIMITS: dict[str, int] = {
     "max_len": 16384,
     "attention_width": 32768,  # n_heads * head_dim (T5 sets the head width apart from d_model)
     "relative_buckets": 1024,
-    "parameters": 0,  # weights plus positional tables: from this machine's memory (parameter_limit), set below
+    "parameters": 0,  # weights plus positional tables: from this machine's memory (model/env.parameter_limit), below
 }
-
-WEIGHTS_ENV = "VIZ_WEIGHTS_MB"  # the memory a model's weights may take; unset: half of this machine's memory
-F32_BYTES = 4  # the weights are kept in float32 (a bf16 checkpoint's numbers are widened when read)
-
-
-def machine_memory() -> int:
-    """Bytes of memory this process may use: the machine's physical memory, or its control group's limit when lower
-    (a container)."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            total = min(total, int(text))
-    return total
-
-
-def parameter_limit(bytes_per_number: int = F32_BYTES) -> int:
-    """The most numbers a model may hold: the memory its weights may take ($VIZ_WEIGHTS_MB, default half of this
-    machine's memory: the other half is the work budgets' and the server's) over the bytes of the float type they are
-    kept in. Llama-3.2-1B (1,236 million numbers) and Qwen2.5-1.5B (1,544 million) in float32 need 5 and 6.2 GB:
-    they open on a machine of 16 GB."""
-    from ..env import positive_int
-
-    room = positive_int(WEIGHTS_ENV, 0) * 2**20 or machine_memory() // 2
-    return max(1, room // bytes_per_number)
-
 
 LIMITS["parameters"] = parameter_limit()
 
