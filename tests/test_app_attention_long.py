@@ -119,3 +119,13 @@ def test_the_long_views_are_in_the_readers_language(folder, lazy):
         note = _(CELL_NOTES["max"]).format(a=2, b=2)
     assert note != CELL_NOTES["max"].format(a=2, b=2)  # the catalog has it
     assert note in big["layout"]["title"]["text"]
+
+
+@pytest.mark.parametrize("view", ["one", "grid", "overview", "sinks"])
+def test_every_view_through_the_real_lazy_capture(folder, view):
+    """The page's own path (caches.cached_lazy_capture, no stand-in): each view draws, the one-head map pooled."""
+    at = open_long(folder, att_view=view)
+    drawn = charts(at)
+    assert drawn and sent_bytes(at) <= 2 * 2**20
+    if view == "one":
+        assert drawn[0]["data"][0]["z"]["shape"].replace(" ", "") == "200,200"  # 400 positions in blocks of 2

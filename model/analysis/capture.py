@@ -14,7 +14,7 @@ from ..interventions import Interventions
 from ..network.recording import ATTENTION_KINDS, Recorder, record
 from ..text.inputs import SourceInput, as_batch, prepare_sequence, prepare_source, prepare_target, require_eval
 from ..text.tokenizer import Tokenizer
-from .lazy_capture import LazyCapture
+from .lazy_capture import LazyCapture, written_tokens
 
 
 @dataclass
@@ -64,13 +64,10 @@ class Capture:
 
     @property
     def written_tokens(self) -> list[str]:
-        """T: the token each decoder row writes, the app's one row convention: row j reads decoder input
-        target_tokens[j] and writes target_tokens[j + 1]; the last row writes the model's own next token
-        (predicted_tokens[-1]: </s> after a finished greedy output, the token after a decoder-only model's text).
-        [] without a decoder."""
-        if not self.target_tokens:
-            return []
-        return [*self.target_tokens[1:], self.predicted_tokens[-1] if self.predicted_tokens else ""]
+        """T: the token each decoder row writes, the app's one row convention (lazy_capture.written_tokens): row j
+        reads decoder input target_tokens[j] and writes target_tokens[j + 1]; the last row the model's own next
+        token. [] without a decoder."""
+        return written_tokens(self.target_tokens, self.predicted_tokens)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array field by name (for .npz export; the qkv and head_outputs dicts are not included)."""

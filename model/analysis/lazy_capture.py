@@ -33,6 +33,16 @@ POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
 
 
+def written_tokens(target_tokens: list[str], predicted_tokens: list[str]) -> list[str]:
+    """T: the token each decoder row writes, the app's one row convention: row j reads decoder input
+    target_tokens[j] and writes target_tokens[j + 1]; the last row writes the model's own next token
+    (predicted_tokens[-1]: </s> after a finished greedy output, the token after a decoder-only model's text).
+    [] without a decoder. Capture.written_tokens and LazyCapture.written_tokens."""
+    if not target_tokens:
+        return []
+    return [*target_tokens[1:], predicted_tokens[-1] if predicted_tokens else ""]
+
+
 class RowMask:
     """A boolean mask (1, Tq, Tk) kept as what it is made of: keys j <= i + offset when causal, and the keys kept
     (Tk,) (padding), or else the mask itself. rows(start, stop) -> (1, r, Tk) or None (every key visible)."""
@@ -115,6 +125,11 @@ class LazyCapture:
         self._pooled: dict[tuple, np.ndarray] = {}  # the last POOLED_KEPT pooled maps (small: a head switch back)
         self._hidden, self._head = hidden, head
         self._outputs(actual, top_k)
+
+    @property
+    def written_tokens(self) -> list[str]:
+        """The token each decoder row writes (see written_tokens above); [] without a decoder."""
+        return written_tokens(self.target_tokens, self.predicted_tokens)
 
     @property
     def nbytes(self) -> int:
