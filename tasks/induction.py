@@ -56,7 +56,7 @@ class InductionTask(Task):
 
     def examples(self) -> list[str]:
         return ["qwErTyuIopAsdfgqwErTyuIopAsdfg", "TheCatSatOnTheMatTheCatSatOnTheMat", "abcdefghijklmnopabcdefghijklmnop",
-                "ZyXwVuTsRqPoNmZyXwVuTsRqPoNm"]  # fmt: skip
+                "ZyXwVuTsRqPoNmLZyXwVuTsRqPoNmL"]  # fmt: skip
 
 
 def tokenizer() -> Tokenizer:
