@@ -84,6 +84,20 @@ def batch(rows: Sequence[tuple[list[int], int]], pad: int) -> tuple[torch.Tensor
     return x, y
 
 
+def train_step(
+    model: Transformer, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, pad: int
+) -> float:
+    """One optimizer step of next-token cross-entropy on a batch of decoder inputs x (B, T) and targets y (B, T)
+    (pad targets ignored), gradients clipped at norm 1; returns the loss."""
+    logits = model.decode(x)  # (B, T, V)
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=pad)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+
 def train(model: Transformer, vocab: Vocab, examples: Sequence[Example], steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, log=print) -> list[float]:  # fmt: skip
     """AdamW with warm-up then cosine decay; next-token cross-entropy on the continuation (pad ignored)."""
@@ -97,13 +111,7 @@ def train(model: Transformer, vocab: Vocab, examples: Sequence[Example], steps: 
         for group in optimizer.param_groups:
             group["lr"] = lr * scale
         x, y = batch(rng.sample(rows, batch_size), vocab.pad_id)
-        logits = model.decode(x)  # (B, T, V)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=vocab.pad_id)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(train_step(model, optimizer, x, y, vocab.pad_id))
         if step % 250 == 0:
             log(f"step {step}: loss {sum(losses[-250:]) / 250:.4f}")
     return losses

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from model.checkpoints.checkpoint import save_checkpoint
 from model.checkpoints.snapshots import FOLDER, save_snapshot, snapshot_steps, write_index
 from model.network.config import TransformerConfig
 from model.network.transformer import Transformer, build_model
 
+from .decoder_only import train_step
 from .induction import InductionTask, best_share, fresh_sequences, halves_accuracy, measure, tokenizer
 
 # seed 2 of 0-3 (all trained the same way): its induction head alone carries the copy (with the previous-token head
@@ -92,13 +92,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[Transformer, list[float]
         for group in optimizer.param_groups:
             group["lr"] = args.lr * scale
         x, y = batch(rng, vocab, args.batch_size)
-        logits = model.decode(x)  # (B, T, V)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=vocab.pad_id)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(train_step(model, optimizer, x, y, vocab.pad_id))
         snapshot(step)
         if step % 250 == 0:
             print(f"step {step}: loss {sum(losses[-250:]) / 250:.4f}", flush=True)
