@@ -6,13 +6,18 @@ import json
 import numpy as np
 import pytest
 
-from model import capture, load_checkpoint
+from model import capture, greedy_decode, load_checkpoint
 from model.analysis.importance import head_importance, output_log_probs
 from model.checkpoints.demos import Demo, list_demos
 from model.interventions import Interventions
-from model.interventions.effects import decode
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
+
+
+def decode(model, tokenizer, text, changes=Interventions(), top_k=5, prefix=()):
+    """Greedy decoding with `changes` applied at every step, as the pages ask for it."""
+    return greedy_decode(model, tokenizer, text, top_k=top_k, prefix=prefix, interventions=changes)
+
 
 TWO_CROSS = [("cross", 2, 0), ("cross", 2, 1)]  # every head of the letters model's last cross layer
 

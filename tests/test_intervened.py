@@ -11,10 +11,15 @@ from model import capture, greedy_decode
 from model.analysis.importance import head_importance, output_log_probs
 from model.analysis.pe_analysis import cosine_similarity
 from model.interventions import Interventions
-from model.interventions.effects import decode, max_shift
+from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining, exact_match_with, fresh_examples
 from tasks.registry import get_task
 from tasks.tasks import dataset
+
+
+def decode(model, tokenizer, text, changes=Interventions(), top_k=5, prefix=()):
+    """Greedy decoding with `changes` applied at every step, as the pages ask for it."""
+    return greedy_decode(model, tokenizer, text, top_k=top_k, prefix=prefix, interventions=changes)
 
 
 def without_head(model, kind, layer, head):

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model import capture, load_checkpoint
+from model import capture, greedy_decode, load_checkpoint
 from model.interventions import Interventions
-from model.interventions import effects as intervened
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
 from ui import caches
@@ -58,7 +57,7 @@ def test_the_steps_read_from_one_pass_are_the_step_by_step_decoding(reverse, top
     model, tok = reverse
     text = "hello"
     ours = caches.cached_trace(f"demo:reverse|{top_k}", text, (), top_k, model, tok, changes)
-    direct = intervened.decode(model, tok, text, changes, top_k=top_k)
+    direct = greedy_decode(model, tok, text, top_k=top_k, interventions=changes)
     assert [s.token_id for s in ours.steps] == [s.token_id for s in direct.steps]
     assert (ours.text, ours.stop_reason, ours.interventions) == (direct.text, direct.stop_reason, direct.interventions)
     assert (ours.source_tokens, ours.start_token) == (direct.source_tokens, direct.start_token)
@@ -74,7 +73,7 @@ def test_a_shift_that_cuts_the_decoding_short_reads_the_same_steps(tmp_path):
     model, tok = load_checkpoint(letters_checkpoint(tmp_path))  # random weights: it writes no </s> here
     shifted = Interventions.make(positional="shifted", shift=3)
     ours = caches.cached_trace("letters|shift", "abcd", (), 5, model, tok, shifted)
-    direct = intervened.decode(model, tok, "abcd", shifted, top_k=5)
+    direct = greedy_decode(model, tok, "abcd", top_k=5, interventions=shifted)
     assert direct.stop_reason == "max_len" and ours.stop_reason == "max_len"  # the shift left no room for more
     assert ours.output_ids == direct.output_ids
     for a, b in zip(ours.steps, direct.steps, strict=True):
@@ -86,7 +85,7 @@ def test_a_shuffle_and_a_forced_prefix_still_decode_step_by_step(reverse):
     model, tok = reverse
     shuffled = Interventions.make(positional="shuffled", seed=3)
     ours = caches.cached_trace("demo:reverse|shuffle", "hello", (), 5, model, tok, shuffled)
-    assert [s.token_id for s in ours.steps] == intervened.decode(model, tok, "hello", shuffled).output_ids
+    assert [s.token_id for s in ours.steps] == greedy_decode(model, tok, "hello", interventions=shuffled).output_ids
     forced = caches.cached_trace("demo:reverse|prefix", "hello", (7,), 5, model, tok)
     assert forced.steps[0].forced and forced.output_ids[0] == 7
 

@@ -26,7 +26,7 @@ from model.analysis.budget import (
 from model.analysis.budget_input import source_length
 from model.analysis.importance import MAX_ROWS, HeadImportance, head_importance
 from model.decoding import Step
-from model.interventions import NONE, Interventions, effects
+from model.interventions import NONE, Interventions
 from tasks import intervened
 from ui.bounded_cache import BoundedCache
 
@@ -203,8 +203,8 @@ def cached_trace(
 ) -> Trace:
     """Greedy decoding with top_k candidates per step, once per (model key, text, forced prefix, top_k,
     interventions): TRACES holds at most 64 and 128 MB. Without a forced prefix (and without a shuffle), read from
-    one pass over the shared decode's output; otherwise decoded step by step (model/interventions/effects.py
-    with interventions)."""
+    one pass over the shared decode's output; otherwise decoded step by step
+    (greedy_decode with the interventions)."""
 
     def decode() -> Trace:
         if not prefix and not changes.needs_full_prefix:
@@ -215,9 +215,7 @@ def cached_trace(
             else:  # the attention page's capture of this input: one pass for both pages
                 cap = cached_capture(model_key, text, None, _model, _tokenizer, spinner=None)
             return trace_from_pass(cap, ids, _tokenizer.target, top_k, changes)
-        if not changes:
-            return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix)
-        return effects.decode(_model, _tokenizer, text, changes, top_k=top_k, prefix=prefix)
+        return greedy_decode(_model, _tokenizer, text, top_k=top_k, prefix=prefix, interventions=changes)
 
     return TRACES.get(
         _changed((model_key, text, tuple(prefix), top_k), changes), _with_spinner(N_("Decoding…"), decode)

@@ -4,7 +4,7 @@
     base.py                      the protocol of a kind: hook points, URL / download / label forms
     positions_off.py, positions_shuffled.py, positions_shifted.py, heads_off.py    one module per kind
     registry.py                  KIND_CLASSES: every kind by name (a new kind: one module + one line there)
-    effects.py                   decoding and exact match under interventions, as the pages call them
+    effects.py                   max_shift: the largest shift an input allows
 
 An `Interventions` travels into `record(model, interventions=...)`; the recording hooks ask it what to do at each
 hook point, only for the passes of that record block, so other sessions sharing the model are not affected and
