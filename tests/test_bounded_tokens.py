@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from model.checkpoints.checkpoint import load_tokenizer
 from model.checkpoints.errors import CheckpointError
 from model.checkpoints.formats.hf_tokenizers import ByteLevelVocab, SentencePieceVocab, bart_vocabs, t5_vocab
 from model.checkpoints.formats.vocab_files import read_vocabulary
@@ -195,9 +196,9 @@ def test_a_vocabulary_file_and_a_tokenizer_json_are_counted_against_the_stated_b
     Tokenizer(Vocab(tokens), Vocab(tokens)).save(tmp_path / "tokenizer.json")
     monkeypatch.setenv(TOKENIZER_ENV, "64")
     assert len(read_vocabulary(tmp_path / "vocab.json").source) == len(tokens)
-    assert len(Tokenizer.load(tmp_path / "tokenizer.json").source) == len(tokens)
+    assert len(load_tokenizer(tmp_path).source) == len(tokens)
     monkeypatch.setenv(TOKENIZER_ENV, "1")  # 1 MB: both refused, before parsing
-    for read in (lambda: read_vocabulary(tmp_path / "vocab.json"), lambda: Tokenizer.load(tmp_path / "tokenizer.json")):
+    for read in (lambda: read_vocabulary(tmp_path / "vocab.json"), lambda: load_tokenizer(tmp_path)):
         with pytest.raises(CheckpointError) as err:
             read()
         assert err.value.args[0].template == TOO_LARGE and err.value.args[0].values["budget"] == "1.0 MB"

@@ -198,6 +198,46 @@ def test_model_imports_no_ui_and_no_task(project):
     assert boundary_violations(graph, outside, "model", banned, MODEL_TO_TASKS) == []
 
 
+# model/'s rooms from the bottom up: each imports only rooms before it (the package's own __init__ re-exports, and
+# its deferred doors, are not a room's import)
+MODEL_ROOMS = ["env", "lazy", "text", "interventions", "network", "checkpoints", "decoding", "analysis", "train"]
+
+
+def model_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "model" and len(parts) > 1 and parts[1] in MODEL_ROOMS else None
+
+
+def upward_imports(graph) -> list[str]:
+    found = []
+    for module in sorted(m for m in graph if model_room(m)):
+        for target in sorted(graph.successors(module)):
+            low, high = model_room(module), model_room(target)
+            if high and MODEL_ROOMS.index(high) > MODEL_ROOMS.index(low):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_model_has_no_upward_import(project):
+    """Inside model/, a room imports only the rooms below it (text below interventions below the network, ...): the
+    tokenizer does not read checkpoints, the interventions do not decode."""
+    graph, _ = project
+    assert set(MODEL_ROOMS) == {p.stem for p in (ROOT / "model").iterdir() if p.stem in MODEL_ROOMS}
+    assert upward_imports(graph) == []
+
+
+def test_an_upward_import_is_caught(tmp_path):
+    tree = {
+        "model/__init__.py": "",
+        "model/text/__init__.py": "",
+        "model/decoding/__init__.py": "",
+        "model/text/t.py": "from ..decoding import core\n",
+        "model/decoding/core.py": "from ..text import t\n",
+    }
+    graph, _ = build_graph(write(tmp_path, tree), ["model"])
+    assert upward_imports(graph) == ["model.text.t -> model.decoding.core"]
+
+
 def test_importing_model_never_imports_tasks():
     """The lazy door stays lazy: `import model` (and its re-exported names) runs without importing tasks/."""
     import subprocess

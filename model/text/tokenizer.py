@@ -352,11 +352,3 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | Path) -> Tokenizer:
-        from ..checkpoints.safe_io import read_json  # bounded size and depth; a regular file only
-        from ..checkpoints.tokenizer_budget import charge  # the memory of the parsed lists, before parsing
-
-        charge([(path, "json")], Path(path).name)
-        return cls.from_dict(read_json(path))
