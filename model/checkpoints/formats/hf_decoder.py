@@ -40,13 +40,13 @@ import torch
 
 from i18n import M_
 
-from ...network.config import LIMITS, TransformerConfig
+from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
 from . import hf_one_stack as one
-from .common import Converted, Mapper, make_config
+from .common import Converted, Mapper
 from .source import CheckpointInfo, LoadOptions, Source
 
 LLAMA_DEFAULTS: dict[str, Any] = {
@@ -178,14 +178,8 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
             M_("{where}: a model with a vision tower is not supported (only a text model)",
                where=f"{src.name}/config.json")
         )  # fmt: skip
-    if kind not in family.model_types:
-        raise CheckpointError(M_("{name}/config.json does not describe a {family} model", name=src.name,
-                                 family=M_(family.title)))  # fmt: skip
-    cfg = one.read_config(
-        src,
-        {**LLAMA_DEFAULTS, **(GEMMA_DEFAULTS if family.gemma else {}), **family.defaults},
-        M_(family.model_types[kind]),
-    )
+    cfg = one.read_config(src, {**LLAMA_DEFAULTS, **(GEMMA_DEFAULTS if family.gemma else {}), **family.defaults},
+                          family.model_types)  # fmt: skip
     where = f"{src.name}/config.json"
     one.ints(cfg, where, "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
              "num_attention_heads", "max_position_embeddings")  # fmt: skip
@@ -223,52 +217,23 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
 
 def to_config(cfg: dict[str, Any], where, family: Family) -> TransformerConfig:
     """The one Transformer's configuration of a family's folder (limits checked here, before any weights)."""
-    ids = one.special_ids(cfg, cfg["vocab_size"])
-    gemma = family.gemma
-    kinds = cfg["_kinds"]
-    return make_config(
-        where,
-        shape="decoder-only",
-        src_vocab_size=cfg["vocab_size"],
-        tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["hidden_size"],
-        n_heads=cfg["num_attention_heads"],
-        n_kv_heads=cfg["num_key_value_heads"],
-        head_dim=cfg["_head_dim"],
-        d_ff=cfg["intermediate_size"],
-        n_encoder_layers=0,
-        n_decoder_layers=cfg["num_hidden_layers"],
-        dropout=0.0,
-        norm_first=True,
-        final_norm=True,
-        positional="rope",
-        pe_base=cfg["_theta"],
-        pe_layout="half",
-        rope_dim=cfg["_rope_dim"],
-        max_len=min(cfg["max_position_embeddings"], LIMITS["max_len"]),  # RoPE has no table
-        share_embeddings=True,
-        tie_generator=cfg["tie_word_embeddings"],
-        generator_bias=False,
-        scale_embeddings=gemma,  # Gemma: embeddings * sqrt(hidden_size)
-        activation=cfg["_activation"],
-        ff_gated=True,
-        bias=cfg["_bias"],
-        qkv_bias=cfg["_qkv_bias"],
-        norm="rms_plus_one" if gemma else "rms",
-        layer_norm_eps=float(cfg["rms_norm_eps"]),
-        pad_id=ids["pad"],
-        bos_id=ids["bos"],
-        eos_id=ids["eos"],
-        sliding_window=cfg["sliding_window"] if kinds else None,
-        layer_types=kinds,
+    gemma, kinds = family.gemma, cfg["_kinds"]
+    return one.stack_config(
+        where, "decoder-only", cfg["vocab_size"], cfg["num_hidden_layers"], cfg["max_position_embeddings"],
+        one.special_ids(cfg, cfg["vocab_size"]), d_model=cfg["hidden_size"], d_ff=cfg["intermediate_size"],
+        n_heads=cfg["num_attention_heads"], n_kv_heads=cfg["num_key_value_heads"], head_dim=cfg["_head_dim"],
+        positional="rope", pe_base=cfg["_theta"], pe_layout="half", rope_dim=cfg["_rope_dim"],
+        tie_generator=cfg["tie_word_embeddings"], activation=cfg["_activation"], ff_gated=True,
+        bias=cfg["_bias"], qkv_bias=cfg["_qkv_bias"], layer_norm_eps=float(cfg["rms_norm_eps"]),
+        norm="rms_plus_one" if gemma else "rms", scale_embeddings=gemma,  # Gemma: embeddings * sqrt(hidden_size)
+        sliding_window=cfg["sliding_window"] if kinds else None, layer_types=kinds,
         local_pe_base=cfg["_local_theta"] if family.local_base and kinds else None,
         attn_softcap=_float(cfg.get("attn_logit_softcapping")) if family.attn_softcap else None,
         final_softcap=_float(cfg.get("final_logit_softcapping")) if gemma else None,
         query_scale=float(cfg["query_pre_attn_scalar"]) if gemma else None,
-        qk_norm=family.qk_norm,
-        block_norms=family.block_norms,
+        qk_norm=family.qk_norm, block_norms=family.block_norms,
         extra={"imported_from": "Hugging Face " + family.model_types[hf_kind(cfg, family)]},
-    )
+    )  # fmt: skip
 
 
 def _float(value: Any) -> float | None:

@@ -29,7 +29,7 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_seq2seq as s2s
-from .common import Converted, Mapper, sinusoid_table
+from .common import Converted, Mapper, one_end_token, sinusoid_table
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
@@ -85,16 +85,7 @@ def read_marian_config(src: Source) -> dict[str, Any]:
     }
     if cfg.get("decoder_vocab_size") is None:
         cfg["decoder_vocab_size"] = cfg["vocab_size"]
-    if isinstance(cfg["eos_token_id"], list):
-        if len(cfg["eos_token_id"]) != 1:
-            raise CheckpointError(
-                M_(
-                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
-                    where=where,
-                    n=len(cfg["eos_token_id"]),
-                )
-            )
-        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+    one_end_token(cfg, where)
     problems = [
         M_(NOT_SET if ok else IS_SET, field=field, meaning=M_(meaning))
         for field, (ok, meaning) in UNSUPPORTED.items()
