@@ -294,3 +294,10 @@ def one_end_token(cfg: dict[str, Any], where: str) -> None:
             raise CheckpointError(M_("{where}: eos_token_id lists {n} ids; this model stops at a single end token",
                                      where=where, n=len(cfg["eos_token_id"])))  # fmt: skip
         cfg["eos_token_id"] = cfg["eos_token_id"][0]
+
+
+def refuse(where: str, problems: list) -> None:
+    """Every reason a config cannot be mapped exactly, named together in one CheckpointError (none: nothing)."""
+    if problems:
+        raise CheckpointError(M_("{where}: this model cannot be mapped exactly: {problems}", where=where,
+                                 problems=join_messages("; ", problems)))  # fmt: skip

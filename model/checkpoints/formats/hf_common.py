@@ -17,7 +17,7 @@ from i18n import M_, N_, join_messages
 
 from ...network.config import TransformerConfig
 from ..checkpoint import CheckpointError
-from .common import Mapper, one_end_token
+from .common import Mapper, one_end_token, refuse  # noqa: F401 (refuse: hf.refuse of the families)
 from .marian import read_marian_weights
 from .source import CheckpointInfo, Source, Weights, precision_note
 
@@ -68,17 +68,6 @@ def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[s
     if cfg.get("forced_bos_token_id") is not None and type(cfg["forced_bos_token_id"]) is not int:
         raise CheckpointError(M_("{where}: {field} must be an integer", where=where, field="forced_bos_token_id"))
     return cfg
-
-
-def refuse(where: str, problems: list) -> None:
-    if problems:
-        raise CheckpointError(
-            M_(
-                "{where}: this model cannot be mapped exactly: {problems}",
-                where=where,
-                problems=join_messages("; ", problems),
-            )
-        )
 
 
 def activation(cfg: dict[str, Any], key: str, problems: list) -> str:

@@ -29,7 +29,7 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_seq2seq as s2s
-from .common import Converted, Mapper, one_end_token, sinusoid_table
+from .common import Converted, Mapper, one_end_token, refuse, sinusoid_table
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
@@ -98,14 +98,7 @@ def read_marian_config(src: Source) -> dict[str, Any]:
         problems.append(M_("activation_function is not one of {allowed}", allowed=", ".join(ACTIVATIONS)))
     if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
         problems.append(M_("decoder_vocab_size differs from the shared vocab_size"))
-    if problems:
-        raise CheckpointError(
-            M_(
-                "{where}: this model cannot be mapped exactly: {problems}",
-                where=where,
-                problems=join_messages("; ", problems),
-            )
-        )
+    refuse(where, problems)
     return cfg
 
 
