@@ -301,3 +301,10 @@ def refuse(where: str, problems: list) -> None:
     if problems:
         raise CheckpointError(M_("{where}: this model cannot be mapped exactly: {problems}", where=where,
                                  problems=join_messages("; ", problems)))  # fmt: skip
+
+
+def check_heads(where: str, config: TransformerConfig, asked: int | None) -> None:
+    """Refuse a number of heads asked for (n_heads=) that differs from the one the folder's config.json says."""
+    if asked is not None and asked != config.n_heads:
+        raise CheckpointError(M_("{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                                 where=where, n=config.n_heads, asked=asked))  # fmt: skip

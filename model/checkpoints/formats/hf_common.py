@@ -17,7 +17,7 @@ from i18n import M_, N_, join_messages
 
 from ...network.config import TransformerConfig
 from ..checkpoint import CheckpointError
-from .common import Mapper, one_end_token, refuse  # noqa: F401 (refuse: hf.refuse of the families)
+from .common import Mapper, check_heads, one_end_token, refuse  # noqa: F401 (hf.check_heads, hf.refuse)
 from .marian import read_marian_weights
 from .source import CheckpointInfo, Source, Weights, precision_note
 
@@ -123,18 +123,6 @@ def info(src: Source, name: str, title: str, config: TransformerConfig, tokenize
         notes=join_messages(" ", filter(None, (tokenizer_note, precision_note(precision)))),
         precision=precision,
     )
-
-
-def check_heads(where: str, config: TransformerConfig, asked: int | None) -> None:
-    if asked is not None and asked != config.n_heads:
-        raise CheckpointError(
-            M_(
-                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
-                where=where,
-                n=config.n_heads,
-                asked=asked,
-            )
-        )
 
 
 # RoPE: what transformers reads (PreTrainedConfig.convert_rope_params_to_dict, standardize_rope_params): a truthy

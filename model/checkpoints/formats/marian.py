@@ -29,7 +29,7 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_seq2seq as s2s
-from .common import Converted, Mapper, one_end_token, refuse, sinusoid_table
+from .common import Converted, Mapper, check_heads, one_end_token, refuse, sinusoid_table
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
@@ -182,15 +182,7 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     s2s.refuse_vocab_files(options, where)
     cfg = read_marian_config(src)
     config = marian_config(cfg, where)
-    if options.n_heads is not None and options.n_heads != config.n_heads:
-        raise CheckpointError(
-            M_(
-                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
-                where=where,
-                n=config.n_heads,
-                asked=options.n_heads,
-            )
-        )
+    check_heads(where, config, options.n_heads)
     weights = read_marian_weights(src)
     model = s2s.assembled(convert_marian(weights.state, config, where), weights, where)
     return model, marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)
