@@ -34,6 +34,8 @@ class Builder:
 
 
 BUILDERS: dict[str, Builder] = {
+    # Llama-2-7B: the plain Llama-like layers (grouped-query attention from SHAPE); Qwen2's biases: tests/hf_one_stack
+    "llama": Builder("LlamaForCausalLM", "LlamaConfig", {}, seed=7),
     # Mistral-7B: 32 heads, 8 kv heads, head_dim 128, a sliding window of 4096 in every layer
     "mistral": Builder("MistralForCausalLM", "MistralConfig", dict(head_dim=8, sliding_window=WINDOW), seed=1),
     # Gemma-2-2B: local and global layers in turn, soft-capping 50 / 30, query_pre_attn_scalar 256, head_dim 256

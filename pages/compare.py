@@ -118,7 +118,7 @@ mid.selectbox(
     _("Layer"),
     list(range(n_layers)),
     key="cmp_layer",
-    format_func=lambda i: _("layer {i}").format(i=i),
+    format_func=attention_figs.layer_names(n_layers, cap_a.windows.get(kind)).__getitem__,  # model A's kinds
     label_visibility="collapsed",
 )
 heads = ["average", *range(n_heads)]

@@ -16,7 +16,7 @@ from ui.shapes import kv_note
 from ui.url_state import Key, Keys, flag
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
-from viz.attention_figs import KIND_TITLES
+from viz.attention_figs import KIND_TITLES, layer_names
 from viz.tokens import capture_rows, display_token, plain_token
 
 URL = Keys(
@@ -70,7 +70,7 @@ c2.selectbox(
     _("Layer"),
     list(range(L)),
     key="in_layer",
-    format_func=lambda i: _("layer {i}").format(i=i),
+    format_func=layer_names(L, cap.windows.get(kind)).__getitem__,  # a local layer's window named (Mistral, Gemma)
     label_visibility="collapsed",
 )
 head = URL.read("in_head", focus[1], choices=range(H))

@@ -1,8 +1,9 @@
 """What the Llama-like families add, as the pages show it: a local layer's sliding window is a band whose cells outside
-it are masked (drawn grey, NaN in the figure), not weight 0; the layer menu and the overview name each layer's kind;
-Inside attention shows the soft-capped scores of Gemma 2 (the numbers checked against a recomputation); every page
-runs on a Gemma 2 folder (local and global layers, soft-capping, sandwich norms). Tiny folders from
-harness/hf_decoders.py."""
+it are masked (drawn grey, NaN in the figure), not weight 0; the layer menus and the overview name each layer's kind;
+Inside attention shows the soft-capped scores of Gemma 2 (the numbers checked against a recomputation). Every family
+of the format registry opens on the Attention page (its band checked), and every page runs for the fewest families
+whose attention covers each way it differs from Llama's (a sliding window, soft-capped scores, q/k norms). Tiny
+folders from harness/hf_decoders.py, built once for the module."""
 
 from __future__ import annotations
 
@@ -15,19 +16,50 @@ import pytest
 from harness.hf_decoders import WINDOW, build
 from model import capture, load_checkpoint
 from model.analysis import inside
+from model.checkpoints.formats import REGISTRY
 from tests.apptest_helpers import charts, open_page
+from ui.navigation import PAGES
 from viz.attention_figs import layer_masks, layer_names, window_mask
 from viz.overview_figs import layer_head_overview
+from viz.pooling import pool, pool_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "birds sang while the dog ran to the red house"
+FAMILIES = [fmt.NAME for fmt in REGISTRY if hasattr(fmt, "FAMILY")]  # the Llama-like families, from the registry
 
 
 @pytest.fixture(scope="module")
-def gemma2(tmp_path_factory):
-    folder, hf, _fast = build("gemma2", tmp_path_factory.mktemp("families-app"))
-    model, tok = load_checkpoint(folder)
-    return folder, hf, model, tok
+def built(tmp_path_factory):
+    """Every family's tiny folder: {name: (folder, transformers model, our model, our tokenizer)}."""
+    root = tmp_path_factory.mktemp("families-app")
+    out = {}
+    for name in FAMILIES:
+        folder, hf, _fast = build(name, root)
+        out[name] = (folder, hf, *load_checkpoint(folder))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gemma2(built):
+    return built["gemma2"]
+
+
+def traits(config) -> set[str]:
+    """How a model's attention differs from Llama's: a sliding window, soft-capped scores, q/k norms."""
+    return {name for name, on in (("window", config.sliding_window is not None),
+                                  ("softcap", config.attn_softcap is not None),
+                                  ("qk_norm", config.qk_norm != "none")) if on}  # fmt: skip
+
+
+def walkers(configs: dict) -> list[str]:
+    """The fewest families (greedily) whose traits together cover every family's: each of them walks every page."""
+    chosen, covered = [], set()
+    wanted = set().union(*(traits(c) for c in configs.values()))
+    while covered != wanted:
+        best = max(configs, key=lambda name: len(traits(configs[name]) - covered))
+        chosen.append(best)
+        covered |= traits(configs[best])
+    return chosen
 
 
 def _array(data) -> np.ndarray:
@@ -55,6 +87,22 @@ def test_the_window_mask_is_the_band_of_the_definition():
     assert len(set(layer_names(2, [w, None]))) == 2 and layer_names(2) != layer_names(2, [w, None])
 
 
+def test_a_long_maps_pooled_blocks_and_zoom_mask_a_local_layers_far_keys():
+    """The long-input views (pooled from row blocks, and the window at full resolution) keep the band: pooling a
+    banded map row block by row block equals pooling it whole with the band's cells masked, so a block wholly
+    outside the window is NaN (masked), not 0; a zoomed part of the map is masked where the whole map is."""
+    T, w, cells = 40, 6, 8
+    rng = np.random.default_rng(0)
+    mask = window_mask(T, T, w)
+    weights = np.where(mask, 0.0, rng.random((T, T))).astype(np.float32)
+    whole = pool(weights, cells, mask)
+    blocks = pool_rows(lambda rows: weights[rows], T, T, cells, causal=True, window=w)
+    np.testing.assert_allclose(blocks.max, whole.max, atol=1e-6)
+    np.testing.assert_allclose(blocks.mean, whole.mean, atol=1e-6)
+    assert np.isnan(blocks.mean[-1, 0]) and not np.isnan(blocks.mean[-1, -1])
+    assert np.array_equal(window_mask(10, 12, w, 20, 15), mask[20:30, 15:27])
+
+
 def test_the_overview_greys_out_each_local_layers_far_keys():
     T, w = 5, 2
     weights = np.full((2, 1, T, T), 0.2, dtype=np.float32)
@@ -70,24 +118,6 @@ def test_capture_records_each_layers_window_from_the_config(gemma2):
     cap = capture(model, tok, TEXT)
     kinds = {"sliding_attention": WINDOW, "full_attention": None}
     assert cap.windows == {"decoder_self": [kinds[t] for t in hf.config.layer_types]}
-
-
-def test_the_attention_page_draws_a_local_layer_as_a_band_with_masked_cells(gemma2):
-    folder, hf, model, tok = gemma2
-    at = open_page("attention", f"path:{folder}", text=TEXT, att_layer="0", att_head="0")
-    no_error(at)
-    options = at.selectbox(key="att_layer").options
-    assert options == layer_names(3, [WINDOW, None, WINDOW])
-    cap = capture(model, tok, TEXT)
-    z = _array(charts(at)[0]["data"][0]["z"]).astype(float)
-    T = z.shape[0]
-    band = window_mask(T, T, WINDOW)
-    assert np.all(np.isnan(z[band])) and not np.isnan(z[~band]).any()
-    n = cap.decoder_self.shape[-1]  # the page draws prompt + continuation: the prompt's rows are causal, the same
-    np.testing.assert_allclose(z[:n, :n][~band[:n, :n]], cap.decoder_self[0, 0][~band[:n, :n]], atol=1e-5)
-    at = open_page("attention", f"path:{folder}", text=TEXT, att_layer="1", att_head="0")
-    z = _array(charts(at)[0]["data"][0]["z"]).astype(float)  # a global layer: only the causal mask
-    assert np.array_equal(np.isnan(z), window_mask(T, T, None))
 
 
 def test_inside_attention_shows_the_soft_capped_scores(gemma2):
@@ -112,16 +142,41 @@ def test_inside_attention_shows_the_soft_capped_scores(gemma2):
     np.testing.assert_allclose(step.weights, cap.decoder_self[0, 1, 8], atol=1e-5)
 
 
-@pytest.mark.parametrize("page", ["positional", "decoding", "attribution", "model", "compare", "lecture_pack"])
-def test_every_other_page_runs_on_a_gemma2_folder(gemma2, page):
-    at = open_page(page, f"path:{gemma2[0]}", text=TEXT, **({"cmp_layer": "0"} if page == "compare" else {}))
-    no_error(at)
-    if page == "lecture_pack":  # exported with the model's graph (its band and soft-capping traced), checked on build
-        at.button(key="pack_build").click().run(timeout=180)
+def test_the_families_that_walk_every_page_cover_every_trait(built):
+    configs = {name: built[name][2].config for name in FAMILIES}
+    chosen = walkers(configs)
+    assert set().union(*(traits(configs[n]) for n in chosen)) == {"window", "softcap", "qk_norm"}
+    assert len(chosen) < len(FAMILIES) and "gemma2" in chosen  # Gemma 2 alone has soft-capping
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_page_runs_for_each_family(built, name):
+    """Attention for every family: its layer menu names each layer's kind, and the chosen layer (a mixed model's
+    first global one, else layer 0) is masked as its kind says (the band, or the causal mask alone), its other cells
+    the captured weights. Every other page for the families of `walkers`: Compare's layer 0 masked the same way, the
+    Lecture pack built for Gemma 2 (its band and soft-capping traced)."""
+    folder, _hf, model, tok = built[name]
+    pages = list(PAGES) if name in walkers({n: built[n][2].config for n in FAMILIES}) else ["attention"]
+    kinds, w = model.config.kinds, model.config.sliding_window
+    layer = kinds.index("global") if {"local", "global"} <= set(kinds) else 0
+    shown = {"attention": layer, "compare": 0}
+    params = {"attention": {"att_layer": str(layer), "att_head": "0"}, "compare": {"cmp_layer": "0"}}
+    for page in pages:
+        at = open_page(page, f"path:{folder}", text=TEXT, **params.get(page, {}))
         no_error(at)
-        assert len(at.get("download_button")) == 1
-    elif page == "compare":  # layer 0 (local): its band, masked
-        z = _array(charts(at)[0]["data"][0]["z"]).astype(float)
-        assert np.array_equal(np.isnan(z), window_mask(*z.shape, WINDOW))
-    elif page != "model":
-        assert charts(at), page
+        if page in shown:
+            z = _array(charts(at)[0]["data"][0]["z"]).astype(float)
+            mask = window_mask(*z.shape, w if kinds[shown[page]] == "local" else None)
+            assert np.array_equal(np.isnan(z), mask), (name, page)
+        if page == "attention":
+            windows = [w if kind == "local" else None for kind in kinds] if "local" in kinds else None
+            assert at.selectbox(key="att_layer").options == layer_names(len(kinds), windows)
+            maps = capture(model, tok, TEXT).decoder_self[layer, 0]  # the page goes on with the continuation
+            n = maps.shape[-1]
+            np.testing.assert_allclose(z[:n, :n][~mask[:n, :n]], maps[~mask[:n, :n]], atol=1e-5)
+        elif page == "lecture_pack" and name == "gemma2":
+            at.button(key="pack_build").click().run(timeout=180)
+            no_error(at)
+            assert len(at.get("download_button")) == 1
+        elif page not in ("compare", "model", "lecture_pack", "training", "head_atlas"):
+            assert charts(at), (name, page)

@@ -38,7 +38,7 @@ def families(tmp_path_factory):
 
 
 def test_every_registered_family_has_a_builder_and_its_own_model_type():
-    assert {"mistral", "gemma2", "gemma3", "phi3", "olmo2"} <= set(FAMILIES)
+    assert {"llama", "mistral", "gemma2", "gemma3", "phi3", "olmo2", "qwen3"} <= set(FAMILIES)
     assert set(FAMILIES) <= set(BUILDERS), "a family of the registry without a tiny folder in harness/hf_decoders.py"
     types = [t for fmt in REGISTRY for t in getattr(fmt, "MODEL_TYPES", {})]
     assert len(types) == len(set(types))
@@ -88,6 +88,19 @@ def test_the_weights_are_loaded_without_copies(families, name, monkeypatch):
     assert_loaded_without_copies(families[name][0], monkeypatch)
 
 
+def test_llamas_attention_bias_with_mlp_bias_puts_a_bias_on_every_projection(tmp_path):
+    """Llama's attention_bias and mlp_bias (both true): a bias on q, k, v, o and the three feed-forward projections,
+    read from the folder and matching transformers' log-probabilities."""
+    folder, hf, fast = build("llama", tmp_path, attention_bias=True, mlp_bias=True)
+    model, tok = load_checkpoint(folder)
+    ids = fast(TEXT)["input_ids"]
+    with torch.no_grad():
+        want = hf(torch.tensor([ids])).logits[0].log_softmax(-1).numpy()
+    np.testing.assert_allclose(capture(model, tok, TEXT).log_probs, want, atol=1e-4)
+    layer = model.decoder.layers[0]
+    assert layer.self_attn.out_proj.bias is not None and layer.ff.linear3.bias is not None
+
+
 def test_what_each_family_changes_is_read_from_its_config(families):
     gemma2, gemma3 = families["gemma2"][3].config, families["gemma3"][3].config
     assert (gemma2.attn_softcap, gemma2.final_softcap, gemma2.query_scale) == (3.0, 2.0, 12.0)
@@ -127,6 +140,8 @@ def _edited(families, tmp_path, name: str, **changes):
         ("gemma2", {"layer_types": ["sliding_attention", "chunked_attention", "full_attention"]}, "{field} is not supported", "layer_types"),
         ("phi3", {"sliding_window": "hunter2"}, "{field} must be an integer", "sliding_window"),
         ("olmo2", {"attention_bias": True}, "{field} is not supported", "attention_bias"),
+        ("llama", {"attention_bias": True}, "{field} is not supported", "attention_bias without mlp_bias"),
+        ("llama", {"mlp_bias": "yes"}, "{field} must be true or false", "mlp_bias"),
         ("gemma2", {"final_logit_softcapping": -1}, "{field} must be a number above 0", "final_logit_softcapping"),
     ],
 )  # fmt: skip

@@ -22,7 +22,7 @@ from ui.bounded_cache import BoundedCache
 from ui.safe_text import md
 from ui.url_state import Key, Keys
 from viz import attention_figs, overview_figs, pooled_figs, sinks
-from viz.pooling import HOWS, MAX_CELLS, Pooled, causal_mask, default_range, fit_range, panel_cells, pool, pool_rows
+from viz.pooling import HOWS, MAX_CELLS, Pooled, default_range, fit_range, panel_cells, pool, pool_rows
 from viz.tokens import Rows, as_rows
 
 THUMBNAIL_CELLS = overview_figs.THUMBNAIL_CELLS  # the all-layers overview's thumbnails: at most 48 cells a side
@@ -140,7 +140,8 @@ def pooled(lazy, kind: str, layer: int, head: int | str, cells: int = MAX_CELLS,
     Tq, Tk = lazy.shape(kind)
 
     def build() -> Pooled:
-        return pool_rows(rows_reader(lazy, kind, layer, head), Tq, Tk, cells, causal=kind == "decoder_self")
+        return pool_rows(rows_reader(lazy, kind, layer, head), Tq, Tk, cells, causal=kind == "decoder_self",
+                         window=layer_window(lazy, kind, layer))  # fmt: skip
 
     return POOLED.get((*key, kind, layer, head, cells), build) if key else build()
 
@@ -149,6 +150,12 @@ def stacked(parts: Sequence[Pooled]) -> Pooled:
     """Pooled maps of equal blocks stacked along a new first axis."""
     first = parts[0]
     return Pooled(np.stack([p.max for p in parts]), np.stack([p.mean for p in parts]), first.q_edges, first.k_edges)
+
+
+def layer_window(cap, kind: str, layer: int) -> int | None:
+    """A local layer's sliding window (Capture.windows), None for a global layer or a model without local layers."""
+    windows = getattr(cap, "windows", {}).get(kind)
+    return windows[layer] if windows else None
 
 
 def window_of(lazy, kind: str, q: tuple[int, int], k: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -167,7 +174,12 @@ def one_head(lazy, kind: str, layer: int, head: int | str, how: str, q: tuple[in
     whole = pooled(lazy, kind, layer, head, key=key)
     big = pooled_figs.pooled_heatmap(whole, how, rows.tokens, k_tokens, title, *labels, window=(*q, *k), **size)
     near = np.asarray(rows_reader(lazy, kind, layer, head)(slice(q[0], q[1] + 1)))[:, k[0] : k[1] + 1]
-    mask = causal_mask(q[1] - q[0] + 1, k[1] - k[0] + 1, q[0], k[0]) if kind == "decoder_self" else None
+    shape = (q[1] - q[0] + 1, k[1] - k[0] + 1)  # a local layer's band masked too (the window of the map)
+    mask = (
+        attention_figs.window_mask(*shape, layer_window(lazy, kind, layer), q[0], k[0])
+        if kind == "decoder_self"
+        else None
+    )
     zoom = attention_figs.attention_heatmap(
         near, rows.window(q[0], q[1] + 1), k_tokens[k[0] : k[1] + 1],
         _("{title}: queries {q0}–{q1}, keys {k0}–{k1}, every weight").format(

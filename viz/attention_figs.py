@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 
 from i18n import N_, _
 
+from .pooling import causal_mask  # (Tq, Tk) True where a query may not look: keys after its own position
 from .subplot_grid import axis_suffix, grid_layout
 from .tokens import (
     CHAR_PX,
@@ -54,16 +55,15 @@ KIND_TITLES = {  # marked only: translate where shown, _(KIND_TITLES[kind])
 }
 
 
-def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
-    """(Tq, Tk) True where a query may not look: keys after the query's own position."""
-    return np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1)
-
-
-def window_mask(n_queries: int, n_keys: int, window: int | None) -> np.ndarray:
+def window_mask(n_queries: int, n_keys: int, window: int | None, q_start: int = 0, k_start: int = 0) -> np.ndarray:
     """(Tq, Tk) True where a query of causal self-attention may not look: keys after it and, in a local layer, keys
-    `window` or more positions before it (outside the sliding window: masked, drawn grey, not weight 0)."""
-    mask = causal_mask(n_queries, n_keys)
-    return mask if window is None else mask | np.tril(np.ones((n_queries, n_keys), dtype=bool), k=-window)
+    `window` or more positions before it (outside the sliding window: masked, drawn grey, not weight 0). Positions
+    count from q_start and k_start (a window of a longer map)."""
+    mask = causal_mask(n_queries, n_keys, q_start, k_start)
+    if window is None:
+        return mask
+    q = np.arange(q_start, q_start + n_queries)[:, None]
+    return mask | (q - np.arange(k_start, k_start + n_keys)[None, :] >= window)
 
 
 def layer_masks(kind: str, n_queries: int, n_keys: int, windows: Sequence[int | None] | None) -> np.ndarray | None:

@@ -128,13 +128,15 @@ def pool(weights: np.ndarray, cells: int = MAX_CELLS, mask: np.ndarray | None = 
     return Pooled(top_max, mean, q_edges, k_edges)
 
 
-def visible_counts(q_edges: np.ndarray, k_edges: np.ndarray, causal: bool) -> np.ndarray:
-    """(nq, nk) the cells of each block that are not masked (causal: key <= query), from the edges alone."""
+def visible_counts(q_edges: np.ndarray, k_edges: np.ndarray, causal: bool, window: int | None = None) -> np.ndarray:
+    """(nq, nk) the cells of each block that are not masked (causal: key <= query; a local layer's `window` too:
+    query - key < window), from the edges alone."""
     widths = np.diff(k_edges)
     if not causal:
         return np.outer(np.diff(q_edges), widths).astype(np.float64)
     q = np.arange(int(q_edges[-1]))[:, None]
-    per_query = np.clip(q + 1 - k_edges[:-1][None, :], 0, widths[None, :])  # (Tq, nk): keys <= q in each key block
+    first = k_edges[:-1][None, :] if window is None else np.maximum(k_edges[:-1][None, :], q - window + 1)
+    per_query = np.clip(np.minimum(k_edges[1:][None, :], q + 1) - first, 0, None)  # (Tq, nk): visible keys per block
     return np.add.reduceat(per_query, q_edges[:-1], axis=0).astype(np.float64)
 
 
@@ -145,11 +147,13 @@ def pool_rows(
     cells: int = MAX_CELLS,
     causal: bool = False,
     chunk_cells: int = ROW_CHUNK_CELLS,
+    window: int | None = None,
 ) -> Pooled:
     """`pool` of a (n_queries, n_keys) map read in row blocks: rows_of(slice(lo, hi)) gives rows lo .. hi - 1 as a
     (hi - lo, n_keys) array. Rows are read a whole number of query blocks at a time, about chunk_cells weights per
     read, so at most one chunk is held. causal: keys after each query are masked (decoder self-attention); their
-    cells must hold 0, as a causal map's do (they add nothing to a block's sum or max, and are not counted)."""
+    cells must hold 0, as a causal map's do (they add nothing to a block's sum or max, and are not counted); window:
+    a local layer's sliding window, the keys before it masked the same way (a block wholly outside it: NaN)."""
     q_edges, k_edges = block_edges(n_queries, cells), block_edges(n_keys, cells)
     a = int(q_edges[1] - q_edges[0]) if n_queries else 1
     b = int(k_edges[1] - k_edges[0]) if n_keys else 1
@@ -169,7 +173,7 @@ def pool_rows(
         blocks = rows.reshape(last - first, a, nk, b)
         top[first:last] = blocks.max(axis=(1, 3))
         total[first:last] = blocks.sum(axis=(1, 3), dtype=np.float64)
-    count = visible_counts(q_edges, k_edges, causal)
+    count = visible_counts(q_edges, k_edges, causal, window)
     none = count == 0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(none, np.nan, total / np.maximum(count, 1)).astype(np.float32)

@@ -13,10 +13,6 @@ std: this project's norm="std". The number of heads h is not stored: it is an ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import torch
-
 from i18n import M_
 
 from . import state_dicts
@@ -25,14 +21,13 @@ from .conventions import Conventions, Side
 NAME = "annotated"
 TITLE = M_("The Annotated Transformer (harvardnlp)")
 SIGNATURE = ("src_embed.0.lut.weight", "generator.proj.weight")
-EMBEDDINGS = ("src_embed.0.lut.weight", "tgt_embed.0.lut.weight")
 NOTES = M_("Source and target sentences are <s> ... </s>; padding is <blank> (id 2 without a vocabulary).")
 
 _SPECIALS = {"bos": 0, "eos": 1, "pad": 2, "unk": 3}  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS, starts_with_bos=False))
 
 LAYOUT = state_dicts.Layout(
-    embeddings=EMBEDDINGS,
+    embeddings=("src_embed.0.lut.weight", "tgt_embed.0.lut.weight"),
     positions=("src_embed.1.pe", "tgt_embed.1.pe"),
     layers=("encoder.layers", "decoder.layers"),
     attention=("self_attn", "self_attn", "src_attn"),
@@ -48,12 +43,4 @@ LAYOUT = state_dicts.Layout(
     generator_bias=None,
 )
 
-
-# -- the format protocol (see registry.py) ----------------------------------------------------------------
-
-
 detect, inspect, load = state_dicts.protocol(__name__)
-
-
-def matches(state: Mapping[str, torch.Tensor]) -> bool:
-    return any(k in state for k in SIGNATURE) or any(".linears.0.weight" in k for k in state)

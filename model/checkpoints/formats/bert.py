@@ -23,13 +23,12 @@ import torch
 
 from i18n import M_, N_
 
-from ...network.config import LIMITS, TransformerConfig
+from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
-from ..checkpoint import CheckpointError
 from . import hf_common as hf
 from . import hf_one_stack as one
-from .common import Converted, Mapper, make_config
+from .common import Converted, Mapper
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "bert"
@@ -60,9 +59,7 @@ def detect(src: Source) -> bool:
 
 
 def read_bert_config(src: Source) -> dict[str, Any]:
-    if hf.model_type(src) not in MODEL_TYPES:
-        raise CheckpointError(M_("{name}/config.json does not describe a BERT model", name=src.name))
-    cfg = one.read_config(src, DEFAULTS, "BERT")
+    cfg = one.read_config(src, DEFAULTS, MODEL_TYPES)
     where = f"{src.name}/config.json"
     one.ints(cfg, where, "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
              "intermediate_size", "max_position_embeddings", "type_vocab_size")  # fmt: skip
@@ -83,36 +80,14 @@ def read_bert_config(src: Source) -> dict[str, Any]:
 def bert_config(cfg: dict[str, Any], where) -> TransformerConfig:
     pad = cfg.get("pad_token_id")
     pad = pad if isinstance(pad, int) and 0 <= pad < cfg["vocab_size"] else 0
-    return make_config(
-        where,
-        shape="encoder-only",
-        src_vocab_size=cfg["vocab_size"],
-        tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["hidden_size"],
-        n_heads=cfg["num_attention_heads"],
-        d_ff=cfg["intermediate_size"],
-        n_encoder_layers=cfg["num_hidden_layers"],
-        n_decoder_layers=0,
-        dropout=0.0,
-        norm_first=False,
-        final_norm=False,
-        positional="learned",
-        max_len=min(cfg["max_position_embeddings"], LIMITS["max_len"]),
-        share_embeddings=True,
-        tie_generator=True,
-        generator_bias=True,
-        output_head="mlm" if cfg["_mlm"] else "none",
-        type_vocab_size=cfg["type_vocab_size"],
-        scale_embeddings=False,
-        activation=cfg["_activation"],
-        norm="layernorm",
-        layer_norm_eps=cfg["layer_norm_eps"],
-        embed_norm=True,
-        pad_id=pad,
-        bos_id=pad,  # [CLS] and [SEP] come from the tokenizer (hf_one_stack.load)
-        eos_id=pad,
+    return one.stack_config(  # [CLS] and [SEP] come from the tokenizer (hf_one_stack.load)
+        where, "encoder-only", cfg["vocab_size"], cfg["num_hidden_layers"], cfg["max_position_embeddings"],
+        {"pad": pad, "bos": pad, "eos": pad}, d_model=cfg["hidden_size"], n_heads=cfg["num_attention_heads"],
+        d_ff=cfg["intermediate_size"], norm_first=False, final_norm=False, positional="learned", tie_generator=True,
+        generator_bias=True, output_head="mlm" if cfg["_mlm"] else "none", type_vocab_size=cfg["type_vocab_size"],
+        activation=cfg["_activation"], norm="layernorm", layer_norm_eps=cfg["layer_norm_eps"], embed_norm=True,
         extra={"imported_from": "Hugging Face BERT"},
-    )
+    )  # fmt: skip
 
 
 def inspect(src: Source) -> CheckpointInfo:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -283,3 +284,27 @@ def assemble(converted: Converted, where: str) -> Transformer:
             M_("{where}: inconsistent shapes: {shapes}", where=where, shapes=join_messages("; ", wrong[:6]))
         )
     return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables)
+
+
+def one_end_token(cfg: dict[str, Any], where: str) -> None:
+    """A list of end tokens in cfg["eos_token_id"] refused unless it holds one id (read as that id): decoding here
+    stops at a single end token."""
+    if isinstance(cfg.get("eos_token_id"), list):
+        if len(cfg["eos_token_id"]) != 1:
+            raise CheckpointError(M_("{where}: eos_token_id lists {n} ids; this model stops at a single end token",
+                                     where=where, n=len(cfg["eos_token_id"])))  # fmt: skip
+        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+
+
+def refuse(where: str, problems: list) -> None:
+    """Every reason a config cannot be mapped exactly, named together in one CheckpointError (none: nothing)."""
+    if problems:
+        raise CheckpointError(M_("{where}: this model cannot be mapped exactly: {problems}", where=where,
+                                 problems=join_messages("; ", problems)))  # fmt: skip
+
+
+def check_heads(where: str, config: TransformerConfig, asked: int | None) -> None:
+    """Refuse a number of heads asked for (n_heads=) that differs from the one the folder's config.json says."""
+    if asked is not None and asked != config.n_heads:
+        raise CheckpointError(M_("{where}: config.json says {n} heads, but n_heads={asked} was asked for",
+                                 where=where, n=config.n_heads, asked=asked))  # fmt: skip

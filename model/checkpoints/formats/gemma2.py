@@ -6,26 +6,8 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, every_other, protocol
 
-NAME = "gemma2"
-TITLE = M_("Hugging Face Gemma 2 folder")
-MODEL_TYPES = {"gemma2": N_("Gemma 2")}
-FAMILY = Family(
-    NAME,
-    TITLE,
-    MODEL_TYPES,
-    defaults={
-        "sliding_window": 4096,
-        "query_pre_attn_scalar": 256,
-        "attn_logit_softcapping": 50.0,
-        "final_logit_softcapping": 30.0,
-        "hidden_activation": "gelu_pytorch_tanh",
-        "tie_word_embeddings": True,
-        "max_position_embeddings": 8192,
-    },
-    activation_key="hidden_activation",
-    gemma=True,
-    block_norms="sandwich",
-    attn_softcap=True,
-    pattern=every_other,
-)
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("gemma2", M_("Hugging Face Gemma 2 folder"), {"gemma2": N_("Gemma 2")}, gemma=True,
+                block_norms="sandwich", attn_softcap=True, pattern=every_other,
+                defaults={"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+                          "max_position_embeddings": 8192})  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

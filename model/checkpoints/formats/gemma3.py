@@ -6,29 +6,8 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, one_in, protocol
 
-NAME = "gemma3"
-TITLE = M_("Hugging Face Gemma 3 (text) folder")
-MODEL_TYPES = {"gemma3_text": N_("Gemma 3")}
-FAMILY = Family(
-    NAME,
-    TITLE,
-    MODEL_TYPES,
-    defaults={
-        "sliding_window": 4096,
-        "query_pre_attn_scalar": 256,
-        "attn_logit_softcapping": None,
-        "final_logit_softcapping": None,
-        "hidden_activation": "gelu_pytorch_tanh",
-        "tie_word_embeddings": True,
-        "max_position_embeddings": 131072,
-    },
-    activation_key="hidden_activation",
-    gemma=True,
-    qk_norm="head",
-    block_norms="sandwich",
-    local_base=True,
-    pattern=one_in,
-    refused={"attn_logit_softcapping": None, "use_bidirectional_attention": False},
-    also_detects=("gemma3",),
-)
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("gemma3", M_("Hugging Face Gemma 3 (text) folder"), {"gemma3_text": N_("Gemma 3")}, gemma=True,
+                qk_norm="head", block_norms="sandwich", local_base=True, pattern=one_in, also_detects=("gemma3",),
+                refused={"attn_logit_softcapping": None, "use_bidirectional_attention": False},
+                defaults={"max_position_embeddings": 131072})  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

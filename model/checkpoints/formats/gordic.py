@@ -13,10 +13,6 @@ The number of heads is not stored (its training script uses 8): it is an argumen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import torch
-
 from i18n import M_
 
 from . import state_dicts
@@ -25,7 +21,6 @@ from .conventions import Conventions, Side
 NAME = "gordic"
 TITLE = M_("pytorch-original-transformer (gordicaleksa)")
 SIGNATURE = ("src_embedding.embeddings_table.weight", "decoder_generator.linear.weight")
-EMBEDDINGS = ("src_embedding.embeddings_table.weight", "trg_embedding.embeddings_table.weight")
 NOTES = M_(
     "Sources carry no <s> or </s> in this format: the end marker the app appends is <pad>, which attention "
     "masks out (a zero column). Targets are <s> ... </s>."
@@ -37,7 +32,7 @@ CONVENTIONS = Conventions(
 )
 
 LAYOUT = state_dicts.Layout(
-    embeddings=EMBEDDINGS,
+    embeddings=("src_embedding.embeddings_table.weight", "trg_embedding.embeddings_table.weight"),
     positions=("src_pos_embedding.positional_encodings_table", "trg_pos_embedding.positional_encodings_table"),
     layers=("encoder.encoder_layers", "decoder.decoder_layers"),
     attention=("multi_headed_attention", "trg_multi_headed_attention", "src_multi_headed_attention"),
@@ -49,12 +44,4 @@ LAYOUT = state_dicts.Layout(
     norm_first=True,
 )
 
-
-# -- the format protocol (see registry.py) ----------------------------------------------------------------
-
-
 detect, inspect, load = state_dicts.protocol(__name__)
-
-
-def matches(state: Mapping[str, torch.Tensor]) -> bool:
-    return any(k in state for k in SIGNATURE) or any(k.startswith("encoder.encoder_layers.") for k in state)

@@ -19,13 +19,13 @@ import torch
 
 from i18n import M_, N_
 
-from ...network.config import LIMITS, TransformerConfig
+from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
 from . import hf_one_stack as one
-from .common import Converted, Mapper, make_config
+from .common import Converted, Mapper
 from .source import CheckpointInfo, LoadOptions, Source
 
 NAME = "gpt2"
@@ -56,9 +56,7 @@ def detect(src: Source) -> bool:
 
 
 def read_gpt2_config(src: Source) -> dict[str, Any]:
-    if hf.model_type(src) not in MODEL_TYPES:
-        raise CheckpointError(M_("{name}/config.json does not describe a GPT-2 model", name=src.name))
-    cfg = one.read_config(src, DEFAULTS, "GPT-2")
+    cfg = one.read_config(src, DEFAULTS, MODEL_TYPES)
     where = f"{src.name}/config.json"
     one.ints(cfg, where, "vocab_size", "n_positions", "n_embd", "n_layer", "n_head")
     if cfg["n_inner"] is None:
@@ -76,34 +74,12 @@ def read_gpt2_config(src: Source) -> dict[str, Any]:
 
 
 def gpt2_config(cfg: dict[str, Any], where) -> TransformerConfig:
-    ids = one.special_ids(cfg, cfg["vocab_size"])
-    return make_config(
-        where,
-        shape="decoder-only",
-        src_vocab_size=cfg["vocab_size"],
-        tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["n_embd"],
-        n_heads=cfg["n_head"],
-        d_ff=cfg["n_inner"],
-        n_encoder_layers=0,
-        n_decoder_layers=cfg["n_layer"],
-        dropout=0.0,
-        norm_first=True,
-        final_norm=True,
-        positional="learned",
-        max_len=min(cfg["n_positions"], LIMITS["max_len"]),  # a longer table: its first LIMITS rows
-        share_embeddings=True,
-        tie_generator=True,
-        generator_bias=False,
-        scale_embeddings=False,
-        activation=cfg["_activation"],
-        norm="layernorm",
-        layer_norm_eps=cfg["layer_norm_epsilon"],
-        pad_id=ids["pad"],
-        bos_id=ids["bos"],
-        eos_id=ids["eos"],
-        extra={"imported_from": "Hugging Face GPT-2"},
-    )
+    return one.stack_config(
+        where, "decoder-only", cfg["vocab_size"], cfg["n_layer"], cfg["n_positions"],
+        one.special_ids(cfg, cfg["vocab_size"]), d_model=cfg["n_embd"], n_heads=cfg["n_head"], d_ff=cfg["n_inner"],
+        positional="learned", tie_generator=True, activation=cfg["_activation"], norm="layernorm",
+        layer_norm_eps=cfg["layer_norm_epsilon"], extra={"imported_from": "Hugging Face GPT-2"},
+    )  # fmt: skip
 
 
 def inspect(src: Source) -> CheckpointInfo:

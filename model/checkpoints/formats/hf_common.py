@@ -17,7 +17,7 @@ from i18n import M_, N_, join_messages
 
 from ...network.config import TransformerConfig
 from ..checkpoint import CheckpointError
-from .common import Mapper
+from .common import Mapper, check_heads, one_end_token, refuse  # noqa: F401 (hf.check_heads, hf.refuse)
 from .marian import read_marian_weights
 from .source import CheckpointInfo, Source, Weights, precision_note
 
@@ -38,32 +38,28 @@ def model_type(src: Source) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[str, Any]:
-    """config.json over the family's defaults, then generation_config.json's decoding tokens over both."""
+def config_json(src: Source, defaults: Mapping[str, Any], generation_keys: tuple[str, ...]) -> dict[str, Any]:
+    """config.json (a JSON object) over the family's defaults, then generation_config.json's `generation_keys`."""
     raw = src.json("config.json")
     if not isinstance(raw, dict):
         raise CheckpointError(M_("{name}/config.json must hold a JSON object", name=src.name))
     cfg = {**defaults, **raw}
     generation = src.json("generation_config.json")
     if isinstance(generation, dict):
-        for key in ("decoder_start_token_id", "forced_bos_token_id", "eos_token_id", "pad_token_id", "bos_token_id"):
-            if key in generation:
-                cfg[key] = generation[key]
+        cfg.update((key, generation[key]) for key in generation_keys if key in generation)
+    return cfg
+
+
+def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[str, Any]:
+    """config.json over the family's defaults, then generation_config.json's decoding tokens over both."""
+    keys = ("decoder_start_token_id", "forced_bos_token_id", "eos_token_id", "pad_token_id", "bos_token_id")
+    cfg = config_json(src, defaults, keys)
     where = f"{src.name}/config.json"
     if cfg.get("is_encoder_decoder") is False:
         raise CheckpointError(
             M_("{where}: a decoder-only {family} model; this app shows encoder-decoders", where=where, family=family)
         )
-    if isinstance(cfg.get("eos_token_id"), list):
-        if len(cfg["eos_token_id"]) != 1:
-            raise CheckpointError(
-                M_(
-                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
-                    where=where,
-                    n=len(cfg["eos_token_id"]),
-                )
-            )
-        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+    one_end_token(cfg, where)
     if cfg.get("decoder_start_token_id") is None:  # as generate() falls back
         cfg["decoder_start_token_id"] = cfg.get("bos_token_id")
     for key in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
@@ -72,17 +68,6 @@ def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[s
     if cfg.get("forced_bos_token_id") is not None and type(cfg["forced_bos_token_id"]) is not int:
         raise CheckpointError(M_("{where}: {field} must be an integer", where=where, field="forced_bos_token_id"))
     return cfg
-
-
-def refuse(where: str, problems: list) -> None:
-    if problems:
-        raise CheckpointError(
-            M_(
-                "{where}: this model cannot be mapped exactly: {problems}",
-                where=where,
-                problems=join_messages("; ", problems),
-            )
-        )
 
 
 def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
@@ -138,18 +123,6 @@ def info(src: Source, name: str, title: str, config: TransformerConfig, tokenize
         notes=join_messages(" ", filter(None, (tokenizer_note, precision_note(precision)))),
         precision=precision,
     )
-
-
-def check_heads(where: str, config: TransformerConfig, asked: int | None) -> None:
-    if asked is not None and asked != config.n_heads:
-        raise CheckpointError(
-            M_(
-                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
-                where=where,
-                n=config.n_heads,
-                asked=asked,
-            )
-        )
 
 
 # RoPE: what transformers reads (PreTrainedConfig.convert_rope_params_to_dict, standardize_rope_params): a truthy

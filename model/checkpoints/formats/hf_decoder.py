@@ -1,8 +1,20 @@
-"""What the Llama-like Hugging Face families share (Mistral, Gemma 2 and 3, Phi-3, OLMo 2, Qwen3): one reader of
-config.json, one mapping onto the one Transformer, one weight mapping, each driven by the family's `Family` table.
-A family's format module is its table and the five protocol names (`protocol`); read without transformers.
+"""What the Llama-like Hugging Face families share (Llama, Qwen2, Mistral, Gemma 2 and 3, Phi-3, OLMo 2, Qwen3): one
+reader of config.json, one mapping onto the one Transformer, one weight mapping, each driven by the family's `Family`
+table. A family's format module is its table and the protocol's names (`protocol`); read without transformers, from a
+local folder (config.json, model.safetensors or its shards or pytorch_model.bin, tokenizer.json or tokenizer.model).
 
-How they map onto the one Transformer (configuration, not a fork; see llama.py for what they all share):
+How Llama maps onto the one Transformer (configuration, not a fork), and every family with it:
+    shape "decoder-only": the text is the decoder's one sequence, no encoder, no cross-attention
+    model.embed_tokens -> the one embedding table; no positions added to it: RoPE inside every self-attention
+        (positional="rope"), the "rotate_half" pairing (pe_layout="half"), base rope_theta, on the first
+        partial_rotary_factor * head_dim dims when the config says so (rope_dim)
+    grouped-query attention: num_key_value_heads key/value heads, query head h reads key/value head
+        h // (num_attention_heads / num_key_value_heads) (n_kv_heads)
+    pre-LN blocks with RMS norms (input_layernorm, post_attention_layernorm), model.norm the final norm
+    SwiGLU: down_proj(silu(gate_proj x) * up_proj x) -> the gated feed-forward (linear1 gate, linear3 up, linear2 down)
+    biases (`biases`): none; Llama's attention_bias (with mlp_bias) on every projection; Qwen2's on q, k, v only
+    lm_head: its own unless tie_word_embeddings
+What the other families change:
     sliding_window + layer_types ("sliding_attention" -> "local", "full_attention" -> "global"), or the family's
         default pattern (Gemma 2: every other layer local; Gemma 3: five local, one global); without layer_types a
         sliding_window makes every layer local (Mistral, Phi-3); use_sliding_window false makes none (Qwen3)
@@ -13,8 +25,9 @@ How they map onto the one Transformer (configuration, not a fork; see llama.py f
         rope_parameters); Qwen3: q/k norms per head; OLMo 2: q/k norms over the whole projections and a norm only on
         each sublayer's output (block_norms="output")
     Phi-3: qkv_proj (W^Q | W^K | W^V rows) and gate_up_proj (gate | up rows) read as views into q/k/v and gate/up
-Refused by name: RoPE scalings (llama.py's check), a vision tower (a multimodal Gemma 3), attention biases, a
-bidirectional Gemma 3, Gemma 3's attention soft-capping (transformers does not apply it).
+Refused by name: RoPE scalings (linear, dynamic, YaRN, Llama 3's: hf_common.rope), a vision tower (a multimodal
+Gemma 3), attention biases where the family has none, a bidirectional Gemma 3, Gemma 3's attention soft-capping
+(transformers does not apply it), Qwen2's sliding window (the family's `refused`).
 """
 
 from __future__ import annotations
@@ -27,13 +40,13 @@ import torch
 
 from i18n import M_
 
-from ...network.config import LIMITS, TransformerConfig
+from ...network.config import TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
 from . import hf_one_stack as one
-from .common import Converted, Mapper, make_config
+from .common import Converted, Mapper
 from .source import CheckpointInfo, LoadOptions, Source
 
 LLAMA_DEFAULTS: dict[str, Any] = {
@@ -50,6 +63,12 @@ LLAMA_DEFAULTS: dict[str, Any] = {
     "tie_word_embeddings": False,
     "attention_bias": False,
     "sliding_window": None,
+}
+GEMMA_DEFAULTS: dict[str, Any] = {  # over LLAMA_DEFAULTS for every Gemma (Gemma2Config's, Gemma3TextConfig's)
+    "sliding_window": 4096,
+    "query_pre_attn_scalar": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "tie_word_embeddings": True,
 }
 LAYER_TYPES = {"sliding_attention": "local", "full_attention": "global"}
 
@@ -74,8 +93,8 @@ class Family:
     title: str  # the folder's title (M_)
     model_types: dict[str, str]  # config.json's model_type -> the family's name (N_)
     defaults: dict[str, Any] = field(default_factory=dict)  # over LLAMA_DEFAULTS: transformers' config defaults
-    activation_key: str = "hidden_act"
-    gemma: bool = False  # embeddings * sqrt(d), (1 + w) norms, query_pre_attn_scalar, soft-capping, sandwich norms
+    gemma: bool = False  # GEMMA_DEFAULTS, hidden_activation, embeddings * sqrt(d), (1 + w) norms,
+    # query_pre_attn_scalar, final soft-capping, sandwich norms
     qk_norm: str = "none"  # "head" (Gemma 3, Qwen3) or "all" (OLMo 2)
     block_norms: str = "default"  # "sandwich" (Gemma) or "output" (OLMo 2)
     fused: bool = False  # Phi-3's qkv_proj and gate_up_proj
@@ -84,6 +103,7 @@ class Family:
     pattern: Callable[[int, Mapping[str, Any]], list[str]] | None = None  # layer kinds without layer_types
     refused: dict[str, Any] = field(default_factory=dict)  # fields refused by name unless they hold this value
     also_detects: tuple[str, ...] = ()  # model types recognised only to be refused by name (a multimodal Gemma 3)
+    biases: dict[str, str] = field(default_factory=dict)  # model type -> "config" (Llama) or "qkv" (Qwen2); else none
 
 
 def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[str] | None:
@@ -94,7 +114,12 @@ def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[st
         problems.append(M_("{field} must be an integer", field="sliding_window"))
         return None
     if types is not None:
-        if not isinstance(types, list) or len(types) != n or any(t not in LAYER_TYPES for t in types):
+        if not isinstance(types, list) or any(t not in LAYER_TYPES for t in types):
+            problems.append(M_("{field} is not supported", field="layer_types"))
+            return None
+        if set(types) <= {"full_attention"}:  # no local layer, however many it lists (the layer count's limit speaks)
+            return None
+        if len(types) != n:
             problems.append(M_("{field} is not supported", field="layer_types"))
             return None
         kinds = [LAYER_TYPES[t] for t in types]
@@ -128,6 +153,21 @@ def _rope_fields(cfg: dict[str, Any], family: Family, problems: list) -> None:
     cfg["_local_theta"] = float(base)
 
 
+def _biases(cfg: dict[str, Any], kind: str | None, problems: list) -> tuple[bool, bool | None]:
+    """(bias, qkv_bias) of TransformerConfig: Llama's attention_bias puts a bias on every projection (with mlp_bias
+    true; on q/k/v/o alone it is refused by name), Qwen2 has them on q, k, v only; other families have none."""
+    fields = ("attention_bias", "mlp_bias")
+    if kind is None:
+        problems.extend(M_("{field} is not supported", field=f) for f in fields if cfg.get(f, False) is not False)
+        return False, None
+    problems.extend(M_("{field} must be true or false", field=f) for f in fields if type(cfg.get(f, False)) is not bool)
+    if kind == "qkv":
+        return False, True
+    if cfg["attention_bias"] is True and cfg.get("mlp_bias") is not True:
+        problems.append(M_("{field} is not supported", field="attention_bias without mlp_bias"))
+    return cfg["attention_bias"] is True, None
+
+
 def read_config(src: Source, family: Family) -> dict[str, Any]:
     """config.json over the family's defaults, every field checked (names only in messages) before anything is
     built; what cannot be mapped exactly is refused, named."""
@@ -138,10 +178,8 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
             M_("{where}: a model with a vision tower is not supported (only a text model)",
                where=f"{src.name}/config.json")
         )  # fmt: skip
-    if kind not in family.model_types:
-        raise CheckpointError(M_("{name}/config.json does not describe a {family} model", name=src.name,
-                                 family=M_(family.title)))  # fmt: skip
-    cfg = one.read_config(src, {**LLAMA_DEFAULTS, **family.defaults}, M_(family.model_types[kind]))
+    cfg = one.read_config(src, {**LLAMA_DEFAULTS, **(GEMMA_DEFAULTS if family.gemma else {}), **family.defaults},
+                          family.model_types)  # fmt: skip
     where = f"{src.name}/config.json"
     one.ints(cfg, where, "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
              "num_attention_heads", "max_position_embeddings")  # fmt: skip
@@ -151,13 +189,10 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
     if cfg["head_dim"] is not None:
         one.ints(cfg, where, "head_dim")
     problems: list = []
-    cfg["_activation"] = hf.activation(cfg, family.activation_key, problems)
+    cfg["_activation"] = hf.activation(cfg, "hidden_activation" if family.gemma else "hidden_act", problems)
     _rope_fields(cfg, family, problems)
     cfg["_kinds"] = _layer_kinds(cfg, family, problems)
-    if cfg["attention_bias"] is not False:
-        problems.append(M_("{field} is not supported", field="attention_bias"))
-    if cfg.get("mlp_bias", False) is not False:
-        problems.append(M_("{field} is not supported", field="mlp_bias"))
+    cfg["_bias"], cfg["_qkv_bias"] = _biases(cfg, family.biases.get(kind), problems)
     if not isinstance(cfg["tie_word_embeddings"], bool):
         problems.append(M_("{field} must be true or false", field="tie_word_embeddings"))
     for name, allowed in family.refused.items():
@@ -182,51 +217,23 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
 
 def to_config(cfg: dict[str, Any], where, family: Family) -> TransformerConfig:
     """The one Transformer's configuration of a family's folder (limits checked here, before any weights)."""
-    ids = one.special_ids(cfg, cfg["vocab_size"])
-    gemma = family.gemma
-    kinds = cfg["_kinds"]
-    return make_config(
-        where,
-        shape="decoder-only",
-        src_vocab_size=cfg["vocab_size"],
-        tgt_vocab_size=cfg["vocab_size"],
-        d_model=cfg["hidden_size"],
-        n_heads=cfg["num_attention_heads"],
-        n_kv_heads=cfg["num_key_value_heads"],
-        head_dim=cfg["_head_dim"],
-        d_ff=cfg["intermediate_size"],
-        n_encoder_layers=0,
-        n_decoder_layers=cfg["num_hidden_layers"],
-        dropout=0.0,
-        norm_first=True,
-        final_norm=True,
-        positional="rope",
-        pe_base=cfg["_theta"],
-        pe_layout="half",
-        rope_dim=cfg["_rope_dim"],
-        max_len=min(cfg["max_position_embeddings"], LIMITS["max_len"]),  # RoPE has no table
-        share_embeddings=True,
-        tie_generator=cfg["tie_word_embeddings"],
-        generator_bias=False,
-        scale_embeddings=gemma,  # Gemma: embeddings * sqrt(hidden_size)
-        activation=cfg["_activation"],
-        ff_gated=True,
-        bias=False,
-        norm="rms_plus_one" if gemma else "rms",
-        layer_norm_eps=float(cfg["rms_norm_eps"]),
-        pad_id=ids["pad"],
-        bos_id=ids["bos"],
-        eos_id=ids["eos"],
-        sliding_window=cfg["sliding_window"] if kinds else None,
-        layer_types=kinds,
+    gemma, kinds = family.gemma, cfg["_kinds"]
+    return one.stack_config(
+        where, "decoder-only", cfg["vocab_size"], cfg["num_hidden_layers"], cfg["max_position_embeddings"],
+        one.special_ids(cfg, cfg["vocab_size"]), d_model=cfg["hidden_size"], d_ff=cfg["intermediate_size"],
+        n_heads=cfg["num_attention_heads"], n_kv_heads=cfg["num_key_value_heads"], head_dim=cfg["_head_dim"],
+        positional="rope", pe_base=cfg["_theta"], pe_layout="half", rope_dim=cfg["_rope_dim"],
+        tie_generator=cfg["tie_word_embeddings"], activation=cfg["_activation"], ff_gated=True,
+        bias=cfg["_bias"], qkv_bias=cfg["_qkv_bias"], layer_norm_eps=float(cfg["rms_norm_eps"]),
+        norm="rms_plus_one" if gemma else "rms", scale_embeddings=gemma,  # Gemma: embeddings * sqrt(hidden_size)
+        sliding_window=cfg["sliding_window"] if kinds else None, layer_types=kinds,
         local_pe_base=cfg["_local_theta"] if family.local_base and kinds else None,
         attn_softcap=_float(cfg.get("attn_logit_softcapping")) if family.attn_softcap else None,
         final_softcap=_float(cfg.get("final_logit_softcapping")) if gemma else None,
         query_scale=float(cfg["query_pre_attn_scalar"]) if gemma else None,
-        qk_norm=family.qk_norm,
-        block_norms=family.block_norms,
+        qk_norm=family.qk_norm, block_norms=family.block_norms,
         extra={"imported_from": "Hugging Face " + family.model_types[hf_kind(cfg, family)]},
-    )
+    )  # fmt: skip
 
 
 def _float(value: Any) -> float | None:
@@ -260,6 +267,7 @@ def convert(state: Mapping[str, torch.Tensor], config: TransformerConfig, where,
         m.put("generator.weight", "lm_head.weight")
     m.put("decoder.norm.weight", "model.norm.weight")
     q, kv, f = config.attention_width, config.kv_heads * config.d_head, config.d_ff
+    bias, qkv_bias = config.bias, config.bias if config.qkv_bias is None else config.qkv_bias
     for i in range(config.n_decoder_layers):
         ours, theirs = f"decoder.layers.{i}", f"model.layers.{i}"
         attn, mlp = f"{theirs}.self_attn", f"{theirs}.mlp"
@@ -270,11 +278,11 @@ def convert(state: Mapping[str, torch.Tensor], config: TransformerConfig, where,
             m.put(f"{ours}.ff.linear3.weight", f"{mlp}.gate_up_proj.weight", _rows(f, 2 * f), " (fused)")
         else:
             for proj in ("q_proj", "k_proj", "v_proj"):
-                m.put(f"{ours}.self_attn.{proj}.weight", f"{attn}.{proj}.weight")
-            m.put(f"{ours}.ff.linear1.weight", f"{mlp}.gate_proj.weight")
-            m.put(f"{ours}.ff.linear3.weight", f"{mlp}.up_proj.weight")
-        m.put(f"{ours}.self_attn.out_proj.weight", f"{attn}.o_proj.weight")
-        m.put(f"{ours}.ff.linear2.weight", f"{mlp}.down_proj.weight")
+                m.put_linear(f"{ours}.self_attn.{proj}", f"{attn}.{proj}", bias=qkv_bias)
+            m.put_linear(f"{ours}.ff.linear1", f"{mlp}.gate_proj", bias=bias)
+            m.put_linear(f"{ours}.ff.linear3", f"{mlp}.up_proj", bias=bias)
+        m.put_linear(f"{ours}.self_attn.out_proj", f"{attn}.o_proj", bias=bias)
+        m.put_linear(f"{ours}.ff.linear2", f"{mlp}.down_proj", bias=bias)
         if config.qk_norm != "none":
             m.put(f"{ours}.self_attn.q_norm.weight", f"{attn}.q_norm.weight")
             m.put(f"{ours}.self_attn.k_norm.weight", f"{attn}.k_norm.weight")
@@ -291,7 +299,7 @@ def convert(state: Mapping[str, torch.Tensor], config: TransformerConfig, where,
 
 
 def protocol(family: Family):
-    """detect, inspect and load of a family's format module."""
+    """NAME, TITLE, MODEL_TYPES, detect, inspect and load of a family's format module."""
 
     def read(src: Source) -> dict[str, Any]:
         return read_config(src, family)
@@ -310,4 +318,4 @@ def protocol(family: Family):
         return one.load(src, options, family.title, read, make,
                         lambda state, config, where: convert(state, config, where, family), family.name)  # fmt: skip
 
-    return detect, inspect, load
+    return family.name, family.title, family.model_types, detect, inspect, load

@@ -12,14 +12,14 @@ from typing import Any
 
 import torch
 
-from i18n import M_
+from i18n import M_, join_messages
 
-from ...network.config import TransformerConfig
+from ...network.config import LIMITS, TransformerConfig
 from ...network.transformer import Transformer
 from ...text.tokenizer import IdVocab, Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_common as hf
-from .common import Converted, assemble
+from .common import Converted, assemble, make_config
 from .common import where as place
 from .source import CheckpointInfo, LoadOptions, Source
 from .tokenizer_json import folder_vocab
@@ -27,18 +27,16 @@ from .tokenizer_json import folder_vocab
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
 
 
-def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[str, Any]:
-    """config.json over `defaults`, generation_config.json's token ids over both; bos/eos/pad ids checked to be
-    integers or null (a list of end tokens keeps its first: decoding here stops at one end token)."""
-    raw = src.json("config.json")
-    if not isinstance(raw, dict):
-        raise CheckpointError(M_("{name}/config.json must hold a JSON object", name=src.name))
-    cfg = {**defaults, **raw}
-    generation = src.json("generation_config.json")
-    if isinstance(generation, dict):
-        for key in ("eos_token_id", "pad_token_id", "bos_token_id"):
-            if key in generation:
-                cfg[key] = generation[key]
+def read_config(src: Source, defaults: Mapping[str, Any], model_types: Mapping[str, str]) -> dict[str, Any]:
+    """config.json of one of `model_types` (model_type -> the family's name) over `defaults`,
+    generation_config.json's token ids over both; bos/eos/pad ids checked to be integers or null (a list of end
+    tokens keeps its first: decoding here stops at one end token)."""
+    kind = hf.model_type(src)
+    if kind not in model_types:
+        raise CheckpointError(M_("{name}/config.json does not describe a {family} model", name=src.name,
+                                 family=join_messages(" / ", (M_(t) for t in model_types.values()))))  # fmt: skip
+    cfg = hf.config_json(src, defaults, ("eos_token_id", "pad_token_id", "bos_token_id"))
+    family = M_(model_types[kind])
     where = f"{src.name}/config.json"
     if cfg.get("is_encoder_decoder") is True:
         raise CheckpointError(M_("{where}: an encoder-decoder {family} model is not this format", where=where,
@@ -67,6 +65,21 @@ def special_ids(cfg: Mapping[str, Any], vocab_size: int) -> dict[str, int]:
     }
     fallback = inside.get("eos", inside.get("bos", inside.get("pad", 0)))
     return {k: inside.get(k, fallback) for k in ("bos", "eos", "pad")}
+
+
+def stack_config(
+    where, shape: str, vocab: int, layers: int, max_len: int, ids: Mapping[str, int], **fields: Any
+) -> TransformerConfig:
+    """The one Transformer's configuration of a one-stack folder (limits checked, before any weights): `shape`
+    ("decoder-only" or "encoder-only") of `layers` layers, one vocabulary and one embedding table, not scaled, no
+    dropout, at most LIMITS["max_len"] positions (a longer table: its first rows; RoPE has none), the bos/eos/pad
+    `ids`; a decoder is pre-LN with a final norm and an output layer without bias. `fields`: the family's own."""
+    decoder = shape == "decoder-only"
+    common = dict(shape=shape, src_vocab_size=vocab, tgt_vocab_size=vocab, n_encoder_layers=0 if decoder else layers,
+                  n_decoder_layers=layers if decoder else 0, dropout=0.0, max_len=min(max_len, LIMITS["max_len"]),
+                  share_embeddings=True, scale_embeddings=False, pad_id=ids["pad"], bos_id=ids["bos"],
+                  eos_id=ids["eos"], **(dict(norm_first=True, final_norm=True, generator_bias=False) if decoder else {}))  # fmt: skip
+    return make_config(where, **{**common, **fields})
 
 
 def info(src: Source, name: str, title: str, config: TransformerConfig) -> CheckpointInfo:

@@ -29,7 +29,7 @@ from ...network.transformer import Transformer
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from . import hf_seq2seq as s2s
-from .common import Converted, Mapper, sinusoid_table
+from .common import Converted, Mapper, check_heads, one_end_token, refuse, sinusoid_table
 from .common import where as place
 from .hf_layers import put_bart_layers
 from .marian_tokenizer import TOKENIZER_FILES, marian_tokenizer
@@ -85,16 +85,7 @@ def read_marian_config(src: Source) -> dict[str, Any]:
     }
     if cfg.get("decoder_vocab_size") is None:
         cfg["decoder_vocab_size"] = cfg["vocab_size"]
-    if isinstance(cfg["eos_token_id"], list):
-        if len(cfg["eos_token_id"]) != 1:
-            raise CheckpointError(
-                M_(
-                    "{where}: eos_token_id lists {n} ids; this model stops at a single end token",
-                    where=where,
-                    n=len(cfg["eos_token_id"]),
-                )
-            )
-        cfg["eos_token_id"] = cfg["eos_token_id"][0]
+    one_end_token(cfg, where)
     problems = [
         M_(NOT_SET if ok else IS_SET, field=field, meaning=M_(meaning))
         for field, (ok, meaning) in UNSUPPORTED.items()
@@ -107,14 +98,7 @@ def read_marian_config(src: Source) -> dict[str, Any]:
         problems.append(M_("activation_function is not one of {allowed}", allowed=", ".join(ACTIVATIONS)))
     if cfg["share_encoder_decoder_embeddings"] and cfg["decoder_vocab_size"] != cfg["vocab_size"]:
         problems.append(M_("decoder_vocab_size differs from the shared vocab_size"))
-    if problems:
-        raise CheckpointError(
-            M_(
-                "{where}: this model cannot be mapped exactly: {problems}",
-                where=where,
-                problems=join_messages("; ", problems),
-            )
-        )
+    refuse(where, problems)
     return cfg
 
 
@@ -198,15 +182,7 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     s2s.refuse_vocab_files(options, where)
     cfg = read_marian_config(src)
     config = marian_config(cfg, where)
-    if options.n_heads is not None and options.n_heads != config.n_heads:
-        raise CheckpointError(
-            M_(
-                "{where}: config.json says {n} heads, but n_heads={asked} was asked for",
-                where=where,
-                n=config.n_heads,
-                asked=options.n_heads,
-            )
-        )
+    check_heads(where, config, options.n_heads)
     weights = read_marian_weights(src)
     model = s2s.assembled(convert_marian(weights.state, config, where), weights, where)
     return model, marian_tokenizer(src.path, cfg, config.src_vocab_size, config.tgt_vocab_size)

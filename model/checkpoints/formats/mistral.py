@@ -5,13 +5,6 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, protocol
 
-NAME = "mistral"
-TITLE = M_("Hugging Face Mistral folder")
-MODEL_TYPES = {"mistral": N_("Mistral")}
-FAMILY = Family(
-    NAME,
-    TITLE,
-    MODEL_TYPES,
-    defaults={"sliding_window": 4096, "head_dim": None, "max_position_embeddings": 131072},
-)
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("mistral", M_("Hugging Face Mistral folder"), {"mistral": N_("Mistral")},
+                defaults={"sliding_window": 4096, "head_dim": None, "max_position_embeddings": 131072})  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

@@ -5,15 +5,6 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, protocol
 
-NAME = "olmo2"
-TITLE = M_("Hugging Face OLMo 2 folder")
-MODEL_TYPES = {"olmo2": N_("OLMo 2")}
-FAMILY = Family(
-    NAME,
-    TITLE,
-    MODEL_TYPES,
-    defaults={"rms_norm_eps": 1e-5, "vocab_size": 50304},
-    qk_norm="all",
-    block_norms="output",
-)
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("olmo2", M_("Hugging Face OLMo 2 folder"), {"olmo2": N_("OLMo 2")}, qk_norm="all",
+                block_norms="output", defaults={"rms_norm_eps": 1e-5, "vocab_size": 50304})  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

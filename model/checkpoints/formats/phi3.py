@@ -6,14 +6,6 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, protocol
 
-NAME = "phi3"
-TITLE = M_("Hugging Face Phi-3 folder")
-MODEL_TYPES = {"phi3": N_("Phi-3")}
-FAMILY = Family(
-    NAME,
-    TITLE,
-    MODEL_TYPES,
-    defaults={"max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "vocab_size": 32064},
-    fused=True,
-)
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("phi3", M_("Hugging Face Phi-3 folder"), {"phi3": N_("Phi-3")}, fused=True,
+                defaults={"max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "vocab_size": 32064})  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

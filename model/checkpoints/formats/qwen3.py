@@ -5,8 +5,6 @@ from i18n import M_, N_
 
 from .hf_decoder import Family, protocol
 
-NAME = "qwen3"
-TITLE = M_("Hugging Face Qwen3 folder")
-MODEL_TYPES = {"qwen3": N_("Qwen3")}
-FAMILY = Family(NAME, TITLE, MODEL_TYPES, defaults={"head_dim": 128}, qk_norm="head")
-detect, inspect, load = protocol(FAMILY)
+FAMILY = Family("qwen3", M_("Hugging Face Qwen3 folder"), {"qwen3": N_("Qwen3")}, defaults={"head_dim": 128},
+                qk_norm="head")  # fmt: skip
+NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)

@@ -1,9 +1,8 @@
 """The protocol's three steps for single-file state_dict formats (Annotated, gordic, tutorial), shared, and their one
 mapping: each is a post- or pre-LN encoder-decoder with sinusoid tables, told apart by its names (a `Layout`).
 
-A state_dict format module defines NAME, TITLE, NOTES, EMBEDDINGS (source and target embedding keys),
-CONVENTIONS, LAYOUT (its names, `Layout`) and `matches(state)`, and takes the protocol's three functions from here:
-`detect, inspect, load = state_dicts.protocol(__name__)`.
+A state_dict format module defines NAME, TITLE, NOTES, SIGNATURE (keys only it holds), CONVENTIONS and LAYOUT (its
+names, `Layout`), and takes the protocol's three functions from here: `detect, inspect, load = protocol(__name__)`.
 """
 
 from __future__ import annotations
@@ -30,13 +29,22 @@ def head_choices(d_model: int) -> list[int]:
     return [h for h in range(1, min(d_model, 64) + 1) if d_model % h == 0]
 
 
+def matches(state: Mapping[str, torch.Tensor], fmt: ModuleType) -> bool:
+    """A key of its SIGNATURE, or a key of its encoder's layers that names its first attention projection."""
+    lay = fmt.LAYOUT
+    first = f".{lay.projections[0]}"
+    return any(k in state for k in fmt.SIGNATURE) or any(
+        k.startswith(f"{lay.layers[0]}.") and first in k for k in state
+    )
+
+
 def detect(src: Source, fmt: ModuleType) -> bool:
-    return not src.is_dir and fmt.matches(src.weights().state)
+    return not src.is_dir and matches(src.weights().state, fmt)
 
 
 def inspect(src: Source, fmt: ModuleType) -> CheckpointInfo:
     weights = src.weights()
-    src_key, tgt_key = fmt.EMBEDDINGS
+    src_key, tgt_key = fmt.LAYOUT.embeddings
     missing = [k for k in (src_key, tgt_key) if k not in weights.state]
     if missing:
         raise CheckpointError(

@@ -15,10 +15,6 @@ model was built with norm_first=True or another activation; the tutorial's defau
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import torch
-
 from i18n import M_
 
 from . import state_dicts
@@ -27,7 +23,6 @@ from .conventions import Conventions, Side
 NAME = "torch-tutorial"
 TITLE = M_("PyTorch translation tutorial (Seq2SeqTransformer around nn.Transformer)")
 SIGNATURE = ("src_tok_emb.embedding.weight", "positional_encoding.pos_embedding")
-EMBEDDINGS = ("src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight")
 NOTES = M_(
     "Source and target sentences are <bos> ... <eos>; post-LN with ReLU (the tutorial's nn.Transformer defaults) is assumed."
 )
@@ -36,7 +31,7 @@ _SPECIALS = {"unk": 0, "pad": 1, "bos": 2, "eos": 3}  # special_symbols = ['<unk
 CONVENTIONS = Conventions(source=Side(_SPECIALS, starts_with_bos=True), target=Side(_SPECIALS))
 
 LAYOUT = state_dicts.Layout(
-    embeddings=EMBEDDINGS,
+    embeddings=("src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight"),
     positions=("positional_encoding.pos_embedding",),
     layers=("transformer.encoder.layers", "transformer.decoder.layers"),
     attention=("self_attn", "self_attn", "multihead_attn"),
@@ -49,12 +44,4 @@ LAYOUT = state_dicts.Layout(
     norm_first=False,
 )
 
-
-# -- the format protocol (see registry.py) ----------------------------------------------------------------
-
-
 detect, inspect, load = state_dicts.protocol(__name__)
-
-
-def matches(state: Mapping[str, torch.Tensor]) -> bool:
-    return any(k in state for k in SIGNATURE) or any(k.startswith("transformer.encoder.layers.") for k in state)
