@@ -11,6 +11,7 @@ from model.analysis.budget_input import source_length
 from model.decoding.strategy_export import beam_csv, beam_json
 from tasks.gold import gold_alignment
 from ui import caches
+from ui.figure_download import download_row
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.url_state import Key, Keys
@@ -94,22 +95,9 @@ def view(session, strategy, changes) -> None:
         _hypothesis_alignment(session, trace, step)
     else:
         URL.write(dec_bstep=step)
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download this beam search (.json)"),
-        lambda: beam_json(trace),
-        file_name="beam.json",
-        mime="application/json",
-        key="dec_dl_beam_json",
-        on_click="ignore",
-    )
-    right.download_button(
-        _("Download every hypothesis (.csv)"),
-        lambda: beam_csv(trace),
-        file_name="beam.csv",
-        mime="text/csv",
-        key="dec_dl_beam_csv",
-        on_click="ignore",
+    download_row(
+        (_("Download this beam search (.json)"), lambda: beam_json(trace), "beam.json", "dec_dl_beam_json"),
+        (_("Download every hypothesis (.csv)"), lambda: beam_csv(trace), "beam.csv", "dec_dl_beam_csv"),
     )
     caches.capture_downloads(session, "dec", changes)
 

@@ -10,6 +10,7 @@ from model.decoding.strategy_export import sampling_csv, sampling_json
 from ui import caches
 from ui import decoding_steps as steps
 from ui.explain import explain_row
+from ui.figure_download import download_row
 from ui.presentation import chart_box, chart_text_px, show
 from viz import strategy_figs
 
@@ -58,20 +59,17 @@ def sampling_view(trace, s: dict) -> None:
         tick_px=chart_text_px(),
     )
     show(fig, key="dec_sampling")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the sampled distributions (.json)"),
-        lambda: sampling_json(trace, s),
-        file_name="sampling.json",
-        mime="application/json",
-        key="dec_dl_sampling_json",
-        on_click="ignore",
-    )
-    right.download_button(
-        _("Download the sampled distributions (.csv)"),
-        lambda: sampling_csv(trace),
-        file_name="sampling.csv",
-        mime="text/csv",
-        key="dec_dl_sampling_csv",
-        on_click="ignore",
+    download_row(
+        (
+            _("Download the sampled distributions (.json)"),
+            lambda: sampling_json(trace, s),
+            "sampling.json",
+            "dec_dl_sampling_json",
+        ),
+        (
+            _("Download the sampled distributions (.csv)"),
+            lambda: sampling_csv(trace),
+            "sampling.csv",
+            "dec_dl_sampling_csv",
+        ),
     )
