@@ -51,16 +51,17 @@ def test_every_intervention_kind_module_is_registered_once():
 
 def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_the_registry():
     from model.decoding import STRATEGIES
-    from model.decoding.strategies import MODULES
+    from model.decoding.strategies import MODULES, REGISTRY
     from ui.decoding_strategy import MENU, VIEWS
 
     assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
-    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode", "SETTINGS")
+    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", *REGISTRY.provides.library)
     assert MENU == {m.LINK: m for m in STRATEGIES.values() if m.LINK}
     assert {"greedy", "beam", "sample"} <= set(MENU)  # the links written before the registry still read the same
-    # each strategy in the menu has its app half, a module of the same name with a view
+    # each strategy in the menu has its app half, the module it names (APP), with a view; every view is one's
+    assert set(REGISTRY.apps()) == {m.NAME for m in MENU.values()}
     on_disk = {p.stem for p in (ROOT / "ui" / "decoding_views").glob("*.py") if p.stem != "__init__"}
-    assert on_disk == {m.__name__.rsplit(".", 1)[-1] for m in MENU.values()}
+    assert {f"ui.decoding_views.{stem}" for stem in on_disk} == {m.__name__ for m in VIEWS.values()}
     assert all(callable(VIEWS[link].view) for link in MENU)
     # nothing on the page or in ui/ names a strategy: the titles and settings are written once, in the strategy modules
     for path in [ROOT / "pages" / "decoding.py", *(ROOT / "ui").rglob("*.py")]:
