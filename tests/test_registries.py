@@ -100,14 +100,15 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
 
 def test_every_positional_kind_module_is_registered_once_with_its_app_half():
     from model.network.config import POSITIONAL_KINDS
-    from model.network.position_kinds.registry import MODULES, kinds
+    from model.network.position_kinds.registry import MODULES, REGISTRY, kinds
     from ui import positional_views
 
     assert len(MODULES) == len(set(MODULES)) == len(kinds()) and tuple(kinds()) == POSITIONAL_KINDS == MODULES
-    found = modules_defining(ROOT / "model" / "network" / "position_kinds", "NAME", "TITLE", "make")
+    found = modules_defining(ROOT / "model" / "network" / "position_kinds", *REGISTRY.provides.library)
     assert set(MODULES) == found
     app = {p.stem for p in (ROOT / "ui" / "positional_views").glob("*.py") if p.stem != "__init__"}
-    assert app == set(MODULES)  # each kind's app half: a module of the same name
+    assert {f"ui.positional_views.{stem}" for stem in app} == {m.__name__ for m in positional_views.MODULES.values()}
+    assert tuple(positional_views.MODULES) == MODULES  # each kind's app half, the module its APP names
     for name in MODULES:
         assert callable(positional_views.of(name).mine) and callable(positional_views.of(name).similarity)
     # the pages name no kind: their titles, descriptions and views come from the registry
