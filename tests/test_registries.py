@@ -41,10 +41,10 @@ def test_every_page_script_is_in_the_page_registry_once():
 
 def test_every_intervention_kind_module_is_registered_once():
     from model.interventions import INTERVENTION_KINDS
-    from model.interventions.registry import MODULES
+    from model.interventions.registry import MODULES, REGISTRY
 
     assert len(MODULES) == len(set(MODULES)) == len(INTERVENTION_KINDS)  # one kind a module, names distinct
-    assert set(MODULES) == modules_defining(ROOT / "model" / "interventions", "KIND")
+    assert set(MODULES) == modules_defining(ROOT / "model" / "interventions", *REGISTRY.provides.library)
     for name, kind in INTERVENTION_KINDS.items():
         assert kind.name == name and kind.__module__.rsplit(".", 1)[-1] in MODULES
 
@@ -84,9 +84,10 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
     from model.analysis.attribution import METHODS
     from model.analysis.attribution_methods.registry import METHODS as REGISTRY
     from model.analysis.attribution_methods.registry import MODULES
+    from model.analysis.attribution_methods.registry import REGISTRY as METHOD_REGISTRY
 
     assert len(MODULES) == len(set(MODULES)) == len(REGISTRY) and tuple(REGISTRY) == METHODS
-    found = modules_defining(ROOT / "model" / "analysis" / "attribution_methods", "NAME", "compute", "SETTINGS")
+    found = modules_defining(ROOT / "model" / "analysis" / "attribution_methods", *METHOD_REGISTRY.provides.library)
     assert set(MODULES) == found
     for name, module in REGISTRY.items():
         assert module.NAME == name and module.__name__.rsplit(".", 1)[-1] in MODULES
