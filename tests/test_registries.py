@@ -73,10 +73,11 @@ def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_th
 
 def test_every_checkpoint_format_module_is_registered_once():
     from model.checkpoints.formats import FORMATS, REGISTRY
+    from model.checkpoints.formats.registry import FORMAT_REGISTRY
 
     names = [fmt.NAME for fmt in REGISTRY]
     assert len(names) == len(set(names)) == len(FORMATS)
-    found = modules_defining(ROOT / "model" / "checkpoints" / "formats", "NAME", "detect", "inspect", "load")
+    found = modules_defining(ROOT / "model" / "checkpoints" / "formats", *FORMAT_REGISTRY.provides.library)
     assert {fmt.__name__.rsplit(".", 1)[-1] for fmt in REGISTRY} == found
 
 
