@@ -8,6 +8,7 @@ extension point but is not registered fails, and so does a registry entry withou
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,37 @@ def test_the_positional_page_reads_and_writes_each_position_kind_in_its_own_url_
     source = (ROOT / "ui" / "positional_interventions.py").read_text()
     for k in kinds:
         assert f'N_("{k.title}")' not in source and f'"{k.positional}"' not in source, k.positional
+
+
+@pytest.fixture
+def scratch_package(tmp_path, monkeypatch):
+    """A package of two entries written on the spot: `one` complete, `two` without its compute, `app_one` its
+    app half with a view."""
+    package = tmp_path / "scratch_point"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "one.py").write_text('NAME = "one"\nAPP = "scratch_point.app_one"\ndef compute(): return 1\n')
+    (package / "two.py").write_text('NAME = "two"\n')
+    (package / "app_one.py").write_text("def view(): return 'one'\n")
+    (package / "twin.py").write_text('NAME = "one"\ndef compute(): return 2\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "scratch_point"
+    for name in [m for m in sys.modules if m.startswith("scratch_point")]:
+        del sys.modules[name]
+
+
+def test_the_registry_helper_loads_on_first_use_checks_what_entries_provide_and_finds_the_app_half(scratch_package):
+    from model.registry import Provides, Registry
+
+    registry = Registry(scratch_package, ("one",), Provides(("NAME", "compute"), app=("view",)))
+    assert f"{scratch_package}.one" not in sys.modules and len(registry) == 1  # nothing imported yet
+    assert list(registry) == ["one"] and registry.lookup("one").compute() == 1
+    assert registry.app("one").view() == "one" and list(registry.apps()) == ["one"]
+    with pytest.raises(TypeError, match="two lacks compute"):
+        dict(Registry(scratch_package, ("one", "two"), Provides(("NAME", "compute"))))
+    with pytest.raises(TypeError, match="app_one .* lacks draw"):
+        Registry(scratch_package, ("one",), Provides(("NAME",), app=("draw",))).app("one")
+    with pytest.raises(ValueError, match="both named 'one'"):
+        dict(Registry(scratch_package, ("one", "twin"), Provides(("NAME",))))
+    without_app = Registry(scratch_package, ("twin",), Provides(("NAME",)))
+    assert without_app.app("one") is None and without_app.apps() == {}
