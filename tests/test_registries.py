@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from model.network.position_kinds.registry import MODULES as POSITIONAL_KINDS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -122,7 +124,7 @@ def test_every_positional_kind_module_is_registered_once_with_its_app_half():
             assert f'N_("{k.TITLE}")' not in source and f'N_("{k.DESCRIPTION}")' not in source, (page, name)
 
 
-@pytest.mark.parametrize("name", ["sinusoidal", "learned", "none", "rope", "alibi", "relative"])
+@pytest.mark.parametrize("name", POSITIONAL_KINDS)
 def test_each_positional_kind_builds_the_module_the_model_uses(name, char_tokenizer):
     """The factory is the kind's own make(): a model of each kind holds the module it returns, on both sides."""
     from model.network.position_kinds.registry import kind
