@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,6 +99,27 @@ def deferred(monkeypatch):
 
     monkeypatch.setattr(MediaFileManager, "add_deferred", record)
     return registered
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+    """copy(name): a fresh copy of the test module's `built[name]` folder, to damage (its `built` fixture: name ->
+    folder, made once per module)."""
+
+    def make(name: str):
+        return shutil.copytree(built[name], tmp_path / built[name].name)
+
+    return make
+
+
+@pytest.fixture
+def no_model_built(monkeypatch):
+    """Fails the test if a Transformer is constructed (the refusal must come before any tensor)."""
+
+    def refuse(self, config):
+        raise AssertionError("a Transformer was built")
+
+    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
 
 
 @pytest.fixture(scope="module")
