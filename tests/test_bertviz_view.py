@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.random_attention import random_attention as attention
 from viz import bertviz_assets as assets
 from viz.bertviz_assets import BertvizAssetError
 from viz.bertviz_view import head_view_html, model_view_html, weights_json
@@ -19,22 +20,6 @@ from viz.bertviz_view import head_view_html, model_view_html, weights_json
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "</script><script>alert(1)</script>"
 CDN = "https://cdnjs.cloudflare.com/ajax/libs"
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
-def attention(L_enc=2, L_dec=2, H=3, S=5, T=4, seed=0, spread=1.0):
-    """Random float32 softmax attention (encoder_self, decoder_self causal, cross), Capture layout."""
-    rng = np.random.default_rng(seed)
-    enc = softmax(rng.normal(0, spread, (L_enc, H, S, S)))
-    logits = rng.normal(0, spread, (L_dec, H, T, T))
-    logits[..., np.triu(np.ones((T, T), bool), 1)] = -np.inf
-    dec = softmax(logits)
-    crs = softmax(rng.normal(0, spread, (L_dec, H, T, S)))
-    return enc.astype(np.float32), dec.astype(np.float32), crs.astype(np.float32)
 
 
 SRC = ["the", "cat", "sat", "down", "</s>"]
