@@ -135,6 +135,12 @@ def wait_healthy(origin: str, process: subprocess.Popen, timeout_s: float) -> bo
     return True
 
 
+def streamlit_command(port: int, watcher: str = "none") -> list[str]:
+    """`streamlit run app.py` headless on 127.0.0.1:port, with this file watcher ("none": a server that serves)."""
+    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", watcher]  # fmt: skip
+
+
 class AppServer:
     """`streamlit run app.py` headless on a free local port, in its own process group.
 
@@ -147,21 +153,7 @@ class AppServer:
         self.origin = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "streamlit.log"
         env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
-        command = [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(self.port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.fileWatcherType",
-            "none",
-        ]
+        command = streamlit_command(self.port)
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
@@ -408,6 +400,13 @@ def download(page, button: str | re.Pattern) -> bytes:
         page.get_by_role("button", name=button, exact=isinstance(button, str)).click()
     path = info.value.path()
     return Path(path).read_bytes()
+
+
+def upload_field(watch: Watch):
+    """The sidebar's checkpoint upload field (its file input), the model picker switched to uploading."""
+    choose(watch.page, "Model", "Upload a checkpoint…")
+    wait_text(watch, "Choose a model in the sidebar to begin.")
+    return watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
 
 
 def sidebar_errors(page) -> list[str]:
