@@ -1,6 +1,7 @@
 import os
 import shutil
 import sys
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,21 @@ def server(request, tmp_path_factory, browser):  # browser first: without Chromi
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def watch(browser, server):
+    """A fresh browser window on the module's server, closed after the test."""
+    from tests.browser_helpers import Watch
+
+    w = Watch(browser, server.origin)
+    yield w
+    w.close()
+
+
+def without_positions(model):
+    """A copy of `model` whose positional tables are zero: the reference for switching positions off."""
+    other = deepcopy(model)
+    for _, module in other.positional_encodings():
+        module.table.zero_()
+    return other
