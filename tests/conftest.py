@@ -48,6 +48,20 @@ def make_tiny(tokenizer: Tokenizer, seed: int = 0, **overrides) -> torch.nn.Modu
     return build_model(config, seed=seed)
 
 
+def letters_model(letters, seed: int = 0, **config) -> tuple[torch.nn.Module, Tokenizer]:
+    """(model in eval mode, tokenizer) of a random model over the characters of `letters` (both sides), its
+    configuration `config` beside the vocabulary sizes."""
+    vocab = Vocab.build(letters, level="char")
+    cfg = TransformerConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), **config)
+    return build_model(cfg, seed=seed).eval(), Tokenizer(vocab, vocab)
+
+
+# a small decoder-only model (pre-LN, RoPE, tied embeddings): the head atlas's tests
+DECODER_ONLY = dict(shape="decoder-only", n_encoder_layers=0, n_decoder_layers=2, d_model=16, n_heads=2, d_ff=32,
+                    dropout=0.0, norm_first=True, positional="rope", max_len=64, share_embeddings=True,
+                    tie_generator=True)  # fmt: skip
+
+
 @pytest.fixture
 def tiny(char_tokenizer):
     return make_tiny(char_tokenizer)
