@@ -419,22 +419,18 @@ def sidebar_errors(page) -> list[str]:
 LETTERS_CARD = {"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]}
 
 
-def letters_checkpoint(folder: Path, card: dict | None = None) -> Path:
+def letters_checkpoint(
+    folder: Path, card: dict | None = None, letters: str = "abcdefgh", name: str = "letters", **config
+) -> Path:
     """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>): 2 encoder and 3 decoder
-    layers of 2 heads; its card has examples (LETTERS_CARD unless another card is given)."""
+    layers of 2 heads (`config` changes them, `letters` the vocabulary), saved as folder/name; its card has
+    examples (LETTERS_CARD unless another card is given)."""
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
-    vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=12,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=3,
-    )
-    path = folder / "letters"
+    vocab = Vocab.build(letters, level="char")
+    sizes = {"max_len": 12, "n_heads": 2, "n_encoder_layers": 2, "n_decoder_layers": 3, **config}
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), **sizes)
+    path = folder / name
     save_checkpoint(
         build_model(config, seed=0),
         Tokenizer(vocab, vocab),
