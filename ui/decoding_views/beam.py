@@ -8,6 +8,7 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.budget import WorkBudget, beam_refusal
 from model.analysis.budget_input import source_length
+from model.decoding import beam
 from model.decoding.strategy_export import beam_csv, beam_json
 from tasks.gold import gold_alignment
 from ui import caches
@@ -30,8 +31,8 @@ STOPS = {
 }
 
 
-EXPLANATION = (  # the strategy's explanation (ui.explain.explain)
-    N_("Beam search"),
+EXPLANATION = (  # the strategy's explanation (ui.explain.explain), titled by the strategy's own TITLE
+    beam.TITLE,
     N_(
         "Instead of one output, the search keeps the **k** most probable partial outputs (the beam). Each "
         "step extends every kept hypothesis by every token, ranks the 2k best extensions by their summed "

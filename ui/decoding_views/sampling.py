@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import N_, _
+from model.decoding import sampling
 from model.decoding.strategy_export import sampling_csv, sampling_json
 from ui import caches
 from ui import decoding_steps as steps
@@ -25,8 +26,8 @@ def view(session, strategy, changes) -> None:
     steps.finish(session, changes, playing, effect)
 
 
-EXPLANATION = (  # the strategy's explanation (ui.explain.explain)
-    N_("Sampling"),
+EXPLANATION = (  # the strategy's explanation (ui.explain.explain), titled by the strategy's own TITLE
+    sampling.TITLE,
     N_(
         "Each step draws the next token at random from the model's distribution instead of taking the most "
         "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
