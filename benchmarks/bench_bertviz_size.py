@@ -25,42 +25,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import table  # noqa: E402
+from harness.random_attention import random_attention as attention_maps  # noqa: E402
+from harness.random_attention import stock_bertviz_html as stock_html  # noqa: E402
 from viz.bertviz_view import head_view_html, model_view_html  # noqa: E402
 
 LAYERS, HEADS = 6, 8  # the paper's base model
 
 
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 def random_attention(n: int, spread: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """float32 (encoder_self, decoder_self, cross), each (LAYERS, HEADS, n, n); decoder_self causal."""
-    rng = np.random.default_rng(seed)
-    enc = softmax(rng.normal(0, spread, (LAYERS, HEADS, n, n)))
-    logits = rng.normal(0, spread, (LAYERS, HEADS, n, n))
-    logits[..., np.triu(np.ones((n, n), bool), 1)] = -np.inf
-    dec = softmax(logits)
-    crs = softmax(rng.normal(0, spread, (LAYERS, HEADS, n, n)))
-    return enc.astype(np.float32), dec.astype(np.float32), crs.astype(np.float32)
-
-
-def stock_html(view: str, arrays, tokens: list[str]) -> str:
-    import torch
-    from bertviz import head_view, model_view
-
-    per_layer = lambda a: [torch.from_numpy(layer[None]) for layer in a]  # noqa: E731 (1, H, q, k) each
-    enc, dec, crs = arrays
-    fn = head_view if view == "head" else model_view
-    return fn(
-        encoder_attention=per_layer(enc),
-        decoder_attention=per_layer(dec),
-        cross_attention=per_layer(crs),
-        encoder_tokens=tokens,
-        decoder_tokens=tokens,
-        html_action="return",
-    ).data
+    return attention_maps(LAYERS, LAYERS, HEADS, n, n, seed, spread)
 
 
 def params_chars(html: str) -> int:

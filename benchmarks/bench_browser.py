@@ -27,7 +27,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_pages import base_checkpoint, words  # noqa: E402
 from benchmarks.common import table  # noqa: E402
-from harness.browser import ROOT, AppServer, Watch, chromium, free_port, screenshot, wait_idle  # noqa: E402
+from harness.browser import (  # noqa: E402
+    ROOT,
+    AppServer,
+    Watch,
+    chromium,
+    free_port,
+    screenshot,
+    streamlit_command,
+    wait_idle,
+)
 
 # page -> URL parameters, and the JavaScript condition "drawn for this input" (first source token `t`, count `n`)
 PAGES = {
@@ -88,22 +97,7 @@ def first_page_cpu(
     log = open(tmp / f"watch-{watcher}.log", "wb")
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.fileWatcherType",
-            watcher,
-            *extra,
-        ],
+        [*streamlit_command(port, watcher), *extra],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -68,7 +68,7 @@ from benchmarks.hostile_inputs import (  # noqa: E402
     issue30_links,
     issue30_models,
 )
-from harness.browser import AppServer, Watch, choose, chromium, wait_text  # noqa: E402
+from harness.browser import AppServer, Watch, chromium, upload_field, wait_text  # noqa: E402
 from harness.stream_client import BackMsg, StreamSession, distinct_texts, rss_bytes  # noqa: E402
 
 PAGES = ["", "inside", "positional", "decoding", "model"]
@@ -164,9 +164,7 @@ def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out) -> None
         watch = Watch(browser, server.origin)
         try:
             watch.goto(server.url(model="demo:reverse", text="abc"))
-            choose(watch.page, "Model", "Upload a checkpoint…")
-            wait_text(watch, "Choose a model in the sidebar to begin.")
-            files = watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+            files = upload_field(watch)
             for name, data in uploads:
                 started = time.perf_counter()
                 files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": data})
@@ -177,6 +175,14 @@ def upload_all(server: AppServer, uploads: list[tuple[str, bytes]], out) -> None
                 out.put(("exception", traceback))
         finally:
             watch.close()
+
+
+def warm(server: AppServer, texts) -> int:
+    """The server's first visit and one ordinary session (its caches warm), then its resident memory in bytes."""
+    with chromium() as browser:
+        server.first_visit(browser)
+    asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
+    return rss_bytes(server.process.pid)
 
 
 def phase(server: AppServer, args, texts, hostile: bool, models=None, uploads=None, links=None) -> dict:
@@ -258,10 +264,7 @@ def main() -> None:
         os.environ["VIZ_WORK_MB"] = str(args.work_mb)
         server = AppServer(tmp / "app")
         try:
-            with chromium() as browser:
-                server.first_visit(browser)
-            asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
-            start_rss = rss_bytes(server.process.pid)
+            start_rss = warm(server, texts)
             disk_before = upload_bytes(tmp / "app")
             quiet = phase(server, args, texts[: args.sessions], hostile=False)
             loud = phase(server, args, texts[args.sessions :], hostile=True, models=models, uploads=uploads)
@@ -372,10 +375,7 @@ def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool
         os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
         server = AppServer(tmp / "app")
         try:
-            with chromium() as browser:
-                server.first_visit(browser)
-            asyncio.run(ordinary(server.origin, "", texts[0][:2], 0, 0, {"changes": [], "exceptions": []}))
-            start_rss = rss_bytes(server.process.pid)
+            start_rss = warm(server, texts)
             quiet = phase(server, args, texts[: args.sessions], hostile=False) if not args.leave_only else None
             base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
             attacks = links_of(models) if quiet else {}

@@ -135,6 +135,12 @@ def wait_healthy(origin: str, process: subprocess.Popen, timeout_s: float) -> bo
     return True
 
 
+def streamlit_command(port: int, watcher: str = "none") -> list[str]:
+    """`streamlit run app.py` headless on 127.0.0.1:port, with this file watcher ("none": a server that serves)."""
+    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", watcher]  # fmt: skip
+
+
 class AppServer:
     """`streamlit run app.py` headless on a free local port, in its own process group.
 
@@ -147,21 +153,7 @@ class AppServer:
         self.origin = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "streamlit.log"
         env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
-        command = [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(self.port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.fileWatcherType",
-            "none",
-        ]
+        command = streamlit_command(self.port)
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
@@ -410,6 +402,13 @@ def download(page, button: str | re.Pattern) -> bytes:
     return Path(path).read_bytes()
 
 
+def upload_field(watch: Watch):
+    """The sidebar's checkpoint upload field (its file input), the model picker switched to uploading."""
+    choose(watch.page, "Model", "Upload a checkpoint…")
+    wait_text(watch, "Choose a model in the sidebar to begin.")
+    return watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+
+
 def sidebar_errors(page) -> list[str]:
     return page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').all_inner_texts()
 
@@ -420,22 +419,18 @@ def sidebar_errors(page) -> list[str]:
 LETTERS_CARD = {"task": "letters", "description": "random letters", "examples": ["abcdefgh", "cafe", "head"]}
 
 
-def letters_checkpoint(folder: Path, card: dict | None = None) -> Path:
+def letters_checkpoint(
+    folder: Path, card: dict | None = None, letters: str = "abcdefgh", name: str = "letters", **config
+) -> Path:
     """A small random char-level model (letters a-h), max_len 12 (11 tokens and </s>): 2 encoder and 3 decoder
-    layers of 2 heads; its card has examples (LETTERS_CARD unless another card is given)."""
+    layers of 2 heads (`config` changes them, `letters` the vocabulary), saved as folder/name; its card has
+    examples (LETTERS_CARD unless another card is given)."""
     from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 
-    vocab = Vocab.build("abcdefgh", level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=12,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=3,
-    )
-    path = folder / "letters"
+    vocab = Vocab.build(letters, level="char")
+    sizes = {"max_len": 12, "n_heads": 2, "n_encoder_layers": 2, "n_decoder_layers": 3, **config}
+    config = TransformerConfig.preset("tiny", src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), **sizes)
+    path = folder / name
     save_checkpoint(
         build_model(config, seed=0),
         Tokenizer(vocab, vocab),

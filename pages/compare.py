@@ -19,6 +19,7 @@ from tasks.cards import card_description
 from ui import caches, model_picker
 from ui.compare_models import SAME_AS_A, default_b, mismatch_message
 from ui.explain import explain
+from ui.figure_download import download_row
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
@@ -223,20 +224,12 @@ def download_tokens(side: str, cap) -> dict:
 
 
 token_lists = download_tokens("a", cap_a) | (download_tokens("b", cap_b) if cap_b is not None else {})
-left, right = st.columns(2)
-left.download_button(
-    _("Download these maps (.npz)"),
-    lambda: comparison_npz(arrays, **token_lists),
-    file_name="comparison.npz",
-    mime="application/octet-stream",
-    key="cmp_dl_npz",
-    on_click="ignore",
-)
-right.download_button(
-    _("Download these maps (.json)"),
-    lambda: comparison_json(arrays, settings, **token_lists),
-    file_name="comparison.json",
-    mime="application/json",
-    key="cmp_dl_json",
-    on_click="ignore",
+download_row(
+    (_("Download these maps (.npz)"), lambda: comparison_npz(arrays, **token_lists), "comparison.npz", "cmp_dl_npz"),
+    (
+        _("Download these maps (.json)"),
+        lambda: comparison_json(arrays, settings, **token_lists),
+        "comparison.json",
+        "cmp_dl_json",
+    ),
 )

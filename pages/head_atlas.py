@@ -6,6 +6,7 @@ import streamlit as st
 
 from i18n import _, message_of
 from model.analysis.head_scores import ROLES
+from ui.figure_download import download_row
 from ui.head_atlas_ui import (
     CORPORA,
     KIND_TITLES,
@@ -164,20 +165,7 @@ group = atlas.labels[atlas.group_of(role)]
 for index, score in atlas.top_examples(role, layer, head):
     st.markdown(f"- `{score:.2f}` " + esc(" ".join(group[index])))
 
-left, right = st.columns(2)
-left.download_button(
-    _("Download the atlas (.json)"),
-    atlas.json_bytes,
-    file_name="head_atlas.json",
-    mime="application/json",
-    key="atl_dl_json",
-    on_click="ignore",
-)
-right.download_button(
-    _("Download the scores (.npz)"),
-    atlas.to_npz,
-    file_name="head_atlas.npz",
-    mime="application/octet-stream",
-    key="atl_dl_npz",
-    on_click="ignore",
+download_row(
+    (_("Download the atlas (.json)"), atlas.json_bytes, "head_atlas.json", "atl_dl_json"),
+    (_("Download the scores (.npz)"), atlas.to_npz, "head_atlas.npz", "atl_dl_npz"),
 )

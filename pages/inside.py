@@ -7,6 +7,7 @@ from model.analysis import inside
 from model.analysis.export import qkv_npz
 from ui import caches, positional_views
 from ui.attention_long import key_window, parse_range, range_text
+from ui.figure_download import download_file
 from ui.inside_sections import all_heads, family_steps, scale_comparison
 from ui.inside_shapes import shapes_section, write_shapes_url
 from ui.presentation import show
@@ -239,12 +240,7 @@ write_shapes_url()
 
 # -- downloads -------------------------------------------------------------------------------------
 st.subheader(_("Downloads"))
-st.download_button(
-    _("Download Q, K, V of every layer and head (.npz)"),
-    lambda: qkv_npz(cap),
-    file_name="qkv.npz",
-    mime="application/octet-stream",
-    key="in_dl_qkv",
-    on_click="ignore",
+download_file(
+    st, _("Download Q, K, V of every layer and head (.npz)"), lambda: qkv_npz(cap), "qkv.npz", "in_dl_qkv"
 )  # packed when pressed
 caches.capture_downloads(session, "inside")

@@ -10,6 +10,7 @@ from model.network.position_kinds.registry import kind
 from ui import caches, positional_models, positional_views
 from ui import positional_interventions as changed_positions
 from ui.explain import explain
+from ui.figure_download import download_row
 from ui.presentation import chart_box, show
 from ui.session import current, show_input_messages
 from ui.url_state import Key, Keys, finite
@@ -183,21 +184,8 @@ if view in TABLE_VIEWS:
     st.latex(FORMULA)
 if session is not None and show_input_messages(session):  # names what is wrong with the input
     caches.capture_downloads(session, "pe", changes)  # made only when pressed; the positional change recorded
-left, right = st.columns(2)
 table_npz, table_json = caches.pe_downloads(length, d_model, base)
-left.download_button(
-    _("Download this PE table (.npz)"),
-    table_npz,
-    file_name=f"pe_{length}x{d_model}.npz",
-    mime="application/octet-stream",
-    key="pe_table_npz",
-    on_click="ignore",
-)
-right.download_button(
-    _("Download this PE table (.json)"),
-    table_json,
-    file_name=f"pe_{length}x{d_model}.json",
-    mime="application/json",
-    key="pe_table_json",
-    on_click="ignore",
+download_row(
+    (_("Download this PE table (.npz)"), table_npz, f"pe_{length}x{d_model}.npz", "pe_table_npz"),
+    (_("Download this PE table (.json)"), table_json, f"pe_{length}x{d_model}.json", "pe_table_json"),
 )

@@ -20,6 +20,7 @@ from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from tasks.gold import alignment_share, gold_alignment, gold_example
 from ui import caches
 from ui.explain import explain
+from ui.figure_download import download_file
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.session import require_session
@@ -218,13 +219,12 @@ with left:
     explain("decoder_rows")  # rows: the tokens written, as on every page
 
 left, right = st.columns(2)
-left.download_button(
+download_file(
+    left,
     _("Download the scores per snapshot (.csv)"),
     lambda: snapshots_csv(steps, exact, held_out, mine),
-    file_name="snapshots.csv",
-    mime="text/csv",
-    key="trn_dl_csv",
-    on_click="ignore",
+    "snapshots.csv",
+    "trn_dl_csv",
 )
 ran = captures or [shown]
 right.download_button(

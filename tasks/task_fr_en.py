@@ -106,18 +106,12 @@ class FrenchToEnglishTask(HandPickedTask):
 
     determiners = tuple(FR_DETERMINERS)
     _random_phrase = TranslateTask._random_phrase  # the same draw, from this task's determiners
+    _random_sentence = TranslateTask._random_sentence  # the same sentences, reversed below
 
     def sample(self, rng: random.Random) -> Example:
         form = rng.choices(FORMS, WEIGHTS)[0]
         if form == "sentence":
-            shape = rng.choice(["simple", "prep", "and_subject", "and_object"])
-            subject = [self._random_phrase(rng) for _ in range(2 if shape == "and_subject" else 1)]
-            verb = rng.choice(sorted(VERBS))
-            obj = [self._random_phrase(rng) for _ in range(2 if shape == "and_object" else 1)]
-            if shape == "prep":
-                prep = rng.choice(sorted(PREPOSITIONS))
-                return _reverse(render_sentence(subject, verb, obj, prep, self._random_phrase(rng)))
-            return _reverse(render_sentence(subject, verb, obj))
+            return _reverse(self._random_sentence(rng))
         pronoun = rng.choice([p for p in PRONOUNS if form != "pronoun_verb" or p.person.startswith("3")])
         gender = rng.choice("mf")
         if form == "profession":

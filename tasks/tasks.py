@@ -280,6 +280,10 @@ class TranslateTask(HandPickedTask):
         return NounPhrase(rng.choice(self.determiners), rng.choice(sorted(NOUNS)), rng.random() < 0.4, adj)
 
     def sample(self, rng: random.Random) -> Example:
+        return self._random_sentence(rng)
+
+    def _random_sentence(self, rng: random.Random) -> Example:
+        """A sentence of one of four shapes (simple, with a prepositional phrase, two subjects, two objects)."""
         form = rng.choice(["simple", "prep", "and_subject", "and_object"])
         subject = [self._random_phrase(rng) for _ in range(2 if form == "and_subject" else 1)]
         verb = rng.choice(sorted(VERBS))

@@ -1,5 +1,7 @@
 import os
+import shutil
 import sys
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,20 @@ def make_tiny(tokenizer: Tokenizer, seed: int = 0, **overrides) -> torch.nn.Modu
         **{"d_model": 24, "n_heads": 3, "n_encoder_layers": 3, "n_decoder_layers": 2, **overrides},
     )
     return build_model(config, seed=seed)
+
+
+def letters_model(letters, seed: int = 0, **config) -> tuple[torch.nn.Module, Tokenizer]:
+    """(model in eval mode, tokenizer) of a random model over the characters of `letters` (both sides), its
+    configuration `config` beside the vocabulary sizes."""
+    vocab = Vocab.build(letters, level="char")
+    cfg = TransformerConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), **config)
+    return build_model(cfg, seed=seed).eval(), Tokenizer(vocab, vocab)
+
+
+# a small decoder-only model (pre-LN, RoPE, tied embeddings): the head atlas's tests
+DECODER_ONLY = dict(shape="decoder-only", n_encoder_layers=0, n_decoder_layers=2, d_model=16, n_heads=2, d_ff=32,
+                    dropout=0.0, norm_first=True, positional="rope", max_len=64, share_embeddings=True,
+                    tie_generator=True)  # fmt: skip
 
 
 @pytest.fixture
@@ -100,6 +116,27 @@ def deferred(monkeypatch):
     return registered
 
 
+@pytest.fixture
+def copy(built, tmp_path):
+    """copy(name): a fresh copy of the test module's `built[name]` folder, to damage (its `built` fixture: name ->
+    folder, made once per module)."""
+
+    def make(name: str):
+        return shutil.copytree(built[name], tmp_path / built[name].name)
+
+    return make
+
+
+@pytest.fixture
+def no_model_built(monkeypatch):
+    """Fails the test if a Transformer is constructed (the refusal must come before any tensor)."""
+
+    def refuse(self, config):
+        raise AssertionError("a Transformer was built")
+
+    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One headless Chromium per browser-test module (skips the module when Chromium or playwright is missing)."""
@@ -120,3 +157,21 @@ def server(request, tmp_path_factory, browser):  # browser first: without Chromi
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def watch(browser, server):
+    """A fresh browser window on the module's server, closed after the test."""
+    from tests.browser_helpers import Watch
+
+    w = Watch(browser, server.origin)
+    yield w
+    w.close()
+
+
+def without_positions(model):
+    """A copy of `model` whose positional tables are zero: the reference for switching positions off."""
+    other = deepcopy(model)
+    for _, module in other.positional_encodings():
+        module.table.zero_()
+    return other

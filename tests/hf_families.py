@@ -85,6 +85,16 @@ def reference(cls, folder: Path):
     return cls.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
+def saved_reference(cls, config, folder: Path, seed: int):
+    """A model of `cls` initialised with `seed`, perturbed (seed + 10), saved to `folder`, and read back as the
+    reference (eager attention)."""
+    torch.manual_seed(seed)
+    model = cls(config)
+    perturb(model, seed + 10)
+    model.save_pretrained(str(folder))
+    return reference(cls, folder)
+
+
 def build_t5(root: Path, flan: bool) -> Family:
     import transformers
 
@@ -128,6 +138,11 @@ def build_t5(root: Path, flan: bool) -> Family:
     return Family("flan-t5" if flan else "t5", folder, hf, tok, 0, None)
 
 
+# what the tiny BART and mBART share: width, heads, feed-forward, positions (their layers and scaling differ)
+TINY_BART = dict(d_model=32, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                 decoder_ffn_dim=64, max_position_embeddings=40, dropout=0.0, forced_eos_token_id=None)  # fmt: skip
+
+
 def build_bart(root: Path) -> Family:
     import transformers
     from tokenizers import ByteLevelBPETokenizer
@@ -138,19 +153,9 @@ def build_bart(root: Path) -> Family:
     bpe.train_from_iterator(sentences(), vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     bpe.save_model(str(folder))
     (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BartTokenizer"}))
-    config = transformers.BartConfig(  # bart-base: 6+6 layers of d_model 768, 12 heads, post-LN, GELU
-        vocab_size=300,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=3,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=40,
-        dropout=0.0,
-        scale_embedding=False,
-        forced_eos_token_id=None,
+    # bart-base: 6+6 layers of d_model 768, 12 heads, post-LN, GELU
+    config = transformers.BartConfig(
+        vocab_size=300, encoder_layers=2, decoder_layers=3, scale_embedding=False, **TINY_BART
     )
     torch.manual_seed(2)
     model = transformers.BartForConditionalGeneration(config)
@@ -174,21 +179,9 @@ def build_mbart(root: Path) -> Family:
     )
     vocab = pieces(spiece) + 1 + 25 + 1  # fairseq offset, 25 language codes, <mask>
     ro = pieces(spiece) + 1 + 19  # ro_RO
-    config = transformers.MBartConfig(  # mbart-large-cc25: 12+12 layers of 1024, pre-LN, scaled embeddings
-        vocab_size=vocab,
-        d_model=32,
-        encoder_layers=3,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=40,
-        dropout=0.0,
-        scale_embedding=True,
-        decoder_start_token_id=2,
-        forced_eos_token_id=None,
-    )
+    # mbart-large-cc25: 12+12 layers of 1024, pre-LN, scaled embeddings
+    config = transformers.MBartConfig(vocab_size=vocab, encoder_layers=3, decoder_layers=2, scale_embedding=True,
+                                      decoder_start_token_id=2, **TINY_BART)  # fmt: skip
     torch.manual_seed(3)
     model = transformers.MBartForConditionalGeneration(config)
     perturb(model, 13)

@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
 from harness.byte_level import byte_level
-from tests.hf_families import Family, perturb, reference, sentences, train_sentencepiece
+from tests.hf_families import Family, saved_reference, sentences, train_sentencepiece
 
 TEXTS = ("the cat sat on a mat", "birds sang while the dog ran to the red house", "a")
 
@@ -40,11 +38,7 @@ def build_gpt2(root: Path) -> Family:
         vocab_size=tok.get_vocab_size(), n_positions=48, n_embd=32, n_layer=3, n_head=4, bos_token_id=end,
         eos_token_id=end, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
     )  # fmt: skip
-    torch.manual_seed(4)
-    model = transformers.GPT2LMHeadModel(config)
-    perturb(model, 14)
-    model.save_pretrained(str(folder))
-    hf = reference(transformers.GPT2LMHeadModel, folder)
+    hf = saved_reference(transformers.GPT2LMHeadModel, config, folder, 4)
     return Family("gpt2", folder, hf, _fast(folder, eos_token="<|endoftext|>"), end, None)
 
 
@@ -66,11 +60,7 @@ def build_llama(root: Path, kv_heads: int, spm: bool = False, name: str = "llama
         num_key_value_heads=kv_heads, max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=bos,
         eos_token_id=eos, rope_parameters={"rope_type": "default", "rope_theta": 500.0},
     )  # fmt: skip
-    torch.manual_seed(5 + kv_heads)
-    model = transformers.LlamaForCausalLM(config)
-    perturb(model, 15 + kv_heads)
-    model.save_pretrained(str(folder))
-    hf = reference(transformers.LlamaForCausalLM, folder)
+    hf = saved_reference(transformers.LlamaForCausalLM, config, folder, 5 + kv_heads)
     if spm:
         import sentencepiece
 
@@ -92,11 +82,7 @@ def build_qwen2(root: Path) -> Family:
         bos_token_id=end, eos_token_id=end, tie_word_embeddings=True,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
     )  # fmt: skip
-    torch.manual_seed(7)
-    model = transformers.Qwen2ForCausalLM(config)
-    perturb(model, 17)
-    model.save_pretrained(str(folder))
-    hf = reference(transformers.Qwen2ForCausalLM, folder)
+    hf = saved_reference(transformers.Qwen2ForCausalLM, config, folder, 7)
     return Family("qwen2", folder, hf, _fast(folder, eos_token="<|endoftext|>"), end, None)
 
 
@@ -122,11 +108,7 @@ def build_bert(root: Path, mlm: bool) -> Family:
         intermediate_size=64, max_position_embeddings=40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )  # fmt: skip
     cls = transformers.BertForMaskedLM if mlm else transformers.BertModel
-    torch.manual_seed(8 + mlm)
-    model = cls(config)
-    perturb(model, 18 + mlm)
-    model.save_pretrained(str(folder))
-    hf = reference(cls, folder)
+    hf = saved_reference(cls, config, folder, 8 + mlm)
     fast = transformers.BertTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
     return Family("bert-mlm" if mlm else "bert", folder, hf, fast, tok.token_to_id("[CLS]"), None)
 

@@ -15,6 +15,7 @@ from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text
 from tests.apptest_helpers import TITLES, open_page
 from tests.i18n_helpers import has_cjk, untranslated, visible_strings
+from ui.decoding_strategy import MENU
 from ui.model_picker import UPLOAD_CHOICE
 from ui.navigation import PAGES
 
@@ -40,7 +41,7 @@ VIEWS = {
             "length",
         ],
     ),
-    "decoding": ("dec_strategy", ["greedy", "beam", "sample"]),
+    "decoding": ("dec_strategy", list(MENU)),  # every strategy of the menu, from the registry
     "compare": ("cmp_kind", ["cross", "encoder_self", "decoder_self"]),
     "training": (None, []),
     "model": ("model_view", ["config", "params", "weights", "shapes"]),

@@ -12,6 +12,7 @@ from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
 from ui.attribution_ui import SELF_WORDS
+from ui.decoding_strategy import MENU
 from ui.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -97,7 +98,7 @@ def test_attention_sinks_map_and_the_map_without_the_sink(folders):
     np.testing.assert_allclose(share[0, 0], np.nanmean(whole[1:, 0]), atol=1e-5)
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "beam", "sample"])
+@pytest.mark.parametrize("strategy", list(MENU))  # every strategy of the menu, from the registry
 def test_a_decoder_only_model_continues_the_prompt_with_every_strategy(folders, strategy):
     at = open_page("decoding", f"path:{folders['gpt2']}", text=TEXT, dec_strategy=strategy)
     no_error(at)

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.random_attention import random_attention as attention
+from harness.random_attention import stock_bertviz_html
 from viz import bertviz_assets as assets
 from viz.bertviz_assets import BertvizAssetError
 from viz.bertviz_view import head_view_html, model_view_html, weights_json
@@ -19,22 +21,6 @@ from viz.bertviz_view import head_view_html, model_view_html, weights_json
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "</script><script>alert(1)</script>"
 CDN = "https://cdnjs.cloudflare.com/ajax/libs"
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
-def attention(L_enc=2, L_dec=2, H=3, S=5, T=4, seed=0, spread=1.0):
-    """Random float32 softmax attention (encoder_self, decoder_self causal, cross), Capture layout."""
-    rng = np.random.default_rng(seed)
-    enc = softmax(rng.normal(0, spread, (L_enc, H, S, S)))
-    logits = rng.normal(0, spread, (L_dec, H, T, T))
-    logits[..., np.triu(np.ones((T, T), bool), 1)] = -np.inf
-    dec = softmax(logits)
-    crs = softmax(rng.normal(0, spread, (L_dec, H, T, S)))
-    return enc.astype(np.float32), dec.astype(np.float32), crs.astype(np.float32)
 
 
 SRC = ["the", "cat", "sat", "down", "</s>"]
@@ -374,23 +360,11 @@ def test_a_real_capture_renders(tiny, char_tokenizer):
 
 @pytest.mark.parametrize("view", ["head", "model"])
 def test_128_tokens_is_at_most_a_quarter_of_stock_bertviz(view):
-    import torch
-    from bertviz import head_view, model_view
-
     n = 128
     enc, dec, crs = attention(L_enc=2, L_dec=2, H=4, S=n, T=n, seed=7)  # near-uniform: the least compressible case
     tokens = [f"tok{i}" for i in range(n)]
     ours = (head_view_html if view == "head" else model_view_html)(enc, dec, crs, tokens, tokens)
-    per_layer = lambda a: [torch.from_numpy(layer[None]) for layer in a]  # noqa: E731 (1, H, q, k) each
-    stock_fn = head_view if view == "head" else model_view
-    stock = stock_fn(
-        encoder_attention=per_layer(enc),
-        decoder_attention=per_layer(dec),
-        cross_attention=per_layer(crs),
-        encoder_tokens=tokens,
-        decoder_tokens=tokens,
-        html_action="return",
-    ).data
+    stock = stock_bertviz_html(view, (enc, dec, crs), tokens)
     assert len(ours.encode()) * 4 <= len(stock.encode()), (len(ours), len(stock))
 
 

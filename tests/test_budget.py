@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import TransformerConfig, Vocab, beam_search, build_model, capture, greedy_decode
+from model import Vocab, beam_search, capture, greedy_decode
 from model.analysis.budget import (
     BUDGET_CUT_LONG,
     WorkBudget,
@@ -22,7 +22,7 @@ from model.analysis.budget import (
 from model.analysis.budget_input import apply_budget, fit_text
 from model.analysis.lecture import pack_records
 from model.text.inputs import check_text, count_limit
-from model.text.tokenizer import Tokenizer
+from tests.conftest import letters_model
 
 LETTERS = "abcdefgh"
 
@@ -43,12 +43,8 @@ def nbytes(obj) -> int:
 @pytest.fixture(scope="module")
 def many_heads():
     """The shape of the issue's hostile checkpoint, scaled down: many heads of width 1, a long max_len."""
-    vocab = Vocab.build(LETTERS, level="char")
-    cfg = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32, n_heads=32, d_ff=32,
-        n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=4096,
-    )  # fmt: skip
-    return build_model(cfg, seed=0).eval(), Tokenizer(vocab, vocab)
+    return letters_model(LETTERS, d_model=32, n_heads=32, d_ff=32, n_encoder_layers=1, n_decoder_layers=1,
+                         dropout=0.0, max_len=4096)  # fmt: skip
 
 
 @pytest.mark.parametrize("length", [1, 7, 40])

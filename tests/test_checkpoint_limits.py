@@ -22,16 +22,6 @@ def saved(tmp_path, char_tokenizer):
     return save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
 
 
-@pytest.fixture
-def no_model_built(monkeypatch):
-    """Fails the test if a Transformer is constructed (the refusal must come before any tensor)."""
-
-    def refuse(self, config):
-        raise AssertionError("a Transformer was built")
-
-    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
-
-
 def edit_config(folder, **changes):
     config = json.loads((folder / "config.json").read_text())
     config.update(changes)

@@ -12,23 +12,15 @@ import pytest
 from cli import atlas as cli_atlas
 from cli.main import main as cli_main
 from model import head_scores, load_checkpoint, save_checkpoint
-from model.network.config import TransformerConfig
-from model.network.transformer import build_model
-from model.text.tokenizer import Tokenizer, Vocab
+from tests.conftest import DECODER_ONLY, letters_model
 
 TEXTS = ["abcabcabc", "hello world", "ponmlk", "aaaa", "dcba", "the cat", "abcdefg", "gfedcba", "zz", "abab"]
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    vocab = Vocab.build(list("abcdefghijklmnopqrstuvwxyz "), level="char")
-    config = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), shape="decoder-only", n_encoder_layers=0,
-        n_decoder_layers=2, d_model=16, n_heads=2, d_ff=32, dropout=0.0, norm_first=True, positional="rope",
-        max_len=64, share_embeddings=True, tie_generator=True,
-    )  # fmt: skip
     out = tmp_path_factory.mktemp("atlas") / "tiny"
-    save_checkpoint(build_model(config, seed=2).eval(), Tokenizer(vocab, vocab), out)
+    save_checkpoint(*letters_model(list("abcdefghijklmnopqrstuvwxyz "), seed=2, **DECODER_ONLY), out)
     return out
 
 

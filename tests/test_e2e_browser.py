@@ -54,13 +54,6 @@ def letters(tmp_path_factory):
     return letters_checkpoint(tmp_path_factory.mktemp("e2e_model"))
 
 
-@pytest.fixture
-def watch(browser, server):
-    w = Watch(browser, server.origin)
-    yield w
-    w.close()
-
-
 def test_attention_page(watch, server, letters):
     page = watch.page
     watch.goto(server.url(model=f"path:{letters}", text="cafe"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_helpers import Watch, choose, sidebar_errors, wait_idle, wait_text
+from tests.browser_helpers import Watch, sidebar_errors, upload_field, wait_idle, wait_text
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"
@@ -37,9 +37,7 @@ def test_uploads_with_hostile_names_are_refused_by_that_name(browser, server, na
     watch = Watch(browser, server.origin)
     try:
         watch.goto(server.url(model="demo:reverse", text="abc"))
-        choose(watch.page, "Model", "Upload a checkpoint…")
-        wait_text(watch, "Choose a model in the sidebar to begin.")
-        files = watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+        files = upload_field(watch)
         files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": b"not a model" * 50})
         wait_text(watch, "Could not load this model")
         wait_idle(watch.page)

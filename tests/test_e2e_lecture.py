@@ -28,6 +28,7 @@ from tests.browser_helpers import (
     click_chart_point,
     contrast_on_white,
     escalating_timeouts,
+    letters_checkpoint,
     pick_view,
     press_pill,
     screenshot,
@@ -48,25 +49,9 @@ CROSS = "Cross-attention (decoder → encoder)"
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     """A random char-level model over a-t that reads up to 63 tokens: 4 heads, 2 encoder and 2 decoder layers."""
-    from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-
-    vocab = Vocab.build(LETTERS, level="char")
-    config = TransformerConfig.preset(
-        "tiny",
-        src_vocab_size=len(vocab),
-        tgt_vocab_size=len(vocab),
-        max_len=64,
-        n_heads=4,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-    )
-    path = tmp_path_factory.mktemp("lecture_model") / "letters64"
-    save_checkpoint(
-        build_model(config, seed=0),
-        Tokenizer(vocab, vocab),
-        path,
-        card={"task": "letters", "description": "random letters", "examples": ["abcdefgh"]},
-    )
+    card = {"task": "letters", "description": "random letters", "examples": ["abcdefgh"]}
+    path = letters_checkpoint(tmp_path_factory.mktemp("lecture_model"), card, LETTERS, "letters64", max_len=64,
+                              n_heads=4, n_decoder_layers=2)  # fmt: skip
     return f"path:{path}"
 
 

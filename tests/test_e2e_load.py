@@ -18,12 +18,12 @@ import pytest
 
 from tests.browser_helpers import (
     Watch,
-    choose,
     letters_checkpoint,
     plot_data,
     screenshot,
     sidebar_errors,
     type_input,
+    upload_field,
     wait_text,
     wait_ticks,
     wait_title,
@@ -144,9 +144,7 @@ def test_bad_uploads_are_explained_in_that_session_only(browser, server, letters
         uploader.goto(server.url(model=model, text="cafe"))
         wait_ticks(other, source("cafe"))
         wait_ticks(uploader, source("cafe"))
-        choose(uploader.page, "Model", "Upload a checkpoint…")
-        wait_text(uploader, "Choose a model in the sidebar to begin.")
-        files = uploader.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
+        files = upload_field(uploader)
 
         texts = ["bead", "dace", "fade", "hag", "cab", "ace", "bad", "gab"]
         for (path, expected), text in zip(bad_uploads(tmp_path, letters), texts, strict=True):

@@ -10,7 +10,7 @@ import pytest
 
 from i18n import _, language_scope
 from model import capture, load_checkpoint
-from tests.browser_helpers import Watch, plot_data, screenshot, wait_text, wait_title
+from tests.browser_helpers import plot_data, screenshot, wait_text, wait_title
 from tests.hf_one_stack import BUILDERS
 from ui.shapes import NO_DECODER
 
@@ -22,13 +22,6 @@ TEXT = "the cat sat on a mat"
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("one-stack-e2e")
     return {name: BUILDERS[name](root).folder for name in ("gpt2", "bert-mlm")}
-
-
-@pytest.fixture
-def watch(browser, server):
-    w = Watch(browser, server.origin)
-    yield w
-    w.close()
 
 
 def test_the_sinks_of_a_decoder_only_model_and_the_line_of_an_encoder(watch, server, folders):

@@ -14,22 +14,15 @@ from model import head_scores, load_checkpoint
 from model.analysis import head_atlas as ha
 from model.analysis.head_scores import ROLES, random_sequences
 from model.analysis.head_switch_off import ablated_losses, switch_off
-from model.network.config import TransformerConfig
 from model.network.transformer import build_model
-from model.text.tokenizer import Tokenizer, Vocab
+from tests.conftest import DECODER_ONLY, letters_model
 
 INDUCTION = Path(__file__).resolve().parents[1] / "checkpoints" / "induction"
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    vocab = Vocab.build(list("abcdefghijklmnop"), level="char")
-    config = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), shape="decoder-only", n_encoder_layers=0,
-        n_decoder_layers=2, d_model=16, n_heads=2, d_ff=32, dropout=0.0, norm_first=True, positional="rope",
-        max_len=64, share_embeddings=True, tie_generator=True,
-    )  # fmt: skip
-    return build_model(config, seed=3).eval(), Tokenizer(vocab, vocab)
+    return letters_model(list("abcdefghijklmnop"), seed=3, **DECODER_ONLY)
 
 
 def test_shards_merge_into_head_scores_whatever_their_size(tiny):

@@ -44,14 +44,6 @@ def built(tmp_path_factory):
 
 
 @pytest.fixture
-def copy(built, tmp_path):
-    def make(name: str):
-        return shutil.copytree(built[name], tmp_path / built[name].name)
-
-    return make
-
-
-@pytest.fixture
 def nothing_parsed(monkeypatch):
     """Any JSON parse or tokenizers parse of a whole file fails the test: the refusal must come before."""
 

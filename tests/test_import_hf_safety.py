@@ -3,7 +3,6 @@ files that do not belong to the model. Each is a CheckpointError naming the prob
 beyond the limits is allocated; no file content is echoed."""
 
 import json
-import shutil
 
 import pytest
 import torch
@@ -22,22 +21,6 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf-bad")
     return {"t5": build_t5(root, True).folder, "bart": build_bart(root).folder, "mbart": build_mbart(root).folder}
-
-
-@pytest.fixture
-def copy(built, tmp_path):
-    def make(name: str):
-        return shutil.copytree(built[name], tmp_path / built[name].name)
-
-    return make
-
-
-@pytest.fixture
-def no_model_built(monkeypatch):
-    def refuse(self, config):
-        raise AssertionError("a Transformer was built")
-
-    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
 
 
 @pytest.mark.parametrize("name", ["t5", "bart", "mbart"])

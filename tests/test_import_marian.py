@@ -5,6 +5,7 @@ definition and, where transformers is installed, with MarianMTModel and MarianTo
 import io
 import json
 import random
+import shutil
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from harness.reference.marian import marian_positions, marian_reference
 from model import CheckpointError, capture, greedy_decode, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from model.network.positional import sinusoidal_encoding
+from tests.hf_families import edit_json
 from tests.import_helpers import assert_close, assert_maps_equal, our_run
 
 spm = pytest.importorskip("sentencepiece")
@@ -227,12 +229,8 @@ def test_inspect_knows_heads_and_tokenizer(marian_dir):
 
 
 def copy_folder(src, dst, **config_changes):
-    dst.mkdir()
-    for f in src.iterdir():
-        (dst / f.name).write_bytes(f.read_bytes())
-    cfg = json.loads((dst / "config.json").read_text())
-    cfg.update(config_changes)
-    (dst / "config.json").write_text(json.dumps(cfg))
+    shutil.copytree(src, dst)
+    edit_json(dst / "config.json", **config_changes)
     return dst
 
 

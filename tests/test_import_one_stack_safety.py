@@ -6,7 +6,6 @@ carry (GPT-2's vocab.json + merges.txt, BERT's vocab.txt) read as its tokenizer.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -21,22 +20,6 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("one-stack-bad")
     return {name: BUILDERS[name](root).folder for name in ("gpt2", "llama", "qwen2", "bert-mlm")}
-
-
-@pytest.fixture
-def copy(built, tmp_path):
-    def make(name: str):
-        return shutil.copytree(built[name], tmp_path / built[name].name)
-
-    return make
-
-
-@pytest.fixture
-def no_model_built(monkeypatch):
-    def refuse(self, config):
-        raise AssertionError("a Transformer was built")
-
-    monkeypatch.setattr("model.network.transformer.Transformer.__init__", refuse)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining, exact_match_with, fresh_examples
 from tasks.registry import get_task
 from tasks.tasks import dataset
+from tests.conftest import without_positions
 
 
 def decode(model, tokenizer, text, changes=Interventions(), top_k=5, prefix=()):
@@ -29,13 +30,6 @@ def without_head(model, kind, layer, head):
     dk = other.config.d_model // other.config.n_heads
     with torch.no_grad():
         module.out_proj.weight[:, head * dk : (head + 1) * dk] = 0
-    return other
-
-
-def without_positions(model):
-    other = copy.deepcopy(model)
-    for _, module in other.positional_encodings():
-        module.table.zero_()
     return other
 
 

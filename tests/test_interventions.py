@@ -9,7 +9,7 @@ import pytest
 
 from model import capture
 from model.analysis.export import capture_json
-from tests.conftest import make_tiny
+from tests.conftest import make_tiny, without_positions
 
 
 def all_heads(kind, n_layers, n_heads=3):
@@ -46,16 +46,9 @@ def test_an_ablated_head_outputs_zeros_before_w_o(tiny, char_tokenizer):
     assert np.abs(cut.log_probs - plain.log_probs).max() > 1e-4
 
 
-def zeroed_pe_copy(model):
-    other = copy.deepcopy(model)
-    for _, module in other.positional_encodings():
-        module.table.zero_()
-    return other
-
-
 def test_positional_off_is_the_model_without_positional_rows(tiny, char_tokenizer):
     off = capture(tiny, char_tokenizer, "hello", target="abc", positional="off")
-    reference = capture(zeroed_pe_copy(tiny), char_tokenizer, "hello", target="abc")
+    reference = capture(without_positions(tiny), char_tokenizer, "hello", target="abc")
     np.testing.assert_allclose(off.log_probs, reference.log_probs, atol=1e-5)
     np.testing.assert_allclose(off.encoder_self, reference.encoder_self, atol=1e-6)
     assert (off.source_pe == 0).all() and (off.target_pe == 0).all()

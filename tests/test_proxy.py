@@ -19,11 +19,10 @@ from harness.proxy import NGINX, Proxy
 from tests.browser_helpers import (
     AppServer,
     Watch,
-    choose,
     chromium,
     letters_checkpoint,
     type_input,
-    wait_text,
+    upload_field,
     wait_ticks,
 )
 
@@ -120,11 +119,7 @@ def test_an_upload_through_the_proxy_reaches_the_session_s_process(browser, depl
     try:
         for w in watches:
             w.goto(f"{proxy.origin}/?text=cafe")
-            choose(w.page, "Model", "Upload a checkpoint…")
-            wait_text(w, "Choose a model in the sidebar to begin.")
-            w.page.locator(
-                '[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]'
-            ).set_input_files(str(archive))
+            upload_field(w).set_input_files(str(archive))
             wait_ticks(w, source("abcdefgh"))  # the uploaded model starts from its card's first example
             type_input(w.page, "cafe")
             wait_ticks(w, source("cafe"))  # and reads what the session types

@@ -8,9 +8,12 @@ extension point but is not registered fails, and so does a registry entry withou
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
+
+from model.network.position_kinds.registry import MODULES as POSITIONAL_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,26 +44,27 @@ def test_every_page_script_is_in_the_page_registry_once():
 
 def test_every_intervention_kind_module_is_registered_once():
     from model.interventions import INTERVENTION_KINDS
-    from model.interventions.registry import MODULES
+    from model.interventions.registry import MODULES, REGISTRY
 
     assert len(MODULES) == len(set(MODULES)) == len(INTERVENTION_KINDS)  # one kind a module, names distinct
-    assert set(MODULES) == modules_defining(ROOT / "model" / "interventions", "KIND")
+    assert set(MODULES) == modules_defining(ROOT / "model" / "interventions", *REGISTRY.provides.library)
     for name, kind in INTERVENTION_KINDS.items():
         assert kind.name == name and kind.__module__.rsplit(".", 1)[-1] in MODULES
 
 
 def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_the_registry():
     from model.decoding import STRATEGIES
-    from model.decoding.strategies import MODULES
+    from model.decoding.strategies import MODULES, REGISTRY
     from ui.decoding_strategy import MENU, VIEWS
 
     assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
-    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", "NAME", "decode", "SETTINGS")
+    assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", *REGISTRY.provides.library)
     assert MENU == {m.LINK: m for m in STRATEGIES.values() if m.LINK}
     assert {"greedy", "beam", "sample"} <= set(MENU)  # the links written before the registry still read the same
-    # each strategy in the menu has its app half, a module of the same name with a view
+    # each strategy in the menu has its app half, the module it names (APP), with a view; every view is one's
+    assert set(REGISTRY.apps()) == {m.NAME for m in MENU.values()}
     on_disk = {p.stem for p in (ROOT / "ui" / "decoding_views").glob("*.py") if p.stem != "__init__"}
-    assert on_disk == {m.__name__.rsplit(".", 1)[-1] for m in MENU.values()}
+    assert {f"ui.decoding_views.{stem}" for stem in on_disk} == {m.__name__ for m in VIEWS.values()}
     assert all(callable(VIEWS[link].view) for link in MENU)
     # nothing on the page or in ui/ names a strategy: the titles and settings are written once, in the strategy modules
     for path in [ROOT / "pages" / "decoding.py", *(ROOT / "ui").rglob("*.py")]:
@@ -72,10 +76,11 @@ def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_th
 
 def test_every_checkpoint_format_module_is_registered_once():
     from model.checkpoints.formats import FORMATS, REGISTRY
+    from model.checkpoints.formats.registry import FORMAT_REGISTRY
 
     names = [fmt.NAME for fmt in REGISTRY]
     assert len(names) == len(set(names)) == len(FORMATS)
-    found = modules_defining(ROOT / "model" / "checkpoints" / "formats", "NAME", "detect", "inspect", "load")
+    found = modules_defining(ROOT / "model" / "checkpoints" / "formats", *FORMAT_REGISTRY.provides.library)
     assert {fmt.__name__.rsplit(".", 1)[-1] for fmt in REGISTRY} == found
 
 
@@ -83,9 +88,10 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
     from model.analysis.attribution import METHODS
     from model.analysis.attribution_methods.registry import METHODS as REGISTRY
     from model.analysis.attribution_methods.registry import MODULES
+    from model.analysis.attribution_methods.registry import REGISTRY as METHOD_REGISTRY
 
     assert len(MODULES) == len(set(MODULES)) == len(REGISTRY) and tuple(REGISTRY) == METHODS
-    found = modules_defining(ROOT / "model" / "analysis" / "attribution_methods", "NAME", "compute", "SETTINGS")
+    found = modules_defining(ROOT / "model" / "analysis" / "attribution_methods", *METHOD_REGISTRY.provides.library)
     assert set(MODULES) == found
     for name, module in REGISTRY.items():
         assert module.NAME == name and module.__name__.rsplit(".", 1)[-1] in MODULES
@@ -99,14 +105,15 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
 
 def test_every_positional_kind_module_is_registered_once_with_its_app_half():
     from model.network.config import POSITIONAL_KINDS
-    from model.network.position_kinds.registry import MODULES, kinds
+    from model.network.position_kinds.registry import MODULES, REGISTRY, kinds
     from ui import positional_views
 
     assert len(MODULES) == len(set(MODULES)) == len(kinds()) and tuple(kinds()) == POSITIONAL_KINDS == MODULES
-    found = modules_defining(ROOT / "model" / "network" / "position_kinds", "NAME", "TITLE", "make")
+    found = modules_defining(ROOT / "model" / "network" / "position_kinds", *REGISTRY.provides.library)
     assert set(MODULES) == found
     app = {p.stem for p in (ROOT / "ui" / "positional_views").glob("*.py") if p.stem != "__init__"}
-    assert app == set(MODULES)  # each kind's app half: a module of the same name
+    assert {f"ui.positional_views.{stem}" for stem in app} == {m.__name__ for m in positional_views.MODULES.values()}
+    assert tuple(positional_views.MODULES) == MODULES  # each kind's app half, the module its APP names
     for name in MODULES:
         assert callable(positional_views.of(name).mine) and callable(positional_views.of(name).similarity)
     # the pages name no kind: their titles, descriptions and views come from the registry
@@ -117,7 +124,7 @@ def test_every_positional_kind_module_is_registered_once_with_its_app_half():
             assert f'N_("{k.TITLE}")' not in source and f'N_("{k.DESCRIPTION}")' not in source, (page, name)
 
 
-@pytest.mark.parametrize("name", ["sinusoidal", "learned", "none", "rope", "alibi", "relative"])
+@pytest.mark.parametrize("name", POSITIONAL_KINDS)
 def test_each_positional_kind_builds_the_module_the_model_uses(name, char_tokenizer):
     """The factory is the kind's own make(): a model of each kind holds the module it returns, on both sides."""
     from model.network.position_kinds.registry import kind
@@ -141,3 +148,37 @@ def test_the_positional_page_reads_and_writes_each_position_kind_in_its_own_url_
     source = (ROOT / "ui" / "positional_interventions.py").read_text()
     for k in kinds:
         assert f'N_("{k.title}")' not in source and f'"{k.positional}"' not in source, k.positional
+
+
+@pytest.fixture
+def scratch_package(tmp_path, monkeypatch):
+    """A package of two entries written on the spot: `one` complete, `two` without its compute, `app_one` its
+    app half with a view."""
+    package = tmp_path / "scratch_point"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "one.py").write_text('NAME = "one"\nAPP = "scratch_point.app_one"\ndef compute(): return 1\n')
+    (package / "two.py").write_text('NAME = "two"\n')
+    (package / "app_one.py").write_text("def view(): return 'one'\n")
+    (package / "twin.py").write_text('NAME = "one"\ndef compute(): return 2\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "scratch_point"
+    for name in [m for m in sys.modules if m.startswith("scratch_point")]:
+        del sys.modules[name]
+
+
+def test_the_registry_helper_loads_on_first_use_checks_what_entries_provide_and_finds_the_app_half(scratch_package):
+    from model.registry import Provides, Registry
+
+    registry = Registry(scratch_package, ("one",), Provides(("NAME", "compute"), app=("view",)))
+    assert f"{scratch_package}.one" not in sys.modules and len(registry) == 1  # nothing imported yet
+    assert list(registry) == ["one"] and registry.lookup("one").compute() == 1
+    assert registry.app("one").view() == "one" and list(registry.apps()) == ["one"]
+    with pytest.raises(TypeError, match="two lacks compute"):
+        dict(Registry(scratch_package, ("one", "two"), Provides(("NAME", "compute"))))
+    with pytest.raises(TypeError, match="app_one .* lacks draw"):
+        Registry(scratch_package, ("one",), Provides(("NAME",), app=("draw",))).app("one")
+    with pytest.raises(ValueError, match="both named 'one'"):
+        dict(Registry(scratch_package, ("one", "twin"), Provides(("NAME",))))
+    without_app = Registry(scratch_package, ("twin",), Provides(("NAME",)))
+    assert without_app.app("one") is None and without_app.apps() == {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import TransformerConfig, Vocab, build_model
+from model import TransformerConfig, build_model
 from model.analysis import attribution as attr
 from model.analysis.attribution_methods import grad_x_input
 from model.analysis.attribution_methods import integrated_gradients as ig
@@ -25,19 +25,15 @@ from model.analysis.budget import (
     page_bytes,
 )
 from model.analysis.scored import Prepared
-from model.text.tokenizer import Tokenizer
+from tests.conftest import letters_model
 
 LETTERS = "abcdefgh"
 
 
 @pytest.fixture(scope="module")
 def small():
-    vocab = Vocab.build(LETTERS, level="char")
-    cfg = TransformerConfig(
-        src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32, n_heads=4, d_ff=64,
-        n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64,
-    )  # fmt: skip
-    return build_model(cfg, seed=0).eval(), Tokenizer(vocab, vocab)
+    return letters_model(LETTERS, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
+                         dropout=0.0, max_len=64)  # fmt: skip
 
 
 def saved_bytes(model, fn) -> int:

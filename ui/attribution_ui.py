@@ -21,6 +21,7 @@ from model.analysis.jobs import attribute_methods
 from model.interventions import Interventions
 from ui import caches
 from ui.disk_cache import checkpoint_cached, demo_folder, stored
+from ui.figure_download import download_row
 from ui.safe_text import md
 from ui.session import Session
 from ui.url_state import Key, Keys
@@ -248,10 +249,7 @@ def show_table(table: Agreement, kind: str = "cross") -> None:
 
 
 def downloads(results: dict[str, attr.Attribution]) -> None:
-    left, right = st.columns(2)
-    left.download_button(_("Download the scores (.npz)"), lambda: attr.attributions_npz(results),
-                         file_name="attribution.npz", mime="application/octet-stream", key="attr_dl_npz",
-                         on_click="ignore")  # fmt: skip
-    right.download_button(_("Download the scores (.json)"), lambda: attr.attributions_json(results),
-                          file_name="attribution.json", mime="application/json", key="attr_dl_json",
-                          on_click="ignore")  # fmt: skip
+    download_row(
+        (_("Download the scores (.npz)"), lambda: attr.attributions_npz(results), "attribution.npz", "attr_dl_npz"),
+        (_("Download the scores (.json)"), lambda: attr.attributions_json(results), "attribution.json", "attr_dl_json"),
+    )

@@ -29,6 +29,7 @@ from model.decoding import Step
 from model.interventions import NONE, Interventions
 from tasks import intervened
 from ui.bounded_cache import BoundedCache
+from ui.figure_download import download_row
 
 if TYPE_CHECKING:
     from ui.session import Session
@@ -335,22 +336,9 @@ def capture_downloads(session: Session, page: str, changes: Interventions = NONE
     page showed it), that is only the conversion; otherwise the model runs then, once. With `changes`, the
     capture of the changed model, which records them (Capture.interventions, in both files).
     """
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download attention and PE (.npz)"),
-        partial(_npz, session, changes),
-        file_name="capture.npz",
-        mime="application/octet-stream",
-        key=f"{page}_dl_npz",
-        on_click="ignore",
-    )
-    right.download_button(
-        _("Download attention and PE (.json)"),
-        partial(_json, session, changes),
-        file_name="capture.json",
-        mime="application/json",
-        key=f"{page}_dl_json",
-        on_click="ignore",
+    download_row(
+        (_("Download attention and PE (.npz)"), partial(_npz, session, changes), "capture.npz", f"{page}_dl_npz"),
+        (_("Download attention and PE (.json)"), partial(_json, session, changes), "capture.json", f"{page}_dl_json"),
     )
 
 

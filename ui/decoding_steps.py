@@ -14,6 +14,7 @@ from tasks.cards import label_smoothing_note
 from tasks.gold import gold_alignment
 from ui import caches
 from ui import interventions_ui as heads_ui
+from ui.figure_download import download_file
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import code, esc, md
 from ui.url_state import Key, Keys
@@ -160,13 +161,12 @@ def alignment_view(session, trace, changes) -> None:
         st.info(_(CONTEXT_FULL).format(n=session.model.config.max_len))
     if has_cross(trace):
         _alignment(session, trace)
-    st.download_button(
+    download_file(
+        st,
         _("Download this decoding, step by step (.json)"),
         lambda: trace_json(trace, interventions=changes.describe()),
-        file_name="decoding.json",
-        mime="application/json",
-        key="dec_dl",
-        on_click="ignore",
+        "decoding.json",
+        "dec_dl",
     )
 
 

@@ -4,7 +4,8 @@ Every strategy in the page's menu (a `LINK` in its library module) has two halve
 - the library half, `model/decoding/NAME.py`: NAME, TITLE, LINK, SETTINGS (one `Setting` per keyword of its
   `decode()`: default, bounds, label, link key) and `decode(model, tokenizer, source, *, interventions, max_len,
   **settings)`;
-- the app half, `ui/decoding_views/NAME.py`: `view(session, strategy, changes)`, what the page shows for it.
+- the app half, the module its library module names in APP (`ui/decoding_views/NAME.py`): `view(session,
+  strategy, changes)`, what the page shows for it; the registry finds it.
 `choose()` draws the menu and the chosen strategy's settings from those declarations, reads and writes them in the
 link (a value that is not valid is named on the page and replaced by the default); the page then calls the view.
 Nothing here or on the page names a strategy.
@@ -12,7 +13,6 @@ Nothing here or on the page names a strategy.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -20,13 +20,12 @@ import streamlit as st
 
 from i18n import N_, _
 from model.decoding import STRATEGIES as LIBRARY_STRATEGIES
+from model.decoding.strategies import REGISTRY
 from ui.url_state import Key, Keys
 
-# the page's menu, in the registry's order: link value -> library module, and the app half of each
+# the page's menu, in the registry's order: link value -> library module, and the app half of each (its APP)
 MENU: dict[str, ModuleType] = {m.LINK: m for m in LIBRARY_STRATEGIES.values() if m.LINK}
-VIEWS: dict[str, ModuleType] = {
-    link: importlib.import_module(f"ui.decoding_views.{m.__name__.rsplit('.', 1)[-1]}") for link, m in MENU.items()
-}
+VIEWS: dict[str, ModuleType] = {m.LINK: REGISTRY.app(m.NAME) for m in MENU.values()}
 DEFAULT = next(iter(MENU))
 SETTINGS = [s for m in MENU.values() for s in m.SETTINGS]
 

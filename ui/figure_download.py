@@ -13,6 +13,7 @@ import streamlit as st
 from i18n import _
 from viz.figure_export import FORMATS, PRESETS, FigureExportError, chromium_path
 
+MIME = {"npz": "application/octet-stream", "json": "application/json", "csv": "text/csv", "html": "text/html"}
 KEY_SUFFIX = "_figdl"  # every widget of the control: the chart's key + this + what it is (tests find them by it)
 
 
@@ -29,6 +30,19 @@ def file_bytes(fig, fmt: str, preset: str, width: int | None) -> bytes:
         return render(out, fmt, preset)
     except FigureExportError as err:  # no Chromium on this server: the file says so, nothing breaks
         return f"{err}\n".encode()
+
+
+def download_file(where, label: str, data, file_name: str, key: str, **options) -> None:
+    """One download button in `where` (st or a column): `data` (bytes, text, or a callable made only when the button
+    is pressed, on its own thread), its type from `file_name`'s extension; pressing it does not rerun the page."""
+    mime = MIME[file_name.rsplit(".", 1)[-1]]
+    where.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore", **options)
+
+
+def download_row(*files: tuple[str, object, str, str]) -> None:
+    """Download buttons side by side, one column each: (label, data, file_name, key) per button."""
+    for where, (label, data, file_name, key) in zip(st.columns(len(files)), files):
+        download_file(where, label, data, file_name, key)
 
 
 def download_control(fig, key: str, where=None, width: int | None = None) -> None:

@@ -16,6 +16,16 @@ from i18n import N_, _
 from .tokens import readable
 
 MARGIN = dict(t=60, l=10, r=10, b=10)
+
+
+def _finish(fig: go.Figure, title: str, x_title: str, y_title: str, height: int) -> go.Figure:
+    """The axes' titles, the figure's title and height, its legend in a row under the plot; readable text."""
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title)
+    fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.25))
+    return readable(fig)
+
+
 DIVERGING = "RdBu"
 
 
@@ -92,13 +102,8 @@ def rope_decay(distance: np.ndarray, same: np.ndarray, bound: np.ndarray, height
             ),  # fmt: skip
         ]
     )
-    fig.update_xaxes(title_text=_("distance m − n"))
-    fig.update_yaxes(title_text=_("score (1 at distance 0)"))
-    fig.update_layout(
-        title=_("Long-range decay: the score shrinks as the distance grows"),
-        height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.25),
-    )  # fmt: skip
-    return readable(fig)
+    return _finish(fig, _("Long-range decay: the score shrinks as the distance grows"), _("distance m − n"),
+                   _("score (1 at distance 0)"), height)  # fmt: skip
 
 
 def head_maps(
@@ -189,13 +194,8 @@ def relative_buckets(
                   annotation_text=_("decoder: exact"), annotation_position="bottom left")  # fmt: skip
     fig.add_vrect(x0=-max_exact + 0.5, x1=max_exact - 0.5, fillcolor="LightGreen", opacity=0.25, line_width=0,
                   annotation_text=_("encoder: exact"), annotation_position="top right")  # fmt: skip
-    fig.update_xaxes(title_text=_("relative position (key − query)"))
-    fig.update_yaxes(title_text=_("bucket"))
-    fig.update_layout(
-        title=_("T5's buckets: exact when near, logarithmic when far"),
-        height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.25),
-    )  # fmt: skip
-    return readable(fig)
+    return _finish(fig, _("T5's buckets: exact when near, logarithmic when far"),
+                   _("relative position (key − query)"), _("bucket"), height)  # fmt: skip
 
 
 def relative_bias(rel: np.ndarray, values: np.ndarray, title: str, height: int = 380) -> go.Figure:
@@ -219,10 +219,7 @@ def relative_bias(rel: np.ndarray, values: np.ndarray, title: str, height: int =
             for h in range(values.shape[0])
         ]
     )
-    fig.update_xaxes(title_text=_("relative position (key − query)"))
-    fig.update_yaxes(title_text=_("bias added to the score"))
-    fig.update_layout(title=title, height=height, margin=MARGIN, legend=dict(orientation="h", y=-0.25))
-    return readable(fig)
+    return _finish(fig, title, _("relative position (key − query)"), _("bias added to the score"), height)
 
 
 def length_curves(

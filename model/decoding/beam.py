@@ -23,7 +23,7 @@ from torch import nn
 
 from i18n import N_
 
-from ..interventions import NONE, Interventions
+from ..interventions import Interventions
 from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
 from . import core
@@ -33,6 +33,7 @@ from .settings import Setting
 NAME = "beam"
 TITLE = N_("Beam search")  # the decoding page's menu
 LINK = "beam"  # how the page's link writes it (dec_strategy=...)
+APP = "ui.decoding_views.beam"  # its app half: the view the decoding page shows
 MAX_BEAM = 8  # the widest beam the page offers (each step keeps 2k rows of every attention map)
 SETTINGS = (
     Setting("beam_size", "dec_beam", 4, 1, MAX_BEAM, N_("Beam size"), N_("the beam size")),
@@ -246,14 +247,4 @@ def beam_search(
     return policy.finish()
 
 
-def decode(
-    model: nn.Module,
-    tokenizer: Tokenizer,
-    source: str,
-    *,
-    interventions: Interventions = NONE,
-    max_len: int | None = None,
-    beam_size: int = 4,
-    length_penalty: float = 0.6,
-) -> BeamTrace:
-    return beam_search(model, tokenizer, source, beam_size, length_penalty, max_len, interventions=interventions)
+decode = beam_search  # the registry's decode(model, tokenizer, source, *, interventions, max_len, **settings)

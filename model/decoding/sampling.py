@@ -9,7 +9,7 @@ from torch import nn
 
 from i18n import N_
 
-from ..interventions import NONE, Interventions
+from ..interventions import Interventions
 from ..text.inputs import device_of
 from ..text.tokenizer import Tokenizer
 from .settings import Setting
@@ -18,6 +18,7 @@ from .trace import Trace, decode_trace
 NAME = "sampling"
 TITLE = N_("Sampling")  # the decoding page's menu
 LINK = "sample"  # how the page's link writes it (dec_strategy=...; links made before the registry say so)
+APP = "ui.decoding_views.sampling"  # its app half: the view the decoding page shows
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
 SETTINGS = (
@@ -95,19 +96,5 @@ def sample(
                         interventions=changes)  # fmt: skip
 
 
-def decode(
-    model: nn.Module,
-    tokenizer: Tokenizer,
-    source: str,
-    *,
-    interventions: Interventions = NONE,
-    max_len: int | None = None,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    seed: int = 0,
-    shown: int = 5,
-) -> Trace:
-    return sample(
-        model, tokenizer, source, temperature, top_k, top_p, seed, max_len, shown, interventions=interventions
-    )
+# the registry's decode(model, tokenizer, source, *, interventions, max_len, **settings): sample's own keywords
+decode = sample

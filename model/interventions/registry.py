@@ -3,8 +3,7 @@ A new kind: one module beside these (a `Change` subclass, `KIND = ...`) and one 
 
 from __future__ import annotations
 
-import importlib
-
+from ..registry import Provides, Registry
 from .base import Change
 
 MODULES = (
@@ -13,7 +12,7 @@ MODULES = (
     "positions_shifted",
     "heads_off",
 )
-KIND_CLASSES: dict[str, type[Change]] = {}
-for _module in MODULES:
-    _kind = importlib.import_module(f"{__package__}.{_module}").KIND
-    KIND_CLASSES[_kind.name] = _kind
+REGISTRY = Registry(
+    __package__, MODULES, Provides(("KIND",)), entry=lambda module: module.KIND, key=lambda kind: kind.name
+)
+KIND_CLASSES: dict[str, type[Change]] = REGISTRY.entries

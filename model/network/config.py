@@ -348,42 +348,29 @@ _KINDS = {  # JSON types, as the messages name them
 }
 
 
+# (fields, what their values must be, the message naming a field whose value is not)
+_TYPE_RULES = (
+    (_INTS, lambda v: type(v) is int, N_("{name} must be an integer, not {kind}")),
+    (_REALS, lambda v: type(v) in (int, float), N_("{name} must be a number, not {kind}")),
+    (_BOOLS, lambda v: type(v) is bool, N_("{name} must be true or false, not {kind}")),
+    (_STRINGS, lambda v: type(v) is str, N_("{name} must be text, not {kind}")),
+    (_OPTIONAL_INTS, lambda v: v is None or type(v) is int, N_("{name} must be an integer or null, not {kind}")),
+    (
+        _OPTIONAL_REALS,
+        lambda v: v is None or type(v) in (int, float),
+        N_("{name} must be a number or null, not {kind}"),
+    ),
+)
+
+
 def _type_problems(c: TransformerConfig) -> list[str]:
     """Fields of the wrong JSON type (a float d_model, true for a layer count, ...), named with the type found."""
 
     def kind(v: Any) -> str:
         return M_(_KINDS[type(v)]) if type(v) in _KINDS else type(v).__name__
 
-    problems = [
-        M_("{name} must be an integer, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _INTS
-        if type(getattr(c, n)) is not int
-    ]
-    problems += [
-        M_("{name} must be a number, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _REALS
-        if type(getattr(c, n)) not in (int, float)
-    ]
-    problems += [
-        M_("{name} must be true or false, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _BOOLS
-        if type(getattr(c, n)) is not bool
-    ]
-    problems += [
-        M_("{name} must be text, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _STRINGS
-        if type(getattr(c, n)) is not str
-    ]
-    problems += [
-        M_("{name} must be an integer or null, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _OPTIONAL_INTS
-        if getattr(c, n) is not None and type(getattr(c, n)) is not int
-    ]
-    problems += [
-        M_("{name} must be a number or null, not {kind}", name=n, kind=kind(getattr(c, n)))
-        for n in _OPTIONAL_REALS
-        if getattr(c, n) is not None and type(getattr(c, n)) not in (int, float)
-    ]
+    problems = [M_(template, name=n, kind=kind(getattr(c, n)))
+                for names, ok, template in _TYPE_RULES for n in names if not ok(getattr(c, n))]  # fmt: skip
     types = c.layer_types
     if types is not None and not (isinstance(types, list) and all(type(t) is str for t in types)):
         problems.append(M_("{name} must be a list of text or null, not {kind}", name="layer_types", kind=kind(types)))

@@ -229,10 +229,7 @@ class ListVocab(_Described):
 
     @classmethod
     def from_dict(cls, data: dict) -> ListVocab:
-        fields = ("tokens", "pad_id", "bos_id", "eos_id", "unk_id")
-        missing = [k for k in fields if k not in data]
-        if missing:
-            raise ValueError(f"a token-list vocabulary entry lacks {', '.join(missing)}")
+        fields = require(data, ("tokens", "pad_id", "bos_id", "eos_id", "unk_id"), "a token-list vocabulary entry")
         return cls(
             list(data["tokens"]),
             *(int(data[k]) for k in fields[1:]),
@@ -303,11 +300,15 @@ class IdVocab:
 
     @classmethod
     def from_dict(cls, data: dict) -> IdVocab:
-        fields = ("size", "pad_id", "bos_id", "eos_id", "unk_id")
-        missing = [k for k in fields if k not in data]
-        if missing:
-            raise ValueError(f"an id-only vocabulary entry lacks {', '.join(missing)}")
+        fields = require(data, ("size", "pad_id", "bos_id", "eos_id", "unk_id"), "an id-only vocabulary entry")
         return cls(*(int(data[k]) for k in fields), prepend_bos=bool(data.get("prepend_bos", False)))
+
+
+def require(data: dict, fields: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """`fields`, once each is in `data`; ValueError naming `what` and the ones it lacks."""
+    if missing := [k for k in fields if k not in data]:
+        raise ValueError(f"{what} lacks {', '.join(missing)}")
+    return fields
 
 
 def vocab_from_dict(data: dict) -> Vocab | ListVocab | IdVocab:

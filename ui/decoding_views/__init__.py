@@ -1,2 +1,2 @@
-"""The app half of each decoding strategy in the page's menu: `ui/decoding_views/NAME.py` (NAME: the library
-module's name in model/decoding/) with `view(session, strategy, changes)`. ui/decoding_strategy.py finds them."""
+"""The app half of each decoding strategy in the page's menu: a module with `view(session, strategy, changes)`,
+named by its library module's APP (model/decoding/NAME.py); the strategies' registry finds it."""

@@ -8,9 +8,12 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis.budget import WorkBudget, beam_refusal
 from model.analysis.budget_input import source_length
+from model.decoding import beam
 from model.decoding.strategy_export import beam_csv, beam_json
 from tasks.gold import gold_alignment
 from ui import caches
+from ui.explain import explain
+from ui.figure_download import download_row
 from ui.presentation import chart_box, chart_text_px, show
 from ui.safe_text import esc, md
 from ui.url_state import Key, Keys
@@ -28,19 +31,18 @@ STOPS = {
 }
 
 
-def explain_beam() -> None:
-    with st.expander(_("Beam search"), icon=":material/info:"):
-        st.markdown(
-            _(
-                "Instead of one output, the search keeps the **k** most probable partial outputs (the beam). Each "
-                "step extends every kept hypothesis by every token, ranks the 2k best extensions by their summed "
-                "log-probability, keeps the k best that did not end, sets aside those that wrote `</s>` "
-                "(finished), and drops the rest (pruned). The winner is the finished hypothesis with the best "
-                "score: its log-probability divided by a length penalty, so that longer outputs are not "
-                "punished for every extra token. With k = 1 this is greedy decoding."
-            )
-        )
-        st.latex(r"\mathrm{score}(y)=\frac{\log P(y\mid x)}{\left((5+|y|)/6\right)^{\alpha}}")
+EXPLANATION = (  # the strategy's explanation (ui.explain.explain), titled by the strategy's own TITLE
+    beam.TITLE,
+    N_(
+        "Instead of one output, the search keeps the **k** most probable partial outputs (the beam). Each "
+        "step extends every kept hypothesis by every token, ranks the 2k best extensions by their summed "
+        "log-probability, keeps the k best that did not end, sets aside those that wrote `</s>` "
+        "(finished), and drops the rest (pruned). The winner is the finished hypothesis with the best "
+        "score: its log-probability divided by a length penalty, so that longer outputs are not "
+        "punished for every extra token. With k = 1 this is greedy decoding."
+    ),
+    (r"\mathrm{score}(y)=\frac{\log P(y\mid x)}{\left((5+|y|)/6\right)^{\alpha}}",),
+)
 
 
 def view(session, strategy, changes) -> None:
@@ -73,7 +75,7 @@ def view(session, strategy, changes) -> None:
             text=esc(trace.text) or "∅", score=trace.score, n=len(trace.steps), stop=stop
         )
     )
-    explain_beam()
+    explain(EXPLANATION)
     if n > 1:
         st.select_slider(_("Step"), list(range(n)), key="dec_bstep", format_func=lambda i: str(i + 1))
     at = trace.steps[step]
@@ -94,22 +96,9 @@ def view(session, strategy, changes) -> None:
         _hypothesis_alignment(session, trace, step)
     else:
         URL.write(dec_bstep=step)
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download this beam search (.json)"),
-        lambda: beam_json(trace),
-        file_name="beam.json",
-        mime="application/json",
-        key="dec_dl_beam_json",
-        on_click="ignore",
-    )
-    right.download_button(
-        _("Download every hypothesis (.csv)"),
-        lambda: beam_csv(trace),
-        file_name="beam.csv",
-        mime="text/csv",
-        key="dec_dl_beam_csv",
-        on_click="ignore",
+    download_row(
+        (_("Download this beam search (.json)"), lambda: beam_json(trace), "beam.json", "dec_dl_beam_json"),
+        (_("Download every hypothesis (.csv)"), lambda: beam_csv(trace), "beam.csv", "dec_dl_beam_csv"),
     )
     caches.capture_downloads(session, "dec", changes)
 

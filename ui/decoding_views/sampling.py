@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
+from model.decoding import sampling
 from model.decoding.strategy_export import sampling_csv, sampling_json
 from ui import caches
 from ui import decoding_steps as steps
-from ui.explain import explain_row
+from ui.explain import explain, explain_row
+from ui.figure_download import download_row
 from ui.presentation import chart_box, chart_text_px, show
 from viz import strategy_figs
 
@@ -24,25 +26,24 @@ def view(session, strategy, changes) -> None:
     steps.finish(session, changes, playing, effect)
 
 
-def explain_sampling() -> None:
-    with st.expander(_("Sampling"), icon=":material/info:"):
-        st.markdown(
-            _(
-                "Each step draws the next token at random from the model's distribution instead of taking the most "
-                "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
-                "probable tokens, renormalised; **top-p** then keeps the smallest set of those whose renormalised "
-                "probabilities reach p, renormalised again (the order and definitions of Hugging Face's generate). "
-                "The **seed** fixes the draws, so a link shows the same output again."
-            )
-        )
-        st.latex(r"P_T(y)\propto \exp(z_y / T),\quad y \in \text{top-}k \cap \text{nucleus}(p)")
+EXPLANATION = (  # the strategy's explanation (ui.explain.explain), titled by the strategy's own TITLE
+    sampling.TITLE,
+    N_(
+        "Each step draws the next token at random from the model's distribution instead of taking the most "
+        "probable one. The logits are divided by the **temperature** first; **top-k** keeps only the k most "
+        "probable tokens, renormalised; **top-p** then keeps the smallest set of those whose renormalised "
+        "probabilities reach p, renormalised again (the order and definitions of Hugging Face's generate). "
+        "The **seed** fixes the draws, so a link shows the same output again."
+    ),
+    (r"P_T(y)\propto \exp(z_y / T),\quad y \in \text{top-}k \cap \text{nucleus}(p)",),
+)
 
 
 def sampling_view(trace, s: dict) -> None:
     """Every step's distribution (top candidates after temperature, top-k and top-p; the drawn one outlined),
     and the sampled decoding as JSON and CSV."""
     st.subheader(_("What each token was drawn from"))
-    explain_sampling()
+    explain(EXPLANATION)
     steps = trace.steps
     drawn = [list(st_.top_ids).index(st_.token_id) if st_.token_id in st_.top_ids else -1 for st_ in steps]
     fig = strategy_figs.sampling_overview(
@@ -58,20 +59,17 @@ def sampling_view(trace, s: dict) -> None:
         tick_px=chart_text_px(),
     )
     show(fig, key="dec_sampling")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the sampled distributions (.json)"),
-        lambda: sampling_json(trace, s),
-        file_name="sampling.json",
-        mime="application/json",
-        key="dec_dl_sampling_json",
-        on_click="ignore",
-    )
-    right.download_button(
-        _("Download the sampled distributions (.csv)"),
-        lambda: sampling_csv(trace),
-        file_name="sampling.csv",
-        mime="text/csv",
-        key="dec_dl_sampling_csv",
-        on_click="ignore",
+    download_row(
+        (
+            _("Download the sampled distributions (.json)"),
+            lambda: sampling_json(trace, s),
+            "sampling.json",
+            "dec_dl_sampling_json",
+        ),
+        (
+            _("Download the sampled distributions (.csv)"),
+            lambda: sampling_csv(trace),
+            "sampling.csv",
+            "dec_dl_sampling_csv",
+        ),
     )

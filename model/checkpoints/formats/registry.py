@@ -17,13 +17,13 @@ The sidebar, the error messages and the docs (`python -m model.checkpoints.forma
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import ModuleType
 
 from i18n import M_, join_messages, message_of
 
 from ...network.transformer import Transformer
+from ...registry import Provides, Registry
 from ...text.tokenizer import Tokenizer
 from ..checkpoint import CheckpointError
 from .common import listing
@@ -49,7 +49,8 @@ MODULES = (
     "gordic",
     "torch_tutorial",
 )
-REGISTRY: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__package__}.{name}") for name in MODULES)
+FORMAT_REGISTRY = Registry(__package__, MODULES, Provides(("NAME", "TITLE", "detect", "inspect", "load")))
+REGISTRY: tuple[ModuleType, ...] = tuple(FORMAT_REGISTRY.values())  # the format modules, in detection order
 FORMATS: dict[str, str] = {fmt.NAME: fmt.TITLE for fmt in REGISTRY}  # NAME -> title
 
 

@@ -1,22 +1,28 @@
-"""Every positional kind, by name, in the order the pages list them: a new kind is one module beside this one and
-one line in MODULES. KINDS loads the modules on first use (model/network/config.py reads MODULES at import)."""
+"""Every positional kind, by name, in the order the pages list them: a new kind is one module beside this one (and
+its app half, named in its APP) and one line in MODULES. The modules load on first use (model/network/config.py
+reads MODULES at import)."""
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
 from types import ModuleType
 
+from ...registry import Provides, Registry
+
 MODULES = ("sinusoidal", "learned", "none", "rope", "alibi", "relative")
+REGISTRY = Registry(
+    __package__,
+    MODULES,
+    Provides(
+        ("NAME", "TITLE", "DESCRIPTION", "INSIDE_ATTENTION", "PACK_TEXT", "APP", "make"), app=("mine", "similarity")
+    ),
+)
 
 
-@cache
 def kinds() -> dict[str, ModuleType]:
     """name -> kind module, in MODULES order."""
-    found = [importlib.import_module(f"{__package__}.{m}") for m in MODULES]
-    return {k.NAME: k for k in found}
+    return REGISTRY.entries
 
 
 def kind(name: str) -> ModuleType:
     """The kind module of a config's `positional` (KeyError: not a registered kind)."""
-    return kinds()[name]
+    return REGISTRY.lookup(name)
