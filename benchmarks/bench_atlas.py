@@ -8,7 +8,9 @@ process (ui/workers.py, as the page runs it) against 60 s; and the Head atlas pa
     python -m benchmarks.bench_atlas --page-only
 
 Table 1: wall and CPU seconds of the scores (every shard) and of the switch-off tests, each beside the 60 s target
-(ratio = seconds / 60). Table 2: the page on demo:induction, first open (computed in the worker and stored), then
+(ratio = seconds / 60), and the floor the scores cannot go under on one thread: the matrix products of one forward
+pass over every token (2 x parameters of the 12 blocks x tokens), at the rate this machine's one thread gives now
+(a (1024 x 768) x (768 x 3072) float32 product, measured in the same process). Table 2: the page on demo:induction, first open (computed in the worker and stored), then
 opened again with nothing in memory (read from disk), beside 2 s.
 """
 
@@ -59,6 +61,24 @@ def switch_off_part(model, tok, jobs, atlas):
     return ha.add_switch_off(atlas, model, tok, jobs)
 
 
+def one_thread_rate() -> float:
+    """GFLOP/s of a (1024 x 768) x (768 x 3072) float32 product on one torch thread, now (the worker's one thread)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(1024, 768), torch.randn(768, 3072)
+        a @ b
+        start, n = time.perf_counter(), 0
+        while time.perf_counter() - start < 2.0:
+            a @ b
+            n += 1
+        return n * 2 * 1024 * 768 * 3072 / (time.perf_counter() - start) / 1e9
+    finally:
+        torch.set_num_threads(threads)
+
+
 def atlas_rows(n_texts: int) -> list[list]:
     import random
 
@@ -81,6 +101,12 @@ def atlas_rows(n_texts: int) -> list[list]:
     rows.append(["switch-off tests, 4 roles", f"{wall2:.1f}", f"{cpu2:.1f}", f"{wall2 / TARGET_S:.2f}"])
     total = wall + wall2
     rows.append(["whole atlas", f"{total:.1f}", f"{cpu + cpu2:.1f}", f"{total / TARGET_S:.2f}"])
+    blocks = sum(p.numel() for layer in model.decoder.layers for p in layer.parameters() if p.dim() == 2)
+    tokens = sum(len(label) for labels in atlas.labels.values() for label in labels)
+    rate = one_thread_rate()
+    floor = 2 * blocks * tokens / (rate * 1e9)
+    what = f"floor of the scores: {tokens} tokens x {2 * blocks / 1e6:.0f} MFLOP at {rate:.1f} GFLOP/s (1 thread)"
+    rows.append([what, f"{floor:.1f}", "-", f"{floor / TARGET_S:.2f}"])
     return rows
 
 
@@ -105,7 +131,12 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=200)
     parser.add_argument("--page-only", action="store_true")
     args = parser.parse_args()
-    print("load %.2f %.2f %.2f" % os.getloadavg())
+    print(
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load %.2f %.2f %.2f" % os.getloadavg(),
+        "cpus",
+        os.cpu_count(),
+    )
     if not args.page_only:
         print(table(["part", "wall s", "CPU s", "ratio to 60 s"], atlas_rows(args.texts),
                     title="Head atlas, GPT-2-small shape, 128 tokens a text"))  # fmt: skip

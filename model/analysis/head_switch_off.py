@@ -10,6 +10,8 @@ token at its own position; an encoder-decoder model its own greedy output, teach
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -171,16 +173,24 @@ def top_heads(scores: np.ndarray, k: int) -> list[Head]:
 def random_heads(
     n_layers: int, n_heads: int, k: int, draws: int, seed: int, exclude: Sequence[Head] = (), avoid: Sequence[Head] = ()
 ) -> list[list[Head]]:
-    """`draws` seeded sets of k distinct heads of the kind: drawn from the heads in neither `exclude` (this role's top
-    heads) nor `avoid` (other roles' top heads: a control must not switch off another part of the same circuit, as
-    the previous-token head an induction head reads) while at least k remain, else from the heads not in `exclude`
-    while at least k remain, else from all."""
+    """Seeded distinct sets of k heads of the kind, `draws` of them, or every set the pool has when it has fewer (a
+    small model's spread is not made of one set drawn again). The pool: the heads in neither `exclude` (this role's
+    top heads) nor `avoid` (other roles' top heads: a control must not switch off another part of the same circuit,
+    as the previous-token head an induction head reads) while at least k remain, else the heads not in `exclude`
+    while at least k remain, else all."""
     rng = random.Random(f"switch-off:{seed}")
     every = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     others = [h for h in every if h not in set(exclude)]
     unlabelled = [h for h in others if h not in set(avoid)]
     pool = unlabelled if len(unlabelled) >= k else others if len(others) >= k else every
-    return [sorted(rng.sample(pool, k)) for _ in range(draws)]
+    if math.comb(len(pool), k) <= draws:
+        return [list(c) for c in itertools.combinations(pool, k)]
+    out: list[list[Head]] = []
+    while len(out) < draws:
+        drawn = sorted(rng.sample(pool, k))
+        if drawn not in out:
+            out.append(drawn)
+    return out
 
 
 SINGLES = 3  # top heads of a role also switched off alone (the grid's opacity)
