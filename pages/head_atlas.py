@@ -98,8 +98,8 @@ show(
 st.caption(
     _(
         "Colour: the role a head scores highest in (as a share of a perfect head's score). Opacity: how much the "
-        "role's loss rises when that head alone is switched off (faint: not among the role's top heads). Click a "
-        "square to see that head."
+        "role's loss rises when that head alone is switched off (faint: not tested alone; a role's first three top "
+        "heads are). Click a square to see that head."
     )
 )
 

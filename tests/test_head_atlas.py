@@ -13,7 +13,7 @@ import torch
 from model import head_scores, load_checkpoint
 from model.analysis import head_atlas as ha
 from model.analysis.head_scores import ROLES, random_sequences
-from model.analysis.head_switch_off import ablated_losses, switch_off
+from model.analysis.head_switch_off import ablated_losses, random_heads, switch_off, switch_off_roles
 from model.network.transformer import build_model
 from tests.conftest import DECODER_ONLY, letters_model
 
@@ -76,12 +76,50 @@ def test_a_head_that_alone_writes_is_more_than_a_pattern(tiny):
     assert test.head_effects == [test.effect]
 
 
+def test_roles_tested_in_one_pass_get_what_each_gets_alone(tiny):
+    """switch_off_roles puts several roles' rows in one pass (the unchanged row shared): each role's numbers are
+    those of its own test."""
+    model, tok = tiny
+    items = random_sequences(model, tok, n=4, seed=2)
+    scores = {"induction": np.array([[0.1, 0.2], [0.9, 0.0]]), "duplicate_token": np.array([[0.0, 0.8], [0.1, 0.2]])}
+    together = switch_off_roles(model, tok, scores, items, "decoder_self", True, k=1, draws=2, avoid=[(0, 1), (1, 0)])
+    for role, values in scores.items():
+        alone = switch_off(model, tok, role, values, items, "decoder_self", k=1, draws=2, avoid=[(0, 1), (1, 0)])
+        assert together[role].heads == alone.heads
+        np.testing.assert_allclose(together[role].to_json()["random_losses"], alone.random_losses, atol=1e-9)
+        np.testing.assert_allclose(
+            [together[role].loss, together[role].loss_off], [alone.loss, alone.loss_off], atol=1e-9
+        )
+
+
+def test_random_heads_keep_away_from_every_roles_top_heads_and_do_not_repeat():
+    drawn = random_heads(4, 4, 2, 5, seed=1, exclude=[(0, 0), (0, 1)], avoid=[(1, 1), (2, 2)])
+    assert len(drawn) == 5 and len({tuple(d) for d in drawn}) == 5
+    assert all(len(set(d)) == 2 and not set(d) & {(0, 0), (0, 1), (1, 1), (2, 2)} for d in drawn)
+    # a pool with fewer sets than draws: each of its sets once (here the one head no role labels)
+    assert random_heads(2, 2, 1, 5, seed=0, exclude=[(1, 0)], avoid=[(0, 0), (0, 1)]) == [[(1, 1)]]
+    # too few unlabelled heads: the heads other than the role's own top ones
+    assert random_heads(2, 2, 1, 5, seed=0, exclude=[(1, 0)], avoid=[(0, 0), (0, 1), (1, 1)]) == [
+        [(0, 0)],
+        [(0, 1)],
+        [(1, 1)],
+    ]
+
+
 @pytest.mark.skipif(not INDUCTION.is_dir(), reason="the induction demo is not shipped in this checkout")
 def test_the_induction_demo_top_induction_head_is_the_best_scoring_one_and_carries_the_copy():
+    """The atlas the page computes (every role, seed 0): the induction head matters, against random heads that
+    leave the previous-token head it reads alone (drawn with it, a random head matters about as much)."""
     model, tok = load_checkpoint(INDUCTION)
-    atlas = ha.head_atlas(model, tok, roles=("induction", "previous_token"), seed=5)
+    atlas = ha.head_atlas(model, tok, seed=0)
     test = atlas.effects["induction"]
     best = np.unravel_index(int(np.argmax(atlas.scores("induction"))), atlas.shape)
     assert test.heads == [tuple(int(x) for x in best)]
     assert test.accuracy - test.accuracy_off >= 0.3  # the repeated half's accuracy falls with it
     assert atlas.strongest()[best] == atlas.roles.index("induction")
+    reader = atlas.effects["previous_token"].heads[0]
+    assert reader[0] == 0 and test.random_losses and not test.pattern_only
+    items = ha.effect_items(ha.items_of(ha.plan(model, tok, None), "repeated"), atlas.labels["repeated"])
+    with_reader = switch_off(model, tok, "induction", atlas.scores("induction"), items, "decoder_self", k=1, draws=5)
+    assert any(reader in d for d in random_heads(2, 2, 1, 5, 0, exclude=test.heads))
+    assert max(with_reader.random_effects) >= 0.5 * with_reader.effect  # the reader is half of the circuit

@@ -131,3 +131,22 @@ def test_perfect_heads_score_what_the_formula_says():
     assert score == pytest.approx(hs.perfect_score("induction", ids)) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         hs.detection_pattern("nothing", ids)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_batched_maps_are_the_maps_capture_gives_each_input_alone(families, name):
+    """map_each (passes of several inputs, equal lengths together, a BERT input holding its pad id alone) gives
+    every input the ids and maps of capture() on that input by itself, in the inputs' order."""
+    from model.analysis.batched_maps import map_each
+
+    _, model, tok = families[name]
+    items = [*CORPUS, CORPUS[0], *hs.default_items(model, tok, "induction", seed=1)[:3]]
+    if name == "bert":
+        items.append([5, 6, model.config.pad_id, 7])  # a padded key: its mask is its own
+    kind = hs.default_kind(model)
+    got = map_each(model, tok, items, kind, lambda ids, maps: (ids, maps), tokens=40)
+    assert len(got) == len(items)
+    for item, (ids, maps) in zip(items, got):
+        want_ids, want = hs.head_maps(model, tok, item, kind)
+        assert list(ids) == list(want_ids)
+        np.testing.assert_allclose(maps, want, atol=1e-6)

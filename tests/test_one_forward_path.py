@@ -52,6 +52,8 @@ PATHS = {
     "model/analysis/head_switch_off.py:ablated_losses": "the head atlas's switch-off tests, one batched pass per input: "
     "test_the_atlas_passes_read_as_capture",
     "tasks/induction.py:halves_accuracy": "the induction demo's card: (the same)",
+    "model/analysis/batched_maps.py:map_each": "the head atlas's batched maps against capture's maps of each input "
+    "alone: tests/test_head_scores.py::test_batched_maps_are_the_maps_capture_gives_each_input_alone",
 }
 
 # The configurations the importers give each family (model/checkpoints/formats/), on this file's tiny sizes.

@@ -112,5 +112,5 @@ def atlas_for(session, corpus: str, roles: list[str], kind: str | None = None) -
 
     if corpus == "input":
         return ATLASES.get(key, compute)
-    params = (corpus, tuple(roles), SEED, kind)
+    params = (corpus, tuple(roles), SEED, kind, ha.VERSION)
     return ATLASES.get(key, lambda: checkpoint_cached(session.key, "head_atlas", params, compute))

@@ -23,14 +23,15 @@ from torch import nn
 
 from ..text.tokenizer import Tokenizer
 from .head_scores import REPEATED, ROLES, Item, check_kind, maps_shape, per_text_scores, random_sequences
-from .head_switch_off import SwitchOff, switch_off
+from .head_switch_off import SwitchOff, switch_off_roles, top_heads
 
 SHARD = 16  # inputs per shard
 MAP_SIZE = 24  # a head's typical map: the mean of the first MAP_SIZE x MAP_SIZE cells over the corpus
-EFFECT_ITEMS = 16  # inputs of each role's switch-off test
+EFFECT_ITEMS = 16  # inputs of a group's switch-off tests, at most
+EFFECT_TOKENS = 512  # tokens of a group's switch-off tests (whole inputs, at least one)
 DRAWS = 5  # random head sets per switch-off test
 EXAMPLES = 3  # inputs kept per head and role: where it fires most
-VERSION = 1
+VERSION = 2  # what an atlas holds and how its tests are drawn (the disk cache keys on it)
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,8 @@ class Atlas:
         return np.stack([self.relative(r) for r in self.roles]).argmax(axis=0)
 
     def strength(self) -> np.ndarray:
-        """(L, H) each head's switch-off effect for its strongest role when it is one of that role's top heads,
-        as a share of the largest such effect; 0 elsewhere (not tested alone)."""
+        """(L, H) each head's switch-off effect for its strongest role when it is one of that role's top heads
+        tested alone (the first SINGLES), as a share of the largest such effect; 0 elsewhere (not tested alone)."""
         out = np.zeros(self.shape)
         best = self.strongest()
         for r, role in enumerate(self.roles):
@@ -216,6 +217,18 @@ def items_of(jobs: Sequence[Job], group: str) -> list[Item]:
     return [item for job in jobs if job.group == group for item in job.items]
 
 
+def effect_items(items: Sequence[Item], labels: Sequence[Sequence[str]], tokens: int = EFFECT_TOKENS) -> list[Item]:
+    """The first inputs of a group, as many as fit in `tokens` tokens (their labels' lengths; at least one, at most
+    EFFECT_ITEMS): what its switch-off tests read."""
+    out, used = [], 0
+    for item, label in zip(items[:EFFECT_ITEMS], labels):
+        if out and used + len(label) > tokens:
+            break
+        out.append(item)
+        used += len(label)
+    return out
+
+
 def add_switch_off(
     atlas: Atlas,
     model: nn.Module,
@@ -223,20 +236,26 @@ def add_switch_off(
     jobs: Sequence[Job],
     k: int | None = None,
     draws: int = DRAWS,
-    n_items: int = EFFECT_ITEMS,
+    tokens: int = EFFECT_TOKENS,
     progress: Callable[[int, int], None] | None = None,
 ) -> Atlas:
     """Each role's switch-off test (top k heads, default one in sixteen heads and at least one, against `draws`
-    random sets) on the first n_items inputs of its group; the atlas with atlas.effects filled."""
+    random sets of heads that are no role's top heads) on the first inputs of its group (effect_items: about
+    `tokens` tokens), the roles of a group in one batched pass per input; the atlas with atlas.effects filled."""
     L, H = atlas.shape
     k = max(1, (L * H) // 16) if k is None else k
-    for done, role in enumerate(atlas.roles):
-        items = items_of(jobs, atlas.group_of(role))[:n_items]
-        atlas.effects[role] = switch_off(
-            model, tokenizer, role, atlas.scores(role), items, atlas.kind, k=k, draws=draws, seed=atlas.seed
+    avoid = sorted({h for role in atlas.roles for h in top_heads(atlas.scores(role), k)})
+    groups = [g for g in ("corpus", "repeated") if any(atlas.group_of(r) == g for r in atlas.roles)]
+    for done, group in enumerate(groups, 1):
+        roles = [r for r in atlas.roles if atlas.group_of(r) == group]
+        items = effect_items(items_of(jobs, group), atlas.labels[group], tokens)
+        scores = {role: atlas.scores(role) for role in roles}
+        atlas.effects |= switch_off_roles(
+            model, tokenizer, scores, items, atlas.kind, group == "repeated", k, draws, atlas.seed, avoid=avoid
         )
         if progress is not None:
-            progress(done + 1, len(atlas.roles))
+            progress(done, len(groups))
+    atlas.effects = {role: atlas.effects[role] for role in atlas.roles if role in atlas.effects}
     return atlas
 
 
@@ -251,10 +270,11 @@ def head_atlas(
     progress: Callable[[int, int], None] | None = None,
 ) -> Atlas:
     """The atlas of one kind (default: the stack that reads the text), computed here, shard after shard; progress
-    (done, total) counts shards, then one step per role's switch-off test."""
+    (done, total) counts shards, then one step per group's switch-off tests."""
     kind = check_kind(model, kind)
     jobs = plan(model, tokenizer, texts, roles, seed)
-    total = len(jobs) + (len(roles) if switch_off_tests else 0)
+    groups = {job.group for job in jobs}
+    total = len(jobs) + (len(groups) if switch_off_tests else 0)
     results = []
     for i, job in enumerate(jobs):
         results.append(run_shard(model, tokenizer, job, kind))

@@ -19,8 +19,8 @@ and duplicate_token read seeded sequences of random tokens repeated twice (Olsso
 seeded sequences of random tokens; the app and the command pass a corpus the model was trained on instead
 (tasks/atlas_corpus.py).
 
-Every map is read by `head_maps` (one text -> its ids and (L, H, T, T) maps of one kind): the one place that asks
-the capture for attention.
+Every map is read by `map_each` (model/analysis/batched_maps.py: many inputs in batched passes, each input's maps as
+capture() gives them), or by `head_maps` (one input through capture()).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from torch import nn
 
 from ..text.tokenizer import Tokenizer
+from .batched_maps import map_each
 from .capture import capture
 
 ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
@@ -77,6 +78,14 @@ def pattern_scores(maps: np.ndarray, pattern: np.ndarray) -> np.ndarray:
     """(L, H) scores of every head on one sequence: (A * P).sum() / A.sum() per head; maps (L, H, Tq, Tk)."""
     maps = maps.astype(np.float64)
     return (maps * pattern).sum(axis=(-1, -2)) / maps.sum(axis=(-1, -2))
+
+
+def sparse_scores(maps: np.ndarray, pattern: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
+    """pattern_scores(maps, pattern) read from the pattern's cells only: (L, H) sum of A over the cells where P is 1,
+    over A.sum() (`total`, given when the caller has it)."""
+    rows, cols = np.nonzero(pattern)
+    total = maps.sum(axis=(-1, -2), dtype=np.float64) if total is None else total
+    return maps[..., rows, cols].sum(axis=-1, dtype=np.float64) / total
 
 
 def perfect_score(role: str, ids: Sequence[int]) -> float:
@@ -180,25 +189,31 @@ def per_text_scores(
     progress: Callable[[int, int], None] | None = None,
     on_maps: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[list[int]]]:
-    """({role: (N, L, H) each input's scores}, {role: (N,) a perfect head's score}, each input's ids): one pass of
-    the maps per input, every role scored from it; on_maps(maps (L, H, T, T)) sees each input's maps."""
+    """({role: (N, L, H) each input's scores}, {role: (N,) a perfect head's score}, each input's ids): the maps of
+    every input read once (batched passes: map_each), every role scored from them; on_maps(maps (L, H, T, T)) sees each input's maps."""
     for role in roles:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     scores: dict[str, list[np.ndarray]] = {r: [] for r in roles}
     perfect: dict[str, list[float]] = {r: [] for r in roles}
     seen = []
-    for done, item in enumerate(items, 1):
-        ids, maps = head_maps(model, tokenizer, item, kind)
-        seen.append([int(i) for i in ids])
+
+    def read(ids: np.ndarray, maps: np.ndarray) -> tuple:
         if on_maps is not None:
             on_maps(maps)
+        total = maps.sum(axis=(-1, -2), dtype=np.float64)  # (L, H)
+        patterns = {role: detection_pattern(role, ids) for role in roles}
+        return (
+            [int(i) for i in ids],
+            {role: sparse_scores(maps, p, total) for role, p in patterns.items()},
+            {role: float((p.sum(-1) > 0).mean()) for role, p in patterns.items()},
+        )
+
+    for ids, per_role, best in map_each(model, tokenizer, items, kind, read, progress=progress):
+        seen.append(ids)
         for role in roles:
-            pattern = detection_pattern(role, ids)
-            scores[role].append(pattern_scores(maps, pattern))
-            perfect[role].append(float((pattern.sum(-1) > 0).mean()))
-        if progress is not None:
-            progress(done, len(items))
+            scores[role].append(per_role[role])
+            perfect[role].append(best[role])
     L, H = maps_shape(model, kind)
     return (
         {r: np.stack(v) if v else np.zeros((0, L, H)) for r, v in scores.items()},

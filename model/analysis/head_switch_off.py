@@ -10,6 +10,8 @@ token at its own position; an encoder-decoder model its own greedy output, teach
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,6 +68,9 @@ def scored_input(model: nn.Module, tokenizer: Tokenizer, item: Item, repeated: b
     return Scored(prep.src, prep.inputs, rows, list(prep.scored))
 
 
+LOGIT_NUMBERS = 2**24  # logits of one block of scored positions (rows x positions x vocabulary: 64 MB of float32)
+
+
 @torch.no_grad()
 def ablated_losses(
     model: nn.Module,
@@ -77,7 +82,8 @@ def ablated_losses(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """((R,) mean cross-entropy, (R,) next-token accuracy) over the scored positions of every input, row r with the
-    heads head_sets[r] of `kind` switched off (an empty set: the unchanged model). One batched pass per input."""
+    heads head_sets[r] of `kind` switched off (an empty set: the unchanged model). One batched pass per input; the
+    output layer reads the scored positions only, a block of them at a time (never R x T x V logits at once)."""
     require_eval(model)
     device = device_of(model)
     rows = [frozenset((kind, int(layer), int(head)) for layer, head in s) for s in head_sets]
@@ -90,18 +96,21 @@ def ablated_losses(
             continue
         with record(model, interventions=changes, keep=False):
             if model.config.shape == "decoder-only":
-                logits = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1))  # (R, T, V)
+                hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), hidden=True)
             elif model.config.shape == "encoder-only":
-                memory, _ = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
-                logits = model.logits(memory)  # (R, S, V)
+                hidden, _ = model.encode(torch.tensor([s.src], device=device).expand(R, -1))  # (R, S, D)
             else:
                 memory, mask = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
-                logits = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), memory, mask)
-        picked = logits[:, s.positions].double().log_softmax(-1)  # (R, P, V)
-        targets = torch.tensor(s.targets, device=device)
-        logp = picked[:, torch.arange(len(s.positions)), targets]  # (R, P)
-        loss_sum += (-logp).sum(-1).cpu().numpy()
-        right += (picked.argmax(-1) == targets).sum(-1).cpu().numpy()
+                hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), memory, mask, hidden=True)
+        positions, targets = torch.tensor(s.positions, device=device), torch.tensor(s.targets, device=device)
+        size = max(1, LOGIT_NUMBERS // (R * model.logits(hidden[:1, :1]).size(-1)))
+        for start in range(0, len(s.positions), size):
+            at, want = positions[start : start + size], targets[start : start + size]
+            logits = model.logits(hidden[:, at])  # (R, p, V)
+            logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+            chosen = logits.gather(-1, want[None, :, None].expand(R, -1, 1))[..., 0]  # (R, p)
+            loss_sum += (logits.logsumexp(-1) - chosen).double().sum(-1).cpu().numpy()
+            right += (logits.argmax(-1) == want).sum(-1).cpu().numpy()
         count += len(s.positions)
         if progress is not None:
             progress(done, len(items))
@@ -118,7 +127,7 @@ class SwitchOff:
     loss: float  # the task's loss, nothing switched off
     loss_off: float  # with the top heads off
     random_losses: list[float]  # with as many random heads off, one per draw
-    head_losses: list[float]  # with each top head alone off (same order as heads)
+    head_losses: list[float]  # with each of the first top heads alone off (same order as heads; at most SINGLES)
     accuracy: float
     accuracy_off: float
 
@@ -162,15 +171,72 @@ def top_heads(scores: np.ndarray, k: int) -> list[Head]:
 
 
 def random_heads(
-    n_layers: int, n_heads: int, k: int, draws: int, seed: int, exclude: Sequence[Head] = ()
+    n_layers: int, n_heads: int, k: int, draws: int, seed: int, exclude: Sequence[Head] = (), avoid: Sequence[Head] = ()
 ) -> list[list[Head]]:
-    """`draws` seeded sets of k distinct heads of the kind, drawn from the heads not in `exclude` (the top heads)
-    while at least k remain, else from all."""
+    """Seeded distinct sets of k heads of the kind, `draws` of them, or every set the pool has when it has fewer (a
+    small model's spread is not made of one set drawn again). The pool: the heads in neither `exclude` (this role's
+    top heads) nor `avoid` (other roles' top heads: a control must not switch off another part of the same circuit,
+    as the previous-token head an induction head reads) while at least k remain, else the heads not in `exclude`
+    while at least k remain, else all."""
     rng = random.Random(f"switch-off:{seed}")
     every = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     others = [h for h in every if h not in set(exclude)]
-    pool = others if len(others) >= k else every
-    return [sorted(rng.sample(pool, k)) for _ in range(draws)]
+    unlabelled = [h for h in others if h not in set(avoid)]
+    pool = unlabelled if len(unlabelled) >= k else others if len(others) >= k else every
+    if math.comb(len(pool), k) <= draws:
+        return [list(c) for c in itertools.combinations(pool, k)]
+    out: list[list[Head]] = []
+    while len(out) < draws:
+        drawn = sorted(rng.sample(pool, k))
+        if drawn not in out:
+            out.append(drawn)
+    return out
+
+
+SINGLES = 3  # top heads of a role also switched off alone (the grid's opacity)
+
+
+def switch_off_roles(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    scores: dict[str, np.ndarray],
+    items: Sequence[Item],
+    kind: str,
+    repeated: bool,
+    k: int = 1,
+    draws: int = 5,
+    seed: int = 0,
+    singles: int = SINGLES,
+    avoid: Sequence[Head] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, SwitchOff]:
+    """{role: its test} for roles that share their inputs (`items`, scored as `repeated` says): each role's k top
+    heads (by scores[role], (L, H)) switched off together, `draws` random sets of k other heads (random_heads, away
+    from `avoid`) and each of the first `singles` top heads alone, against the unchanged model: the rows of one
+    batched pass per input, the unchanged row shared by the roles."""
+    sets: list[list[Head]] = [[]]
+    layout = {}
+    for role, values in scores.items():
+        L, H = values.shape
+        kk = max(1, min(k, L * H))
+        top = top_heads(values, kk)
+        drawn = random_heads(L, H, kk, draws, seed, exclude=top, avoid=avoid)
+        alone = [[h] for h in top[: max(0, singles)]]
+        layout[role] = (top, len(sets), len(drawn), len(alone))
+        sets += [top, *drawn, *alone]
+    loss, acc = ablated_losses(model, tokenizer, items, kind, sets, repeated, progress)
+    out = {}
+    for role, (top, at, n_drawn, n_alone) in layout.items():
+        out[role] = SwitchOff(
+            heads=top,
+            loss=float(loss[0]),
+            loss_off=float(loss[at]),
+            random_losses=[float(x) for x in loss[at + 1 : at + 1 + n_drawn]],
+            head_losses=[float(x) for x in loss[at + 1 + n_drawn : at + 1 + n_drawn + n_alone]],
+            accuracy=float(acc[0]),
+            accuracy_off=float(acc[at]),
+        )
+    return out
 
 
 def switch_off(
@@ -183,22 +249,13 @@ def switch_off(
     k: int = 1,
     draws: int = 5,
     seed: int = 0,
+    singles: int = SINGLES,
+    avoid: Sequence[Head] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> SwitchOff:
-    """The role's k top heads (by `scores`, (L, H)) switched off together on `items`, against `draws` random sets of
-    k other heads, and each top head alone: one batched pass per input (rows: none, top, random draws, each top head)."""
-    L, H = scores.shape
-    k = max(1, min(k, L * H))
-    top = top_heads(scores, k)
-    drawn = random_heads(L, H, k, draws, seed, exclude=top)
-    sets = [[], top, *drawn, *([h] for h in top)]
-    loss, acc = ablated_losses(model, tokenizer, items, kind, sets, role in REPEATED, progress)
-    return SwitchOff(
-        heads=top,
-        loss=float(loss[0]),
-        loss_off=float(loss[1]),
-        random_losses=[float(x) for x in loss[2 : 2 + draws]],
-        head_losses=[float(x) for x in loss[2 + draws :]],
-        accuracy=float(acc[0]),
-        accuracy_off=float(acc[1]),
+    """One role's test (switch_off_roles): its k top heads (by `scores`, (L, H)) switched off together on `items`,
+    against `draws` random sets of k other heads, and each of the first `singles` top heads alone."""
+    tests = switch_off_roles(
+        model, tokenizer, {role: scores}, items, kind, role in REPEATED, k, draws, seed, singles, avoid, progress
     )
+    return tests[role]

@@ -1,0 +1,106 @@
+"""Attention maps of many inputs of a one-stack model, read in batched passes: what the head atlas scores.
+
+Inputs of the same length are run together, BATCH_TOKENS tokens a pass, on the fused attention path of a lazy record
+(record(model, lazy=True, qkv=True)); nothing is computed past the last attention (no output layer, no top tokens).
+Each input's maps are then computed from its own queries and keys by the lazy capture's score function
+(LazyCapture.layer_maps: the numbers capture() gives for that input alone), one input at a time, and handed to a
+function whose small answer is kept. An encoder-decoder model's inputs (its decoder reads its own greedy output) and
+inputs with padding ids (whose mask is their own) are read one at a time by capture().
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..network.recording import record
+from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
+from ..text.tokenizer import Tokenizer
+from .lazy_capture import LazyCapture
+
+BATCH_TOKENS = 1024  # tokens of one batched pass (batch items x their length)
+Answer = TypeVar("Answer")
+
+
+def item_ids(model: nn.Module, tokenizer: Tokenizer, item) -> list[int]:
+    """The ids capture() reads for one input (a text, or ids given): the sequence of a decoder-only model, the
+    source (with its </s>) of an encoder-only one."""
+    from .head_scores import item_tokenizer
+
+    tok, text = item_tokenizer(model, tokenizer, item)
+    if model.config.shape == "decoder-only":
+        return list(prepare_sequence(model, tok, text).ids)
+    return list(prepare_source(model, tok, text).ids)
+
+
+def batches(lengths: Sequence[int], alone: Sequence[bool], tokens: int = BATCH_TOKENS) -> list[list[int]]:
+    """Indices of the inputs in passes: equal lengths together, at most `tokens` tokens a pass (at least one input),
+    an input marked alone by itself; passes in the order of their first input."""
+    groups: dict[object, list[int]] = {}
+    for i, (n, lone) in enumerate(zip(lengths, alone)):
+        groups.setdefault(("alone", i) if lone else n, []).append(i)
+    out = []
+    for members in groups.values():
+        size = max(1, tokens // max(1, lengths[members[0]]))
+        out += [members[s : s + size] for s in range(0, len(members), size)]
+    return sorted(out, key=lambda b: b[0])
+
+
+@torch.no_grad()
+def map_each(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    items: Sequence,
+    kind: str,
+    answer: Callable[[np.ndarray, np.ndarray], Answer],
+    tokens: int = BATCH_TOKENS,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Answer]:
+    """[answer(ids (T,), maps (L, H, T, T) float32) for each input], in the inputs' order: `kind`'s maps of every
+    input as capture() gives them, computed in batched passes (see the module's docstring); progress(done, total)
+    after each pass."""
+    from .head_scores import head_maps
+
+    require_eval(model)
+    cfg = model.config
+    if cfg.shape == "encoder-decoder":
+        out = []
+        for item in items:
+            out.append(answer(*head_maps(model, tokenizer, item, kind)))
+            if progress is not None:
+                progress(len(out), len(items))
+        return out
+    ids = [item_ids(model, tokenizer, item) for item in items]
+    pad = cfg.pad_id
+    alone = [cfg.shape == "encoder-only" and pad in seq for seq in ids]
+    out: list = [None] * len(items)
+    done = 0
+    for members in batches([len(s) for s in ids], alone, tokens):
+        batch = torch.tensor([ids[i] for i in members], dtype=torch.long, device=device_of(model))
+        with record(model, lazy=True, qkv=True) as rec:
+            if cfg.shape == "decoder-only":
+                model.decode(batch, hidden=True)
+            else:
+                model.encode(batch)
+        layers = sorted(layer for k, layer in rec.lazy_records if k == kind)
+        for b, i in enumerate(members):
+            records = {
+                (kind, layer): dataclasses.replace(
+                    rec.lazy_records[(kind, layer)][-1],
+                    q=rec.vectors[(kind, layer, "q")][-1][b],
+                    k=rec.vectors[(kind, layer, "k")][-1][b],
+                )
+                for layer in layers
+            }
+            lazy = LazyCapture(records, cfg.n_heads, {}, None, None, [])
+            maps = np.stack([lazy.layer_maps(kind, layer) for layer in layers])
+            out[i] = answer(np.asarray(ids[i]), maps)
+        done += len(members)
+        if progress is not None:
+            progress(done, len(items))
+    return out
