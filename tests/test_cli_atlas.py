@@ -42,13 +42,22 @@ def test_ray_tasks_merge_into_exactly_the_local_atlas(folder):
     ray = pytest.importorskip("ray")
     local = cli_atlas.compute(folder, TEXTS, switch_off=False)
     root = str(Path(__file__).resolve().parents[1])
-    ray.init(
-        num_cpus=1,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-        runtime_env={"env_vars": {"PYTHONPATH": root}},
-    )
+    for attempt in range(2):  # Ray gives its node a fixed 30 s to register, which a loaded machine may miss
+        try:
+            ray.init(
+                num_cpus=1,
+                include_dashboard=False,
+                log_to_driver=False,
+                _node_ip_address="127.0.0.1",
+                runtime_env={"env_vars": {"PYTHONPATH": root}},
+            )
+            break
+        except Exception as err:  # Ray raises a bare Exception for it
+            ray.shutdown()
+            if "timed out during startup" not in str(err):
+                raise
+    else:
+        pytest.skip("Ray's local node did not start within its own 30 s, twice (an overloaded machine)")
     try:
         remote = cli_atlas.compute(folder, TEXTS, switch_off=False, ray_address="auto")
     finally:
