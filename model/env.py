@@ -15,10 +15,31 @@ def positive_int(name: str, default: int) -> int:
     return value if value > 0 else default
 
 
+def positive_float(name: str, default: float) -> float:
+    """float($name) when it is a positive finite number, else `default`."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
+
+
 def switch(name: str, default: bool = True) -> bool:
     """$name as a switch: "0" turns it off, "1" on; unset or anything else leaves `default`."""
     value = os.environ.get(name, "").strip()
     return {"0": False, "1": True}.get(value, default)
+
+
+# A worker's wall time (ui/workers.py): the deadline of one heavy request. The default fits a classroom's server;
+# an operator who lets visitors read long inputs of larger models (a forward pass of minutes on a CPU) raises it
+# together with the work budgets (VIZ_WORK_MB, VIZ_WORK_GOPS), which decide what a visitor may ask for.
+DEADLINE_ENV = "VIZ_DEADLINE_S"
+DEFAULT_DEADLINE_S = 60.0
+
+
+def deadline_seconds() -> float:
+    """$VIZ_DEADLINE_S: the wall seconds a worker may run (default 60; any positive number the operator sets)."""
+    return positive_float(DEADLINE_ENV, DEFAULT_DEADLINE_S)
 
 
 # The memory a model's weights may take (model/network/config.py LIMITS["parameters"]).

@@ -236,6 +236,15 @@ def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
     return max(lazy_capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
 
 
+def attention_page_ops(cfg, S: int, T: int | None = None) -> int:
+    """The Attention page's operations on a new input: the shared decode (at most one pass over the prompt and its
+    steps) and the lazy capture's pass. A long input of a larger model costs minutes on a CPU: the default limit
+    of operations refuses it, an operator who raises it (and the worker's deadline) lets it run in the worker."""
+    steps = steps_for(cfg, S)
+    T = steps + 1 if T is None else T
+    return forward_ops(cfg, S, steps + 1) + forward_ops(cfg, S, T)
+
+
 def compare_view_bytes(cfg, S: int, T: int) -> int:
     """The Compare page's figures: three maps of one layer and head (A, B, A - B), 24 bytes a number."""
     return 3 * 24 * max(S * S, T * T, T * S)
@@ -419,15 +428,8 @@ class WorkBudget:
         if need_bytes > self.max_bytes:
             raise BudgetExceeded(self.refusal(what, need_bytes, fits()))
         if need_ops > self.ops:
-            raise BudgetExceeded(
-                M_(
-                    OVER_OPS,
-                    what=what,
-                    need=-(-need_ops // 10**9),
-                    ops=self.ops // 10**9,
-                    fits=fits(),
-                )
-            )
+            over = M_(OVER_OPS, what=what, need=-(-need_ops // 10**9), ops=self.ops // 10**9, fits=fits())
+            raise BudgetExceeded(over)
         return Plan(ops=int(need_ops), bytes=int(need_bytes))
 
     def describe(self) -> str:
