@@ -44,7 +44,24 @@ def deadline_seconds() -> float:
 
 # The memory a model's weights may take (model/network/config.py LIMITS["parameters"]).
 WEIGHTS_ENV = "VIZ_WEIGHTS_MB"  # the memory a model's weights may take; unset: half of this machine's memory
-F32_BYTES = 4  # the weights are kept in float32 (a bf16 checkpoint's numbers are widened when read)
+F32_BYTES = 4  # the weights are kept in float32 (a bf16 checkpoint's numbers are widened when read) ...
+BF16_BYTES = 2  # ... unless the operator keeps a bfloat16 checkpoint as stored ($VIZ_KEEP_BF16=1)
+KEEP_BF16_ENV = "VIZ_KEEP_BF16"
+
+
+def keep_bf16() -> bool:
+    """$VIZ_KEEP_BF16=1: a Hugging Face folder whose every floating tensor is stored in bfloat16 is kept so (half
+    the memory of float32: Qwen2.5-1.5B in 3.1 GB, not 6.2), its forward runs in bfloat16 and every map, summary and
+    distribution is computed from it in float32. Off by default: weights are widened to float32, so that a map is
+    the float32 forward's."""
+    return switch(KEEP_BF16_ENV, False)
+
+
+def narrowest_bytes() -> int:
+    """Bytes of the narrowest float type weights may be kept in on this server (model/network/config.py counts the
+    numbers any model may hold with it; a loader then counts its own kept type, model/checkpoints/formats/
+    hf_common.py)."""
+    return BF16_BYTES if keep_bf16() else F32_BYTES
 
 
 def machine_memory() -> int:

@@ -19,6 +19,7 @@ from model.analysis.budget import (
     BudgetExceeded,
     WorkBudget,
     admit_examples,
+    budget_from_environment,
     importance_batch,
     importance_row_bytes,
     steps_for,
@@ -169,7 +170,10 @@ def cached_capture(
 # the shared decode of the input, when it is not known yet, runs in the same worker first; the answer comes back
 # pickled. The operations of a new input are admitted by the work budget first (attention_page_ops): the default
 # refuses a pass of minutes (a 1B model at 2,048 tokens) and says what fits.
-LAZY: BoundedCache[Any] = BoundedCache("lazy captures", max_entries=32, max_bytes=512 * 2**20)
+# At least one capture the work budget admits is kept (a SmolLM-135M shape at 8,192 tokens keeps about 380 MB).
+LAZY: BoundedCache[Any] = BoundedCache(
+    "lazy captures", max_entries=32, max_bytes=max(512 * 2**20, budget_from_environment())
+)
 IN_PROCESS_OPS = 10**10
 READING = N_("Reading the input…")
 LONG_READING = N_("Reading the input: the model's forward pass, layer by layer…")
