@@ -50,7 +50,7 @@ SHAPES = {
                                            max_position_embeddings=8192, tie_word_embeddings=True,
                                            rope_parameters={"rope_type": "default", "rope_theta": 500000.0})),
 }  # fmt: skip
-RAISED = dict(VIZ_WORK_MB="4096", VIZ_WORK_GOPS="100000", VIZ_DEADLINE_S="3600", VIZ_WORKER_MB="6144")
+RAISED = dict(VIZ_WORK_MB="12288", VIZ_WORK_GOPS="100000", VIZ_DEADLINE_S="3600", VIZ_WORKER_MB="6144")
 
 _BUILD = r"""
 import json, sys, torch, transformers

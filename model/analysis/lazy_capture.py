@@ -196,6 +196,8 @@ class LazyCapture:
     def _keys(self, rec: LazyAttention, h0: int, h1: int) -> torch.Tensor:
         """(h1 - h0, Tk, dk): the key head each query head h0..h1 reads (grouped-query attention)."""
         groups = self.n_heads // rec.k.size(0)
+        if h1 - h0 == 1:  # one head: a view of its key head, no copy
+            return rec.k[h0 // groups : h0 // groups + 1]
         index = torch.arange(h0, h1) // groups
         return rec.k[index] if groups > 1 or h1 - h0 != rec.k.size(0) else rec.k
 
@@ -234,15 +236,19 @@ class LazyCapture:
         first, last, step = rows.indices(Tq)
         if step != 1:
             raise ValueError("rows must be a slice with step 1")
-        out = np.zeros((max(0, last - first), Tk), dtype=np.float32)
         keys = self._keys(rec, head, head + 1)
         size = self._rows_per_block(1, Tk)
+        out = None
         with torch.no_grad():
             for start in range(first, last, size):
                 stop = min(last, start + size)
                 weights, kend = self._block(kind, layer, head, head + 1, keys, start, stop)
+                if stop - start == last - first and kend == Tk and weights.dtype == torch.float32:
+                    return weights[0].numpy()  # one block of every key: its weights are the answer, not copied
+                if out is None:
+                    out = np.zeros((last - first, Tk), dtype=np.float32)
                 out[start - first : stop - first, :kend] = weights[0].float().cpu().numpy()
-        return out
+        return out if out is not None else np.zeros((0, Tk), dtype=np.float32)
 
     def map(self, kind: str, layer: int, head: int) -> np.ndarray:
         """(Tq, Tk) float32: one head's whole map (row = query position, column = key position), the numbers of
