@@ -205,7 +205,8 @@ def lazy_capture_bytes(cfg, S: int, T: int, qkv: bool = False) -> int:
     kept += 6 * (S + T) * cfg.d_model + 3 * (S + T) * 8  # hidden states, rows, embeddings; top tokens
     activations = (S + T) * max(cfg.d_ff, 4 * cfg.d_model) * 2
     mask = max(S * S, T * T, T * S) // F32  # booleans, in float32 numbers
-    held = F32 * (kept + activations + mask + max(S * S, T * T, T * S)) + BIAS_BLOCK_BYTES + 3 * BLOCK_BYTES
+    logits = 2 * F32 * max(2**21, 128 * cfg.tgt_vocab_size)  # a block of at least 128 positions (OUTPUT_ROWS), twice
+    held = F32 * (kept + activations + mask + max(S * S, T * T, T * S)) + BIAS_BLOCK_BYTES + 2 * BLOCK_BYTES + logits
     if qkv:
         held += capture_bytes(cfg, S, T, qkv=True) - capture_bytes(cfg, S, T)
     return held

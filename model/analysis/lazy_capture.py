@@ -29,6 +29,9 @@ import torch
 from ..network.attention import LazyAttention, attention_weights
 
 BLOCK_NUMBERS = 2**21  # weights in one block of rows (8 MB of float32), all the heads the block computes together
+# positions of one block of logits at least: each block reads the whole output layer (Qwen2's 151,936 x 896: 545 MB),
+# so blocks of 13 positions (8 MB) read it 315 times for 4,096 tokens; 128 read it 32 times (a block of 78 MB)
+OUTPUT_ROWS = 128
 POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
 
@@ -393,7 +396,7 @@ class LazyCapture:
         n = self._hidden.size(0)
         with torch.no_grad():
             width = self._head(self._hidden[:1]).size(-1)
-            size = max(1, BLOCK_NUMBERS // width)
+            size = max(OUTPUT_ROWS, BLOCK_NUMBERS // width)
             for start in range(0, n, size):
                 stop = min(n, start + size)
                 logits = self._head(self._hidden[start:stop])
