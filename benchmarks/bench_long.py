@@ -3,6 +3,12 @@
     python -m benchmarks.bench_long              # GPT-2 small at 1,024 tokens, Qwen2-0.5B at 4,096 tokens
     python -m benchmarks.bench_long --quick      # GPT-2 small at 1,024 tokens only
     python -m benchmarks.bench_long --qwen-tokens 1024
+    python -m benchmarks.bench_long --one-process [--repeats 3]   # the two time targets, both sides in one process
+
+--one-process: the time targets side by side in this one process, alternated, the median of --repeats rounds
+(GPT-2 small's folder at --gpt2-tokens: another head's map after a capture, against nothing: its own target 0.2 s;
+Qwen2-0.5B's at --qwen-tokens: capture + one map + the summaries against transformers' SDPA forward of the same ids,
+both in float32 with torch's own threads). A shared machine's load changes both sides alike.
 
 The folders (random weights at the published shapes, built with transformers from a config: no download) are
 bench_load_hf.py's, built under --folders. Every measured call runs in a fresh child process (its own loading not
@@ -173,17 +179,78 @@ def qwen_rows(work: Path, tokens: int) -> list[list[str]]:
     ]
 
 
+def one_process_rows(work: Path, gpt2_tokens: int, qwen_tokens: int, repeats: int) -> list[list[str]]:
+    """The two time targets measured in this process, ours and transformers' alternated (the median of `repeats`)."""
+    import statistics
+    import time
+
+    import torch
+    import transformers
+
+    from model import capture, load_checkpoint
+
+    torch.set_grad_enabled(False)
+    rows = []
+    folder, ids_file, text, n = prepared("gpt2", gpt2_tokens, work)
+    model, tok = load_checkpoint(folder)
+    cap = capture(model, tok, text, lazy=True)
+    L, H = cap.n_layers("decoder_self"), cap.n_heads
+    maps = []
+    for i in range(repeats * 3):
+        t = time.perf_counter()
+        cap.map("decoder_self", (5 * i) % L, (7 * i + 1) % H)
+        maps.append(time.perf_counter() - t)
+    rows.append(["gpt2-small: another head's map", str(n), f"{statistics.median(maps):.3f} s", "-", "<= 0.2 s",
+                 f"{min(maps):.3f}-{max(maps):.3f} s"])  # fmt: skip
+    del model, tok, cap
+    folder, ids_file, text, n = prepared("qwen2", qwen_tokens, work)
+    model, tok = load_checkpoint(folder)
+    hf = transformers.Qwen2ForCausalLM.from_pretrained(str(folder), attn_implementation="sdpa").eval()
+    batch = torch.tensor([json.loads(ids_file.read_text())])
+    capture(model, tok, "0 1 2 3", lazy=True).summary("decoder_self")  # kernels loaded on both sides
+    hf(input_ids=batch[:, :8], use_cache=False)
+    ours, theirs, parts = [], [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        hf(input_ids=batch, use_cache=False)
+        theirs.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        cap = capture(model, tok, text, lazy=True)
+        t1 = time.perf_counter()
+        cap.map("decoder_self", 11, 5)
+        t2 = time.perf_counter()
+        cap.summary("decoder_self")
+        t3 = time.perf_counter()
+        ours.append(t3 - t)
+        parts.append((t1 - t, t2 - t1, t3 - t2))
+        del cap
+    o, s = statistics.median(ours), statistics.median(theirs)
+    split = " / ".join(f"{statistics.median(p):.1f}" for p in zip(*parts))
+    rows.append(["qwen2-0.5b: capture + map + summaries", str(n), f"{o:.1f} s", f"{s:.1f} s", "<= 1.5x",
+                 f"{o / s:.2f}x (capture / map / summaries: {split} s)"])  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="GPT-2 small only")
     parser.add_argument("--gpt2-tokens", type=int, default=1024)
     parser.add_argument("--qwen-tokens", type=int, default=4096)
+    parser.add_argument("--one-process", action="store_true", help="the time targets, both sides in this process")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     import torch
 
     print(f"start: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {uptime()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.one_process:
+            rows = one_process_rows(work, args.gpt2_tokens, args.qwen_tokens, args.repeats)
+            headers = ["target", "tokens", "ours", "transformers SDPA forward", "target", "ratio / range"]
+            print(table(headers, rows, title="the time targets, side by side in one process (median)"))
+            print(f"end: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {uptime()}")
+            print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads")
+            return
         rows = gpt2_rows(work, args.gpt2_tokens)
         headers = ["shape", "tokens", "ours CPU s", "eager CPU s", "CPU ratio (<= 1.0x)", "our growth MB",
                    "eager growth MB", "growth ratio (<= 0.25x)", "another head's map s (<= 0.2)"]  # fmt: skip

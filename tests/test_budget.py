@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model import Vocab, beam_search, capture, greedy_decode
@@ -138,7 +138,7 @@ def test_the_lecture_pack_applies_the_same_budget(many_heads):
     assert any("work budget" in str(w) for w in records.inputs[0].warnings)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(alphabet="abch xyz", max_size=60), n=st.integers(1, 30))
 def test_fit_text_keeps_a_prefix_within_n_tokens(text, n):
     for level in ("char", "word"):

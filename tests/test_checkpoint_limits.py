@@ -181,7 +181,9 @@ def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_rea
     assert reads == []
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     changes=st.dictionaries(
         st.sampled_from(

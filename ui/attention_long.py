@@ -84,7 +84,9 @@ def session_lazy(session, changes):
 
 def map_sides(session) -> tuple[int, int]:
     """(S, T): the source and decoder positions the session's capture holds, counted without it (from the tokens,
-    and the shared greedy decode when the decoder reads the model's own output)."""
+    and the shared greedy decode when the decoder reads the model's own output). A decoder-only model's prompt
+    longer than a chart is long whatever it writes: (0, its prompt), and its decode runs with the lazy capture (in
+    the worker, for a long pass) instead of here."""
     from model.analysis.budget_input import source_length
     from model.text.bounded import read_bounded
     from ui import caches
@@ -94,6 +96,10 @@ def map_sides(session) -> tuple[int, int]:
     S = source_length(tok.source, cfg, text) if cfg.has_encoder else 0
     if not cfg.has_decoder:
         return S, 0
+    if not cfg.has_encoder and target is None and (model_key, text) not in caches.DECODES:
+        prompt = len(read_bounded(tok.source, text, cfg.max_len).ids)
+        if prompt > MAX_CELLS:
+            return 0, prompt
     if target is not None:
         written = len(read_bounded(tok.target, target, cfg.max_len).ids)
     else:

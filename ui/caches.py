@@ -19,6 +19,7 @@ from model.analysis.budget import (
     BudgetExceeded,
     WorkBudget,
     admit_examples,
+    budget_from_environment,
     importance_batch,
     importance_row_bytes,
     steps_for,
@@ -85,19 +86,25 @@ DECODES: BoundedCache[tuple] = BoundedCache("greedy outputs", max_entries=256, m
 
 def own_output(model_key: str, text: str, model, tokenizer, changes: Interventions = NONE) -> tuple[int, ...]:
     """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes)."""
-    from model.decoding import greedy_ids
-    from model.text.inputs import prepare_sequence, prepare_source
-
     if not model.config.has_decoder:  # an encoder alone writes nothing
         return ()
 
-    def decode() -> tuple[int, ...]:  # a decoder-only model continues the text
-        prepare = prepare_source if model.config.has_encoder else prepare_sequence
-        source = prepare(model, tokenizer, text).ids
-        vocab = tokenizer.target
-        return tuple(greedy_ids(model, [source], bos_id=vocab.bos_id, eos_id=vocab.eos_id, interventions=changes)[0])
+    return DECODES.get(_changed((model_key, text), changes), _with_spinner(DECODING, partial(
+        decode_ids, model, tokenizer, text, changes)))  # fmt: skip
 
-    return DECODES.get(_changed((model_key, text), changes), _with_spinner(N_("Decoding…"), decode))
+
+DECODING = N_("Decoding…")
+
+
+def decode_ids(model, tokenizer, text: str, changes: Interventions = NONE) -> tuple[int, ...]:
+    """The greedy output ids of `text`, unrecorded (a decoder-only model continues the text); no cache, no page."""
+    from model.decoding import greedy_ids
+    from model.text.inputs import prepare_sequence, prepare_source
+
+    prepare = prepare_source if model.config.has_encoder else prepare_sequence
+    source = prepare(model, tokenizer, text).ids
+    vocab = tokenizer.target
+    return tuple(greedy_ids(model, [source], bos_id=vocab.bos_id, eos_id=vocab.eos_id, interventions=changes)[0])
 
 
 def _pass_on(model, tokenizer, text: str, ids: Sequence[int], qkv: bool, changes: Interventions) -> Capture:
@@ -159,11 +166,33 @@ def cached_capture(
 
 
 # The lazy capture of an input (model/analysis/lazy_capture.py): what one fused pass keeps, O(layers x tokens x
-# d_model), every map computed when a view asks. Its pass runs in a worker with a progress bar and Cancel
-# (ui/workers.py) when it costs more operations than IN_PROCESS_OPS (about a second); the answer comes back pickled.
-LAZY: BoundedCache[Any] = BoundedCache("lazy captures", max_entries=32, max_bytes=512 * 2**20)
+# d_model), every map computed when a view asks. Its pass runs in a worker with a progress bar (one step per attention
+# module of the pass) and Cancel (ui/workers.py) when it costs more operations than IN_PROCESS_OPS (about a second);
+# the shared decode of the input, when it is not known yet, runs in the same worker first; the answer comes back
+# pickled. The operations of a new input are admitted by the work budget first (attention_page_ops): the default
+# refuses a pass of minutes (a 1B model at 2,048 tokens) and says what fits.
+# At least one capture the work budget admits is kept (a SmolLM-135M shape at 8,192 tokens keeps about 380 MB).
+LAZY: BoundedCache[Any] = BoundedCache(
+    "lazy captures", max_entries=32, max_bytes=max(512 * 2**20, budget_from_environment())
+)
 IN_PROCESS_OPS = 10**10
 READING = N_("Reading the input…")
+LONG_READING = N_("Reading the input: the model's forward pass, layer by layer…")
+
+
+def lazy_pass(model, tokenizer, text: str, target: str | None, changes: Interventions, decode: bool,
+              ids: tuple[int, ...] | None = None, progress=None):  # fmt: skip
+    """(ids, capture): capture(..., lazy=True) of `text`; with `decode`, on the model's own output: the shared
+    decode's `ids`, or when they are None (not decoded yet) the decode run first (it then reports progress 0);
+    progress(done, total) after each attention module of the capture's pass. What a worker runs for a long input."""
+    kwargs = dict(lazy=True, interventions=changes, progress=progress)
+    if decode:
+        if ids is None:
+            if progress is not None:
+                progress(0, 1)
+            ids = decode_ids(model, tokenizer, text)  # the unchanged model's output, as own_output decodes it
+        kwargs["output_ids"] = [i for i in ids if i != tokenizer.target.eos_id]
+    return ids, capture(model, tokenizer, text, target, **kwargs)
 
 
 def cached_lazy_capture(
@@ -177,23 +206,30 @@ def cached_lazy_capture(
 ):
     """capture(..., lazy=True) once per (model key, text, target, interventions), LAZY holding at most 32 and 512 MB;
     with target None on the shared decode of the input (as cached_capture). A head switch then costs that head's
-    map only. Raises WorkerStopped (its message says why: memory, deadline, cancelled) when the worker stops."""
-    from model.analysis.budget import forward_ops
+    map only. Raises BudgetExceeded (what fits) when the pass would cost more operations than the work budget
+    allows, WorkerStopped (its message says why: memory, deadline, cancelled) when the worker stops."""
+    from model.analysis.budget import admit_input, attention_page_bytes, attention_page_ops, forward_ops
     from ui.workers import run_with_progress
 
     key = _changed(("lazy", model_key, text, target), changes)
+    cfg = _model.config
 
     def compute():
-        kwargs = dict(lazy=True, interventions=changes)
-        if target is None and _model.config.has_decoder:
-            ids = own_output(model_key, text, _model, _tokenizer)
-            kwargs["output_ids"] = [i for i in ids if i != _tokenizer.target.eos_id]
-        S = source_length(_tokenizer.source, _model.config, text)
-        T = len(kwargs.get("output_ids", ())) + 1
-        if forward_ops(_model.config, S, T) <= IN_PROCESS_OPS:
-            return _with_spinner(spinner, lambda: capture(_model, _tokenizer, text, target, **kwargs))()
-        cap = run_with_progress(capture, _model, _tokenizer, text, target, progress=None, key=key, label=READING,
-                                **kwargs)  # fmt: skip
+        decode, known = target is None and cfg.has_decoder, None
+        if decode and (model_key, text) in DECODES:
+            known = DECODES.get((model_key, text), lambda: None)
+        S = source_length(_tokenizer.source, cfg, text)
+        T = (len(known) if known is not None else steps_for(cfg, S)) + 1
+        need = lambda s, t: (attention_page_bytes(cfg, s, t), attention_page_ops(cfg, s, t))  # noqa: E731
+        admit_input(WorkBudget.from_environment(), M_("Reading this input"), need, S, T)
+        if forward_ops(cfg, S, T) <= IN_PROCESS_OPS:
+            ids = own_output(model_key, text, _model, _tokenizer) if decode else None
+            return _with_spinner(spinner, lambda: lazy_pass(_model, _tokenizer, text, target, changes, decode,
+                                                            ids)[1])()  # fmt: skip
+        ids, cap = run_with_progress(lazy_pass, _model, _tokenizer, text, target, changes, decode, known,
+                                     progress=None, key=key, label=LONG_READING)  # fmt: skip
+        if decode and known is None:
+            DECODES.put((model_key, text), ids)
         return cap.attach(_model)
 
     return LAZY.get(key, compute)

@@ -13,7 +13,7 @@ pickled on the way in), and in the child, before the work starts:
 
 The parent waits on a pipe: progress messages (the function's `progress(done, total)` argument is sent over it),
 then the result or the error, pickled. It kills the child (SIGKILL) when the wall deadline ($VIZ_DEADLINE_S,
-default 60 s, at most 60) passes, when `should_stop()` says so, or when the waiting thread is interrupted (a
+default 60 s, an operator setting: model/env.deadline_seconds) passes, when `should_stop()` says so, or when the waiting thread is interrupted (a
 Streamlit rerun, a session that left: both raise inside the wait at its next progress update, at most
 POLL_S apart) - the `finally` below kills the child within that time.
 
@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from i18n import M_, N_
+from model.env import deadline_seconds, positive_int
 
-ENV_MB, ENV_DEADLINE = "VIZ_WORKER_MB", "VIZ_DEADLINE_S"
-DEFAULT_MB, DEFAULT_DEADLINE, MAX_DEADLINE = 1024, 60.0, 60.0
+ENV_MB = "VIZ_WORKER_MB"
+DEFAULT_MB = 1024
 POLL_S = 0.2  # the parent's longest wait between two looks at the child (and at should_stop)
 
 OUT_OF_MEMORY = N_(
@@ -62,17 +63,7 @@ class Limits:
 
     @classmethod
     def from_environment(cls) -> Limits:
-        try:
-            mb = int(os.environ.get(ENV_MB, DEFAULT_MB))
-        except ValueError:
-            mb = DEFAULT_MB
-        try:
-            seconds = float(os.environ.get(ENV_DEADLINE, DEFAULT_DEADLINE))
-        except ValueError:
-            seconds = DEFAULT_DEADLINE
-        mb = mb if mb > 0 else DEFAULT_MB
-        seconds = min(MAX_DEADLINE, seconds) if seconds > 0 else DEFAULT_DEADLINE
-        return cls(mb * 2**20, seconds)
+        return cls(positive_int(ENV_MB, DEFAULT_MB) * 2**20, deadline_seconds())
 
 
 def _address_space() -> int:

@@ -205,7 +205,8 @@ def lazy_capture_bytes(cfg, S: int, T: int, qkv: bool = False) -> int:
     kept += 6 * (S + T) * cfg.d_model + 3 * (S + T) * 8  # hidden states, rows, embeddings; top tokens
     activations = (S + T) * max(cfg.d_ff, 4 * cfg.d_model) * 2
     mask = max(S * S, T * T, T * S) // F32  # booleans, in float32 numbers
-    held = F32 * (kept + activations + mask + max(S * S, T * T, T * S)) + BIAS_BLOCK_BYTES + 3 * BLOCK_BYTES
+    logits = 2 * F32 * max(2**21, 128 * cfg.tgt_vocab_size)  # a block of at least 128 positions (OUTPUT_ROWS), twice
+    held = F32 * (kept + activations + mask + max(S * S, T * T, T * S)) + BIAS_BLOCK_BYTES + 2 * BLOCK_BYTES + logits
     if qkv:
         held += capture_bytes(cfg, S, T, qkv=True) - capture_bytes(cfg, S, T)
     return held
@@ -234,6 +235,15 @@ def attention_page_bytes(cfg, S: int, T: int | None = None) -> int:
     steps = steps_for(cfg, S)
     T = steps + 1 if T is None else T
     return max(lazy_capture_bytes(cfg, S, T), greedy_bytes(cfg, S, steps)) + attention_view_bytes(cfg, S, T)
+
+
+def attention_page_ops(cfg, S: int, T: int | None = None) -> int:
+    """The Attention page's operations on a new input: the shared decode (at most one pass over the prompt and its
+    steps) and the lazy capture's pass. A long input of a larger model costs minutes on a CPU: the default limit
+    of operations refuses it, an operator who raises it (and the worker's deadline) lets it run in the worker."""
+    steps = steps_for(cfg, S)
+    T = steps + 1 if T is None else T
+    return forward_ops(cfg, S, steps + 1) + forward_ops(cfg, S, T)
 
 
 def compare_view_bytes(cfg, S: int, T: int) -> int:
@@ -419,15 +429,8 @@ class WorkBudget:
         if need_bytes > self.max_bytes:
             raise BudgetExceeded(self.refusal(what, need_bytes, fits()))
         if need_ops > self.ops:
-            raise BudgetExceeded(
-                M_(
-                    OVER_OPS,
-                    what=what,
-                    need=-(-need_ops // 10**9),
-                    ops=self.ops // 10**9,
-                    fits=fits(),
-                )
-            )
+            over = M_(OVER_OPS, what=what, need=-(-need_ops // 10**9), ops=self.ops // 10**9, fits=fits())
+            raise BudgetExceeded(over)
         return Plan(ops=int(need_ops), bytes=int(need_bytes))
 
     def describe(self) -> str:

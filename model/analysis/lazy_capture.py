@@ -29,6 +29,9 @@ import torch
 from ..network.attention import LazyAttention, attention_weights
 
 BLOCK_NUMBERS = 2**21  # weights in one block of rows (8 MB of float32), all the heads the block computes together
+# positions of one block of logits at least: each block reads the whole output layer (Qwen2's 151,936 x 896: 545 MB),
+# so blocks of 13 positions (8 MB) read it 315 times for 4,096 tokens; 128 read it 32 times (a block of 78 MB)
+OUTPUT_ROWS = 128
 POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
 
@@ -51,6 +54,7 @@ class RowMask:
         self.full: torch.Tensor | None = None
         self.keep: torch.Tensor | None = None
         self.offset: int | None = None  # causal: row i sees keys j <= i + offset
+        self._triangles: dict[tuple[int, int], torch.Tensor] = {}
         if mask is None:
             return
         if mask.size(-2) == 1:  # key padding only
@@ -63,6 +67,24 @@ class RowMask:
             self.offset, self.keep = offset, keep
         else:  # any other mask: kept as it is
             self.full = mask.reshape(1, n_queries, n_keys)
+
+    def first_hidden(self, start: int, kend: int) -> int:
+        """The first key some row >= start may not see (a causal mask without padding: start + offset + 1; keys
+        before it are every row's), or 0 when the mask is another kind (it then covers every key)."""
+        if self.offset is None or self.full is not None or (self.keep is not None and not bool(self.keep.all())):
+            return 0
+        return max(0, min(kend, start + self.offset + 1))
+
+    def triangle(self, rows: int, width: int) -> torch.Tensor:
+        """(1, rows, width): row i sees column c when c < i (the keys first_hidden(start).. of a causal block),
+        kept for the next block of the same shape (every layer's blocks share it)."""
+        key = (rows, width)
+        if key not in self._triangles:
+            if len(self._triangles) >= 4:
+                self._triangles.clear()
+            i = torch.arange(rows)[:, None]
+            self._triangles[key] = (torch.arange(width)[None, :] < i)[None]
+        return self._triangles[key]
 
     def key_end(self, stop: int, n_keys: int) -> int:
         """Keys past this index are hidden from rows < stop (a causal mask): a block need not compute them."""
@@ -177,6 +199,8 @@ class LazyCapture:
     def _keys(self, rec: LazyAttention, h0: int, h1: int) -> torch.Tensor:
         """(h1 - h0, Tk, dk): the key head each query head h0..h1 reads (grouped-query attention)."""
         groups = self.n_heads // rec.k.size(0)
+        if h1 - h0 == 1:  # one head: a view of its key head, no copy
+            return rec.k[h0 // groups : h0 // groups + 1]
         index = torch.arange(h0, h1) // groups
         return rec.k[index] if groups > 1 or h1 - h0 != rec.k.size(0) else rec.k
 
@@ -192,13 +216,17 @@ class LazyCapture:
         bias = None
         if rec.positions is not None:
             bias = rec.positions.bias_rows(start, stop, slice(h0, h1))[..., :kend].to(dtype)
-        rows = mask.rows(start, stop, kend)
+        first = mask.first_hidden(start, kend) if rec.window is None or Tk <= rec.window else 0
+        if first:  # a causal block: only its last keys need a mask, the same triangle for every block of its shape
+            rows = mask.triangle(stop - start, kend - first) if first < kend else None
+        else:
+            rows = mask.rows(start, stop, kend)
         if rec.window is not None and Tk > rec.window:  # a local layer: the band of these rows
             query_pos = torch.arange(start, stop)[:, None] + (Tk - rec.q.size(1))  # (r, 1): cached keys come first
             band = (query_pos - torch.arange(kend)[None, :] < rec.window)[None]  # (1, r, kend), as window_mask
             rows = band if rows is None else rows & band
         weights = attention_weights(
-            rec.q[h0:h1, start:stop].to(dtype), keys[:, :kend].to(dtype), rows, bias, rec.scale, rec.softcap
+            rec.q[h0:h1, start:stop].to(dtype), keys[:, :kend].to(dtype), rows, bias, rec.scale, rec.softcap, first
         )
         return weights, kend
 
@@ -211,15 +239,19 @@ class LazyCapture:
         first, last, step = rows.indices(Tq)
         if step != 1:
             raise ValueError("rows must be a slice with step 1")
-        out = np.zeros((max(0, last - first), Tk), dtype=np.float32)
         keys = self._keys(rec, head, head + 1)
         size = self._rows_per_block(1, Tk)
+        out = None
         with torch.no_grad():
             for start in range(first, last, size):
                 stop = min(last, start + size)
                 weights, kend = self._block(kind, layer, head, head + 1, keys, start, stop)
+                if stop - start == last - first and kend == Tk and weights.dtype == torch.float32:
+                    return weights[0].numpy()  # one block of every key: its weights are the answer, not copied
+                if out is None:
+                    out = np.zeros((last - first, Tk), dtype=np.float32)
                 out[start - first : stop - first, :kend] = weights[0].float().cpu().numpy()
-        return out
+        return out if out is not None else np.zeros((0, Tk), dtype=np.float32)
 
     def map(self, kind: str, layer: int, head: int) -> np.ndarray:
         """(Tq, Tk) float32: one head's whole map (row = query position, column = key position), the numbers of
@@ -313,18 +345,16 @@ class LazyCapture:
                     w, kend = self._block(kind, layer, 0, H, keys, start, stop)  # (H, r, kend)
                     t = torch.arange(start, stop)
                     sums["first_token"][layer] += w[:, :, 0].sum(-1).double().numpy()
-                    prev = (t >= 1) & (t - 1 < kend)
-                    if bool(prev.any()):
-                        rows = torch.nonzero(prev)[:, 0]
-                        sums["previous_token"][layer] += w[:, rows, t[rows] - 1].sum(-1).double().numpy()
-                    diag = t < kend
-                    if bool(diag.any()):
-                        rows = torch.nonzero(diag)[:, 0]
-                        sums["diagonal"][layer] += w[:, rows, t[rows]].sum(-1).double().numpy()
-                    j = torch.arange(kend, dtype=w.dtype)
+                    # row start + i, key start + i - 1 (previous) and start + i (diagonal): diagonals of the block,
+                    # views over the rows whose keys reach them
+                    sums["previous_token"][layer] += w.diagonal(start - 1, -2, -1).sum(-1).double().numpy()
+                    sums["diagonal"][layer] += w.diagonal(start, -2, -1).sum(-1).double().numpy()
                     if self._masks[(kind, layer)].offset == 0:  # causal: every visible key j <= t, |t - j| = t - j
-                        moved = t.to(w.dtype) * w.sum(-1) - w @ j  # (H, r) one matrix-vector product
+                        ends = self._ends(kend, w.dtype)  # (kend, 2): 1 and j
+                        row_sum, moved_j = (w @ ends).unbind(-1)  # (H, r) each: one pass over the weights
+                        moved = t.to(w.dtype) * row_sum - moved_j
                     else:
+                        j = torch.arange(kend, dtype=w.dtype)
                         moved = (w * (t[:, None].to(w.dtype) - j[None, :]).abs()).sum(-1)
                     sums["mean_distance"][layer] += moved.sum(-1).double().numpy()
                     sums["entropy"][layer] -= torch.special.xlogy(w, w).sum((-1, -2)).double().numpy()
@@ -334,6 +364,11 @@ class LazyCapture:
         }
         return {name: (value / counts.get(name, max(1, Tq))).astype(np.float32) for name, value in sums.items()}
 
+    def _ends(self, kend: int, dtype: torch.dtype) -> torch.Tensor:
+        """(kend, 2): a column of ones and one of key positions 0..kend-1 (each row's sum and sum_j w_j j)."""
+        j = torch.arange(kend, dtype=dtype)
+        return torch.stack([torch.ones_like(j), j], dim=-1)
+
     # -- the output side -----------------------------------------------------------------------------------------
     def _outputs(self, actual: list[int | None], top_k: int) -> None:
         """top_ids, top_log_probs and next_log_probs from the kept hidden states, in blocks of positions."""
@@ -341,29 +376,32 @@ class LazyCapture:
         self.top_ids = np.zeros((n, top_k), dtype=np.int64)
         self.top_log_probs = np.zeros((n, top_k), dtype=np.float32)
         self.next_log_probs = np.full((n,), np.nan, dtype=np.float32)
-        for start, stop, logp in self._log_prob_blocks():
-            k = min(top_k, logp.size(-1))
-            values, ids = logp.topk(k, dim=-1)
+        for start, stop, logits in self._log_prob_blocks(normalized=False):
+            k = min(top_k, logits.size(-1))
+            total = logits.logsumexp(-1, keepdim=True)  # (r, 1): log-probabilities are logits - total
+            values, ids = logits.topk(k, dim=-1)  # the largest logits are the largest log-probabilities
             self.top_ids[start:stop, :k] = ids.numpy()
-            self.top_log_probs[start:stop, :k] = values.float().numpy()
+            self.top_log_probs[start:stop, :k] = (values - total).float().numpy()
             for t in range(start, stop):
                 if actual[t] is not None:
-                    self.next_log_probs[t] = float(logp[t - start, actual[t]])
+                    self.next_log_probs[t] = float(logits[t - start, actual[t]] - total[t - start, 0])
         for value in (self.top_ids, self.top_log_probs, self.next_log_probs):
             value.setflags(write=False)
 
-    def _log_prob_blocks(self):
-        """(start, stop, log-probs (r, V) float32 or wider) over every position, a block at a time."""
+    def _log_prob_blocks(self, normalized: bool = True):
+        """(start, stop, log-probs (r, V) float32 or wider) over every position, a block at a time; normalized=False:
+        the logits (in float32 or wider) instead."""
         if self._hidden is None or self._head is None:
             return
         n = self._hidden.size(0)
         with torch.no_grad():
             width = self._head(self._hidden[:1]).size(-1)
-            size = max(1, BLOCK_NUMBERS // width)
+            size = max(OUTPUT_ROWS, BLOCK_NUMBERS // width)
             for start in range(0, n, size):
                 stop = min(n, start + size)
                 logits = self._head(self._hidden[start:stop])
-                yield start, stop, logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+                logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+                yield start, stop, logits.log_softmax(-1) if normalized else logits
 
     def distribution(self, position: int) -> np.ndarray:
         """(V,) float32: the log-probabilities the model gives at one position (decoder row or masked-LM position)."""

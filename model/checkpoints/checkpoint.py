@@ -161,22 +161,29 @@ def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
     return {name: tuple(p.shape) for name, p in model.named_parameters()}
 
 
-def _own(tensor: torch.Tensor, copy: bool) -> torch.Tensor:
-    """float32 CPU storage that belongs to the model: half precision is cast (a new tensor anyway); a tensor of
-    a memory-mapped file is copied (a file overwritten later must not change, or crash, a loaded model)."""
+def _own(tensor: torch.Tensor, copy: bool, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """CPU storage of `dtype` (float32, or bfloat16 kept as stored) that belongs to the model: another type is cast
+    (a new tensor anyway); a tensor of a memory-mapped file is copied (a file overwritten later must not change, or
+    crash, a loaded model)."""
     tensor = tensor.detach()
-    if tensor.dtype != torch.float32:
-        return tensor.float()
+    if tensor.dtype != dtype:
+        return tensor.to(dtype)
     return tensor.clone() if copy else tensor
 
 
 def materialize(
-    model: Transformer, tensors: dict[str, torch.Tensor], *, copy: bool, tables: dict[str, torch.Tensor] | None = None
+    model: Transformer,
+    tensors: dict[str, torch.Tensor],
+    *,
+    copy: bool,
+    tables: dict[str, torch.Tensor] | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> Transformer:
     """Give a skeleton's parameters the loaded tensors (names as expected_shapes; shapes checked by the caller).
 
     copy=False adopts tensors the loader read into private memory (no second pass over a base model's
-    246 MB); copy=True copies them (memory-mapped files). Sinusoid tables (non-persistent buffers) come
+    246 MB); copy=True copies them (memory-mapped files). dtype: the float type of every parameter (bfloat16: a
+    bfloat16 checkpoint kept as stored, hf_common.weights; positional tables stay float32). Sinusoid tables (non-persistent buffers) come
     from `tables` ("source"/"target": a checkpoint's own stored table) or are computed.
     """
     real: dict[int, nn.Parameter] = {}
@@ -185,7 +192,8 @@ def materialize(
             if p is not None:
                 if id(p) not in real:
                     real[id(p)] = nn.Parameter(
-                        _own(tensors[f"{prefix}.{name}" if prefix else name], copy), requires_grad=p.requires_grad
+                        _own(tensors[f"{prefix}.{name}" if prefix else name], copy, dtype),
+                        requires_grad=p.requires_grad,
                     )
                 module._parameters[name] = real[id(p)]
         if isinstance(module, SinusoidalPositionalEncoding):

@@ -6,6 +6,7 @@ Masks are boolean and broadcast to (B, H, Tq, Tk): True means "this query may at
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,7 @@ def attention_weights(
     bias: torch.Tensor | None = None,
     scale: bool | float = True,
     softcap: float | None = None,
+    mask_from: int = 0,
 ) -> torch.Tensor:
     """softmax(q k^T / sqrt(d_k) + bias) with masked keys at exactly 0: the one score function of every map.
 
@@ -35,19 +37,22 @@ def attention_weights(
     what changes the scores (a bias, a mask, the scale) changes both alike. q (..., Tq, dk), k (..., Tk, dk), mask
     (boolean, True: may attend) and bias broadcastable to (..., Tq, Tk); scale=False leaves out 1/sqrt(d_k) (T5), a
     number multiplies the scores instead (Gemma's query_pre_attn_scalar^-1/2); softcap c: the scaled scores become
-    c * tanh(scores / c) before the bias and the mask (Gemma 2's attention logit soft-capping).
+    c * tanh(scores / c) before the bias and the mask (Gemma 2's attention logit soft-capping). mask_from: the mask
+    covers keys mask_from.. only (every row sees the keys before: a causal block's visible columns need no mask).
+    The scale multiplies q (Tq x dk numbers) rather than the scores (Tq x Tk): the same numbers when it is a power of
+    two (1/sqrt(64) = 1/8), within a rounding of the last bit otherwise.
     Returns the weights (..., Tq, Tk)."""
-    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk), a new tensor: changed in place below (one T x T at a time)
     if scale is True:
-        scores.div_(math.sqrt(q.size(-1)))
+        q = q / math.sqrt(q.size(-1))
     elif scale is not False:
-        scores.mul_(scale)
+        q = q * scale
+    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk), a new tensor: changed in place below (one T x T at a time)
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
     if bias is not None:
         scores = scores + bias if bias.dim() > scores.dim() else scores.add_(bias)
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))
+        scores[..., mask_from:].masked_fill_(~mask, float("-inf"))
     return scores.softmax(dim=-1)
 
 
@@ -112,8 +117,18 @@ def plain_causal(mask: torch.Tensor | None, n_queries: int, n_keys: int) -> bool
         return False
     if torch.jit.is_tracing():  # a traced graph keeps its mask: the check's answer would be fixed in it
         return False
+    seen = _CAUSAL_SEEN.get(id(mask))  # a stack's layers share one mask: checked once, not once a layer
+    if seen is not None and seen[0]() is mask and seen[1] == mask._version:
+        return seen[2]
     causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=mask.device).tril()
-    return torch.equal(mask.reshape(n_queries, n_keys), causal)
+    answer = torch.equal(mask.reshape(n_queries, n_keys), causal)
+    if len(_CAUSAL_SEEN) >= 8:
+        _CAUSAL_SEEN.clear()
+    _CAUSAL_SEEN[id(mask)] = (weakref.ref(mask), mask._version, answer)
+    return answer
+
+
+_CAUSAL_SEEN: dict[int, tuple] = {}  # id(mask) -> (a weak reference to it, its version, whether it is causal)
 
 
 def fused_attention(

@@ -14,7 +14,7 @@ from typing import Any
 
 from i18n import M_, N_, NM_, join_messages
 
-from ..env import parameter_limit
+from ..env import narrowest_bytes, parameter_limit
 from .position_kinds.registry import MODULES as POSITIONAL_KINDS
 
 # POSITIONAL_KINDS: the registry's kinds (model/network/position_kinds/: one module each, its factory and titles)
@@ -48,7 +48,7 @@ LIMITS: dict[str, int] = {
     "parameters": 0,  # weights plus positional tables: from this machine's memory (model/env.parameter_limit), below
 }
 
-LIMITS["parameters"] = parameter_limit()
+LIMITS["parameters"] = parameter_limit(narrowest_bytes())  # a float32 model: its loader counts 4 bytes a number
 
 
 @dataclass

@@ -121,7 +121,7 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     cfg, family = read_bart_config(src)
     config = bart_config(cfg, family, where)  # limits checked before any weights are read
     hf.check_heads(where, config, options.n_heads)
-    weights = hf.weights(src, TITLE)
+    weights = hf.weights(src, TITLE, config)
     config = hf.with_tied_head(config, weights.state, "model.shared.weight")
     model = s2s.assembled(convert_bart(weights.state, config, where), weights, where)
     return model, bart_tokenizer(src, cfg, family, config)

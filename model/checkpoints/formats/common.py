@@ -226,6 +226,7 @@ class Converted:
     origin: dict[str, str]  # our name -> the foreign key it came from (for messages)
     pe_tables: dict[str, torch.Tensor] = field(default_factory=dict)  # "source"/"target" -> (max_len, D) table
     mapped: bool = True  # the tensors are views of a memory-mapped file: copy them into the model
+    dtype: torch.dtype = torch.float32  # the float type the model keeps its weights in (bfloat16: as stored)
 
 
 def make_config(where: str, **fields) -> TransformerConfig:
@@ -283,7 +284,7 @@ def assemble(converted: Converted, where: str) -> Transformer:
         raise CheckpointError(
             M_("{where}: inconsistent shapes: {shapes}", where=where, shapes=join_messages("; ", wrong[:6]))
         )
-    return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables)
+    return materialize(model, state, copy=converted.mapped, tables=converted.pe_tables, dtype=converted.dtype)
 
 
 def one_end_token(cfg: dict[str, Any], where: str) -> None:

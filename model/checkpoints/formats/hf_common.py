@@ -15,9 +15,11 @@ import torch
 
 from i18n import M_, N_, join_messages
 
-from ...network.config import TransformerConfig
+from ...env import keep_bf16, parameter_limit
+from ...network.config import TransformerConfig, parameter_count
 from ..checkpoint import CheckpointError
 from .common import Mapper, check_heads, one_end_token, refuse  # noqa: F401 (hf.check_heads, hf.refuse)
+from .common import where as place
 from .marian import read_marian_weights
 from .source import CheckpointInfo, Source, Weights, precision_note
 
@@ -78,11 +80,31 @@ def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
     return ACTIVATIONS[name]
 
 
-def weights(src: Source, title: str) -> Weights:
+def weights(src: Source, title: str, config: TransformerConfig | None = None) -> Weights:
     """model.safetensors (or shards), else pytorch_model.bin with weights_only; a half-precision safetensors file is
-    read as float32 (these families store no positional table whose check needs the stored precision). title: the
-    format, named in the error when the folder has no weights."""
-    return read_marian_weights(src, widen=True, title=title)
+    read as float32 (these families store no positional table whose check needs the stored precision), unless the
+    operator keeps bfloat16 ($VIZ_KEEP_BF16=1) and every floating tensor is stored so: then read as stored, and
+    Weights.kept says so. title: the format, named in the error when the folder has no weights. config: counted
+    against the memory for weights in the type they will be kept in, before anything is read."""
+    keep = keep_bf16() and read_marian_weights(Source(src.path, mmap=True), title=title).precision == "bfloat16"
+    if config is not None:
+        check_weight_memory(src.name, title, config, torch.bfloat16 if keep else torch.float32)
+    read = read_marian_weights(src, widen=not keep, title=title)
+    return dataclasses.replace(read, kept=torch.bfloat16) if keep else read
+
+
+def check_weight_memory(name: str, title: str, config: TransformerConfig, dtype: torch.dtype) -> None:
+    """CheckpointError when the model's numbers, in the float type its weights are kept in, pass the memory this
+    server gives weights (the config's own check counts the narrowest type the server keeps)."""
+    limit = parameter_limit(torch.empty((), dtype=dtype).element_size())
+    if (n := parameter_count(config)) > limit:
+        problem = M_(TOO_MANY_NUMBERS, n=f"{n / 1e6:,.0f}", limit=f"{limit / 1e6:,.0f}")
+        raise CheckpointError(M_("{where}: {problem}", where=place(name, title), problem=problem))
+
+
+TOO_MANY_NUMBERS = N_(
+    "the model would hold {n} million numbers, more than this server's memory for weights holds: {limit} million"
+)
 
 
 def alias(m: Mapper, key: str, same_as: torch.Tensor, what: str) -> None:

@@ -126,8 +126,8 @@ def load(
     if config.shape == "encoder-only":  # the ids an encoder's source starts and ends with: the tokenizer's
         vocab = tok.source
         config.bos_id, config.eos_id, config.pad_id = vocab.bos_id, vocab.eos_id, vocab.pad_id
-    weights = hf.weights(src, title)
+    weights = hf.weights(src, title, config)
     converted = convert(weights.state, config, where)
     converted.config.extra["precision"] = weights.precision
-    converted.mapped = weights.mapped
+    converted.mapped, converted.dtype = weights.mapped, weights.kept
     return assemble(converted, where), tok

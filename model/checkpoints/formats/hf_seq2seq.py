@@ -108,5 +108,5 @@ def put_embeddings(m: Mapper, config: TransformerConfig, prefix: str, alias: Ali
 def assembled(converted: Converted, weights: Weights, where) -> Transformer:
     """The model of `converted`, recording the precision its weights were stored in and whether they are mapped."""
     converted.config.extra["precision"] = weights.precision
-    converted.mapped = weights.mapped
+    converted.mapped, converted.dtype = weights.mapped, weights.kept
     return assemble(converted, where)

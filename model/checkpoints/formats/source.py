@@ -49,6 +49,7 @@ class Weights:
     precision: str
     mapped: bool  # the tensors are views of a memory-mapped file the model must not keep: copy them (False where
     # the model keeps the mapping, safetensors_read.keeps_mapping, or the tensors were read privately)
+    kept: torch.dtype = torch.float32  # the float type the model keeps its weights in (hf_common.weights)
 
     @property
     def half(self) -> bool:

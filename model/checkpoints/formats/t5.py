@@ -142,7 +142,7 @@ def load(src: Source, options: LoadOptions) -> tuple[Transformer, Tokenizer]:
     cfg = read_t5_config(src)
     config = t5_config(cfg, where)  # limits checked before any weights are read
     hf.check_heads(where, config, options.n_heads)
-    weights = hf.weights(src, TITLE)
+    weights = hf.weights(src, TITLE, config)
     config = hf.with_tied_head(config, weights.state, "shared.weight")
     return s2s.assembled(convert_t5(weights.state, config, where), weights, where), t5_tokenizer(src, cfg, config)
 
