@@ -11,6 +11,8 @@ import itertools
 import logging
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,9 @@ from model import CheckpointError, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
+from model.checkpoints.handoff import check_checkpoint, open_checked
 from model.checkpoints.serving import MAX_ENTRIES, OFF, ServerFolders, folder_stamp
+from model.checkpoints.tokenizer_budget import budget_from_environment
 from ui import held_models
 from ui.long_lived import model_loaded
 from ui.safe_text import md
@@ -69,7 +73,26 @@ def load(
         if held is None:
             return _load_cached(path, stamp, n_heads, vocab)
         slot, model_key = held
-        return held_models.hold((path, stamp, n_heads, vocab), model_key, slot, lambda: _read(path, n_heads, vocab))
+        return held_models.hold(
+            (path, stamp, n_heads, vocab), model_key, slot, lambda: _read_checked(path, n_heads, vocab)
+        )
+
+
+def _read_checked(path: str, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+    """A visitor's checkpoint loaded in a limited worker (model/checkpoints/handoff.py): its files are parsed, its
+    tokenizer probed and its weights converted in a child process whose memory (beyond the files' mapping and the
+    converted weights: three times the files' bytes), CPU and time the operating system bounds, killed when the
+    visitor leaves; the server maps the checked weights and unpickles the checked tokenizer, counted first."""
+    base = Limits.from_environment()
+    limits = Limits(base.memory + budget_from_environment() + 3 * _file_bytes(Path(path)), base.deadline)
+    folder = tempfile.mkdtemp(prefix="transformer-viz-checked-")  # readable by this user only
+    try:
+        checked = run_limited(
+            check_checkpoint, path, folder, limits=limits, should_stop=session_gone, n_heads=n_heads, **dict(vocab)
+        )
+        return open_checked(checked)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the weights stay mapped; nothing else of it is kept
 
 
 def _file_bytes(path: Path, limit: int = MAX_ENTRIES) -> int:

@@ -1,0 +1,153 @@
+"""A visitor's tokenizer run in a helper process, with a time limit on every call.
+
+A native tokenizer library cannot be stopped inside one call: the thread that runs the tokenizers library's regular
+expression on a text that makes it backtrack is held until the library returns, and a time check between calls
+(read_bounded's) comes after. The load-time probes (model/text/bounded.py) refuse what they can find; a rule that
+backtracks on a text they do not try still could hold a session's thread. So the server runs a visitor's tokenizer
+through a `Fence`:
+
+- the first call forks a helper process from the server (it holds the same tokenizer, copy-on-write; nothing is
+  pickled), limited by the operating system to the address space it had at the fork plus the tokenizer budget, and
+  killed with the server (PR_SET_PDEATHSIG);
+- each call sends the text over a pipe and waits at most `seconds` (the caller's time left, at most
+  ENCODE_SECONDS); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
+  (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one;
+- calls from several sessions take turns (one helper, one lock): encoding is a millisecond, a call that hangs is
+  cut at its limit;
+- `close()` (or the vocabulary being collected) kills the helper.
+
+Pure Python and os: no torch, no streamlit.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import threading
+import weakref
+from collections.abc import Callable
+
+from i18n import M_
+
+from .bounded import ENCODE_SECONDS, TOKENIZER_FAILED, TOKENIZER_SLOW, TokenizerFailed, guarded
+
+HELPER_MB = 256  # address space a helper may add to what it had at the fork (the tokenizer budget's default)
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux or not glibc: the helper still ends at the pipe's end
+        pass
+
+
+def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: int) -> None:
+    """In the helper: fn(text) for every text read from `requests`, answered on `answers`. Never returns."""
+    import pickle
+
+    try:
+        os.setpgid(0, 0)
+        _die_with_parent()
+        with open("/proc/self/statm") as f:
+            cap = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + memory
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        with os.fdopen(requests, "rb") as inbox, os.fdopen(answers, "wb") as outbox:
+            while True:
+                try:
+                    text = pickle.load(inbox)
+                except EOFError:
+                    break
+                try:
+                    answer = ("ok", guarded(fn, text))  # a panic, a MemoryError: TokenizerFailed
+                except TokenizerFailed:
+                    answer = ("failed", None)
+                pickle.dump(answer, outbox)
+                outbox.flush()
+    finally:
+        os._exit(0)
+
+
+class Fence:
+    """fn(text) -> list of ids, run in a helper process with a time limit per call (module docstring)."""
+
+    def __init__(self, fn: Callable[[str], list[int]], memory: int = HELPER_MB * 2**20):
+        self._fn, self._memory = fn, memory
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._send = self._receive = None
+        self._finalizer = weakref.finalize(self, Fence._stop_pid, [None])
+        self.forks = 0  # helpers started so far (a fresh one after each kill)
+
+    @staticmethod
+    def _stop_pid(box: list) -> None:
+        pid = box[0]
+        box[0] = None
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def _start(self) -> None:
+        requests_r, requests_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the helper
+            os.close(requests_w)
+            os.close(answers_r)
+            _serve(self._fn, requests_r, answers_w, self._memory)
+        os.close(requests_r)
+        os.close(answers_w)
+        self._pid, self.forks = pid, self.forks + 1
+        self._send, self._receive = os.fdopen(requests_w, "wb"), os.fdopen(answers_r, "rb")
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, Fence._stop_pid, [pid])
+
+    def _stop(self) -> None:
+        for f in (self._send, self._receive):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self._send = self._receive = None
+        self._finalizer()  # kills and reaps the helper
+        self._pid = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def __call__(self, text: str, seconds: float) -> list[int]:
+        """fn(text) in the helper; TokenizerFailed when it takes more than `seconds` or fails (the message names
+        ENCODE_SECONDS, the budget `seconds` is what is left of)."""
+        import pickle
+        import select
+
+        with self._lock:
+            if self._pid is None:
+                self._start()
+            try:
+                pickle.dump(text, self._send)
+                self._send.flush()
+                ready, _, _ = select.select([self._receive], [], [], max(0.0, seconds))
+                if not ready:
+                    self._stop()
+                    raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=format(ENCODE_SECONDS, "g")))
+                kind, ids = pickle.load(self._receive)
+            except (OSError, EOFError, pickle.UnpicklingError):  # the helper died (its memory limit, a crash)
+                self._stop()
+                raise TokenizerFailed(M_(TOKENIZER_FAILED)) from None
+            if kind != "ok":
+                raise TokenizerFailed(M_(TOKENIZER_FAILED))
+            return ids
