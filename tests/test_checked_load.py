@@ -69,7 +69,9 @@ def test_parsing_probing_and_converting_happen_in_the_worker_and_the_server_maps
         return call
 
     monkeypatch.setattr(json, "loads", only_in_the_worker(json.loads))
-    monkeypatch.setattr("tokenizers.Tokenizer.from_str", only_in_the_worker(__import__("tokenizers").Tokenizer.from_str))
+    monkeypatch.setattr(
+        "tokenizers.Tokenizer.from_str", only_in_the_worker(__import__("tokenizers").Tokenizer.from_str)
+    )
     monkeypatch.setattr(bounded, "check_probes", only_in_the_worker(bounded.check_probes))
     monkeypatch.setattr(handoff, "load_checkpoint", only_in_the_worker(handoff.load_checkpoint))
 
@@ -123,9 +125,7 @@ def slow_tokenizer(folder) -> None:
     (folder / "tokenizer.json").write_text(json.dumps(data))
 
 
-def test_a_tokenizer_slow_on_a_visitors_text_is_cut_inside_one_call_and_the_page_gets_a_message(
-    folder, monkeypatch
-):
+def test_a_tokenizer_slow_on_a_visitors_text_is_cut_inside_one_call_and_the_page_gets_a_message(folder, monkeypatch):
     """A pre-tokenizer that passes the load-time probes but backtracks on runs of "ab": one piece of the text
     holds the encoding for seconds. The fence kills its helper at the time limit (inside the call: the next call
     needs a fresh helper), check_text answers with the slow-tokenizer message, and the tokenizer reads the next text."""
@@ -163,4 +163,22 @@ def test_a_fenced_tokenizer_pickles_without_its_helper(folder):
     tok.source.encode("a b")
     copy = pickle.loads(pickle.dumps(tok))
     assert copy.source._fence is None and copy.source.encode("a b") == tok.source.encode("a b")
+    handoff.unfence(tok)
+
+
+def test_a_worker_forked_from_the_server_encodes_by_itself_and_leaves_the_servers_helper_alone(folder):
+    from ui.workers import run_limited
+
+    _, tok = model_picker._read_checked(str(folder), None, ())
+    expected = tok.source.encode("the cat sat")
+    pid = tok.source._fence._pid
+    fence = tok.source._fence
+
+    def in_the_worker():
+        ids = tok.source.encode("the cat sat")
+        fence.close()  # a no-op there
+        return ids, fence._pid
+
+    assert run_limited(in_the_worker) == (expected, pid)
+    assert fence._pid == pid and tok.source.encode("the cat sat") == expected and fence.forks == 1
     handoff.unfence(tok)

@@ -14,7 +14,9 @@ through a `Fence`:
   (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one;
 - calls from several sessions take turns (one helper, one lock): encoding is a millisecond, a call that hangs is
   cut at its limit;
-- `close()` (or the vocabulary being collected) kills the helper.
+- `close()` (or the vocabulary being collected) kills the helper;
+- in a process forked from the server later (a limited worker of ui/workers.py, which the operating system bounds
+  already), calls run the library there, directly: the server's helper and its pipe stay the server's.
 
 Pure Python and os: no torch, no streamlit.
 """
@@ -78,14 +80,15 @@ class Fence:
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._send = self._receive = None
-        self._finalizer = weakref.finalize(self, Fence._stop_pid, [None])
+        self._owner = os.getpid()  # the process whose helper this is
+        self._finalizer = weakref.finalize(self, Fence._stop_pid, [None], self._owner)
         self.forks = 0  # helpers started so far (a fresh one after each kill)
 
     @staticmethod
-    def _stop_pid(box: list) -> None:
+    def _stop_pid(box: list, owner: int) -> None:
         pid = box[0]
         box[0] = None
-        if pid is not None:
+        if pid is not None and os.getpid() == owner:  # never from a forked worker: the helper is its parent's
             try:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -111,7 +114,8 @@ class Fence:
         self._pid, self.forks = pid, self.forks + 1
         self._send, self._receive = os.fdopen(requests_w, "wb"), os.fdopen(answers_r, "rb")
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, Fence._stop_pid, [pid])
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, Fence._stop_pid, [pid], self._owner)
 
     def _stop(self) -> None:
         for f in (self._send, self._receive):
@@ -125,6 +129,8 @@ class Fence:
         self._pid = None
 
     def close(self) -> None:
+        if os.getpid() != self._owner:
+            return
         with self._lock:
             self._stop()
 
@@ -134,6 +140,8 @@ class Fence:
         import pickle
         import select
 
+        if os.getpid() != self._owner:  # a forked worker: bounded by its own limits, the pipe is its parent's
+            return guarded(self._fn, text)
         with self._lock:
             if self._pid is None:
                 self._start()
