@@ -182,3 +182,16 @@ def test_a_worker_forked_from_the_server_encodes_by_itself_and_leaves_the_server
     assert run_limited(in_the_worker) == (expected, pid)
     assert fence._pid == pid and tok.source.encode("the cat sat") == expected and fence.forks == 1
     handoff.unfence(tok)
+
+
+def test_an_upload_whose_load_did_not_finish_is_not_refused(monkeypatch):
+    """A load its worker did not finish (cancelled, past the deadline) may be tried again: the upload's files stay
+    and no refusal is remembered; a load that failed on the file is refused as before."""
+    from i18n import M_
+
+    refused = []
+    monkeypatch.setattr(model_picker, "refuse_upload", lambda upload, err, remember: refused.append(err))
+    model_picker._refuse_upload(object(), WorkerStopped(M_(CANCELLED)), remember=True)
+    assert refused == []
+    model_picker._refuse_upload(object(), CheckpointError("bad file"), remember=True)
+    assert [str(e) for e in refused] == ["bad file"]

@@ -31,7 +31,7 @@ from ui.long_lived import model_loaded
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 from ui.url_state import Key, read
-from ui.workers import Limits, run_limited, session_gone
+from ui.workers import Limits, WorkerStopped, run_limited, session_gone
 
 _LOG = logging.getLogger(__name__)
 # The model box's two non-demo choices: values kept in English (session state, tests), shown translated.
@@ -152,8 +152,9 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
 
 def _refuse_upload(upload, err: BaseException, remember: bool) -> None:
     """A checkpoint upload that could not be loaded: its files go now. Its error is kept for the
-    session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it)."""
-    if upload is not None and not isinstance(err, RefusedUpload):
+    session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it). A load
+    its worker did not finish (cancelled, past the deadline on a busy machine) refuses nothing: it may be tried again."""
+    if upload is not None and not isinstance(err, (RefusedUpload, WorkerStopped)):
         refuse_upload(upload, err, remember)
 
 
