@@ -195,3 +195,20 @@ def test_an_upload_whose_load_did_not_finish_is_not_refused(monkeypatch):
     assert refused == []
     model_picker._refuse_upload(object(), CheckpointError("bad file"), remember=True)
     assert [str(e) for e in refused] == ["bad file"]
+
+
+def test_the_helper_outlives_the_thread_that_started_it_and_a_killed_one_is_replaced(folder):
+    """Each Streamlit run has a thread of its own: the helper started in one serves the next. A helper killed from
+    outside between two calls is replaced at the next call, which answers."""
+    import signal
+
+    _, tok = model_picker._read_checked(str(folder), None, ())
+    expected = load_checkpoint(folder)[1].source.encode("the cat sat")
+    first = threading.Thread(target=tok.source.encode, args=("a b",))
+    first.start()
+    first.join()
+    fence = tok.source._fence
+    assert tok.source.encode("the cat sat") == expected and fence.forks == 1
+    os.kill(fence._pid, signal.SIGKILL)
+    assert tok.source.encode("the cat sat") == expected and fence.forks == 2
+    handoff.unfence(tok)

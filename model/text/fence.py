@@ -7,11 +7,13 @@ backtracks on a text they do not try still could hold a session's thread. So the
 through a `Fence`:
 
 - the first call forks a helper process from the server (it holds the same tokenizer, copy-on-write; nothing is
-  pickled), limited by the operating system to the address space it had at the fork plus the tokenizer budget, and
-  killed with the server (PR_SET_PDEATHSIG);
+  pickled), limited by the operating system to the address space it had at the fork plus the tokenizer budget; it
+  ends when the server does (its pipe closes; not PR_SET_PDEATHSIG, which fires when the forking *thread* ends, and
+  every Streamlit run has a thread of its own);
 - each call sends the text over a pipe and waits at most `seconds` (the caller's time left, at most
   ENCODE_SECONDS); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
-  (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one;
+  (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one (and a helper that had ended before a call,
+  killed from outside, is replaced once within that call);
 - calls from several sessions take turns (one helper, one lock): encoding is a millisecond, a call that hangs is
   cut at its limit;
 - `close()` (or the vocabulary being collected) kills the helper;
@@ -27,6 +29,7 @@ import os
 import resource
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Callable
 
@@ -37,22 +40,12 @@ from .bounded import ENCODE_SECONDS, TOKENIZER_FAILED, TOKENIZER_SLOW, Tokenizer
 HELPER_MB = 256  # address space a helper may add to what it had at the fork (the tokenizer budget's default)
 
 
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux or not glibc: the helper still ends at the pipe's end
-        pass
-
-
 def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: int) -> None:
     """In the helper: fn(text) for every text read from `requests`, answered on `answers`. Never returns."""
     import pickle
 
     try:
         os.setpgid(0, 0)
-        _die_with_parent()
         with open("/proc/self/statm") as f:
             cap = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + memory
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
@@ -136,26 +129,41 @@ class Fence:
 
     def __call__(self, text: str, seconds: float) -> list[int]:
         """fn(text) in the helper; TokenizerFailed when it takes more than `seconds` or fails (the message names
-        ENCODE_SECONDS, the budget `seconds` is what is left of)."""
-        import pickle
-        import select
-
+        ENCODE_SECONDS, the budget `seconds` is what is left of). A helper that had ended before this call (killed
+        from outside) is replaced once; one that dies on this text fails it."""
         if os.getpid() != self._owner:  # a forked worker: bounded by its own limits, the pipe is its parent's
             return guarded(self._fn, text)
+        deadline = time.monotonic() + max(0.0, seconds)
         with self._lock:
-            if self._pid is None:
-                self._start()
-            try:
-                pickle.dump(text, self._send)
-                self._send.flush()
-                ready, _, _ = select.select([self._receive], [], [], max(0.0, seconds))
-                if not ready:
-                    self._stop()
-                    raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=format(ENCODE_SECONDS, "g")))
-                kind, ids = pickle.load(self._receive)
-            except (OSError, EOFError, pickle.UnpicklingError):  # the helper died (its memory limit, a crash)
+            for attempt in range(2):
+                fresh = self._pid is None
+                if fresh:
+                    self._start()
+                answer = self._ask(text, deadline)
+                if answer is not None:
+                    break
+                self._stop()  # no answer: the helper is gone
+                if fresh or attempt:
+                    raise TokenizerFailed(M_(TOKENIZER_FAILED))
+            kind, ids = answer
+            if kind == "slow":
                 self._stop()
-                raise TokenizerFailed(M_(TOKENIZER_FAILED)) from None
+                raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=format(ENCODE_SECONDS, "g")))
             if kind != "ok":
                 raise TokenizerFailed(M_(TOKENIZER_FAILED))
             return ids
+
+    def _ask(self, text: str, deadline: float) -> tuple[str, list[int] | None] | None:
+        """The helper's answer to `text`, ("slow", None) past the deadline, or None when the helper is gone."""
+        import pickle
+        import select
+
+        try:
+            pickle.dump(text, self._send)
+            self._send.flush()
+            ready, _, _ = select.select([self._receive], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return "slow", None
+            return pickle.load(self._receive)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
