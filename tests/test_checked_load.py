@@ -212,3 +212,15 @@ def test_the_helper_outlives_the_thread_that_started_it_and_a_killed_one_is_repl
     os.kill(fence._pid, signal.SIGKILL)
     assert tok.source.encode("the cat sat") == expected and fence.forks == 2
     handoff.unfence(tok)
+
+
+def test_a_visitors_card_is_read_in_a_worker_and_bounded_by_what_a_card_holds(folder, monkeypatch):
+    from model.checkpoints import safe_io
+
+    (folder / "card.json").write_text(json.dumps({"examples": ["abc"], "task": "x" * 2**20}))  # 1 MB: not a card
+    with pytest.raises(CheckpointError) as err:
+        model_picker._card(str(folder), 1.0)
+    assert message(err).values["name"] == "card.json"
+    assert safe_io.SMALL_JSON_MAX_BYTES < (folder / "card.json").stat().st_size
+    monkeypatch.setattr(model_picker, "load_card", lambda path: os.getpid())
+    assert model_picker._card(str(folder), 2.0) != os.getpid()

@@ -118,6 +118,13 @@ def _inspect(path: str, stamp: float) -> CheckpointInfo:
     return run_limited(inspect_checkpoint, path, limits=limits, should_stop=session_gone)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _card(path: str, stamp: float) -> dict:
+    """A visitor's card.json (free-form metadata: examples, the task), read in a limited worker as the rest of the
+    folder; the server keeps the parsed dict."""
+    return run_limited(load_card, path, should_stop=session_gone)
+
+
 def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple[dict, str]:
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
     where = st.sidebar if where is None else where
@@ -281,7 +288,7 @@ def _pick(prefix: str, where: Any, default: str | None, label: str) -> tuple[str
             raise CheckpointError(M_("no checkpoint at {path}", path=str(path)))
         options, suffix = _load_options(path, prefix, where)
         model, tok = load(str(path), stamp(path), options["n_heads"], options["vocab"], held=(prefix, key + suffix))
-        card = load_card(path) if path.is_dir() else {}
+        card = _card(str(path), stamp(path)) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
         message = md(message_of(err))  # in the reader's language, what it quotes escaped
