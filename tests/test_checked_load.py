@@ -224,3 +224,27 @@ def test_a_visitors_card_is_read_in_a_worker_and_bounded_by_what_a_card_holds(fo
     assert safe_io.SMALL_JSON_MAX_BYTES < (folder / "card.json").stat().st_size
     monkeypatch.setattr(model_picker, "load_card", lambda path: os.getpid())
     assert model_picker._card(str(folder), 2.0) != os.getpid()
+
+
+@pytest.mark.parametrize("kind", ["annotated", "native"])
+def test_the_handoff_keeps_every_tensor_and_table_of_other_formats(kind, tmp_path):
+    """A PyTorch state_dict (the Annotated Transformer's: one sinusoid table for both sides) and this project's own
+    folder come back from the worker as a load in one process gives them, the shared table shared again."""
+    from harness.reference.annotated import ann_make_model
+
+    if kind == "annotated":
+        torch.manual_seed(0)
+        path = tmp_path / "annotated.pt"
+        torch.save(ann_make_model(10, 11, N=2, d_model=32, d_ff=64, h=4, max_len=80).state_dict(), path)
+        options = {"n_heads": 4}
+    else:
+        path, options = "checkpoints/reverse", {}
+    expected, _ = load_checkpoint(path, **options)
+    model, tok = model_picker._read_checked(str(path), options.get("n_heads"), ())
+    state, want = model.state_dict(), expected.state_dict()
+    assert state.keys() == want.keys() and all(torch.equal(state[k], want[k]) for k in state)
+    for side in ("src_pe", "tgt_pe"):
+        assert torch.equal(getattr(model, side).table, getattr(expected, side).table)
+    shared = expected.src_pe.table.data_ptr() == expected.tgt_pe.table.data_ptr()
+    assert (model.src_pe.table.data_ptr() == model.tgt_pe.table.data_ptr()) == shared
+    assert model.config == expected.config and not model.training

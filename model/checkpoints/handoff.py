@@ -64,6 +64,8 @@ def check_checkpoint(path: str | Path, folder: str | Path, **options: Any) -> Ch
         for name, module in model.named_modules()
         if isinstance(module, SinusoidalPositionalEncoding) and name in SIDES
     }
+    if "source" in tables and "target" in tables and tables["target"].data_ptr() == tables["source"].data_ptr():
+        del tables["target"]  # one table for both sides (as the model holds it): stored once, shared again on open
     if tables:
         save_file(tables, str(out / TABLES))
     blob = pickle.dumps(tokenizer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -83,6 +85,7 @@ def open_checked(checked: Checked) -> tuple[Transformer, Tokenizer]:
     if (folder / TABLES).exists():
         check_safetensors_header(folder / TABLES)
         tables = {k: v for k, v in load_file(str(folder / TABLES)).items() if k in SIDES.values()}
+        tables.setdefault("target", tables.get("source"))
     fence(tokenizer)
     with torch.no_grad():
         return materialize(model, stored, copy=False, tables=tables), tokenizer
