@@ -248,3 +248,18 @@ def test_the_handoff_keeps_every_tensor_and_table_of_other_formats(kind, tmp_pat
     shared = expected.src_pe.table.data_ptr() == expected.tgt_pe.table.data_ptr()
     assert (model.src_pe.table.data_ptr() == model.tgt_pe.table.data_ptr()) == shared
     assert model.config == expected.config and not model.training
+
+
+def test_the_helper_keeps_none_of_the_servers_descriptors(folder, tmp_path):
+    """A file the server holds open (as its listening socket and its visitors' connections) is not held by the
+    helper: a connection the server closes closes."""
+    held = open(tmp_path / "held", "w")  # noqa: SIM115 - open across the fork on purpose
+    try:
+        _, tok = model_picker._read_checked(str(folder), None, ())
+        tok.source.encode("a b")
+        helper = tok.source._fence._pid
+        targets = [os.readlink(f"/proc/{helper}/fd/{n}") for n in os.listdir(f"/proc/{helper}/fd")]
+        assert str(tmp_path / "held") not in targets and len(targets) <= 5  # 0-2 and its two pipe ends
+        handoff.unfence(tok)
+    finally:
+        held.close()

@@ -40,12 +40,28 @@ from .bounded import ENCODE_SECONDS, TOKENIZER_FAILED, TOKENIZER_SLOW, Tokenizer
 HELPER_MB = 256  # address space a helper may add to what it had at the fork (the tokenizer budget's default)
 
 
+def _close_inherited(keep: set[int]) -> None:
+    """Close every descriptor the helper inherited from the server but `keep` and 0-2: the server's listening socket
+    and its visitors' connections (a connection the server closes must close), its files."""
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: the usual range
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: int) -> None:
     """In the helper: fn(text) for every text read from `requests`, answered on `answers`. Never returns."""
     import pickle
 
     try:
         os.setpgid(0, 0)
+        _close_inherited({requests, answers})
         with open("/proc/self/statm") as f:
             cap = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + memory
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
