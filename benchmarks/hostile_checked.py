@@ -10,6 +10,7 @@ with a pre-tokenizer that backtracks on runs of "ab" (`(ab|abab)+x`: it passes t
   five links, then with a visitor who opens the slow tokenizer's folder with 10 runs of "ab" x 30: the room's p95 in
   each phase and their ratio (target <= 1.5x), the visitor's page's seconds to its answer (target: a message within
   the encode budget, ENCODE_SECONDS, plus the load);
+- the same link alone (the room idle): seconds to the answer, and whether it is the slow-tokenizer message;
 - a visitor who opens the real-size GPT-2 folder and leaves once its loading worker runs: seconds from leaving until
   no worker of the server is left (target <= 2 s);
 - `--soak` inputs in all (five sessions over the pages, one of them on the tiny GPT-2 folder): the server's RSS after
@@ -108,6 +109,17 @@ async def leave_while_loading(server: AppServer, folder: Path) -> tuple[float, f
     return seen, time.perf_counter() - left
 
 
+async def slow_alone(server: AppServer, folder: Path) -> tuple[float, bool]:
+    """The slow tokenizer's link again, the room idle: (seconds to the page's answer, whether the answer is the
+    slow-tokenizer message)."""
+    from model.text.bounded import TOKENIZER_SLOW
+
+    async with StreamSession(server.origin) as s:
+        run = await s.open("", model=f"path:{folder}", text=SLOW_TEXT)
+    said = TOKENIZER_SLOW.split("{")[0]  # the message's words up to its first value, as the page shows it (English)
+    return run.seconds, any(said in e for e in run.errors)
+
+
 async def soak(server: AppServer, total: int, sessions: int, gpt2: Path) -> tuple[int, int, int, list]:
     """`total` inputs over `sessions` sessions (the last one on the GPT-2 folder): (RSS after the first 50, RSS at the
     end, inputs done, exceptions)."""
@@ -153,6 +165,7 @@ def main_checked(args, phase) -> None:
             quiet = phase(server, args, texts[: args.sessions], hostile=False)
             slow_link = [("", {"model": f"path:{models['slow']}", "text": SLOW_TEXT})]
             loud = phase(server, args, texts[args.sessions : 2 * args.sessions], True, links=slow_link)
+            alone = asyncio.run(slow_alone(server, models["slow"]))
             seen, stopped = asyncio.run(leave_while_loading(server, models["big"]))
             at50, at_end, done, soak_exceptions = asyncio.run(soak(server, args.soak, 5, models["gpt2"]))
             log_tracebacks = server.log().count("Traceback")
@@ -167,6 +180,8 @@ def main_checked(args, phase) -> None:
          f"{during / base:.2f}x", "<= 1.5x", "yes" if during <= 1.5 * base else "NO"],
         ["the slow tokenizer's page: seconds to its answer (a message)", answer, "-",
          f"<= {ENCODE_SECONDS:g} s + the load", "-"],
+        ["the same page alone, the room idle: seconds to its answer / the slow-tokenizer message shown",
+         f"{alone[0]:.1f} / {'yes' if alone[1] else 'no'}", "-", f"<= {ENCODE_SECONDS:g} s + the page", "-"],
         ["real-size GPT-2 folder: worker seen after (s) / stopped after the visitor left (s)",
          f"{seen:.1f} / {stopped:.2f}", "-", "<= 2 s", "yes" if stopped <= 2 else "NO"],
         [f"server RSS after 50 / after {done} inputs (MB)", f"{at50 / 2**20:.0f} / {at_end / 2**20:.0f}",

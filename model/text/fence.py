@@ -14,6 +14,8 @@ through a `Fence`:
   ENCODE_SECONDS); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
   (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one (and a helper that had ended before a call,
   killed from outside, is replaced once within that call);
+- the helper runs at a lower priority (NICE): a rule that backtracks for its whole time limit takes what the
+  room's sessions leave of the cores, not their share;
 - calls from several sessions take turns (one helper, one lock): encoding is a millisecond, a call that hangs is
   cut at its limit;
 - `close()` (or the vocabulary being collected) kills the helper;
@@ -38,6 +40,7 @@ from i18n import M_
 from .bounded import ENCODE_SECONDS, TOKENIZER_FAILED, TOKENIZER_SLOW, TokenizerFailed, guarded
 
 HELPER_MB = 256  # address space a helper may add to what it had at the fork (the tokenizer budget's default)
+NICE = 10  # the helper's priority below the server's: a slow tokenizer takes the cores the room leaves
 
 
 def _close_inherited(keep: set[int]) -> None:
@@ -61,6 +64,7 @@ def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: 
 
     try:
         os.setpgid(0, 0)
+        os.nice(NICE)  # a visitor's tokenizer yields the cores to the server's sessions
         _close_inherited({requests, answers})
         with open("/proc/self/statm") as f:
             cap = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + memory
