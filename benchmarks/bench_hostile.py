@@ -34,6 +34,12 @@ A stranger's checkpoints instead (benchmarks/hostile_files.py), each alone besid
 --issue30: configs of 60 and 20 MB, a 50 MB tokenizer.json, a pre-tokenizer that panics, a normalizer rule on U+A66E,
 the never-ending decoder on the longest input (greedy, and a beam of 4), a Llama config with a linear RoPE scaling.
 
+    python -m benchmarks.bench_hostile --checked [--sessions 5] [--changes 5] [--soak 500]
+
+A stranger's checkpoint read in a limited worker, its tokenizer behind a fence (benchmarks/hostile_checked.py):
+the room's p95 beside a tokenizer that backtracks on the visitor's text, the seconds until a loading worker stops
+after its visitor leaves (a GPT-2 of the real small shape), and the server's RSS after 50 and after --soak inputs.
+
     python -m benchmarks.bench_hostile --gc-freeze [--sessions 5] [--changes 5]
 
 What the one piece of in-process tuning left after issue 30 still buys (the forward hook and thread priorities are
@@ -241,7 +247,13 @@ def main() -> None:
     parser.add_argument("--stranger", action="store_true", help="a stranger's checkpoints, each alone beside the room")
     parser.add_argument("--leave-only", action="store_true", help="with --issue30: only the visitor who leaves")
     parser.add_argument("--gc-freeze", action="store_true", help="the room with and without gc.freeze, side by side")
+    parser.add_argument("--checked", action="store_true", help="a stranger's checkpoint checked in a worker, fenced")
+    parser.add_argument("--soak", type=int, default=500, help="with --checked: inputs for the memory row")
     args = parser.parse_args()
+    if args.checked:
+        from benchmarks.hostile_checked import main_checked
+
+        return main_checked(args, phase)
     if args.issue30:
         return main_issue30(args)
     if args.stranger:

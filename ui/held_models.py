@@ -66,7 +66,7 @@ def hold(cache_key: Hashable, model_key: str, slot: str, load: Callable[[], Any]
                 _SLOTS[(session, slot)] = cache_key
             if _connected() is None:  # no sessions to ask (AppTest, a script): the most recent few, as a cache would
                 for old in list(_HELD)[:-UNWATCHED]:
-                    del _HELD[old]
+                    _stop_helpers(_HELD.pop(old)[0])
     if session is not None:
         _start_sweeper()
     if before is not None and before != cache_key:
@@ -92,15 +92,27 @@ def sweep(connected: Callable[[str], bool] | None = None) -> list[str]:
         for gone_slot in [k for k in _SLOTS if not connected(k[0])]:
             del _SLOTS[gone_slot]
         shown = set(_SLOTS.values())
-        gone = [_HELD.pop(k)[1] for k in [k for k in _HELD if k not in shown]]
+        released = [_HELD.pop(k) for k in [k for k in _HELD if k not in shown]]
+        gone = [model_key for _, model_key in released]
         for k in [k for k in _LOADING if k not in _HELD and not _LOADING[k].locked()]:
             del _LOADING[k]
     if gone:
+        for loaded, _ in released:
+            _stop_helpers(loaded)
         for model_key in gone:
             drop_mentioning(model_key)
         _give_back_memory()
         _LOG.info("released %d model(s) no connected session shows", len(gone))
     return gone
+
+
+def _stop_helpers(loaded: Any) -> None:
+    """A released (model, tokenizer)'s tokenizer helper processes (model/checkpoints/handoff.fence) stop now."""
+    from model.checkpoints.handoff import unfence
+
+    tokenizer = loaded[1] if isinstance(loaded, tuple) and len(loaded) == 2 else None
+    if hasattr(tokenizer, "source") and hasattr(tokenizer, "target"):
+        unfence(tokenizer)
 
 
 def _give_back_memory() -> None:

@@ -11,6 +11,8 @@ import itertools
 import logging
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,15 @@ from model import CheckpointError, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.checkpoints.formats import FORMATS, CheckpointInfo, inspect_checkpoint
+from model.checkpoints.handoff import check_checkpoint, open_checked
 from model.checkpoints.serving import MAX_ENTRIES, OFF, ServerFolders, folder_stamp
+from model.checkpoints.tokenizer_budget import budget_from_environment
 from ui import held_models
 from ui.long_lived import model_loaded
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 from ui.url_state import Key, read
-from ui.workers import Limits, run_limited, session_gone
+from ui.workers import Limits, WorkerStopped, run_limited, session_gone
 
 _LOG = logging.getLogger(__name__)
 # The model box's two non-demo choices: values kept in English (session state, tests), shown translated.
@@ -69,7 +73,26 @@ def load(
         if held is None:
             return _load_cached(path, stamp, n_heads, vocab)
         slot, model_key = held
-        return held_models.hold((path, stamp, n_heads, vocab), model_key, slot, lambda: _read(path, n_heads, vocab))
+        return held_models.hold(
+            (path, stamp, n_heads, vocab), model_key, slot, lambda: _read_checked(path, n_heads, vocab)
+        )
+
+
+def _read_checked(path: str, n_heads: int | None, vocab: tuple[tuple[str, str], ...]):
+    """A visitor's checkpoint loaded in a limited worker (model/checkpoints/handoff.py): its files are parsed, its
+    tokenizer probed and its weights converted in a child process whose memory (beyond the files' mapping and the
+    converted weights: three times the files' bytes), CPU and time the operating system bounds, killed when the
+    visitor leaves; the server maps the checked weights and unpickles the checked tokenizer, counted first."""
+    base = Limits.from_environment()
+    limits = Limits(base.memory + budget_from_environment() + 3 * _file_bytes(Path(path)), base.deadline)
+    folder = tempfile.mkdtemp(prefix="transformer-viz-checked-")  # readable by this user only
+    try:
+        checked = run_limited(
+            check_checkpoint, path, folder, limits=limits, should_stop=session_gone, n_heads=n_heads, **dict(vocab)
+        )
+        return open_checked(checked)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the weights stay mapped; nothing else of it is kept
 
 
 def _file_bytes(path: Path, limit: int = MAX_ENTRIES) -> int:
@@ -93,6 +116,13 @@ def _inspect(path: str, stamp: float) -> CheckpointInfo:
     base = Limits.from_environment()
     limits = Limits(base.memory + _file_bytes(Path(path)), base.deadline)
     return run_limited(inspect_checkpoint, path, limits=limits, should_stop=session_gone)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _card(path: str, stamp: float) -> dict:
+    """A visitor's card.json (free-form metadata: examples, the task), read in a limited worker as the rest of the
+    folder; the server keeps the parsed dict."""
+    return run_limited(load_card, path, should_stop=session_gone)
 
 
 def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple[dict, str]:
@@ -129,8 +159,9 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
 
 def _refuse_upload(upload, err: BaseException, remember: bool) -> None:
     """A checkpoint upload that could not be loaded: its files go now. Its error is kept for the
-    session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it)."""
-    if upload is not None and not isinstance(err, RefusedUpload):
+    session's reruns only when the file alone decided it (no vocabulary or head count chosen beside it). A load
+    its worker did not finish (cancelled, past the deadline on a busy machine) refuses nothing: it may be tried again."""
+    if upload is not None and not isinstance(err, (RefusedUpload, WorkerStopped)):
         refuse_upload(upload, err, remember)
 
 
@@ -257,7 +288,7 @@ def _pick(prefix: str, where: Any, default: str | None, label: str) -> tuple[str
             raise CheckpointError(M_("no checkpoint at {path}", path=str(path)))
         options, suffix = _load_options(path, prefix, where)
         model, tok = load(str(path), stamp(path), options["n_heads"], options["vocab"], held=(prefix, key + suffix))
-        card = load_card(path) if path.is_dir() else {}
+        card = _card(str(path), stamp(path)) if path.is_dir() else {}
         return key + suffix, label, model, tok, card
     except (CheckpointError, OSError, ValueError) as err:  # PathRefused is a ValueError
         message = md(message_of(err))  # in the reader's language, what it quotes escaped

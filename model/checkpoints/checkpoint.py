@@ -207,17 +207,18 @@ def materialize(
     return model.eval()
 
 
-def read_native_weights(model: Transformer, path: Path) -> dict[str, torch.Tensor]:
+def read_native_weights(model: Transformer, path: Path, *, mapped: bool | None = None) -> dict[str, torch.Tensor]:
     """The safetensors file's tensors after checking every key and shape against the model (a skeleton will do).
 
     Memory-mapped: the model adopts views of the mapping as they are (materialize(copy=False)), as transformers
     does. Where the operator sets VIZ_MAP_WEIGHTS=0 (safetensors_read.keeps_mapping) read once into the process's
-    own memory instead (safetensors_read.read_private), so that a file overwritten later cannot change or crash it."""
+    own memory instead (safetensors_read.read_private), so that a file overwritten later cannot change or crash it.
+    mapped=True maps it whatever the setting: a file nobody else writes (model.checkpoints.handoff's)."""
     if not path.exists():
         raise missing_file(path)
     check_safetensors_header(path)  # regular file, bounded header and tensor count
     try:
-        stored = load_file(str(path)) if keeps_mapping() else read_private(path)
+        stored = load_file(str(path)) if (keeps_mapping() if mapped is None else mapped) else read_private(path)
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(unreadable_safetensors(path.name, err)) from err
     expected = expected_shapes(model)

@@ -36,7 +36,7 @@ SMALL_JSON_MAX_BYTES = 2**20  # a Hugging Face config.json is 1-5 KB; tokenizer_
 SMALL_JSON_MAX_VALUES = 65536  # Llama 3's tokenizer_config.json (256 added tokens, 7 fields each) holds ~3,000 values
 SMALL_JSON = frozenset(
     ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
-     "preprocessor_config.json", "adapter_config.json")
+     "preprocessor_config.json", "adapter_config.json", "card.json")
 )  # fmt: skip
 INDEX_JSON_MAX_BYTES = 8 * 2**20  # model.safetensors.index.json: one line per tensor (MAX_TENSORS of them)
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")

@@ -60,10 +60,18 @@ def cost(files: Iterable[tuple[str | Path, str]]) -> tuple[int, int]:
 def charge(files: Iterable[tuple[str | Path, str]], origin: str, budget: int | None = None) -> int:
     """The memory reading these files takes; CheckpointError (a Message saying the sizes) above the budget."""
     files = list(files)
-    budget = budget_from_environment() if budget is None else budget
     size, need = cost(files)
+    return _charged(size, need, ", ".join(dict.fromkeys(Path(p).name for p, _ in files)), origin, budget)
+
+
+def charge_bytes(size: int, factor: int, what: str, origin: str, budget: int | None = None) -> int:
+    """charge() for bytes already in memory (`what` names them): size x factor, refused above the budget."""
+    return _charged(size, size * factor, what, origin, budget)
+
+
+def _charged(size: int, need: int, names: str, origin: str, budget: int | None) -> int:
+    budget = budget_from_environment() if budget is None else budget
     if need > budget:
-        names = ", ".join(dict.fromkeys(Path(p).name for p, _ in files))
         raise CheckpointError(
             M_(
                 TOO_LARGE,

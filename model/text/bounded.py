@@ -19,7 +19,8 @@ A visitor's tokenizer file is code of a kind (regular expressions, normalization
   tokenizers library is a pyo3_runtime.PanicException, which no `except Exception` catches and which otherwise ends
   the session's script thread), into TokenizerFailed, a ValueError whose message is an i18n Message;
 - read_bounded stops with TokenizerFailed once its encoding took more than ENCODE_SECONDS (checked between pieces,
-  each piece at most CHUNK_CHARS characters);
+  each piece at most CHUNK_CHARS characters); a visitor's tokenizer in the server runs behind a fence
+  (model/text/fence.py) that cuts one call at what is left of that time (seconds_left);
 - `check_probes(vocab, origin)` runs at load: every character of the Basic Multilingual Plane in blocks of 256
   (a block that makes many tokens is read again character by character, as check_expansion does), and the
   adversarial texts of ADVERSARIAL (a run of one character, then one it does not match: what makes a backtracking
@@ -33,6 +34,7 @@ encode and the optional prepend_bos).
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from i18n import M_, N_
@@ -91,12 +93,26 @@ def guarded(call, *args, error: type[Exception] = TokenizerFailed, message=None)
         return call(*args)
     except _RAISED_THROUGH:
         raise
+    except TokenizerFailed:
+        if error is TokenizerFailed and message is None:  # already said why (a fenced call past its time)
+            raise
+        raise error(message if message is not None else M_(TOKENIZER_FAILED)) from None
     except BaseException:  # noqa: BLE001 - a Rust panic (pyo3_runtime.PanicException) derives from BaseException
         raise error(message if message is not None else M_(TOKENIZER_FAILED)) from None
 
 
 def _encode(vocab, text: str) -> list[int]:
     return guarded(vocab.encode, text)
+
+
+_DEADLINE: ContextVar[float | None] = ContextVar("encode_deadline", default=None)  # read_bounded's, in this thread
+
+
+def seconds_left() -> float:
+    """How long one encode call may take: what is left of the running read_bounded's ENCODE_SECONDS, else all of
+    them (a fenced vocabulary's call is cut there: model/text/fence.py)."""
+    deadline = _DEADLINE.get()
+    return ENCODE_SECONDS if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 @dataclass
@@ -129,9 +145,16 @@ def read_bounded(vocab, text: str, limit: int) -> BoundedText:
     When the whole text has at most `limit` tokens (or a few more, by a piece's boundary), it is read whole:
     complete=True and ids = vocab.encode(text). Otherwise text is the prefix read (ending at a piece's end, at
     least `limit` + 1 tokens: what a model that reads `limit` tokens reads of the whole), complete=False."""
-    limit = max(0, int(limit))
-    pos, counted, resyncs = 0, 0, 0
     deadline = time.monotonic() + ENCODE_SECONDS
+    token = _DEADLINE.set(deadline)
+    try:
+        return _read_bounded(vocab, text, max(0, int(limit)), deadline)
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _read_bounded(vocab, text: str, limit: int, deadline: float) -> BoundedText:
+    pos, counted, resyncs = 0, 0, 0
     while pos < len(text):
         room = limit + 1 - counted
         end = _piece_end(text, pos, min(CHUNK_CHARS, max(MIN_CHUNK, room)))

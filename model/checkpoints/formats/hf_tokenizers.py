@@ -22,7 +22,7 @@ from pathlib import Path
 
 from i18n import M_
 
-from ...text.bounded import check_expansion, guarded
+from ...text.bounded import check_expansion, guarded, seconds_left
 from ..checkpoint import CheckpointError
 from ..safe_io import read_bytes, read_json, regular_file
 from ..tokenizer_budget import charge
@@ -91,9 +91,32 @@ class HFVocab:
         """The id of the mask token (BERT's [MASK], BART's <mask>) where the tokenizer has one."""
         return next((self.added[t] for t in MASK_TOKENS if t in self.added), None)
 
+    _fence = None  # a Fence (model/text/fence.py) where the server runs this tokenizer in a helper process
+
     def encode(self, text: str) -> list[int]:
-        """The text's ids; TokenizerFailed (a ValueError) when the library fails on it, a Rust panic included."""
+        """The text's ids; TokenizerFailed (a ValueError) when the library fails on it, a Rust panic included, or
+        (fenced) takes longer than the time left to read the text (bounded.seconds_left)."""
+        if self._fence is not None:
+            return self.prefix + self._fence(text, seconds_left())
         return self.prefix + guarded(self.piece_ids, text)
+
+    def fence(self) -> None:
+        """From now on, the library's encoding runs in a helper process with a time limit per call."""
+        from ...text.fence import Fence
+
+        if self._fence is None:
+            self._fence = Fence(self.piece_ids)
+
+    def unfence(self) -> None:
+        """Stop the helper process (a released model's tokenizer); encoding runs here again."""
+        fence, self._fence = self._fence, None
+        if fence is not None:
+            fence.close()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_fence", None)  # a helper process belongs to the process that started it
+        return state
 
     def token(self, i: int) -> str:
         i = int(i)
