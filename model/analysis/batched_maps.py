@@ -21,7 +21,54 @@ from torch import nn
 from ..network.recording import record
 from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
+from .capture import capture
 from .lazy_capture import LazyCapture
+
+Item = str | Sequence[int]  # a text, or the ids of one input
+
+
+def end_ids(model: nn.Module, tokenizer: Tokenizer) -> list[int]:
+    """What the model's reading puts after a text's ids: </s> (and mBART's language code) on an encoder's side,
+    nothing on a decoder-only model's."""
+    if model.config.shape == "decoder-only":
+        return []
+    vocab = tokenizer.source
+    return [vocab.eos_id, *getattr(vocab, "after_eos", ())]
+
+
+class GivenIds:
+    """A vocabulary whose encode() gives the ids of an input made of ids (random tokens repeated): capture() reads
+    them as its text. Everything else is the vocabulary's."""
+
+    def __init__(self, vocab, ids) -> None:
+        self._vocab, self._ids = vocab, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._ids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._vocab, name)
+
+
+def item_tokenizer(model: nn.Module, tokenizer: Tokenizer, item: Item) -> tuple[Tokenizer, str]:
+    """(tokenizer, text) that make capture() read `item`: a text as it is; ids through a vocabulary that gives them
+    (on an encoder's side without the end that the reading appends again: end_ids)."""
+    if isinstance(item, str):
+        return tokenizer, item
+    ids, end = [int(i) for i in item], end_ids(model, tokenizer)
+    if end and ids[-len(end) :] == end:
+        ids = ids[: -len(end)]
+    return Tokenizer(GivenIds(tokenizer.source, ids), tokenizer.target), ""
+
+
+def head_maps(model: nn.Module, tokenizer: Tokenizer, item: Item, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ids of the side that `kind`'s queries read (T,), its maps (L, H, T, Tk)) of one input. cross: the decoder's
+    ids, its keys the source's."""
+    tok, text = item_tokenizer(model, tokenizer, item)
+    cap = capture(model, tok, text)
+    ids = cap.source_ids if kind == "encoder_self" else cap.target_ids
+    return np.asarray(ids), getattr(cap, kind)
+
 
 BATCH_TOKENS = 1024  # tokens of one batched pass (batch items x their length)
 Answer = TypeVar("Answer")
@@ -30,8 +77,6 @@ Answer = TypeVar("Answer")
 def item_ids(model: nn.Module, tokenizer: Tokenizer, item) -> list[int]:
     """The ids capture() reads for one input (a text, or ids given): the sequence of a decoder-only model, the
     source (with its </s>) of an encoder-only one."""
-    from .head_scores import item_tokenizer
-
     tok, text = item_tokenizer(model, tokenizer, item)
     if model.config.shape == "decoder-only":
         return list(prepare_sequence(model, tok, text).ids)
@@ -64,8 +109,6 @@ def map_each(
     """[answer(ids (T,), maps (L, H, T, T) float32) for each input], in the inputs' order: `kind`'s maps of every
     input as capture() gives them, computed in batched passes (see the module's docstring); progress(done, total)
     after each pass."""
-    from .head_scores import head_maps
-
     require_eval(model)
     cfg = model.config
     if cfg.shape == "encoder-decoder":

@@ -32,15 +32,12 @@ import numpy as np
 from torch import nn
 
 from ..text.tokenizer import Tokenizer
-from .batched_maps import map_each
-from .capture import capture
+from .batched_maps import GivenIds, Item, end_ids, head_maps, item_tokenizer, map_each  # noqa: F401 (read here too)
 
 ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
 REPEATED = ("induction", "duplicate_token")  # roles whose default inputs are random tokens repeated twice
 RANDOM_TEXTS = 20  # sequences drawn when texts=None
 RANDOM_LENGTHS = (15, 25)  # tokens in one copy of a random sequence (inclusive)
-Item = str | Sequence[int]
-
 
 # -- detection patterns (TransformerLens, head_detector.py) --------------------------------------------------------
 
@@ -124,15 +121,6 @@ def random_sequences(
     return out
 
 
-def end_ids(model: nn.Module, tokenizer: Tokenizer) -> list[int]:
-    """What the model's reading puts after a text's ids: </s> (and mBART's language code) on an encoder's side,
-    nothing on a decoder-only model's."""
-    if model.config.shape == "decoder-only":
-        return []
-    vocab = tokenizer.source
-    return [vocab.eos_id, *getattr(vocab, "after_eos", ())]
-
-
 def default_items(model: nn.Module, tokenizer: Tokenizer, role: str, seed: int = 0) -> list[list[int]]:
     """The inputs of texts=None: random tokens repeated twice (induction, duplicate_token) or not (the others)."""
     return random_sequences(model, tokenizer, seed=seed, repeated=role in REPEATED)
@@ -144,40 +132,6 @@ def default_items(model: nn.Module, tokenizer: Tokenizer, role: str, seed: int =
 def default_kind(model: nn.Module) -> str:
     """The self-attention that reads the text: decoder_self of a decoder-only model, encoder_self otherwise."""
     return "decoder_self" if model.config.shape == "decoder-only" else "encoder_self"
-
-
-class GivenIds:
-    """A vocabulary whose encode() gives the ids of an input made of ids (random tokens repeated): capture() reads
-    them as its text. Everything else is the vocabulary's."""
-
-    def __init__(self, vocab, ids) -> None:
-        self._vocab, self._ids = vocab, list(ids)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._ids)
-
-    def __getattr__(self, name: str):
-        return getattr(self._vocab, name)
-
-
-def item_tokenizer(model: nn.Module, tokenizer: Tokenizer, item: Item) -> tuple[Tokenizer, str]:
-    """(tokenizer, text) that make capture() read `item`: a text as it is; ids through a vocabulary that gives them
-    (on an encoder's side without the end that the reading appends again: end_ids)."""
-    if isinstance(item, str):
-        return tokenizer, item
-    ids, end = [int(i) for i in item], end_ids(model, tokenizer)
-    if end and ids[-len(end) :] == end:
-        ids = ids[: -len(end)]
-    return Tokenizer(GivenIds(tokenizer.source, ids), tokenizer.target), ""
-
-
-def head_maps(model: nn.Module, tokenizer: Tokenizer, item: Item, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ids of the side that `kind`'s queries read (T,), its maps (L, H, T, Tk)) of one input. cross: the decoder's
-    ids, its keys the source's."""
-    tok, text = item_tokenizer(model, tokenizer, item)
-    cap = capture(model, tok, text)
-    ids = cap.source_ids if kind == "encoder_self" else cap.target_ids
-    return np.asarray(ids), getattr(cap, kind)
 
 
 def per_text_scores(
