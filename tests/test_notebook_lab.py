@@ -56,6 +56,11 @@ def lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp("lab")
     home = folder / "home"
     (home / "runtime").mkdir(parents=True)
+    (home / "config").mkdir()
+    # the language servers' extension scans for servers at start: nothing this test needs
+    (home / "config" / "jupyter_server_config.json").write_text(
+        '{"ServerApp": {"jpserver_extensions": {"jupyter_lsp": false}}}'
+    )
     name = _notebook(folder)
     port, token = free_port(), secrets.token_hex(16)
     env = {
