@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from i18n import _
 from tests.browser_helpers import Watch, choose, sidebar_errors, wait_idle, wait_text
+from tests.i18n_helpers import msgid_starting
+
+# what the sidebar says of a file that is no checkpoint, after its name, up to the list of formats
+NO_FORMAT = (
+    _(msgid_starting("{name} is a file that holds no checkpoint format I know")).split("{name}")[1].split(";")[0]
+)
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"
@@ -44,7 +51,7 @@ def test_uploads_with_hostile_names_are_refused_by_that_name(browser, server, na
         wait_text(watch, "Could not load this model")
         wait_idle(watch.page)
         errors = [e.replace("\u200b", "") for e in sidebar_errors(watch.page)]
-        assert len(errors) == 1 and "is a file that holds no checkpoint format I know" in errors[0], errors
+        assert len(errors) == 1 and NO_FORMAT in errors[0], errors
         assert name[:40] in errors[0] or name == ".."  # its own name (a browser may send ".." as it is or not)
         for leak in ("transformer-viz-uploads", "/tmp", "Is a directory", "File name too long", "null byte"):
             assert leak not in errors[0], errors[0]
