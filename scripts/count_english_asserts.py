@@ -8,7 +8,7 @@ Where: a string literal inside
 - an `assert` statement;
 - `pytest.raises(..., match=...)` / `pytest.warns(..., match=...)`;
 - a lookup of a page by its text: `get_by_text`, `get_by_role`, `to_have_text`, `to_contain_text`, `has_text=`,
-  `text=`, and the expressions given to `wait_until` / `wait_for_function`.
+  `text=`, `wait_text(watch, text)`, `wait_title(watch, title)`, and the expressions given to `wait_until` / `wait_for_function`.
 What: a phrase of three English words in a row (words of letters, separated by spaces or punctuation, not by a
 `{placeholder}`) that is also a phrase of a message of the catalog (i18n/messages.pot): a sentence of the UI copied
 into a test. `--all` counts every such phrase, in the catalog or not (inputs the test types, a library's own
@@ -34,7 +34,16 @@ POT = ROOT / "i18n" / "messages.pot"
 WORD = r"[A-Za-z][a-z']*"
 PHRASE = re.compile(rf"(?<![\w./\\{{-]){WORD}(?:[ ,;:]+{WORD}){{2,}}(?![\w}}])")
 CATALOG = {"_", "M_", "N_", "NM_", "ngettext", "msgid", "msgid_starting", "rendered", "matching"}
-TEXT_CALLS = {"get_by_text", "get_by_role", "to_have_text", "to_contain_text", "wait_until", "wait_for_function"}
+TEXT_CALLS = {
+    "get_by_text",
+    "get_by_role",
+    "to_have_text",
+    "to_contain_text",
+    "wait_text",
+    "wait_title",
+    "wait_until",
+    "wait_for_function",
+}
 
 
 def _trigrams(text: str) -> set[tuple[str, str, str]]:
@@ -90,7 +99,9 @@ def _checked(node: ast.AST) -> list[ast.AST]:
     if name in {"raises", "warns"}:
         return [k.value for k in node.keywords if k.arg == "match"]
     if name in TEXT_CALLS:
-        args = node.args[1:] if name == "wait_until" else node.args  # wait_until(page, expression, ...)
+        args = (
+            node.args[1:] if name in {"wait_until", "wait_text", "wait_title"} else node.args
+        )  # (page, text or expression)
         return [*args, *(k.value for k in node.keywords)]
     return [k.value for k in node.keywords if k.arg in {"has_text", "text"}]
 

@@ -4,11 +4,13 @@ name, with no private path, no OS error and nothing left behind."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from i18n import _
 from tests.browser_helpers import Watch, choose, sidebar_errors, wait_idle, wait_text
-from tests.i18n_helpers import msgid_starting
+from tests.i18n_helpers import matching, msgid_starting, rendered
 
 # what the sidebar says of a file that is no checkpoint, after its name, up to the list of formats
 NO_FORMAT = (
@@ -23,7 +25,7 @@ def test_a_link_with_markdown_fetches_nothing_and_shows_the_text(browser, server
     watch = Watch(browser, server.origin)
     try:
         watch.goto(server.url(model="demo:translate", text=f"the red apple {IMAGE} {LINK}"))
-        warning = wait_text(watch, "Not in the vocabulary, read as <unk>")
+        warning = wait_text(watch, re.compile(matching("Not in the vocabulary, read as <unk>: {symbols}.")))
         wait_idle(watch.page)
         text = warning.inner_text().replace("\u200b", "")  # a zero-width space breaks each would-be autolink
         # the characters, as typed (the vocabulary splits punctuation off unknown words: quoted piece by piece)
@@ -45,10 +47,10 @@ def test_uploads_with_hostile_names_are_refused_by_that_name(browser, server, na
     try:
         watch.goto(server.url(model="demo:reverse", text="abc"))
         choose(watch.page, "Model", "Upload a checkpoint…")
-        wait_text(watch, "Choose a model in the sidebar to begin.")
+        wait_text(watch, rendered("Choose a model in the sidebar to begin."))
         files = watch.page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]')
         files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": b"not a model" * 50})
-        wait_text(watch, "Could not load this model")
+        wait_text(watch, re.compile(matching("Could not load this model: {message}")))
         wait_idle(watch.page)
         errors = [e.replace("\u200b", "") for e in sidebar_errors(watch.page)]
         assert len(errors) == 1 and NO_FORMAT in errors[0], errors

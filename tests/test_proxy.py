@@ -26,6 +26,7 @@ from tests.browser_helpers import (
     wait_text,
     wait_ticks,
 )
+from tests.i18n_helpers import rendered
 
 TEXTS = ["a", "hb", "cgd", "dace", "ebcfa", "fghabc", "gfedcba", "habcdefg"]
 
@@ -121,7 +122,7 @@ def test_an_upload_through_the_proxy_reaches_the_session_s_process(browser, depl
         for w in watches:
             w.goto(f"{proxy.origin}/?text=cafe")
             choose(w.page, "Model", "Upload a checkpoint…")
-            wait_text(w, "Choose a model in the sidebar to begin.")
+            wait_text(w, rendered("Choose a model in the sidebar to begin."))
             w.page.locator(
                 '[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]'
             ).set_input_files(str(archive))
