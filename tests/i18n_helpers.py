@@ -5,6 +5,13 @@ widget labels, help texts, options and placeholders, expanders, tabs, buttons, m
 the plotly charts' titles, axis titles, legend entries, annotations, colour bar titles and hover templates.
 `untranslated(strings)` keeps those with English words and no Chinese that the allow-list does not cover:
 tokens, formulas, numbers, model and file names.
+
+What tests compare the code's words with: message ids, never a copied English sentence.
+`msgid(template)` is `template`, checked to be a message of the catalog (i18n/messages.pot): compare a Message's
+`.template` with it (`msgid_starting(start)`: the one message that starts so, for long ones). `rendered(template, **values)` is that message as a page shows it in the current language;
+`matching(template, **values)` a regular expression for it (pytest.raises(match=...), a search in a page's text),
+where a placeholder without a value matches any text. A test that uses them fails when the code says something
+else, in any language; scripts/count_english_asserts.py counts the tests that still copy sentences.
 """
 
 from __future__ import annotations
@@ -12,8 +19,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+from i18n import _
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 LATIN_WORD = re.compile(r"[A-Za-z]{2,}")  # one letter alone is a symbol (p, k, i, T), not a word
@@ -141,3 +152,51 @@ def untranslated(strings: Iterable[tuple[str, str]], allowed: Iterable[str] = ()
             continue
         left.append((where, text))
     return left
+
+
+POT = Path(__file__).resolve().parents[1] / "i18n" / "messages.pot"
+
+
+@cache
+def catalog_ids() -> frozenset[str]:
+    """Every message id (and plural id) of the catalog's template, i18n/messages.pot."""
+    from babel.messages.pofile import read_po
+
+    with open(POT, "rb") as fh:
+        catalog = read_po(fh)
+    ids: set[str] = set()
+    for message in catalog:
+        ids.update(message.id if isinstance(message.id, tuple) else (message.id,))
+    return frozenset(i for i in ids if i)
+
+
+def msgid(template: str) -> str:
+    """`template`, after checking that it is a message id of the catalog (AssertionError where the code no longer
+    has that message)."""
+    assert template in catalog_ids(), f"not a message id of i18n/messages.pot: {template!r}"
+    return template
+
+
+def msgid_starting(start: str) -> str:
+    """The one message id of the catalog that starts with `start` (for long messages; AssertionError unless there is
+    exactly one)."""
+    found = sorted(i for i in catalog_ids() if i.startswith(start))
+    assert len(found) == 1, f"{len(found)} message ids of i18n/messages.pot start with {start!r}: {found[:3]}"
+    return found[0]
+
+
+def rendered(template: str, **values: object) -> str:
+    """The message `template` (a msgid) as shown in the current language, formatted with `values`."""
+    return _(msgid(template)).format(**values)
+
+
+def matching(template: str, **values: object) -> str:
+    """A regular expression for the message `template` (a msgid) in the current language: each value given in
+    place (as text), any other placeholder any text."""
+    out = []
+    for i, part in enumerate(re.split(r"\{(\w+)[^{}]*\}", _(msgid(template)))):  # text, name, text, name, ...
+        if i % 2 == 0:
+            out.append(re.escape(part))
+        else:
+            out.append(re.escape(str(values[part])) if part in values else ".*?")
+    return "".join(out)

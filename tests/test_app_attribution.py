@@ -1,10 +1,16 @@
 """The attribution page (issue 26) through AppTest: every method beside attention, the agreement table, links."""
 
+import re
+
 import numpy as np
 
 from model import attribute, capture, load_checkpoint
 from tests.apptest_helpers import ROOT, charts, messages, open_page
+from tests.i18n_helpers import matching, msgid, msgid_starting, rendered
 from tests.test_app_inside import arr
+
+CROSS_AVERAGE = msgid("Cross-attention, layer {layer}, average of heads")
+NO_SYMBOLS = msgid_starting("None of the {what}'s symbols")
 
 REVERSE = ROOT / "checkpoints" / "reverse"
 
@@ -22,7 +28,7 @@ def test_default_view_shows_the_cheap_methods_beside_attention_and_computes_no_o
     fig = bars(at)
     names = [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]]  # titles wrap to their panels
     assert names[:3] == ["Attention rollout", "Gradient × input", "Occlusion"]  # the registry's CHEAP methods
-    assert names[3] == "Cross-attention, layer 1, average of heads"
+    assert names[3] == rendered(CROSS_AVERAGE, layer=1)
     computed = {key[3] for key in caches.ATTRIBUTIONS._values}  # (model, text, target, method, settings, changes)
     assert computed == {"rollout", "grad_x_input", "occlusion"}  # flow and integrated gradients only when picked
     model, tok = load_checkpoint(str(REVERSE))
@@ -42,7 +48,7 @@ def test_default_view_shows_the_cheap_methods_beside_attention_and_computes_no_o
 def test_bad_input_is_a_message_and_kept():
     at = open_page("attribution", "demo:reverse", text="ABC123")  # no symbol the model knows
     assert not at.exception, at.exception
-    assert "None of the input's symbols" in messages(at) and not charts(at)
+    assert re.search(matching(NO_SYMBOLS), messages(at)) and not charts(at)
     assert at.sidebar.text_area[0].value == "ABC123"  # what was typed stays
     at2 = open_page("attribution", "demo:reverse", text="abcd", attr_tok="99", attr_head="x", attr_matrix="nope")
     assert not at2.exception, at2.exception
@@ -59,13 +65,13 @@ def test_link_round_trip():
     for key, value in params.items():
         assert at.query_params[key] == value, key
     fig = bars(at)
-    assert fig["layout"]["title"]["text"].startswith("What explains output token 2")
+    assert re.match(matching("What explains output token {t} “{token}”?", t=2), fig["layout"]["title"]["text"])
     assert [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]][5:] == [
-        "Cross-attention, layer 0, head 1",
-        "Cross-attention, layer 0, average of heads",
+        rendered("Cross-attention, layer {layer}, {head}", layer=0, head=rendered("head {h}", h=1)),
+        rendered(CROSS_AVERAGE, layer=0),
     ]
     matrix = next(c for c in charts(at) if c["layout"]["title"]["text"] == "Attention flow")
     assert len(matrix["layout"]["yaxis"]["tickvals"]) == 7  # six letters and </s>
     # the page's own downloads (every chart also has its figure's: ui/figure_download.py)
     labels = [b.proto.label for b in at.get("download_button") if not b.proto.id.endswith("_figdl_button")]
-    assert labels == ["Download the scores (.npz)", "Download the scores (.json)"]
+    assert labels == [rendered("Download the scores (.npz)"), rendered("Download the scores (.json)")]

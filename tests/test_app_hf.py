@@ -5,6 +5,9 @@ import pytest
 
 from tests.apptest_helpers import charts, messages, open_page
 from tests.hf_families import build_bart, build_mbart, build_t5
+from tests.i18n_helpers import msgid_starting, rendered
+
+NO_SQRT = rendered(msgid_starting("This model does not divide by √d_k"))
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
@@ -53,18 +56,20 @@ def test_the_positional_page_draws_t5s_learned_bias_and_barts_table(folders):
     at = open_page("positional", f"path:{folders['flan-t5']}", text=TEXT, pe_view="relative")
     no_error(at)
     titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
-    assert "Encoder: learned bias of this model" in titles and "Decoder: learned bias of this model" in titles
+    this = rendered("this model")
+    assert rendered("Encoder: learned bias of {model}", model=this) in titles
+    assert rendered("Decoder: learned bias of {model}", model=this) in titles
     at = open_page("positional", f"path:{folders['bart']}", text=TEXT, pe_view="mine")
     no_error(at)
     titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
-    assert "This model's learned positional table (source side)" in titles
+    assert rendered("This model's learned positional table (source side)") in titles
 
 
 def test_inside_attention_shows_t5s_raw_scores_and_its_position_bias(folders):
     at = open_page("inside", f"path:{folders['flan-t5']}", text=TEXT, in_kind="encoder_self")
     no_error(at)
     titles = [(c["layout"].get("title") or {}).get("text", "") for c in charts(at)]
-    assert "Scaled scores plus the positional bias" in titles, titles
+    assert rendered("Scaled scores plus the positional bias") in titles, titles
     scores = next(c for c in charts(at) if (c["layout"].get("title") or {}).get("text") == "Raw and scaled scores")
     assert [t["name"] for t in scores["data"]] == ["q·k_j (raw)"]  # T5 does not divide by sqrt(d_k)
-    assert any("does not divide by √d_k" in i.value for i in at.info)
+    assert any(NO_SQRT in i.value for i in at.info)

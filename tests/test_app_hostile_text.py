@@ -13,8 +13,11 @@ from markdown_it import MarkdownIt
 
 from i18n import M_, join_messages, language_scope
 from tests.apptest_helpers import open_page
+from tests.i18n_helpers import msgid, rendered
 from ui.navigation import PAGES
 from ui.safe_text import code, esc, md
+
+UNKNOWN = msgid("Not in the vocabulary, read as <unk>: {symbols}.")
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"
@@ -76,8 +79,8 @@ def assert_text_only(at, where: str) -> None:
 
 def test_the_checker_catches_what_it_should():
     """The check above fails on the raw text and passes on the escaped one (so a pass means something)."""
-    assert unsafe(f"Not in the vocabulary: {HOSTILE}")
-    assert not unsafe(f"Not in the vocabulary: {esc(HOSTILE)}")
+    assert unsafe(rendered(UNKNOWN, symbols=HOSTILE))
+    assert not unsafe(rendered(UNKNOWN, symbols=esc(HOSTILE)))
     assert "<img" in RENDER.render(IMAGE) and "<img" not in RENDER.render(esc(IMAGE))
     shown = RENDER.render(esc(HOSTILE)).replace("\u200b", "")  # the zero-width spaces inside would-be autolinks
     assert shown.count("evil.example") == 3 and "http://evil.example/phish" in shown  # every character still there

@@ -1,9 +1,15 @@
 """The sidebar opens checkpoints of other implementations: format shown, heads asked for, vocabularies optional."""
 
+import re
+
 import torch
 
 from harness.reference.annotated import ann_make_model
 from tests.apptest_helpers import charts, messages, open_page
+from tests.i18n_helpers import matching, msgid, rendered
+
+NO_VOCAB_FILE = msgid(" This model has no vocabulary file: type token ids from 0 to {last}, e.g. 12 7 431.")
+LOAD_FAILED = msgid("Could not load this model: {message}")
 
 SRC = ["<unk>", "<pad>", "<s>", "</s>", "the", "red", "car", "sees", "a", "dog"]
 TGT = ["<unk>", "<pad>", "<s>", "</s>", "la", "voiture", "rouge", "voit", "un", "chien", "<blank>"]
@@ -24,7 +30,7 @@ def test_a_state_dict_runs_on_token_ids_until_a_vocabulary_is_given(tmp_path):
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "Annotated Transformer" in captions
     assert at.sidebar.selectbox(key="model_heads").value == 8  # the default; 32 / 8 = 4 dims per head
-    assert "type token ids" in messages(at)
+    assert rendered("No vocabulary given: type token ids, e.g. 12 7 431; tokens show as <id 12>.") in messages(at)
     ticks = charts(at)[0]["layout"]["xaxis"]["ticktext"]
     assert ticks[1:4] == [
         "&lt;id 4&gt;",
@@ -40,7 +46,7 @@ def test_a_state_dict_runs_on_token_ids_until_a_vocabulary_is_given(tmp_path):
 
 def test_words_without_a_vocabulary_are_refused_with_a_hint(tmp_path):
     at = open_page("attention", f"path:{annotated_file(tmp_path)}", text="the red car")
-    assert "type token ids from 0 to 9" in messages(at) and not charts(at)
+    assert re.search(matching(NO_VOCAB_FILE, last=9), messages(at)) and not charts(at)
 
 
 def test_an_unknown_file_is_explained_in_the_sidebar(tmp_path):
@@ -48,7 +54,7 @@ def test_an_unknown_file_is_explained_in_the_sidebar(tmp_path):
     blob.write_bytes(bytes(range(256)) * 64)
     at = open_page("attention", f"path:{blob}")
     assert not at.exception
-    assert "Could not load this model" in " ".join(e.value for e in at.sidebar.error)
+    assert re.search(matching(LOAD_FAILED), " ".join(e.value for e in at.sidebar.error))
 
 
 def test_a_pickle_with_code_is_refused(tmp_path):
@@ -60,7 +66,7 @@ def test_a_pickle_with_code_is_refused(tmp_path):
     torch.save({"state_dict": Evil()}, path)
     at = open_page("attention", f"path:{path}")
     errors = " ".join(e.value for e in at.sidebar.error)
-    assert "Could not load this model" in errors and "pickle" in errors.lower()
+    assert re.search(matching(LOAD_FAILED), errors) and "pickle" in errors.lower()
     from pathlib import Path
 
     assert not Path("/tmp/should-not-exist-app").exists()

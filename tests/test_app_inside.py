@@ -10,6 +10,7 @@ from model import capture, load_checkpoint
 from model.analysis import inside
 from tests.apptest_helpers import chart_titles, charts, messages, open_page
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_the_scale_control_compares_entropies(ckpt):
     assert names == ["softmax(q·k_j / √d_k)", "without 1/√d_k"]
     assert at.query_params["in_noscale"] == "1"
     labels = [m.label for m in at.metric]
-    assert labels[:2] == ["Entropy with 1/√d_k", "Entropy without it"]
+    assert labels[:2] == ["Entropy with 1/√d_k", rendered("Entropy without it")]
 
 
 def test_shapes_with_your_own_numbers(ckpt):
@@ -141,7 +142,10 @@ def test_a_link_reproduces_the_view_and_nonsense_falls_back(ckpt, letters):
 def test_qkv_download_is_packed_on_request_and_holds_every_layer_and_head(ckpt, letters, deferred):
     at = open_page("inside", ckpt, text="cafe")
     labels = [b.proto.label for b in at.get("download_button")]
-    assert "Download Q, K, V of every layer and head (.npz)" in labels and "Download attention and PE (.npz)" in labels
+    assert (
+        rendered("Download Q, K, V of every layer and head (.npz)") in labels
+        and rendered("Download attention and PE (.npz)") in labels
+    )
     model, tok = load_checkpoint(letters)
     expected = capture(model, tok, "cafe", qkv=True)
     arrays = np.load(io.BytesIO(deferred["qkv.npz"]()))  # what pressing the button sends

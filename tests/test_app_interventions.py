@@ -12,6 +12,7 @@ from model.checkpoints.demos import Demo, list_demos
 from model.interventions import Interventions
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 
 
 def decode(model, tokenizer, text, changes=Interventions(), top_k=5, prefix=()):
@@ -149,7 +150,10 @@ def test_positions_at_inference_on_any_model(roomy):
         shown(at.markdown[0].value).endswith(f"it writes {changed.text or '∅'}.") and plain.text in at.markdown[0].value
     )
     assert "Not a shipped demo" in " ".join(c.value for c in at.caption)
-    assert chart_titles(at)[:2] == ["As trained: cross-attention, last layer", "Changed: cross-attention, last layer"]
+    assert chart_titles(at)[:2] == [
+        rendered("As trained: cross-attention, last layer"),
+        "Changed: cross-attention, last layer",
+    ]
     at.segmented_control(key="pe_pos").set_value("shuffled").run()
     assert at.query_params["pe_pos"] == "shuffled" and "pe_shift" not in at.query_params
 

@@ -6,6 +6,7 @@ import pytest
 from model.checkpoints.demos import CHECKPOINTS
 from tests.apptest_helpers import PAGES, charts, open_page
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_every_page_explains_in_place(page, ckpt):
     if page == "positional":
         assert at.get("latex")  # the formula in LaTeX, not monospace code
         at.segmented_control(key="pe_view").set_value("offsets").run()
-        assert "Why the dot product depends on the offset only" in {e.label for e in at.expander}
+        assert rendered("Why the dot product depends on the offset only") in {e.label for e in at.expander}
 
 
 def test_presentation_mode_is_a_toggle_kept_in_the_link(ckpt):

@@ -7,6 +7,7 @@ import pytest
 from model.checkpoints.demos import list_demos
 from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 from viz.tokens import display_tokens
 
 EXAMPLES = ["hello", "abcab", "ceded"]
@@ -26,7 +27,10 @@ def test_each_page_renders_its_figures_for_the_default_input(page, ckpt):
     assert at.sidebar.text_area(key="text").value == "abcdefgh"  # the first example of the card
     assert not at.error
     downloads = [b.proto.label for b in at.get("download_button")]
-    assert "Download attention and PE (.npz)" in downloads and "Download attention and PE (.json)" in downloads
+    assert (
+        rendered("Download attention and PE (.npz)") in downloads
+        and rendered("Download attention and PE (.json)") in downloads
+    )
     # only the default view is built: one heatmap; the PE matrix; decoding's four; the model's configuration table
     assert len(charts(at)) == {"attention": 1, "positional": 1, "decoding": 4, "model": 0}[page]
 

@@ -9,6 +9,7 @@ from i18n import _
 from model import capture, greedy_decode, load_checkpoint
 from model.analysis.inspect import attention_shape_walk
 from tests.apptest_helpers import ROOT, charts, open_page, shown
+from tests.i18n_helpers import rendered
 from ui.compare_models import SAME_AS_A, WHY
 from ui.decoding_steps import CONTEXT_FULL, context_full
 from ui.positional_interventions import PANEL_TITLES
@@ -102,7 +103,11 @@ def test_model_page_offers_only_the_stacks_a_decoder_only_model_has(demo):
     table = at.dataframe[0].value
     assert [str(s) for s in table.iloc[:, 2]] == [" × ".join(map(str, s.shape)) for s in walk]
     weights = open_page("model", DEMO, text=PROMPT, model_view="weights")
-    assert weights.selectbox(key="model_part").options == [_(p) for p in ("all", "decoder", "embeddings and generator")]
+    assert weights.selectbox(key="model_part").options == [
+        rendered("all"),
+        rendered("decoder"),
+        rendered("embeddings and generator"),
+    ]
 
 
 def test_compare_starts_b_from_a_model_that_reads_the_same_tokens():

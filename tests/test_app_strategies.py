@@ -16,6 +16,7 @@ from model.checkpoints.snapshots import list_snapshots
 from tasks import train as train_mod
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 
 
 def letters_like(folder, seed: int, **overrides):
@@ -217,7 +218,7 @@ def test_the_training_slider_shows_each_snapshots_attention_and_scores(snapshot_
     snaps = list_snapshots(snapshot_run)
     heat, curve = charts(at)
     assert heat["layout"]["title"]["text"].startswith("Step 0 (exact match")  # opens at the first snapshot
-    assert "the gold target of this input" in caption(at)  # every snapshot reads dcba
+    assert rendered("the gold target of this input") in caption(at)  # every snapshot reads dcba
     assert [t["name"] for t in curve["data"]] == [
         "exact match (held-out)",
         "alignment, layer 1 (held-out)",

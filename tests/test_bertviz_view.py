@@ -190,7 +190,7 @@ def test_stacks_with_different_layer_counts():
     np.testing.assert_array_equal(np.array(head["attention"][2]["attn"])[2], 0)
     model = params_of(model_view_html(enc, dec, crs, SRC, TGT))
     assert [len(a["attn"]) for a in model["attention"]] == [3, 2, 2]  # the grid shows each stack as it is
-    with pytest.raises(ValueError, match="layer 2 does not exist in decoder_self, which has 2 layers"):
+    with pytest.raises(ValueError, match=r"\b2\b.* decoder_self\b.*\b2\b"):
         model_view_html(enc, dec, crs, SRC, TGT, layer=2)
 
 
@@ -324,7 +324,7 @@ def test_missing_library_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(assets.importlib.util, "find_spec", lambda name: None)
     assets.view_js.cache_clear()
     try:
-        with pytest.raises(BertvizAssetError, match="needs bertviz from the bertviz package, which is not installed"):
+        with pytest.raises(BertvizAssetError, match="pip install bertviz "):
             head_view_html(*attention(), SRC, TGT, offline=False)
     finally:
         assets.view_js.cache_clear()
@@ -373,7 +373,7 @@ def test_the_chosen_kind_is_shown_first(make):
     enc, dec, crs = attention()
     for index, kind in enumerate(["Encoder", "Decoder", "Cross"]):
         assert params_of(make(enc, dec, crs, SRC, TGT, kind=kind))["default_filter"] == str(index)
-    with pytest.raises(ValueError, match="kind must be one of Encoder, Decoder, Cross"):
+    with pytest.raises(ValueError, match="Encoder, Decoder, Cross, got 'Self'"):
         make(enc, dec, crs, SRC, TGT, kind="Self")
 
 

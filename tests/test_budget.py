@@ -3,6 +3,8 @@ hold; the rooms it gives keep every page's work under the budget; texts are cut 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +25,12 @@ from model.analysis.budget_input import apply_budget, fit_text
 from model.analysis.lecture import pack_records
 from model.text.inputs import check_text, count_limit
 from tests.conftest import letters_model
+from tests.i18n_helpers import matching, msgid
+
+NO_ROOM = msgid(
+    "This model's attention ({heads} heads, {layers} layers) does not fit this server's work budget of {budget} even "
+    "for one token."
+)
 
 LETTERS = "abcdefgh"
 
@@ -86,7 +94,7 @@ def test_the_issues_input_is_cut_to_the_room_with_a_notice(many_heads):
     assert len(check.warnings) == 1 and notice.template == BUDGET_CUT_LONG and not check.complete
     assert count_limit(model.config.max_len - 1) < notice.values["n"] < 16000
     assert (notice.values["heads"], notice.values["layers"], notice.values["room"]) == (32, 2, room)
-    assert "work budget of 64.0 MB" in str(notice)
+    assert re.search(matching(BUDGET_CUT_LONG, budget="64.0 MB"), str(notice))
     cap = capture(model, tok, check.text)
     assert page_bytes(model.config, len(cap.source_tokens)) <= budget.max_bytes
 
@@ -104,7 +112,7 @@ def test_nothing_fits_is_an_error_naming_the_budget(many_heads):
     model, tok = many_heads
     check = check_text("abc", tok.source, model.config.max_len - 1)
     apply_budget(check, tok.source, model.config, WorkBudget(1000))
-    assert "does not fit this server's work budget of 1000 bytes even for one token" in str(check.errors[0])
+    assert re.search(matching(NO_ROOM, budget="1000 bytes"), str(check.errors[0]))
 
 
 def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(many_heads):
@@ -113,7 +121,8 @@ def test_a_beam_too_wide_for_the_budget_is_refused_with_what_fits(many_heads):
     S = 100
     refusal = beam_refusal(cfg, S, 64, budget)
     k = budget.beam_room(cfg, S, steps_for(cfg, S))
-    assert 1 <= k < 64 and f"a beam of {k} fits this input" in str(refusal) and "A beam of 64" in str(refusal)
+    assert 1 <= k < 64 and re.search(matching("a beam of {k} fits this input.", k=k), str(refusal))
+    assert re.search(matching("A beam of {k} on this input", k=64), str(refusal))
     assert beam_refusal(cfg, S, k, budget) is None
 
 

@@ -15,6 +15,14 @@ from model.checkpoints.formats import inspect_checkpoint, read_vocabulary
 from model.checkpoints.safe_io import read_json
 from model.network.config import LIMITS, parameter_count
 from tests.conftest import make_tiny
+from tests.i18n_helpers import matching, msgid, msgid_starting
+
+FIELDS = msgid("the config has {n} fields this project does not know (not named here)")
+OTHER_KIND = msgid_starting("{name}/config.json describes a Hugging Face model of another kind")
+DEEP = msgid("{origin} nests deeper than {max} levels; this is not a file this app writes or reads")
+TOO_BIG = msgid("{name} is {size}, above the limit of {limit} for this kind of file")
+NOT_REGULAR = msgid("{name} is not a regular file (a pipe, device or system entry); only plain files are read")
+ABOVE = msgid("{name} is {value}, above this app's limit of {limit}")
 
 
 @pytest.fixture
@@ -85,7 +93,7 @@ def test_a_config_outside_the_limits_is_refused_before_any_tensor(saved, no_mode
 
 def test_unknown_config_fields_are_counted_not_named(saved):
     edit_config(saved, api_key="sk-123", db_password="hunter2")
-    with pytest.raises(CheckpointError, match="config.json: the config has 2 fields this project does not know") as err:
+    with pytest.raises(CheckpointError, match="config.json: " + matching(FIELDS, n=2)) as err:
         load_checkpoint(saved)
     assert "api_key" not in str(err.value) and "db_password" not in str(err.value) and "hunter2" not in str(err.value)
 
@@ -93,7 +101,7 @@ def test_unknown_config_fields_are_counted_not_named(saved):
 def test_other_hugging_face_model_types_are_not_echoed(tmp_path):
     (tmp_path / "hf").mkdir()
     (tmp_path / "hf" / "config.json").write_text(json.dumps({"model_type": "secret-internal-model"}))
-    with pytest.raises(CheckpointError, match="a Hugging Face model of another kind") as err:
+    with pytest.raises(CheckpointError, match=matching(OTHER_KIND, name="hf")) as err:
         load_checkpoint(tmp_path / "hf")
     assert "secret" not in str(err.value)
 
@@ -111,19 +119,19 @@ def test_deeply_nested_json_is_a_clear_error(saved, name, depth):
     if name == "card.json":
         from model.checkpoints.checkpoint import load_card
 
-        with pytest.raises(CheckpointError, match=r"card\.json nests deeper than 64 levels"):
+        with pytest.raises(CheckpointError, match=matching(DEEP, origin="card.json", max=64)):
             load_card(saved)
         return
-    with pytest.raises(CheckpointError, match=rf"{name.replace('.', '[.]')} nests deeper than 64 levels"):
+    with pytest.raises(CheckpointError, match=matching(DEEP, origin=name, max=64)):
         load_checkpoint(saved)
 
 
 def test_deep_vocabulary_json_and_oversized_json_are_refused(tmp_path, monkeypatch):
     (tmp_path / "vocab.json").write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(CheckpointError, match=r"vocab\.json nests deeper than 64 levels"):
+    with pytest.raises(CheckpointError, match=matching(DEEP, origin="vocab.json", max=64)):
         read_vocabulary(tmp_path / "vocab.json")
     (tmp_path / "big.json").write_text(json.dumps(["x" * 100] * 100))
-    with pytest.raises(CheckpointError, match=r"big\.json is 10\.2 KB, above the limit of 1000 bytes"):
+    with pytest.raises(CheckpointError, match=matching(TOO_BIG, name="big.json", size="10.2 KB", limit="1000 bytes")):
         read_json(tmp_path / "big.json", max_bytes=1000)
     assert read_json(tmp_path / "big.json") == ["x" * 100] * 100
 
@@ -137,11 +145,11 @@ def test_a_fifo_is_refused_without_opening_it(tmp_path, saved):
         lambda: inspect_checkpoint(tmp_path / "model.pt"),
         lambda: read_vocabulary(tmp_path / "model.pt"),
     ):
-        with pytest.raises(CheckpointError, match=r"model\.pt is not a regular file"):
+        with pytest.raises(CheckpointError, match=matching(NOT_REGULAR, name="model.pt")):
             attempt()
     (saved / "config.json").unlink()
     os.mkfifo(saved / "config.json")
-    with pytest.raises(CheckpointError, match=r"config\.json is not a regular file"):
+    with pytest.raises(CheckpointError, match=matching(NOT_REGULAR, name="config.json")):
         load_checkpoint(saved)
 
 
@@ -149,10 +157,10 @@ def test_a_fifo_is_refused_without_opening_it(tmp_path, saved):
 def test_system_entries_are_refused(path):
     if not os.path.exists(path):
         pytest.skip(f"{path} does not exist here")
-    with pytest.raises(CheckpointError, match="is not a regular file") as err:
+    with pytest.raises(CheckpointError, match=matching(NOT_REGULAR)) as err:
         load_checkpoint(path)
     assert "PATH=" not in str(err.value)
-    with pytest.raises(CheckpointError, match="is not a regular file"):
+    with pytest.raises(CheckpointError, match=matching(NOT_REGULAR)):
         read_vocabulary(path)
 
 
@@ -176,7 +184,7 @@ def test_a_marian_config_beyond_the_limits_is_refused_before_its_weights_are_rea
     reads = []
     monkeypatch.setattr("model.checkpoints.formats.source.read_weights", lambda path: reads.append(path))
     for attempt in (load_checkpoint, inspect_checkpoint):
-        with pytest.raises(CheckpointError, match=r"max_len is 1000000000, above this app's limit of 16384"):
+        with pytest.raises(CheckpointError, match=matching(ABOVE, name="max_len", value=1000000000, limit=16384)):
             attempt(folder)
     assert reads == []
 

@@ -40,6 +40,7 @@ from tests.browser_helpers import (
     wait_url,
     wait_value,
 )
+from tests.i18n_helpers import rendered
 
 EOS, BOS = "</s>", "<s>"
 
@@ -168,7 +169,7 @@ def test_decoding_page(watch, server, letters):
     page.get_by_role("button", name="Next").click()
     wait_text(watch, f"Step 2 of {n_steps}")
     wait_ticks(watch, 2, plot="Decoder self-attention of the new position")  # <s> and the first output
-    assert ticks(page, "x", "Decoder self-attention of the new position")[0] == BOS
+    assert ticks(page, "x", rendered("Decoder self-attention of the new position"))[0] == BOS
     assert "dec_step=1" in page.url
 
     choose(page, "Candidates shown", "3")
@@ -227,7 +228,7 @@ def test_model_page(watch, server, letters):
         timeout=WAIT_S * 1000,
     )
     encoder = [n for n, _ in model.named_parameters() if n.startswith("encoder.")]
-    assert sorted(ticks(page, "y", "Weight statistics per tensor")) == sorted(encoder)
+    assert sorted(ticks(page, "y", rendered("Weight statistics per tensor"))) == sorted(encoder)
     screenshot(page, "e2e_model")
     watch.assert_clean()
 

@@ -22,6 +22,7 @@ from tests.browser_helpers import (
     wait_idle,
     wait_text,
 )
+from tests.i18n_helpers import msgid
 from ui.navigation import PAGES
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -83,12 +84,12 @@ def test_a_chinese_browser_gets_chinese_without_asking(browser, server):
         context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server.origin + "/") else r.abort())
         page = context.new_page()
         page.goto(server.url("model"), wait_until="load", timeout=WAIT_S * 1000)
-        page.get_by_text(chinese("Model and input")).first.wait_for(timeout=WAIT_S * 1000)
+        page.get_by_text(chinese(msgid("Model and input"))).first.wait_for(timeout=WAIT_S * 1000)
         wait_idle(page)
         assert sidebar_nav_texts(page)[0] == chinese("Attention")
         page.wait_for_function("() => location.search.includes('lang=zh')", timeout=WAIT_S * 1000)
         page.get_by_text("English", exact=True).click()  # the switch: back to English
-        page.get_by_text("Model and input", exact=True).first.wait_for(timeout=WAIT_S * 1000)
+        page.get_by_text(msgid("Model and input"), exact=True).first.wait_for(timeout=WAIT_S * 1000)
         wait_idle(page)
         assert sidebar_nav_texts(page)[0] == "Attention" and "lang=en" in page.url
     finally:

@@ -4,9 +4,18 @@ name, with no private path, no OS error and nothing left behind."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from i18n import _
 from tests.browser_helpers import Watch, sidebar_errors, upload_field, wait_idle, wait_text
+from tests.i18n_helpers import matching, msgid_starting
+
+# what the sidebar says of a file that is no checkpoint, after its name, up to the list of formats
+NO_FORMAT = (
+    _(msgid_starting("{name} is a file that holds no checkpoint format I know")).split("{name}")[1].split(";")[0]
+)
 
 IMAGE = "![w](http://127.0.0.1:9/warn.png)"
 LINK = "[evil](http://evil.example/phish)"
@@ -16,7 +25,7 @@ def test_a_link_with_markdown_fetches_nothing_and_shows_the_text(browser, server
     watch = Watch(browser, server.origin)
     try:
         watch.goto(server.url(model="demo:translate", text=f"the red apple {IMAGE} {LINK}"))
-        warning = wait_text(watch, "Not in the vocabulary, read as <unk>")
+        warning = wait_text(watch, re.compile(matching("Not in the vocabulary, read as <unk>: {symbols}.")))
         wait_idle(watch.page)
         text = warning.inner_text().replace("\u200b", "")  # a zero-width space breaks each would-be autolink
         # the characters, as typed (the vocabulary splits punctuation off unknown words: quoted piece by piece)
@@ -39,10 +48,10 @@ def test_uploads_with_hostile_names_are_refused_by_that_name(browser, server, na
         watch.goto(server.url(model="demo:reverse", text="abc"))
         files = upload_field(watch)
         files.set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": b"not a model" * 50})
-        wait_text(watch, "Could not load this model")
+        wait_text(watch, re.compile(matching("Could not load this model: {message}")))
         wait_idle(watch.page)
         errors = [e.replace("\u200b", "") for e in sidebar_errors(watch.page)]
-        assert len(errors) == 1 and "is a file that holds no checkpoint format I know" in errors[0], errors
+        assert len(errors) == 1 and NO_FORMAT in errors[0], errors
         assert name[:40] in errors[0] or name == ".."  # its own name (a browser may send ".." as it is or not)
         for leak in ("transformer-viz-uploads", "/tmp", "Is a directory", "File name too long", "null byte"):
             assert leak not in errors[0], errors[0]

@@ -40,6 +40,7 @@ from tests.browser_helpers import (
     wait_title,
     wait_url,
 )
+from tests.i18n_helpers import rendered
 
 LETTERS = "abcdefghijklmnopqrst"
 FORTY = (LETTERS * 2)[:39]  # 39 letters and </s>: 40 source tokens
@@ -122,7 +123,7 @@ def test_attention_views_are_in_the_link(browser, server, model):
         wait_url(maker, "att_layer=0")
         wait_title(maker, "Encoder self-attention, layer 0")
         shown = round_trip(browser, server, maker)
-        assert shown["segmented"] == ["All heads of the layer"] and "Encoder self" in shown["radios"]
+        assert shown["segmented"] == [rendered("All heads of the layer")] and "Encoder self" in shown["radios"]
 
         pick_view(page, "One head")
         choose(page, "Head", "head 2")
@@ -228,7 +229,7 @@ def test_decoding_and_model_views_are_in_the_link(browser, server, model):
         pick_view(page, "Weights")
         choose(page, "Part", "encoder")
         wait_url(maker, "model_view=weights", "model_part=encoder")
-        wait_title(maker, "Weight statistics per tensor")
+        wait_title(maker, rendered("Weight statistics per tensor"))
         round_trip(browser, server, maker)
         pick_view(page, "Shapes in attention")
         page.get_by_text("cross", exact=True).click()
@@ -246,28 +247,28 @@ def test_switched_off_heads_are_in_the_link(browser, server, model):
     try:
         maker.goto(server.url(model=model, text="abcdefgh"))
         wait_title(maker, f"{CROSS}, layer 1, average of heads")
-        page.get_by_text("Switch heads off", exact=True).click()
+        page.get_by_text(rendered("Switch heads off"), exact=True).click()
         press_pill(page, ".st-key-att_off_c1", "head 2")
         wait_url(maker, "att_off=c1.2")
         wait_text(maker, "With 1 head off the model writes")
         wait_ticks(maker, None, plot="Change in each output token")  # drawn (the title goes on with the total)
         screenshot(page, "lecture_heads_switched_off")
-        page.get_by_text("Switch heads off", exact=True).click()  # closed, as a fresh visitor finds it
+        page.get_by_text(rendered("Switch heads off"), exact=True).click()  # closed, as a fresh visitor finds it
         page.locator(".st-key-att_off_c1").wait_for(state="detached")
         shown = round_trip(browser, server, maker)
         assert any(m.startswith("With 1 head off") for m in shown["markdown"])
 
-        page.get_by_text("Which heads matter for this input?", exact=True).click()
+        page.get_by_text(rendered("Which heads matter for this input?"), exact=True).click()
         measure = page.get_by_role("button", name="Measure all 24 heads")
         measure.wait_for(state="visible")  # built by the run that opening the box started: clicked once it has ended
         wait_idle(page)  # (a click while that run still drew the rest of the page was lost on a busy machine)
         measure.click()
-        wait_title(maker, "Drop in the output's log-probability when one head is switched off", plot=2)
+        wait_title(maker, rendered("Drop in the output's log-probability when one head is switched off"), plot=2)
         click_chart_point(maker, "Drop in the output", x=3, y=0, panel=3)  # cross-attention, layer 0, head 3
         wait_url(maker, "att_off=c0.3,c1.2")
         wait_text(maker, "With 2 heads off the model writes")
         screenshot(page, "lecture_head_importance")
-        page.get_by_text("Which heads matter for this input?", exact=True).click()
+        page.get_by_text(rendered("Which heads matter for this input?"), exact=True).click()
         page.locator(".js-plotly-plot").nth(2).wait_for(state="detached")  # the importance chart goes with it
         round_trip(browser, server, maker)
         maker.assert_clean()
@@ -331,7 +332,7 @@ def test_decoding_in_presentation_mode_fits_a_projector(browser, server, model):
         assert cross["overlaps"] == [] and own["overlaps"] == [] and cross["rotated"] == [], where
         # The choice under the candidates is reachable (since the strategy row and the heads switch joined the
         # page's top it sits below the fold in presentation mode: one scroll).
-        button = page.get_by_role("button", name="Decode from this choice")
+        button = page.get_by_role("button", name=rendered("Decode from this choice"))
         button.scroll_into_view_if_needed()
         box = button.bounding_box()
         assert button.is_visible() and 0 <= box["y"] and box["y"] + box["height"] <= PROJECTOR["height"], box

@@ -28,7 +28,10 @@ from tests.browser_helpers import (
     wait_ticks,
     wait_title,
 )
+from tests.i18n_helpers import rendered
 from tests.zip_helpers import bad_crc_zip, encrypted_zip, ratio_bomb_zip, unknown_method_zip
+
+LOAD_FAILED = rendered("Could not load this model: {message}", message="")  # the start of every such error
 
 EOS = "</s>"
 # Four different inputs, then four others: lengths 1..11 so that no two sessions draw the same axes. Four sessions
@@ -89,7 +92,7 @@ def test_four_sessions_at_once_each_see_their_own_input(browser, server, letters
                 wait_text(w, "Step 1 of")
                 wait_ticks(w, source(text), plot="Cross-attention of the new position")
             else:
-                wait_text(w, "Shapes in attention")
+                wait_text(w, rendered("Shapes in attention"))
         with urllib.request.urlopen(server.origin + "/_stcore/health", timeout=10) as r:
             assert r.read().strip() == b"ok"
         for w in watches:
@@ -151,11 +154,11 @@ def test_bad_uploads_are_explained_in_that_session_only(browser, server, letters
             files.set_input_files(str(path))
             type_input(other.page, text)  # the other session works while the upload is read
             error = wait_text(uploader, expected).inner_text()
-            assert error.startswith("Could not load this model:"), error
+            assert error.startswith(LOAD_FAILED), error
             assert str(tmp_path) not in error and "upload-" not in error  # names the file, not the server's copy
             wait_ticks(other, source(text))
             assert sidebar_errors(other.page) == []
-            assert other.page.get_by_text("Could not load this model").count() == 0
+            assert other.page.get_by_text(LOAD_FAILED).count() == 0
             if path.name == "blob.pt":
                 screenshot(uploader.page, "e2e_bad_upload")
         uploader.assert_clean()

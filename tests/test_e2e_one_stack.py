@@ -12,6 +12,7 @@ from i18n import _, language_scope
 from model import capture, load_checkpoint
 from tests.browser_helpers import plot_data, screenshot, wait_text, wait_title
 from tests.hf_one_stack import BUILDERS
+from tests.i18n_helpers import rendered
 from ui.shapes import NO_DECODER
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -28,7 +29,10 @@ def test_the_sinks_of_a_decoder_only_model_and_the_line_of_an_encoder(watch, ser
     model, tok = load_checkpoint(folders["gpt2"])
     sequence = capture(model, tok, TEXT).target_tokens  # the prompt; the page adds the model's continuation
     watch.goto(server.url("attention", model=f"path:{folders['gpt2']}", text=TEXT, att_view="sinks"))
-    wait_title(watch, "Decoder self-attention (causal): share of attention on the first token", 0)
+    first = rendered(
+        "{title}: share of attention on the first token", title=rendered("Decoder self-attention (causal)")
+    )
+    wait_title(watch, first, 0)
     shown = plot_data(watch.page, 0, 0, "z")
     assert shown.shape == (model.config.n_decoder_layers, model.config.n_heads)
     assert np.all((shown >= 0) & (shown <= 1)) and len(sequence) > 1

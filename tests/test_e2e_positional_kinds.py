@@ -8,6 +8,10 @@ import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
 from tests.browser_helpers import _FIND_PLOT, PROJECTOR, WAIT_S, Watch, plot_data, screenshot, wait_text, wait_title
+from tests.i18n_helpers import msgid_starting, rendered
+
+# what RoPE, ALiBi and T5's bias each say of the embeddings (after "This model uses ...:", before the rest)
+NOTHING_ADDED = rendered(msgid_starting("This model uses ALiBi: nothing is added")).split(": ", 1)[1].split(" (")[0]
 
 # kind -> (its view, the title of a chart drawn from the model's numbers, the chart's index on the view)
 VIEWS = {
@@ -52,9 +56,9 @@ def test_each_kinds_view_at_projector_size(watch, server, models, kind):
     assert page.evaluate(WIDE_ELEMENTS) == 0, "a chart or text runs past the window"
     screenshot(page, f"e2e_positional_{kind}_present")
     watch.goto(server.url("positional", model=f"path:{models[kind]}", text="abc", present="1", pe_view="mine"))
-    wait_title(watch, "Source: embedding size against positional signal", 0)
+    wait_title(watch, rendered("Source: embedding size against positional signal"), 0)
     if kind != "sinusoidal":
-        wait_text(watch, "nothing is added to the embeddings")
+        wait_text(watch, NOTHING_ADDED)
     screenshot(page, f"e2e_positional_{kind}_mine_present")
     watch.assert_clean()
 
@@ -63,7 +67,7 @@ def test_length_experiment_and_six_kinds_at_projector_size(watch, server):
     """The shipped reverse demos: their cards' length curves drawn at once, one line per kind; the six side by side."""
     page = watch.page
     watch.goto(server.url("positional", model="demo:reverse", text="abc", present="1", pe_view="length"))
-    wait_title(watch, "Exact match by input length", 0)
+    wait_title(watch, rendered("Exact match by input length"), 0)
     names = page.evaluate(f"() => {{ {_FIND_PLOT} return findPlot(0).data.map(t => t.name); }}")
     from i18n import _
     from ui.positional_models import DECODER, decoder_models

@@ -27,6 +27,11 @@ from hypothesis import strategies as st
 from model.text.inputs import count_limit
 from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, open_page, shown
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import matching, msgid, msgid_starting, rendered
+
+LOAD_FAILED = msgid("Could not load this model: {message}")
+UNKNOWN_MODEL = msgid_starting("The link names a model this app does not know")
+TYPE_PATH = msgid("Type the path of a checkpoint folder or .pt file inside {folders}.")
 
 LETTERS = "abcdefgh"  # the letters model's whole vocabulary (char level)
 ROOM = 11  # max_len 12 minus the </s>
@@ -463,9 +468,9 @@ def test_links_to_checkpoints_that_do_not_exist(model):
     at = open_page("attention", model)
     assert not at.exception, at.exception
     errors = [shown(e.value) for e in at.sidebar.error]
-    assert len(errors) == 1 and errors[0].startswith("Could not load this model: "), errors
+    assert len(errors) == 1 and errors[0].startswith(rendered(LOAD_FAILED, message="")), errors
     assert BAD_MODELS[model] in errors[0]
-    assert at.info[0].value == "Choose a model in the sidebar to begin." and not charts(at)
+    assert at.info[0].value == rendered("Choose a model in the sidebar to begin.") and not charts(at)
 
 
 @pytest.mark.parametrize("model", ["path:", "demo:nothing", "upload:abc", "garbage", ""])
@@ -478,8 +483,8 @@ def test_links_to_no_model_start_as_usual(model):
     if model.startswith("path:") or not model:  # nothing named: nothing to say
         assert not errors
     else:  # a name the app does not know: said, never silently replaced (issue 21)
-        assert len(errors) == 1 and "The link names a model this app does not know" in errors[0], errors
+        assert len(errors) == 1 and re.search(matching(UNKNOWN_MODEL), errors[0]), errors
     if list_demos() and not model.startswith("path:"):  # the first demo, as without a link
         assert at.sidebar.selectbox(key="model_choice").value == list_demos()[0].name and charts(at)
     else:
-        assert "Type the path of a checkpoint folder" in " ".join(i.value for i in at.sidebar.info)
+        assert re.search(matching(TYPE_PATH), " ".join(i.value for i in at.sidebar.info))

@@ -19,6 +19,7 @@ from model.checkpoints.formats import hf_common
 from model.checkpoints.tokenizer_budget import TOO_LARGE
 from model.text import bounded
 from tests.hf_one_stack import BUILDERS
+from tests.i18n_helpers import msgid, msgid_starting
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -79,7 +80,7 @@ def test_a_config_of_many_megabytes_is_refused_from_its_size(copy, nothing_parse
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
     msg = message(err)
-    assert msg.template == "{name} is {size}, above the limit of {limit} for this kind of file"
+    assert msg.template == msgid("{name} is {size}, above the limit of {limit} for this kind of file")
     assert msg.values["name"] == "config.json" and msg.values["limit"] == safe_io.size_text(
         safe_io.SMALL_JSON_MAX_BYTES
     )
@@ -117,7 +118,7 @@ def test_the_count_before_parsing_agrees_with_the_parsed_values():
         safe_io.check_shape(data, "x", max_values=values - 1)
     with pytest.raises(CheckpointError) as err:
         safe_io.check_shape(data, "x", None, max_depth=depth - 1)
-    assert message(err).template.startswith("{origin} nests deeper than {max} levels")
+    assert message(err).template == msgid_starting("{origin} nests deeper than {max} levels")
     safe_io.check_shape(data, "x", None, max_depth=depth)
 
 
@@ -162,7 +163,7 @@ def test_a_tokenizer_json_with_more_entries_than_the_embeddings_is_refused_befor
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
     msg = message(err)
-    assert msg.template.startswith("{origin} holds about {n} entries, more than a tokenizer")
+    assert msg.template == msgid_starting("{origin} holds about {n} entries, more than a tokenizer")
     assert msg.values["n"] >= extra and msg.values["size"] == size
 
 

@@ -8,7 +8,12 @@ import torch
 from harness.reference.annotated import ann_make_model, ann_run
 from model import CheckpointError, capture, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
+from tests.i18n_helpers import matching, msgid, msgid_starting, rendered
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
+
+NOT_SINUSOIDAL = msgid_starting("{where}: {key} is not the sinusoidal positional encoding this format defines")
+LAYOUT = msgid("; it is the {other} layout, which this format's code does not use")
+NOT_DIVIDING = msgid("{where}: n_heads={h} does not divide d_model={d}; possible head counts: {divisors}")
 
 BOS, EOS, PAD, UNK = 0, 1, 2, 3  # specials=["<s>", "</s>", "<blank>", "<unk>"]
 
@@ -81,7 +86,7 @@ def test_wrong_positional_buffer_is_refused_naming_the_difference(tmp_path, refe
     state["src_embed.1.pe"] = state["src_embed.1.pe"].clone()
     state["src_embed.1.pe"][0, 3, 5] += 0.5
     torch.save(state, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match=r"src_embed\.1\.pe is not the sinusoidal .* at position 3, dimension 5"):
+    with pytest.raises(CheckpointError, match=matching(NOT_SINUSOIDAL, key="src_embed.1.pe", pos=3, dim=5)):
         load_checkpoint(tmp_path / "bad.pt", n_heads=3)
 
 
@@ -91,7 +96,7 @@ def test_a_positional_table_with_a_value_that_is_no_number_is_refused(tmp_path, 
     state["tgt_embed.1.pe"] = state["tgt_embed.1.pe"].clone()
     state["tgt_embed.1.pe"][0, 4000, 7] = value  # far down the table, where the tolerance is widest
     torch.save(state, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match=r"tgt_embed\.1\.pe is not the sinusoidal"):
+    with pytest.raises(CheckpointError, match=matching(NOT_SINUSOIDAL, key="tgt_embed.1.pe")):
         load_checkpoint(tmp_path / "bad.pt", n_heads=3)
 
 
@@ -106,7 +111,9 @@ def test_half_layout_table_is_named(tmp_path, reference):
     state = reference.state_dict()
     state["tgt_embed.1.pe"] = sinusoidal_encoding(5000, 24, layout="half")[None]
     torch.save(state, tmp_path / "half.pt")
-    with pytest.raises(CheckpointError, match=r"tgt_embed\.1\.pe .* it is the half layout"):
+    with pytest.raises(
+        CheckpointError, match=matching(NOT_SINUSOIDAL, key="tgt_embed.1.pe", hint=rendered(LAYOUT, other="half"))
+    ):
         load_checkpoint(tmp_path / "half.pt", n_heads=3)
 
 
@@ -124,7 +131,7 @@ def test_missing_and_unknown_keys_are_named(tmp_path, reference):
 def test_heads_that_do_not_divide_d_model_are_refused(saved):
     with pytest.raises(
         CheckpointError,
-        match=r"n_heads=5 does not divide d_model=24; possible head counts: \[1, 2, 3, 4, 6, 8, 12, 24\]",
+        match=matching(NOT_DIVIDING, h=5, d=24, divisors=[1, 2, 3, 4, 6, 8, 12, 24]),
     ):
         load_checkpoint(saved, n_heads=5)
 

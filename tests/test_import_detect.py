@@ -1,6 +1,7 @@
 """Telling the formats apart from their contents, and refusing what is none of them by name."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -12,7 +13,19 @@ from harness.reference.torch_tutorial import Seq2SeqTransformer
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import FORMATS, detect_format, inspect_checkpoint
 from tests.conftest import make_tiny
+from tests.i18n_helpers import matching, msgid, msgid_starting, rendered
 from tests.import_helpers import assert_close, id_batch, our_run
+
+HEADS = msgid("{file} says {n} heads, but n_heads={asked} was asked for")
+OWN_FILE = msgid("{name} carries its own {file}; vocabulary files are only for imported state_dicts")
+NO_MATCH = msgid("{name}: a state_dict that matches none of the formats I know ({known}); its first keys: {keys}")
+NO_FORMAT = msgid_starting("{name} is a file that holds no checkpoint format I know")
+NO_FORMATS = msgid("{name} is a folder that holds none of the checkpoint formats I know: {known}")
+NOT_TENSORS = msgid("{name} holds {kind}, not a state_dict of tensors (or one under {keys})")
+A_DICT = msgid("a dict with keys {keys}")
+NOT_LIKE = msgid("{name} does not look like {format}; its contents are those of {found}")
+ANNOTATED = msgid("The Annotated Transformer (harvardnlp)")
+TUTORIAL = msgid("PyTorch translation tutorial (Seq2SeqTransformer around nn.Transformer)")
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +75,9 @@ def test_this_projects_folder_is_detected_and_keeps_its_rules(tmp_path, char_tok
         False,
         3,
     )
-    with pytest.raises(CheckpointError, match="config.json says 3 heads, but n_heads=8 was asked for"):
+    with pytest.raises(CheckpointError, match=matching(HEADS, file="config.json", n=3, asked=8)):
         load_checkpoint(tmp_path / "ours", n_heads=8)
-    with pytest.raises(CheckpointError, match="carries its own tokenizer.json"):
+    with pytest.raises(CheckpointError, match=matching(OWN_FILE, file="tokenizer.json")):
         load_checkpoint(tmp_path / "ours", vocab=["a"])
     load_checkpoint(tmp_path / "ours", n_heads=3)
 
@@ -74,7 +87,7 @@ def test_unknown_state_dict_is_refused_naming_the_known_formats(tmp_path):
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(tmp_path / "resnet.pt")
     message = str(err.value)
-    assert "matches none of the formats I know" in message and "backbone.conv1.weight" in message
+    assert re.search(matching(NO_MATCH), message) and "backbone.conv1.weight" in message
     assert all(name in message for name in FORMATS)
 
 
@@ -82,7 +95,7 @@ def test_unknown_state_dict_is_refused_naming_the_known_formats(tmp_path):
 def test_files_that_are_no_checkpoint_at_all(tmp_path, content):
     (tmp_path / "thing.pt").write_bytes(content)
     with pytest.raises(
-        CheckpointError, match=r"thing\.pt is a file that holds no checkpoint format I know.*annotated: The Annotated"
+        CheckpointError, match=matching(NO_FORMAT, name="thing.pt") + ".*annotated: " + re.escape(rendered(ANNOTATED))
     ):
         load_checkpoint(tmp_path / "thing.pt")
 
@@ -90,7 +103,7 @@ def test_files_that_are_no_checkpoint_at_all(tmp_path, content):
 def test_a_pickle_without_tensors_is_named(tmp_path):
     torch.save({"epoch": 3, "lr": 0.1}, tmp_path / "meta.pt")
     with pytest.raises(
-        CheckpointError, match=r"meta\.pt holds a dict with keys epoch, lr, not a state_dict of tensors"
+        CheckpointError, match=matching(NOT_TENSORS, name="meta.pt", kind=rendered(A_DICT, keys="epoch, lr"))
     ):
         load_checkpoint(tmp_path / "meta.pt")
 
@@ -99,7 +112,7 @@ def test_forcing_the_wrong_format_is_refused(tmp_path, states):
     torch.save(states["torch-tutorial"], tmp_path / "t.pt")
     with pytest.raises(
         CheckpointError,
-        match=r"does not look like The Annotated Transformer .*; its contents are those of PyTorch translation tutorial",
+        match=matching(NOT_LIKE, format=rendered(ANNOTATED), found=rendered(TUTORIAL)),
     ):
         load_checkpoint(tmp_path / "t.pt", format="annotated")
     with pytest.raises(CheckpointError, match="unknown format 'fairseq'"):
@@ -109,7 +122,7 @@ def test_forcing_the_wrong_format_is_refused(tmp_path, states):
 def test_a_folder_of_no_known_format_lists_the_registered_ones(tmp_path):
     (tmp_path / "photos").mkdir()
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
-    with pytest.raises(CheckpointError, match="photos is a folder that holds none of the checkpoint formats") as err:
+    with pytest.raises(CheckpointError, match=matching(NO_FORMATS, name="photos")) as err:
         load_checkpoint(tmp_path / "photos")
     assert "Hugging Face T5 / flan-T5 folder" in str(err.value) and "Hugging Face BART / mBART folder" in str(err.value)
 
@@ -122,6 +135,6 @@ def test_a_folder_of_another_hugging_face_model_is_refused(tmp_path):
     with pytest.raises(CheckpointError) as err:
         inspect_checkpoint(tmp_path / "xlnet")
     message = err.value.args[0]
-    assert message.template.startswith("{name}/config.json describes a Hugging Face model of another kind")
+    assert message.template == msgid_starting("{name}/config.json describes a Hugging Face model of another kind")
     assert message.values["families"] == hugging_face_families()  # every registered family, from the registry
     assert "GPT-2" in message.values["families"] and "xlnet" not in message.values["families"]

@@ -20,6 +20,7 @@ from model.checkpoints.formats import REGISTRY
 from model.checkpoints.formats.source import Source
 from model.checkpoints.loading import load_checkpoint
 from model.decoding.greedy import greedy_decode
+from tests.i18n_helpers import msgid
 from tests.import_helpers import assert_loaded_without_copies
 
 FAMILIES = [fmt.NAME for fmt in REGISTRY if hasattr(fmt, "FAMILY")]
@@ -167,7 +168,7 @@ def test_a_multimodal_gemma3_is_refused_by_name(families, tmp_path):
     folder = _edited(families, tmp_path, "gemma3", model_type="gemma3", vision_config={"hidden_size": 8})
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(folder)
-    assert _refusals(err)[0][0] == "{where}: a model with a vision tower is not supported (only a text model)"
+    assert _refusals(err)[0][0] == msgid("{where}: a model with a vision tower is not supported (only a text model)")
 
 
 REAL_SHAPES = {  # published configs (random weights are benchmarks' business: only the config is read here)

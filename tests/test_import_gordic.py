@@ -8,7 +8,11 @@ import torch
 from harness.reference.gordic import GorTransformer, gor_run
 from model import CheckpointError, capture, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
+from tests.i18n_helpers import matching, msgid
 from tests.import_helpers import assert_close, assert_maps_equal, id_batch, our_run, perturb
+
+LACKS = msgid("{origin}: the {side} vocabulary lacks special tokens the format needs ({looked})")
+TOO_MANY = msgid("{origin} has {n} {side} tokens but the model's {side} embedding has {size} rows")
 
 UNK, PAD, BOS, EOS = 0, 1, 2, 3  # torchtext Field specials: <unk>, <pad>, then init/eos of the target field
 
@@ -94,14 +98,13 @@ def test_separate_vocabulary_files_per_side(saved, tmp_path):
 def test_target_vocabulary_without_start_token_is_refused(saved, tmp_path):
     (tmp_path / "tgt.json").write_text(json.dumps(["<unk>", "<pad>", "<eos>"] + [f"v{i}" for i in range(30)]))
     with pytest.raises(
-        CheckpointError, match=r"target vocabulary lacks special tokens the format needs \(bos: <s> or <bos> or <sos>\)"
+        CheckpointError,
+        match=matching(LACKS, side="target", looked="bos: <s> or <bos> or <sos>"),
     ):
         load_checkpoint(saved, n_heads=4, target_vocab=tmp_path / "tgt.json")
 
 
 def test_vocabulary_size_must_match_the_embeddings(saved, tmp_path):
     (tmp_path / "v.json").write_text(json.dumps(["<unk>", "<pad>", "<s>", "</s>", "a"]))
-    with pytest.raises(
-        CheckpointError, match="v.json has 5 source tokens but the model's source embedding has 29 rows"
-    ):
+    with pytest.raises(CheckpointError, match=matching(TOO_MANY, origin="v.json", n=5, side="source", size=29)):
         load_checkpoint(saved, n_heads=4, vocab=tmp_path / "v.json")

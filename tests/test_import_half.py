@@ -15,6 +15,7 @@ from harness.reference.gordic import GorTransformer, gor_run
 from harness.reference.torch_tutorial import Seq2SeqTransformer, tut_run
 from model import CheckpointError, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
+from tests.i18n_helpers import matching, msgid_starting, rendered
 from tests.import_helpers import (
     assert_close,
     assert_maps_equal,
@@ -22,6 +23,8 @@ from tests.import_helpers import (
     our_run,
     perturb,
 )
+
+NOT_SINUSOIDAL = msgid_starting("{where}: {key} is not the sinusoidal positional encoding this format defines")
 
 pytestmark = pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
 
@@ -78,7 +81,10 @@ def test_half_precision_state_dict_loads_in_float32(tmp_path, fmt, dtype):
     info = inspect_checkpoint(tmp_path / "half.pt")
     name = str(dtype).removeprefix("torch.")
     assert info.format == fmt and info.precision == name
-    assert f"Stored in half precision ({name}); the weights were cast to float32." in info.notes
+    assert (
+        rendered("Stored in half precision ({precision}); the weights were cast to float32.", precision=name)
+        in info.notes
+    )
     assert (
         inspect_checkpoint(tmp_path / "full.pt").precision == "float32"
         and "half" not in inspect_checkpoint(tmp_path / "full.pt").notes
@@ -101,7 +107,7 @@ def test_a_wrong_table_is_still_refused_in_half_precision(tmp_path):
     state["src_embed.1.pe"] = state["src_embed.1.pe"].clone()
     state["src_embed.1.pe"][0, 3, 5] += 0.05  # far beyond float16 rounding (5e-4), far below the old 0.5 test
     torch.save(state, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match=r"src_embed\.1\.pe is not the sinusoidal .* at position 3, dimension 5"):
+    with pytest.raises(CheckpointError, match=matching(NOT_SINUSOIDAL, key="src_embed.1.pe", pos=3, dim=5)):
         load_checkpoint(tmp_path / "bad.pt", n_heads=2)
 
 

@@ -11,6 +11,17 @@ from model import CheckpointError, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from model.text.inputs import prepare_source, prepare_target
 from tests.hf_families import build_bart, build_mbart, build_t5, edit_json
+from tests.i18n_helpers import matching, msgid, rendered
+
+UNREADABLE = msgid("{name} is not a readable safetensors file ({problem})")
+OUTSIDE = msgid(
+    "{folder}: the tokenizer ({what}) has {n} token ids outside the model's {size} embeddings; it does not belong to "
+    "this model"
+)
+NOT_SENTENCEPIECE = msgid("{folder}: {file} is not a readable sentencepiece model ({problem})")
+NEEDS_ALL = msgid("{folder}: the tokenizer needs all of {files}")
+NO_LANGUAGE = msgid("{folder}: tokenizer_config.json names a source language that mBART does not have")
+HALF = msgid("Stored in half precision ({precision}); the weights were cast to float32.")
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
@@ -28,7 +39,7 @@ def test_a_truncated_weights_file_is_a_clear_error(copy, name):
     folder = copy(name)
     data = (folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
-    with pytest.raises(CheckpointError, match="model.safetensors is not a readable safetensors file"):
+    with pytest.raises(CheckpointError, match=matching(UNREADABLE, name="model.safetensors")):
         load_checkpoint(folder)
 
 
@@ -67,27 +78,27 @@ def test_a_sentencepiece_model_larger_than_the_vocabulary_is_refused(copy, tmp_p
 
     folder = copy("t5")
     edit_json(folder / "tokenizer_config.json", extra_ids=100)  # 100 sentinels do not fit the tiny vocabulary
-    with pytest.raises(CheckpointError, match=r"has \d+ token ids outside the model's \d+ embeddings"):
+    with pytest.raises(CheckpointError, match=matching(OUTSIDE)):
         load_checkpoint(folder)
     folder = copy("mbart")
     (folder / "sentencepiece.bpe.model").write_bytes(train_sentencepiece(vocab_size=90))
-    with pytest.raises(CheckpointError, match=r"sentencepiece.bpe.model\) has \d+ token ids outside"):
+    with pytest.raises(CheckpointError, match=matching(OUTSIDE, what="sentencepiece.bpe.model")):
         load_checkpoint(folder)
 
 
 def test_damaged_or_mismatched_tokenizer_files_are_refused(copy):
     folder = copy("mbart")
     (folder / "sentencepiece.bpe.model").write_bytes(b"\x00\x01 not a model")
-    with pytest.raises(CheckpointError, match="is not a readable sentencepiece model"):
+    with pytest.raises(CheckpointError, match=matching(NOT_SENTENCEPIECE)):
         load_checkpoint(folder)
     folder = copy("bart")
     vocab = json.loads((folder / "vocab.json").read_text())
     vocab["Ġzebra"] = 10**6
     (folder / "vocab.json").write_text(json.dumps(vocab))
-    with pytest.raises(CheckpointError, match=r"vocab.json\) has 1 token ids outside the model's 300 embeddings"):
+    with pytest.raises(CheckpointError, match=matching(OUTSIDE, what="vocab.json", n=1, size=300)):
         load_checkpoint(folder)
     (folder / "merges.txt").unlink()
-    with pytest.raises(CheckpointError, match="the tokenizer needs all of vocab.json, merges.txt"):
+    with pytest.raises(CheckpointError, match=matching(NEEDS_ALL, files="vocab.json, merges.txt")):
         load_checkpoint(folder)
 
 
@@ -111,7 +122,7 @@ def test_an_unknown_or_malformed_source_language_is_refused(copy):
     folder = copy("mbart")
     for lang in (["de_DE"], "xx_XX"):
         edit_json(folder / "tokenizer_config.json", src_lang=lang)
-        with pytest.raises(CheckpointError, match="names a source language that mBART does not have"):
+        with pytest.raises(CheckpointError, match=matching(NO_LANGUAGE)):
             load_checkpoint(folder)
 
 
@@ -129,7 +140,7 @@ def test_half_precision_folders_load_in_float32_and_match_transformers(copy, nam
     else:
         save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     info = inspect_checkpoint(folder)
-    assert info.precision == dtype and f"Stored in half precision ({dtype})" in info.notes
+    assert info.precision == dtype and rendered(HALF, precision=dtype) in info.notes
     model, tok = load_checkpoint(folder)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     cls = transformers.T5ForConditionalGeneration if name == "t5" else transformers.BartForConditionalGeneration

@@ -16,7 +16,15 @@ from model import CheckpointError, capture, greedy_decode, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint
 from model.network.positional import sinusoidal_encoding
 from tests.hf_families import edit_json
+from tests.i18n_helpers import matching, msgid, msgid_starting, rendered
 from tests.import_helpers import assert_close, assert_maps_equal, our_run
+
+NOT_SINUSOIDAL = msgid_starting("{where}: {key} is not the sinusoidal positional encoding this format defines")
+LAYOUT = msgid("; it is the {other} layout, which this format's code does not use")
+SAYS_HEADS = msgid("{file} says {n} heads, but n_heads={asked} was asked for")
+TIED = msgid("{where}: {key} differs from {what}, although config.json ties them")
+OWN_TOKENIZER = msgid("{where} carries its own tokenizer; vocabulary files are only for state_dict formats")
+HALF = msgid("Stored in half precision ({precision}); the weights were cast to float32.")
 
 spm = pytest.importorskip("sentencepiece")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")  # MarianTokenizer's own
@@ -264,7 +272,10 @@ def test_stored_positions_are_checked_for_the_half_layout(marian_dir, tmp_path):
     state["model.decoder.embed_positions.weight"] = sinusoidal_encoding(MAX_POS, D, layout="interleaved")
     save_file(state, str(folder / "model.safetensors"))
     with pytest.raises(
-        CheckpointError, match=r"model\.decoder\.embed_positions\.weight is not .* it is the interleaved layout"
+        CheckpointError,
+        match=matching(
+            NOT_SINUSOIDAL, key="model.decoder.embed_positions.weight", hint=rendered(LAYOUT, other="interleaved")
+        ),
     ):
         load_checkpoint(folder)
 
@@ -276,13 +287,13 @@ def test_pytorch_model_bin_is_read_weights_only_and_heads_are_not_overridden(mar
     state["lm_head.weight"] = state["model.shared.weight"].clone()  # older files store the tied copy too
     torch.save(state, folder / "pytorch_model.bin")
     model, _ = load_checkpoint(folder)
-    with pytest.raises(CheckpointError, match="config.json says 4 heads, but n_heads=2 was asked for"):
+    with pytest.raises(CheckpointError, match=matching(SAYS_HEADS, file="config.json", n=4, asked=2)):
         load_checkpoint(folder, n_heads=2)
     state["lm_head.weight"] = state["lm_head.weight"] + 1
     torch.save(state, folder / "pytorch_model.bin")
-    with pytest.raises(CheckpointError, match="lm_head.weight differs from the decoder embeddings"):
+    with pytest.raises(CheckpointError, match=matching(TIED, key="lm_head.weight", what="the decoder embeddings")):
         load_checkpoint(folder)
-    with pytest.raises(CheckpointError, match="carries its own tokenizer"):
+    with pytest.raises(CheckpointError, match=matching(OWN_TOKENIZER)):
         load_checkpoint(marian_dir, vocab=["a", "b"])
 
 
@@ -324,7 +335,7 @@ def test_half_precision_weights_load_in_float32(marian_dir, loaded, tmp_path, dt
     write(state)
     name = str(dtype).removeprefix("torch.")
     info = inspect_checkpoint(folder)
-    assert info.precision == name and f"Stored in half precision ({name})" in info.notes
+    assert info.precision == name and rendered(HALF, precision=name) in info.notes
     model, _ = load_checkpoint(folder)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     cfg = json.loads((folder / "config.json").read_text())

@@ -12,6 +12,13 @@ import pytest
 from model import CheckpointError, load_checkpoint
 from tests.hf_families import edit_json
 from tests.hf_one_stack import BUILDERS, TEXTS
+from tests.i18n_helpers import matching, msgid
+
+OUTSIDE = msgid(
+    "{folder}: the tokenizer ({what}) has {n} token ids outside the model's {size} embeddings; it does not belong to "
+    "this model"
+)
+NOT_TOKENIZER = msgid("{folder}: {file} is not a tokenizer this app can read ({problem})")
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -58,14 +65,14 @@ def test_a_tokenizer_with_ids_outside_the_model_is_refused_before_the_weights(co
         raise AssertionError("the weights were read")
 
     monkeypatch.setattr("model.checkpoints.formats.hf_common.weights", no_weights)
-    with pytest.raises(CheckpointError, match=r"tokenizer.json\) has 1 token ids outside the model's \d+ embeddings"):
+    with pytest.raises(CheckpointError, match=matching(OUTSIDE, what="tokenizer.json", n=1)):
         load_checkpoint(folder)
 
 
 def test_damaged_or_too_deep_tokenizer_files_are_refused(copy):
     folder = copy("llama")
     (folder / "tokenizer.json").write_text(json.dumps({"model": {"type": "db_password"}}))
-    with pytest.raises(CheckpointError, match="tokenizer.json is not a tokenizer this app can read") as err:
+    with pytest.raises(CheckpointError, match=matching(NOT_TOKENIZER, file="tokenizer.json")) as err:
         load_checkpoint(folder)
     assert "db_password" not in str(err.value)
     (folder / "tokenizer.json").write_text("[" * 5000 + "]" * 5000)

@@ -13,6 +13,10 @@ import torch
 from harness.reference.annotated import ann_make_model
 from model import CheckpointError, load_checkpoint
 from model.checkpoints.formats import inspect_checkpoint, read_vocabulary
+from tests.i18n_helpers import matching, msgid, msgid_starting
+
+PICKLED = msgid_starting("contains pickled code or objects that are not plain tensors; refusing to run it")
+NO_LIST = msgid("{origin}: no token list found in this pickled vocabulary (nothing in it was run). {hint}")
 
 
 class TouchWithOsSystem:
@@ -69,7 +73,7 @@ def test_malicious_checkpoint_is_refused_and_runs_nothing(tmp_path, payload_cls,
         with pytest.raises(CheckpointError) as err:
             attempt()
         message = str(err.value)
-        assert "contains pickled code or objects that are not plain tensors; refusing to run it" in message
+        assert re.search(matching(PICKLED), message)
         assert "torch.save(model.state_dict()" in message  # how to make a file that can be read
         assert re.search(r"it names ((posix|os|nt)\.system|(builtins\.|io\.)?(open|eval))\)", message)
         assert not marker.exists()
@@ -83,9 +87,9 @@ def test_malicious_vocabulary_pickle_runs_nothing_and_says_how_to_export(tmp_pat
         [payload_cls(marker), (payload_cls(marker), payload_cls(marker)), {"source": payload_cls(marker)}]
     ):
         torch.save(payload, tmp_path / f"vocab{i}.pt")
-        with pytest.raises(CheckpointError, match=r"no token list found .*nothing in it was run.*get_itos\(\)"):
+        with pytest.raises(CheckpointError, match=matching(NO_LIST) + r".*get_itos\(\)"):
             load_checkpoint(tmp_path / "model.pt", n_heads=2, vocab=tmp_path / f"vocab{i}.pt")
-        with pytest.raises(CheckpointError, match="no token list found"):
+        with pytest.raises(CheckpointError, match=matching(NO_LIST)):
             read_vocabulary(write("raw-pickle", payload, tmp_path / f"raw{i}.pkl"))
     assert not marker.exists()
 
@@ -98,7 +102,7 @@ def test_malicious_marian_weights_are_refused(tmp_path):
         '{"model_type": "marian", "d_model": 16, "encoder_attention_heads": 4, "decoder_attention_heads": 4}'
     )
     torch.save({"model.shared.weight": TouchWithOpen(marker)}, folder / "pytorch_model.bin")
-    with pytest.raises(CheckpointError, match="pytorch_model.bin contains pickled code"):
+    with pytest.raises(CheckpointError, match=re.escape("pytorch_model.bin ") + matching(PICKLED)):
         load_checkpoint(folder)
     assert not marker.exists()
 

@@ -9,6 +9,7 @@ from harness.reference.annotated import ann_make_model
 from model import CheckpointError, Tokenizer, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import read_vocabulary
 from model.text.tokenizer import IdVocab, ListVocab, find_specials, vocab_from_dict
+from tests.i18n_helpers import matching
 from tests.import_helpers import assert_close, id_batch, our_run, save_torchtext_like_vocab
 
 SPECIALS = ["<s>", "</s>", "<blank>", "<unk>"]
@@ -31,7 +32,9 @@ def test_json_token_to_id_map(tmp_path):
     (tmp_path / "vocab.json").write_text(json.dumps({"b": 2, "<unk>": 0, "a": 1}))
     assert read_vocabulary(tmp_path / "vocab.json").source == ["<unk>", "a", "b"]
     (tmp_path / "vocab.json").write_text(json.dumps({"b": 3, "<unk>": 0, "a": 1}))
-    with pytest.raises(CheckpointError, match=r"must use the ids 0\.\.2 exactly once"):
+    with pytest.raises(
+        CheckpointError, match=matching("{origin}: a token -> id map must use the ids 0..{last} exactly once", last=2)
+    ):
         read_vocabulary(tmp_path / "vocab.json")
 
 
@@ -58,12 +61,15 @@ def test_bad_text_files_are_named(tmp_path, content, message):
 
 def test_bad_json_is_named(tmp_path):
     (tmp_path / "v.json").write_text("[1, 2")
-    with pytest.raises(CheckpointError, match="v.json is not valid JSON"):
+    with pytest.raises(
+        CheckpointError,
+        match=matching("{origin} is not valid JSON (line {line}, column {column}: {problem})", origin="v.json"),
+    ):
         read_vocabulary(tmp_path / "v.json")
     (tmp_path / "v.json").write_text(json.dumps({"source": ["a"]}))
     with pytest.raises(CheckpointError, match="needs both 'source' and 'target'"):
         read_vocabulary(tmp_path / "v.json")
-    with pytest.raises(CheckpointError, match="does not exist"):
+    with pytest.raises(CheckpointError, match=matching("vocabulary file {name} does not exist")):
         read_vocabulary(tmp_path / "nope.json")
 
 
@@ -111,7 +117,7 @@ def test_list_vocab_specials_found_by_name():
     assert v.decode([4, 99]) == ["x", "<unk>"]
     assert v.detokenize(["<bos>", "x", "<unk>", "y", "<eos>", "<pad>"]) == "x y"  # specials left out, as Vocab does
     assert vocab_from_dict(v.to_dict()) == v
-    with pytest.raises(ValueError, match="eos_id=9 is outside the vocabulary"):
+    with pytest.raises(ValueError, match=matching("{name}={value} is outside the vocabulary", name="eos_id", value=9)):
         ListVocab(["a", "b"], 0, 0, 9, 1)
 
 

@@ -1,5 +1,6 @@
 """capture(..., qkv=True) and the step-by-step computation of model/analysis/inside.py."""
 
+import re
 import threading
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_bad_selections_are_named(cap, tiny, char_tokenizer):
         inside.step_from_capture(cap, "cross", 5, 0, 0)
     with pytest.raises(ValueError, match="query 4 is out of range"):
         inside.step_from_capture(cap, "cross", 0, 0, 4)
-    with pytest.raises(ValueError, match="kind must be one of"):
+    with pytest.raises(ValueError, match=re.escape(f"{', '.join(inside.KINDS)}, got 'sideways'")):
         inside.step_from_capture(cap, "sideways", 0, 0, 0)
     with pytest.raises(ValueError, match="qkv=True"):
         inside.step_from_capture(capture(tiny, char_tokenizer, "ab", target="c"), "cross", 0, 0, 0)

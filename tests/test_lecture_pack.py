@@ -22,8 +22,14 @@ from model.analysis.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bo
 from model.network.position_kinds.registry import kind as positional_kind
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import msgid_starting, rendered
 from viz.lecture_pack import lecture_pack_html
 from viz.tokens import display_token
+
+NO_PE = msgid_starting("This model adds no positional encoding: the embeddings alone")
+NOTHING_ADDED = _(msgid_starting("This model adds nothing to its embeddings: each head")).split(":")[
+    0
+]  # the kinds' start
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "</script><script>alert(1)</script>"
@@ -202,7 +208,7 @@ def test_the_pack_size_is_plotly_plus_little(page):
 
 
 def test_a_pack_needs_an_input():
-    with pytest.raises(ValueError, match="at least one input"):
+    with pytest.raises(ValueError, match="lecture pack needs"):
         lecture_pack_html(PackRecords("m", 1, {}, [], fake_records().pe))
 
 
@@ -328,7 +334,7 @@ def test_the_page_builds_a_pack_to_download(tmp_path, monkeypatch):
     assert not at.get("download_button")
     at.button(key="pack_build").click().run(timeout=120)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    assert [b.proto.label for b in at.get("download_button")] == ["Download the lecture pack (.html)"]
+    assert [b.proto.label for b in at.get("download_button")] == [rendered("Download the lecture pack (.html)")]
     packs = [g for g in given if g[2] == "lecture_pack.html"]
     assert packs and packs[-1][1] == "text/html"
     page = packs[-1][0].decode("utf-8") if isinstance(packs[-1][0], bytes) else packs[-1][0]
@@ -376,7 +382,7 @@ def test_a_model_without_positions_gets_a_sentence_instead_of_pe_figures(page):
     records = fake_records(1)
     records.pe = PackPE(np.zeros((20, D)), "none", "interleaved", 10000.0, None, [0, 1, 4], [0, 5], np.zeros((2, 11)))
     none = lecture_pack_html(records)
-    assert "adds no positional encoding" in none and "learned" not in none
+    assert html.escape(rendered(NO_PE), quote=False) in none and "learned" not in none
     assert not {"pe-matrix", "pe-offsets"} & set(pack_data(none)["figures"])
     assert {"pe-matrix", "pe-offsets"} <= set(pack_data(page)["figures"])  # the sinusoidal one has them
 
@@ -391,7 +397,7 @@ def test_a_model_with_positions_inside_attention_says_so_instead_of_a_zero_table
     text = lecture_pack_html(records)
     section = text[text.index('<section id="pe">') :]
     section = section[: section.index("</section>")]
-    assert "adds nothing to its embeddings" in section and "pe-matrix" not in section
+    assert NOTHING_ADDED in section and "pe-matrix" not in section
     assert {"rope": "RoPE", "alibi": "ALiBi", "relative": "T5"}[kind] in section
     # each input's positional part (and so the typed input's, cloned from the first) says the same, draws no zero rows
     part = text[text.index('<h3 id="in0-pe">') : text.index('<h3 id="in0-decoding">')]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.browser_helpers import VIEWPORT, chromium
+from tests.i18n_helpers import rendered
 from tests.test_lecture_pack import H, fake_records
 from viz.lecture_pack import lecture_pack_html
 from viz.tokens import display_token
@@ -84,7 +85,9 @@ def test_the_layer_and_head_selectors_change_the_map(opened):
     page, records, *_ = opened
     box = page.locator(".attention").first  # input 1, encoder self-attention
     main = box.locator(".main")
-    assert main.locator(".gtitle").text_content() == "Encoder self-attention, layer 2, average of heads"
+    assert main.locator(".gtitle").text_content() == rendered(
+        "{title}, layer {layer}, average of heads", title=rendered("Encoder self-attention"), layer=2
+    )
     box.locator("select.layer").select_option("0")
     box.locator("select.head").select_option("1")
     page.wait_for_function(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.browser_helpers import VIEWPORT, chromium, wait_until
+from tests.i18n_helpers import msgid
 from tests.test_lecture_pack import H, fake_records
 from viz.lecture_pack import lecture_pack_html
 
@@ -99,7 +100,7 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         expected = [_(w) for w in check_text(text, tok.source, model.config.max_len - 1).warnings]
         refused = [_(e) for e in check_text("§§", tok.source, model.config.max_len - 1).errors]
         heading = _("Try your own input")
-    assert heading != "Try your own input" and heading in page_html and 'lang="zh-CN"' in page_html
+    assert heading != msgid("Try your own input") and heading in page_html and 'lang="zh-CN"' in page_html
     path = tmp_path / "pack.html"
     path.write_text(page_html, encoding="utf-8")
     errors = []

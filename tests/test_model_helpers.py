@@ -1,5 +1,6 @@
 import io
 import json
+import re
 
 import numpy as np
 
@@ -8,6 +9,9 @@ from model.analysis.export import capture_json, capture_npz, trace_json
 from model.analysis.inspect import attention_shape_walk, parameter_counts, positional_tables, weight_stats
 from model.text.inputs import check_text
 from model.text.tokenizer import Vocab
+from tests.i18n_helpers import matching, msgid, msgid_starting
+
+CUT = msgid_starting("The {what} has {n} tokens but this model reads at most {room}: cut after")
 
 
 def test_parameter_counts_cover_every_parameter_once(tiny):
@@ -47,17 +51,18 @@ def test_exports_round_trip(tiny, char_tokenizer):
 
 def test_check_text_names_each_problem():
     v = Vocab.build("abc", level="char")
-    assert check_text("   ", v, 5).errors == ["The input is empty: type some text, or pick an example."]
+    assert [e.template for e in check_text("   ", v, 5).errors] == [
+        msgid("The {what} is empty: type some text, or pick an example.")
+    ]
     only_unknown = check_text("xyz", v, 5)
-    assert "None of the input's symbols" in only_unknown.errors[0] and "“x”" in only_unknown.errors[0]
+    assert (
+        only_unknown.errors[0].template == msgid_starting("None of the {what}'s symbols")
+        and "“x”" in only_unknown.errors[0]
+    )
     some = check_text("abz", v, 5)
     assert not some.errors and "“z”" in some.warnings[0] and some.unknown == ["z"]
     long = check_text("abcabcab", v, 5)
-    assert (
-        not long.errors
-        and "8 tokens but this model reads at most 5" in long.warnings[0]
-        and "3 tokens dropped" in long.warnings[0]
-    )
+    assert not long.errors and re.search(matching(CUT, n=8, room=5, dropped=3), long.warnings[0])
     pasted = check_text("a\x07b\u200bc", v, 5)
     assert pasted.text == "abc" and "Removed 2 control" in pasted.warnings[0]
     assert check_text("abc", v, 5) == check_text("abc", v, 5) and not check_text("abc", v, 5).warnings

@@ -6,12 +6,15 @@ from i18n import language_scope
 from model.analysis.compare import Mismatch
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import list_snapshots
+from tests.i18n_helpers import msgid_starting, rendered
 from ui.compare_models import mismatch_message
 from ui.training_snapshots import checkpoint_folder, stored_bytes
 
+LAYERS = msgid_starting("A has {a} layers for this kind of attention, B has {b}")
+
 
 def test_a_mismatch_is_said_with_both_models_values():
-    assert mismatch_message(Mismatch("layers", 3, 2)).startswith("A has 3 layers for this kind of attention, B has 2")
+    assert mismatch_message(Mismatch("layers", 3, 2)).startswith(rendered(LAYERS, a=3, b=2))
     assert "(A: 5 tokens, B: 4)" in mismatch_message(Mismatch("source_tokens", list("abcde"), list("abcd")))
     # decoder inputs (model.analysis.compare.decoder_inputs: without <s>) as text, escaped for Markdown
     said = mismatch_message(Mismatch("target_tokens", ["la", "*x*"], ["le"]))

@@ -9,6 +9,11 @@ from tasks.evaluate import exact_match
 from tasks.pe_experiment import Failure, describe_change, positional_experiment, typical_failure, verdict
 from tasks.registry import get_task
 from tasks.tasks import Example, held_out
+from tests.i18n_helpers import msgid, rendered
+
+COLLAPSES = msgid("With {change}, exact match collapses from {before} to {after} on {n} fresh examples.")
+DROPS = msgid("With {change}, exact match drops from {before} to {after} on {n} fresh examples.")
+HEADS = msgid("{n} heads switched off")  # the plural
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "reverse").is_dir(), reason="the reverse demo is not shipped here")
 
@@ -29,9 +34,12 @@ def test_the_reverse_demo_collapses_without_positions(reverse):
     fail = result.failure
     assert fail.expected == fail.source[::-1] != fail.got
     assert fail.source in {e.source for e in examples}
-    assert result.verdict == (
-        f"With positions removed, exact match collapses from {result.exact_match:.0%} to "
-        f"{result.exact_match_changed:.0%} on 200 fresh examples."
+    assert result.verdict == rendered(
+        COLLAPSES,
+        change=rendered("positions removed"),
+        before=f"{result.exact_match:.0%}",
+        after=f"{result.exact_match_changed:.0%}",
+        n=200,
     )
 
 
@@ -57,15 +65,16 @@ def test_the_changed_count_is_greedy_decoding_one_at_a_time(reverse):
 def test_verdicts_name_the_change_and_the_direction():
     off, shifted = Interventions.make(positional="off"), Interventions.make(positional="shifted", shift=3)
     assert "collapses from 98% to 10%" in verdict(0.98, 0.1, 200, off)
-    assert (
-        verdict(0.9, 0.8, 50, shifted)
-        == "With positions shifted by 3, exact match drops from 90% to 80% on 50 fresh examples."
+    assert verdict(0.9, 0.8, 50, shifted) == rendered(
+        DROPS, change=rendered("positions shifted by {k}", k=3), before="90%", after="80%", n=50
     )
     assert "stays at 89% (unchanged: 90%)" in verdict(0.9, 0.89, 200, shifted)
     assert "rises from 10% to 30%" in verdict(0.1, 0.3, 200, Interventions.make(positional="shuffled"))
     heads = Interventions.make([("cross", 0, 0), ("cross", 1, 0)], positional="off")
-    assert verdict(0.9, 0.5, 200, heads).startswith("With positions removed, 2 heads switched off, exact match drops")
-    assert "With 1 head switched off" in verdict(0.9, 0.5, 200, Interventions.make([("cross", 0, 0)]))
+    both = rendered("{change}, {other_change}", change=rendered("positions removed"), other_change=rendered(HEADS, n=2))
+    assert verdict(0.9, 0.5, 200, heads) == rendered(DROPS, change=both, before="90%", after="50%", n=200)
+    one = rendered(DROPS, change=rendered("{n} head switched off", n=1), before="90%", after="50%", n=200)
+    assert verdict(0.9, 0.5, 200, Interventions.make([("cross", 0, 0)])) == one
 
 
 def test_two_changes_are_joined_in_the_language_of_the_verdict():

@@ -9,6 +9,7 @@ from model import capture, load_checkpoint, save_checkpoint, sinusoidal_encoding
 from model.network.config import TransformerConfig
 from model.network.positional import relative_position_map, wavelengths
 from tests.conftest import make_tiny
+from tests.i18n_helpers import matching
 
 
 def test_matches_the_papers_formula_entry_by_entry():
@@ -84,5 +85,8 @@ def test_a_model_without_positions_reads_its_source_as_a_bag_of_tokens(char_toke
     loaded, _ = load_checkpoint(tmp_path / "nope")
     assert loaded.config.positional == "none"
     np.testing.assert_array_equal(capture(loaded, char_tokenizer, "abcde", target="xyz").log_probs, plain.log_probs)
-    with pytest.raises(ValueError, match="positional is not one of sinusoidal, learned, none"):
+    with pytest.raises(
+        ValueError,
+        match=matching("{name} is not one of {allowed}", name="positional", allowed="sinusoidal, learned, none"),
+    ):
         TransformerConfig(10, 10, positional="rotary")

@@ -13,6 +13,7 @@ from model.network import pe_kinds
 from tasks.cards import machine_text
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import msgid, msgid_starting
 from ui.presentation import model_badge
 from viz import pe_kinds_figs as figs
 
@@ -45,8 +46,8 @@ def test_the_badge_escapes_the_name_and_speaks_the_page_language():
 
 def test_the_machine_line_says_one_thread_and_is_translated():
     one = machine_text("2-core CPU (AMD EPYC), 1 threads, torch 2.13.0+cpu")
-    assert one.template == "{cores}-core CPU ({cpu}), one thread, torch {torch}"
-    assert str(one) == "2-core CPU (AMD EPYC), one thread, torch 2.13.0+cpu"
+    assert one.template == msgid("{cores}-core CPU ({cpu}), one thread, torch {torch}")
+    assert str(one) == one.template.format(cores=2, cpu="AMD EPYC", torch="2.13.0+cpu")
     five = machine_text("16-core CPU (Intel(R) Xeon(R) Processor), 5 threads, torch 2.11.0+cu130")
     assert five.template == "{cores}-core CPU ({cpu}), {threads} threads, torch {torch}"
     assert five.values["cpu"] == "Intel(R) Xeon(R) Processor" and five.values["threads"] == "5"
@@ -56,8 +57,8 @@ def test_the_machine_line_says_one_thread_and_is_translated():
 def test_rope_pairs_are_labelled_by_the_model_layout():
     theta = pe_kinds.rope_frequencies(8, 10000.0)
     title = lambda layout: figs.rope_frequencies(theta, layout=layout).layout.xaxis.title.text  # noqa: E731
-    assert title("interleaved") == figs.ROPE_PAIRS["interleaved"] == "pair i (dimensions 2i, 2i+1)"
-    assert title("half") == figs.ROPE_PAIRS["half"] == "pair i (dimensions i, i + d/2)"
+    assert title("interleaved") == figs.ROPE_PAIRS["interleaved"] == msgid("pair i (dimensions 2i, 2i+1)")
+    assert title("half") == figs.ROPE_PAIRS["half"] == msgid("pair i (dimensions i, i + d/2)")
 
 
 def test_t5_buckets_shade_each_stack_exact_range():
@@ -121,7 +122,10 @@ def test_the_decoding_page_says_why_the_top_choice_stays_near_90_percent(tmp_pat
     from tasks.cards import label_smoothing_note
 
     note = label_smoothing_note({"recipe": {"label_smoothing": 0.1}})
-    assert note.template.startswith("Why the top choice is about {top}") and note.values == {"top": "90%", "eps": "0.1"}
+    assert note.template == msgid_starting("Why the top choice is about {top}") and note.values == {
+        "top": "90%",
+        "eps": "0.1",
+    }
     assert label_smoothing_note({"recipe": {}}) is None and label_smoothing_note({}) is None
     assert label_smoothing_note({"recipe": {"label_smoothing": "lots"}}) is None
     from model.checkpoints.demos import CHECKPOINTS

@@ -12,6 +12,7 @@ from model.checkpoints import serving
 from model.checkpoints.serving import ENV, MAX_ENTRIES, OFF, PathRefused, ServerFolders, folder_stamp, parse_folders
 from tests.apptest_helpers import open_page, shown
 from tests.browser_helpers import letters_checkpoint
+from tests.i18n_helpers import rendered
 
 
 @pytest.fixture
@@ -186,7 +187,9 @@ def test_the_app_refuses_path_links_when_off(area, monkeypatch):
     assert not at.exception, at.exception
     assert sidebar_errors(at) == [f"Could not open the linked model: {OFF}."]
     options = at.sidebar.selectbox(key="model_choice").options
-    assert "Checkpoint folder on this computer…" not in options and "Upload a checkpoint…" in options
+    assert (
+        rendered("Checkpoint folder on this computer…") not in options and rendered("Upload a checkpoint…") in options
+    )
 
 
 def test_the_app_gives_one_answer_outside_and_opens_inside(area, monkeypatch):

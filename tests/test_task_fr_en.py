@@ -1,5 +1,6 @@
 """The fr_en task: the translate grammar the other way, plus pronouns with être and avoir."""
 
+import re
 import unicodedata
 
 import pytest
@@ -9,6 +10,7 @@ from tasks.task_fr_en import render_pronoun_sentence
 from tasks.task_lexicon import PRONOUNS
 from tasks.tasks import NounPhrase, dataset, render_sentence, tokens
 from tasks.training import build_tokenizer
+from tests.i18n_helpers import msgid_starting
 
 TASK = get_task("fr_en")
 BY_FR = {p.fr: p for p in PRONOUNS}
@@ -63,7 +65,11 @@ def test_pronoun_sentences_by_hand(pronoun, form, word, gender, plural, phrase, 
 
 def test_the_worked_example_and_the_translate_grammar_reversed():
     assert TASK.examples()[:3] == ["je suis étudiant", "nous sommes étudiants", "elle a un chat"]
-    assert TASK.example_for("je suis étudiant").target == "i am a student"
+    # the worked example of the task as its description (a message people read) states it
+    stated = re.search(
+        r"je suis étudiant → ([^)]*)\)", msgid_starting("Translate simple French sentences into English")
+    )
+    assert TASK.example_for("je suis étudiant").target == stated.group(1)
     en_fr = render_sentence(NounPhrase("the", "car", False, "red"), "sees", NounPhrase("a", "dog", False, "small"))
     fr_en = TASK.example_for(en_fr.target)
     assert (fr_en.source, fr_en.target) == (en_fr.target, en_fr.source)

@@ -12,9 +12,12 @@ import pytest
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from tests.apptest_helpers import shown
 from tests.conftest import make_tiny
+from tests.i18n_helpers import matching, msgid
 from ui import uploads
 from ui.safe_text import md
 from ui.uploads import RefusedUpload, UploadStore, scrub, stored_name
+
+TAKES = msgid("{name} would take {size} on this server, which keeps at most {limit} of uploads")
 
 
 @pytest.fixture
@@ -60,7 +63,7 @@ def test_the_disk_budget_holds_and_the_oldest_upload_goes_first(store):
     c = store.path("c" * 16, "c.pt", bytes(2**20 + 10))  # a + b + c > 3 MB: a, the least recently used, goes
     assert not a.exists() and b.exists() and c.exists()
     assert store.usage() <= store.budget
-    with pytest.raises(CheckpointError, match="would take 4.0 MB on this server, which keeps at most 3.0 MB"):
+    with pytest.raises(CheckpointError, match=matching(TAKES, size="4.0 MB", limit="3.0 MB")):
         store.path("f" * 16, "big.pt", bytes(4 * 2**20))
     assert not (store.root / ("f" * 16)).exists() and b.exists()  # refused before a byte was written
 
@@ -68,7 +71,7 @@ def test_the_disk_budget_holds_and_the_oldest_upload_goes_first(store):
 def test_a_zip_is_measured_before_it_is_unpacked(store, tmp_path, char_tokenizer, monkeypatch):
     folder = save_checkpoint(make_tiny(char_tokenizer), char_tokenizer, tmp_path / "ckpt")
     small = UploadStore(budget=20_000, root=store.root)
-    with pytest.raises(CheckpointError, match=r"ok\.zip would take .* keeps at most 19\.5 KB"):
+    with pytest.raises(CheckpointError, match=matching(TAKES, name="ok.zip", limit="19.5 KB")):
         small.path("z" * 16, "ok.zip", zipped(folder))
     assert not (store.root / ("z" * 16)).exists()
     path = store.path("z" * 16, "ok.zip", zipped(folder))

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from tests.i18n_helpers import rendered
 from viz import inside_figs as figs
 
 KEYS = ["a", "b", "a", "</s>"]
@@ -59,7 +60,7 @@ def test_weights_row_with_and_without_the_scale():
 def test_products_are_coloured_by_sign_and_sum_in_the_title():
     fig = figs.products(np.array([1.5, -0.5, 2.0]), "1: b")
     assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1] == "#1f77b4"
-    assert fig.layout.title.text == "q_i · k_i for key 1: b: they sum to 3.000"
+    assert fig.layout.title.text == rendered("q_i · k_i for key {key}: they sum to {total}", key="1: b", total="3.000")
 
 
 def test_values_and_output_label_each_value_with_its_weight():

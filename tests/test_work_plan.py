@@ -26,6 +26,7 @@ from model.analysis.budget import (
 )
 from model.analysis.scored import Prepared
 from tests.conftest import letters_model
+from tests.i18n_helpers import msgid
 
 LETTERS = "abcdefgh"
 
@@ -128,9 +129,8 @@ def test_a_large_ig_request_is_refused_with_steps_the_menu_offers(small):
     with pytest.raises(BudgetExceeded) as err:
         ig.plan(cfg, S, T, {"steps": 128}, budget)
     message = err.value.args[0]
-    assert (
-        message.template == OVER_OPS
-        and message.values["fits"].template == "{k} points per piece of the path fit this input."
+    assert message.template == OVER_OPS and message.values["fits"].template == msgid(
+        "{k} points per piece of the path fit this input."
     )
     k = message.values["fits"].values["k"]
     assert k in ig.STEPS
@@ -149,7 +149,7 @@ def test_ig_with_no_menu_value_that_fits_asks_for_a_shorter_input(small):
     with pytest.raises(BudgetExceeded) as err:
         ig.plan(cfg, S, T, {"steps": 32}, WorkBudget(256 * 2**20, ops))
     fits = err.value.args[0].values["fits"]
-    assert fits.template == "an input of at most {n} tokens fits."
+    assert fits.template == msgid("an input of at most {n} tokens fits.")
     n = fits.values["n"]
     assert 1 <= n < S
     t = -(-T * n // S)
@@ -240,7 +240,10 @@ def test_every_attribution_method_counts_its_own_cost_before_it_starts(small):
             module.plan(cfg, S, T, settings, smaller)
         message = err.value.args[0]
         assert message.template in (OVER_OPS, OVER_MEMORY), name
-        assert message.values["fits"].template in (*SHORTER, "{k} points per piece of the path fit this input."), name
+        assert message.values["fits"].template in (
+            *SHORTER,
+            msgid("{k} points per piece of the path fit this input."),
+        ), name
 
 
 @pytest.mark.parametrize("name", ["flow", "occlusion", "rollout"])
@@ -387,4 +390,6 @@ def test_the_average_over_fresh_examples_is_counted_and_names_the_menu_value_tha
         ui.fresh_plans(session, 50, settings, methods)
     message = err.value.args[0]
     assert message.template == ui.FRESH_OVER and message.values["n"] == 50
-    assert message.values["fits"].template == "{k} fresh examples fit." and message.values["fits"].values["k"] == 20
+    assert (
+        message.values["fits"].template == msgid("{k} fresh examples fit.") and message.values["fits"].values["k"] == 20
+    )

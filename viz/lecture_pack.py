@@ -250,11 +250,14 @@ def _decoding_html(dec: dict, ref: str) -> str:
 
 
 def _pe_section(figs: _Figures, pe) -> str:
-    if pe.kind == "none":
-        return (
-            '<section id="pe"><h2>Positional encoding of this model</h2><p>This model adds no positional '
-            "encoding: it sees its tokens without their order (the table is all zeros).</p></section>"
+    if pe.kind == "none":  # the sentence the app's Positional page says of such a model, in the pack's language
+        heading = _esc(_("Positional encoding of this model"))
+        text = _esc(
+            _(
+                "This model adds no positional encoding: the embeddings alone, so attention cannot tell where a token is."
+            )
         )
+        return f'<section id="pe"><h2>{heading}</h2><p>{text}</p></section>'
     if pe.inside_text:  # a kind acting inside attention: nothing added, the table is zeros
         heading = _esc(_("Positional encoding of this model"))
         return f'<section id="pe"><h2>{heading}</h2><p>{_esc(_(pe.inside_text))}</p></section>'
