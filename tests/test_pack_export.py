@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 
+import numpy as np
 import onnx
 import pytest
 
@@ -26,12 +28,18 @@ def tiny(**overrides):
     return build_model(cfg, seed=0), Tokenizer(vocab, vocab)
 
 
-def test_the_spec_carries_both_graphs_and_the_tokenizer():
+def test_the_spec_carries_the_encoder_and_the_cached_step_graph_and_the_tokenizer():
+    """An encoder-decoder's pack decodes by cached steps, as a folder pack: the encoder (with every decoder layer's
+    cross-attention keys and values) and the one-token step with the key/value cache."""
     model, tok = tiny(share_embeddings=True, tie_generator=True)
     spec = live_spec(model, tok)
     graphs = {k: onnx.load_from_string(base64.b64decode(v)) for k, v in spec["graphs"].items()}
+    assert list(graphs) == ["encoder", "step"]
     assert [i.name for i in graphs["encoder"].graph.input] == ["source_ids"]
-    assert [i.name for i in graphs["decoder"].graph.input] == ["target_ids", "memory", "source_ids", "pad_mask"]
+    assert {o.name for o in graphs["encoder"].graph.output} >= {"cross_key.0", "cross_value.0", "memory"}
+    step_inputs = [i.name for i in graphs["step"].graph.input]
+    assert step_inputs[:4] == ["target_ids", "key_ids", "pad_mask", "source_ids"] and "past_key.0" in step_inputs
+    assert spec["config"]["windows"] is None  # no local layer: nothing but the causal mask
     assert spec["n_bytes"] == sum(len(base64.b64decode(v)) for v in spec["graphs"].values())
     assert spec["config"]["has_final_norm"] is False and spec["tokenizer"]["source"]["level"] == "char"
 
@@ -137,3 +145,29 @@ def test_decoder_only_and_encoder_only_models_pack_with_their_one_graph():
         page = lecture_pack_html(records)
         assert 'data-testid="pack-input"' in page and f'id="in0-{kind}"' in page
         assert 'class="decoding"' not in page and 'id="in0-cross"' not in page
+
+
+def test_a_sliding_window_model_packs_its_band_as_masked_cells():
+    """A decoder-only model with a local layer (window 2) and a global one: the spec names each layer's window, the
+    precomputed input's maps are NaN (drawn grey, as masked) outside the band of the local layer and above the
+    diagonal of both, and the layer menu names the local layer's window."""
+    model, tok = tiny(
+        shape="decoder-only",
+        n_encoder_layers=0,
+        share_embeddings=True,
+        sliding_window=2,
+        layer_types=["local", "global"],
+    )
+    spec = live_spec(model, tok)
+    assert spec["config"]["windows"] == [2, None]
+    records = pack_records(model, tok, ["abcdef"])
+    page = lecture_pack_html(records)
+    data = json.loads(re.search(r'id="pack-data">(.*?)</script>', page, re.S).group(1))
+    att = data["inputs"][0]["attention"]["decoder_self"]
+    L, H1, T, _T = att["shape"]
+    masked = np.frombuffer(base64.b64decode(att["z"]), dtype="<u2").reshape(L, H1, T, T) == 65535
+    query, key = np.indices((T, T))
+    assert T > 3 and (masked[0] == ((key > query) | (query - key >= 2))).all()  # the band, every head and the average
+    assert (masked[1] == (key > query)).all()  # the global layer: the causal mask alone
+    menu = re.search(r'<select class="layer">(.*?)</select>', page).group(1)
+    assert html.escape(_("layer {i} · local ({w})").format(i=0, w=2)) in menu

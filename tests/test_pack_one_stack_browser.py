@@ -5,8 +5,10 @@ sequence) and shows what the app's Attention page shows for these shapes, the se
 A decoder-only demo (RoPE) and every one-stack family the app opens, tiny folders built here with transformers
 (tests/hf_one_stack.py): GPT-2 (byte-level BPE, learned positions), Llama (RoPE, RMSNorm, SwiGLU; tokenizer.json), Llama
 with grouped-query attention and a sentencepiece tokenizer.model, Qwen2 (biased q/k/v projections), BERT with and
-without its masked-LM head (WordPiece): generated inputs typed into the box give the app's warnings, ids and tokens, the greedy continuation of model.greedy_decode (each step's top 5), and the
-log-probs and every attention map of the app's capture within 1e-4; the typed input's charts show them."""
+without its masked-LM head (WordPiece), and Mistral (a sliding window shorter than the typed text: its maps show the
+band, the cells outside it masked): generated inputs typed into the box give the app's warnings, ids and tokens, the
+greedy continuation of model.greedy_decode (each step's top 5), and the log-probs and every attention map of the app's
+capture within 1e-4; the typed input's charts show them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import random
 import numpy as np
 import pytest
 
+from harness import hf_decoders
 from i18n import _
 from model import capture, greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
@@ -57,10 +60,13 @@ def models(tmp_path_factory):
             " ".join(rng.choice(WORDS) for _ in range(60)),  # past max_len: the cut warning
         ]
         out[name] = (model, tok, {}, texts)
+    # Mistral's sliding window (every layer local): a text longer than the window, whose band the maps mark
+    model, tok = load_checkpoint(hf_decoders.build("mistral", root)[0])
+    out["mistral"] = (model, tok, {}, ["the cat sat on a mat and the dog ran"])
     return out
 
 
-@pytest.mark.parametrize("name", ["reverse_decoder_rope", *BUILDERS])
+@pytest.mark.parametrize("name", ["reverse_decoder_rope", *BUILDERS, "mistral"])
 def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_path):
     model, tok, card, texts = models[name]
     decoder = model.config.shape == "decoder-only"
@@ -105,7 +111,10 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
             assert labels == [f"{j}: {_hover(i)} → {_hover(w)}" for j, (i, w) in enumerate(zip(tokens, written))]
         else:
             assert len(labels) == len(tokens) and all("→" not in label for label in labels)
-        want = np.where(np.tril(np.ones((len(tokens),) * 2)) > 0, getattr(cap, kind)[-1].mean(0), np.nan)
+        # masked cells grey (NaN), not weight 0: keys after the query and, with a sliding window, those it leaves out
+        offset = np.subtract.outer(np.arange(len(tokens)), np.arange(len(tokens)))  # query position - key position
+        seen = (offset >= 0) & (offset < (hf_decoders.WINDOW if name == "mistral" else len(tokens)))
+        want = np.where(seen, getattr(cap, kind)[-1].mean(0), np.nan)
         z = np.array([[np.nan if v is None else v for v in row] for row in main["z"]], dtype=float)
         np.testing.assert_allclose(z, want if decoder else getattr(cap, kind)[-1].mean(0), atol=TOL, rtol=0)
         caption = page.text_content("#live-views .sequence .caption")

@@ -1,8 +1,7 @@
-// The lecture pack's script: draws every figure from the inlined JSON, then wires the layer / head selectors and
-// the decoding step sliders. No network: everything it reads is in this file.
-// Drawing: each chart has one draw promise (`ensure`); charts entering the screen are drawn first, the rest one
-// after another in page order, and a control used before its chart is drawn draws it first (never restyles an
-// empty div). PackViews (below) lets pack_live.js set up the sections of a typed input the same way.
+// The lecture pack's script: draws every figure from the inlined JSON (no network), then wires the layer / head
+// selectors and the decoding step sliders. Each chart has one draw promise (`ensure`): charts entering the screen are
+// drawn first, the rest in page order, and a control used before its chart is drawn draws it first. PackViews (below)
+// lets pack_live.js set up the sections of a typed input the same way.
 const PackViews = (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("pack-data").textContent);
@@ -14,8 +13,7 @@ const PackViews = (function () {
 
   function weights(z) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
     if (typeof z !== "string") return z;  // already numbers (a typed input)
-    const bin = atob(z);
-    const out = new Float32Array(bin.length / 2);
+    const bin = atob(z), out = new Float32Array(bin.length / 2);
     for (let i = 0; i < out.length; i++) {
       const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
       out[i] = v === 65535 ? NaN : v / 65534;
@@ -47,23 +45,14 @@ const PackViews = (function () {
     }
     return drawn.get(div);
   }
-  // A chart drawn again (a typed input's) is given the margins plotly gave it last time, grown by as much as its widest
-  // tick label grew (measured on a canvas, which lays nothing out). plotly's automargin draws a chart a second time
-  // whenever its labels need other margins than the drawing began with, which a new input's tokens nearly always
-  // did: half the time of a redraw. Margins never shrink; should the estimate fall short, automargin still corrects it.
-  // A chart drawn for the first time starts from the margins of the last chart of its kind drawn (the same figure of
-  // another input: "in3-cross" after "in0-cross"), moved by as much as its widest label differs: each of the pack's
-  // own charts but the first of its kind is drawn once, not twice.
+  // One drawing per chart, not two (docs/pack.md): plotly's automargin draws a chart again when its labels need other
+  // margins than it began with. A chart drawn again starts from its own last margins, grown by as much as its widest
+  // tick label grew (measured on a canvas), never shrunk; one drawn first, from those of the last chart of its kind
+  // ("in3-cross" after "in0-cross"), moved by as much as its widest label differs.
   const last = new WeakMap();  // div -> {margin: {l, r, t, b}, px: {l, b}} of its last drawing
-  const lastOfKind = new Map();  // a figure's id without its input's prefix (and "|true" for upright x labels, "|false"
-  // for flat ones) -> the same, of the last chart of that kind drawn
+  const lastOfKind = new Map();  // kind (and kind|upright: x labels upright or not) -> of the last chart drawn
   const kindOf = div => (div.dataset.figure || "").replace(/^(in\d+|live)-/, "");
   const ruler = document.createElement("canvas").getContext("2d");
-  // px of one line of text in font {size, family}, measured on a canvas
-  function textPx(text, font) {
-    ruler.font = `${font.size}px ${font.family}`;
-    return ruler.measureText(text).width;
-  }
   function labelPx(data, layout) {  // {l: the widest label of the y axes, b: of the x axes whose labels stand upright}
     const px = {l: 0, b: 0}, tpl = (layout.template && layout.template.layout) || {};
     for (const [key, ax] of Object.entries(layout)) {
@@ -72,10 +61,11 @@ const PackViews = (function () {
       const values = ax && (ax.ticktext || (data[0] && data[0][key[0]]));
       if (!side || !Array.isArray(values)) continue;
       const font = Object.assign({size: 12, family: "sans-serif"}, tpl.font, layout.font, ax.tickfont);
+      ruler.font = `${font.size}px ${font.family}`;
       for (const v of values) {  // plotly's label text: lines split at <br>, other tags dropped, entities read
         for (const line of String(v).split(/<br\s*\/?>/i)) {
           const text = line.replace(/<[^>]*>/g, "").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-          px[side] = Math.max(px[side], textPx(text, font));
+          px[side] = Math.max(px[side], ruler.measureText(text).width);
         }
       }
     }
@@ -90,9 +80,8 @@ const PackViews = (function () {
   const sameRange = (a, b) => Array.isArray(a) && a.length === b.length && a.every((v, i) => Math.abs(v - b[i]) < 1e-9);
   const drawWith = plot => (div, data, layout, config) => {
     if (layout.height) div.style.minHeight = `${layout.height}px`;
-    // a sibling: the last chart of its kind drawn whose x labels stand as this chart's (upright or flat), else any
-    // other of its kind, which says nothing of the bottom margin (flat labels need their height there, upright ones
-    // their width)
+    // a sibling: the last chart of its kind whose x labels stand as this chart's, else any other of its kind (which
+    // then says nothing of the bottom margin: flat labels need their height there, upright ones their width)
     const px = labelPx(data, layout), kind = kindOf(div), upright = `${kind}|${px.b > 0}`, again = last.get(div);
     const was = again || lastOfKind.get(upright) || lastOfKind.get(kind), own = layout.margin || {};
     if (was) {  // a sibling's margins move both ways; the chart's own never shrink
@@ -102,18 +91,21 @@ const PackViews = (function () {
       layout.margin = Object.assign({}, own, Object.fromEntries(Object.entries(grow).map(([k, g]) =>
         [k, Math.max(Math.ceil(was.margin[k] + g), own[k] || 0)])));
     }
-    // Plotly.react keeps an axis's range (writing it into the layout given) when a shorter one is asked of an axis tied
-    // to another's scale (scaleanchor): a typed input with fewer tokens than the one before drew its map in the old
-    // range, a grey band beside it. Such a range is set again (only then: a longer input's is drawn as asked).
-    const asked = Object.entries(layout).filter(([key, ax]) => /^[xy]axis\d*$/.test(key) && ax && Array.isArray(ax.range))
-      .map(([key, ax]) => [key, ax.range.slice()]);
+    // Plotly.react keeps the range of an axis tied to another's scale when a shorter one is asked (a typed input with
+    // fewer tokens than the one before: a grey band beside its map): such a range is set again.
+    const asked = Object.entries(layout).filter(([key, ax]) => /^[xy]axis\d*$/.test(key) && Array.isArray(ax?.range))
+      .map(([key, ax]) => [`${key}.range`, ax.range.slice()]);
     return plot(div, data, layout, config).then(gd => {
-      const kept = asked.filter(([key, range]) => div._fullLayout[key] && !sameRange(div._fullLayout[key].range, range));
-      return kept.length ? Plotly.relayout(div, Object.fromEntries(kept.map(([key, range]) => [`${key}.range`, range]))) : gd;
+      const kept = asked.filter(([name, range]) => {
+        const ax = div._fullLayout[name.split(".")[0]];
+        return ax && !sameRange(ax.range, range);
+      });
+      return kept.length ? Plotly.relayout(div, Object.fromEntries(kept)) : gd;
     }).then(gd => {
       const s = div._fullLayout && div._fullLayout._size;
       if (!s) return gd;
-      const record = {margin: {l: s.l, r: s.r, t: s.t, b: s.b}, px: again ? {l: Math.max(px.l, again.px.l), b: Math.max(px.b, again.px.b)} : px};
+      const record = {margin: {l: s.l, r: s.r, t: s.t, b: s.b},
+        px: again ? {l: Math.max(px.l, again.px.l), b: Math.max(px.b, again.px.b)} : px};
       last.set(div, record);
       lastOfKind.set(kind, record);
       lastOfKind.set(upright, record);
@@ -136,23 +128,22 @@ const PackViews = (function () {
     const now = divs.filter(onScreen);  // one never drawn and off screen is drawn when it comes on screen (seen)
     return Promise.all(now.map(ensure)).then(() => now);
   }
-  const seen = "IntersectionObserver" in window
-    ? new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }), {rootMargin: "200px"})
-    : null;
-  function register(div, draw) {
-    drawers.set(div, draw);
-    if (seen) seen.observe(div);
-  }
+  const seen = new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) ensure(e.target); }),
+    {rootMargin: "200px"});
+  const register = (div, draw) => { drawers.set(div, draw); seen.observe(div); };
 
-  function setupPlain(div) {
-    register(div, plot => { const f = figure(div.dataset.figure); return plot(div, f.data, f.layout, CONFIG); });
-  }
+  // The div drawn from its stored figure, edit(f) giving it this input's data
+  const drawFigure = (div, edit) => register(div, plot => {
+    const f = figure(div.dataset.figure);
+    edit(f);
+    return plot(div, f.data, f.layout, CONFIG);
+  });
 
   function setupAttention(box) {
     const [n, kind] = box.dataset.ref.split("/");
     let att, w, L, H1, Tq, Tk;  // this input's data: read again by box.reset (a typed input changes it)
-    const main = box.querySelector(".main"), overview = box.querySelector(".overview");
-    const layer = box.querySelector("select.layer"), head = box.querySelector("select.head");
+    const main = box.querySelector(".main"), layer = box.querySelector("select.layer");
+    const head = box.querySelector("select.head");
     box.reset = () => {
       att = INPUTS[n].attention[kind];
       w = weights(att.z);
@@ -164,22 +155,20 @@ const PackViews = (function () {
     const map = (l, h) => matrix(w, (l * H1 + h) * Tq * Tk, Tq, Tk);
     const title = () => fillIn(+head.value === H1 - 1 ? TEXT.layer_average : TEXT.layer_head,
       {title: att.title, layer: layer.value, head: head.value});
-    register(main, plot => {
-      const f = figure(main.dataset.figure);
+    drawFigure(main, f => {
       f.data[0].z = map(+layer.value, +head.value);
       f.data[0].customdata = att.q.map((q, i) => att.k.map((k, j) => fillIn(TEXT.cell, {i, q, j, k})));
-      f.layout.title = Object.assign({}, f.layout.title, {text: title()});
-      return plot(main, f.data, f.layout, CONFIG);
+      f.layout.title = {...f.layout.title, text: title()};
     });
-    register(overview, plot => {  // one trace: the tiles of viz/overview_figs.tile, a blank row and column between
-      const f = figure(overview.dataset.figure), H = H1 - 1, z = [];
+    // the overview, one trace: the tiles of viz/overview_figs.tile, a blank row and column between
+    drawFigure(box.querySelector(".overview"), f => {
+      const H = H1 - 1, z = [];
       for (let l = 0; l < L; l++) {
         if (l) z.push(new Array(H * (Tk + 1) - 1).fill(NaN));
         const maps = Array.from({length: H}, (_, h) => map(l, h));
         for (let i = 0; i < Tq; i++) z.push(maps.flatMap((m, h) => (h ? [NaN, ...m[i]] : m[i])));
       }
       f.data[0].z = z;
-      return plot(overview, f.data, f.layout, CONFIG);
     });
     const update = () => ensure(main).then(() =>
       Plotly.update(main, {z: [map(+layer.value, +head.value)]}, {"title.text": title()}));
@@ -189,29 +178,34 @@ const PackViews = (function () {
 
   function setupDecoding(box) {
     let dec, cross, self;  // this input's data: read again by box.reset (a typed input changes it)
-    const slider = box.querySelector("input.step");
-    const topk = box.querySelector(".topk"), crossDiv = box.querySelector(".cross-rows"), selfDiv = box.querySelector(".self-rows");
+    const slider = box.querySelector("input.step"), el = sel => box.querySelector(sel);
+    const topk = el(".topk"), crossDiv = el(".cross-rows"), selfDiv = el(".self-rows");
     // Decoder self-attention keys: all positions stay on the axis, only those written so far are named (the figure's
     // own labels, at its tickvals: every position, or every n-th of a long output)
     const written = t => {
       const axis = DATA.figures[selfDiv.dataset.figure].layout.xaxis;
       return axis.ticktext.map((tick, i) => (axis.tickvals[i] <= t ? tick : ""));
     };
-    const topTrace = t => ({x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]});
-    const crossZ = t => matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S);
-    const selfZ = t => matrix(self, t * dec.rows * dec.T, dec.rows, dec.T);
+    // Each chart's data at step t, as Plotly.update takes it: [trace changes, layout changes]
+    const atStep = new Map([
+      [topk, t => [{x: [dec.top[t].x], y: [dec.top[t].y], "marker.color": [dec.top[t].c], text: [dec.top[t].t]}, {}]],
+      [crossDiv, t => [{z: [matrix(cross, t * dec.rows * dec.S, dec.rows, dec.S)]}, {}]],
+      [selfDiv, t => [{z: [matrix(self, t * dec.rows * dec.T, dec.rows, dec.T)]}, {"xaxis.ticktext": written(t)}]],
+    ]);
+    const put = (obj, path, value) => {  // obj["a.b"] = value, as Plotly reads "a.b"
+      const keys = path.split("."), last = keys.pop();
+      keys.reduce((o, k) => (o[k] = {...o[k]}), obj)[last] = value;
+    };
     function words(t) {  // the text of step t: written at once, before any chart
       const text = dec.text[t];
-      box.querySelector(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
-      box.querySelector(".inputs").textContent = text.inputs;
-      box.querySelector(".token").textContent = text.token;
-      box.querySelector(".prob").textContent = text.prob;
-      box.querySelector(".prev").disabled = t === 0;
-      box.querySelector(".next").disabled = t === dec.n - 1;
+      el(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
+      el(".inputs").textContent = text.inputs;
+      el(".token").textContent = text.token;
+      el(".prob").textContent = text.prob;
+      el(".prev").disabled = t === 0;
+      el(".next").disabled = t === dec.n - 1;
     }
-    const step0 = () => +slider.value;  // a chart drawn shows the slider's step at the time it is drawn
-    const charts = [topk, crossDiv, selfDiv];
-    const at = new Map();  // chart -> the step it shows (of this input's data)
+    const charts = [...atStep.keys()], at = new Map();  // chart -> the step it shows (of this input's data)
     let gen = 0;  // counts box.reset: a drawing begun before the data changed does not count
     function settle() {  // dataset.shown: the step all three charts show, once they agree and none waits to be redrawn
       const steps = charts.map(div => at.get(div));
@@ -219,11 +213,14 @@ const PackViews = (function () {
         box.dataset.shown = String(steps[0]);
       }
     }
-    // draw(plot, t) draws the chart at step t; it is recorded as showing t once drawn, if the data is still the same
-    const drawing = (div, draw) => register(div, plot => {
-      const t = step0(), g = gen;
-      return draw(plot, t).then(() => { if (g === gen) { at.set(div, t); settle(); } });
-    });
+    // A chart drawn shows the slider's step at the time it is drawn; it is recorded as showing it once drawn, if the
+    // data is still the same
+    charts.forEach(div => register(div, plot => {
+      const t = +slider.value, g = gen, f = figure(div.dataset.figure), [trace, layout] = atStep.get(div)(t);
+      Object.entries(trace).forEach(([k, v]) => put(f.data[0], k, v[0]));
+      Object.entries(layout).forEach(([k, v]) => put(f.layout, k, v));
+      return plot(div, f.data, f.layout, CONFIG).then(() => { if (g === gen) { at.set(div, t); settle(); } });
+    }));
     box.reset = () => {
       dec = INPUTS[box.dataset.ref].decoding;
       cross = weights(dec.cross);
@@ -236,49 +233,30 @@ const PackViews = (function () {
       at.clear();
       delete box.dataset.shown;
     };
-    drawing(topk, (plot, t) => {
-      const f = figure(topk.dataset.figure);
-      Object.assign(f.data[0], {x: dec.top[t].x, y: dec.top[t].y, text: dec.top[t].t});
-      f.data[0].marker = Object.assign({}, f.data[0].marker, {color: dec.top[t].c});
-      return plot(topk, f.data, f.layout, CONFIG);
-    });
-    drawing(crossDiv, (plot, t) => {
-      const f = figure(crossDiv.dataset.figure);
-      f.data[0].z = crossZ(t);
-      return plot(crossDiv, f.data, f.layout, CONFIG);
-    });
-    drawing(selfDiv, (plot, t) => {
-      const f = figure(selfDiv.dataset.figure);
-      f.data[0].z = selfZ(t);
-      f.layout.xaxis.ticktext = written(t);
-      return plot(selfDiv, f.data, f.layout, CONFIG);
-    });
-    const restyle = new Map([  // each chart moved to step t in place
-      [topk, t => Plotly.restyle(topk, topTrace(t))],
-      [crossDiv, t => Plotly.restyle(crossDiv, {z: [crossZ(t)]})],
-      [selfDiv, t => Plotly.update(selfDiv, {z: [selfZ(t)]}, {"xaxis.ticktext": written(t)})],
-    ]);
-    function show(t) {
+    function show(t) {  // each chart moved to step t in place
       words(t);
       box.dataset.step = String(t);
       return Promise.all(charts.map(ensure)).then(() => {
         if (+slider.value !== t) return null;  // a later step was asked for meanwhile: that one draws
         const g = gen;
         return Promise.all(charts.filter(div => at.get(div) !== t)
-          .map(div => restyle.get(div)(t).then(() => { if (g === gen) at.set(div, t); })));
+          .map(div => Plotly.update(div, ...atStep.get(div)(t)).then(() => { if (g === gen) at.set(div, t); })));
       }).then(settle);
     }
     box.reset();
     slider.addEventListener("input", () => show(+slider.value));
-    const step = d => { slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d))); return show(+slider.value); };
-    box.querySelector(".prev").addEventListener("click", () => step(-1));
-    box.querySelector(".next").addEventListener("click", () => step(1));
+    const step = d => {
+      slider.value = String(Math.max(0, Math.min(dec.n - 1, +slider.value + d)));
+      return show(+slider.value);
+    };
+    el(".prev").addEventListener("click", () => step(-1));
+    el(".next").addEventListener("click", () => step(1));
   }
 
   // Every chart inside `root`, set up; returns them in page order.
   function setup(root) {
     root.querySelectorAll("[data-figure]").forEach(div => {
-      if (!div.closest(".attention") && !div.closest(".decoding")) setupPlain(div);
+      if (!div.closest(".attention") && !div.closest(".decoding")) drawFigure(div, () => {});
     });
     root.querySelectorAll(".attention").forEach(setupAttention);
     root.querySelectorAll(".decoding").forEach(setupDecoding);
@@ -295,7 +273,8 @@ const PackViews = (function () {
   let held = Promise.resolve();
   const hold = work => { held = Promise.all([held, work]).catch(() => {}); };
   // Draw the rest in page order, one at a time with a pause between, so the page stays responsive.
-  setup(staticRoot).reduce((p, div) => p.then(() => held).then(() => new Promise(r => setTimeout(r, 0))).then(() => ensure(div)), Promise.resolve())
+  const pause = () => new Promise(r => setTimeout(r, 0));
+  setup(staticRoot).reduce((p, div) => p.then(() => held).then(pause).then(() => ensure(div)), Promise.resolve())
     .then(() => { document.body.dataset.drawn = String(staticRoot.querySelectorAll(".js-plotly-plot").length); })
     .catch(err => { document.body.dataset.drawn = "error"; throw err; });
 

@@ -33,7 +33,7 @@ from plotly.offline import get_plotlyjs
 from i18n import N_, _, language
 
 from . import decoding_figs, positional_figs
-from .attention_figs import KIND_TITLES, attention_heatmap, causal_mask, geometry_rules
+from .attention_figs import KIND_TITLES, attention_heatmap, geometry_rules, layer_masks, layer_names
 from .lecture_pack_live import live_html, live_scripts, live_words, weight_files
 from .overview_figs import layer_head_overview, numbered_tiles
 from .tokens import FONT_FAMILY, LABEL, TEXT_COLOR, TICK_PX, Rows, capture_rows, display_tokens, plain_token
@@ -77,30 +77,35 @@ class _Figures:
 LAYER_AVERAGE = N_("{title}, layer {layer}, average of heads")  # a map's first title, the widest (a head's is shorter)
 
 
-def _attention(figs: _Figures, prefix: str, kind: str, weights: np.ndarray, rows: Rows, key_tokens) -> dict:
-    """One kind of attention of one input: templates for the chosen map and the overview, and the weights.
-    rows: by the app's one convention (viz/tokens.capture_rows): labelled with the token each writes, the hover
-    naming the decoder input that wrote it."""
+def _attention(figs: _Figures, prefix: str, kind: str, cap, rows: Rows, key_tokens) -> dict:
+    """One kind of attention of one input (of the Capture `cap`): templates for the chosen map and the overview, and
+    the weights. rows: by the app's one convention (viz/tokens.capture_rows): labelled with the token each writes, the
+    hover naming the decoder input that wrote it. Masked cells (the causal mask, a local layer's sliding window) are
+    drawn grey, as in the app, and a local layer is named with its window in the layer menu."""
+    weights, windows = getattr(cap, kind), cap.windows.get(kind)
     L, H, Tq, Tk = weights.shape  # (L, H, Tq, Tk)
-    mask = causal_mask(Tq, Tk) if kind == "decoder_self" else None
+    mask = layer_masks(kind, Tq, Tk, windows)  # (Tq, Tk), (L, 1, Tq, Tk) per layer, or None
     data = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, Tq, Tk)
     if mask is not None:
-        data = np.where(mask, np.nan, data)  # masked cells drawn grey, as in the app
+        data = np.where(mask, np.nan, data)
     title = _(KIND_TITLES[kind])
     # titled as the script titles it first, the widest of its titles (a head's is shorter); snug: as wide as the map,
     # its labels and colour bar (never narrower than the title), the colour bar beside the map on any screen
     first = _(LAYER_AVERAGE).format(title=title, layer=L - 1)
-    main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, first, mask, snug=True)
+    last = mask if mask is None or mask.ndim == 2 else mask[-1, 0]
+    main = attention_heatmap(weights[-1].mean(axis=0), rows, key_tokens, first, last, snug=True)
     # The script writes 'query i: q<br>key j: k' per cell from the rows' hover and the keys, the weight from z:
     # one template serves every layer and head, and no string per cell travels in the file.
     main.data[0].update(customdata=None, hovertemplate="%{customdata}<br>" + _("weight %{z:.3f}") + "<extra></extra>")
     every = _("{title}: every layer (rows) and head (columns)").format(title=title)
     # every weight (the script fills the tiles from the input's maps), position numbers under the bottom row
-    overview = numbered_tiles(layer_head_overview(weights, every, mask, max_cells=max(Tq, Tk)), Tk, H)
+    names = layer_names(L, windows)
+    overview = numbered_tiles(layer_head_overview(weights, every, mask, max(Tq, Tk), layer_names=names), Tk, H)
     return {
         "kind": kind,
         "title": title,
         "shape": [L, H + 1, Tq, Tk],
+        "layers": names if windows else [str(i) for i in range(L)],  # the layer menu's
         "z": _weights(data),
         "q": rows.hovers(),  # "<s> → la": the decoder input, then the token the row writes
         "k": display_tokens(key_tokens, 40),
@@ -207,7 +212,7 @@ def _select(cls: str, label: str, options: list[tuple[int, str]], selected: int)
 
 def _attention_html(att: dict) -> str:
     L, H1 = att["shape"][0], att["shape"][1]
-    layers = _select("layer", _("Layer"), [(i, str(i)) for i in range(L)], L - 1)
+    layers = _select("layer", _("Layer"), list(enumerate(att["layers"])), L - 1)
     heads = _select("head", _("Head"), [(h, str(h)) for h in range(H1 - 1)] + [(H1 - 1, _("average of heads"))], H1 - 1)
     every = _esc(_("Every layer and head at once"))
     return (
@@ -302,7 +307,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         keys = {"encoder_self": cap.source_tokens, "decoder_self": cap.target_tokens, "cross": cap.source_tokens}
         atts = []
         for kind in KINDS:
-            att = _attention(figs, prefix, kind, getattr(cap, kind), capture_rows(cap, kind), keys[kind])
+            att = _attention(figs, prefix, kind, cap, capture_rows(cap, kind), keys[kind])
             att["ref"] = f"{n}/{kind}"
             atts.append(att)
         dec = _decoding(figs, prefix, trace) if trace.steps else None
@@ -418,7 +423,7 @@ def _one_stack_input(figs: _Figures, n: int, item, pe) -> tuple[dict, str, str]:
     cap, trace, prefix = item.capture, item.trace, f"in{n}"
     decoder = bool(cap.target_tokens)
     kind, tokens = ("decoder_self", cap.target_tokens) if decoder else ("encoder_self", cap.source_tokens)
-    att = _attention(figs, prefix, kind, getattr(cap, kind), capture_rows(cap, kind), tokens)
+    att = _attention(figs, prefix, kind, cap, capture_rows(cap, kind), tokens)
     att["ref"] = f"{n}/{kind}"
     if decoder:
         caption = _(SEQUENCE).format(

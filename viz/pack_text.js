@@ -1,9 +1,9 @@
-// The lecture pack's input check and tokenizers in the browser: text -> symbols -> ids, with the app's warnings (removed
-// characters, unknown symbols, cuts; model/text/inputs.check_text).
+// The lecture pack's input check and tokenizers in the browser: text -> symbols -> ids, with the app's warnings
+// (removed characters, unknown symbols, cuts; model/text/inputs.check_text).
 //   const text = await PackText.open(spec.tokenizer)   // {source, target}: vocabularies
 // A vocabulary's symbols come from its tokenizer.json (model/text/tokenizer_json.py), run here by tokenizers.js
-// (@huggingface/tokenizers, vendored; the page holds the module as text and imports it from a blob: URL) and in the
-// app by the Python `tokenizers` library: one description of the normalization and punctuation rules, two runtimes.
+// (@huggingface/tokenizers, vendored, imported from a blob: URL) and in the app by the Python `tokenizers` library: one
+// description of the normalization and punctuation rules, two runtimes.
 const PackText = (function () {
   "use strict";
   let library = null;
@@ -39,12 +39,13 @@ const PackText = (function () {
     const pieces = text => described.encode(text, {add_special_tokens: false}), m = spec.marian;
     const side = {unk: spec.unk_id, eos: spec.eos_id, bos: spec.bos_id, prefix: spec.prefix, after: spec.after_eos,
       symbols: text => text.split(" ").filter(Boolean),
-      contentIds: text => pieces(text).ids.map(p => (spec.spm_unk !== null && p === spec.spm_unk ? spec.unk_id : p + spec.offset)),
+      contentIds: text => pieces(text).ids.map(p => (p === spec.spm_unk ? spec.unk_id : p + spec.offset)),
       token: i => (i >= 0 && i < spec.tokens.length ? spec.tokens[i] : `<id ${i}>`),
       detokenize: tokens => {
         const ids = tokens.filter(t => !added.has(t) && !t.startsWith("<id ")).map(t => byToken.get(t) - spec.offset)
           .filter(i => i !== undefined);
-        return ids.length ? described.decode(ids, {skip_special_tokens: false, clean_up_tokenization_spaces: false}).trim() : "";
+        const options = {skip_special_tokens: false, clean_up_tokenization_spaces: false};
+        return ids.length ? described.decode(ids, options).trim() : "";
       }};
     if (!m) return side;
     // marian_tokenizer.MarianVocab: a leading ">>xx<<" is one token; pieces -> vocab.json ids; detokenized by
@@ -53,7 +54,8 @@ const PackText = (function () {
     const ids = new Map(Object.entries(m.ids)), specials = new Set(m.specials);
     side.contentIds = text => {
       const end = text.startsWith(">>") ? text.indexOf("<<") : -1, code = end === -1 ? [] : [text.slice(0, end + 2)];
-      return [...code, ...pieces(end === -1 ? text : text.slice(end + 2)).tokens].map(p => (ids.has(p) ? ids.get(p) : spec.unk_id));
+      const rest = pieces(end === -1 ? text : text.slice(end + 2)).tokens;
+      return [...code, ...rest].map(p => (ids.has(p) ? ids.get(p) : spec.unk_id));
     };
     side.detokenize = tokens => {
       const text = tokens.filter(t => !specials.has(t))
@@ -67,7 +69,10 @@ const PackText = (function () {
   let classes = {space: [], dropped: []}, limits = null;  // and check_text's numbers (inputs.check_limits)
   const within = (cp, r) => {  // r: [first, last, first, last, ...], sorted
     let lo = 0, hi = r.length / 2 - 1;
-    while (lo <= hi) { const m = (lo + hi) >> 1; if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true; }
+    while (lo <= hi) {
+      const m = (lo + hi) >> 1;
+      if (cp < r[2 * m]) hi = m - 1; else if (cp > r[2 * m + 1]) lo = m + 1; else return true;
+    }
     return false;
   };
   async function open(spec) {
@@ -81,7 +86,8 @@ const PackText = (function () {
     for (const ch of text) kept += isSpace(ch) ? " " : (within(ch.codePointAt(0), classes.dropped) ? "" : ch);
     return kept.split(" ").filter(Boolean).join(" ");
   }
-  // {text, errors, warnings, ids}: model/text/inputs.check_text (ids: what prepare_source puts before </s>); messages in the pack's language, from the templates in `words`
+  // {text, errors, warnings, ids}: model/text/inputs.check_text (ids: what prepare_source puts before </s>);
+  // messages in the pack's language, from the templates in `words`
   function checkText(text, vocab, maxTokens, words) {
     const fill = (t, v) => t.replace(/\{(\w+)\}/g, (m, k) => (k in v ? String(v[k]) : m));
     const cleaned = cleanText(text), errors = [], warnings = [];

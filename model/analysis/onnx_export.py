@@ -24,11 +24,11 @@ has a masked-LM head), as model.capture records them:
     decoder (decoder-only)  in: target_ids (1, T)  out: log_probs, target_embeddings, target_positions, decoder_self.{l}
     encoder (encoder-only)  in: source_ids (1, S)  out: [log_probs,] source_embeddings, source_positions, encoder_self.{l}
 
-The page decodes greedily by running the decoder on the whole prefix at each step (no key/value cache: one graph
-for capture and decoding, and the last row of every map is the step's attention row, as the app's Trace holds it).
-A model too large for that (a folder pack) has export_step_graphs' two graphs instead: the encoder with every decoder
-layer's cross-attention keys and values, and a one-token step with the key/value cache as inputs and outputs.
-Both graphs mask <pad> keys as the model does (a typed "<pad>", a greedy output that writes one).
+The teacher-forced decoder graph is what check_graphs compares with the model. The page decodes an encoder-decoder
+with export_step_graphs' two graphs (a one-file pack and a folder pack alike): the encoder with every decoder layer's
+cross-attention keys and values, and a one-token step with the key/value cache as inputs and outputs. Both mask <pad>
+keys as the model does (a typed "<pad>", a greedy output that writes one): the mask is passed to Transformer.decode
+(self_mask), built from the model's own target_mask.
 """
 
 from __future__ import annotations
@@ -97,20 +97,13 @@ class _Decoder(nn.Module):
         self.model = model
 
     def forward(self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor, pad_mask: torch.Tensor):
-        model, own = self.model, type(self.model).target_mask
-        other = (model.config.pad_id + 1) % model.config.tgt_vocab_size
-
-        def target_mask(tgt: torch.Tensor, offset: int = 0) -> torch.Tensor:
-            # The model's own mask both ways: of these ids (their <pad> keys masked, as a teacher-forced pass), and of
-            # ids without a <pad> (causal only: what a cached greedy step masks); pad_mask (1,) picks one.
-            return (pad_mask & own(model, tgt, offset)) | (~pad_mask & own(model, torch.full_like(tgt, other), offset))
-
-        model.target_mask = target_mask
-        try:
-            with record(model) as rec:
-                logits = model.decode(target_ids, memory, model.source_mask(source_ids))
-        finally:
-            del model.target_mask
+        model = self.model
+        # The model's own mask both ways: of these ids (their <pad> keys masked, as a teacher-forced pass), and of ids
+        # without a <pad> (causal only: what a cached greedy step masks); pad_mask (1,) picks one.
+        other = torch.full_like(target_ids, (model.config.pad_id + 1) % model.config.tgt_vocab_size)
+        mask = (pad_mask & model.target_mask(target_ids)) | (~pad_mask & model.target_mask(other))
+        with record(model) as rec:
+            logits = model.decode(target_ids, memory, model.source_mask(source_ids), self_mask=mask)
         pe = rec.positional["target"][0]
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         cross = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
@@ -191,8 +184,8 @@ def _drop_noop_casts(graph_bytes: bytes) -> bytes:
 def export_graphs(model: nn.Module) -> dict[str, bytes]:
     """The encoder and decoder graphs of `model` (eval mode, on the CPU) as ONNX bytes.
 
-    The trace runs on a copy: tracing sets the module's mode and the decoder's trace replaces its target_mask for a
-    moment, which other sessions of a server sharing the model must never see."""
+    The trace runs on a copy: tracing sets the module's mode, which other sessions of a server sharing the model must
+    never see."""
     if model.training:
         raise ValueError("export a model in eval mode (dropout off)")
     model = copy.deepcopy(model)
@@ -256,7 +249,7 @@ class _Step(nn.Module):
         from ..network.attention import KVCache
         from ..network.transformer import DecoderCache, LayerCache
 
-        model, own = self.model, type(self.model).target_mask
+        model = self.model
         n = len(model.decoder.layers)
         past, cross = past_and_cross[: 2 * n], past_and_cross[2 * n :]
         cache = DecoderCache(
@@ -266,19 +259,14 @@ class _Step(nn.Module):
             ]
         )
         cache.positions = torch.arange(past[0].size(2), device=target_ids.device)  # (P,) the cached keys' positions
-        other = (model.config.pad_id + 1) % model.config.tgt_vocab_size
-
-        def target_mask(tgt: torch.Tensor, offset: int = 0) -> torch.Tensor:
-            # the newest query's row of the model's own mask over every key so far: (1, 1, 1, P + 1)
-            masked, causal = own(model, key_ids)[:, :, -1:], own(model, torch.full_like(key_ids, other))[:, :, -1:]
-            return (pad_mask & masked) | (~pad_mask & causal)
-
-        model.target_mask = target_mask
-        try:
-            with record(model) as rec:
-                logits = model.decode(target_ids, None, model.source_mask(source_ids), cache, last_only=True)
-        finally:
-            del model.target_mask
+        # the newest query's row of the model's own mask over every key so far: (1, 1, 1, P + 1)
+        other = torch.full_like(key_ids, (model.config.pad_id + 1) % model.config.tgt_vocab_size)
+        masked, causal = model.target_mask(key_ids)[:, :, -1:], model.target_mask(other)[:, :, -1:]
+        mask = (pad_mask & masked) | (~pad_mask & causal)
+        with record(model) as rec:
+            logits = model.decode(
+                target_ids, None, model.source_mask(source_ids), cache, last_only=True, self_mask=mask
+            )
         pe = rec.positional["target"][0]
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         crosses = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]

@@ -2,12 +2,13 @@
 
     spec = live_spec(model, tokenizer)        # a dict, JSON-ready: config, tokenizer, graphs (base64 ONNX)
 
-The network is not described here: `graphs` are the ONNX exports of the model's own encode and teacher-forced decode
-(model/analysis/onnx_export.py), every attention map a named output, which the page runs with onnxruntime-web
-(viz/pack_net.js). So every model the app opens can be packed (every positional kind, gated feed-forwards, RMS norms,
-embedding norms, rescaled outputs, forced first tokens) when its graphs fit the pack's budget. A model the page
-cannot run raises Unsupported with a sentence saying why: the builder writes a pack without the live model then.
-An encoder-decoder above the budget may go as a folder pack (live_spec(..., folder=True)): the cached step graphs
+The network is not described here: `graphs` are the ONNX exports of the model's own encode and cached decoding step
+(an encoder-decoder) or of its one stack (model/analysis/onnx_export.py), every attention map a named output, which
+the page runs with onnxruntime-web (viz/pack_net.js). So every model the app opens can be packed (every positional
+kind, gated feed-forwards, RMS norms, embedding norms, rescaled outputs, forced first tokens, sliding windows) when its
+graphs fit the pack's budget. A model the page cannot run raises Unsupported with a sentence saying why: the builder
+writes a pack without the live model then.
+An encoder-decoder above the budget may go as a folder pack (live_spec(..., folder=True)): the same step graphs
 (onnx_export.export_step_graphs) and their float16 weights stored once beside the page (pack_weights).
 """
 
@@ -87,12 +88,16 @@ def folder_pack(model: nn.Module, folder: bool, max_bytes: int | None = None) ->
 
 
 def _config(model: nn.Module) -> dict:
-    """The model's configuration as the page reads it, with what it derives: the final norm, and how many tokens of
-    the typed text the model reads (text_room: the app's check, the same number)."""
+    """The model's configuration as the page reads it, with what it derives: the final norm, how many tokens of the
+    typed text the model reads (text_room: the app's check, the same number), and each decoder layer's sliding window
+    (None: a global layer; the whole list None when no layer is local), whose band the page marks as masked."""
+    cfg = model.config
+    local = cfg.sliding_window is not None
     return {
-        **model.config.to_dict(),
-        "has_final_norm": model.config.has_final_norm,
-        "text_room": text_room(model.config),
+        **cfg.to_dict(),
+        "has_final_norm": cfg.has_final_norm,
+        "text_room": text_room(cfg),
+        "windows": [cfg.window_of(i) for i in range(cfg.n_decoder_layers)] if local else None,
     }
 
 
@@ -123,7 +128,8 @@ def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = No
             "n_bytes": len(blob),
         }
     _check_size(weight_bytes(model), max_bytes)  # before the export: no graph of a model far too large is made
-    graphs = export_graphs(model)
+    # an encoder-decoder decodes by cached steps (the page's one way), a one-stack model by passes over its sequence
+    graphs = export_step_graphs(model) if model.config.shape == "encoder-decoder" else export_graphs(model)
     size = sum(len(g) for g in graphs.values())
     _check_size(size, max_bytes)
     return {**common, "graphs": {k: base64.b64encode(v).decode("ascii") for k, v in graphs.items()}, "n_bytes": size}

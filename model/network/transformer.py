@@ -394,6 +394,7 @@ class Transformer(nn.Module):
         last_only: bool = False,
         embeds: torch.Tensor | None = None,
         hidden: bool = False,
+        self_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """tgt (B, T) ids -> logits (B, T, V), or (B, 1, V) for the last position only when last_only.
 
@@ -402,11 +403,13 @@ class Transformer(nn.Module):
         embeds (B, T, D): the target embedding table's output to use instead of looking tgt up (as in encode).
         hidden: return what the output layer reads (B, T, D) instead of the logits (`logits(...)` of it, in blocks of
         positions, gives them: a long input's (T, V) logits are never held whole).
+        self_mask (B, 1, T, offset + T) bool: the self-attention mask to use instead of target_mask(tgt, offset) (the
+        pack's exported graphs pick one of two masks with an input).
         """
         offset = cache.length if cache is not None else 0
         x = self.embed(self.tgt_embed, tgt, embeds)
         x = self.embed_dropout(self.decoder.start(self.tgt_pe(x, offset=offset)))
-        self_mask = self.target_mask(tgt, offset)
+        self_mask = self.target_mask(tgt, offset) if self_mask is None else self_mask
         positions = None
         if isinstance(self.tgt_pe, AttentionPositionalEncoding):  # computed once, used by every layer
             pos = self.tgt_pe.positions(offset, tgt.size(1), tgt.device)  # (T,) the new queries' positions
