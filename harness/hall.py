@@ -48,17 +48,18 @@ SETTLED = """w => {
 }"""
 
 # JavaScript: the content's width, the first chart drawn (its box, whether it stands in columns), every caption's
-# colour and opacity, and every widget label or option drawn cut short (its text wider than its box: an ellipsis).
+# colour and opacity, and every widget label drawn cut short (its text wider than its box: an ellipsis).
 MEASURE = """() => {
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
     const style = getComputedStyle(main);
     const content = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
     const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.getBoundingClientRect().height > 0);
     const r = plot && plot.getBoundingClientRect();
-    const labels = [...main.querySelectorAll(
-        '[data-testid="stWidgetLabel"] *, label *, [role="radio"] *, [data-baseweb="select"] *, button *')];
-    const cut = labels.filter(e => e.children.length === 0 && e.textContent.trim() && e.clientWidth > 0
-                                   && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.trim().slice(0, 60));
+    const labels = [...main.querySelectorAll('[data-testid="stWidgetLabel"], [data-testid="stWidgetLabel"] *, label, '
+                                             + 'label *, [role="radio"], [role="radio"] *')];
+    const cut = labels.filter(e => { const s = getComputedStyle(e);  // Streamlit's labels: an ellipsis when too long
+        return (s.textOverflow === 'ellipsis' || s.overflow === 'hidden') && e.textContent.trim() && e.clientWidth > 0
+               && e.scrollWidth > e.clientWidth + 1; }).map(e => e.textContent.trim().slice(0, 60));
     return {content,
             first: r ? {top: r.top, bottom: r.bottom, width: r.width,
                         inColumns: !!plot.closest('[data-testid="stColumn"]'),
