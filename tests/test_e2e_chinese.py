@@ -61,7 +61,10 @@ def test_every_page_in_chinese_with_real_glyphs(browser, server):
             heading = page.locator('[data-testid="stMain"] h1').first.inner_text()
             assert CJK.search(heading), f"{name}: {heading!r}"
             sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
-            assert chinese("Presentation mode") in sidebar and chinese("Input text (source)") in sidebar
+            assert (
+                chinese("Presentation mode") in sidebar
+                and chinese("Input text ({reads})").format(reads=chinese("source")) in sidebar
+            )
             if name in CHARTS:  # every chart title: Chinese, in the charts' CJK font stack, with real glyphs
                 for chart_title in page.locator(".js-plotly-plot .gtitle").all():
                     text = chart_title.text_content()

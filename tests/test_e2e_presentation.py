@@ -14,6 +14,7 @@ import re
 import pytest
 
 from harness.charts import contrast_on_white
+from harness.hall import MEASURE as HALL_MEASURE
 from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, wait_idle
 from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
@@ -139,8 +140,9 @@ def test_chinese_y_axis_titles_stand_upright(server, projector):
 # Issue 34: a hall. One view per page (and RoPE's, whose charts sat below the screen), at a projector's 1366x768 and
 # a 1920x1080 screen, in both languages, with present=1: the model's name and positions on the page with the sidebar
 # folded, the first chart whole on the first screen, at 1920 the first chart (when not one of several side by side)
-# at least 70% of the content's width with the heatmap's cells still square, and every text of every chart at least
-# 14 px and no lighter than the theme's text colour (text inside a bar, white on its colour, excepted).
+# at least 70% of the content's width and taller than at 1366 with the heatmap's cells still square, no label or
+# option cut short, and every text of every chart at least 14 px and no lighter than the theme's text colour (text
+# inside a bar, white on its colour, excepted).
 HALL_VIEWS = [
     *VIEWS,
     ("positional", {"pe_view": "rope", "model": "demo:reverse_rope"}, 2),
@@ -234,6 +236,7 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
         model = params.get("model", "demo:reverse")
         projector.page.set_viewport_size(HALL_SCREENS[0])
         open_view(projector, server.url(name, present="1", lang=lang, **{"model": model, **params}), charts)
+        heights = []  # the first chart's, at each screen: taller on the larger one
         for screen in HALL_SCREENS:
             if screen is not HALL_SCREENS[0]:
                 projector.page.set_viewport_size(screen)
@@ -263,6 +266,12 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
             if shown["sidebar"]:
                 problems.append(f"{where}: the sidebar is open")
             first = shown["first"]
+            cut = projector.page.evaluate(HALL_MEASURE)["cut"]  # a label or option drawn cut short (an ellipsis)
+            problems += [f"{where}: label cut {text!r}" for text in cut]
+            if first and not first["inColumns"]:
+                heights.append(first["bottom"] - first["top"])
+                if len(heights) == 2 and heights[1] <= heights[0]:
+                    problems.append(f"{where}: first chart {heights[1]:.0f} px tall, as at 1366 ({heights[0]:.0f})")
             if charts and first is None:
                 problems.append(f"{where}: no chart")
             if first:

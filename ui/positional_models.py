@@ -19,7 +19,7 @@ from tasks.pe_experiment import training_sources
 from ui import caches, model_picker
 from ui.bounded_cache import BoundedCache
 from ui.disk_cache import on_disk, stored
-from ui.positional_names import KINDS
+from ui.positional_names import KINDS, without_gloss
 from ui.presentation import chart_box, presenting, show
 from ui.safe_text import md
 from ui.url_state import Key, Keys
@@ -281,7 +281,8 @@ def models_view() -> None:
             continue
         curve = None if trained is None else _curve(demo, model, tokenizer, 0)
         beyond = None if curve is None else float(np.mean(curve.exact_match[curve.lengths > trained[1]]))
-        column.metric(_(KINDS[kind]), f"{result.exact_match:.0%}", help=demo.name)
+        label, why = _metric_label(_(KINDS[kind]), demo.name)
+        column.metric(label, f"{result.exact_match:.0%}", help=why)
         if beyond is not None:
             column.caption(_("{v:.0%} beyond").format(v=beyond))
         if result.failure is not None:
@@ -297,6 +298,12 @@ def models_view() -> None:
         )  # fmt: skip  (demo letters only)
     if not presenting():
         _similarity_rows(loaded)
+
+
+def _metric_label(title: str, demo: str) -> tuple[str, str]:
+    """(label, help) of a demo's metric: on a projector the title without its gloss, which would be cut in a sixth
+    of the row ("RoPE（旋转位置…"), the full title then in the help beside the demo's name."""
+    return (without_gloss(title), f"{title} · {demo}") if presenting() else (title, demo)
 
 
 DECODER_MATCH = N_(
@@ -326,7 +333,8 @@ def _decoder_metrics(found: dict, loaded: dict) -> None:
         except (UnknownTraining, WorkerStopped):
             column.metric(name, "—")
             continue
-        column.metric(name, f"{result.exact_match:.0%}", help=demo.name)
+        label, why = _metric_label(name, demo.name)
+        column.metric(label, f"{result.exact_match:.0%}", help=why)
     encdec = found.get("none")
     nope_lesson(None if encdec is None else _curve(encdec, *loaded["none"], 0), decoders)
 

@@ -51,19 +51,21 @@ BADGE_CSS = """
 #viz-model-badge b { font-weight: 600; }
 </style>
 """
-# The first chart grows with the window (presentation mode). A figure's size in px is chosen on the server for a
-# 1366x768 projector (`chart_box`), which does not know the window; `show` sends that size in the figure's meta and
-# lets the chart follow its box, and this script sizes the boxes in the browser: every chart at its own size, except
-# the page's first chart (one not inside columns) in a window taller than 800 px (larger than a 1366x768
-# projector), which gets 72% of the content's width (at most 2.5 times its own) and as much more height, but no more
-# than reaches the bottom of the first screen. Plotly lays the figure out again in the larger box: a heatmap's cells
-# stay square (its axes are tied), text keeps its size. It runs again when the page or the window changes.
+# Charts grow with the window (presentation mode). A figure's size in px is chosen on the server for a 1366x768
+# projector (`chart_box`), which does not know the window; `show` sends that size in the figure's meta (width 0: a
+# chart as wide as its place) and lets the chart follow its box, and this script sizes the boxes in the browser. In
+# a window no taller than 800 px (a 1366x768 projector) every chart keeps its own size. In a taller one every chart
+# grows: one that stands alone (not inside columns) to 72% of the content's width (at most 2.5 times its own), and
+# its height as much or as the window's height over 768 px, whichever is more; one in columns as the window's height,
+# within its column. No chart grows taller than the window, and the page's first chart no further than the bottom of
+# the first screen. Plotly lays the figure out again in the larger box: a heatmap's cells stay square (its axes are
+# tied), text keeps its size. It runs again when the page or the window changes.
 SCALE_JS = r"""
 <div id="viz-present" hidden></div>
 <script>
 (() => {
   if (window.__vizScale) { window.__vizScale(); return; }
-  const WIDTH_SHARE = 0.72, MAX_SCALE = 2.5, SMALL_SCREEN = 800;
+  const WIDTH_SHARE = 0.72, MAX_SCALE = 2.5, SMALL_SCREEN = 800, PROJECTOR_H = 768;
   const size = (box, w, h) => {  // the chart's box and Streamlit's frames around it up to its element's container
     const W = `${Math.round(w)}px`, H = `${Math.round(h)}px`;
     const holder = box.closest('[data-testid="stElementContainer"]');
@@ -96,17 +98,17 @@ SCALE_JS = r"""
     const H = window.innerHeight;
     const first = [...main.querySelectorAll('[data-testid="stPlotlyChart"]')]
         .find(b => b.getBoundingClientRect().height > 0);
+    const grow = H > SMALL_SCREEN ? H / PROJECTOR_H : 1;  // a taller window: taller charts
     for (const box of boxes) {
       const [w, h] = box.querySelector('.js-plotly-plot').layout.meta.vizSize;
-      let W2 = w, H2 = h;
-      if (box === first && !box.closest('[data-testid="stColumn"]') && H > SMALL_SCREEN) {
-        const top = box.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0) + window.scrollY;
-        const s = Math.max(1, Math.min(WIDTH_SHARE * contentW / w, MAX_SCALE));
-        W2 = w * s;
-        H2 = Math.max(h, Math.min(h * s, H - top - 16));  // still whole on the first screen
-      }
       const place = (box.closest('[data-testid="stElementContainer"]') || box).parentElement;
-      size(box, Math.min(W2, place ? place.clientWidth : W2), H2);  // never wider than its place
+      const room = place ? place.clientWidth : contentW;
+      const alone = !box.closest('[data-testid="stColumn"]');
+      const s = grow > 1 && alone && w ? Math.max(1, Math.min(WIDTH_SHARE * contentW / w, MAX_SCALE)) : 1;
+      let W2 = w ? w * s : room, H2 = h * Math.max(s, grow);
+      const top = box.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0) + window.scrollY;
+      H2 = Math.max(h, Math.min(H2, box === first ? H - top - 16 : H - 40));  // the first still whole on the first screen
+      size(box, Math.min(W2, room), H2);  // never wider than its place
     }
     // the window these boxes were sized for (a test waits for it after changing the window's size)
     document.getElementById('viz-present').dataset.sizedFor = `${window.innerWidth}x${H}`;
@@ -260,10 +262,11 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     if language() == "zh":
         _upright_y_titles(fig)
     fit_height(fig, top_px)
-    if fig.layout.width and presenting() and "width" not in kwargs:
-        # sized in the browser (SCALE_JS): its size at a projector's 1366x768 travels in the layout's meta, and the
-        # chart follows its box, which the script sizes (the first chart larger in a larger window)
-        fig.layout.meta = {**(fig.layout.meta or {}), "vizSize": [fig.layout.width, fig.layout.height or 450]}
+    if presenting() and kwargs.get("width", "stretch") == "stretch":
+        # sized in the browser (SCALE_JS): its size at a projector's 1366x768 (width 0: as wide as its place) travels
+        # in the layout's meta, and the chart follows its box, which the script sizes (larger in a larger window)
+        size = [fig.layout.width or 0, fig.layout.height or DEFAULT_CHART_PX]
+        fig.layout.meta = {**(fig.layout.meta or {}), "vizSize": size}
         fig.layout.width = None
         kwargs["width"] = "stretch"
     elif fig.layout.width:  # a figure that says how wide it is (snug: its colour bar beside the map) is shown so

@@ -17,6 +17,7 @@ from model.text.inputs import check_text, text_room, trained_range_warning
 from tasks.cards import card_description, format_warning, grammar_warning
 from ui.model_picker import pick_model
 from ui.session import Session
+from ui.shapes import words
 from ui.url_state import Key, Keys, follow, write_url
 
 URL = Keys(
@@ -30,6 +31,14 @@ def _use_example() -> None:
     if example:
         st.session_state["text"] = example
         st.session_state["example_pick"] = None
+
+
+INPUT_LABEL = N_("Input text ({reads})")
+INPUT_HELP = {
+    "encoder-decoder": N_("What the encoder reads. The decoder then produces its output token by token."),
+    "decoder-only": N_("The prompt the model reads; it then continues it token by token, in one sequence."),
+    "encoder-only": N_("The text the encoder reads: every token attends to every other, in both directions."),
+}
 
 
 def sidebar(cost=None) -> Session | None:
@@ -60,11 +69,11 @@ def sidebar(cost=None) -> Session | None:
     URL.read("target")
     long_link = _bound_typed_text()
     st.sidebar.text_area(
-        _("Input text (source)"),
+        _(INPUT_LABEL).format(reads=_(words(model.config).reads)),  # source, prompt or text: the model's own word
         key="text",
         height=90,
         max_chars=MAX_TEXT_CHARS,
-        help=_("What the encoder reads. The decoder then produces its output token by token."),
+        help=_(INPUT_HELP[model.config.shape]),
     )
     if examples:
         st.sidebar.selectbox(
