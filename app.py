@@ -8,7 +8,7 @@
 Options after `--` belong to the app (model/checkpoints/serving.py reads them); see docs/serving.md. This file is
 the server around the script: Streamlit's own (st.App, which `streamlit run` finds here as `app`) with one
 middleware that tells the browser where the app's root is, so that a page opened by its own address makes no
-failed requests (ui/base_path.py).
+failed requests (ui/serving/base_path.py).
 """
 
 from pathlib import Path
@@ -16,6 +16,6 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
-from ui.base_path import BasePath
+from ui.serving.base_path import BasePath
 
 app = st.App(Path(__file__).with_name("app_script.py"), middleware=[Middleware(BasePath)])

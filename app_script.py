@@ -11,6 +11,6 @@ from i18n import N_
 # app must not reach outside (the browser tests block and report every request that leaves the server).
 st.set_page_config(page_title=N_("Transformer attention explorer"), page_icon="🔍", layout="wide")  # run_app translates
 
-from ui.run_app import run_app  # noqa: E402  (set_page_config must come first)
+from ui.shell.run_app import run_app  # noqa: E402  (set_page_config must come first)
 
 run_app()

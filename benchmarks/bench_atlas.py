@@ -1,7 +1,7 @@
 """The head atlas against its targets: a GPT-2-small-shaped random model (12 layers of 12 heads, d_model 768,
 vocabulary 50257, learned positions) over 200 texts of 128 tokens, every role and the switch-off tests, in a worker
-process (ui/workers.py, as the page runs it) against 60 s; and the Head atlas page opened from the disk cache
-(checkpoint digest, ui/disk_cache.py) against 2 s.
+process (ui/serving/workers.py, as the page runs it) against 60 s; and the Head atlas page opened from the disk cache
+(checkpoint digest, ui/serving/disk_cache.py) against 2 s.
 
     python -m benchmarks.bench_atlas                 # both tables
     python -m benchmarks.bench_atlas --texts 50      # fewer texts (the ratio is then to the same target)
@@ -85,7 +85,7 @@ def one_thread_rate() -> float:
 def atlas_rows(n_texts: int) -> list[list]:
     import random
 
-    from ui.workers import Limits, run_limited
+    from ui.serving.workers import Limits, run_limited
 
     model, tok = gpt2_small()
     rng = random.Random(0)
@@ -115,7 +115,7 @@ def atlas_rows(n_texts: int) -> list[list]:
 
 def page_rows() -> list[list]:
     from harness.apptest import open_page
-    from ui import head_atlas_ui
+    from ui.views import head_atlas_ui
 
     os.environ["VIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_atlas_")
     rows = []

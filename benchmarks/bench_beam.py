@@ -118,7 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
 
     print(f"torch threads {set_server_threads()}; {load()}")
     lib = library(args.repeats)

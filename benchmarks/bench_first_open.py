@@ -91,7 +91,7 @@ def _row(demo, page, view, wall, cpu, at) -> list:
 
 
 def attribution_rows(repeats: int = 1) -> list[list]:
-    from ui import caches
+    from ui.serving import caches
 
     rows = []
     for what, params in (
@@ -144,13 +144,13 @@ def flow_side_by_side() -> list[list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demos", nargs="*", help="demo names (default: every shipped demo)")
-    parser.add_argument("--pages", nargs="*", help="page names (default: every page, ui.navigation.PAGES)")
+    parser.add_argument("--pages", nargs="*", help="page names (default: every page, ui.shell.navigation.PAGES)")
     parser.add_argument("--attribution", action="store_true", help="only the Attribution page table")
     parser.add_argument("--views-only", action="store_true", help="only the first-open table")
     args = parser.parse_args()
     from model.checkpoints.demos import list_demos
-    from ui.navigation import PAGES
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
+    from ui.shell.navigation import PAGES
 
     set_server_threads()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; uptime: {os.popen('uptime').read().strip()}")

@@ -43,7 +43,7 @@ after its visitor leaves (a GPT-2 of the real small shape), and the server's RSS
     python -m benchmarks.bench_hostile --gc-freeze [--sessions 5] [--changes 5]
 
 What the one piece of in-process tuning left after issue 30 still buys (the forward hook and thread priorities are
-gone): the same ordinary room against a server with `gc.freeze` after each run (ui/long_lived.py) and one without
+gone): the same ordinary room against a server with `gc.freeze` after each run (ui/serving/long_lived.py) and one without
 (`VIZ_GC_FREEZE=0`), side by side: p95, and the server's CPU seconds per input change, with their ratio.
 """
 

@@ -35,7 +35,7 @@ PAGES = {"attention": "att_off", "decoding": "dec_off"}
 
 
 def clear_caches() -> None:
-    from ui import caches
+    from ui.serving import caches
 
     for cache in (caches.CAPTURES, caches.TRACES, caches.HTML, caches.IMPORTANCE, caches.MATCHES):
         cache.clear()
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--base", action="store_true", help="also time head importance of a base-size model")
     args = parser.parse_args()
     from model.checkpoints.demos import list_demos
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
 
     if not any(d.name == "reverse" for d in list_demos()):
         sys.exit("checkpoints/reverse is not there: python -m model.train --task reverse --out checkpoints/reverse")

@@ -32,9 +32,9 @@ from plotly.offline import get_plotlyjs  # noqa: E402
 
 from benchmarks.common import table  # noqa: E402
 from model import load_checkpoint  # noqa: E402
-from model.analysis.lecture import pack_records  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from viz.lecture_pack import lecture_pack_html  # noqa: E402
+from pack.page import lecture_pack_html  # noqa: E402
+from pack.records import pack_records  # noqa: E402
 
 TARGET = 20e6
 

@@ -11,7 +11,7 @@ changes with it or dies with SIGBUS, so load_checkpoint copies what it maps.
 Files are written to a temporary folder and read once untimed, so every row measures reads from the page
 cache; each row alternates its two calls (baseline, then ours) so both see the same machine, and prints
 the median of the repeats with the load average at that moment.
-Both sides run with the server's torch threads (ui.threads.set_server_threads: one, or $VIZ_TORCH_THREADS),
+Both sides run with the server's torch threads (ui.serving.threads.set_server_threads: one, or $VIZ_TORCH_THREADS),
 as the app loads a model; --threads N adds rows with N threads (torch's default is one per core: on a busy
 machine its parallel regions wait for a second core, and both sides slow down unevenly).
 """
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="*", default=[], help="also measure with these thread counts")
     args = parser.parse_args()
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
 
     server_threads = set_server_threads()
     layers = 2 if args.quick else 6

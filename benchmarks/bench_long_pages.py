@@ -1,5 +1,5 @@
 """Real checkpoints at real lengths on the Attention page's own path: a SmolLM-135M shape at 8,192 tokens and a
-Llama-3.2-1B shape at 2,048, opened through ui/caches.cached_lazy_capture (the shared decode and the lazy capture in
+Llama-3.2-1B shape at 2,048, opened through ui/serving/caches.cached_lazy_capture (the shared decode and the lazy capture in
 a limited worker, progress per attention module) with the budgets an operator raises for them; and the default
 budgets' answer (what fits).
 
@@ -97,12 +97,12 @@ except BudgetExceeded as refused:
 out["need_mb"], out["need_gops"] = need(S, T)[0] // 2**20, need(S, T)[1] // 10**9
 if args["run"]:
     import gc
-    from ui import caches
+    from ui.serving import caches
     gc.collect()
     loaded = status("VmRSS")
     open("/proc/self/clear_refs", "w").write("5")
     seen = []
-    from ui import workers
+    from ui.serving import workers
     real = workers.run_limited
     def watched(fn, *a, on_progress=None, **kw):
         def report(done, total):
@@ -181,7 +181,7 @@ def main() -> None:
     print(table(["shape", "prompt tokens", "needs MB", "needs G ops", "default budgets answer"], refusals,
                 title="the same input under the default budgets (256 MB, 400 billion operations)"))  # fmt: skip
     print(f"end: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {uptime()}")
-    print(f"{os.cpu_count()} CPUs; the worker runs one torch thread (ui/workers.py)")
+    print(f"{os.cpu_count()} CPUs; the worker runs one torch thread (ui/serving/workers.py)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 --real-size adds a row for this project's model in the shape of Helsinki-NLP/opus-mt-en-de (73.9M parameters,
 random weights built here, vocabulary 58,101 shared and tied; benchmarks/bench_pack_real_size.OPUS_MT with this
 project's word vocabulary of as many synthetic words): a folder pack (index.html and its float16 weights beside it,
-model.analysis.pack_export.folder_pack), into which 20-word sentences of its words are typed. Its random weights
+pack.export.folder_pack), into which 20-word sentences of its words are typed. Its random weights
 rarely write </s>: it decodes to the step limit (source length + 50 steps), more than a trained model would for the
 same sentence; the steps column says how many, and ms per step is page model / steps.
 
@@ -60,11 +60,11 @@ from benchmarks.common import table  # noqa: E402
 from harness.browser import VIEWPORT, chromium  # noqa: E402
 from model import capture, greedy_decode, load_checkpoint  # noqa: E402
 from model.analysis.budget import WorkBudget  # noqa: E402
-from model.analysis.lecture import bounded_inputs, pack_records  # noqa: E402
-from model.analysis.pack_weights import half_rounded  # noqa: E402
 from model.checkpoints.checkpoint import load_card  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from viz.lecture_pack import lecture_pack_files, lecture_pack_html  # noqa: E402
+from pack.page import lecture_pack_files, lecture_pack_html  # noqa: E402
+from pack.records import bounded_inputs, pack_records  # noqa: E402
+from pack.weights import half_rounded  # noqa: E402
 
 
 def inputs_for(card: dict, tok) -> list[str]:
@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--longest", action="store_true", help="type the longest trained input instead")
     parser.add_argument("--real-size", action="store_true", help="add the opus-mt-en-de shape's folder pack")
     args = parser.parse_args(argv)
-    from ui.threads import set_server_threads  # the server's torch threads (one), for its side of the comparison
+    from ui.serving.threads import (
+        set_server_threads,  # the server's torch threads (one), for its side of the comparison
+    )
 
     set_server_threads()
     demos = [d for d in list_demos() if args.demos is None or d.name in args.demos]

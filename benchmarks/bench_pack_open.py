@@ -4,7 +4,7 @@
     python -m benchmarks.bench_pack_open --demos translate --runs 5
 
 plotly's automargin draws a chart again whenever the margins it started from do not hold its labels, until they
-do. viz/lecture_pack.js starts each of the pack's own charts but the first of its kind from the margins of the last
+do. pack/static/lecture_pack.js starts each of the pack's own charts but the first of its kind from the margins of the last
 chart of its kind drawn, moved by as much as its widest label differs. The baseline is the same page with that
 switched off (every chart starts from its figure's own margins, as plotly draws it alone), opened alternately with
 it in one browser.
@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import table  # noqa: E402
 from harness.browser import VIEWPORT, chromium  # noqa: E402
 from model import load_checkpoint  # noqa: E402
-from model.analysis.lecture import bounded_inputs, pack_records  # noqa: E402
 from model.checkpoints.checkpoint import load_card  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
-from viz.lecture_pack import lecture_pack_html  # noqa: E402
+from pack.page import lecture_pack_html  # noqa: E402
+from pack.records import bounded_inputs, pack_records  # noqa: E402
 
-# the sibling's margins in viz/lecture_pack.js; replaced by `undefined`, every chart starts from its figure's own
+# the sibling's margins in pack/static/lecture_pack.js; replaced by `undefined`, every chart starts from its figure's own
 SIBLING = "lastOfKind.get(upright) || lastOfKind.get(kind)"
 
 # plotly's count of the drawings its automargin starts again (a private field of its full layout), counted as it is set
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             texts, _ = bounded_inputs(load_card(demo.path).get("examples") or ["abc"])
             html = lecture_pack_html(pack_records(model, tok, texts, label=demo.name))
             if html.count(SIBLING) != 1:
-                raise SystemExit(f"viz/lecture_pack.js no longer holds {SIBLING!r} once: update this benchmark")
+                raise SystemExit(f"pack/static/lecture_pack.js no longer holds {SIBLING!r} once: update this benchmark")
             pages = {"sibling": Path(tmp) / f"{demo.name}.html", "own": Path(tmp) / f"{demo.name}-own.html"}
             pages["sibling"].write_text(html, encoding="utf-8")
             pages["own"].write_text(html.replace(SIBLING, "undefined"), encoding="utf-8")

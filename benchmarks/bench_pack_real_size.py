@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 from benchmarks.common import table  # noqa: E402
 from model import TransformerConfig, build_model  # noqa: E402
-from model.analysis.onnx_export import export_graphs, export_step_graphs, step_names  # noqa: E402
+from pack.onnx_graphs import export_graphs, export_step_graphs, step_names  # noqa: E402
 
 OPUS_MT = dict(
     d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6, src_vocab_size=58101,

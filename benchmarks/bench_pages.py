@@ -197,7 +197,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     from model.checkpoints.demos import list_demos
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
 
     print(
         f"torch and numpy BLAS threads {set_server_threads()} (the server's setting, as `streamlit run app.py` has it); {load()}"

@@ -5,7 +5,7 @@ row (attention, decoding, Inside), in this process, each page a fresh AppTest se
     python -m benchmarks.bench_pages_decode --tokens 64 --repeats 1
 
 For each size and repeat, a new input (never seen by the process): first the decode alone (the shared decode,
-ui.caches.own_output: fused greedy decoding, nothing recorded, on the same weights, under another cache key), then the three pages with that input; then the
+ui.serving.caches.own_output: fused greedy decoding, nothing recorded, on the same weights, under another cache key), then the three pages with that input; then the
 same three pages again with everything cached (the page's own drawing: "warm"). Printed per page, medians over
 --repeats inputs: its run, its warm run, and its extra = run - warm (what the new input cost that page); for the
 first page also extra - decode (everything of the new input but the decode). The baseline ("isolated") clears the
@@ -39,7 +39,7 @@ TARGET_S = 0.3
 
 
 def clear_caches() -> None:
-    from ui import caches
+    from ui.serving import caches
 
     for cache in (caches.CAPTURES, caches.TRACES, caches.QKV, caches.DECODES):
         cache.clear()
@@ -55,7 +55,7 @@ def open_timed(page: str, model: str, text: str) -> tuple[float, float]:
 
 def one_input(model_key: str, model, tok, text: str, isolated: bool) -> dict:
     """Times (wall, CPU) of the decode alone, each page with the new input, each page warm."""
-    from ui.caches import own_output
+    from ui.serving.caches import own_output
 
     out = {"decode": timed(lambda: own_output("bench: decode alone", text, model, tok))}  # the fused decode
     for page in PAGES:
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="leave out the isolated (decode per page) rows")
     args = parser.parse_args()
     from model import load_checkpoint
-    from ui.threads import set_server_threads
+    from ui.serving.threads import set_server_threads
 
     threads = set_server_threads()
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; torch threads {threads}; {load()}")

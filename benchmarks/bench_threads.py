@@ -5,7 +5,7 @@
 Each "session" is a Python thread calling capture() on one shared base model (512/8/2048, 6+6, vocabulary
 8000, random weights) with a 32-token source and a 32-token target, as the app's sessions do on one server.
 The same process alternates torch's default (one OpenMP thread per core) with the app's setting
-(ui.threads.set_server_threads: 1 thread), round by round, so both see the same neighbours. Printed:
+(ui.serving.threads.set_server_threads: 1 thread), round by round, so both see the same neighbours. Printed:
 wall time for all sessions, the process's CPU time, and CPU per capture; the load average beside each row.
 """
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from i18n import LANGUAGES, language_scope
 from model import CheckpointError, load_checkpoint
-from model.analysis.lecture import MAX_INPUTS, bounded_inputs, pack_records
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
+from pack.page import lecture_pack_files
+from pack.records import MAX_INPUTS, bounded_inputs, pack_records
 from tasks.cards import pack_checks
-from viz.lecture_pack import lecture_pack_files
 
 
 def resolve_model(name: str) -> Path:

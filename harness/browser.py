@@ -165,7 +165,7 @@ class AppServer:
     def first_visit(self, browser) -> None:
         """Open the app's root once, as the first person after a start does.
 
-        Until app.py has run once, Streamlit reads pages/ as an old-style page folder (ui/navigation.py
+        Until app.py has run once, Streamlit reads pages/ as an old-style page folder (ui/shell/navigation.py
         reruns such a visit through app.py). The tests start from a server someone has opened;
         test_e2e_browser checks links as the first visit on a fresh server.
         """

@@ -87,9 +87,10 @@ class EagerLazy:
 
 
 def install(monkeypatch=None) -> None:
-    """Make ui.attention_long.session_lazy give EagerLazy over the session's eager capture (in this process): with a
+    """Make ui.views.attention_long.session_lazy give EagerLazy over the session's eager capture (in this process): with a
     pytest monkeypatch, undone after the test; without, for the life of the process (a benchmark's server)."""
-    from ui import attention_long, caches
+    from ui.serving import caches
+    from ui.views import attention_long
 
     def session_lazy(session, changes=caches.NONE):
         return EagerLazy(caches.session_capture(session, changes=changes))

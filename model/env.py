@@ -30,7 +30,7 @@ def switch(name: str, default: bool = True) -> bool:
     return {"0": False, "1": True}.get(value, default)
 
 
-# A worker's wall time (ui/workers.py): the deadline of one heavy request. The default fits a classroom's server;
+# A worker's wall time (ui/serving/workers.py): the deadline of one heavy request. The default fits a classroom's server;
 # an operator who lets visitors read long inputs of larger models (a forward pass of minutes on a CPU) raises it
 # together with the work budgets (VIZ_WORK_MB, VIZ_WORK_GOPS), which decide what a visitor may ask for.
 DEADLINE_ENV = "VIZ_DEADLINE_S"

@@ -9,14 +9,15 @@ import streamlit as st
 
 from i18n import N_, _
 from tasks.gold import disagreements, gold_alignment, gold_example
-from ui import attention_long, caches
-from ui import interventions_ui as heads_ui
-from ui.explain import explain_disagreement, explain_row
-from ui.presentation import chart_box, chart_text_px, presenting, show
-from ui.safe_text import esc
-from ui.session import require_session
-from ui.shapes import capture_caption, gqa_note, present_kinds, special_keys
-from ui.url_state import Key, Keys, flag, intish
+from ui.serving import caches
+from ui.shell.explain import explain_disagreement, explain_row
+from ui.shell.presentation import chart_box, chart_text_px, presenting, show
+from ui.shell.safe_text import esc
+from ui.shell.session import require_session
+from ui.shell.shapes import capture_caption, gqa_note, present_kinds, special_keys
+from ui.shell.url_state import Key, Keys, flag, intish
+from ui.views import attention_long
+from ui.views import interventions_ui as heads_ui
 from viz import attention_figs as figs
 from viz import overview_figs, sinks
 from viz.tokens import capture_rows
@@ -144,7 +145,7 @@ if kind == "cross" and lazy is None:  # a demo's gold alignment (short inputs)
                 "The gold alignment is known for this input but not drawn: the decoder input is not the gold target “{target}”."
             ).format(target=esc(known.target))
         )
-if lazy is not None:  # pooled maps and a window at full resolution (ui/attention_long.py)
+if lazy is not None:  # pooled maps and a window at full resolution (ui/views/attention_long.py)
     size = dict(max_height=max_height, max_width=max_width, tick_px=chart_text_px())
     key = (*caches.input_key(session), changes)  # what the pooled maps depend on
     attention_long.show_view(lazy, view, kind, layer, head, n_layers, rows, k_tokens, (q_label, k_label), title, key,

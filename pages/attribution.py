@@ -12,15 +12,15 @@ from i18n import _, message_of
 from model.analysis import attribution as attr
 from model.analysis.attribution_agreement import REFERENCE, agreement
 from tasks.gold import gold_alignment
-from ui import attribution_ui as ui
-from ui import caches
-from ui import interventions_ui as heads_ui
-from ui.presentation import chart_box, chart_text_px, show
-from ui.safe_text import md
-from ui.session import require_session
-from ui.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
-from ui.shapes import words as words_of_shape
-from ui.url_state import Key, Keys, intish
+from ui.serving import caches
+from ui.shell.presentation import chart_box, chart_text_px, show
+from ui.shell.safe_text import md
+from ui.shell.session import require_session
+from ui.shell.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
+from ui.shell.shapes import words as words_of_shape
+from ui.shell.url_state import Key, Keys, intish
+from ui.views import attribution_ui as ui
+from ui.views import interventions_ui as heads_ui
 from viz import attention_figs
 from viz import attribution_figs as figs
 from viz.tokens import written_rows

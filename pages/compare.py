@@ -16,15 +16,16 @@ from model.analysis.compare import KINDS, attention_map, decoder_input_text, mis
 from model.decoding.strategy_export import comparison_json, comparison_npz
 from model.text.inputs import check_text, prepare_sequence, text_room
 from tasks.cards import card_description
-from ui import caches, model_picker
-from ui.compare_models import SAME_AS_A, default_b, mismatch_message
-from ui.explain import explain
-from ui.figure_download import download_row
-from ui.presentation import chart_box, chart_text_px, show
-from ui.safe_text import esc, md
-from ui.session import require_session
-from ui.shapes import NO_KIND_IN_B, requires
-from ui.url_state import Key, Keys, intish, write_url
+from ui.serving import caches
+from ui.shell import model_picker
+from ui.shell.explain import explain
+from ui.shell.figure_download import download_row
+from ui.shell.presentation import chart_box, chart_text_px, show
+from ui.shell.safe_text import esc, md
+from ui.shell.session import require_session
+from ui.shell.shapes import NO_KIND_IN_B, requires
+from ui.shell.url_state import Key, Keys, intish, write_url
+from ui.views.compare_models import SAME_AS_A, default_b, mismatch_message
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import capture_rows

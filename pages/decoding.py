@@ -1,15 +1,15 @@
 """Step-by-step decoding: what the decoder sees and looks at for every token it writes.
 
 The strategy menu, its settings and what the page shows for it come from the strategies' registry (library half:
-model/decoding/NAME.py; app half: ui/decoding_views/NAME.py); this page names none of them."""
+model/decoding/NAME.py; app half: ui/views/decoding_views/NAME.py); this page names none of them."""
 
 import streamlit as st
 
 from i18n import _
-from ui import decoding_strategy as strategies
-from ui import interventions_ui as heads_ui
-from ui.session import require_session
-from ui.shapes import NO_DECODER, requires
+from ui.shell.session import require_session
+from ui.shell.shapes import NO_DECODER, requires
+from ui.views import decoding_strategy as strategies
+from ui.views import interventions_ui as heads_ui
 
 st.title(_("Step-by-step decoding"))
 session = require_session()

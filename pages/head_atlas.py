@@ -6,8 +6,12 @@ import streamlit as st
 
 from i18n import _, message_of
 from model.analysis.head_scores import ROLES
-from ui.figure_download import download_row
-from ui.head_atlas_ui import (
+from ui.serving.workers import WorkerStopped
+from ui.shell.figure_download import download_row
+from ui.shell.presentation import chart_box, chart_text_px, show
+from ui.shell.safe_text import esc, md
+from ui.shell.session import require_session
+from ui.views.head_atlas_ui import (
     CORPORA,
     KIND_TITLES,
     ROLE_TITLES,
@@ -18,10 +22,6 @@ from ui.head_atlas_ui import (
     corpus_choices,
     kind_choices,
 )
-from ui.presentation import chart_box, chart_text_px, show
-from ui.safe_text import esc, md
-from ui.session import require_session
-from ui.workers import WorkerStopped
 from viz import attention_figs
 from viz.atlas_figs import alignment_grid, head_roles_bar, role_grid
 

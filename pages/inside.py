@@ -5,16 +5,17 @@ import streamlit as st
 from i18n import N_, _
 from model.analysis import inside
 from model.analysis.export import qkv_npz
-from ui import caches, positional_views
-from ui.attention_long import key_window, parse_range, range_text
-from ui.figure_download import download_file
-from ui.inside_sections import all_heads, family_steps, scale_comparison
-from ui.inside_shapes import shapes_section, write_shapes_url
-from ui.presentation import show
-from ui.safe_text import esc
-from ui.session import require_session
-from ui.shapes import kv_note
-from ui.url_state import Key, Keys, flag
+from ui.serving import caches
+from ui.shell.figure_download import download_file
+from ui.shell.presentation import show
+from ui.shell.safe_text import esc
+from ui.shell.session import require_session
+from ui.shell.shapes import kv_note
+from ui.shell.url_state import Key, Keys, flag
+from ui.views import positional_views
+from ui.views.attention_long import key_window, parse_range, range_text
+from ui.views.inside_sections import all_heads, family_steps, scale_comparison
+from ui.views.inside_shapes import shapes_section, write_shapes_url
 from viz import inside_figs as figs
 from viz import pe_kinds_figs
 from viz.attention_figs import KIND_TITLES, layer_names
@@ -175,7 +176,7 @@ if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores her
         key="in_bias",
     )
 elif note := getattr(positional_views.of(session.model.config.positional), "INSIDE_NOTE", None):
-    st.caption(_(note))  # RoPE: the kind's own line (ui/positional_views/)
+    st.caption(_(note))  # RoPE: the kind's own line (ui/views/positional_views/)
 
 family_steps(step, k_tokens, where)  # Gemma's scale and soft-capping, a local layer's window
 

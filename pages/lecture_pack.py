@@ -3,16 +3,16 @@
 import streamlit as st
 
 from i18n import _, language, message_of
-from model.analysis.lecture import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
-from model.analysis.pack_export import folder_pack
+from pack.export import folder_pack
+from pack.live import PACK_REFUSED
+from pack.page import lecture_pack_html
+from pack.records import MAX_CHARS, MAX_INPUTS, bounded_inputs, pack_records
 from tasks.cards import pack_checks
-from ui import caches
-from ui.safe_text import md
-from ui.session import require_session
-from ui.shapes import words
-from ui.url_state import Key, Keys
-from viz.lecture_pack import lecture_pack_html
-from viz.lecture_pack_live import PACK_REFUSED
+from ui.serving import caches
+from ui.shell.safe_text import md
+from ui.shell.session import require_session
+from ui.shell.shapes import words
+from ui.shell.url_state import Key, Keys
 
 st.title(_("Lecture pack"))
 session = require_session(valid_input=False)

@@ -6,13 +6,13 @@ from i18n import N_, _
 from model.analysis.inspect import attention_shape_walk, parameter_counts, weight_stats
 from model.network.position_kinds.registry import kind
 from tasks.cards import card_description, machine_text, measured_lines
-from ui import caches
-from ui.explain import explain_row
-from ui.presentation import SCREEN_PX, presenting, show
-from ui.safe_text import esc, md
-from ui.session import require_session, show_input_messages
-from ui.shapes import kinds_of, words
-from ui.url_state import Key, Keys
+from ui.serving import caches
+from ui.shell.explain import explain_row
+from ui.shell.presentation import SCREEN_PX, presenting, show
+from ui.shell.safe_text import esc, md
+from ui.shell.session import require_session, show_input_messages
+from ui.shell.shapes import kinds_of, words
+from ui.shell.url_state import Key, Keys
 from viz import model_figs as figs
 
 st.title(_("Model"))

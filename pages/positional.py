@@ -7,13 +7,14 @@ from i18n import N_, _
 from model.analysis import pe_analysis as pea
 from model.interventions import NONE
 from model.network.position_kinds.registry import kind
-from ui import caches, positional_models, positional_views
-from ui import positional_interventions as changed_positions
-from ui.explain import explain
-from ui.figure_download import download_row
-from ui.presentation import chart_box, show
-from ui.session import current, show_input_messages
-from ui.url_state import Key, Keys, finite
+from ui.serving import caches
+from ui.shell.explain import explain
+from ui.shell.figure_download import download_row
+from ui.shell.presentation import chart_box, show
+from ui.shell.session import current, show_input_messages
+from ui.shell.url_state import Key, Keys, finite
+from ui.views import positional_interventions as changed_positions
+from ui.views import positional_models, positional_views
 from viz import positional_figs as figs
 
 st.title(_("Positional encoding"))
@@ -158,7 +159,7 @@ elif view == "models":  # the reverse models that differ only in their positions
     positional_models.models_view()
 elif view == "length":  # exact match against input length, one curve per positional kind
     positional_models.length_view()
-elif view in positional_views.VIEWS:  # today's positions, each kind's own view (ui/positional_views/)
+elif view in positional_views.VIEWS:  # today's positions, each kind's own view (ui/views/positional_views/)
     positional_views.VIEWS[view].view(session, d_model, base)
 else:
     if session is None:

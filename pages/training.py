@@ -18,13 +18,14 @@ from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import FOLDER as SNAPSHOTS
 from model.decoding.strategy_export import comparison_npz, snapshots_csv
 from tasks.gold import alignment_share, gold_alignment, gold_example
-from ui import caches
-from ui.explain import explain
-from ui.figure_download import download_file
-from ui.presentation import chart_box, chart_text_px, show
-from ui.safe_text import esc, md
-from ui.session import require_session
-from ui.training_snapshots import (
+from ui.serving import caches
+from ui.shell.explain import explain
+from ui.shell.figure_download import download_file
+from ui.shell.presentation import chart_box, chart_text_px, show
+from ui.shell.safe_text import esc, md
+from ui.shell.session import require_session
+from ui.shell.url_state import Key, Keys, flag, intish, page_link
+from ui.views.training_snapshots import (
     CURVE_BYTES,
     DamagedSnapshot,
     checkpoint_folder,
@@ -33,7 +34,6 @@ from ui.training_snapshots import (
     snapshots_of,
     stored_bytes,
 )
-from ui.url_state import Key, Keys, flag, intish, page_link
 from viz import attention_figs
 from viz.compare_figs import training_curve
 from viz.tokens import capture_rows

@@ -6,7 +6,7 @@ with each kind of changed positions (as "Positions at inference" first shows it)
     .venv/bin/python scripts/precompute.py                   every demo whose card names its task
     .venv/bin/python scripts/precompute.py --only reverse    one demo
 
-results.json holds the sha256 of the demo's other files (ui/disk_cache.folder_digest): a retrained demo's file no
+results.json holds the sha256 of the demo's other files (ui/serving/disk_cache.folder_digest): a retrained demo's file no
 longer matches, and the app computes (and keeps on disk) instead of reading it. Run again after training.
 """
 
@@ -24,10 +24,10 @@ from model import load_checkpoint  # noqa: E402
 from model.checkpoints.demos import list_demos  # noqa: E402
 from model.interventions import NONE  # noqa: E402
 from tasks import intervened  # noqa: E402
-from ui.disk_cache import SHIPPED, VERSION, folder_digest, shipped_key  # noqa: E402
-from ui.positional_interventions import default_changes  # noqa: E402
+from ui.serving.disk_cache import SHIPPED, VERSION, folder_digest, shipped_key  # noqa: E402
+from ui.views.positional_interventions import default_changes  # noqa: E402
 
-FRESH = 200  # ui/positional_models.FRESH and ui/positional_interventions.FRESH
+FRESH = 200  # ui/views/positional_models.FRESH and ui/views/positional_interventions.FRESH
 
 
 def main() -> None:

@@ -87,9 +87,9 @@ def allow_test_folders(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def private_result_cache(tmp_path_factory):
-    """Results kept on disk under a checkpoint's digest (ui/disk_cache.py) go to a folder of this run, not to the
+    """Results kept on disk under a checkpoint's digest (ui/serving/disk_cache.py) go to a folder of this run, not to the
     home folder: every run computes what it checks (servers started by tests inherit the variable)."""
-    from ui.disk_cache import ENV_DIR
+    from ui.serving.disk_cache import ENV_DIR
 
     before = os.environ.get(ENV_DIR)
     os.environ[ENV_DIR] = str(tmp_path_factory.mktemp("result-cache"))

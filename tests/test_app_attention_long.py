@@ -13,7 +13,7 @@ import pytest
 from harness import lazy_adapter
 from harness.byte_level import byte_level, sentences
 from tests.apptest_helpers import charts, open_page
-from ui.url_state import invalid_warning
+from ui.shell.url_state import invalid_warning
 from viz.overview_figs import CELL_NOTES
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -77,7 +77,7 @@ def test_the_window_and_the_pooling_come_from_the_link(folder, lazy):
 
 
 def test_a_bad_window_in_a_link_gets_the_one_warning_and_the_default(folder, lazy):
-    from ui.attention_long import URL
+    from ui.views.attention_long import URL
 
     at = open_long(folder, att_q="banana")
     assert invalid_warning(URL["att_q"]) in [w.value for w in at.warning]

@@ -20,7 +20,7 @@ def bars(at) -> dict:
 
 
 def test_default_view_shows_the_cheap_methods_beside_attention_and_computes_no_other():
-    from ui import caches
+    from ui.serving import caches
 
     caches.ATTRIBUTIONS.clear()
     at = open_page("attribution", "demo:reverse", text="abcd")
@@ -72,6 +72,6 @@ def test_link_round_trip():
     ]
     matrix = next(c for c in charts(at) if c["layout"]["title"]["text"] == "Attention flow")
     assert len(matrix["layout"]["yaxis"]["tickvals"]) == 7  # six letters and </s>
-    # the page's own downloads (every chart also has its figure's: ui/figure_download.py)
+    # the page's own downloads (every chart also has its figure's: ui/shell/figure_download.py)
     labels = [b.proto.label for b in at.get("download_button") if not b.proto.id.endswith("_figdl_button")]
     assert labels == [rendered("Download the scores (.npz)"), rendered("Download the scores (.json)")]

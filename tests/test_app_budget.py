@@ -70,8 +70,8 @@ def test_a_link_with_settings_over_the_budget_is_refused_before_any_work(monkeyp
     from model.analysis.budget import OVER_OPS, BudgetExceeded
     from model.analysis.budget import WorkBudget as Budget
     from tests.apptest_helpers import ROOT
-    from ui import caches, workers
-    from ui.safe_text import md
+    from ui.serving import caches, workers
+    from ui.shell.safe_text import md
 
     model, tok = load_checkpoint(str(ROOT / "checkpoints" / "reverse"))
     cfg, text = model.config, "abcdefghijklmnopqrst"

@@ -15,9 +15,9 @@ from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text
 from tests.apptest_helpers import TITLES, open_page
 from tests.i18n_helpers import has_cjk, untranslated, visible_strings
-from ui.decoding_strategy import MENU
-from ui.model_picker import UPLOAD_CHOICE
-from ui.navigation import PAGES
+from ui.shell.model_picker import UPLOAD_CHOICE
+from ui.shell.navigation import PAGES
+from ui.views.decoding_strategy import MENU
 
 # Each page, and the key and values of its view selector (None: one view).
 VIEWS = {

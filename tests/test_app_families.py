@@ -18,7 +18,7 @@ from model import capture, load_checkpoint
 from model.analysis import inside
 from model.checkpoints.formats import REGISTRY
 from tests.apptest_helpers import charts, open_page
-from ui.navigation import PAGES
+from ui.shell.navigation import PAGES
 from viz.attention_figs import layer_masks, layer_names, window_mask
 from viz.overview_figs import layer_head_overview
 from viz.pooling import pool, pool_rows

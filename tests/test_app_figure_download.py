@@ -1,4 +1,4 @@
-"""The download control under every chart (ui/figure_download.py through ui/presentation.show): one per chart, nothing
+"""The download control under every chart (ui/shell/figure_download.py through ui/shell/presentation.show): one per chart, nothing
 drawn on a page run, and the button's file drawn when it is pressed, at the format and size chosen."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.apptest_helpers import charts, open_page
-from ui.figure_download import KEY_SUFFIX
+from ui.shell.figure_download import KEY_SUFFIX
 
 
 @pytest.fixture(scope="module")

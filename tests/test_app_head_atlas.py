@@ -13,7 +13,7 @@ from model import head_scores, load_checkpoint
 from model.analysis.head_scores import default_items, perfect_score
 from model.checkpoints.demos import CHECKPOINTS
 from tests.apptest_helpers import charts, open_page
-from ui import head_atlas_ui
+from ui.views import head_atlas_ui
 
 shipped = pytest.mark.skipif(not (CHECKPOINTS / "induction").is_dir(), reason="the induction demo is not shipped")
 MODEL = "demo:induction"

@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 from i18n import M_, join_messages, language_scope
 from tests.apptest_helpers import open_page
 from tests.i18n_helpers import msgid, rendered
-from ui.navigation import PAGES
-from ui.safe_text import code, esc, md
+from ui.shell.navigation import PAGES
+from ui.shell.safe_text import code, esc, md
 
 UNKNOWN = msgid("Not in the vocabulary, read as <unk>: {symbols}.")
 

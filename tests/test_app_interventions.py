@@ -189,7 +189,7 @@ def reverse_card(positional):
 
 
 def test_the_reverse_models_side_by_side(tmp_path, monkeypatch):
-    from ui import positional_models
+    from ui.views import positional_models
 
     sinusoidal = letters_checkpoint(tmp_path / "s", card=reverse_card("sinusoidal"))
     learned = _letters(tmp_path / "l", "learned", 64, reverse_card("learned"))

@@ -45,12 +45,12 @@ def test_lecture_pack_inputs_come_from_the_link_and_go_back_to_it(ckpt):
     at.text_area(key="pack_inputs").set_value("cafe\nfade").run()
     assert at.query_params["pack_inputs"] == "cafe\nfade"
     at = open_page("lecture_pack", ckpt, text="cafe", pack_inputs="x" * 50_000)  # bounded like the box
-    from model.analysis.lecture import MAX_CHARS, MAX_INPUTS
+    from pack.records import MAX_CHARS, MAX_INPUTS
 
     assert len(at.text_area(key="pack_inputs").value) == MAX_INPUTS * (MAX_CHARS + 1) and not at.exception
 
 
-from ui.explain import TEXTS  # noqa: E402  (the titles by their catalog keys)
+from ui.shell.explain import TEXTS  # noqa: E402  (the titles by their catalog keys)
 
 EXPLAINED = {
     "attention": {"How to read an attention map", TEXTS["decoder_rows"][0], "<s>, </s>, <unk>"},

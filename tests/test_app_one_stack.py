@@ -11,9 +11,9 @@ from i18n import _, language_scope
 from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
-from ui.attribution_ui import SELF_WORDS
-from ui.decoding_strategy import MENU
-from ui.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER
+from ui.shell.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER
+from ui.views.attribution_ui import SELF_WORDS
+from ui.views.decoding_strategy import MENU
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "the cat sat on a mat"
@@ -204,7 +204,7 @@ def test_the_mask_token_is_offered_where_the_vocabulary_has_one(folders, family)
     """The Attribution page's occlusion and integrated-gradients settings offer the mask token for BERT, whose link
     may ask for it (occlusion's bars are then attribute()'s with [MASK]); for GPT-2 the same link is not valid here."""
     from model import attribute
-    from ui.url_state import Key, invalid_warning
+    from ui.shell.url_state import Key, invalid_warning
 
     at = open_page("attribution", f"path:{folders[family]}", text=TEXT, attr_occ="mask")
     no_error(at)

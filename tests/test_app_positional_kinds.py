@@ -79,7 +79,7 @@ def reverse_card(positional, curves=None):
 
 
 def test_length_experiment_draws_shipped_curves_and_computes_missing_ones(tmp_path, monkeypatch):
-    from ui import positional_models
+    from ui.views import positional_models
 
     lengths = np.arange(1, 7)
     shipped = LengthCurve(lengths, np.array([1, 1, 1, 0.5, 0.1, 0]), np.full(6, 50), 0)
@@ -130,8 +130,8 @@ def test_the_six_kinds_views_show_the_decoder_only_demos_and_the_nope_lesson():
     from i18n import _
     from model.checkpoints.demos import list_demos
     from tasks.length_experiment import card_curve, holds_up_to, measured_curve
-    from ui.positional_models import DECODER, NOPE_LESSON
-    from ui.positional_names import KINDS
+    from ui.views.positional_models import DECODER, NOPE_LESSON
+    from ui.views.positional_names import KINDS
 
     demos = {d.name: d for d in list_demos()}
     decoders = {"rope": demos["reverse_decoder_rope"], "none": demos["reverse_decoder_nope"]}

@@ -1,7 +1,7 @@
 """No word of a stack the model does not have, on any view of any page (harness/hall.VIEWS), for the one-sequence
 shapes: the decoder-only demo and a tiny BERT folder (an encoder-decoder has every stack, so no word is out of place).
 
-The words come from ui/shapes.WORDS: the encoder-decoder's attention kinds the model lacks ("encoder self",
+The words come from ui/shell/shapes.WORDS: the encoder-decoder's attention kinds the model lacks ("encoder self",
 "decoder self", "cross") and its source side ("source", its every-output-by-every-source heading). Each view runs
 once, through AppTest (the paper's sinusoids alone, the same for every model, are left out); both languages are
 checked from that run: every message the run translated (recorded as it is looked up in the catalog) in English and
@@ -20,8 +20,8 @@ import i18n
 from i18n import _, language_scope
 from tests.apptest_helpers import open_page
 from tests.hf_one_stack import BUILDERS
-from ui import shapes
-from ui.shapes import WORDS, kinds_of
+from ui.shell import shapes
+from ui.shell.shapes import WORDS, kinds_of
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 FULL = WORDS["encoder-decoder"]
@@ -30,7 +30,7 @@ TEXT = {"decoder-only": "stressed=", "encoder-only": "the cat sat on a mat"}
 # Messages (their msgids' beginnings) that still speak of the encoder-decoder on every shape: the explanations
 # written for it (the attention map's rows, the special tokens, the attribution methods), the positional page's
 # per-side titles and verdict lines, bertviz's and the head switch's "Cross" menu entries. Each is to be said per
-# shape (ui/shapes.WORDS); this list only shrinks.
+# shape (ui/shell/shapes.WORDS); this list only shrinks.
 NOT_YET_PER_SHAPE = (  # beginnings of long msgids
     "`<s>` starts every decoder input",
     "On every page, in the lecture pack and in the downloads, a decoder row",

@@ -10,10 +10,10 @@ from model import capture, greedy_decode, load_checkpoint
 from model.analysis.inspect import attention_shape_walk
 from tests.apptest_helpers import ROOT, charts, open_page, shown
 from tests.i18n_helpers import rendered
-from ui.compare_models import SAME_AS_A, WHY
-from ui.decoding_steps import CONTEXT_FULL, context_full
-from ui.positional_interventions import PANEL_TITLES
-from ui.shapes import WORDS
+from ui.shell.shapes import WORDS
+from ui.views.compare_models import SAME_AS_A, WHY
+from ui.views.decoding_steps import CONTEXT_FULL, context_full
+from ui.views.positional_interventions import PANEL_TITLES
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 DEMO = "demo:reverse_decoder_rope"
@@ -147,8 +147,8 @@ def test_a_decoder_only_model_against_an_encoder_decoder_counts_the_tokens_it_re
 
 def test_a_prompt_without_the_demos_separator_is_named_in_the_app_and_the_pack():
     from model.checkpoints.checkpoint import load_card
+    from pack.live import live_words
     from tasks.cards import ENDS_WITH, format_warning, pack_checks
-    from viz.lecture_pack_live import live_words
 
     card = load_card(ROOT / "checkpoints" / "reverse_decoder_rope")
     warning = format_warning(card, "stressed")
@@ -157,7 +157,7 @@ def test_a_prompt_without_the_demos_separator_is_named_in_the_app_and_the_pack()
     at = open_page("attention", DEMO, text="stressed")
     no_error(at)
     assert _(warning) in [shown(w.value) for w in at.warning]
-    # the pack's page says the same message when its typed input lacks the "=" (viz/pack_live.js fills nothing in)
+    # the pack's page says the same message when its typed input lacks the "=" (pack/static/pack_live.js fills nothing in)
     words = live_words({"checks": pack_checks(card), "tokenizer": {"source": {"level": "char", "tokens": []}}})
     assert words["ends_with"] == _(warning)
 

@@ -10,8 +10,8 @@ import pytest
 from model import capture
 from tests.apptest_helpers import chart_titles, charts, open_page
 from tests.browser_helpers import letters_checkpoint
-from ui import caches
-from ui.bounded_cache import BoundedCache, nbytes
+from ui.serving import caches
+from ui.serving.bounded_cache import BoundedCache, nbytes
 
 ATTENTION_VIEWS = {
     "one": "Cross-attention (decoder → encoder), layer 2, average of heads",
@@ -196,7 +196,7 @@ def test_server_threads_are_set_from_the_environment():
 
     code = """import os, numpy, torch
 from threadpoolctl import threadpool_info
-from ui.threads import set_server_threads as s
+from ui.serving.threads import set_server_threads as s
 for value in ("3", None, "lots", "2"):
     os.environ.pop("VIZ_TORCH_THREADS", None)
     if value is not None:

@@ -1,4 +1,4 @@
-"""The Attention page's views of long inputs (ui/attention_long.py, viz/pooled_figs.py): built through the lazy
+"""The Attention page's views of long inputs (ui/views/attention_long.py, viz/pooled_figs.py): built through the lazy
 capture's API (here harness/lazy_adapter.EagerLazy over eager maps, which give the lazy capture's numbers), each view
 sends at most about 256 x 256 cells a chart and under 2 MB in all, the pooled map is each block's max or mean
 (recomputed here with numpy), the window shows every weight of its positions."""
@@ -15,7 +15,7 @@ import pytest
 
 from harness.lazy_adapter import EagerLazy
 from i18n import _
-from ui import attention_long
+from ui.views import attention_long
 from viz.overview_figs import CELL_NOTES
 from viz.pooling import MAX_CELLS
 

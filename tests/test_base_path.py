@@ -1,4 +1,4 @@
-"""ui/base_path.py: the page's HTML tells Streamlit's front end where the app's root is (so that a page opened by
+"""ui/serving/base_path.py: the page's HTML tells Streamlit's front end where the app's root is (so that a page opened by
 its own address asks nothing of /page/_stcore: streamlit#7074); every other response passes byte for byte. The
 browser tests (harness/browser.Watch) fail on any failed request, a page opened by its address included."""
 
@@ -9,7 +9,7 @@ import gzip
 
 import pytest
 
-from ui.base_path import BasePath, base_script
+from ui.serving.base_path import BasePath, base_script
 
 PAGE = b"<!doctype html><html><head><title>x</title></head><body></body></html>"
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.browser_helpers import ARTIFACTS, WAIT_S, chromium
 from tests.test_bertviz_view import HOSTILE, attention
-from ui.presentation import PRESENT_TEXT_PX
+from ui.shell.presentation import PRESENT_TEXT_PX
 from viz.bertviz_view import head_view_html, model_view_html
 
 # Three encoder layers, two decoder layers (the head view pads the decoder's menu), three heads.

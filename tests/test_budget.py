@@ -22,8 +22,8 @@ from model.analysis.budget import (
     steps_for,
 )
 from model.analysis.budget_input import apply_budget, fit_text
-from model.analysis.lecture import pack_records
 from model.text.inputs import check_text, count_limit
+from pack.records import pack_records
 from tests.conftest import letters_model
 from tests.i18n_helpers import matching, msgid
 
@@ -139,7 +139,7 @@ def test_the_lecture_pack_applies_the_same_budget(many_heads):
     budget = WorkBudget(8 * 2**20)
     records = pack_records(model, tok, ["abcdefgh" * 100], budget=budget)
     from model.analysis.budget import pack_export_bytes
-    from model.analysis.pack_export import weight_bytes
+    from pack.export import weight_bytes
 
     export = pack_export_bytes(weight_bytes(model))  # the pack also exports the model: the input gets the rest
     room = WorkBudget(budget.max_bytes - export).source_room(model.config) - 1

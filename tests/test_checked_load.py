@@ -19,8 +19,8 @@ from model.checkpoints import handoff
 from model.checkpoints.tokenizer_budget import TOO_LARGE
 from model.text import bounded
 from tests.hf_one_stack import BUILDERS
-from ui import model_picker
-from ui.workers import CANCELLED, OUT_OF_MEMORY, WorkerStopped
+from ui.serving.workers import CANCELLED, OUT_OF_MEMORY, WorkerStopped
+from ui.shell import model_picker
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -146,7 +146,7 @@ def test_a_tokenizer_slow_on_a_visitors_text_is_cut_inside_one_call_and_the_page
 
 
 def test_a_released_models_tokenizer_helper_stops(folder):
-    from ui import held_models
+    from ui.serving import held_models
 
     model, tok = model_picker._read_checked(str(folder), None, ())
     tok.source.encode("a b")
@@ -167,7 +167,7 @@ def test_a_fenced_tokenizer_pickles_without_its_helper(folder):
 
 
 def test_a_worker_forked_from_the_server_encodes_by_itself_and_leaves_the_servers_helper_alone(folder):
-    from ui.workers import run_limited
+    from ui.serving.workers import run_limited
 
     _, tok = model_picker._read_checked(str(folder), None, ())
     expected = tok.source.encode("the cat sat")

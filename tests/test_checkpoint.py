@@ -152,7 +152,7 @@ def test_missing_files_and_paths(saved, tmp_path):
 
 
 def test_a_loaded_model_survives_its_files_being_overwritten(saved, tmp_path, monkeypatch):
-    """With VIZ_MAP_WEIGHTS=0 (the app server's default, ui/threads.start_server_once) the loaded model owns its
+    """With VIZ_MAP_WEIGHTS=0 (the app server's default, ui/serving/threads.start_server_once) the loaded model owns its
     weights: a truncated mapping would crash the server with SIGBUS."""
     monkeypatch.setenv("VIZ_MAP_WEIGHTS", "0")
     model, _ = load_checkpoint(saved)

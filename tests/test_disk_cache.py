@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ui import disk_cache
+from ui.serving import disk_cache
 
 
 def test_a_result_is_computed_once_and_found_by_content(tmp_path, monkeypatch):
@@ -91,8 +91,8 @@ def test_every_shipped_demo_ships_its_verdicts_of_changed_positions(monkeypatch)
     the longer examples is the one case left to the page's own message."""
     from model.checkpoints.demos import list_demos
     from tasks.intervened import match_params
-    from ui import caches, workers
-    from ui.positional_interventions import default_changes
+    from ui.serving import caches, workers
+    from ui.views.positional_interventions import default_changes
 
     monkeypatch.setattr(workers, "run_limited", lambda *a, **k: pytest.fail("computed for a visitor"))
     demos = [

@@ -8,7 +8,7 @@ import pytest
 
 from i18n import _, language_scope
 from tests.browser_helpers import PROJECTOR, WAIT_S, Watch, screenshot, wait_idle
-from ui.attribution_ui import DEFAULT_SHOWN
+from ui.views.attribution_ui import DEFAULT_SHOWN
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

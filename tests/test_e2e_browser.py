@@ -364,7 +364,7 @@ def test_inside_attention_page(watch, server, letters):
 
 
 def test_a_chart_downloads_as_a_pdf_drawn_on_click(watch, server, letters):
-    """The download control under the attention map (ui/figure_download.py): PDF chosen, Download pressed, and the
+    """The download control under the attention map (ui/shell/figure_download.py): PDF chosen, Download pressed, and the
     browser receives the chart as a one-page PDF with its tokens as text."""
     import pypdf
 

@@ -23,7 +23,7 @@ from tests.browser_helpers import (
     wait_text,
 )
 from tests.i18n_helpers import msgid
-from ui.navigation import PAGES
+from ui.shell.navigation import PAGES
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 CHARTS = {"attention", "inside", "positional", "decoding", "compare", "training"}  # they draw a chart at once

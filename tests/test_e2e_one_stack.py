@@ -13,7 +13,7 @@ from model import capture, load_checkpoint
 from tests.browser_helpers import plot_data, screenshot, wait_text, wait_title
 from tests.hf_one_stack import BUILDERS
 from tests.i18n_helpers import rendered
-from ui.shapes import NO_DECODER
+from ui.shell.shapes import NO_DECODER
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TEXT = "the cat sat on a mat"
@@ -54,7 +54,7 @@ def test_the_attribution_page_of_decoder_only_models(watch, server, folders):
     from pathlib import Path
 
     from model import attribute
-    from ui.attribution_ui import SELF_WORDS
+    from ui.views.attribution_ui import SELF_WORDS
 
     demo = Path(__file__).resolve().parents[1] / "checkpoints" / "reverse_decoder_rope"
     cases = [("demo:reverse_decoder_rope", str(demo), "stressed=", "en"), (None, str(folders["gpt2"]), TEXT, "zh")]

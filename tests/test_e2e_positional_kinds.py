@@ -70,8 +70,8 @@ def test_length_experiment_and_six_kinds_at_projector_size(watch, server):
     wait_title(watch, rendered("Exact match by input length"), 0)
     names = page.evaluate(f"() => {{ {_FIND_PLOT} return findPlot(0).data.map(t => t.name); }}")
     from i18n import _
-    from ui.positional_models import DECODER, decoder_models
-    from ui.positional_names import KINDS
+    from ui.views.positional_models import DECODER, decoder_models
+    from ui.views.positional_names import KINDS
 
     decoders = [_(DECODER).format(kind=_(KINDS[kind])) for kind in decoder_models()]  # the NoPE lesson's two demos
     assert names == ["Sinusoidal (fixed)", "Learned", "None", "RoPE", "ALiBi", "T5 relative bias", *decoders]

@@ -16,7 +16,7 @@ import pytest
 from harness.charts import contrast_on_white
 from harness.hall import MEASURE as HALL_MEASURE
 from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, wait_idle
-from ui.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
+from ui.shell.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
 # (page, URL parameters, charts the view draws with the default demo). A view that draws no chart is opened too:
 # bertviz's frame and the tables must keep within the screen as well.
@@ -229,7 +229,7 @@ def test_the_lighter_than_theme_check_tells_grey_from_dark():
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projector, lang):
     from i18n import _, language_scope
-    from ui.positional_names import KINDS
+    from ui.views.positional_names import KINDS
 
     problems, texts, ticks = [], 0, 0
     for name, params, charts in HALL_VIEWS:  # each view opened once, at 1366x768, then the window made 1920x1080

@@ -1,4 +1,4 @@
-"""ui/held_models.py: a visitor's folder or upload is loaded once while sessions show it and released, with the
+"""ui/serving/held_models.py: a visitor's folder or upload is loaded once while sessions show it and released, with the
 results cached under its model key, when no connected session does (issue 30: the server's memory comes back)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import weakref
 import numpy as np
 import pytest
 
-from ui import held_models
-from ui.bounded_cache import BoundedCache
+from ui.serving import held_models
+from ui.serving.bounded_cache import BoundedCache
 
 
 class Model:

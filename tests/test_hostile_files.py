@@ -344,11 +344,11 @@ def test_a_decoder_that_never_ends_stops_at_the_step_limit_within_its_counted_me
 
 
 def test_a_visitors_checkpoint_is_inspected_in_a_limited_worker(copy, monkeypatch):
-    """The app reads a visitor's checkpoint first in a child process (ui/workers.py): the record comes back, a
+    """The app reads a visitor's checkpoint first in a child process (ui/serving/workers.py): the record comes back, a
     refusal comes back as the same CheckpointError, and the reading itself ran in another process."""
     import os
 
-    from ui import model_picker
+    from ui.shell import model_picker
 
     folder = copy("gpt2")
     info = model_picker._inspect(str(folder), 1.0)
@@ -367,7 +367,7 @@ def test_a_refused_upload_keeps_its_message_not_its_traceback(tmp_path):
     import gc
     import weakref
 
-    from ui.uploads import RefusedUpload, UploadStore
+    from ui.serving.uploads import RefusedUpload, UploadStore
 
     store = UploadStore(budget=2**20, root=tmp_path / "uploads")
 

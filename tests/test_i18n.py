@@ -41,8 +41,9 @@ SOURCES = [
     ROOT / "app.py",
     ROOT / "app_script.py",
     *sorted((ROOT / "pages").glob("*.py")),
-    *sorted((ROOT / "ui").glob("*.py")),
+    *sorted((ROOT / "ui").rglob("*.py")),
     *sorted((ROOT / "viz").glob("*.py")),
+    *sorted((ROOT / "pack").glob("*.py")),
 ]
 SOURCES += sorted((ROOT / "model").rglob("*.py")) + sorted((ROOT / "tasks").rglob("*.py"))
 
@@ -280,8 +281,8 @@ def test_bertviz_model_view_writes_its_own_words_in_chinese():
 
 
 def test_the_lecture_pack_is_written_in_the_current_language():
+    from pack.page import lecture_pack_html
     from tests.test_lecture_pack import fake_records, pack_data
-    from viz.lecture_pack import lecture_pack_html
 
     records = fake_records()
     with language_scope("zh"):

@@ -216,7 +216,7 @@ def test_real_shapes_are_refused_or_opened_by_the_memory_limit_from_the_config(f
 def test_the_lecture_packs_graph_keeps_the_window_and_the_soft_capping(families):
     """The pack's exported graph (onnxruntime) gives the model's own maps and log-probs for a text shorter than the
     window and one past it: the band and the soft-capping are in the graph, not fixed at the traced length."""
-    from model.analysis.onnx_export import check_graphs, export_graphs
+    from pack.onnx_graphs import check_graphs, export_graphs
 
     _folder, _hf, fast, model, _tok = families["gemma2"]
     ids = fast(TEXT)["input_ids"]

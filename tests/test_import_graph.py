@@ -32,7 +32,7 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["model", "tasks", "viz", "pages", "ui", "harness", "scripts", "benchmarks", "i18n", "deploy"]
+PACKAGES = ["model", "tasks", "viz", "pack", "pages", "ui", "harness", "scripts", "benchmarks", "i18n", "deploy"]
 FILES = ["app.py", "app_script.py"]
 
 # model/ may import tasks/ in exactly these places (module -> the tasks module it reaches):
@@ -282,6 +282,16 @@ def test_viz_imports_no_torch_streamlit_or_model(project):
     graph, outside = project
     banned = {"torch", "streamlit", "model", "tasks", "pages", "ui"}
     assert boundary_violations(graph, outside, "viz", banned, VIZ_TO_MODEL) == []
+
+
+def test_the_pack_imports_no_app(project):
+    """pack/ (the lecture pack: records and exported network from model/, its page from viz/) serves the app's page
+    and the command line alike: no streamlit, ui or pages; and neither model/ nor viz/ imports it."""
+    graph, outside = project
+    assert {"pack.records", "pack.export", "pack.page", "pack.live"} <= set(graph)
+    assert boundary_violations(graph, outside, "pack", {"streamlit", "ui", "pages"}) == []
+    for lower in ("model", "viz"):
+        assert boundary_violations(graph, outside, lower, {"pack"}) == []
 
 
 def test_the_notebook_door_stays_inside_its_function():

@@ -141,8 +141,8 @@ def test_captures_beam_search_and_interventions_run_on_each_family(families, nam
 @torch.no_grad()
 def test_a_lecture_pack_and_a_comparison_of_each_family(families, name):
     from model.analysis.compare import decoder_input_text, mismatches
-    from model.analysis.lecture import pack_records
-    from viz.lecture_pack import lecture_pack_html
+    from pack.page import lecture_pack_html
+    from pack.records import pack_records
 
     _, model, tok = families[name]
     records = pack_records(model, tok, list(TEXTS[:2]), name)

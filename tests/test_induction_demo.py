@@ -14,7 +14,7 @@ from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import CHECKPOINTS
 from model.checkpoints.snapshots import list_snapshots
 from tests.apptest_helpers import charts, open_page
-from ui.training_snapshots import SCORE_TITLES
+from ui.views.training_snapshots import SCORE_TITLES
 
 FOLDER = CHECKPOINTS / "induction"
 pytestmark = pytest.mark.skipif(not FOLDER.is_dir(), reason="the induction demo is not shipped")

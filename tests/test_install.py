@@ -91,8 +91,12 @@ def test_the_wheel_holds_the_library_the_app_and_the_demos(installed):
     }
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py")}
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "i18n" / "locale").rglob("*.mo")}
-    expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "viz").glob("*.js")}
-    expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "viz" / "vendor").rglob("*") if p.is_file()}  # the pack's
+    expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "viz").glob("*.js")} | {
+        str(p.relative_to(ROOT)) for p in (ROOT / "pack" / "static").glob("*.*")
+    }
+    expected |= {
+        str(p.relative_to(ROOT)) for p in (ROOT / "pack" / "static" / "vendor").rglob("*") if p.is_file()
+    }  # the pack's
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "checkpoints").rglob("*") if p.is_file()}
     for package in ("ui", "tasks"):  # the app-side and demo-task packages of the new layout, once they exist
         expected |= {str(p.relative_to(ROOT)) for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts}

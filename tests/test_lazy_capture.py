@@ -260,11 +260,11 @@ def test_a_capture_crosses_a_process_boundary(char_tokenizer, kind):
 
 
 def test_the_pass_runs_in_a_limited_worker_with_progress_and_is_cached(char_tokenizer):
-    """The forward of a long input runs in a worker process (ui/workers.run_limited): it reports each attention
+    """The forward of a long input runs in a worker process (ui/serving/workers.run_limited): it reports each attention
     module done, its capture comes back with the same maps and gets the output layer back; the server's cache
     hands the same capture to the next call (a head switch computes that head's map only)."""
-    from ui.caches import LAZY, cached_lazy_capture
-    from ui.workers import run_limited
+    from ui.serving.caches import LAZY, cached_lazy_capture
+    from ui.serving.workers import run_limited
 
     model = make_tiny(char_tokenizer, seed=13, positional="alibi")
     text, target = "the quick brown fox", "a lazy dog"

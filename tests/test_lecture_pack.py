@@ -18,12 +18,12 @@ from plotly.offline import get_plotlyjs
 from i18n import _
 from model import Capture, Step, Trace
 from model.analysis import pe_analysis as pea
-from model.analysis.lecture import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
 from model.network.position_kinds.registry import kind as positional_kind
+from pack.page import lecture_pack_html
+from pack.records import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
 from tests.i18n_helpers import msgid_starting, rendered
-from viz.lecture_pack import lecture_pack_html
 from viz.tokens import display_token
 
 NO_PE = msgid_starting("This model adds no positional encoding: the embeddings alone")
@@ -345,7 +345,7 @@ def test_the_page_builds_a_pack_to_download(tmp_path, monkeypatch):
 def test_the_page_points_to_the_folder_pack_for_a_model_too_large_for_one_file(tmp_path, monkeypatch):
     """A model above the one-file budget: the downloaded pack runs no model, and the page names the command that
     writes the folder pack which carries it (the server builds no folder)."""
-    import model.analysis.pack_export as pack_export
+    import pack.export as pack_export
 
     monkeypatch.setattr(pack_export, "MAX_BYTES", 1000)  # the letters model (an encoder-decoder) is then too large
     at = open_page("lecture_pack", f"path:{letters_checkpoint(tmp_path)}", timeout=120)
@@ -370,7 +370,7 @@ def test_the_page_says_when_an_input_cannot_be_read(tmp_path):
 
 @pytest.mark.parametrize(
     "module, banned",
-    [("viz.lecture_pack", ("torch", "streamlit")), ("model.analysis.lecture", ("plotly", "streamlit"))],
+    [("pack.page", ("torch", "streamlit")), ("pack.records", ("plotly", "streamlit"))],
 )
 def test_the_builder_and_the_records_keep_the_boundaries(module, banned):
     code = f"import sys, {module}; print(sorted(m for m in {banned!r} if m in sys.modules))"
@@ -410,7 +410,7 @@ def test_the_command_writes_a_model_above_the_one_file_budget_as_a_folder(tmp_pa
     """An encoder-decoder whose graphs exceed the one-file budget (here: a budget of 0): --out pack.html writes
     pack/index.html and its float16 weights beside it, which the page loads with <script src>."""
     from cli.pack import main
-    from model.analysis import pack_export
+    from pack import export as pack_export
 
     monkeypatch.setattr(pack_export, "MAX_BYTES", 0)
     assert (

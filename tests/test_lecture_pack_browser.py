@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pack.page import lecture_pack_html
 from tests.browser_helpers import VIEWPORT, chromium
 from tests.i18n_helpers import rendered
 from tests.test_lecture_pack import H, fake_records
-from viz.lecture_pack import lecture_pack_html
 from viz.tokens import display_token
 
 

@@ -11,17 +11,17 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from pack.page import lecture_pack_html
 from tests.browser_helpers import VIEWPORT, chromium, wait_until
 from tests.i18n_helpers import msgid
 from tests.test_lecture_pack import H, fake_records
-from viz.lecture_pack import lecture_pack_html
 
 
 def demo_pack(tmp_path, name: str, inputs: list[str]):
     """(model, tokenizer, path): the pack of a shipped demo with `inputs` precomputed, written under tmp_path."""
     from model import load_checkpoint
-    from model.analysis.lecture import pack_records
     from model.checkpoints.demos import list_demos
+    from pack.records import pack_records
 
     model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == name))
     path = tmp_path / "pack.html"
@@ -88,9 +88,9 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
     """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
     from i18n import _, language_scope
     from model import greedy_decode, load_checkpoint
-    from model.analysis.lecture import pack_records
     from model.checkpoints.demos import list_demos
     from model.text.inputs import check_text
+    from pack.records import pack_records
 
     model, tok = load_checkpoint(next(d.path for d in list_demos() if d.name == "reverse"))
     records = pack_records(model, tok, ["abc"])

@@ -1,4 +1,4 @@
-"""ui/long_lived.py: after a run that imported modules or loaded a model, the run's garbage is collected and what
+"""ui/serving/long_lived.py: after a run that imported modules or loaded a model, the run's garbage is collected and what
 is left frozen (Streamlit's gc.collect(2) after every run then skips it); otherwise nothing is done."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from ui import long_lived
+from ui.serving import long_lived
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_a_loaded_model_is_frozen(calls):
 
 
 def test_the_server_freezes_at_the_end_of_a_run_and_apptest_never(calls, monkeypatch):
-    from ui import threads
+    from ui.serving import threads
 
     long_lived.model_loaded()
     monkeypatch.setattr(threads, "_started", False)  # AppTest (start_server_once does nothing there)
@@ -57,9 +57,9 @@ def test_the_server_freezes_at_the_end_of_a_run_and_apptest_never(calls, monkeyp
 
 
 def test_every_run_of_the_app_ends_with_end_of_run(monkeypatch):
-    """ui/run_app.py calls end_of_run once per run, also for a run that stops early."""
+    """ui/shell/run_app.py calls end_of_run once per run, also for a run that stops early."""
     from harness.apptest import open_page
-    from ui import run_app
+    from ui.shell import run_app
 
     ended = []
     monkeypatch.setattr(run_app, "end_of_run", lambda: ended.append(1))

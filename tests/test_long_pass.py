@@ -27,7 +27,7 @@ def decoder_only(char_tokenizer):
 
 
 def test_the_deadline_is_the_operators_setting_beyond_a_minute(monkeypatch):
-    from ui.workers import Limits
+    from ui.serving.workers import Limits
 
     monkeypatch.setenv("VIZ_DEADLINE_S", "1800")
     assert Limits.from_environment().deadline == 1800.0  # an operator's half hour is kept, not cut to 60 s
@@ -42,7 +42,7 @@ def test_a_long_pass_decodes_and_captures_in_the_worker_with_progress(char_token
     """Past IN_PROCESS_OPS the decode and the lazy capture run in one worker process: each attention module reports
     progress from there, the decode's ids come back into the shared cache (the server decoded nothing), and the maps
     are those of the same pass run here."""
-    from ui import caches, workers
+    from ui.serving import caches, workers
 
     seen, pids = [], []
 
@@ -78,7 +78,7 @@ def test_the_default_operations_refuse_a_long_pass_and_say_what_fits(char_tokeni
     billion is to a 1B model at 2,048 tokens) refuses before any work, with the longest input that fits."""
     from model.analysis import budget
     from model.analysis.budget_input import source_length
-    from ui import caches
+    from ui.serving import caches
 
     cfg = decoder_only.config
     long_text = (TEXT + " ") * 2

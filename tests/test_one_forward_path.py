@@ -40,15 +40,15 @@ PATHS = {
     "completeness, for each shape (rollout and flow record the same pass)",
     "model/analysis/importance.py:head_importance": "head importance's baseline",
     "tasks/evaluate.py:cross_attention_argmax": "the batched alignment pass against capture's cross-attention",
-    "model/analysis/onnx_export.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
-    "model/analysis/onnx_export.py:_Decoder.forward": "(the same)",
-    "model/analysis/onnx_export.py:export_graphs": "(the same: the trace's example pass)",
-    "model/analysis/onnx_export.py:_OneStack.forward": "a one-stack model's exported graph, run by onnxruntime: "
+    "pack/onnx_graphs.py:_Encoder.forward": "the pack's exported graphs, run by onnxruntime",
+    "pack/onnx_graphs.py:_Decoder.forward": "(the same)",
+    "pack/onnx_graphs.py:export_graphs": "(the same: the trace's example pass)",
+    "pack/onnx_graphs.py:_OneStack.forward": "a one-stack model's exported graph, run by onnxruntime: "
     "tests/test_onnx_export.py (the decoder-only demos against capture and greedy_decode, GPT-2, Llama and BERT "
     "against transformers)",
-    "model/analysis/onnx_export.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
+    "pack/onnx_graphs.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
     "tests/test_onnx_export.py::test_the_cached_step_graphs_decode_as_greedy_decode_and_capture",
-    "model/analysis/onnx_export.py:export_step_graphs": "(the same: the trace's example pass)",
+    "pack/onnx_graphs.py:export_step_graphs": "(the same: the trace's example pass)",
     "model/analysis/head_switch_off.py:ablated_losses": "the head atlas's switch-off tests, one batched pass per input: "
     "test_the_atlas_passes_read_as_capture",
     "tasks/induction.py:halves_accuracy": "the induction demo's card: (the same)",
@@ -212,7 +212,7 @@ def test_the_packs_exported_graphs_compute_captures_log_probs_and_maps(char_toke
     sides: within 1e-4, the pack's stated tolerance), on capture's own output."""
     import onnxruntime as ort
 
-    from model.analysis.onnx_export import export_graphs
+    from pack.onnx_graphs import export_graphs
 
     model = make_tiny(char_tokenizer, seed=9, positional=kind, max_len=64)
     graphs = export_graphs(model)

@@ -1,4 +1,4 @@
-"""model/analysis/onnx_export.py: the model's own graph, run by onnxruntime, gives what the app shows.
+"""pack/onnx_graphs.py: the model's own graph, run by onnxruntime, gives what the app shows.
 
 Demos: onnxruntime's greedy output, log-probs and every attention map against the app's capture() of the same
 input (within 1e-4). Hugging Face folders (tiny random ones, tests/hf_families.py): against transformers itself
@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from model import capture, load_checkpoint
-from model.analysis.onnx_export import MAX_ABS, export_graphs, output_names, run_graphs, sessions
 from model.checkpoints.demos import list_demos
 from model.network.recording import record
 from model.text.inputs import prepare_source
+from pack.onnx_graphs import MAX_ABS, export_graphs, output_names, run_graphs, sessions
 from tests.hf_families import TEXTS, build_all
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 
@@ -304,7 +304,7 @@ def test_the_cached_step_graphs_decode_as_greedy_decode_and_capture(demos, name)
     import onnxruntime as ort
 
     from model import greedy_decode
-    from model.analysis.onnx_export import export_step_graphs, step_names
+    from pack.onnx_graphs import export_step_graphs, step_names
 
     model, tok = demos[name]
     cfg = model.config
@@ -327,7 +327,7 @@ def test_the_cached_step_graphs_decode_as_greedy_decode_and_capture(demos, name)
 
 def assert_steps_are_the_capture(runs, model, tok, text, target=None, tol=MAX_ABS):
     """A teacher-forced loop over the capture's decoder input (pad_mask on) gives capture()'s rows."""
-    from model.analysis.onnx_export import step_names
+    from pack.onnx_graphs import step_names
 
     cap = capture(model, tok, text, target)
     enc, _, steps = step_loop(runs, step_names(model), model.config, cap.source_ids, cap.target_ids, pad_mask=True)
@@ -351,7 +351,7 @@ def test_the_step_graphs_mask_a_written_pad_as_the_capture(demos):
     teacher-forced pass masks that key."""
     import onnxruntime as ort
 
-    from model.analysis.onnx_export import export_step_graphs
+    from pack.onnx_graphs import export_step_graphs
 
     model, tok = demos["translate"]
     runs = {
@@ -363,13 +363,13 @@ def test_the_step_graphs_mask_a_written_pad_as_the_capture(demos):
 
 
 def test_a_marian_folder_packed_in_float16_with_shared_weights_decodes_as_the_rounded_model(marian_dir):  # noqa: F811
-    """The large pack's graphs (model/analysis/pack_weights.py) on a tiny opus-mt-shaped folder (shared and tied
+    """The large pack's graphs (pack/weights.py) on a tiny opus-mt-shaped folder (shared and tied
     table, <pad> as the start token): the model's parameters rounded to float16 and stored so, each tensor once (the
     table not in both graphs, its transposed copy a Transpose node), float32 arithmetic. Greedy decoding over them
     writes greedy_decode's tokens of the rounded model, and the steps' rows are its capture() within 1e-4."""
     from model import greedy_decode
-    from model.analysis.onnx_export import export_step_graphs, step_names
-    from model.analysis.pack_weights import half_rounded, sessions, shared_weights
+    from pack.onnx_graphs import export_step_graphs, step_names
+    from pack.weights import half_rounded, sessions, shared_weights
 
     model, tok = load_checkpoint(marian_dir)
     rounded = half_rounded(model)

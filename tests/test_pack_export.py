@@ -1,4 +1,4 @@
-"""model/analysis/pack_export.py: the model's graphs and tokenizer for the pack's text box, and the models it refuses."""
+"""pack/export.py: the model's graphs and tokenizer for the pack's text box, and the models it refuses."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import pytest
 
 from i18n import _, language_scope
 from model import TransformerConfig, build_model, load_checkpoint
-from model.analysis.lecture import pack_records
-from model.analysis.pack_export import MAX_BYTES, NO_TOKEN_LIST, Unsupported, live_spec
 from model.checkpoints.demos import list_demos
 from model.network.config import POSITIONAL_KINDS
 from model.text.tokenizer import IdVocab, ListVocab, Tokenizer, Vocab
-from viz.lecture_pack import lecture_pack_html
-from viz.lecture_pack_live import PACK_REFUSED
+from pack.export import MAX_BYTES, NO_TOKEN_LIST, Unsupported, live_spec
+from pack.live import PACK_REFUSED
+from pack.page import lecture_pack_html
+from pack.records import pack_records
 
 
 def tiny(**overrides):

@@ -15,8 +15,8 @@ from tokenizers import Tokenizer
 
 from model import load_checkpoint
 from model.checkpoints.formats.hf_descriptions import pack_side
+from pack.live import HERE
 from tests.hf_families import WORDS, build_all
-from viz.lecture_pack_live import HERE
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 ODD = ["Noir.", "«chat»", "?!", "Élève", "e\u0301tudiant", "42", "😀", "zzqx", "ÇA", "<s>", "</s>", "l'homme!", "x,y"]

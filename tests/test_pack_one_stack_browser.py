@@ -1,5 +1,5 @@
 """The lecture pack of a decoder-only and of an encoder-only model, in a real headless Chromium (file://, every other
-request blocked): the page runs the model's own graph (model/analysis/onnx_export.py: one graph over the whole
+request blocked): the page runs the model's own graph (pack/onnx_graphs.py: one graph over the whole
 sequence) and shows what the app's Attention page shows for these shapes, the self-attention of the whole sequence.
 
 A decoder-only demo (RoPE) and every one-stack family the app opens, tiny folders built here with transformers
@@ -24,11 +24,11 @@ from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.interventions import NONE
 from model.text.inputs import check_text, text_room
+from pack.page import ENCODED, SEQUENCE
 from tests.browser_helpers import chromium
 from tests.hf_one_stack import BUILDERS
 from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, open_pack, typed
-from ui import caches
-from viz.lecture_pack import ENCODED, SEQUENCE
+from ui.serving import caches
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 TOL = 1e-4
@@ -76,7 +76,7 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
         got = typed(page, text, n)
         check = check_text(text, tok.source, text_room(model.config))
         # what the app's pages show for this input: its greedy decoding, and its capture (a decoder-only model's over
-        # the prompt and that continuation, as the app's shared decode builds it: ui/caches.py)
+        # the prompt and that continuation, as the app's shared decode builds it: ui/serving/caches.py)
         trace = greedy_decode(model, tok, check.text) if decoder else None
         cap = (
             caches._pass_on(model, tok, check.text, trace.output_ids, False, NONE)

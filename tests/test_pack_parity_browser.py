@@ -18,17 +18,17 @@ import pytest
 from harness.browser import CHROMIUM, launch_args
 from i18n import _
 from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
-from model.analysis import pack_export
-from model.analysis.lecture import pack_records
-from model.analysis.pack_weights import half_rounded
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, text_room, trained_range_warning
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
+from pack import export as pack_export
+from pack.page import lecture_pack_files
+from pack.records import pack_records
+from pack.weights import half_rounded
 from tasks.cards import format_warning, grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
-from viz.lecture_pack import lecture_pack_files
 from viz.tokens import display_token
 
 TOL = 1e-4
@@ -81,7 +81,7 @@ def browser():
 
 
 def app_warnings(tok, model, card: dict, text: str) -> list[str]:
-    """The warnings the app's sidebar shows for a typed input (ui/sidebar.py): the input check's, the card's trained
+    """The warnings the app's sidebar shows for a typed input (ui/shell/sidebar.py): the input check's, the card's trained
     lengths, the task's grammar; translated."""
     check = check_text(text, tok.source, text_room(model.config))
     found = list(check.warnings)

@@ -1,4 +1,4 @@
-"""The lecture pack's input check and tokenizers (viz/pack_text.js, the page's own code, run under node with the vendored
+"""The lecture pack's input check and tokenizers (pack/static/pack_text.js, the page's own code, run under node with the vendored
 tokenizers.js) read every character as the app does (model/text/inputs.check_text; Vocab.split with `tokenizers`; a
 Hugging Face folder's own tokenizer): each of the 1,112,064 code points, alone between two letters for the cleaning,
 and each that the cleaning keeps in a word ending in a capital sigma for the symbols and ids, with this project's word
@@ -19,9 +19,9 @@ import subprocess
 
 import pytest
 
-from model.analysis.pack_export import _side
 from model.text.tokenizer import ListVocab, Vocab, clean_classes, clean_text
-from viz.lecture_pack_live import HERE
+from pack.export import _side
+from pack.live import HERE
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 CODE_POINTS = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]

@@ -7,8 +7,8 @@ from model.analysis.compare import Mismatch
 from model.checkpoints.demos import list_demos
 from model.checkpoints.snapshots import list_snapshots
 from tests.i18n_helpers import msgid_starting, rendered
-from ui.compare_models import mismatch_message
-from ui.training_snapshots import checkpoint_folder, stored_bytes
+from ui.views.compare_models import mismatch_message
+from ui.views.training_snapshots import checkpoint_folder, stored_bytes
 
 LAYERS = msgid_starting("A has {a} layers for this kind of attention, B has {b}")
 

@@ -14,7 +14,7 @@ from tasks.cards import machine_text
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
 from tests.i18n_helpers import msgid, msgid_starting
-from ui.presentation import model_badge
+from ui.shell.presentation import model_badge
 from viz import pe_kinds_figs as figs
 
 
@@ -101,7 +101,7 @@ def test_the_rotation_names_the_dimensions_the_pair_turns():
 
 
 def test_chinese_y_titles_lose_their_parentheses_in_a_column():
-    from ui.presentation import upright_title
+    from ui.shell.presentation import upright_title
 
     assert upright_title("分数（距离 0 时为 1）") == "分数 · 距离 0 时为 1"
     assert upright_title("θᵢ（每个位置的弧度）") == "θᵢ · 每个位置的弧度"
@@ -210,7 +210,7 @@ def test_where_attention_misses_the_gold_link_the_page_says_so_and_links_attribu
     from urllib.parse import parse_qs
 
     from harness.apptest import shown
-    from ui.explain import ATTRIBUTION_LINK, DISAGREEMENT
+    from ui.shell.explain import ATTRIBUTION_LINK, DISAGREEMENT
 
     target = line[line.index("](attribution?") + 2 : line.rindex(")")]
     link = parse_qs(target.split("?", 1)[1])

@@ -35,7 +35,7 @@ def modules_defining(folder: Path, *names: str) -> set[str]:
 
 
 def test_every_page_script_is_in_the_page_registry_once():
-    from ui.navigation import PAGES
+    from ui.shell.navigation import PAGES
 
     files = [file for file, _title, _icon in PAGES.values()]
     assert len(files) == len(set(files)) and len({t for _f, t, _i in PAGES.values()}) == len(PAGES)
@@ -55,7 +55,7 @@ def test_every_intervention_kind_module_is_registered_once():
 def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_the_registry():
     from model.decoding import STRATEGIES
     from model.decoding.strategies import MODULES, REGISTRY
-    from ui.decoding_strategy import MENU, VIEWS
+    from ui.views.decoding_strategy import MENU, VIEWS
 
     assert len(MODULES) == len(set(MODULES)) == len(STRATEGIES)
     assert set(MODULES) == modules_defining(ROOT / "model" / "decoding", *REGISTRY.provides.library)
@@ -63,8 +63,8 @@ def test_every_strategy_module_is_registered_once_and_the_decoding_page_reads_th
     assert {"greedy", "beam", "sample"} <= set(MENU)  # the links written before the registry still read the same
     # each strategy in the menu has its app half, the module it names (APP), with a view; every view is one's
     assert set(REGISTRY.apps()) == {m.NAME for m in MENU.values()}
-    on_disk = {p.stem for p in (ROOT / "ui" / "decoding_views").glob("*.py") if p.stem != "__init__"}
-    assert {f"ui.decoding_views.{stem}" for stem in on_disk} == {m.__name__ for m in VIEWS.values()}
+    on_disk = {p.stem for p in (ROOT / "ui" / "views" / "decoding_views").glob("*.py") if p.stem != "__init__"}
+    assert {f"ui.views.decoding_views.{stem}" for stem in on_disk} == {m.__name__ for m in VIEWS.values()}
     assert all(callable(VIEWS[link].view) for link in MENU)
     # nothing on the page or in ui/ names a strategy: the titles and settings are written once, in the strategy modules
     for path in [ROOT / "pages" / "decoding.py", *(ROOT / "ui").rglob("*.py")]:
@@ -106,13 +106,15 @@ def test_every_attribution_method_module_is_registered_once_and_the_page_reads_t
 def test_every_positional_kind_module_is_registered_once_with_its_app_half():
     from model.network.config import POSITIONAL_KINDS
     from model.network.position_kinds.registry import MODULES, REGISTRY, kinds
-    from ui import positional_views
+    from ui.views import positional_views
 
     assert len(MODULES) == len(set(MODULES)) == len(kinds()) and tuple(kinds()) == POSITIONAL_KINDS == MODULES
     found = modules_defining(ROOT / "model" / "network" / "position_kinds", *REGISTRY.provides.library)
     assert set(MODULES) == found
-    app = {p.stem for p in (ROOT / "ui" / "positional_views").glob("*.py") if p.stem != "__init__"}
-    assert {f"ui.positional_views.{stem}" for stem in app} == {m.__name__ for m in positional_views.MODULES.values()}
+    app = {p.stem for p in (ROOT / "ui" / "views" / "positional_views").glob("*.py") if p.stem != "__init__"}
+    assert {f"ui.views.positional_views.{stem}" for stem in app} == {
+        m.__name__ for m in positional_views.MODULES.values()
+    }
     assert tuple(positional_views.MODULES) == MODULES  # each kind's app half, the module its APP names
     for name in MODULES:
         assert callable(positional_views.of(name).mine) and callable(positional_views.of(name).similarity)
@@ -137,7 +139,7 @@ def test_each_positional_kind_builds_the_module_the_model_uses(name, char_tokeni
 
 def test_the_positional_page_reads_and_writes_each_position_kind_in_its_own_url_form():
     from model.interventions import INTERVENTION_KINDS
-    from ui import positional_interventions as page
+    from ui.views import positional_interventions as page
 
     kinds = [k for k in INTERVENTION_KINDS.values() if k.slot == "positions"]
     assert set(page.KINDS) == {k.positional for k in kinds} and set(page.CHANGES) == {"none", *page.KINDS}
@@ -145,7 +147,7 @@ def test_the_positional_page_reads_and_writes_each_position_kind_in_its_own_url_
     for k in kinds:  # every key a kind's link form uses is declared by the page (read, checked, reset with it)
         assert set(k.url_keys(page.PREFIX)) <= declared, k
         assert k.title and k.what  # its words on the page come from the kind
-    source = (ROOT / "ui" / "positional_interventions.py").read_text()
+    source = (ROOT / "ui" / "views" / "positional_interventions.py").read_text()
     for k in kinds:
         assert f'N_("{k.title}")' not in source and f'"{k.positional}"' not in source, k.positional
 

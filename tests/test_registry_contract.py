@@ -14,8 +14,8 @@ from model.analysis.attribution_methods.registry import METHODS
 from model.network.position_kinds.registry import MODULES as POSITIONAL_KINDS
 from tests.apptest_helpers import charts, open_page
 from tests.browser_helpers import letters_checkpoint
-from ui.decoding_strategy import MENU
-from ui.positional_interventions import KINDS as POSITION_CHANGES
+from ui.views.decoding_strategy import MENU
+from ui.views.positional_interventions import KINDS as POSITION_CHANGES
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_each_attribution_method_is_computed_when_picked_shown_linked_and_downlo
     assert module.TITLE in titles  # the matrix of this method
     button = next(b for b in at.get("download_button") if b.proto.label.endswith("(.json)"))
     assert button is not None
-    from ui import caches
+    from ui.serving import caches
 
     cached = [v for k, (v, _n) in caches.ATTRIBUTIONS._values.items() if k[3] == method]
     assert cached and cached[-1].method == method  # computed through the registry's compute
@@ -93,7 +93,7 @@ def kind_checkpoints(tmp_path_factory):
 def test_each_positional_kind_is_described_and_drawn_by_its_pages(kind_checkpoints, name):
     from i18n import _
     from model.network.position_kinds.registry import kind
-    from ui import positional_views
+    from ui.views import positional_views
 
     ckpt = f"path:{kind_checkpoints[name]}"
     at = open_page("model", ckpt, text="cafe")
@@ -111,7 +111,7 @@ def test_each_positional_kind_is_described_and_drawn_by_its_pages(kind_checkpoin
 @pytest.mark.parametrize("kind", list(POSITION_CHANGES))
 def test_each_position_change_is_applied_linked_and_worded_by_the_positional_page(kind_checkpoints, kind):
     from i18n import _
-    from ui import positional_interventions as page
+    from ui.views import positional_interventions as page
 
     change = page.KINDS[kind]
     params = {f"{page.PREFIX}_pos": kind} | ({f"{page.PREFIX}_{change.setting}": "2"} if change.setting else {})

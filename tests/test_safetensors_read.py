@@ -157,7 +157,7 @@ def test_the_server_reads_weights_privately_unless_its_operator_chose(monkeypatc
     """The app's server sets VIZ_MAP_WEIGHTS=0 at its first run (a truncated mapping would crash every visitor's
     session); an operator's own setting is kept; the library alone keeps the mapping."""
     from model.checkpoints.safetensors_read import keeps_mapping
-    from ui import threads
+    from ui.serving import threads
 
     monkeypatch.setattr(threads, "set_server_threads", lambda: 1)  # this test process keeps its threads
     monkeypatch.setattr(threads, "set_step_cap", lambda cap: None)

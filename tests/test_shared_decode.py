@@ -14,7 +14,7 @@ from model import capture, greedy_decode, load_checkpoint
 from model.interventions import Interventions
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
-from ui import caches
+from ui.serving import caches
 
 REVERSE = Path(__file__).resolve().parents[1] / "checkpoints" / "reverse"
 

@@ -13,7 +13,7 @@ import pytest
 from model import load_checkpoint
 from model.checkpoints.demos import list_demos
 from model.text.tokenizer import SPECIALS, Vocab
-from viz.lecture_pack_live import HERE
+from pack.live import HERE
 
 WORDS = ["le", "chat", "noir", "j'ai", "...", "«", "»", ".", "(", "l'", "étudiant", "--x--", "Noël"]
 ODD = ["Noir.", "noir.", "«chat»", "((le", "?!", "...", "j'ai,", "Élève", "e\u0301tudiant", "42", "😀", "👩‍🔬", "zzqx",

@@ -13,9 +13,9 @@ from model import CheckpointError, load_checkpoint, save_checkpoint
 from tests.apptest_helpers import shown
 from tests.conftest import make_tiny
 from tests.i18n_helpers import matching, msgid
-from ui import uploads
-from ui.safe_text import md
-from ui.uploads import RefusedUpload, UploadStore, scrub, stored_name
+from ui.serving import uploads
+from ui.serving.uploads import RefusedUpload, UploadStore, scrub, stored_name
+from ui.shell.safe_text import md
 
 TAKES = msgid("{name} would take {size} on this server, which keeps at most {limit} of uploads")
 

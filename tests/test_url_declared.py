@@ -1,4 +1,4 @@
-"""The declarative URL state (ui/url_state.py) through the pages: a bad link value gets the same translated warning
+"""The declarative URL state (ui/shell/url_state.py) through the pages: a bad link value gets the same translated warning
 on every page, a link's values come back as they went in, and keys declared to belong to a model (or an input) are
 dropped when it changes."""
 
@@ -12,7 +12,7 @@ from i18n import translations
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
 from tests.i18n_helpers import matching, msgid
-from ui.url_state import Key, invalid_warning
+from ui.shell.url_state import Key, invalid_warning
 
 INVALID = msgid("The link's value for {what} is not valid here; the default is used instead.")
 

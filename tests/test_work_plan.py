@@ -208,7 +208,7 @@ def test_a_gpt2_small_shape_reads_its_whole_context_on_the_attention_page(tmp_pa
 def test_every_page_cost_is_a_page_and_a_cost_function():
     from types import SimpleNamespace
 
-    from ui.navigation import COSTS, PAGES, page_cost
+    from ui.shell.navigation import COSTS, PAGES, page_cost
 
     assert set(COSTS) <= set(PAGES)
     for name in COSTS:
@@ -309,7 +309,7 @@ def test_compare_cuts_both_models_so_that_together_they_fit():
     from types import SimpleNamespace
 
     from model.analysis.budget import compare_page_bytes, compare_view_bytes, greedy_bytes, steps_for
-    from ui.navigation import page_cost
+    from ui.shell.navigation import page_cost
 
     assert page_cost(SimpleNamespace(url_path="compare")) is compare_page_bytes
     a = TransformerConfig(src_vocab_size=32128, tgt_vocab_size=32128, d_model=512, n_heads=8, d_ff=2048,
@@ -333,7 +333,7 @@ def test_compare_cuts_both_models_so_that_together_they_fit():
 
 def test_a_lecture_pack_over_the_budget_is_refused_before_any_input_runs(small):
     from model.analysis.budget import pack_need
-    from model.analysis.lecture import pack_records
+    from pack.records import pack_records
 
     model, tok = small
     texts = ["abcdefgh" * 4] * 5
@@ -371,8 +371,8 @@ def test_the_average_over_fresh_examples_is_counted_and_names_the_menu_value_tha
 
     from model import load_checkpoint
     from tests.apptest_helpers import ROOT
-    from ui import attribution_ui as ui
-    from ui.caches import trained_longest
+    from ui.serving.caches import trained_longest
+    from ui.views import attribution_ui as ui
 
     folder = ROOT / "checkpoints" / "reverse"
     model, _ = load_checkpoint(str(folder))

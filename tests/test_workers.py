@@ -1,6 +1,6 @@
 """Issue 30, part 3: heavy work in a child process with OS limits, stopped when nobody waits for it.
 
-Every test starts real child processes (ui/workers.py forks this one) and checks them from outside: the child's
+Every test starts real child processes (ui/serving/workers.py forks this one) and checks them from outside: the child's
 pid is gone after the call, the parent's memory did not take the child's allocations."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from model.analysis import attribution as attr
 from model.analysis.jobs import attribute_methods
-from ui.workers import CANCELLED, OUT_OF_MEMORY, PAST_DEADLINE, Limits, WorkerStopped, run_limited
+from ui.serving.workers import CANCELLED, OUT_OF_MEMORY, PAST_DEADLINE, Limits, WorkerStopped, run_limited
 
 
 def _alive(pid: int) -> bool:
@@ -140,7 +140,7 @@ def test_a_cancelled_job_waits_for_run_again():
         import streamlit as st
 
         from tests.test_workers import double
-        from ui.workers import WorkerStopped, run_with_progress
+        from ui.serving.workers import WorkerStopped, run_with_progress
 
         try:
             st.write(f"result {run_with_progress(double, 21, progress=True, key=('job', 1), label='Working')}")

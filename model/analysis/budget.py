@@ -17,7 +17,7 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
   and the greedy decoding up to the step limit, plus the figures.
 - `importance_row_bytes(cfg, S, T)`: one row of head importance's batched passes.
 - `lazy_capture_bytes(cfg, S, T)`: a lazy capture (O(L·T·D) kept, one block of weights at a time, one map).
-- `attention_page_bytes`, `compare_page_bytes`: what those pages really compute (ui.navigation.COSTS names them).
+- `attention_page_bytes`, `compare_page_bytes`: what those pages really compute (ui.shell.navigation.COSTS names them).
 - `backward_bytes(cfg, S, T, rows)` and `forward_ops(cfg, S, T)`: what autograd keeps, and the operations of a pass.
 - `decoding_need(cfg, n, S, steps)`, `pack_need(cfg, lengths, weights)`: (bytes, operations) of the experiments'
   batched decoding of n examples, and of a lecture pack.
@@ -176,7 +176,7 @@ def page_bytes(cfg, S: int, T: int | None = None) -> int:
 
 
 def greedy_bytes(cfg, S: int, steps: int) -> int:
-    """The shared decode of an input (ui.caches.own_output: fused, nothing recorded): the key/value cache of
+    """The shared decode of an input (ui.serving.caches.own_output: fused, nothing recorded): the key/value cache of
     `steps` steps and one step's pass."""
     cache = 2 * cfg.n_decoder_layers * (steps + S) * cfg.d_model
     return F32 * cache + pass_bytes(cfg, S, 1, last_only=True)
@@ -360,7 +360,7 @@ def admit_examples(cfg, what: Message, n: int, S: int, steps: int, budget: WorkB
 
 
 def pack_export_bytes(weight_bytes: int) -> int:
-    """The export of a model's graphs for a pack (model/analysis/onnx_export.py): about four copies of its weights
+    """The export of a model's graphs for a pack (pack/onnx_graphs.py): about four copies of its weights
     (the traced graph's constants, the ONNX bytes, their base64)."""
     return 4 * weight_bytes
 

@@ -1,4 +1,4 @@
-"""Compute functions that a worker process runs (ui/workers.py passes them by reference): each is one call that
+"""Compute functions that a worker process runs (ui/serving/workers.py passes them by reference): each is one call that
 does all of one view's heavy work and returns plain records, with a `progress(done, total)` argument.
 
 Nothing here knows about processes or limits: called directly, each is an ordinary function (tests do that).

@@ -1,7 +1,7 @@
 """A visitor's checkpoint read in one process and used in another: the reader's checked result, as files to map.
 
 The app reads a checkpoint that a visitor brought (an allowed server folder, an upload) in a limited worker
-(ui/workers.py): every config and tokenizer file, the weights' headers, the tokenizer's load-time probes
+(ui/serving/workers.py): every config and tokenizer file, the weights' headers, the tokenizer's load-time probes
 (model/text/bounded.py) and the conversion to this project's model all run there, under the worker's memory, CPU
 and deadline, and stop when the visitor leaves. `check_checkpoint` is what the worker runs; it writes into a private
 folder the server made:

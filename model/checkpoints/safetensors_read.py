@@ -2,7 +2,7 @@
 
 By default (the library) a model keeps views of safetensors' memory map of its file, as transformers'
 from_pretrained does (keeps_mapping): loading reads nothing. VIZ_MAP_WEIGHTS=0 reads the weights privately instead,
-and the app's server sets it unless its operator chose (ui/threads.start_server_once): a mapped file overwritten
+and the app's server sets it unless its operator chose (ui/serving/threads.start_server_once): a mapped file overwritten
 later would change the model, a truncated one crash the whole server and every visitor's session with SIGBUS. The copy out of the map this replaced cost two passes over the weights and,
 while loading, the map's pages and the copies both resident (2x the weights at the peak). Here the data is read once (readinto one buffer) and every tensor is a view of that private buffer: one pass, the weights
 once. The header is bounded before (check_safetensors_header) and every entry is checked against the file's size
@@ -35,7 +35,7 @@ def keeps_mapping() -> bool:
     first touches it) and the app processes of one machine share the files' pages, but a file overwritten in place
     while the server runs changes the loaded model (the folder's stamp changes, so the next run loads it again), and
     a truncated one crashes the process (SIGBUS). VIZ_MAP_WEIGHTS=0 reads the weights into the process's own memory
-    once (read_private): the app's server default (ui/threads.start_server_once), where a training run may rewrite
+    once (read_private): the app's server default (ui/serving/threads.start_server_once), where a training run may rewrite
     an allowed folder while a room uses it; its operator may set VIZ_MAP_WEIGHTS=1 for folders nobody rewrites."""
     return switch(KEEP_MAPPED, True)
 

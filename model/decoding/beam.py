@@ -33,7 +33,7 @@ from .settings import Setting
 NAME = "beam"
 TITLE = N_("Beam search")  # the decoding page's menu
 LINK = "beam"  # how the page's link writes it (dec_strategy=...)
-APP = "ui.decoding_views.beam"  # its app half: the view the decoding page shows
+APP = "ui.views.decoding_views.beam"  # its app half: the view the decoding page shows
 MAX_BEAM = 8  # the widest beam the page offers (each step keeps 2k rows of every attention map)
 SETTINGS = (
     Setting("beam_size", "dec_beam", 4, 1, MAX_BEAM, N_("Beam size"), N_("the beam size")),

@@ -18,7 +18,7 @@ from .trace import Trace, decode_trace
 NAME = "greedy"
 TITLE = N_("Greedy")  # the decoding page's menu
 LINK = "greedy"  # how the page's link writes it (dec_strategy=...)
-APP = "ui.decoding_views.greedy"  # its app half: the view the decoding page shows
+APP = "ui.views.decoding_views.greedy"  # its app half: the view the decoding page shows
 SETTINGS = ()  # nothing to set: the most probable token at every step
 
 

@@ -18,7 +18,7 @@ from .trace import Trace, decode_trace
 NAME = "sampling"
 TITLE = N_("Sampling")  # the decoding page's menu
 LINK = "sample"  # how the page's link writes it (dec_strategy=...; links made before the registry say so)
-APP = "ui.decoding_views.sampling"  # its app half: the view the decoding page shows
+APP = "ui.views.decoding_views.sampling"  # its app half: the view the decoding page shows
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
 SETTINGS = (

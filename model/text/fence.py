@@ -19,7 +19,7 @@ through a `Fence`:
 - calls from several sessions take turns (one helper, one lock): encoding is a millisecond, a call that hangs is
   cut at its limit;
 - `close()` (or the vocabulary being collected) kills the helper;
-- in a process forked from the server later (a limited worker of ui/workers.py, which the operating system bounds
+- in a process forked from the server later (a limited worker of ui/serving/workers.py, which the operating system bounds
   already), calls run the library there, directly: the server's helper and its pipe stay the server's.
 
 Pure Python and os: no torch, no streamlit.

@@ -1,5 +1,5 @@
 """This project's vocabularies as a Hugging Face tokenizer.json: one description, run by `tokenizers` in the app
-and by tokenizers.js (@huggingface/tokenizers, vendored in viz/vendor/tokenizers) in the lecture pack.
+and by tokenizers.js (@huggingface/tokenizers, vendored in pack/static/vendor/tokenizers) in the lecture pack.
 
     description(vocab) -> dict            # the tokenizer.json of a Vocab (model/text/tokenizer.py)
     list_description(vocab) -> dict       # the tokenizer.json of a ListVocab (someone else's token list)

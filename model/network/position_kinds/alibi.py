@@ -8,7 +8,7 @@ NAME = "alibi"
 TITLE = N_("ALiBi")
 DESCRIPTION = N_("ALiBi positions (a bias on the scores)")
 INSIDE_ATTENTION = True
-APP = "ui.positional_views.alibi"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.alibi"  # its app half: what the positional page says and draws of it
 PACK_TEXT = N_(
     "This model adds nothing to its embeddings: each head subtracts slope × |i − j| from its "
     "self-attention scores (ALiBi)."

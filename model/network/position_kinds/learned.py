@@ -8,7 +8,7 @@ NAME = "learned"
 TITLE = N_("Learned")
 DESCRIPTION = N_("learned positions")
 INSIDE_ATTENTION = False
-APP = "ui.positional_views.learned"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.learned"  # its app half: what the positional page says and draws of it
 PACK_TEXT = None
 
 

@@ -8,7 +8,7 @@ NAME = "none"
 TITLE = N_("None")
 DESCRIPTION = N_("no positional encoding")
 INSIDE_ATTENTION = False
-APP = "ui.positional_views.none"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.none"  # its app half: what the positional page says and draws of it
 PACK_TEXT = None
 
 

@@ -8,7 +8,7 @@ NAME = "relative"
 TITLE = N_("T5 relative bias")
 DESCRIPTION = N_("T5 relative position bias")
 INSIDE_ATTENTION = True
-APP = "ui.positional_views.relative"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.relative"  # its app half: what the positional page says and draws of it
 PACK_TEXT = N_(
     "This model adds nothing to its embeddings: a learned number per head and bucket of distance is "
     "added to its self-attention scores (T5's relative bias)."

@@ -8,7 +8,7 @@ NAME = "rope"
 TITLE = N_("RoPE")
 DESCRIPTION = N_("rotary positions (RoPE)")
 INSIDE_ATTENTION = True
-APP = "ui.positional_views.rope"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.rope"  # its app half: what the positional page says and draws of it
 PACK_TEXT = N_(
     "This model adds nothing to its embeddings: its queries and keys are rotated by their positions in "
     "every self-attention layer (RoPE), so attention sees the distance i − j."

@@ -8,7 +8,7 @@ NAME = "sinusoidal"
 TITLE = N_("Sinusoidal (fixed)")
 DESCRIPTION = N_("sinusoidal positions")
 INSIDE_ATTENTION = False
-APP = "ui.positional_views.sinusoidal"  # its app half: what the positional page says and draws of it
+APP = "ui.views.positional_views.sinusoidal"  # its app half: what the positional page says and draws of it
 PACK_TEXT = None
 
 

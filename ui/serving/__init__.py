@@ -1,0 +1,1 @@
+"""Serving many visitors from one process: limited worker processes, the bounded in-memory and on-disk caches, threads and memory, the app's base path, visitors' uploads and the models held while a session shows them."""

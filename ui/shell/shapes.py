@@ -1,0 +1,159 @@
+"""What the pages share about the model's shape (encoder-decoder, decoder-only, encoder-only): which
+attention kinds it has, the one line a page shows when a view does not apply, and the grouped-query note."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from i18n import N_, _
+
+# One line per (page, missing side): why a view does not apply to this model. Marked here, translated when shown.
+NO_DECODER = N_(
+    "This view does not apply to an encoder-only model (BERT): it writes no tokens. The Attention page shows its "
+    "self-attention."
+)
+NO_ENCODER = N_(
+    "This view does not apply to a decoder-only model (GPT-2, Llama, Qwen2): it has no encoder, so no source and no "
+    "cross-attention. The decoder reads the prompt and its continuation as one sequence."
+)
+NO_ATTRIBUTION = N_(
+    "Attribution explains what a model writes or predicts; this encoder-only model has no output head (such as "
+    "BERT's masked-LM head), so there is nothing to explain. The Attention page shows its self-attention."
+)
+ATTRIBUTION_PROMPT = N_(
+    "A decoder-only model: each row explains one token of the continuation by the prompt's tokens, the "
+    "continuation before it held fixed. Every method applies; rollout and flow run through the self-attention of "
+    "the whole sequence."
+)
+ATTRIBUTION_MLM = N_(
+    "An encoder-only model writes nothing: each row explains the masked-LM head's top prediction at one position "
+    "by every token of the text. Every method applies; rollout and flow run through its self-attention."
+)
+NO_KIND_IN_B = N_(
+    "Model B has none of this attention (its shape differs from model A's): choose another kind, or a model B of "
+    "the same shape."
+)
+GQA = N_(
+    "Grouped-query attention: {kv} key/value heads for {heads} query heads; query heads {groups} each share one "
+    "key/value head."
+)
+
+
+@dataclass(frozen=True)
+class ShapeWords:
+    """The words every page uses for one model shape (marked, translated where shown): no page names a stack the
+    model does not have."""
+
+    reads: str  # what the model reads: the columns of an attribution, the keys of what it attends to
+    writes: str  # what it writes or predicts: the rows
+    matrix: str  # the attribution page's every-row-by-every-column heading
+    kinds: str  # its attention kinds, as a list in a sentence
+    sequence: str  # the one sequence its attention runs over, as an axis's name
+
+
+WORDS = {
+    "encoder-decoder": ShapeWords(
+        N_("source"), N_("output"), N_("Every output token × every source token"),
+        N_("encoder self, decoder self, cross"), N_("source"),
+    ),
+    "decoder-only": ShapeWords(
+        N_("prompt"), N_("continuation"), N_("Every token of the continuation × every token of the prompt"),
+        N_("decoder self, causal"), N_("prompt and continuation"),
+    ),
+    "encoder-only": ShapeWords(
+        N_("text"), N_("prediction"), N_("Every position’s prediction × every token of the text"),
+        N_("encoder self"), N_("text tokens"),
+    ),
+}  # fmt: skip
+
+
+def words(config) -> ShapeWords:
+    """The word list of the model's shape (config.shape)."""
+    return WORDS[config.shape]
+
+
+def kinds_of(config) -> list[str]:
+    """The attention kinds the model has, as the pages' menus name them in the link ("encoder self", "decoder
+    self", "cross"): an encoder-decoder has the three, a decoder-only model its decoder's self-attention only, an
+    encoder-only model its encoder's."""
+    has = {"encoder self": config.has_encoder, "decoder self": config.has_decoder}
+    has["cross"] = config.has_encoder and config.has_decoder
+    return [k for k, present in has.items() if present]
+
+
+def present_kinds(kinds: Mapping[str, Any], maps: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of `kinds` whose attention array in `maps` has layers (a shape's missing stack has none)."""
+    return {k: v for k, v in kinds.items() if getattr(maps.get(k), "shape", (0,))[0]}
+
+
+def requires(has: bool, why: str) -> None:
+    """Stop the page with one line (translated) when the model lacks what the page needs."""
+    if not has:
+        st.info(_(why))
+        st.stop()
+
+
+def attributable(model) -> bool:
+    """Whether the attribution page has something to explain: a decoder writes tokens, or an output head predicts."""
+    return model.config.has_decoder or model.generator is not None
+
+
+def attribution_note(config) -> None:
+    """One line saying what the attribution page's rows and columns are for a decoder-only or encoder-only model."""
+    if config.has_encoder and config.has_decoder:
+        return
+    st.caption(_(ATTRIBUTION_PROMPT if config.has_decoder else ATTRIBUTION_MLM))
+
+
+def gqa_note(config) -> None:
+    """A caption naming the groups of query heads that read one key/value head (nothing without GQA)."""
+    if config.kv_heads == config.n_heads:
+        return
+    groups = {}
+    for h in range(config.n_heads):
+        groups.setdefault(config.kv_head_of(h), []).append(str(h))
+    text = " | ".join(",".join(g) for g in groups.values())
+    st.caption(_(GQA).format(kv=config.kv_heads, heads=config.n_heads, groups=text))
+
+
+SEQUENCE = N_("Prompt: {prompt} tokens · continuation (the model’s own greedy output): {written} tokens “{text}”")
+ENCODED = N_("Input: {n} tokens, as the model’s tokenizer writes them (its special tokens included)")
+
+
+def capture_caption(cap, tokenizer, text: str) -> str | None:
+    """The one-line summary of a capture of a decoder-only or encoder-only model (None for an encoder-decoder,
+    whose page writes its own)."""
+    from ui.shell.safe_text import esc
+
+    if cap.source_tokens and cap.target_tokens:
+        return None
+    if not cap.target_tokens:
+        return _(ENCODED).format(n=len(cap.source_tokens))
+    prompt = min(len(tokenizer.source.encode(text)), len(cap.target_tokens))
+    written = cap.target_tokens[prompt:]
+    return _(SEQUENCE).format(prompt=prompt, written=len(written), text=esc(tokenizer.target.detokenize(written)))
+
+
+KV_HEAD = N_("Grouped-query attention: query head {head} reads key/value head {kv}, shared with query heads {group}.")
+
+
+def kv_note(config, head: int) -> None:
+    """A caption naming the key/value head that query head `head` reads and the heads that share it (none without
+    GQA): the keys and values shown are that shared head's."""
+    if config.kv_heads == config.n_heads:
+        return
+    kv = config.kv_head_of(head)
+    group = ", ".join(str(h) for h in range(config.n_heads) if config.kv_head_of(h) == kv)
+    st.caption(_(KV_HEAD).format(head=head, kv=kv, group=group))
+
+
+def special_keys(tokens, vocab) -> list[int]:
+    """Positions after the first of the tokens the vocabulary calls special ([SEP], </s>, a BOS in the middle)."""
+    from model.text.tokenizer import SPECIALS
+
+    special = set(SPECIALS) | set(getattr(vocab, "added", {}) or {})
+    return [i for i, t in enumerate(tokens) if i and t in special]
