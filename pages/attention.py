@@ -12,6 +12,7 @@ from tasks.gold import disagreements, gold_alignment, gold_example
 from ui import attention_long, caches
 from ui import interventions_ui as heads_ui
 from ui.explain import explain_disagreement, explain_row
+from ui.navigation import view_menu
 from ui.presentation import chart_box, chart_text_px, presenting, show
 from ui.safe_text import esc
 from ui.session import require_session
@@ -65,14 +66,7 @@ HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = URL.read("att_view")
 views, sink_box = st.columns([3, 1], vertical_alignment="center")  # the views and the sink option: one row
-views.segmented_control(
-    _("View"),
-    list(VIEWS),
-    key="att_view",
-    format_func=lambda v: _(VIEWS[v]),
-    required=True,
-    label_visibility="collapsed",
-)
+view_menu(VIEWS, "att_view", container=views)
 left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
 kind_radio(left, KINDS, "att_kind")
 layer = URL.read("att_layer", n_layers - 1, range(n_layers))

@@ -11,6 +11,7 @@ from ui import caches, positional_models, positional_views
 from ui import positional_interventions as changed_positions
 from ui.explain import explain
 from ui.figure_download import download_row
+from ui.navigation import view_menu
 from ui.presentation import chart_box, show
 from ui.session import current, show_input_messages
 from ui.url_state import Key, Keys, finite
@@ -53,14 +54,7 @@ URL = Keys(
 )
 view = URL.read("pe_view")
 changes = NONE
-st.segmented_control(
-    _("View"),
-    list(VIEWS),
-    key="pe_view",
-    format_func=lambda v: _(VIEWS[v]),
-    required=True,
-    label_visibility="collapsed",
-)
+view_menu(VIEWS, "pe_view")
 URL.write(pe_view=view)
 
 D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})
