@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import table  # noqa: E402
+from benchmarks.common import table, target_row  # noqa: E402
 from harness.apptest import charts, open_page  # noqa: E402
 
 # page -> the views to time, each as its URL parameters (the page's own selectors, as a link opens them)
@@ -210,14 +210,7 @@ def main() -> None:
         print(f"\nreverse demo, 20 source tokens; {load()}")
         print(table(HEADERS, rows))
         worst = max(float(r[4]) for r in rows if not r[1].startswith("change"))
-        summary.append(
-            [
-                "reverse/20: slowest page run after first load (CPU)",
-                f"{worst:.0f} ms",
-                "<= 100 ms",
-                "yes" if worst <= 100 else "NO",
-            ]
-        )
+        summary.append(target_row("reverse/20: slowest page run after first load (CPU)", worst, 100, "ms"))
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[FOLDERS_ENV] = tmp  # the server may open this folder (server folders are off by default)
         if args.t5_base:  # issue 25: an imported T5 folder (relative bias, RMS norms, no tokenizer files)
@@ -246,30 +239,16 @@ def main() -> None:
                 att_mb = max(float(r[5]) for r in att if r[1] == "one")
                 att_views_mb = max(float(r[5]) for r in att)
                 summary += [
-                    [
-                        "base/128: slowest page run after first load (CPU)",
-                        f"{worst:.0f} ms",
-                        "<= 1000 ms",
-                        "yes" if worst <= 1000 else "NO",
-                    ],
-                    [
-                        "base/128: slowest view-only change (CPU)",
-                        f"{change:.0f} ms",
-                        "<= 150 ms",
-                        "yes" if change <= 150 else "NO",
-                    ],
-                    [
-                        "base/128: attention page sent, default view",
-                        f"{att_mb:.2f} MB",
-                        "<= 3 MB",
-                        "yes" if att_mb <= 3 else "NO",
-                    ],
-                    [
+                    target_row("base/128: slowest page run after first load (CPU)", worst, 1000, "ms"),
+                    target_row("base/128: slowest view-only change (CPU)", change, 150, "ms"),
+                    target_row("base/128: attention page sent, default view", att_mb, 3, "MB", 2),
+                    target_row(
                         "base/128: attention page sent, largest view (any view, bertviz included)",
-                        f"{att_views_mb:.2f} MB",
-                        "<= 3 MB",
-                        "yes" if att_views_mb <= 3 else "NO",
-                    ],
+                        att_views_mb,
+                        3,
+                        "MB",
+                        2,
+                    ),
                 ]
         if "attention" in args.pages:
             views = [view_name(v) for v in VIEWS["attention"]]

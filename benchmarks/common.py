@@ -64,6 +64,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str |
     )
 
 
+def target_row(what: str, value: float, limit: float, unit: str, digits: int = 0) -> list[str]:
+    """A summary row for a measure held to an upper limit: [what, value, "<= limit", "yes" or "NO"]."""
+    return [what, f"{value:.{digits}f} {unit}", f"<= {limit:g} {unit}", "yes" if value <= limit else "NO"]
+
+
 def script_name(argv0: str) -> str | None:
     """The benchmark's name (`bench_core`) when `argv0` is a benchmark script, else None."""
     name = Path(argv0).stem

@@ -143,7 +143,7 @@ async def soak(server: AppServer, total: int, sessions: int, gpt2: Path) -> tupl
 
 def main_checked(args, phase) -> None:
     """The rows of the module docstring; `phase` is bench_hostile's (the ordinary room beside one visitor's links)."""
-    from model.checkpoints.serving import ENV
+    from benchmarks.bench_hostile import room_server
     from model.text.bounded import ENCODE_SECONDS
 
     all_texts = distinct_texts(3 * args.sessions * (args.changes + 1), seed=7)
@@ -152,12 +152,7 @@ def main_checked(args, phase) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for name in ("models", "app", "cache"):
-            (tmp / name).mkdir()
-        models = checked_models(tmp / "models")
-        os.environ[ENV] = str(tmp / "models")
-        os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
-        server = AppServer(tmp / "app")
+        models, server = room_server(tmp, checked_models)
         try:
             with chromium() as browser:
                 server.first_visit(browser)

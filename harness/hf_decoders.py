@@ -118,3 +118,11 @@ def build(name: str, root: Path, **overrides: Any):
     hf = cls.from_pretrained(str(folder), attn_implementation="eager").eval()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token="<eos>")
     return folder, hf, fast
+
+
+def build_loaded(names, root: Path) -> dict[str, tuple]:
+    """`build` for each family of `names` under `root`, each folder then loaded by this project:
+    {name: (folder, transformers model, transformers tokenizer, our model, our tokenizer)}."""
+    from model.checkpoints.loading import load_checkpoint
+
+    return {name: (*build(name, root), *load_checkpoint(root / name)) for name in names}

@@ -11,10 +11,11 @@ from i18n import N_, _
 from tasks.gold import disagreements, gold_alignment, gold_example
 from ui.serving import caches
 from ui.shell.explain import explain_disagreement, explain_row
+from ui.shell.navigation import view_menu
 from ui.shell.presentation import chart_box, chart_text_px, presenting, show
 from ui.shell.safe_text import esc
 from ui.shell.session import require_session
-from ui.shell.shapes import capture_caption, gqa_note, present_kinds, special_keys
+from ui.shell.shapes import KIND_NAMES, capture_caption, gqa_note, kind_radio, present_kinds, special_keys
 from ui.shell.url_state import Key, Keys, flag, intish
 from ui.views import attention_long
 from ui.views import interventions_ui as heads_ui
@@ -36,11 +37,6 @@ SIDES = {  # kind -> (key tokens, query side, key side)
     "cross": (cap.source_tokens, DECODER_INPUT, SOURCE),
 }
 KINDS = {k: (MAPS.get(k), capture_rows(cap, k), *SIDES[k]) for k in SIDES}  # rows: viz/tokens.capture_rows
-SHORT = {
-    "encoder_self": N_("Encoder self"),
-    "decoder_self": N_("Decoder self (causal)"),
-    "cross": N_("Cross (decoder → encoder)"),
-}
 VIEWS = {
     "one": N_("One head"),
     "grid": N_("All heads of the layer"),
@@ -57,7 +53,7 @@ NO_SINK_HELP = N_(
 BERT_VIEWS = [N_("head view"), N_("model view")]  # values kept in English (URL), shown translated
 URL = Keys(
     Key("att_view", "one", choices=tuple(VIEWS)),
-    Key("att_kind", "cross", choices=tuple(SHORT)),
+    Key("att_kind", "cross", choices=tuple(KIND_NAMES)),
     Key("att_layer", cast=int),  # default and choices: the model's layers
     Key("att_head", "average", cast=intish),
     Key("att_bertviz", BERT_VIEWS[0], choices=tuple(BERT_VIEWS)),
@@ -71,23 +67,9 @@ HEAD_CHOICES = ["average", *range(n_heads)]
 
 view = URL.read("att_view")
 views, sink_box = st.columns([3, 1], vertical_alignment="center")  # the views and the sink option: one row
-views.segmented_control(
-    _("View"),
-    list(VIEWS),
-    key="att_view",
-    format_func=lambda v: _(VIEWS[v]),
-    required=True,
-    label_visibility="collapsed",
-)
+view_menu(VIEWS, "att_view", container=views)
 left, mid, right = st.columns([4, 1, 1.3], vertical_alignment="center")  # one row of controls: a compact header
-left.radio(
-    _("Attention"),
-    list(KINDS),
-    key="att_kind",
-    horizontal=True,
-    format_func=lambda k: _(SHORT[k]),
-    label_visibility="collapsed",
-)
+kind_radio(left, KINDS, "att_kind")
 layer = URL.read("att_layer", n_layers - 1, range(n_layers))
 LAYER_NAMES = figs.layer_names(n_layers, cap.windows.get(kind))  # a local layer's window named (Mistral, Gemma)
 mid.selectbox(

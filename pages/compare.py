@@ -23,7 +23,7 @@ from ui.shell.figure_download import download_row
 from ui.shell.presentation import chart_box, chart_text_px, show
 from ui.shell.safe_text import esc, md
 from ui.shell.session import require_session
-from ui.shell.shapes import NO_KIND_IN_B, requires
+from ui.shell.shapes import NO_KIND_IN_B, kind_radio, requires
 from ui.shell.url_state import Key, Keys, intish, write_url
 from ui.views.compare_models import SAME_AS_A, default_b, mismatch_message
 from viz import attention_figs
@@ -69,14 +69,7 @@ text_b = check_b.text  # what model B reads: the input, cut further when B's att
 kinds = [k for k in KINDS if k in session.model.config.attention_kinds]  # what model A's shape has
 kind = URL.read("cmp_kind", choices=kinds)  # one kind (decoder-only, encoder-only): each reads the input alone
 left, mid, right = st.columns([3, 1, 1.3], vertical_alignment="center")
-left.radio(
-    _("Attention"),
-    kinds,
-    key="cmp_kind",
-    horizontal=True,
-    format_func=lambda k: _(SHORT[k]),
-    label_visibility="collapsed",
-)
+kind_radio(left, kinds, "cmp_kind", SHORT)
 fed = URL.read("cmp_input")
 choosing_input = kind != "encoder_self" and session.target is None
 if choosing_input:

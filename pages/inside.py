@@ -10,7 +10,7 @@ from ui.shell.figure_download import download_file
 from ui.shell.presentation import show
 from ui.shell.safe_text import esc
 from ui.shell.session import require_session
-from ui.shell.shapes import kv_note
+from ui.shell.shapes import kind_radio, kv_note
 from ui.shell.url_state import Key, Keys, flag
 from ui.views import positional_views
 from ui.views.attention_long import key_window, parse_range, range_text
@@ -44,11 +44,6 @@ TOKENS = {
     "cross": (cap.target_tokens, cap.source_tokens),
 }
 TOP_PX = 320  # where the first chart starts in presentation mode at 1366x768 (measured): it fits below
-SHORT_KINDS = {  # the attention page's names of the three kinds
-    "encoder_self": N_("Encoder self"),
-    "decoder_self": N_("Decoder self (causal)"),
-    "cross": N_("Cross (decoder → encoder)"),
-}
 
 # -- the selection (every value also in the URL) ---------------------------------------------------
 KINDS = [k for k in inside.KINDS if k in cap.qkv]  # the kinds this model's shape has
@@ -58,14 +53,7 @@ q_rows = capture_rows(cap, kind)  # how the query rows are named: "<s> → la", 
 L, H = cap.qkv[kind][0].shape[:2]
 # One row of controls, as on the attention page: the first chart starts high enough for a projector's screen.
 c1, c2, c3, c4 = st.columns([4.2, 1, 1, 1.4], vertical_alignment="center")
-c1.radio(
-    _("Attention"),
-    KINDS,
-    key="in_kind",
-    horizontal=True,
-    format_func=lambda k: _(SHORT_KINDS[k]),
-    label_visibility="collapsed",
-)
+kind_radio(c1, KINDS, "in_kind")
 focus = inside.default_focus(getattr(cap, kind))  # the most spread-out row: its scaling lesson is not 0 bits
 layer = URL.read("in_layer", focus[0], choices=range(L))
 c2.selectbox(

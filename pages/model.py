@@ -8,6 +8,7 @@ from model.network.position_kinds.registry import kind
 from tasks.cards import card_description, machine_text, measured_lines
 from ui.serving import caches
 from ui.shell.explain import explain_row
+from ui.shell.navigation import view_menu
 from ui.shell.presentation import SCREEN_PX, presenting, show
 from ui.shell.safe_text import esc, md
 from ui.shell.session import require_session, show_input_messages
@@ -87,14 +88,7 @@ URL = Keys(
 parts = [p for p in PARTS if {"encoder": cfg.has_encoder, "decoder": cfg.has_decoder}.get(p, True)]
 shape_kinds = [k for k in SHAPE_KINDS if k in kinds_of(cfg)]
 view = URL.read("model_view")
-st.segmented_control(
-    _("View"),
-    list(VIEWS),
-    key="model_view",
-    format_func=lambda v: _(VIEWS[v]),
-    required=True,
-    label_visibility="collapsed",
-)
+view_menu(VIEWS, "model_view")
 URL.write(model_view=view)
 if view == "config":
     rows = [{_("field"): k, _("value"): str(v)} for k, v in cfg.to_dict().items() if k != "extra"]

@@ -10,6 +10,7 @@ from model.network.position_kinds.registry import kind
 from ui.serving import caches
 from ui.shell.explain import explain
 from ui.shell.figure_download import download_row
+from ui.shell.navigation import view_menu
 from ui.shell.presentation import chart_box, show
 from ui.shell.session import current, show_input_messages
 from ui.shell.url_state import Key, Keys, finite
@@ -54,14 +55,7 @@ URL = Keys(
 )
 view = URL.read("pe_view")
 changes = NONE
-st.segmented_control(
-    _("View"),
-    list(VIEWS),
-    key="pe_view",
-    format_func=lambda v: _(VIEWS[v]),
-    required=True,
-    label_visibility="collapsed",
-)
+view_menu(VIEWS, "pe_view")
 URL.write(pe_view=view)
 
 D_CHOICES = sorted({16, 32, 64, 128, 256, 512, 1024, model_d})

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.hf_decoders import WINDOW, build
-from model import capture, load_checkpoint
+from harness.hf_decoders import WINDOW, build_loaded
+from model import capture
 from model.analysis import inside
 from model.checkpoints.formats import REGISTRY
 from tests.apptest_helpers import charts, open_page
@@ -31,12 +31,8 @@ FAMILIES = [fmt.NAME for fmt in REGISTRY if hasattr(fmt, "FAMILY")]  # the Llama
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Every family's tiny folder: {name: (folder, transformers model, our model, our tokenizer)}."""
-    root = tmp_path_factory.mktemp("families-app")
-    out = {}
-    for name in FAMILIES:
-        folder, hf, _fast = build(name, root)
-        out[name] = (folder, hf, *load_checkpoint(folder))
-    return out
+    loaded = build_loaded(FAMILIES, tmp_path_factory.mktemp("families-app"))
+    return {name: (folder, hf, model, tok) for name, (folder, hf, _fast, model, tok) in loaded.items()}
 
 
 @pytest.fixture(scope="module")

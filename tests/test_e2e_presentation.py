@@ -15,6 +15,7 @@ import pytest
 
 from harness.charts import contrast_on_white
 from harness.hall import MEASURE as HALL_MEASURE
+from harness.hall import SETTLED as HALL_SETTLED
 from tests.browser_helpers import ARTIFACTS, PROJECTOR, WAIT_S, Watch, _failure, wait_idle
 from ui.shell.presentation import NORMAL_TEXT_PX, PRESENT_TEXT_PX
 
@@ -194,15 +195,6 @@ _HALL = """() => {
 }"""
 
 
-# JavaScript: after the window changed width, the page and every chart are laid out again for it.
-_SETTLED = """w => {
-    if (window.innerWidth !== w) return false;
-    const mark = document.getElementById('viz-present');  // presentation mode: its script sized the boxes for it
-    if (mark && mark.dataset.sizedFor !== `${window.innerWidth}x${window.innerHeight}`) return false;
-    const p = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.getBoundingClientRect().width > 0);
-    return !p || (p._fullLayout && Math.abs(p._fullLayout.width - p.getBoundingClientRect().width) < 4);
-}"""
-
 _BAR_BESIDE = """() => {
     const _rightmost = f => Math.max(...Object.keys(f).filter(k => /^xaxis\\d*$/.test(k)).map(k => f[k].domain[1]));
     const p = document.querySelector('.js-plotly-plot'), f = p && p._fullLayout;
@@ -241,7 +233,7 @@ def test_a_hall_sees_the_model_whole_charts_and_large_dark_text(server, projecto
             if screen is not HALL_SCREENS[0]:
                 projector.page.set_viewport_size(screen)
             # every screen: measured once presentation mode's script has sized the boxes for it
-            projector.page.wait_for_function(_SETTLED, arg=screen["width"], timeout=WAIT_S * 1000)
+            projector.page.wait_for_function(HALL_SETTLED, arg=screen["width"], timeout=WAIT_S * 1000)
             laid_out = projector.page.evaluate(_CHARTS)
             try:  # drawn with the page's first element (before the page's own script): there once the run is over
                 projector.page.wait_for_selector("#viz-model-badge", timeout=WAIT_S * 1000)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.hf_decoders import BUILDERS, WINDOW, build
+from harness.hf_decoders import BUILDERS, WINDOW, build, build_loaded
 from model.analysis.capture import capture
 from model.checkpoints.checkpoint import CheckpointError
 from model.checkpoints.formats import REGISTRY
@@ -29,13 +29,7 @@ TEXT = "birds sang while the dog ran to the red house and the cat sat on a mat" 
 
 @pytest.fixture(scope="module")
 def families(tmp_path_factory):
-    root = tmp_path_factory.mktemp("families")
-    out = {}
-    for name in FAMILIES:
-        folder, hf, fast = build(name, root)
-        model, tok = load_checkpoint(folder)
-        out[name] = (folder, hf, fast, model, tok)
-    return out
+    return build_loaded(FAMILIES, tmp_path_factory.mktemp("families"))
 
 
 def test_every_registered_family_has_a_builder_and_its_own_model_type():

@@ -38,20 +38,25 @@ def reference_ids(family, text: str) -> list[int]:
     return family.tokenizer(text)["input_ids"]
 
 
+def ours_and_theirs(family, model, tok, text: str):
+    """(transformers' token ids, our capture, transformers' output with attentions, its maps stacked (L, H, Q, K))."""
+    ids = reference_ids(family, text)
+    cap = capture(model, tok, text)
+    with torch.no_grad():
+        out = family.hf(torch.tensor([ids]), output_attentions=True)
+    return ids, cap, out, torch.stack([a[0] for a in out.attentions]).numpy()
+
+
 @pytest.mark.parametrize("name", DECODERS)
 def test_decoder_only_log_probs_and_every_attention_map_match_transformers(families, name):
     family, model, tok = families[name]
     assert model.config.shape == "decoder-only" and model.encoder.layers.__len__() == 0
     for text in TEXTS:
-        ids = reference_ids(family, text)
-        cap = capture(model, tok, text)
+        ids, cap, out, maps = ours_and_theirs(family, model, tok, text)  # maps: (L, H, T, T) per query head
         assert cap.target_ids.tolist() == ids
-        with torch.no_grad():
-            out = family.hf(torch.tensor([ids]), output_attentions=True)
         want = out.logits[0].log_softmax(-1).numpy()
         assert cap.log_probs.shape == want.shape
         np.testing.assert_allclose(cap.log_probs, want, atol=1e-4)
-        maps = torch.stack([a[0] for a in out.attentions]).numpy()  # (L, H, T, T) per query head
         assert cap.decoder_self.shape == maps.shape
         np.testing.assert_allclose(cap.decoder_self, maps, atol=1e-4)
         assert cap.encoder_self.size == 0 and cap.cross.size == 0 and cap.source_tokens == []
@@ -100,12 +105,8 @@ def test_bert_every_attention_map_and_the_masked_lm_match_transformers(families,
     family, model, tok = families[name]
     assert model.config.shape == "encoder-only" and len(model.decoder.layers) == 0
     for text in TEXTS:
-        ids = reference_ids(family, text)
-        cap = capture(model, tok, text)
+        ids, cap, out, maps = ours_and_theirs(family, model, tok, text)  # maps: (L, H, S, S)
         assert cap.source_ids.tolist() == ids
-        with torch.no_grad():
-            out = family.hf(torch.tensor([ids]), output_attentions=True)
-        maps = torch.stack([a[0] for a in out.attentions]).numpy()  # (L, H, S, S)
         np.testing.assert_allclose(cap.encoder_self, maps, atol=1e-4)
         assert cap.decoder_self.size == 0 and cap.target_tokens == []
         if name == "bert-mlm":

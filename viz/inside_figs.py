@@ -166,6 +166,22 @@ def _key_axis(key_tokens: Sequence[str], start: int = 0) -> dict:
 _LEGEND = dict(orientation="h", y=1.02, yanchor="bottom")
 
 
+def _bars_per_key(traces: list, title: str, key_tokens: Sequence[str], start: int, yaxis: dict) -> go.Figure:
+    """Bar traces grouped over the keys (one group per key, a legend above): the scores' and the weights' figure."""
+    return go.Figure(
+        traces,
+        _layout(
+            title,
+            340,
+            barmode="group",
+            showlegend=True,
+            legend=_LEGEND,
+            xaxis=_key_axis(key_tokens, start),
+            yaxis=yaxis,
+        ),
+    )
+
+
 def scores(
     raw: np.ndarray,
     scaled: np.ndarray | None,
@@ -200,18 +216,7 @@ def scores(
         )
         for i, (name, values, color) in enumerate(shown)
     ]
-    return go.Figure(
-        traces,
-        _layout(
-            title or _("Scores"),
-            340,
-            barmode="group",
-            showlegend=True,
-            legend=_LEGEND,
-            xaxis=_key_axis(key_tokens, start),
-            yaxis=dict(title=dict(text=_("score"))),
-        ),
-    )
+    return _bars_per_key(traces, title or _("Scores"), key_tokens, start, dict(title=dict(text=_("score"))))
 
 
 def mask_row(allowed: np.ndarray, key_tokens: Sequence[str], title: str = "", start: int = 0) -> go.Figure:
@@ -280,18 +285,8 @@ def weights_row(
                 hovertemplate=_("key %{x}<br>weight without the scale %{y:.4f}") + "<extra></extra>",
             )
         )
-    return go.Figure(
-        traces,
-        _layout(
-            title or _("Attention weights"),
-            340,
-            barmode="group",
-            showlegend=True,
-            legend=_LEGEND,
-            xaxis=_key_axis(key_tokens, start),
-            yaxis=dict(title=dict(text=_("weight")), range=[0, 1.05]),
-        ),
-    )
+    yaxis = dict(title=dict(text=_("weight")), range=[0, 1.05])
+    return _bars_per_key(traces, title or _("Attention weights"), key_tokens, start, yaxis)
 
 
 def products(values: np.ndarray, key_label: str, title: str = "") -> go.Figure:

@@ -85,6 +85,21 @@ def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: 
         os._exit(0)
 
 
+def kill_child(pid: int) -> None:
+    """SIGKILL a forked child (its process group when it leads one) and reap it; a child already gone is fine."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
 class Fence:
     """fn(text) -> list of ids, run in a helper process with a time limit per call (module docstring)."""
 
@@ -102,17 +117,7 @@ class Fence:
         pid = box[0]
         box[0] = None
         if pid is not None and os.getpid() == owner:  # never from a forked worker: the helper is its parent's
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            kill_child(pid)
 
     def _start(self) -> None:
         requests_r, requests_w = os.pipe()

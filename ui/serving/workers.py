@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import pickle
 import resource
-import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from typing import Any
 
 from i18n import M_, N_
 from model.env import deadline_seconds, positive_int
+from model.text.fence import kill_child
 
 ENV_MB = "VIZ_WORKER_MB"
 DEFAULT_MB = 1024
@@ -110,20 +110,6 @@ def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> Non
         os._exit(code)
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
 def run_limited(
     fn: Callable,
     *args: Any,
@@ -174,7 +160,7 @@ def run_limited(
                 raise payload[0]
     finally:
         receive.close()
-        _kill(pid)
+        kill_child(pid)
 
 
 def steady(progress: Callable[[int, int], None]) -> Callable[[int, int], None]:

@@ -7,7 +7,7 @@ A new page is its script in pages/ plus one line here.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import streamlit as st
@@ -80,3 +80,17 @@ def rerun_through_app() -> None:
     st.session_state["_rerun_through_app"] = True
     st.navigation(page_list(icons=False), position="hidden")  # no icons: a page's icon became a favicon fetched online
     st.rerun()
+
+
+def view_menu(views: Mapping[str, str], key: str, label: str = N_("View"), container=st) -> None:
+    """A page's menu of views (or of a few exclusive settings): one segmented control, in `container`, of `views`'
+    keys named by their marked values, one always chosen, its label (marked) hidden; its value in
+    st.session_state[key], the link's key."""
+    container.segmented_control(
+        _(label),
+        list(views),
+        key=key,
+        format_func=lambda v: _(views[v]),
+        required=True,
+        label_visibility="collapsed",
+    )

@@ -43,6 +43,26 @@ GQA = N_(
 )
 
 
+KIND_NAMES = {  # the attention kinds as a page's kind menu names them
+    "encoder_self": N_("Encoder self"),
+    "decoder_self": N_("Decoder self (causal)"),
+    "cross": N_("Cross (decoder → encoder)"),
+}
+
+
+def kind_radio(container, kinds, key: str, names: Mapping[str, str] = KIND_NAMES) -> None:
+    """The attention-kind menu at the head of a page's row of controls: one horizontal radio of `kinds` (named by
+    `names`, marked strings), in `container`, its label hidden, its value in st.session_state[key]."""
+    container.radio(
+        _("Attention"),
+        list(kinds),
+        key=key,
+        horizontal=True,
+        format_func=lambda k: _(names[k]),
+        label_visibility="collapsed",
+    )
+
+
 @dataclass(frozen=True)
 class ShapeWords:
     """The words every page uses for one model shape (marked, translated where shown): no page names a stack the

@@ -17,6 +17,7 @@ from model.interventions.effects import max_shift
 from tasks.intervened import UnknownTraining
 from ui.serving import caches
 from ui.serving.workers import WorkerStopped
+from ui.shell.navigation import view_menu
 from ui.shell.presentation import chart_box, chart_text_px, show
 from ui.shell.safe_text import code, md
 from ui.shell.session import Session
@@ -51,14 +52,7 @@ def default_changes() -> list[Interventions]:
 def _changes_from_controls(session: Session) -> Interventions:
     """The off / shuffled / shifted controls, kept valid and in the URL."""
     kind = URL.read("pe_pos")
-    st.segmented_control(
-        _("Positions at inference"),
-        list(CHANGES),
-        key="pe_pos",
-        required=True,
-        format_func=lambda c: _(CHANGES[c]),
-        label_visibility="collapsed",
-    )
+    view_menu(CHANGES, "pe_pos", N_("Positions at inference"))
     setting = KINDS[kind].setting if kind in KINDS else None  # the kind's one setting, if any: its control below
     shift = seed = None
     if setting == "shift":
