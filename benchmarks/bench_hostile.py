@@ -367,19 +367,6 @@ def main_gc_freeze(args) -> None:
                 rows, title="gc.freeze"))  # fmt: skip
 
 
-def room_server(tmp: Path, build) -> tuple[dict[str, Path], AppServer]:
-    """In `tmp`: models/ (what `build` writes there, the server's model folder), cache/ (its cache) and app/ (its
-    copy of the app); (those models, the server, not started yet)."""
-    from model.checkpoints.serving import ENV
-
-    for name in ("models", "app", "cache"):
-        (tmp / name).mkdir()
-    models = build(tmp / "models")
-    os.environ[ENV] = str(tmp / "models")
-    os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
-    return models, AppServer(tmp / "app")
-
-
 def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool = True) -> None:
     """Issue 30's attacks (or those `build` and `links_of` give), one at a time beside the room, then the visitor who
     leaves mid-run (unless not `leave`); one row each."""
@@ -392,6 +379,8 @@ def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ["VIZ_WORK_MB"] = str(args.work_mb)
+        from benchmarks.hostile_checked import room_server
+
         models, server = room_server(tmp, build)
         try:
             start_rss = warm(server, texts)

@@ -141,9 +141,21 @@ async def soak(server: AppServer, total: int, sessions: int, gpt2: Path) -> tupl
     return marks.get(50, 0), rss_bytes(pid), done[0], exceptions
 
 
+def room_server(tmp: Path, build) -> tuple[dict[str, Path], AppServer]:
+    """In `tmp`: models/ (what `build` writes there, the server's model folder), cache/ (its cache) and app/ (its
+    copy of the app); (those models, the server, not started yet)."""
+    from model.checkpoints.serving import ENV
+
+    for name in ("models", "app", "cache"):
+        (tmp / name).mkdir()
+    models = build(tmp / "models")
+    os.environ[ENV] = str(tmp / "models")
+    os.environ["VIZ_CACHE_DIR"] = str(tmp / "cache")
+    return models, AppServer(tmp / "app")
+
+
 def main_checked(args, phase) -> None:
     """The rows of the module docstring; `phase` is bench_hostile's (the ordinary room beside one visitor's links)."""
-    from benchmarks.bench_hostile import room_server
     from model.text.bounded import ENCODE_SECONDS
 
     all_texts = distinct_texts(3 * args.sessions * (args.changes + 1), seed=7)
