@@ -30,11 +30,13 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from i18n import M_
+
 from ..network.config import TransformerConfig
 from ..network.positional import SinusoidalPositionalEncoding
 from ..network.transformer import Transformer
 from ..text.tokenizer import Tokenizer
-from .checkpoint import load_config, materialize, read_native_weights, skeleton, unique_state
+from .checkpoint import CheckpointError, load_config, materialize, read_native_weights, skeleton, unique_state
 from .loading import load_checkpoint
 from .safe_io import check_safetensors_header
 from .tokenizer_budget import FACTORS, charge_bytes
@@ -72,13 +74,46 @@ def check_checkpoint(path: str | Path, folder: str | Path, **options: Any) -> Ch
     return Checked(str(out), model.config.to_dict(), blob, Path(path).name)
 
 
+class _TokenizerUnpickler(pickle.Unpickler):
+    """Unpickles what check_checkpoint pickled, and nothing else: only this project's tokenizer classes, the
+    tokenizers and sentencepiece libraries' own objects, and plain containers may be named; any other global (a
+    function to call, a class of another module) is refused."""
+
+    PLAIN = {
+        ("builtins", n) for n in ("list", "dict", "set", "frozenset", "tuple", "bytes", "bytearray", "str", "int",
+                                   "float", "bool", "complex", "slice", "range")
+    } | {("collections", "OrderedDict"), ("collections", "Counter"), ("collections", "defaultdict"),
+         ("copyreg", "_reconstructor"), ("builtins", "object"), ("re", "_compile"), ("enum", "Enum")}  # fmt: skip
+
+    def find_class(self, module: str, name: str):
+        if (
+            (module, name) in self.PLAIN
+            or module.split(".")[0] in ("tokenizers", "sentencepiece")
+            or (module.startswith("model.") and not name.startswith("_"))
+        ):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not part of a checked tokenizer")
+
+
+def _unpickle_tokenizer(blob: bytes) -> Tokenizer:
+    import io
+
+    try:
+        tokenizer = _TokenizerUnpickler(io.BytesIO(blob)).load()
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+        raise CheckpointError(M_("The checked tokenizer could not be read back: {problem}", problem=str(err))) from err
+    if not isinstance(tokenizer, Tokenizer):
+        raise CheckpointError(M_("The checked tokenizer could not be read back: {problem}", problem="not a tokenizer"))
+    return tokenizer
+
+
 def open_checked(checked: Checked) -> tuple[Transformer, Tokenizer]:
     """In the server: the model (its weights mapped from the worker's file) and the tokenizer, nothing a visitor
     wrote parsed here (module docstring); CheckpointError when anything is out of its bounds."""
     folder = Path(checked.folder)
     config: TransformerConfig = load_config(folder, checked.config)  # the config's limits, as for any folder
     charge_bytes(len(checked.tokenizer), max(FACTORS.values()), "tokenizer", checked.origin)
-    tokenizer = pickle.loads(checked.tokenizer)
+    tokenizer = _unpickle_tokenizer(checked.tokenizer)
     model = skeleton(config)
     stored = read_native_weights(model, folder / WEIGHTS, mapped=True)
     tables = None

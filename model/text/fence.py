@@ -10,7 +10,7 @@ through a `Fence`:
   pickled), limited by the operating system to the address space it had at the fork plus the tokenizer budget; it
   ends when the server does (its pipe closes; not PR_SET_PDEATHSIG, which fires when the forking *thread* ends, and
   every Streamlit run has a thread of its own);
-- each call sends the text over a pipe and waits at most `seconds` (the caller's time left, at most
+- each call sends the text over a pipe (a JSON line; the ids come back as a line of numbers: nothing is unpickled) and waits at most `seconds` (the caller's time left, at most
   ENCODE_SECONDS); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
   (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one (and a helper that had ended before a call,
   killed from outside, is replaced once within that call);
@@ -59,8 +59,9 @@ def _close_inherited(keep: set[int]) -> None:
 
 
 def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: int) -> None:
-    """In the helper: fn(text) for every text read from `requests`, answered on `answers`. Never returns."""
-    import pickle
+    """In the helper: fn(text) for every text read from `requests` (a JSON line), answered on `answers` (a line: the
+    status and the ids as numbers, nothing the server could be made to run). Never returns."""
+    import json
 
     try:
         os.setpgid(0, 0)
@@ -71,15 +72,16 @@ def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: 
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         with os.fdopen(requests, "rb") as inbox, os.fdopen(answers, "wb") as outbox:
             while True:
-                try:
-                    text = pickle.load(inbox)
-                except EOFError:
+                line = inbox.readline()
+                if not line:
                     break
+                text = json.loads(line)
                 try:
-                    answer = ("ok", guarded(fn, text))  # a panic, a MemoryError: TokenizerFailed
+                    answer = ("ok", [int(i) for i in guarded(fn, text)])  # a panic, a MemoryError: TokenizerFailed
                 except TokenizerFailed:
                     answer = ("failed", None)
-                pickle.dump(answer, outbox)
+                status, ids = answer  # one line: the status, then the ids as decimal numbers
+                outbox.write(" ".join([status, *map(str, ids or ())]).encode() + b"\n")
                 outbox.flush()
     finally:
         os._exit(0)
@@ -180,15 +182,21 @@ class Fence:
 
     def _ask(self, text: str, deadline: float) -> tuple[str, list[int] | None] | None:
         """The helper's answer to `text`, ("slow", None) past the deadline, or None when the helper is gone."""
-        import pickle
+        import json
         import select
 
         try:
-            pickle.dump(text, self._send)
+            self._send.write(json.dumps(text).encode() + b"\n")
             self._send.flush()
             ready, _, _ = select.select([self._receive], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 return "slow", None
-            return pickle.load(self._receive)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            line = self._receive.readline()
+            if not line:
+                return None
+            status, *numbers = line.decode("ascii").split()  # "ok 84 260 …" or "failed": nothing to unpickle
+            if status == "failed" and not numbers:
+                return status, None
+            return (status, [int(n) for n in numbers]) if status == "ok" else None
+        except (OSError, EOFError, ValueError, TypeError):
             return None
