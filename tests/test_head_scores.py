@@ -10,6 +10,7 @@ import torch
 
 from model import head_scores
 from model.analysis import head_scores as hs
+from model.analysis.batched_maps import head_maps
 from model.checkpoints.loading import load_checkpoint
 from tests.hf_one_stack import BUILDERS
 
@@ -147,6 +148,6 @@ def test_batched_maps_are_the_maps_capture_gives_each_input_alone(families, name
     got = map_each(model, tok, items, kind, lambda ids, maps: (ids, maps), tokens=40)
     assert len(got) == len(items)
     for item, (ids, maps) in zip(items, got):
-        want_ids, want = hs.head_maps(model, tok, item, kind)
+        want_ids, want = head_maps(model, tok, item, kind)
         assert list(ids) == list(want_ids)
         np.testing.assert_allclose(maps, want, atol=1e-6)

@@ -351,7 +351,7 @@ def test_every_path_is_listed():
 def test_the_atlas_passes_read_as_capture():
     """head_switch_off.ablated_losses (the unchanged row and a row with a head off) and tasks.induction's
     halves_accuracy against capture's log-probabilities on the same ids, with the same head switched off."""
-    from model.analysis.head_scores import item_tokenizer
+    from model.analysis.batched_maps import item_tokenizer
     from model.analysis.head_switch_off import ablated_losses, scored_input
     from tasks.induction import fresh_sequences, halves_accuracy
 

@@ -20,7 +20,7 @@ seeded sequences of random tokens; the app and the command pass a corpus the mod
 (tasks/atlas_corpus.py).
 
 Every map is read by `map_each` (model/analysis/batched_maps.py: many inputs in batched passes, each input's maps as
-capture() gives them), or by `head_maps` (one input through capture()).
+capture() gives them), or by `batched_maps.head_maps` (one input through capture()).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from torch import nn
 
 from ..text.tokenizer import Tokenizer
-from .batched_maps import GivenIds, Item, end_ids, head_maps, item_tokenizer, map_each  # noqa: F401 (read here too)
+from .batched_maps import Item, end_ids, map_each
 
 ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
 REPEATED = ("induction", "duplicate_token")  # roles whose default inputs are random tokens repeated twice

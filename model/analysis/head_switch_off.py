@@ -24,7 +24,8 @@ from ..interventions import Interventions
 from ..network.recording import record
 from ..text.inputs import device_of, prepare_sequence, prepare_source, require_eval
 from ..text.tokenizer import Tokenizer
-from .head_scores import REPEATED, Item, end_ids, item_tokenizer
+from .batched_maps import Item, end_ids, item_tokenizer
+from .head_scores import REPEATED
 
 Head = tuple[int, int]  # (layer, head) of one kind
 
