@@ -250,6 +250,10 @@ def main() -> None:
     parser.add_argument("--checked", action="store_true", help="a stranger's checkpoint checked in a worker, fenced")
     parser.add_argument("--soak", type=int, default=500, help="with --checked: inputs for the memory row")
     args = parser.parse_args()
+    from benchmarks.common import RESULTS_SUFFIX
+
+    mode = next((m for m in ("checked", "issue30", "stranger", "gc_freeze") if getattr(args, m)), None)
+    RESULTS_SUFFIX[0] = f"_{mode}" if mode else ""
     if args.checked:
         from benchmarks.hostile_checked import main_checked
 

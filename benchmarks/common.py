@@ -88,8 +88,12 @@ def results_record(script: str, argv: Sequence[str], tables: Sequence[dict]) -> 
     }
 
 
+RESULTS_SUFFIX = [""]  # a script with several modes names each mode's file: bench_hostile --stranger -> _stranger
+
+
 def write_results(directory: Path | None = None) -> Path | None:
-    """Write this run's tables to `<directory>/<script>.json` (the latest run of each script is kept)."""
+    """Write this run's tables to `<directory>/<script><suffix>.json` (the latest run of each script and mode is
+    kept)."""
     script = script_name(sys.argv[0]) if sys.argv else None
     env = os.environ.get("BENCH_RESULTS_DIR")
     if directory is None:
@@ -99,7 +103,7 @@ def write_results(directory: Path | None = None) -> Path | None:
     if not script or not _TABLES:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{script}.json"
+    path = directory / f"{script}{RESULTS_SUFFIX[0]}.json"
     path.write_text(json.dumps(results_record(script, sys.argv[1:], _TABLES), indent=1, ensure_ascii=False) + "\n")
     return path
 

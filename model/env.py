@@ -24,6 +24,15 @@ def positive_float(name: str, default: float) -> float:
     return value if 0 < value < float("inf") else default
 
 
+def niceness(name: str, default: int) -> int:
+    """int($name) when it is a niceness a process may give itself (0-19), else `default`."""
+    try:
+        value = int(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 <= value <= 19 else default
+
+
 def switch(name: str, default: bool = True) -> bool:
     """$name as a switch: "0" turns it off, "1" on; unset or anything else leaves `default`."""
     value = os.environ.get(name, "").strip()

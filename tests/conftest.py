@@ -86,6 +86,22 @@ def allow_test_folders(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def workers_at_the_servers_priority():
+    """The suite's workers run at the server's priority (servers started by tests inherit the variable): on a busy
+    CI machine every other process is the suite's own, not a room to yield to, and a worker at a lower priority
+    would wait behind them for its whole deadline. tests/test_workers.py checks the lower priority itself."""
+    from ui.serving.workers import NICE_ENV
+
+    before = os.environ.get(NICE_ENV)
+    os.environ[NICE_ENV] = "0"
+    yield
+    if before is None:
+        os.environ.pop(NICE_ENV, None)
+    else:
+        os.environ[NICE_ENV] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
 def private_result_cache(tmp_path_factory):
     """Results kept on disk under a checkpoint's digest (ui/serving/disk_cache.py) go to a folder of this run, not to the
     home folder: every run computes what it checks (servers started by tests inherit the variable)."""

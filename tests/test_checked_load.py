@@ -263,3 +263,31 @@ def test_the_helper_keeps_none_of_the_servers_descriptors(folder, tmp_path):
         handoff.unfence(tok)
     finally:
         held.close()
+
+
+def test_joining_pieces_back_into_text_runs_in_the_helper_and_a_slow_decoder_shows_the_pieces(folder, monkeypatch):
+    """The library's decoder (rules a visitor's tokenizer.json writes as well) runs in the helper: the text comes back
+    as the unfenced decoder writes it, from another process. A decoder past its time limit is cut there, and the
+    pieces are shown as they are."""
+    import time
+
+    plain = load_checkpoint(folder)[1].target
+    vocab_class = type(plain)
+    real_join = vocab_class.join
+
+    def join(self, pieces):  # where it ran, then what it wrote; seconds long on a piece with "cat"
+        if any("cat" in p for p in pieces):
+            time.sleep(30)
+        return f"{os.getpid()}|{real_join(self, pieces)}"
+
+    monkeypatch.setattr(vocab_class, "join", join)  # before the fence takes the bound method
+    _, tok = model_picker._read_checked(str(folder), None, ())
+    pieces = tok.target.decode(tok.target.encode("the dog ran"))
+    ran_in, _, text = tok.target.detokenize(pieces).partition("|")
+    assert int(ran_in) not in (os.getpid(), 0) and text == real_join(plain, pieces).strip()
+    monkeypatch.setattr(bounded, "ENCODE_SECONDS", 0.3)
+    pieces = tok.target.decode(tok.target.encode("the cat sat"))
+    started = time.monotonic()
+    assert tok.target.detokenize(pieces) == "".join(pieces).strip()
+    assert time.monotonic() - started < 10 and tok.target._fence._pid is None  # the stuck helper was killed
+    handoff.unfence(tok)

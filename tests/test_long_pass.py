@@ -73,6 +73,45 @@ def test_a_long_pass_decodes_and_captures_in_the_worker_with_progress(char_token
     np.testing.assert_allclose(lazy.map("decoder_self", 1, 2), here.map("decoder_self", 1, 2), atol=1e-6)
 
 
+def test_a_decode_that_may_run_to_the_step_limit_runs_in_a_worker(char_tokenizer, decoder_only, monkeypatch):
+    """A decode the server would spend more than about a second on (IN_PROCESS_OPS, counted to the step limit: a
+    model that never writes its end token decodes that far) runs in a limited worker: the shared greedy decode and
+    a strategy's own (a beam of 3), each as the same decode gives it here; a cheap one stays here."""
+    from types import SimpleNamespace
+
+    from model.decoding import beam
+    from ui.serving import caches
+
+    here, pids = os.getpid(), []
+    decode, real_beam = caches.decode_ids, beam.decode
+
+    def decode_where(*args, **kwargs):  # a worker's append stays in the worker
+        pids.append(os.getpid())
+        return decode(*args, **kwargs)
+
+    def beam_where(*args, **kwargs):
+        pids.append(os.getpid())
+        return real_beam(*args, **kwargs)
+
+    monkeypatch.setattr(caches, "decode_ids", decode_where)
+    monkeypatch.setattr(beam, "decode", beam_where)
+    caches.DECODES.clear()
+    caches.DECODINGS.clear()
+    cheap = caches.own_output("tiny-cheap", TEXT, decoder_only, char_tokenizer)
+    assert pids == [here]
+    monkeypatch.setattr(caches, "IN_PROCESS_OPS", 0)
+    assert caches.own_output("tiny-long", TEXT, decoder_only, char_tokenizer) == cheap and pids == [here]
+    session = SimpleNamespace(key="tiny-long", check=SimpleNamespace(text=TEXT), model=decoder_only,
+                              tokenizer=char_tokenizer)  # fmt: skip
+    settings = {"beam_size": 3, "length_penalty": 0.6}
+    trace = caches.cached_decoding(session, SimpleNamespace(module=beam, values=(3, 0.6), settings=settings))
+    expected = real_beam(decoder_only, char_tokenizer, TEXT, **settings)
+    assert pids == [here] and trace.text == expected.text and trace.score == pytest.approx(expected.score)
+    assert caches.decoding_ops(decoder_only, char_tokenizer, TEXT, 3) > caches.decoding_ops(
+        decoder_only, char_tokenizer, TEXT
+    )  # a beam's rows are counted
+
+
 def test_the_default_operations_refuse_a_long_pass_and_say_what_fits(char_tokenizer, decoder_only, monkeypatch):
     """A limit of operations below what the pass costs (here half this tiny model's count, as the default 400
     billion is to a 1B model at 2,048 tokens) refuses before any work, with the longest input that fits."""

@@ -79,6 +79,19 @@ def test_the_memory_limit_stops_the_worker_not_the_server():
     assert _rss() - before < 50 * 2**20
 
 
+def niceness_here() -> int:
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+@pytest.mark.parametrize("setting", ["10", "0", "oops"])
+def test_the_worker_runs_below_the_servers_priority_as_the_operator_sets_it(monkeypatch, setting):
+    from ui.serving.workers import DEFAULT_NICE, NICE_ENV
+
+    monkeypatch.setenv(NICE_ENV, setting)
+    lowered = {"10": 10, "0": 0}.get(setting, DEFAULT_NICE)  # not a niceness: the default
+    assert run_limited(niceness_here) == min(19, niceness_here() + lowered)
+
+
 def test_the_deadline_stops_the_worker():
     pids = []
     started = time.monotonic()

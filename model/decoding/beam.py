@@ -42,6 +42,11 @@ SETTINGS = (
 )  # fmt: skip
 
 
+def rows(settings: dict) -> int:
+    """The hypotheses a search with these settings extends at each step (what its cost is counted in)."""
+    return int(settings["beam_size"])
+
+
 def length_penalty_score(log_prob: float, length: int, length_penalty: float) -> float:
     """log_prob / ((5 + length) / 6) ** length_penalty."""
     return log_prob / ((5 + length) / 6) ** length_penalty

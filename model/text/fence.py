@@ -10,8 +10,10 @@ through a `Fence`:
   pickled), limited by the operating system to the address space it had at the fork plus the tokenizer budget; it
   ends when the server does (its pipe closes; not PR_SET_PDEATHSIG, which fires when the forking *thread* ends, and
   every Streamlit run has a thread of its own);
-- each call sends the text over a pipe (a JSON line; the ids come back as a line of numbers: nothing is unpickled) and waits at most `seconds` (the caller's time left, at most
-  ENCODE_SECONDS); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
+- each call sends the text over a pipe (a JSON line; the ids come back as a line of numbers, a decoded text as a
+  JSON string: nothing is unpickled, and an answer longer than ANSWER_BYTES is not read) and waits at most
+  `seconds` (the caller's time left, at most ENCODE_SECONDS): encoding a text, and joining pieces back into text
+  (the library's decoder, whose rules a visitor's tokenizer.json writes as well); past it, or when the helper dies, the helper is killed (SIGKILL) and TokenizerFailed says why
   (TOKENIZER_SLOW, TOKENIZER_FAILED); the next call forks a fresh one (and a helper that had ended before a call,
   killed from outside, is replaced once within that call);
 - the helper runs at a lower priority (NICE): a rule that backtracks for its whole time limit takes what the
@@ -40,6 +42,7 @@ from i18n import M_
 from .bounded import ENCODE_SECONDS, TOKENIZER_FAILED, TOKENIZER_SLOW, TokenizerFailed, guarded
 
 HELPER_MB = 256  # address space a helper may add to what it had at the fork (the tokenizer budget's default)
+ANSWER_BYTES = 64 * 2**20  # the longest answer line the server reads from a helper
 NICE = 10  # the helper's priority below the server's: a slow tokenizer takes the cores the room leaves
 
 
@@ -58,9 +61,11 @@ def _close_inherited(keep: set[int]) -> None:
                 pass
 
 
-def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: int) -> None:
-    """In the helper: fn(text) for every text read from `requests` (a JSON line), answered on `answers` (a line: the
-    status and the ids as numbers, nothing the server could be made to run). Never returns."""
+def _serve(fns: dict[str, Callable], requests: int, answers: int, memory: int) -> None:
+    """In the helper: for every request read from `requests` (a JSON line: the operation and its argument),
+    fns[operation](argument), answered on `answers` as one line: the status, then the ids as decimal numbers
+    ("encode") or the text as a JSON string of ASCII ("join"): nothing the server could be made to run. Never
+    returns."""
     import json
 
     try:
@@ -75,13 +80,16 @@ def _serve(fn: Callable[[str], list[int]], requests: int, answers: int, memory: 
                 line = inbox.readline()
                 if not line:
                     break
-                text = json.loads(line)
+                operation, argument = json.loads(line)
                 try:
-                    answer = ("ok", [int(i) for i in guarded(fn, text)])  # a panic, a MemoryError: TokenizerFailed
+                    result = guarded(fns[operation], argument)  # a panic, a MemoryError: TokenizerFailed
+                    if operation == "encode":
+                        answer = " ".join(["ok", *(str(int(i)) for i in result)])
+                    else:
+                        answer = "ok " + json.dumps(str(result), ensure_ascii=True)
                 except TokenizerFailed:
-                    answer = ("failed", None)
-                status, ids = answer  # one line: the status, then the ids as decimal numbers
-                outbox.write(" ".join([status, *map(str, ids or ())]).encode() + b"\n")
+                    answer = "failed"
+                outbox.write(answer.encode("ascii") + b"\n")
                 outbox.flush()
     finally:
         os._exit(0)
@@ -103,10 +111,17 @@ def kill_child(pid: int) -> None:
 
 
 class Fence:
-    """fn(text) -> list of ids, run in a helper process with a time limit per call (module docstring)."""
+    """fn(text) -> list of ids (a call), join(pieces) -> text (`join`), each run in a helper process with a time
+    limit per call (module docstring)."""
 
-    def __init__(self, fn: Callable[[str], list[int]], memory: int = HELPER_MB * 2**20):
-        self._fn, self._memory = fn, memory
+    def __init__(
+        self,
+        fn: Callable[[str], list[int]],
+        join: Callable[[list[str]], str] | None = None,
+        memory: int = HELPER_MB * 2**20,
+    ):
+        self._fns = {"encode": fn, "join": join or "".join}
+        self._memory = memory
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._send = self._receive = None
@@ -128,7 +143,7 @@ class Fence:
         if pid == 0:  # the helper
             os.close(requests_w)
             os.close(answers_r)
-            _serve(self._fn, requests_r, answers_w, self._memory)
+            _serve(self._fns, requests_r, answers_w, self._memory)
         os.close(requests_r)
         os.close(answers_w)
         self._pid, self.forks = pid, self.forks + 1
@@ -158,45 +173,58 @@ class Fence:
         """fn(text) in the helper; TokenizerFailed when it takes more than `seconds` or fails (the message names
         ENCODE_SECONDS, the budget `seconds` is what is left of). A helper that had ended before this call (killed
         from outside) is replaced once; one that dies on this text fails it."""
+        return self._call("encode", text, seconds)
+
+    def join(self, pieces: list[str], seconds: float) -> str:
+        """join(pieces) in the helper (the library's decoder, whose rules the visitor wrote too), as a call."""
+        return self._call("join", [str(p) for p in pieces], seconds)
+
+    def _call(self, operation: str, argument, seconds: float):
         if os.getpid() != self._owner:  # a forked worker: bounded by its own limits, the pipe is its parent's
-            return guarded(self._fn, text)
+            return guarded(self._fns[operation], argument)
         deadline = time.monotonic() + max(0.0, seconds)
         with self._lock:
             for attempt in range(2):
                 fresh = self._pid is None
                 if fresh:
                     self._start()
-                answer = self._ask(text, deadline)
+                answer = self._ask(operation, argument, deadline)
                 if answer is not None:
                     break
                 self._stop()  # no answer: the helper is gone
                 if fresh or attempt:
                     raise TokenizerFailed(M_(TOKENIZER_FAILED))
-            kind, ids = answer
+            kind, result = answer
             if kind == "slow":
                 self._stop()
                 raise TokenizerFailed(M_(TOKENIZER_SLOW, seconds=format(ENCODE_SECONDS, "g")))
             if kind != "ok":
                 raise TokenizerFailed(M_(TOKENIZER_FAILED))
-            return ids
+            return result
 
-    def _ask(self, text: str, deadline: float) -> tuple[str, list[int] | None] | None:
-        """The helper's answer to `text`, ("slow", None) past the deadline, or None when the helper is gone."""
+    def _ask(self, operation: str, argument, deadline: float) -> tuple[str, object] | None:
+        """The helper's answer, ("slow", None) past the deadline, or None when the helper is gone or its answer is
+        not one: longer than ANSWER_BYTES, or not of the operation's form."""
         import json
         import select
 
         try:
-            self._send.write(json.dumps(text).encode() + b"\n")
+            self._send.write(json.dumps([operation, argument]).encode() + b"\n")
             self._send.flush()
             ready, _, _ = select.select([self._receive], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 return "slow", None
-            line = self._receive.readline()
-            if not line:
+            line = self._receive.readline(ANSWER_BYTES)
+            if not line.endswith(b"\n"):  # gone, or an answer past the bound (the rest is unread: restart)
                 return None
-            status, *numbers = line.decode("ascii").split()  # "ok 84 260 …" or "failed": nothing to unpickle
-            if status == "failed" and not numbers:
+            status, _, rest = line.decode("ascii").rstrip("\n").partition(" ")
+            if status == "failed" and not rest:
                 return status, None
-            return (status, [int(n) for n in numbers]) if status == "ok" else None
+            if status != "ok":
+                return None
+            if operation == "encode":  # "ok 84 260 …": nothing to unpickle
+                return status, [int(n) for n in rest.split()]
+            text = json.loads(rest)  # a JSON string, nothing else
+            return (status, text) if isinstance(text, str) else None
         except (OSError, EOFError, ValueError, TypeError):
             return None

@@ -20,6 +20,7 @@ from model.analysis.budget import (
     WorkBudget,
     admit_examples,
     budget_from_environment,
+    decode_ops,
     importance_batch,
     importance_row_bytes,
     steps_for,
@@ -85,12 +86,39 @@ DECODES: BoundedCache[tuple] = BoundedCache("greedy outputs", max_entries=256, m
 
 
 def own_output(model_key: str, text: str, model, tokenizer, changes: Interventions = NONE) -> tuple[int, ...]:
-    """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes)."""
+    """The greedy output ids of `text` (ending with </s> when it was written), once per (model key, text, changes);
+    in a limited worker when the decode may cost more than a second (decoding_ops)."""
     if not model.config.has_decoder:  # an encoder alone writes nothing
         return ()
+    key = _changed((model_key, text), changes)
+    ops = decoding_ops(model, tokenizer, text)
+    return DECODES.get(key, lambda: bounded_run(ops, decode_ids, model, tokenizer, text, changes, key=key,
+                                                label=DECODING))  # fmt: skip
 
-    return DECODES.get(_changed((model_key, text), changes), _with_spinner(DECODING, partial(
-        decode_ids, model, tokenizer, text, changes)))  # fmt: skip
+
+def decoding_ops(model, tokenizer, text: str, rows: int = 1) -> int:
+    """The operations of decoding `text` to the step limit with `rows` hypotheses at once (a beam's width): what a
+    model that never writes its end token costs."""
+    cfg = model.config
+    S = source_length(tokenizer.source, cfg, text)
+    return decode_ops(cfg, S, steps_for(cfg, S), rows)
+
+
+def bounded_run(ops: int, fn: Callable, *args: Any, key: tuple, label: str, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs): here, under a spinner, when it costs at most IN_PROCESS_OPS operations (about a
+    second); else in a limited worker (ui/serving/workers.py), with a progress bar and Cancel in a page's run (a
+    deferred download waits without them). The work a visitor's input asks for never holds the server's cores
+    longer than that second, whatever the model does (a model that never writes its end token decodes to the
+    step limit)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    from ui.serving.workers import run_limited, run_with_progress
+
+    if ops <= IN_PROCESS_OPS:
+        return _with_spinner(label, partial(fn, *args, **kwargs))()
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return run_limited(fn, *args, **kwargs)
+    return run_with_progress(fn, *args, key=key, label=label, **kwargs)
 
 
 DECODING = N_("Decoding…")
@@ -402,6 +430,8 @@ def cached_decoding(session: Session, strategy, changes: Interventions = NONE, *
     module = strategy.module
     key = _changed((session.key, session.check.text, module.NAME, strategy.values, tuple(sorted(extra.items()))),
                    changes)  # fmt: skip
-    work = lambda: module.decode(session.model, session.tokenizer, session.check.text, interventions=changes,  # noqa: E731
-                                 **strategy.settings, **extra)  # fmt: skip
-    return DECODINGS.get(key, _with_spinner(N_("Decoding…"), work))
+    rows = getattr(module, "rows", lambda settings: 1)(strategy.settings)  # hypotheses decoded at once
+    ops = decoding_ops(session.model, session.tokenizer, session.check.text, rows)
+    return DECODINGS.get(key, lambda: bounded_run(ops, module.decode, session.model, session.tokenizer,
+                                                  session.check.text, key=key, label=DECODING, interventions=changes,
+                                                  **strategy.settings, **extra))  # fmt: skip

@@ -9,7 +9,9 @@ pickled on the way in), and in the child, before the work starts:
 - RLIMIT_AS: the child's address space at the fork plus $VIZ_WORKER_MB (default 1024 MB): an allocation beyond
   fails in the child (torch raises, the child reports "out of memory"), never in the server;
 - RLIMIT_CPU: the deadline in CPU seconds plus 5: a child that escapes the wall deadline is killed by the kernel;
-- one torch thread (the room's other sessions keep the other cores), its own process group.
+- one torch thread (the room's other sessions keep the other cores), its own process group;
+- a lower priority ($VIZ_WORKER_NICE, default 10, as the tokenizer's helper): a long run takes what the room's
+  sessions leave of the cores, not their share; alone on the machine it runs at full speed.
 
 The parent waits on a pipe: progress messages (the function's `progress(done, total)` argument is sent over it),
 then the result or the error, pickled. It kills the child (SIGKILL) when the wall deadline ($VIZ_DEADLINE_S,
@@ -33,11 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from i18n import M_, N_
-from model.env import deadline_seconds, positive_int
+from model.env import deadline_seconds, niceness, positive_int
 from model.text.fence import kill_child
 
 ENV_MB = "VIZ_WORKER_MB"
 DEFAULT_MB = 1024
+NICE_ENV = "VIZ_WORKER_NICE"  # 0: the server's own priority
+DEFAULT_NICE = 10
 POLL_S = 0.2  # the parent's longest wait between two looks at the child (and at should_stop)
 
 OUT_OF_MEMORY = N_(
@@ -77,6 +81,7 @@ def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> Non
     code = 0
     try:
         os.setpgid(0, 0)
+        os.nice(niceness(NICE_ENV, DEFAULT_NICE))
         try:
             import torch
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from i18n import M_
 
-from ...text.bounded import check_expansion, guarded, seconds_left
+from ...text.bounded import TokenizerFailed, check_expansion, guarded, seconds_left
 from ..checkpoint import CheckpointError
 from ..safe_io import read_bytes, read_json, regular_file
 from ..tokenizer_budget import charge
@@ -105,7 +105,7 @@ class HFVocab:
         from ...text.fence import Fence
 
         if self._fence is None:
-            self._fence = Fence(self.piece_ids)
+            self._fence = Fence(self.piece_ids, self.join)
 
     def unfence(self) -> None:
         """Stop the helper process (a released model's tokenizer); encoding runs here again."""
@@ -128,7 +128,15 @@ class HFVocab:
         return [self.token(int(i)) for i in ids]
 
     def detokenize(self, symbols: Sequence[str]) -> str:
-        return self.join([s for s in symbols if s not in self.added and not s.startswith("<id ")]).strip()
+        """The text of the pieces (specials left out). Fenced, the library's decoder runs in the helper; where it
+        fails or takes too long there, the pieces are shown as they are rather than nothing."""
+        pieces = [s for s in symbols if s not in self.added and not s.startswith("<id ")]
+        if self._fence is None:
+            return self.join(pieces).strip()
+        try:
+            return self._fence.join(pieces, seconds_left()).strip()
+        except TokenizerFailed:
+            return "".join(pieces).strip()
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "size": self.size, "pad_id": self.pad_id, "bos_id": self.bos_id,
