@@ -65,11 +65,14 @@ def fresh(browser, server, viewport=None) -> Watch:
 
 @pytest.mark.parametrize("viewport", [PROJECTOR, {"width": 1920, "height": 1080}], ids=["1366x768", "1920x1080"])
 def test_a_forty_token_chart_fits_the_screen_with_readable_ticks(browser, server, model, viewport):
-    for view, kind, title in (
+    views = (
         ("one", "cross", f"{CROSS}, layer 1, average of heads"),
         ("grid", "cross", f"{CROSS}, layer 1"),
         ("one", "encoder_self", "Encoder self-attention, layer 1, average of heads"),
-    ):
+    )
+    # the larger screen: the one-head map (the grid's panels and the other kind are laid out by the same rules; the
+    # hall test measures every view at 1920x1080 in presentation mode)
+    for view, kind, title in views if viewport == PROJECTOR else views[:1]:
         watch = fresh(browser, server, viewport)
         try:
             watch.goto(server.url(model=model, text=FORTY, att_view=view, att_kind=kind))

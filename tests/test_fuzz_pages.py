@@ -36,8 +36,8 @@ TYPE_PATH = msgid("Type the path of a checkpoint folder or .pt file inside {fold
 LETTERS = "abcdefgh"  # the letters model's whole vocabulary (char level)
 ROOM = 11  # max_len 12 minus the </s>
 N_ENC, N_DEC, N_HEADS = 2, 3, 2
-EXAMPLES = 120  # typed inputs per page (each example is a run of the page: the suite's time is counted)
-LINK_EXAMPLES = 24  # links per page (each opens a fresh AppTest)
+EXAMPLES = 80  # typed inputs per page (each example is a run of the page: the suite's time is counted)
+LINK_EXAMPLES = 16  # links per page (each opens a fresh AppTest)
 
 # -- inputs --------------------------------------------------------------------------------------------------
 
