@@ -191,3 +191,26 @@ def test_config_variants_build_and_validate():
 def test_sequences_longer_than_the_positional_table_are_refused(tiny):
     with pytest.raises(ValueError, match="max_len=64"):
         tiny(torch.randint(4, 30, (1, 65)), torch.randint(4, 30, (1, 3)))
+
+
+def test_a_long_inputs_feed_forward_goes_in_blocks_of_positions_with_the_same_numbers(monkeypatch):
+    """Past FF_BLOCK_NUMBERS hidden numbers the positions go in blocks (a 4,096-token pass holds one block of the
+    hidden layer, not the whole): every block is a call of the first projection, and the output is the whole
+    input's, computed here position by position from the layer's own weights."""
+    from model.network import transformer
+
+    torch.manual_seed(0)
+    config = TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, n_heads=2, d_ff=32, ff_gated=True,
+                               activation="silu")  # fmt: skip
+    ff = transformer.FeedForward(config).eval()
+    x = torch.randn(2, 37, 16)
+    calls = []
+    ff.linear1.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    monkeypatch.setattr(transformer, "FF_BLOCK_NUMBERS", 32 * 10)  # 10 positions a block
+    with torch.no_grad():
+        out = ff(x)
+        blocks = list(calls)
+        w1, w3, w2 = ff.linear1, ff.linear3, ff.linear2
+        expected = torch.stack([torch.stack([w2(torch.nn.functional.silu(w1(p)) * w3(p)) for p in row]) for row in x])
+    assert blocks == [10] * 7 + [4]  # 74 positions in blocks of 10
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
