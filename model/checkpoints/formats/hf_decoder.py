@@ -90,8 +90,8 @@ class Family:
     """What one Llama-like family changes. Weight names are transformers' (model.layers.i.*)."""
 
     name: str  # the format's NAME and its tokenizer kind
-    title: str  # the folder's title (M_)
-    model_types: dict[str, str]  # config.json's model_type -> the family's name (N_)
+    label: str  # the family as the folder's title names it ("Qwen3"): a name, not translated (no catalog entry)
+    model_types: dict[str, str]  # config.json's model_type -> the family's name (a name: not translated)
     defaults: dict[str, Any] = field(default_factory=dict)  # over LLAMA_DEFAULTS: transformers' config defaults
     gemma: bool = False  # GEMMA_DEFAULTS, hidden_activation, embeddings * sqrt(d), (1 + w) norms,
     # query_pre_attn_scalar, final soft-capping, sandwich norms
@@ -104,6 +104,11 @@ class Family:
     refused: dict[str, Any] = field(default_factory=dict)  # fields refused by name unless they hold this value
     also_detects: tuple[str, ...] = ()  # model types recognised only to be refused by name (a multimodal Gemma 3)
     biases: dict[str, str] = field(default_factory=dict)  # model type -> "config" (Llama) or "qkv" (Qwen2); else none
+
+    @property
+    def title(self) -> str:
+        """The format's TITLE: one translated template for every family, the family's name in it."""
+        return M_("Hugging Face {family} folder", family=self.label)
 
 
 def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[str] | None:
