@@ -142,13 +142,16 @@ def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[st
 
 def _rope_fields(cfg: dict[str, Any], family: Family, problems: list) -> None:
     """cfg["_theta"], ["_factor"] and (Gemma 3) ["_local_theta"]: a rope_parameters per layer kind (transformers 5)
-    or the older rope_theta / rope_local_base_freq, each checked by hf_common.rope (every scaling refused by name)."""
+    or the older rope_theta / rope_local_base_freq, each checked by hf_common.rope (every scaling refused by name). A
+    family whose local layers share the global base (every family but Gemma 3) refuses a local base of its own."""
     params = cfg.get("rope_parameters")
     if isinstance(params, dict) and "full_attention" in params:  # one dict per layer type
         full, local = params.get("full_attention"), params.get("sliding_attention")
         cfg["_theta"], cfg["_factor"] = hf.rope({"rope_parameters": full if isinstance(full, dict) else {}}, problems)
         local_cfg = {"rope_parameters": local if isinstance(local, dict) else {"rope_theta": 10000.0}}
         cfg["_local_theta"] = hf.rope(local_cfg, problems)[0]
+        if not family.local_base and isinstance(local, dict) and cfg["_local_theta"] != cfg["_theta"]:
+            problems.append(M_("{field} is not supported", field="rope_parameters.sliding_attention"))
         return
     cfg["_theta"], cfg["_factor"] = hf.rope(cfg, problems)
     base = cfg.get("rope_local_base_freq", 10000.0)
