@@ -97,9 +97,10 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
             p.add_(torch.randn(p.shape, generator=g) * 0.15)
 
 
-def build(name: str, root: Path, **overrides: Any):
+def build(name: str, root: Path, reference: bool = True, **overrides: Any):
     """Write the tiny folder of family `name` under root/name; returns (folder, transformers model read back with
-    eager attention, transformers tokenizer of the same tokenizer.json)."""
+    eager attention, transformers tokenizer of the same tokenizer.json). reference=False: the folder alone is wanted
+    (the pages' tests), and the model is not read back: (folder, transformers config, None)."""
     import transformers
 
     spec = BUILDERS[name]
@@ -115,14 +116,17 @@ def build(name: str, root: Path, **overrides: Any):
     model = cls(config)
     perturb(model, 20 + spec.seed)
     model.save_pretrained(str(folder))
+    if not reference:
+        return folder, model.config, None
     hf = cls.from_pretrained(str(folder), attn_implementation="eager").eval()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token="<eos>")
     return folder, hf, fast
 
 
-def build_loaded(names, root: Path) -> dict[str, tuple]:
+def build_loaded(names, root: Path, reference: bool = True) -> dict[str, tuple]:
     """`build` for each family of `names` under `root`, each folder then loaded by this project:
-    {name: (folder, transformers model, transformers tokenizer, our model, our tokenizer)}."""
+    {name: (folder, transformers model (or config: reference=False), transformers tokenizer, our model, our
+    tokenizer)}."""
     from model.checkpoints.loading import load_checkpoint
 
-    return {name: (*build(name, root), *load_checkpoint(root / name)) for name in names}
+    return {name: (*build(name, root, reference), *load_checkpoint(root / name)) for name in names}

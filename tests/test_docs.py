@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import common
-from scripts import docs_tables
+from scripts import docs_families, docs_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 READMES = [ROOT / "README.md", ROOT / "README.zh.md"]
@@ -69,6 +69,21 @@ def test_the_api_pages_come_from_the_docstrings(site):
     assert "model.analysis.capture.capture" in html
     first_line = capture_module.Capture.__doc__.strip().splitlines()[0]
     assert first_line.split(":")[0] in html
+
+
+def test_the_families_pages_hold_a_row_per_registered_family_in_both_languages(site):
+    """The hook of mkdocs.yml puts the registry's families in place of the marker: the built pages hold each
+    family's NAME and TITLE (its Chinese title on the Chinese page) and no marker."""
+    from i18n import _, language_scope
+
+    english = (site / "families" / "index.html").read_text(encoding="utf-8")
+    chinese = (site / "zh" / "families" / "index.html").read_text(encoding="utf-8")
+    assert docs_families.families() and "families-table" not in english + chinese
+    for fmt in docs_families.families():
+        assert f"<code>{fmt.NAME}</code>" in english and f"<code>{fmt.NAME}</code>" in chinese
+        assert fmt.TITLE in english, fmt.NAME
+        with language_scope("zh"):
+            assert _(fmt.TITLE) in chinese and _(fmt.TITLE) != fmt.TITLE, fmt.NAME
 
 
 def test_the_benchmark_results_page_is_what_the_results_files_give():

@@ -138,6 +138,10 @@ def _edited(families, tmp_path, name: str, **changes):
         ("llama", {"attention_bias": True}, "{field} is not supported", "attention_bias without mlp_bias"),
         ("llama", {"mlp_bias": "yes"}, "{field} must be true or false", "mlp_bias"),
         ("gemma2", {"final_logit_softcapping": -1}, "{field} must be a number above 0", "final_logit_softcapping"),
+        ("mistral", {"layer_types": ["sliding_attention", "full_attention"],  # a local base only Gemma 3 reads
+                     "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                         "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}}},
+         "{field} is not supported", "rope_parameters.sliding_attention"),
     ],
 )  # fmt: skip
 def test_what_cannot_be_mapped_exactly_is_refused_by_name(families, tmp_path, name, changes, template, field):

@@ -10,6 +10,7 @@ import torch
 from harness.reference.annotated import ann_make_model
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoints.formats import FORMATS, REGISTRY, CheckpointInfo, inspect_checkpoint, known_formats, registry
+from scripts import docs_families
 from tests.conftest import make_tiny
 
 
@@ -105,8 +106,11 @@ def test_both_readmes_list_every_registered_format():
     root = Path(__file__).resolve().parents[1]
     site = sorted((root / "docs").glob("*.md"))
     zh_site = sorted((root / "docs" / "zh").glob("*.md"))
-    english = "\n".join(p.read_text() for p in [root / "README.md", *site])
-    chinese = "\n".join(p.read_text() for p in [root / "README.zh.md", *zh_site])
+    # the pages as the site shows them: the families' table made from the registry in place of its marker
+    english = "\n".join(docs_families.expand(p.read_text(), "en") for p in [root / "README.md", *site])
+    chinese = "\n".join(docs_families.expand(p.read_text(), "zh") for p in [root / "README.zh.md", *zh_site])
+    for page in (root / "docs" / "families.md", root / "docs" / "zh" / "families.md"):
+        assert docs_families.MARKER in page.read_text(), page
     for fmt in REGISTRY:
         assert f"`{fmt.NAME}`" in english, fmt.NAME
         if getattr(fmt, "MODEL_TYPES", None):  # the Hugging Face families: by title in both languages

@@ -5,9 +5,9 @@
     FORMATS: NAME -> title of every registered format;  REGISTRY: the format modules (see registry.py)
 
 Formats (NAME: what): "marian" (a local Hugging Face MarianMT folder), "t5" (a Hugging Face T5 / flan-T5
-folder), "bart" (a Hugging Face BART / mBART folder), "gpt2", "llama" (Llama / Qwen2), "mistral", "gemma2",
-"gemma3", "phi3", "olmo2", "qwen3" (the Llama-like families, tables of hf_decoder.py), "bert", "transformer-viz" (this project's
-own folder), "annotated" (The Annotated Transformer's make_model state_dict), "gordic"
+folder), "bart" (a Hugging Face BART / mBART folder), "gpt2", "llama" (Llama / Qwen2) and the other Llama-like
+families (Mistral, Gemma, Phi-3, ...: one `Family` table of hf_decoder.py each), "bert", "transformer-viz" (this
+project's own folder), "annotated" (The Annotated Transformer's make_model state_dict), "gordic"
 (pytorch-original-transformer's training state), "torch-tutorial" (the PyTorch translation tutorial's
 Seq2SeqTransformer). `python -m model.checkpoints.formats` prints the list. `model.checkpoints.loading.load_checkpoint`
 dispatches here. State_dicts saved in float16 or bfloat16 load in every format (cast to float32).

@@ -90,8 +90,8 @@ class Family:
     """What one Llama-like family changes. Weight names are transformers' (model.layers.i.*)."""
 
     name: str  # the format's NAME and its tokenizer kind
-    title: str  # the folder's title (M_)
-    model_types: dict[str, str]  # config.json's model_type -> the family's name (N_)
+    label: str  # the family as the folder's title names it ("Qwen3"): a name, not translated (no catalog entry)
+    model_types: dict[str, str]  # config.json's model_type -> the family's name (a name: not translated)
     defaults: dict[str, Any] = field(default_factory=dict)  # over LLAMA_DEFAULTS: transformers' config defaults
     gemma: bool = False  # GEMMA_DEFAULTS, hidden_activation, embeddings * sqrt(d), (1 + w) norms,
     # query_pre_attn_scalar, final soft-capping, sandwich norms
@@ -104,6 +104,11 @@ class Family:
     refused: dict[str, Any] = field(default_factory=dict)  # fields refused by name unless they hold this value
     also_detects: tuple[str, ...] = ()  # model types recognised only to be refused by name (a multimodal Gemma 3)
     biases: dict[str, str] = field(default_factory=dict)  # model type -> "config" (Llama) or "qkv" (Qwen2); else none
+
+    @property
+    def title(self) -> str:
+        """The format's TITLE: one translated template for every family, the family's name in it."""
+        return M_("Hugging Face {family} folder", family=self.label)
 
 
 def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[str] | None:
@@ -137,13 +142,16 @@ def _layer_kinds(cfg: dict[str, Any], family: Family, problems: list) -> list[st
 
 def _rope_fields(cfg: dict[str, Any], family: Family, problems: list) -> None:
     """cfg["_theta"], ["_factor"] and (Gemma 3) ["_local_theta"]: a rope_parameters per layer kind (transformers 5)
-    or the older rope_theta / rope_local_base_freq, each checked by hf_common.rope (every scaling refused by name)."""
+    or the older rope_theta / rope_local_base_freq, each checked by hf_common.rope (every scaling refused by name). A
+    family whose local layers share the global base (every family but Gemma 3) refuses a local base of its own."""
     params = cfg.get("rope_parameters")
     if isinstance(params, dict) and "full_attention" in params:  # one dict per layer type
         full, local = params.get("full_attention"), params.get("sliding_attention")
         cfg["_theta"], cfg["_factor"] = hf.rope({"rope_parameters": full if isinstance(full, dict) else {}}, problems)
         local_cfg = {"rope_parameters": local if isinstance(local, dict) else {"rope_theta": 10000.0}}
         cfg["_local_theta"] = hf.rope(local_cfg, problems)[0]
+        if not family.local_base and isinstance(local, dict) and cfg["_local_theta"] != cfg["_theta"]:
+            problems.append(M_("{field} is not supported", field="rope_parameters.sliding_attention"))
         return
     cfg["_theta"], cfg["_factor"] = hf.rope(cfg, problems)
     base = cfg.get("rope_local_base_freq", 10000.0)

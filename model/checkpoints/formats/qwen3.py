@@ -1,10 +1,9 @@
-"""A local Hugging Face Qwen3 folder (Qwen3ForCausalLM): Qwen2 without q/k/v biases and with per-head q/k RMS
-norms; read by hf_decoder.py."""
+"""`Qwen3ForCausalLM`: Qwen2 without q/k/v biases, with per-head q/k RMS norms, `head_dim` set apart.
 
-from i18n import M_, N_
+Read by hf_decoder.py; this docstring is the family's row in the docs' table (scripts/docs_families.py)."""
 
 from .hf_decoder import Family, protocol
 
-FAMILY = Family("qwen3", M_("Hugging Face Qwen3 folder"), {"qwen3": N_("Qwen3")}, defaults={"head_dim": 128},
+FAMILY = Family("qwen3", "Qwen3", {"qwen3": "Qwen3"}, defaults={"head_dim": 128},
                 qk_norm="head")  # fmt: skip
 NAME, TITLE, MODEL_TYPES, detect, inspect, load = protocol(FAMILY)
