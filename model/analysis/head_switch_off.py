@@ -107,8 +107,10 @@ def item_losses(
         logits = model.logits(hidden[:, at])  # (R, p, V)
         logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
         chosen = logits.gather(-1, want[None, :, None].expand(R, -1, 1))[..., 0]  # (R, p)
-        loss_sum += (logits.logsumexp(-1) - chosen).double().sum(-1).cpu().numpy()
-        right += (logits.argmax(-1) == want).sum(-1).cpu().numpy()
+        top, best = logits.max(-1)  # (R, p) each: one pass gives the argmax and the log-sum-exp's shift
+        total = logits.sub_(top[..., None]).exp_().sum(-1).log_().add_(top)  # (R, p) log-sum-exp, in place
+        loss_sum += (total - chosen).double().sum(-1).cpu().numpy()
+        right += (best == want).sum(-1).cpu().numpy()
     return loss_sum, right, len(s.positions)
 
 
