@@ -5,9 +5,11 @@
     {prog} /models/llama --texts corpus.txt --ray auto --out atlas.json   one shard of texts per Ray task
 
 --texts: a UTF-8 file, one text per line (default: a demo's task corpus, else random tokens). Locally the shards run
-one after the other; with --ray ADDRESS (a running cluster: "auto", "ray://host:10001", or "local" to start one here)
+on $VIZ_WORKER_CORES forked processes of one thread each (default: this machine's cores, at most 4; 1: one after the
+other here); with --ray ADDRESS (a running cluster: "auto", "ray://host:10001", or "local" to start one here)
 each shard is a Ray task that loads the model from the same folder, and the records are merged as the local run
-merges them: the same atlas. The switch-off tests run here after the merge (--no-switch-off: scores only).
+merges them: the same atlas. The switch-off tests run here after the merge, one input per process at a time
+(--no-switch-off: scores only).
 Ray is an optional extra (`pip install ray`), imported only with --ray.
 """
 
@@ -22,6 +24,7 @@ from model import CheckpointError, load_checkpoint
 from model.analysis import head_atlas as ha
 from model.analysis.head_scores import ROLES, check_kind
 from model.checkpoints.checkpoint import load_card
+from ui.serving.fork_map import fork_map
 
 MAX_TEXTS = 100_000
 MAX_LINE = 20_000  # characters of one text
@@ -86,12 +89,14 @@ def compute(
         texts = default_corpus(load_card(folder), seed=seed)
     jobs = ha.plan(model, tokenizer, texts, roles, seed)
     if ray_address is None:
-        results = [ha.run_shard(model, tokenizer, job, kind) for job in jobs]
+        results = [None] * len(jobs)
+        for i, result in fork_map(lambda job: ha.run_shard(model, tokenizer, job, kind), jobs):
+            results[i] = result
     else:
         results = run_on_ray(folder, jobs, kind, ray_address)
     atlas = ha.merge(results, kind, roles, seed)
     if switch_off:
-        ha.add_switch_off(atlas, model, tokenizer, jobs)
+        ha.add_switch_off(atlas, model, tokenizer, jobs, runner=fork_map)
     return atlas
 
 

@@ -13,9 +13,10 @@ import torch
 from model import head_scores, load_checkpoint
 from model.analysis import head_atlas as ha
 from model.analysis.head_scores import ROLES, random_sequences
-from model.analysis.head_switch_off import ablated_losses, random_heads, switch_off, switch_off_roles
+from model.analysis.head_switch_off import ablated_losses, random_heads, switch_off, switch_off_roles, top_heads
 from model.network.transformer import build_model
 from tests.conftest import DECODER_ONLY, letters_model
+from ui.serving.fork_map import fork_map
 
 INDUCTION = Path(__file__).resolve().parents[1] / "checkpoints" / "induction"
 
@@ -90,6 +91,31 @@ def test_roles_tested_in_one_pass_get_what_each_gets_alone(tiny):
         np.testing.assert_allclose(
             [together[role].loss, together[role].loss_off], [alone.loss, alone.loss_off], atol=1e-9
         )
+
+
+def test_the_atlas_on_forked_helpers_is_the_atlas_here_and_its_tests_those_of_one_pass_per_group(tiny):
+    """Shards and switch-off inputs run by two forked helpers (the page's runner) give the atlas computed here, and
+    its switch-off tests (one unit per input, summed) are switch_off_roles' on the same inputs."""
+    model, tok = tiny
+    texts = ["abcabcabc", "hello", "ponmlk", "aaaa", "dcba", "mnop"]
+    here = ha.head_atlas(model, tok, texts)
+    forked = ha.head_atlas(model, tok, texts, runner=lambda fn, units: fork_map(fn, units, processes=2))
+    assert forked.to_json() == here.to_json()
+    L, H = here.shape
+    k = max(1, L * H // 16)
+    avoid = sorted({h for role in here.roles for h in top_heads(here.scores(role), k)})
+    jobs = ha.plan(model, tok, texts)
+    for group, repeated in (("corpus", False), ("repeated", True)):
+        roles = [r for r in here.roles if here.group_of(r) == group]
+        items = ha.effect_items(ha.items_of(jobs, group), here.labels[group])
+        scores = {r: here.scores(r) for r in roles}
+        tests = switch_off_roles(model, tok, scores, items, "decoder_self", repeated, k, ha.DRAWS, 0, avoid=avoid)
+        for role in roles:
+            np.testing.assert_allclose(
+                [here.effects[role].loss, here.effects[role].loss_off, *here.effects[role].random_losses],
+                [tests[role].loss, tests[role].loss_off, *tests[role].random_losses],
+                atol=1e-12,
+            )
 
 
 def test_random_heads_keep_away_from_every_roles_top_heads_and_do_not_repeat():

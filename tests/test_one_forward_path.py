@@ -49,7 +49,7 @@ PATHS = {
     "pack/onnx_graphs.py:_Step.forward": "the cached decoder step, run by onnxruntime: "
     "tests/test_onnx_export.py::test_the_cached_step_graphs_decode_as_greedy_decode_and_capture",
     "pack/onnx_graphs.py:export_step_graphs": "(the same: the trace's example pass)",
-    "model/analysis/head_switch_off.py:ablated_losses": "the head atlas's switch-off tests, one batched pass per input: "
+    "model/analysis/head_switch_off.py:item_losses": "the head atlas's switch-off tests, one batched pass per input: "
     "test_the_atlas_passes_read_as_capture",
     "tasks/induction.py:halves_accuracy": "the induction demo's card: (the same)",
     "model/analysis/batched_maps.py:map_each": "the head atlas's batched maps against capture's maps of each input "

@@ -1,7 +1,9 @@
 """Attention maps of many inputs of a one-stack model, read in batched passes: what the head atlas scores.
 
 Inputs of the same length are run together, BATCH_TOKENS tokens a pass, on the fused attention path of a lazy record
-(record(model, lazy=True, qkv=True)); nothing is computed past the last attention (no output layer, no top tokens).
+(record(model, lazy=True, qkv=True)); nothing is computed past the last attention: the pass stops once the last
+attention module has handed over its queries and keys (no W^O and feed-forward block of the last layer, no output
+layer).
 Each input's maps are then computed from its own queries and keys by the lazy capture's score function
 (LazyCapture.layer_maps: the numbers capture() gives for that input alone), one input at a time, and handed to a
 function whose small answer is kept. An encoder-decoder model's inputs (its decoder reads its own greedy output) and
@@ -74,6 +76,21 @@ BATCH_TOKENS = 1024  # tokens of one batched pass (batch items x their length)
 Answer = TypeVar("Answer")
 
 
+class LastAttention(Exception):
+    """Raised inside a pass once its last attention module has handed over its queries and keys (stop_at)."""
+
+
+def stop_at(n_attention: int) -> Callable[[int], None]:
+    """A lazy record's progress that stops the pass when its n_attention-th attention module is kept: the rest of
+    that layer (W^O, the feed-forward block) and the output side are not computed."""
+
+    def progress(done: int) -> None:
+        if done >= n_attention:
+            raise LastAttention
+
+    return progress
+
+
 def item_ids(model: nn.Module, tokenizer: Tokenizer, item) -> list[int]:
     """The ids capture() reads for one input (a text, or ids given): the sequence of a decoder-only model, the
     source (with its </s>) of an encoder-only one."""
@@ -119,17 +136,21 @@ def map_each(
                 progress(len(out), len(items))
         return out
     ids = [item_ids(model, tokenizer, item) for item in items]
+    n_layers = cfg.n_decoder_layers if cfg.shape == "decoder-only" else cfg.n_encoder_layers
     pad = cfg.pad_id
     alone = [cfg.shape == "encoder-only" and pad in seq for seq in ids]
     out: list = [None] * len(items)
     done = 0
     for members in batches([len(s) for s in ids], alone, tokens):
         batch = torch.tensor([ids[i] for i in members], dtype=torch.long, device=device_of(model))
-        with record(model, lazy=True, qkv=True) as rec:
-            if cfg.shape == "decoder-only":
-                model.decode(batch, hidden=True)
-            else:
-                model.encode(batch)
+        try:
+            with record(model, lazy=True, qkv=True, progress=stop_at(n_layers)) as rec:
+                if cfg.shape == "decoder-only":
+                    model.decode(batch, hidden=True)
+                else:
+                    model.encode(batch)
+        except LastAttention:  # the pass stopped once the last attention was kept: nothing after it is needed
+            pass
         layers = sorted(layer for k, layer in rec.lazy_records if k == kind)
         for b, i in enumerate(members):
             records = {

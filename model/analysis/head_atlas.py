@@ -9,21 +9,27 @@ The corpus roles (previous_token, first_token) read the texts; induction and dup
 sequences repeated twice. The inputs are cut into shards of SHARD inputs; each shard is one `run_shard` call, and
 `merge` joins them in order. The local run is those calls one after the other; a cluster run (cli/atlas.py, Ray)
 makes the same calls as tasks, so both merge the same records into the same atlas. The switch-off tests need the
-merged scores and run after the merge.
+merged scores and run after the merge, one unit of work per input (item_losses: every row of its groups's tests in one
+batched pass), summed in the inputs' order.
+
+Who runs the units is a `runner(fn, units)` that yields (index, fn(unit)) for every unit, in any order: `in_order`
+here (one after the other), several processes in the app's worker (ui/serving/workers.py `fork_map`); every unit is
+computed by the same function whichever runs it, and joined in the units' order, so the atlas is the same.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from torch import nn
 
 from ..text.tokenizer import Tokenizer
 from .head_scores import REPEATED, ROLES, Item, check_kind, maps_shape, per_text_scores, random_sequences
-from .head_switch_off import SwitchOff, switch_off_roles, top_heads
+from .head_switch_off import SINGLES, SwitchOff, item_losses, mean_losses, plan_rows, read_rows, top_heads
 
 SHARD = 16  # inputs per shard
 MAP_SIZE = 24  # a head's typical map: the mean of the first MAP_SIZE x MAP_SIZE cells over the corpus
@@ -32,6 +38,15 @@ EFFECT_TOKENS = 512  # tokens of a group's switch-off tests (whole inputs, at le
 DRAWS = 5  # random head sets per switch-off test
 EXAMPLES = 3  # inputs kept per head and role: where it fires most
 VERSION = 2  # what an atlas holds and how its tests are drawn (the disk cache keys on it)
+
+
+Runner = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[tuple[int, Any]]]
+
+
+def in_order(fn: Callable[[Any], Any], units: Sequence[Any]) -> Iterable[tuple[int, Any]]:
+    """The local runner: (index, fn(unit)) for each unit, one after the other in this process."""
+    for i, unit in enumerate(units):
+        yield i, fn(unit)
 
 
 @dataclass(frozen=True)
@@ -238,25 +253,42 @@ def add_switch_off(
     draws: int = DRAWS,
     tokens: int = EFFECT_TOKENS,
     progress: Callable[[int, int], None] | None = None,
+    runner: Runner = in_order,
 ) -> Atlas:
     """Each role's switch-off test (top k heads, default one in sixteen heads and at least one, against `draws`
     random sets of heads that are no role's top heads) on the first inputs of its group (effect_items: about
-    `tokens` tokens), the roles of a group in one batched pass per input; the atlas with atlas.effects filled."""
+    `tokens` tokens), the roles of a group in one batched pass per input (a unit of `runner`); the atlas with
+    atlas.effects filled. progress(done, total) counts inputs."""
     L, H = atlas.shape
     k = max(1, (L * H) // 16) if k is None else k
     avoid = sorted({h for role in atlas.roles for h in top_heads(atlas.scores(role), k)})
     groups = [g for g in ("corpus", "repeated") if any(atlas.group_of(r) == g for r in atlas.roles)]
-    for done, group in enumerate(groups, 1):
-        roles = [r for r in atlas.roles if atlas.group_of(r) == group]
-        items = effect_items(items_of(jobs, group), atlas.labels[group], tokens)
-        scores = {role: atlas.scores(role) for role in roles}
-        atlas.effects |= switch_off_roles(
-            model, tokenizer, scores, items, atlas.kind, group == "repeated", k, draws, atlas.seed, avoid=avoid
-        )
+    rows, units = {}, []
+    for group in groups:
+        scores = {role: atlas.scores(role) for role in atlas.roles if atlas.group_of(role) == group}
+        rows[group] = plan_rows(scores, k, draws, atlas.seed, SINGLES, avoid)
+        units += [(group, item) for item in effect_items(items_of(jobs, group), atlas.labels[group], tokens)]
+
+    def losses(unit: tuple[str, Item]) -> tuple:
+        group, item = unit
+        return item_losses(model, tokenizer, item, atlas.kind, rows[group][0], group == "repeated")
+
+    per_item: list = [None] * len(units)
+    for done, (i, answer) in enumerate(runner(losses, units), 1):
+        per_item[i] = answer
         if progress is not None:
-            progress(done, len(groups))
+            progress(done, len(units))
+    for group in groups:
+        loss, acc = mean_losses([a for a, (g, _) in zip(per_item, units) if g == group])
+        atlas.effects |= read_rows(rows[group][1], loss, acc)
     atlas.effects = {role: atlas.effects[role] for role in atlas.roles if role in atlas.effects}
     return atlas
+
+
+def effect_count(jobs: Sequence[Job], labels: dict[str, list[list[str]]], tokens: int = EFFECT_TOKENS) -> int:
+    """How many inputs add_switch_off reads (its units)."""
+    groups = {job.group for job in jobs}
+    return sum(len(effect_items(items_of(jobs, g), labels.get(g, []), tokens)) for g in groups)
 
 
 def head_atlas(
@@ -268,20 +300,23 @@ def head_atlas(
     seed: int = 0,
     switch_off_tests: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    runner: Runner = in_order,
 ) -> Atlas:
-    """The atlas of one kind (default: the stack that reads the text), computed here, shard after shard; progress
-    (done, total) counts shards, then one step per group's switch-off tests."""
+    """The atlas of one kind (default: the stack that reads the text), its shards and then its switch-off inputs run
+    by `runner` (in_order: here, one after the other); progress (done, total) counts shards, then the switch-off
+    tests' inputs."""
     kind = check_kind(model, kind)
     jobs = plan(model, tokenizer, texts, roles, seed)
-    groups = {job.group for job in jobs}
-    total = len(jobs) + (len(groups) if switch_off_tests else 0)
-    results = []
-    for i, job in enumerate(jobs):
-        results.append(run_shard(model, tokenizer, job, kind))
+    results: list = [None] * len(jobs)
+    total = len(jobs)
+    most = EFFECT_ITEMS * len({job.group for job in jobs}) if switch_off_tests else 0  # tests' inputs, at most
+    for done, (i, result) in enumerate(runner(lambda job: run_shard(model, tokenizer, job, kind), jobs), 1):
+        results[i] = result
         if progress is not None:
-            progress(i + 1, total)
+            progress(done, total + most)
     atlas = merge(results, kind, roles, seed)
     if switch_off_tests:
-        step = (lambda d, t: progress(len(jobs) + d, total)) if progress is not None else None
-        add_switch_off(atlas, model, tokenizer, jobs, progress=step)
+        tests = effect_count(jobs, atlas.labels)
+        step = (lambda d, t: progress(total + d, total + tests)) if progress is not None else None
+        add_switch_off(atlas, model, tokenizer, jobs, progress=step, runner=runner)
     return atlas

@@ -73,6 +73,59 @@ LOGIT_NUMBERS = 2**24  # logits of one block of scored positions (rows x positio
 
 
 @torch.no_grad()
+def item_losses(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    item: Item,
+    kind: str,
+    head_sets: Sequence[Sequence[Head]],
+    repeated: bool,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """One input's ((R,) summed cross-entropy, (R,) right predictions, scored positions), row r with the heads
+    head_sets[r] of `kind` switched off: one batched pass of R rows; the output layer reads the scored positions only,
+    a block of them at a time (never R x T x V logits at once)."""
+    require_eval(model)
+    device = device_of(model)
+    R = len(head_sets)
+    changes = Interventions().with_rows([frozenset((kind, int(a), int(b)) for a, b in s) for s in head_sets])
+    loss_sum, right = np.zeros(R), np.zeros(R)
+    s = scored_input(model, tokenizer, item, repeated)
+    if not s.positions:
+        return loss_sum, right, 0
+    with record(model, interventions=changes, keep=False):
+        if model.config.shape == "decoder-only":
+            hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), hidden=True)
+        elif model.config.shape == "encoder-only":
+            hidden, _ = model.encode(torch.tensor([s.src], device=device).expand(R, -1))  # (R, S, D)
+        else:
+            memory, mask = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
+            hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), memory, mask, hidden=True)
+    positions, targets = torch.tensor(s.positions, device=device), torch.tensor(s.targets, device=device)
+    size = max(1, LOGIT_NUMBERS // (R * model.logits(hidden[:1, :1]).size(-1)))
+    for start in range(0, len(s.positions), size):
+        at, want = positions[start : start + size], targets[start : start + size]
+        logits = model.logits(hidden[:, at])  # (R, p, V)
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        chosen = logits.gather(-1, want[None, :, None].expand(R, -1, 1))[..., 0]  # (R, p)
+        top, best = logits.max(-1)  # (R, p) each: one pass gives the argmax and the log-sum-exp's shift
+        total = logits.sub_(top[..., None]).exp_().sum(-1).log_().add_(top)  # (R, p) log-sum-exp, in place
+        loss_sum += (total - chosen).double().sum(-1).cpu().numpy()
+        right += (best == want).sum(-1).cpu().numpy()
+    return loss_sum, right, len(s.positions)
+
+
+def mean_losses(per_item: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """((R,) mean cross-entropy, (R,) accuracy) of item_losses' answers, summed in the inputs' order."""
+    count = sum(n for _, _, n in per_item)
+    if count == 0:
+        raise ValueError("none of the inputs has a position to score")
+    loss_sum, right = np.zeros_like(per_item[0][0]), np.zeros_like(per_item[0][1])
+    for item_loss, item_right, _ in per_item:
+        loss_sum += item_loss
+        right += item_right
+    return loss_sum / count, right / count
+
+
 def ablated_losses(
     model: nn.Module,
     tokenizer: Tokenizer,
@@ -83,41 +136,16 @@ def ablated_losses(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """((R,) mean cross-entropy, (R,) next-token accuracy) over the scored positions of every input, row r with the
-    heads head_sets[r] of `kind` switched off (an empty set: the unchanged model). One batched pass per input; the
-    output layer reads the scored positions only, a block of them at a time (never R x T x V logits at once)."""
-    require_eval(model)
-    device = device_of(model)
-    rows = [frozenset((kind, int(layer), int(head)) for layer, head in s) for s in head_sets]
-    changes = Interventions().with_rows(rows)
-    R = len(rows)
-    loss_sum, right, count = np.zeros(R), np.zeros(R), 0
+    heads head_sets[r] of `kind` switched off (an empty set: the unchanged model): one batched pass per input
+    (item_losses)."""
+    if not items:
+        raise ValueError("none of the inputs has a position to score")
+    per_item = []
     for done, item in enumerate(items, 1):
-        s = scored_input(model, tokenizer, item, repeated)
-        if not s.positions:
-            continue
-        with record(model, interventions=changes, keep=False):
-            if model.config.shape == "decoder-only":
-                hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), hidden=True)
-            elif model.config.shape == "encoder-only":
-                hidden, _ = model.encode(torch.tensor([s.src], device=device).expand(R, -1))  # (R, S, D)
-            else:
-                memory, mask = model.encode(torch.tensor([s.src], device=device).expand(R, -1))
-                hidden = model.decode(torch.tensor([s.inputs], device=device).expand(R, -1), memory, mask, hidden=True)
-        positions, targets = torch.tensor(s.positions, device=device), torch.tensor(s.targets, device=device)
-        size = max(1, LOGIT_NUMBERS // (R * model.logits(hidden[:1, :1]).size(-1)))
-        for start in range(0, len(s.positions), size):
-            at, want = positions[start : start + size], targets[start : start + size]
-            logits = model.logits(hidden[:, at])  # (R, p, V)
-            logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-            chosen = logits.gather(-1, want[None, :, None].expand(R, -1, 1))[..., 0]  # (R, p)
-            loss_sum += (logits.logsumexp(-1) - chosen).double().sum(-1).cpu().numpy()
-            right += (logits.argmax(-1) == want).sum(-1).cpu().numpy()
-        count += len(s.positions)
+        per_item.append(item_losses(model, tokenizer, item, kind, head_sets, repeated))
         if progress is not None:
             progress(done, len(items))
-    if count == 0:
-        raise ValueError("none of the inputs has a position to score")
-    return loss_sum / count, right / count
+    return mean_losses(per_item)
 
 
 @dataclass
@@ -197,6 +225,43 @@ def random_heads(
 SINGLES = 3  # top heads of a role also switched off alone (the grid's opacity)
 
 
+Layout = dict[str, tuple[list[Head], int, int, int]]  # role -> (top heads, its first row, random rows, alone rows)
+
+
+def plan_rows(
+    scores: dict[str, np.ndarray], k: int = 1, draws: int = 5, seed: int = 0, singles: int = SINGLES, avoid=()
+) -> tuple[list[list[Head]], Layout]:
+    """The rows of the roles' tests (switch_off_roles): the unchanged row first, then for each role its k top heads
+    together, its random sets and its first `singles` top heads alone; and where each role's rows are."""
+    sets: list[list[Head]] = [[]]
+    layout: Layout = {}
+    for role, values in scores.items():
+        L, H = values.shape
+        kk = max(1, min(k, L * H))
+        top = top_heads(values, kk)
+        drawn = random_heads(L, H, kk, draws, seed, exclude=top, avoid=avoid)
+        alone = [[h] for h in top[: max(0, singles)]]
+        layout[role] = (top, len(sets), len(drawn), len(alone))
+        sets += [top, *drawn, *alone]
+    return sets, layout
+
+
+def read_rows(layout: Layout, loss: np.ndarray, acc: np.ndarray) -> dict[str, SwitchOff]:
+    """{role: its test} from the (R,) losses and accuracies of plan_rows' rows."""
+    out = {}
+    for role, (top, at, n_drawn, n_alone) in layout.items():
+        out[role] = SwitchOff(
+            heads=top,
+            loss=float(loss[0]),
+            loss_off=float(loss[at]),
+            random_losses=[float(x) for x in loss[at + 1 : at + 1 + n_drawn]],
+            head_losses=[float(x) for x in loss[at + 1 + n_drawn : at + 1 + n_drawn + n_alone]],
+            accuracy=float(acc[0]),
+            accuracy_off=float(acc[at]),
+        )
+    return out
+
+
 def switch_off_roles(
     model: nn.Module,
     tokenizer: Tokenizer,
@@ -214,30 +279,10 @@ def switch_off_roles(
     """{role: its test} for roles that share their inputs (`items`, scored as `repeated` says): each role's k top
     heads (by scores[role], (L, H)) switched off together, `draws` random sets of k other heads (random_heads, away
     from `avoid`) and each of the first `singles` top heads alone, against the unchanged model: the rows of one
-    batched pass per input, the unchanged row shared by the roles."""
-    sets: list[list[Head]] = [[]]
-    layout = {}
-    for role, values in scores.items():
-        L, H = values.shape
-        kk = max(1, min(k, L * H))
-        top = top_heads(values, kk)
-        drawn = random_heads(L, H, kk, draws, seed, exclude=top, avoid=avoid)
-        alone = [[h] for h in top[: max(0, singles)]]
-        layout[role] = (top, len(sets), len(drawn), len(alone))
-        sets += [top, *drawn, *alone]
+    batched pass per input (plan_rows), the unchanged row shared by the roles."""
+    sets, layout = plan_rows(scores, k, draws, seed, singles, avoid)
     loss, acc = ablated_losses(model, tokenizer, items, kind, sets, repeated, progress)
-    out = {}
-    for role, (top, at, n_drawn, n_alone) in layout.items():
-        out[role] = SwitchOff(
-            heads=top,
-            loss=float(loss[0]),
-            loss_off=float(loss[at]),
-            random_losses=[float(x) for x in loss[at + 1 : at + 1 + n_drawn]],
-            head_losses=[float(x) for x in loss[at + 1 + n_drawn : at + 1 + n_drawn + n_alone]],
-            accuracy=float(acc[0]),
-            accuracy_off=float(acc[at]),
-        )
-    return out
+    return read_rows(layout, loss, acc)
 
 
 def switch_off(

@@ -350,13 +350,13 @@ class MultiHeadAttention(nn.Module):
                 out, _ = attention(q, k, v, mask, dropout=p, bias=bias, scale=self.scale, softcap=self.softcap)
             else:
                 out = fused_attention(q, k, v, mask, biased, dropout=p, scale=self.scale)  # (B, H, Tq, dk)
-            if recorder is not None:  # a lazy record: what a map needs, and the probes it asked for
-                kept = None if own_mask is None else own_mask[0]
-                self.lazy_probe(LazyAttention(q[0], kv_heads[0], kept, biased, self.scale, self.softcap, self.window))
-                if recorder.qkv:
+            if recorder is not None:  # a lazy record: the probes it asked for, then what a map needs (last: its
+                if recorder.qkv:  # progress may stop the pass there, with this layer's vectors kept)
                     self.q_probe(q), self.k_probe(k), self.v_probe(v)
                     if biased is not None:
                         self.bias_probe(biased.bias[None])
+                kept = None if own_mask is None else own_mask[0]
+                self.lazy_probe(LazyAttention(q[0], kv_heads[0], kept, biased, self.scale, self.softcap, self.window))
                 out = self.head_probe(out)  # (B, H, Tq, dk): switched-off heads are zeroed here
         B, H, Tq, dk = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * dk)  # (B, Tq, D)

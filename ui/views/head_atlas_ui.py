@@ -9,6 +9,7 @@ from model.analysis import head_atlas as ha
 from model.analysis.head_scores import ROLES
 from ui.serving.bounded_cache import BoundedCache
 from ui.serving.disk_cache import checkpoint_cached
+from ui.serving.fork_map import fork_map
 from ui.serving.workers import run_with_progress
 from ui.shell.url_state import Key, Keys
 
@@ -92,8 +93,10 @@ def corpus_texts(corpus: str, card: dict, text: str) -> list[str] | None:
 
 
 def compute_atlas(model, tokenizer, texts, roles, kind=None, progress=None) -> ha.Atlas:
-    """What the worker runs: the atlas with its switch-off tests."""
-    return ha.head_atlas(model, tokenizer, texts, roles=roles, kind=kind, seed=SEED, progress=progress)
+    """What the worker runs: the atlas with its switch-off tests, its units on $VIZ_WORKER_CORES processes."""
+    return ha.head_atlas(
+        model, tokenizer, texts, roles=roles, kind=kind, seed=SEED, progress=progress, runner=fork_map
+    )  # fmt: skip
 
 
 def atlas_for(session, corpus: str, roles: list[str], kind: str | None = None) -> ha.Atlas:

@@ -1,0 +1,58 @@
+"""A long job's units on several forked helpers (ui/serving/fork_map.py): every unit's answer once, from more than
+one process, the helpers gone afterwards; a failing unit's exception raised in the caller; one process: here."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ui.serving.fork_map import CORES_ENV, fork_map, worker_cores
+
+
+def square_and_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_every_unit_is_answered_once_by_the_helpers_which_are_gone_afterwards():
+    units = list(range(12))
+    got = dict(fork_map(square_and_pid, units, processes=2))
+    assert sorted(got) == units
+    assert all(got[i][0] == i * i for i in units)
+    pids = {pid for _, pid in got.values()}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert all(gone(pid) for pid in pids)
+
+
+def fails_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("unit", x)
+    return x
+
+
+def test_a_failing_unit_raises_its_exception_here():
+    with pytest.raises(ValueError) as err:
+        list(fork_map(fails_on_three, list(range(6)), processes=2))
+    assert err.value.args == ("unit", 3)
+
+
+def test_one_process_runs_the_units_here_in_order():
+    got = list(fork_map(square_and_pid, [3, 1, 2], processes=1))
+    assert got == [(0, (9, os.getpid())), (1, (1, os.getpid())), (2, (4, os.getpid()))]
+
+
+def test_the_operator_sets_the_cores(monkeypatch):
+    monkeypatch.setenv(CORES_ENV, "3")
+    assert worker_cores() == 3
+    monkeypatch.delenv(CORES_ENV)
+    default = worker_cores()
+    monkeypatch.setenv(CORES_ENV, "0")  # not a positive number: the default
+    assert worker_cores() == default and 1 <= default <= 4
