@@ -205,7 +205,7 @@ else:
         show(fig, key=f"cmp_{side}", where=column, top_px=top_px(len(problems)) + 40)  # + the heading above
 
 if kind != "encoder_self":
-    explain("decoder_rows")  # rows: the tokens written, as on every page
+    explain("decoder_rows", config=cfg_a)  # rows: the tokens written, as on every page
 settings = {"model_a": session.key, "model_b": b_key, "kind": kind, "layer": layer, "head": head, "input": text}
 
 
