@@ -178,6 +178,7 @@ if cap_b is not None and not problems:
         max_height=max_height,
         max_width=max_width,
         tick_px=chart_text_px(),
+        difference=_("A − B"),  # the panels beside it name the models: long names would overlap
     )
     show(fig, key="cmp_figure", top_px=top_px(0))
     st.caption(
