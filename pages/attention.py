@@ -15,7 +15,7 @@ from ui.shell.navigation import view_menu
 from ui.shell.presentation import chart_box, chart_text_px, presenting, show
 from ui.shell.safe_text import esc
 from ui.shell.session import require_session
-from ui.shell.shapes import KIND_NAMES, capture_caption, gqa_note, kind_radio, present_kinds, special_keys
+from ui.shell.shapes import KIND_NAMES, capture_caption, gqa_note, kind_radio, present_kinds, special_keys, words
 from ui.shell.url_state import Key, Keys, flag, intish
 from ui.views import attention_long
 from ui.views import interventions_ui as heads_ui
@@ -30,13 +30,9 @@ changes = heads_ui.head_switch("att", session)  # heads switched off, in the URL
 lazy = attention_long.long_capture(session, changes)  # maps longer than a chart holds: drawn pooled (None: short)
 cap = lazy if lazy is not None else caches.session_capture(session, changes=changes)
 MAPS = attention_long.map_shapes(lazy, session.model.config) if lazy is not None else vars(cap)
-SOURCE, DECODER_INPUT = N_("source"), N_("decoder input")  # the keys' sides, translated by the figure builder
-SIDES = {  # kind -> (key tokens, query side, key side)
-    "encoder_self": (cap.source_tokens, SOURCE, SOURCE),
-    "decoder_self": (cap.target_tokens, DECODER_INPUT, DECODER_INPUT),
-    "cross": (cap.source_tokens, DECODER_INPUT, SOURCE),
-}
-KINDS = {k: (MAPS.get(k), capture_rows(cap, k), *SIDES[k]) for k in SIDES}  # rows: viz/tokens.capture_rows
+KEYS = {"encoder_self": cap.source_tokens, "decoder_self": cap.target_tokens, "cross": cap.source_tokens}
+SIDES = words(session.model.config).sides  # the shape's kinds -> (query side, key side), translated by the figure
+KINDS = {k: (MAPS.get(k), capture_rows(cap, k), KEYS[k], *SIDES[k]) for k in SIDES}  # rows: viz/tokens.capture_rows
 VIEWS = {
     "one": N_("One head"),
     "grid": N_("All heads of the layer"),
@@ -179,8 +175,10 @@ else:
             (cap.decoder_self, cap.target_tokens) if cap.decoder_self.size else (cap.encoder_self, cap.source_tokens)
         )
         inputs = (one, one, one, tokens, tokens)
-    # the decoder's rows (left) labelled with the tokens they write; an encoder's rows are its own tokens
+    # the decoder's rows (left) labelled with the tokens they write; an encoder's rows are its own tokens; bertviz's
+    # menu offers the kinds the model has
     written = dict(written=cap.written_tokens) if cap.decoder_self.size else {}
+    written |= {} if cap.cross.size else {"kinds": (bert_kind,)}
     changed = (changes,) if changes else ()  # the HTML of a changed model is kept apart
     # On the page the layer and kind menus above choose (they are in the link): bertviz's own are hidden. The
     # download, a page of its own, keeps them.
@@ -222,6 +220,7 @@ explain_row(
     "decoder_rows" if kind != "encoder_self" else "heads",
     "specials",
     "heads" if kind != "encoder_self" else "post_ln",
+    config=session.model.config,
 )
 if lazy is None:
     caches.capture_downloads(session, "att", changes)

@@ -16,7 +16,7 @@ from ui.serving import caches
 from ui.shell.presentation import chart_box, chart_text_px, show
 from ui.shell.safe_text import md
 from ui.shell.session import require_session
-from ui.shell.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires
+from ui.shell.shapes import NO_ATTRIBUTION, attributable, attribution_note, requires, say
 from ui.shell.shapes import words as words_of_shape
 from ui.shell.url_state import Key, Keys, intish
 from ui.views import attribution_ui as ui
@@ -146,6 +146,6 @@ else:
 
 with st.expander(_("What each method computes, and what agreement means"), icon=":material/help:"):
     for m in attr.METHODS:
-        st.markdown(_(ui.REGISTRY[m].EXPLANATION))
-    st.markdown(_(ui.AGREEMENT_TEXT))
+        st.markdown(say(ui.REGISTRY[m].EXPLANATION, session.model.config))  # in the words of the model's shape
+    st.markdown(say(ui.AGREEMENT_TEXT, session.model.config))
 ui.downloads(results)

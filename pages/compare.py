@@ -178,6 +178,7 @@ if cap_b is not None and not problems:
         max_height=max_height,
         max_width=max_width,
         tick_px=chart_text_px(),
+        difference=_("A − B"),  # the panels beside it name the models: long names would overlap
     )
     show(fig, key="cmp_figure", top_px=top_px(0))
     st.caption(
@@ -205,7 +206,7 @@ else:
         show(fig, key=f"cmp_{side}", where=column, top_px=top_px(len(problems)) + 40)  # + the heading above
 
 if kind != "encoder_self":
-    explain("decoder_rows")  # rows: the tokens written, as on every page
+    explain("decoder_rows", config=cfg_a)  # rows: the tokens written, as on every page
 settings = {"model_a": session.key, "model_b": b_key, "kind": kind, "layer": layer, "head": head, "input": text}
 
 

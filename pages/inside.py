@@ -10,7 +10,7 @@ from ui.shell.figure_download import download_file
 from ui.shell.presentation import show
 from ui.shell.safe_text import esc
 from ui.shell.session import require_session
-from ui.shell.shapes import kind_radio, kv_note
+from ui.shell.shapes import kind_radio, kv_note, words
 from ui.shell.url_state import Key, Keys, flag
 from ui.views import positional_views
 from ui.views.attention_long import key_window, parse_range, range_text
@@ -114,14 +114,12 @@ show(
     key="in_qk",
     top_px=TOP_PX,
 )
+query_side, key_side = words(session.model.config).sides[kind]  # where this kind's queries and keys come from
 st.markdown(
     _(
         "Each token's vector is multiplied by the learned matrices W^Q and W^K; the head keeps its d_k "
-        "dimensions. The query comes from **{query_side}**, the keys from **{key_side}**."
-    ).format(
-        query_side=_("the decoder") if kind != "encoder_self" else _("the source"),
-        key_side=_("the source") if kind != "decoder_self" else _("the decoder input"),
-    )
+        "dimensions. The query comes from the **{query_side}**, the keys from the **{key_side}**."
+    ).format(query_side=_(query_side), key_side=_(key_side))
 )
 st.latex(r"q = x_{\text{query}} W^Q_h,\qquad k_j = x_j W^K_h,\qquad v_j = x_j W^V_h \in \mathbb{R}^{d_k}")
 

@@ -144,6 +144,6 @@ elif session.ok:  # what is wrong with the input, if anything, is named below
         width="stretch",
         height=table_height(TABLE_TOP_PX["shapes"]),
     )
-explain_row("post_ln", "heads", "specials")
+explain_row("post_ln", "heads", "specials", config=cfg)
 if show_input_messages(session):  # names what is wrong with the input
     caches.capture_downloads(session, "model")  # made only when pressed

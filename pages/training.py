@@ -216,7 +216,7 @@ right.caption(
 if captures is None and damaged is None:
     right.caption(_("These snapshots are large: only the one shown is run, so this input has no curve here."))
 with left:
-    explain("decoder_rows")  # rows: the tokens written, as on every page
+    explain("decoder_rows", config=session.model.config)  # rows: the tokens written, as on every page
 
 left, right = st.columns(2)
 download_file(

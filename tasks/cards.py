@@ -13,11 +13,13 @@ from .tasks import ADJECTIVE_ONLY, PUNCTUATION, _patterns
 
 
 def card_description(card: dict[str, Any]) -> str:
-    """The card's description; when it is the built-in task's own sentence, that sentence as an i18n Message
-    (so the app shows it in the reader's language). A card written by someone else is shown as written."""
+    """The card's description; when it is one of the built-in task's own sentences (Task.descriptions: the task's,
+    a decoder-only demo's), that sentence as an i18n Message (so the app shows it in the reader's language). A card
+    written by someone else is shown as written."""
     text = str(card.get("description", "")) if isinstance(card, dict) else ""
     task = TASKS.get(str(card.get("task", ""))) if text else None
-    return task.description if task is not None and str(task.description) == text else text
+    known = task.descriptions(card) if task is not None else []
+    return next((d for d in known if str(d) == text), text)
 
 
 def grammar_warning(card: dict, text: str) -> Message | None:

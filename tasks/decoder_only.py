@@ -35,7 +35,7 @@ from model.text.tokenizer import Tokenizer, Vocab
 
 from .length_experiment import examples_by_length
 from .registry import get_task
-from .tasks import Example, dataset, held_out, input_range
+from .tasks import Example, dataset, held_out, input_range, one_sequence_description
 
 SEP = "="  # between the string and its reversal
 BEYOND = 4  # the length experiment: every trained length, then this many longer ones
@@ -166,8 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     card = {
         "task": "reverse",
         "shape": "decoder-only",
-        "description": f"Reverse a string of 1-{args.max_length} letters a-t, written as one sequence: "
-        "`stressed=` -> `desserts`.",
+        "description": str(one_sequence_description(args.max_length)),  # shown translated (tasks.cards)
         "command": "python -m tasks.decoder_only " + " ".join(argv or []),
         "config": {k: v for k, v in config.to_dict().items() if k not in ("extra",)},
         "examples": [prompt(s) for s in ("stressed", "parts", "abcdefghij", "aaabbbccc", "lager")],

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from i18n import M_
+from i18n import M_, Message
 from model.text.tokenizer import split
 
 from .task_lexicon import ADJECTIVES, CONJUNCTION, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
@@ -95,6 +95,11 @@ class Task:
         """The Example (target and gold alignment) of this exact source, when the task can tell; else None."""
         return None
 
+    def descriptions(self, card: dict) -> list[Message]:
+        """The sentences a demo card of this task is written with (i18n Messages; the app shows the one the card
+        carries in the reader's language): the task's own description."""
+        return [self.description]
+
     def word_classes(self) -> dict[str, frozenset[str]] | None:
         """Source word -> its word classes ("det", "noun", ...), for tasks whose sentences follow a grammar; else None."""
         return None
@@ -138,6 +143,11 @@ ALPHABET = "abcdefghijklmnopqrst"  # 20 symbols, easy to type
 MAX_SYMBOLS = 24  # strings have 1..MAX_SYMBOLS symbols
 
 
+def one_sequence_description(n: int) -> Message:
+    """The description of a decoder-only demo of the reverse task, trained on strings of 1-n letters."""
+    return M_("Reverse a string of 1-{n} letters a-t, written as one sequence: `stressed=` -> `desserts`.", n=n)
+
+
 class SymbolTask(Task):
     """Copy a random symbol string, or reverse it."""
 
@@ -151,6 +161,13 @@ class SymbolTask(Task):
             if reverse
             else M_("Copy a string of 1-{n} letters a-t, character by character.", n=MAX_SYMBOLS)
         )
+
+    def descriptions(self, card: dict) -> list[Message]:
+        """The task's description, and for the reverse task a decoder-only demo's (one sequence, trained on 1-n
+        letters: n its recipe's max_length)."""
+        n = (card.get("recipe") or {}).get("max_length") if isinstance(card, dict) else None
+        one = [one_sequence_description(n)] if self.reverse and isinstance(n, int) else []
+        return [self.description, *one]
 
     def sample(self, rng: random.Random) -> Example:
         n = rng.randint(1, MAX_SYMBOLS)

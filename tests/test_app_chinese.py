@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from i18n import _, language_scope
+from i18n import Message, _, language_scope
 from model.checkpoints.checkpoint import load_config, load_tokenizer
 from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text
+from tasks.cards import card_description
 from tests.apptest_helpers import TITLES, open_page
-from tests.i18n_helpers import has_cjk, untranslated, visible_strings
+from tests.i18n_helpers import has_cjk, msgid, untranslated, visible_strings
 from ui.shell.model_picker import UPLOAD_CHOICE
 from ui.shell.navigation import PAGES
 from ui.views.decoding_strategy import MENU
@@ -128,6 +129,23 @@ def test_the_compare_page_says_in_chinese_why_it_cannot_subtract():
     why = check_text("stressed", load_tokenizer(translate).source, load_config(translate).max_len - 1).errors
     assert why and all(_(w) != str(w) for w in why)  # the reasons have their Chinese
     assert [e.value for e in at.error] == [_("Model B cannot read this input: {why}").format(why=_(w)) for w in why]
+
+
+def test_every_demo_card_is_described_in_chinese_and_compare_says_it():
+    """A shipped demo's card carries one of its task's sentences (the decoder-only demos' one-sequence sentence
+    included): shown as that message, in the reader's language, wherever the card is described (the sidebar, Model,
+    Compare's model A)."""
+    for demo in list_demos():
+        described = card_description(demo.card)
+        assert isinstance(described, Message) and msgid(described.template), demo.name
+        with language_scope("zh"):
+            assert has_cjk(_(described)) and _(described) != str(described), demo.name
+    card = next(d.card for d in list_demos() if d.name == "reverse_decoder_rope")
+    at = open_page("compare", "demo:reverse_decoder_rope", lang="zh", text="stressed=")
+    check(at, "compare, a decoder-only demo")
+    with language_scope("zh"):
+        assert _(card_description(card)) in [c.value for c in at.caption]
+    assert card["description"] not in [c.value for c in at.caption]  # the card's own (English) text
 
 
 @pytest.mark.parametrize("page", ["attention", "decoding"])

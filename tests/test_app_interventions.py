@@ -6,13 +6,15 @@ import json
 import numpy as np
 import pytest
 
+from i18n import _
 from model import capture, greedy_decode, load_checkpoint
 from model.analysis.importance import head_importance, output_log_probs
 from model.checkpoints.demos import Demo, list_demos
 from model.interventions import Interventions
 from tests.apptest_helpers import chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
-from tests.i18n_helpers import rendered
+from ui.shell.shapes import WORDS
+from ui.views.positional_interventions import PANEL_TITLES
 
 
 def decode(model, tokenizer, text, changes=Interventions(), top_k=5, prefix=()):
@@ -150,10 +152,8 @@ def test_positions_at_inference_on_any_model(roomy):
         shown(at.markdown[0].value).endswith(f"it writes {changed.text or '∅'}.") and plain.text in at.markdown[0].value
     )
     assert "Not a shipped demo" in " ".join(c.value for c in at.caption)
-    assert chart_titles(at)[:2] == [
-        rendered("As trained: cross-attention, last layer"),
-        "Changed: cross-attention, last layer",
-    ]
+    cross = _(WORDS["encoder-decoder"].attention)  # an encoder-decoder's panels: its cross-attention
+    assert chart_titles(at)[:2] == [_(t).format(attention=cross) for t in PANEL_TITLES]
     at.segmented_control(key="pe_pos").set_value("shuffled").run()
     assert at.query_params["pe_pos"] == "shuffled" and "pe_shift" not in at.query_params
 

@@ -44,7 +44,9 @@ def test_positions_at_inference_on_a_decoder_only_demo_shows_its_self_attention_
     model, tok = demo
     plain = greedy_decode(model, tok, PROMPT)
     drawn = charts(at)
-    assert [c["layout"]["title"]["text"] for c in drawn] == [_(t) for t in PANEL_TITLES[False]]
+    assert [c["layout"]["title"]["text"] for c in drawn] == [
+        _(t).format(attention=_(WORDS["decoder-only"].attention)) for t in PANEL_TITLES
+    ]
     # rows: the written tokens; columns: the prompt and the tokens written before the last one
     assert z_shape(drawn[0]) == (len(plain.steps), len(plain.source_tokens) + len(plain.steps) - 1)
     assert drawn[0]["layout"]["xaxis"]["title"]["text"].startswith(_(WORDS["decoder-only"].sequence))

@@ -91,6 +91,8 @@ def test_two_maps_and_their_difference_share_tokens_and_scales():
     assert axis.cmin == -axis.cmax and axis.cmax == pytest.approx(0.4) and axis.cmid == 0
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
     assert [an.text for an in fig.layout.annotations] == ["A: one", "B: two", "A: one − B: two"]
+    short = compare_heatmaps(a, b, ["<s>", "x"], ["p", "q", "</s>"], ("A: one", "B: two"), difference="A − B")
+    assert [an.text for an in short.layout.annotations][2] == "A − B"
     domains = [fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3")]
     assert domains[0][1] < domains[1][0] < domains[1][1] < domains[2][0]  # three panels, left to right
     assert list(heat[0].x) == ["0: p", "1: q", "2: &lt;/s&gt;"] and list(heat[0].y) == ["0: &lt;s&gt;", "1: x"]

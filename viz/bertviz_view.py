@@ -91,6 +91,7 @@ def head_view_html(
     layer: int | None = None,
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
+    kinds: Sequence[str] = KINDS,
     only_layer: bool = False,
     menus: bool = True,
     fill: bool = False,
@@ -102,6 +103,8 @@ def head_view_html(
     query positions, columns key positions; S = len(source_tokens), T = len(target_tokens).
     layer: the layer shown first (default 0); heads: the heads shown first (default all);
     kind: the attention shown first, "Encoder", "Decoder" or "Cross" (both views).
+    kinds: the kinds bertviz's Attention menu offers (both views): a one-stack model's maps passed as all three
+    arrays are one kind, its own, and the menu names no stack it lacks.
     only_layer: send only `layer`'s weights (its menu then lists that layer alone): a page a sixth of the
     size for a 6-layer model, for hosts that choose the layer themselves.
     The layer menu lists max(L_enc, L_dec) layers; a stack with fewer layers shows no lines there
@@ -136,7 +139,7 @@ def head_view_html(
         heads=shown,
         include_layers=layers,
     )
-    controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind)}'
+    controls = _("Layer:") + f' <select id="layer"></select> {_filter_select(kind, kinds)}'
     return _page("head", vis_id, controls, params, decimals, offline, _("Attention: head view"), menus, fill)
 
 
@@ -152,6 +155,7 @@ def model_view_html(
     layer: int | None = None,
     heads: Sequence[int] | None = None,
     kind: str = "Encoder",
+    kinds: Sequence[str] = KINDS,
     menus: bool = True,
     fill: bool = False,
     written: Sequence[str] | None = None,
@@ -188,7 +192,7 @@ def model_view_html(
         total_heads=n_heads,
     )
     title = _("Attention: model view")
-    return _page("model", vis_id, _filter_select(kind), params, decimals, offline, title, menus, fill)
+    return _page("model", vis_id, _filter_select(kind, kinds), params, decimals, offline, title, menus, fill)
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -351,11 +355,13 @@ def _vis_id() -> str:
 # ---------------------------------------------------------------------------------------------- page
 
 
-def _filter_select(kind: str) -> str:
-    """bertviz's "Attention:" menu, opened on the kind that is drawn first (stock bertviz always shows "Encoder")."""
+def _filter_select(kind: str, kinds: Sequence[str] = KINDS) -> str:
+    """bertviz's "Attention:" menu of `kinds` (its values their places in KINDS), opened on the kind that is drawn
+    first (stock bertviz always shows "Encoder")."""
     options = "".join(
         f'<option value="{i}"{" selected" if name == kind else ""}>{_(KIND_NAMES[name])}</option>'
         for i, name in enumerate(KINDS)
+        if name in kinds
     )
     return _("Attention:") + f' <select id="filter">{options}</select>'
 

@@ -51,10 +51,12 @@ def compare_heatmaps(
     max_height: int = MAX_HEIGHT,
     max_width: int = MAX_WIDTH,
     tick_px: int = TICK_PX,
+    difference: str | None = None,
 ) -> go.Figure:
     """Two (Tq, Tk) attention maps of the same tokens and their difference A - B, side by side.
 
-    names: what the panels call the two models. Masked cells (mask True, e.g. the causal mask) are grey in
+    names: what the panels call the two models; difference: the third panel's title (default "A name − B name": long
+    names run into the second panel's title in a third of a projector's width). Masked cells (mask True, e.g. the causal mask) are grey in
     all three panels. query_tokens: the rows, as attention_heatmap takes them (a Rows or a plain list).
     """
     rows = as_rows(query_tokens)
@@ -72,7 +74,7 @@ def compare_heatmaps(
         cols=3,
         shared_yaxes=True,
         horizontal_spacing=0.02,
-        subplot_titles=[names[0], names[1], _("{a} − {b}").format(a=names[0], b=names[1])],
+        subplot_titles=[names[0], names[1], difference or _("{a} − {b}").format(a=names[0], b=names[1])],
     )
     q_labels, k_labels = rows.labels(), token_labels(key_tokens)
     fig.add_trace(_heatmap_trace(a, q_labels, k_labels, mask, what=f"{names[0]}<br>"), row=1, col=1)

@@ -161,6 +161,17 @@ def side_name(side: str, other_tokens: Sequence[str]) -> str:
     return "sequence" if side == "target" else "text"
 
 
+SIDE_TITLES = {  # side_name -> (the x axis's title, the chart's title), marked; translated where drawn
+    "source": (N_("source tokens"), N_("Source: embedding size against positional signal")),
+    "target": (N_("target tokens"), N_("Target: embedding size against positional signal")),
+    "sequence": (
+        N_("prompt and continuation"),
+        N_("Prompt and continuation: embedding size against positional signal"),
+    ),
+    "text": (N_("text tokens"), N_("Text: embedding size against positional signal")),
+}
+
+
 def embedding_vs_pe(
     tokens: Sequence[str], embedding_norms: np.ndarray, pe_norms: np.ndarray, side: str, width_px: int = 860
 ) -> go.Figure:
@@ -177,18 +188,10 @@ def embedding_vs_pe(
             go.Bar(x=x, y=pe_norms, name=_("‖positional encoding‖")),
         ]
     )
-    titles = {
-        "source": (_("source tokens"), _("Source: embedding size against positional signal")),
-        "target": (_("target tokens"), _("Target: embedding size against positional signal")),
-        "sequence": (
-            _("prompt and continuation"),
-            _("Prompt and continuation: embedding size against positional signal"),
-        ),
-        "text": (_("text tokens"), _("Text: embedding size against positional signal")),
-    }
-    axis_title, title = titles.get(
-        side, (f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal")
-    )
+    if side in SIDE_TITLES:  # only the side drawn is translated: no other side's words in the run
+        axis_title, title = (_(t) for t in SIDE_TITLES[side])
+    else:
+        axis_title, title = f"{side} tokens", f"{side.capitalize()}: embedding size against positional signal"
     fig.update_xaxes(**token_ticks(tokens, width_px / max(len(tokens), 1)).axis(), title_text=axis_title)
     fig.update_yaxes(title_text=_("L2 norm"))
     fig.update_layout(

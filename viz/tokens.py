@@ -75,6 +75,7 @@ def indexed(tokens: Sequence[str], start: int = 0) -> list[str]:
 ROW_TITLES = {  # the y axis's title for each kind of rows (marked only; translated by Rows.title)
     "written": N_("output tokens written"),  # the hover names each row's decoder input: "<s> → la"
     "source": N_("source tokens (nothing written)"),  # as short as the other titles: a short map's axis holds it
+    "text": N_("text tokens"),  # an encoder-only model's rows: the text it reads (it has no source)
 }
 
 
@@ -84,7 +85,7 @@ class Rows:
 
     tokens: what each row is labelled with: the token it writes (decoder rows) or the source token (encoder rows).
     inputs: the decoder input each row reads, the same length (None: encoder rows, or rows given as a plain list).
-    kind: "written", "source" or None (a plain list of query tokens: the caller's own axis title).
+    kind: "written", "source", "text" or None (a plain list of query tokens: the caller's own axis title).
     """
 
     tokens: list[str]
@@ -143,9 +144,10 @@ def source_rows(tokens: Sequence[str]) -> Rows:
 
 def capture_rows(capture, kind: str) -> Rows:
     """The rows of a Capture's attention `kind` (encoder_self, decoder_self or cross), by the one convention:
-    decoder rows are capture.written_tokens, read from capture.target_tokens; encoder rows the source tokens."""
+    decoder rows are capture.written_tokens, read from capture.target_tokens; encoder rows the source tokens (an
+    encoder-only model's, which writes no target: its text's tokens)."""
     if kind == "encoder_self":
-        return source_rows(capture.source_tokens)
+        return Rows(list(capture.source_tokens), None, "source" if len(capture.target_tokens) else "text")
     return written_rows(capture.written_tokens, capture.target_tokens)
 
 

@@ -28,9 +28,11 @@ MAX_URL_CHARS = 4096  # 3 kinds x 24 layers x 16 heads in the link's form; longe
 
 
 def layer_counts(model: nn.Module) -> dict[str, int]:
-    """kind -> number of attention layers of that kind."""
+    """kind -> number of attention layers of that kind (0 for a kind the model's shape lacks: a decoder-only model's
+    decoder layers have no cross-attention)."""
     cfg = model.config
-    return {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    cross = cfg.n_decoder_layers if "cross" in cfg.attention_kinds else 0
+    return {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cross}
 
 
 def encode_heads(heads: Collection[Head]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import N_, _
+from ui.shell.shapes import explanation
 
 # name -> (expander title, markdown, LaTeX lines shown after the text); title and text are marked for translation
 # (the gettext catalogs in i18n/locale hold them in every language) and translated where shown.
@@ -110,21 +111,23 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 Text = tuple[str, str, tuple[str, ...]]  # (expander title, markdown, LaTeX lines), marked with N_
 
 
-def explain(name: str | Text, expanded: bool = False) -> None:
+def explain(name: str | Text, expanded: bool = False, config=None) -> None:
     """The explanation `name` of TEXTS (or a Text given whole, e.g. by a registry entry's app half) in a collapsed
-    expander (a lecturer opens it, or talks over it)."""
-    title, text, formulas = TEXTS[name] if isinstance(name, str) else name
+    expander (a lecturer opens it, or talks over it); with the model's `config`, as its shape says it
+    (ui.shell.shapes.WORDS: a decoder-only model's rows, an encoder-only model's special tokens)."""
+    title, text, formulas = explanation(name, config, TEXTS[name]) if isinstance(name, str) else name
     with st.expander(_(title), expanded=expanded, icon=":material/info:"):
         st.markdown(_(text))
         for formula in formulas:
             st.latex(_(formula))  # only formulas with words have a translation; the others are themselves
 
 
-def explain_row(*names: str | Text) -> None:
-    """Several explanations side by side, one collapsed expander per column: one line of the page in all."""
+def explain_row(*names: str | Text, config=None) -> None:
+    """Several explanations side by side, one collapsed expander per column: one line of the page in all (as the
+    shape of the model of `config` says them)."""
     for column, name in zip(st.columns(len(names)), names, strict=True):
         with column:
-            explain(name)
+            explain(name, config=config)
 
 
 # The worked example's puzzle in one line, and its link's words: marked here, translated where shown.

@@ -189,7 +189,7 @@ def pick_model(
 
     The sidebar's (prefix "model", in the URL as model=) by default; another page may ask for a second model with
     another prefix (widget keys {prefix}_choice, {prefix}_path, ...; URL key {prefix}), drawn in `where`, starting
-    from `default` (a choice) when the link names none.
+    from `default` (a choice, or a folder as path:FOLDER, opened as a link's would be) when the link names none.
     """
     picked = _pick(prefix, where, default, label)
     if picked is None:
@@ -203,6 +203,8 @@ def _pick(prefix: str, where: Any, default: str | None, label: str) -> tuple[str
     demos = {d.name: d for d in list_demos()}
     choices = model_choices()
     url_key = st.query_params.get(prefix, "")
+    if not url_key and default and default.startswith("path:"):  # a folder to start from: opened as a link's is
+        url_key = default
     folders = server_folders()
     if f"{prefix}_choice" not in st.session_state:
         if url_key.startswith("path:") and not folders.enabled:  # refused before anything is looked at

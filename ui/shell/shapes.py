@@ -4,7 +4,7 @@ attention kinds it has, the one line a page shows when a view does not apply, an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -63,30 +63,79 @@ def kind_radio(container, kinds, key: str, names: Mapping[str, str] = KIND_NAMES
     )
 
 
+Text = tuple[str, str, tuple[str, ...]]  # an explanation (ui.shell.explain): title, markdown, LaTeX lines (marked)
+
+
 @dataclass(frozen=True)
 class ShapeWords:
     """The words every page uses for one model shape (marked, translated where shown): no page names a stack the
-    model does not have."""
+    model does not have. A message says them through placeholders of the fields' names (`say`), or a page's
+    explanation is this shape's own (`texts`)."""
 
     reads: str  # what the model reads: the columns of an attribution, the keys of what it attends to
     writes: str  # what it writes or predicts: the rows
     matrix: str  # the attribution page's every-row-by-every-column heading
     kinds: str  # its attention kinds, as a list in a sentence
     sequence: str  # the one sequence its attention runs over, as an axis's name
+    attention: str  # the attention from what it writes to what it reads, in a chart's title
+    read: str  # one token of what it reads, in a sentence
+    written: str  # one token of what it writes or predicts, in a sentence
+    held: str  # what occlusion holds fixed while it replaces one token, in a sentence
+    rollout: str  # how attention rollout runs through its stacks, in a sentence
+    sides: Mapping[str, tuple[str, str]]  # its attention kinds -> where their queries and keys come from (axes' names)
+    texts: Mapping[str, Text] = field(default_factory=dict)  # explanations said in place of ui.shell.explain.TEXTS'
 
 
 WORDS = {
     "encoder-decoder": ShapeWords(
         N_("source"), N_("output"), N_("Every output token × every source token"),
-        N_("encoder self, decoder self, cross"), N_("source"),
+        N_("encoder self, decoder self, cross"), N_("source"), N_("cross-attention"), N_("source token"),
+        N_("output token"), N_("the decoder input held fixed"),
+        N_("multiplied through the encoder (R_ss); into the decoder after Chefer et al. 2021: each decoder "
+           "self-attention step mixes what the positions hold (R_ts ← Â R_ts), each cross-attention step keeps half "
+           "and adds half of the cross-attention times the encoder's rollout (R_ts ← 0.5 R_ts + 0.5 Ā_x R_ss)"),
+        {"encoder_self": (N_("source"), N_("source")), "decoder_self": (N_("decoder input"), N_("decoder input")),
+         "cross": (N_("decoder input"), N_("source"))},
     ),
     "decoder-only": ShapeWords(
         N_("prompt"), N_("continuation"), N_("Every token of the continuation × every token of the prompt"),
-        N_("decoder self, causal"), N_("prompt and continuation"),
+        N_("decoder self, causal"), N_("prompt and continuation"), N_("self-attention"), N_("prompt token"),
+        N_("token of the continuation"), N_("the continuation before it held fixed"),
+        N_("multiplied through the layers of the one causal sequence (R = Â_L … Â_1); a row keeps the prompt's "
+           "columns (the continuation's own tokens are held fixed) and is divided by their sum"),
+        {"decoder_self": (N_("prompt and continuation"), N_("prompt and continuation"))},
+        {
+            "decoder_rows": (N_("Rows of the sequence: the tokens written"), N_(
+                "On every page, in the lecture pack and in the downloads, a row is labelled with the token it "
+                "**writes**. Row j reads token j of the sequence (the prompt, then the continuation so far) and "
+                "writes token j + 1: the row labelled with the continuation's first token is the prompt's last "
+                "position. Hover over a row for the token that wrote it (`= → d`); the last row writes the model's "
+                "own next token (`</s>` once it is done)."), ()),
+            "specials": (N_("Special tokens of one sequence"), N_(
+                "A decoder-only model reads one sequence: the prompt, then what it writes. A start token (`<s>`, "
+                "GPT-2's `<|endoftext|>`) may open it; the model ends its continuation with its end token (`</s>`, "
+                "`<|endoftext|>`) when it is done; `<unk>` stands for any symbol the vocabulary does not know."), ()),
+        },
     ),
     "encoder-only": ShapeWords(
         N_("text"), N_("prediction"), N_("Every position’s prediction × every token of the text"),
-        N_("encoder self"), N_("text tokens"),
+        N_("encoder self"), N_("text tokens"), N_("self-attention"), N_("text token"), N_("predicted token"),
+        N_("every other token of the text as it was"),
+        N_("multiplied through the layers of the text's self-attention (R = Â_L … Â_1)"),
+        {"encoder_self": (N_("text"), N_("text"))},
+        {
+            "attention_map": (N_("How to read an attention map"), N_(
+                "Each **row** is a query position (a token that looks), each **column** a key position (a token "
+                "looked at). A row's weights sum to 1: the row *writes* into its position the weighted sum of the "
+                "value vectors of the columns. **Grey cells are masked** (weight exactly 0): an encoder masks "
+                "padding only, so every token of the text looks at every other."), (N_(
+                r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
+                r"\quad M_{ij}=-\infty \text{ where masked}"),)),
+            "specials": (N_("[CLS], [SEP], [MASK]"), N_(
+                "The tokenizer writes its special tokens around the text: BERT's `[CLS]` starts it and `[SEP]` ends "
+                "it; `[MASK]` hides a token for the masked-LM head to predict; `[UNK]` stands for any piece of a "
+                "word the vocabulary does not know."), ()),
+        },
     ),
 }  # fmt: skip
 
@@ -94,6 +143,29 @@ WORDS = {
 def words(config) -> ShapeWords:
     """The word list of the model's shape (config.shape)."""
     return WORDS[config.shape]
+
+
+class _Said(dict):
+    """The shape's words for str.format_map, each translated when a message asks for it (and only then)."""
+
+    def __init__(self, shape: ShapeWords, values: Mapping[str, Any]):
+        super().__init__(values)
+        self.shape = shape
+
+    def __missing__(self, name: str) -> str:
+        return _(getattr(self.shape, name))
+
+
+def say(message: str, config, **values: Any) -> str:
+    """`message` (marked, its placeholders fields of ShapeWords or `values`) translated and said with the words of
+    the model's shape: "the {read}" is "the source token" for an encoder-decoder, "the prompt token" for a
+    decoder-only model."""
+    return _(message).format_map(_Said(words(config), values))
+
+
+def explanation(name: str, config, default: Text) -> Text:
+    """The explanation `name` of ui.shell.explain as this model's shape says it: its own, else `default`."""
+    return words(config).texts.get(name, default) if config is not None else default
 
 
 def kinds_of(config) -> list[str]:

@@ -94,12 +94,12 @@ def settings_controls(url: Keys, tokenizer) -> dict:
     return values
 
 
-AGREEMENT_TEXT = N_(
-    "**Agreement.** *Rank correlation with occlusion*: for each output token, Spearman's correlation of a method's "
-    "scores with occlusion's over the source tokens, averaged over the output tokens (1: the same order; 0: "
-    "unrelated). *Top token is gold*: for demo tasks whose alignment is known, the share of output tokens whose "
-    "highest-scored source token is the one it comes from. The cross-attention rows are each layer's raw "
-    "cross-attention, heads averaged."
+AGREEMENT_TEXT = N_(  # said with the words of the model's shape (ui.shell.shapes.say)
+    "**Agreement.** *Rank correlation with occlusion*: for each row (a {written}), Spearman's correlation of a "
+    "method's scores with occlusion's over the row's columns, averaged over the rows (1: the same order; 0: "
+    "unrelated). *Top token is gold*: for demo tasks whose alignment is known, the share of rows whose "
+    "highest-scored column is the {read} the row's token comes from. The {attention} rows are each layer's raw "
+    "{attention}, heads averaged."
 )
 
 

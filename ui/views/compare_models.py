@@ -50,8 +50,9 @@ def mismatch_message(p, detokenize=(None, None)) -> str:
 @st.cache_data(max_entries=16, show_spinner=False)
 def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
     """The demo to start B from: another one that reads the same tokens (so that the two maps can be subtracted),
-    of the same shape if there is one; model A's own demo when no other reads its tokens (the difference is then
-    zero until the reader picks a B); None for a model A that is not a demo and shares no demo's tokens."""
+    of the same shape if there is one; model A itself when no other reads its tokens (its demo, or its folder as
+    path:FOLDER: the difference is then zero until the reader picks a B, and no other shape's words are on the
+    page); None for an upload that shares no demo's tokens."""
     from model.checkpoints.checkpoint import load_config
 
     own = a_key.split("|", 1)[0]
@@ -63,4 +64,6 @@ def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | N
         r = 0 if (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads) == layers else 1
         if r < rank:
             best, rank = demo.name, r
-    return best or (own.removeprefix("demo:") if own.startswith("demo:") else None)
+    if best is not None:
+        return best
+    return own.removeprefix("demo:") if own.startswith("demo:") else own if own.startswith("path:") else None

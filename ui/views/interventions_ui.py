@@ -94,8 +94,9 @@ def head_switch(prefix: str, session: Session) -> Interventions:
 def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:
     """Inside the open expander: one kind at a time (a wide row per layer fits 16 heads at 1366 px), with shortcuts."""
     heads = _kept(prefix)
+    kinds = [k for k in KINDS if layers.get(k)]  # the kinds this model has (one stack: its self-attention alone)
     counts = " · ".join(
-        _("{kind}: {n} off").format(kind=_(KIND_LABELS[k]), n=sum(1 for h in heads if h[0] == k)) for k in KINDS
+        _("{kind}: {n} off").format(kind=_(KIND_LABELS[k]), n=sum(1 for h in heads if h[0] == k)) for k in kinds
     )
     st.caption(
         _(
@@ -106,11 +107,11 @@ def _switches(prefix: str, layers: dict[str, int], n_heads: int) -> None:
         + counts
     )
     top = st.columns([4, 1.6, 1.6, 1.6], vertical_alignment="center")
-    if st.session_state.get(f"{prefix}_off_kind") not in KINDS:
-        st.session_state[f"{prefix}_off_kind"] = "cross"
+    if st.session_state.get(f"{prefix}_off_kind") not in kinds:
+        st.session_state[f"{prefix}_off_kind"] = kinds[-1]  # cross-attention where the model has it
     kind = st.session_state[f"{prefix}_off_kind"]
     top[0].segmented_control(
-        _("Attention"), list(KINDS), key=f"{prefix}_off_kind", required=True,
+        _("Attention"), kinds, key=f"{prefix}_off_kind", required=True,
         format_func=lambda k: _(KIND_LABELS[k]), label_visibility="collapsed",
     )  # fmt: skip
     every = range(layers[kind])

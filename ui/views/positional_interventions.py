@@ -21,7 +21,7 @@ from ui.shell.navigation import view_menu
 from ui.shell.presentation import chart_box, chart_text_px, show
 from ui.shell.safe_text import code, md
 from ui.shell.session import Session
-from ui.shell.shapes import WORDS
+from ui.shell.shapes import WORDS, say
 from ui.shell.url_state import Key, Keys, write_url
 from viz import attention_figs
 from viz.tokens import output_rows
@@ -93,11 +93,9 @@ def _last_layer(trace, title: str, width: int):
     )  # fmt: skip
 
 
-# the two panels' titles: cross-attention where the model has it, else the decoder's self-attention
-PANEL_TITLES = {
-    True: (N_("As trained: cross-attention, last layer"), N_("Changed: cross-attention, last layer")),
-    False: (N_("As trained: self-attention, last layer"), N_("Changed: self-attention, last layer")),
-}
+# the two panels' titles, said with the model's attention from what it writes to what it reads (ui.shell.shapes):
+# cross-attention where the model has it, else the decoder's self-attention
+PANEL_TITLES = (N_("As trained: {attention}, last layer"), N_("Changed: {attention}, last layer"))
 
 
 def inference_view(session: Session | None) -> Interventions:
@@ -123,10 +121,10 @@ def inference_view(session: Session | None) -> Interventions:
     _verdict(session, changes, what)
     width = chart_box()[1] // 2
     left, right = st.columns(2)
-    titles = PANEL_TITLES[session.model.config.has_encoder]
+    config = session.model.config
     for column, trace, title, key in (
-        (left, plain, _(titles[0]), "pe_cross_plain"),
-        (right, changed, _(titles[1]), "pe_cross_changed"),
+        (left, plain, say(PANEL_TITLES[0], config), "pe_cross_plain"),
+        (right, changed, say(PANEL_TITLES[1], config), "pe_cross_changed"),
     ):
         fig = _last_layer(trace, title, width)
         if fig is None:
@@ -158,8 +156,8 @@ def _verdict(session: Session, changes: Interventions, what: str) -> None:
     line = _("Verdict: on {n} fresh examples the model is exactly right {before:.1%} of the time as trained, "
              "{after:.1%} {what}.").format(n=FRESH, before=before.exact_match, after=after.exact_match, what=what)  # fmt: skip
     if after.failure is not None:
-        source, target, output = after.failure
-        line += " " + _("For example `{source}` → `{output}` (should be `{target}`).").format(
-            source=source, output=output or "∅", target=target
+        typed, target, output = after.failure
+        line += " " + _("For example `{input}` → `{output}` (should be `{target}`).").format(
+            input=typed, output=output or "∅", target=target
         )
     st.markdown(line)

@@ -291,10 +291,10 @@ def models_view() -> None:
     if presenting():  # on a projector the maps come first, on the first screen; the decoder-only row and failures under
         _similarity_rows(loaded)
     _decoder_metrics(found, loaded)
-    for kind, (source, target, output) in failures[:3]:
+    for kind, (typed, target, output) in failures[:3]:
         st.markdown(
-            _("{kind}: `{source}` → `{output}` (should be `{target}`)").format(
-                kind=_(KINDS[kind]), source=source, output=output or "∅", target=target
+            _("{kind}: `{input}` → `{output}` (should be `{target}`)").format(
+                kind=_(KINDS[kind]), input=typed, output=output or "∅", target=target
             )
         )  # fmt: skip  (demo letters only)
     if not presenting():

@@ -1,7 +1,9 @@
 """The attribution methods, one module each: a method is one module here and one line in registry.py.
 
 A method module holds both halves of the method:
-- NAME (its key in links and downloads), TITLE and EXPLANATION (marked with N_, translated where shown);
+- NAME (its key in links and downloads), TITLE and EXPLANATION (marked with N_, translated where shown; the
+  EXPLANATION names what the model reads and writes by the placeholders of the app's per-shape words, {read},
+  {written}, {reads}, {held}, {rollout}: ui/shell/shapes.py ShapeWords);
 - SETTINGS: a `Choice` per setting a reader can change (the page's control, its link key and allowed values);
 - CHEAP: whether the page computes it on every visit (False: only when the reader picks it, flow and integrated
   gradients take seconds);

@@ -11,7 +11,7 @@ NAME = "flow"
 TITLE = N_("Attention flow")
 EXPLANATION = N_(
     "**Attention flow** (Abnar & Zuidema 2020): the same layered graph with the weights as capacities; the score "
-    "of a source token is the maximum flow from the output position to it (networkx). Rows sum to 1."
+    "of a {read} is the maximum flow from the position of the {written} to it (networkx). Rows sum to 1."
 )
 SETTINGS = ()
 CHEAP = False  # one max-flow per output token over every layer's graph: seconds on a long input

@@ -11,8 +11,8 @@ from .passes import gradients
 NAME = "grad_x_input"
 TITLE = N_("Gradient × input")
 EXPLANATION = N_(
-    "**Gradient × input**: the source token's embedding times (elementwise) the gradient of the output token's "
-    "log-probability with respect to it (Captum), its length over the embedding. Unsigned: the signed sum "
+    "**Gradient × input**: a {read}'s embedding times (elementwise) the gradient of the log-probability of the "
+    "{written} with respect to it (Captum), its length over the embedding. Unsigned: the signed sum "
     "cancels out. Small where the model is sure (the softmax saturates); the order of the tokens stays."
 )
 SETTINGS = ()

@@ -16,8 +16,8 @@ NAME = "integrated_gradients"
 TITLE = N_("Integrated gradients")
 EXPLANATION = N_(
     "**Integrated gradients** (Sundararajan et al. 2017, Captum): the gradient averaged along the straight path "
-    "from a baseline (below) to the source embeddings, times their difference. A row sums to the change in the "
-    "output token's log-probability from the baseline to the input (completeness; the path is cut into more "
+    "from a baseline (below) to the {reads}'s embeddings, times their difference. A row sums to the change in the "
+    "log-probability of the {written} from the baseline to the input (completeness; the path is cut into more "
     "pieces until it holds within 0.4%)."
 )
 BASELINES = {

@@ -13,9 +13,8 @@ from .passes import LOGIT_BUDGET, has_special, occlusion, special_id
 NAME = "occlusion"
 TITLE = N_("Occlusion")
 EXPLANATION = N_(
-    "**Occlusion**: how much the output token's log-probability drops when this one source token is replaced "
-    "(by the token chosen below), the decoder input held fixed. What the model actually uses: the reference "
-    "of the agreement table."
+    "**Occlusion**: how much the log-probability of the {written} drops when this one {read} is replaced (by the "
+    "token chosen below), {held}. What the model actually uses: the reference of the agreement table."
 )
 SETTINGS = (
     Choice(

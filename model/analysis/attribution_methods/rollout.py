@@ -11,10 +11,7 @@ NAME = "rollout"
 TITLE = N_("Attention rollout")
 EXPLANATION = N_(
     "**Attention rollout** (Abnar & Zuidema 2020): each layer's attention, heads averaged, with the residual "
-    "counted as 0.5 I + 0.5 A, multiplied through the encoder (R_ss); into the decoder after Chefer et al. 2021: "
-    "each decoder self-attention step mixes what the positions hold (R_ts ← Â R_ts), each cross-attention step "
-    "keeps half and adds half of the cross-attention times the encoder's rollout (R_ts ← 0.5 R_ts + 0.5 Ā_x R_ss). "
-    "Rows sum to 1. Heads switched off are left out of the averages."
+    "counted as 0.5 I + 0.5 A, {rollout}. Rows sum to 1. Heads switched off are left out of the averages."
 )
 SETTINGS = ()
 CHEAP = True

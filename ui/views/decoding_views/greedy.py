@@ -24,6 +24,6 @@ def view(session, strategy, changes) -> None:
                                 session.tokenizer, changes)  # fmt: skip
     playing, effect = steps.step_view(session, trace, changes, override=True, prefix=prefix)
     steps.label_smoothing(session)
-    explain_row(EXPLANATION, "specials")
+    explain_row(EXPLANATION, "specials", config=session.model.config)
     steps.alignment_view(session, trace, changes)
     steps.finish(session, changes, playing, effect)

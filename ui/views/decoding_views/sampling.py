@@ -20,7 +20,7 @@ def view(session, strategy, changes) -> None:
     trace = caches.cached_decoding(session, strategy, changes, shown=steps.shown())
     playing, effect = steps.step_view(session, trace, changes)
     steps.label_smoothing(session)
-    explain_row("specials")
+    explain_row("specials", config=session.model.config)
     sampling_view(trace, strategy.settings)
     steps.alignment_view(session, trace, changes)
     steps.finish(session, changes, playing, effect)
