@@ -20,7 +20,7 @@ from ui.serving import caches
 from ui.shell import model_picker
 from ui.shell.explain import explain
 from ui.shell.figure_download import download_row
-from ui.shell.presentation import chart_box, chart_text_px, show
+from ui.shell.presentation import chart_box, chart_text_px, presenting, show
 from ui.shell.safe_text import esc, md
 from ui.shell.session import require_session
 from ui.shell.shapes import NO_KIND_IN_B, kind_radio, requires
@@ -44,7 +44,8 @@ URL = Keys(
 
 
 cfg_a = session.model.config
-st.caption(_("Model A is the sidebar's; choose model B here. Both read the sidebar's input."))
+if not presenting():  # a hall sees the two models named above the charts, not how to choose them
+    st.caption(_("Model A is the sidebar's; choose model B here. Both read the sidebar's input."))
 col_a, col_b = st.columns(2)
 col_a.markdown(_("**A:** {label}").format(label=esc(session.label)))
 if description := card_description(session.card):
@@ -54,7 +55,7 @@ picked = model_picker.pick_model("model_b", where=col_b, default=start, label=N_
 if picked is None:
     st.stop()
 b_key, b_label, model_b, tok_b, card_b = picked
-if b_key == session.key:
+if b_key == session.key and not presenting():
     col_b.caption(_(SAME_AS_A))
 write_url(  # model B's picker (model_picker) reads these
     model_b=None if b_key.startswith("upload:") else b_key.split("|", 1)[0],

@@ -30,6 +30,7 @@ from ui.serving import held_models
 from ui.serving.long_lived import model_loaded
 from ui.serving.uploads import RefusedUpload, refuse_upload, scrub, upload_path
 from ui.serving.workers import Limits, WorkerStopped, run_limited, session_gone
+from ui.shell.presentation import presenting
 from ui.shell.safe_text import md
 from ui.shell.url_state import Key, read
 
@@ -129,7 +130,8 @@ def _load_options(path: Path, prefix: str = "model", where: Any = None) -> tuple
     """Identify a checkpoint, ask for what its file does not record; returns (load keywords, cache key suffix)."""
     where = st.sidebar if where is None else where
     info = _inspect(str(path), stamp(path))
-    where.caption(_("Format: {title}. {notes}").format(title=md(info.title), notes=md(info.notes)).strip())
+    if where is st.sidebar or not presenting():  # a page's own picker (Compare's B) in a hall: the chart first
+        where.caption(_("Format: {title}. {notes}").format(title=md(info.title), notes=md(info.notes)).strip())
     options: dict[str, Any] = {"n_heads": None, "vocab": ()}
     suffix = ""
     if info.needs_n_heads:
