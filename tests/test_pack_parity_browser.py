@@ -147,15 +147,16 @@ def assert_parity(
         # float32 sums in another order: 1e-4, plus 1e-5 of the value for log-probs of tens (flan-T5's own lm_head)
         np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
         for kind in ("encoder_self", "decoder_self", "cross"):
-            np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
+            want = getattr(cap, kind)  # the page's numbers come row-major, flat
+            np.testing.assert_allclose(np.reshape(got[kind], want.shape), want, atol=TOL, rtol=0, err_msg=kind)
         for step, s in zip(got["steps"], trace.steps):
             # candidates of probability 0 (every other token at a forced first step) tie: their order is torch's choice
             assert [i for i, p in zip(step["top"], step["top_probs"]) if p > 0] == [
                 i for i, p in zip(s.top_ids.tolist(), s.top_probs) if p > 0
             ]
             np.testing.assert_allclose(step["top_probs"], s.top_probs, atol=TOL, rtol=0)
-            np.testing.assert_allclose(np.array(step["cross"]), s.cross, atol=TOL, rtol=0)
-            np.testing.assert_allclose(np.array(step["self"]), s.decoder_self, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.reshape(step["cross"], s.cross.shape), s.cross, atol=TOL, rtol=0)
+            np.testing.assert_allclose(np.reshape(step["self"], s.decoder_self.shape), s.decoder_self, atol=TOL, rtol=0)
         assert page.text_content('[data-testid="pack-output"]') == trace.text
         # the typed input's charts show its numbers (drawn anew, or redrawn over the previous input's)
         main = page.evaluate(

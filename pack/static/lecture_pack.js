@@ -11,14 +11,11 @@ const PackViews = (function () {
   const INPUTS = {};  // ref -> input data: "0", "1", ... (precomputed) and "live" (typed, set by pack_live.js)
   DATA.inputs.forEach((item, n) => { INPUTS[String(n)] = item; });
 
-  function weights(z) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
+  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array (every browser is little-endian)
+  function weights(z) {
     if (typeof z !== "string") return z;  // already numbers (a typed input)
-    const bin = atob(z), out = new Float32Array(bin.length / 2);
-    for (let i = 0; i < out.length; i++) {
-      const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
-      out[i] = v === 65535 ? NaN : v / 65534;
-    }
-    return out;
+    const steps = new Uint16Array(Uint8Array.from(atob(z), ch => ch.charCodeAt(0)).buffer);
+    return Float32Array.from(steps, v => (v === 65535 ? NaN : v / 65534));
   }
   function matrix(arr, offset, rows, cols) {  // rows x cols block starting at offset, as nested arrays
     const z = [];
@@ -79,7 +76,6 @@ const PackViews = (function () {
   }
   const sameRange = (a, b) => Array.isArray(a) && a.length === b.length && a.every((v, i) => Math.abs(v - b[i]) < 1e-9);
   const drawWith = plot => (div, data, layout, config) => {
-    if (layout.height) div.style.minHeight = `${layout.height}px`;
     // a sibling: the last chart of its kind whose x labels stand as this chart's, else any other of its kind (which
     // then says nothing of the bottom margin: flat labels need their height there, upright ones their width)
     const px = labelPx(data, layout), kind = kindOf(div), upright = `${kind}|${px.b > 0}`, again = last.get(div);

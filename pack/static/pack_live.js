@@ -10,7 +10,6 @@
   const $ = sel => document.querySelector(sel), box = $('[data-testid="pack-input"]'), status = $(".live-status");
   const out = $('[data-testid="pack-output"]'), messages = $(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
-  const pattern = document.getElementById("in0").cloneNode(true);  // taken before anything is drawn into it
   let src = null, tgt = null, runs = 0;
   const range = n => Array.from({length: n}, (_, i) => i);
 
@@ -211,17 +210,9 @@
     }
   }
 
-  // -- the section: the first input's, renamed; made once, then filled in for each typed input ----------------------
-  function newSection() {
-    const s = pattern.cloneNode(true), live = (el, key, re, to) => { el[key] = el[key].replace(re, to); };
-    s.id = "live-input";
-    s.querySelectorAll("[id]").forEach(el => live(el, "id", /^in0/, "live"));
-    s.querySelectorAll("[data-figure]").forEach(el => live(el.dataset, "figure", /^in0-/, "live-"));
-    s.querySelectorAll(".attention").forEach(el => live(el.dataset, "ref", /^[^/]*/, "live"));
-    s.querySelectorAll(".warning").forEach(el => el.remove());
-    s.querySelectorAll(".decoding").forEach(el => { el.dataset.ref = "live"; });
-    return s;
-  }
+  // -- the section: the first input's, renamed (pack/live.py, live_template); made once, then filled in for each typed
+  // input
+  const newSection = () => document.getElementById("live-template").content.firstElementChild.cloneNode(true);
   // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
   const checks = spec.checks || {};
   function moreWarnings(text) {
@@ -245,9 +236,8 @@
   const say = (textContent, className) =>
     messages.appendChild(Object.assign(document.createElement("p"), {className, textContent}));
 
-  // Plain numbers of the last run as nested arrays, for tests and benchmarks: what model.capture and greedy_decode give
-  const nest = (a, ...dims) => (dims.length === 1 ? Array.from(a.subarray(0, dims[0])) : range(dims[0]).map(i =>
-    nest(a.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
+  // Plain numbers of the last run, for tests and benchmarks: what model.capture and greedy_decode give, row-major
+  const flat = layers => layers.flatMap(a => Array.from(a));
   // The model run on the checked input: the item the views draw (in the form DATA.inputs holds), its figures, and its
   // section's words. An encoder-decoder: encoder self, decoder self and cross-attention, and the decoding steps; a
   // decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page
@@ -268,13 +258,12 @@
     const item = {attention: {}, decoding: pair ? decoding(r, srcTokens.length, inputs) : null};
     for (const [k, [m, rw, keys]] of Object.entries(maps)) item.attention[k] = attentionItem(k, m, rw, keys);
     figures(r, srcTokens, seq, inputs, maps);
-    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "", S = srcTokens.length;
+    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
     const result = () => ({warnings: check.warnings, ids: r.ids, source_ids: ids, target_ids: r.ids, output_ids: r.out,
       stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && r.logProbs.map(row => Array.from(row)),
-      ...Object.fromEntries(Object.entries(maps).map(([k, [m, rw, keys]]) =>
-        [k, m.map(a => nest(a, H, rw.tokens.length, keys.length))])),
-      steps: r.steps.map((s, t) => ({top: s.top, top_probs: s.topProbs, prob: s.prob, ...(s.rows && {
-        cross: s.rows.cross.map(m => nest(m, H, S)), self: s.rows.decoder_self.map(m => nest(m, H, t + 1))})}))});
+      ...Object.fromEntries(Object.entries(maps).map(([k, [m]]) => [k, flat(m)])),
+      steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
+        ...(s.rows && {cross: flat(s.rows.cross), self: flat(s.rows.decoder_self)})}))});
     const fill = s => {
       const d = s.querySelector(".decoding");
       const said = {output: output || "∅", stop: pair && item.decoding.stop};

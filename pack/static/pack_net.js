@@ -11,12 +11,8 @@
 // forced first token (BART, mBART).
 const PackNet = (function () {
   "use strict";
-  function bytes(b64) {
-    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(b64);  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
-    const bin = atob(b64), out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
+  const bytes = b64 => (Uint8Array.fromBase64  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
+    ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), ch => ch.charCodeAt(0)));
   async function gunzip(data) {
     const stream = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -43,19 +39,15 @@ const PackNet = (function () {
     return runtime;
   }
   // A large pack's weights: scripts beside the page (weights-NN.js, loaded by <script src>: file:// allows no fetch)
-  // push [index, base64] onto window.PackWeights; the graphs read them as ONNX external data, every tensor once.
+  // push [index, base64] onto window.PackWeights, file i the bytes from i * chunk on; the graphs read them as ONNX
+  // external data, every tensor once.
   function weights(spec) {
     const w = spec.weights, parts = window.PackWeights || [], out = new Uint8Array(w.bytes);
     if (parts.length !== w.files.length) {
       const missing = w.files.length - parts.length;
       throw new Error(`${missing} of the files ${w.files.join(", ")} beside this page did not load`);
     }
-    let at = 0;
-    for (const [, b64] of parts.sort((a, b) => a[0] - b[0])) {
-      const chunk = bytes(b64);
-      out.set(chunk, at);
-      at += chunk.length;
-    }
+    for (const [i, b64] of parts) out.set(bytes(b64), i * w.chunk);
     window.PackWeights = null;  // the strings can go
     return out;
   }
