@@ -17,11 +17,9 @@ const PackViews = (function () {
     const steps = new Uint16Array(Uint8Array.from(atob(z), ch => ch.charCodeAt(0)).buffer);
     return Float32Array.from(steps, v => (v === 65535 ? NaN : v / 65534));
   }
-  function matrix(arr, offset, rows, cols) {  // rows x cols block starting at offset, as nested arrays
-    const z = [];
-    for (let r = 0; r < rows; r++) z.push(Array.from(arr.subarray(offset + r * cols, offset + (r + 1) * cols)));
-    return z;
-  }
+  // rows x cols block of a flat array starting at offset, as nested arrays
+  const matrix = (arr, offset, rows, cols) =>
+    Array.from({length: rows}, (_, r) => Array.from(arr.subarray(offset + r * cols, offset + (r + 1) * cols)));
   function figure(id) {  // a fresh copy of a stored figure, with the shared template
     const fig = JSON.parse(JSON.stringify(DATA.figures[id]));
     fig.layout.template = DATA.template;
@@ -278,5 +276,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, hold, onScreen};
+  return {DATA, TEXT, INPUTS, fillIn, matrix, figure, setup, ensure, refresh, flush, charts, redraw, hold, onScreen};
 })();

@@ -169,11 +169,7 @@
     Object.assign(f.layout.xaxis, {range: [-0.5, cols.length - 0.5], tickvals: vals, ticktext});
     f.layout.title = {...f.layout.title, text: fillIn(W.every, {title})};
   }
-  const norms = (a, T) => range(T).map(t => {  // each row's length
-    let sum = 0;
-    for (const v of a.subarray(t * a.length / T, (t + 1) * a.length / T)) sum += v ** 2;
-    return Math.sqrt(sum);
-  });
+  const norms = (a, T) => V.matrix(a, 0, T, a.length / T).map(row => Math.hypot(...row));  // each row's length
   function figures(r, srcTokens, tgtTokens, inputs, maps) {
     const F = V.DATA.figures, enc = r.enc || r, make = (id, edit) => {
       if (!F["in0-" + id]) return;
@@ -195,8 +191,7 @@
     make("topk", () => {});
     make("pe-rows", f => {
       const S = srcTokens.length, d = enc.pe.length / S, bound = Math.max(1, ...Array.from(enc.pe, Math.abs));
-      const z = range(S).map(t => Array.from(enc.pe.subarray(t * d, (t + 1) * d)));
-      Object.assign(f.data[0], {z, zmin: -bound, zmax: bound});
+      Object.assign(f.data[0], {z: V.matrix(enc.pe, 0, S, d), zmin: -bound, zmax: bound});
       setTicks(f.layout.yaxis, {vals: range(S), text: srcTokens.map(t => shown(t)).map(label)});
       const h = f.layout.meta.height_rule;  // viz/positional_figs.pe_matrix's
       f.layout.height = Math.min(h.max_px, Math.max(h.min_px, h.row_px * S + h.chrome_px));
@@ -265,6 +260,7 @@
       steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
         ...(s.rows && {cross: flat(s.rows.cross), self: flat(s.rows.decoder_self)})}))});
     const fill = s => {
+      s.querySelector("h2").textContent = fillIn(W.heading, {text: check.text});
       const d = s.querySelector(".decoding");
       const said = {output: output || "∅", stop: pair && item.decoding.stop};
       if (d) d.querySelector(".output-line").textContent = fillIn(W.output_line, said);
@@ -299,21 +295,12 @@
     V.INPUTS.live = made.item;
     out.textContent = made.output;
     window.packResult = made.result;
-    let s = views.firstElementChild, drawing;
-    const fill = sec => {
-      sec.querySelector("h2").textContent = fillIn(W.heading, {text: check.text});
-      made.fill(sec);
-    };
-    if (s) {  // the charts are there: redraw them with the new data (Plotly.react)
-      fill(s);
-      drawing = V.refresh(s);
-    } else {
-      s = newSection();
-      fill(s);
-      views.appendChild(s);
-      const now = V.setup(s).filter((div, i) => i === 0 || V.onScreen(div));  // the rest as they come on screen
-      drawing = Promise.all(now.map(V.ensure)).then(() => now);
-    }
+    const fresh = !views.firstElementChild, s = fresh ? views.appendChild(newSection()) : views.firstElementChild;
+    made.fill(s);
+    // a new section's charts set up, those on screen drawn (the rest as they come on screen); else the charts there
+    // redrawn with the new data (Plotly.react)
+    const now = fresh ? V.setup(s).filter((div, i) => i === 0 || V.onScreen(div)) : null;
+    const drawing = fresh ? Promise.all(now.map(V.ensure)).then(() => now) : V.refresh(s);
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
       status.textContent = fillIn(W.done, {output: made.output || "∅", steps: made.steps, ms: ms.toFixed(0)});
