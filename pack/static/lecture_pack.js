@@ -190,14 +190,12 @@ const PackViews = (function () {
       const keys = path.split("."), last = keys.pop();
       keys.reduce((o, k) => (o[k] = {...o[k]}), obj)[last] = value;
     };
-    function words(t) {  // the text of step t: written at once, before any chart
-      const text = dec.text[t];
+    function words(t) {  // step t's text and controls: written at once, before any chart
       el(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
-      el(".inputs").textContent = text.inputs;
-      el(".token").textContent = text.token;
-      el(".prob").textContent = text.prob;
+      for (const k of ["inputs", "token", "prob"]) el(`.${k}`).textContent = dec.text[t][k];
       el(".prev").disabled = t === 0;
       el(".next").disabled = t === dec.n - 1;
+      box.dataset.step = String(t);
     }
     const charts = [...atStep.keys()], at = new Map();  // chart -> the step it shows (of this input's data)
     let gen = 0;  // counts box.reset: a drawing begun before the data changed does not count
@@ -222,14 +220,12 @@ const PackViews = (function () {
       slider.max = String(dec.n - 1);
       slider.value = "0";
       words(0);
-      box.dataset.step = "0";
       gen += 1;  // the charts' data changed: what they showed no longer counts
       at.clear();
       delete box.dataset.shown;
     };
     function show(t) {  // each chart moved to step t in place
       words(t);
-      box.dataset.step = String(t);
       return Promise.all(charts.map(ensure)).then(() => {
         if (+slider.value !== t) return null;  // a later step was asked for meanwhile: that one draws
         const g = gen;
@@ -249,9 +245,8 @@ const PackViews = (function () {
 
   // Every chart inside `root`, set up; returns them in page order.
   function setup(root) {
-    root.querySelectorAll("[data-figure]").forEach(div => {
-      if (!div.closest(".attention") && !div.closest(".decoding")) drawFigure(div, () => {});
-    });
+    [...root.querySelectorAll("[data-figure]")].filter(div => !div.closest(".attention, .decoding"))
+      .forEach(div => drawFigure(div, () => {}));
     root.querySelectorAll(".attention").forEach(setupAttention);
     root.querySelectorAll(".decoding").forEach(setupDecoding);
     const divs = charts(root);
