@@ -6,7 +6,7 @@
   const V = PackViews, W = V.TEXT.live, fillIn = V.fillIn;
   const spec = JSON.parse(document.getElementById("pack-model").textContent);
   const c = spec.config, H = c.n_heads, opening = window.PackOpening;  // the runtime, graphs and tokenizers, started
-  // as the page was read (lecture_pack_live.live_scripts); every run waits for them
+  // as the page was read (pack/live.py live_scripts); every run waits for them
   const $ = sel => document.querySelector(sel), box = $('[data-testid="pack-input"]'), status = $(".live-status");
   const out = $('[data-testid="pack-output"]'), messages = $(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
