@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
 from i18n import M_, N_, _, ngettext
@@ -117,11 +118,21 @@ def live_words(spec: dict | None) -> dict[str, str]:
     return words
 
 
-def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
+def live_template(section: str) -> str:
+    """The typed input's section, made from the first precomputed input's (`section`, its HTML) as an inert <template>
+    that pack_live.js clones and fills in: its ids, figures and references renamed "live", its warnings left out."""
+    s = re.sub(r'<p class="warning">.*?</p>', "", section).replace('id="in0"', 'id="live-input"', 1)
+    s = s.replace('id="in0-', 'id="live-').replace('data-figure="in0-', 'data-figure="live-')
+    s = re.sub(r'data-ref="0(?=[/"])', 'data-ref="live', s)
+    return f'<template id="live-template">{s}</template>'
+
+
+def live_html(spec: dict | None, note: str = "", first: str = "", section: str = "") -> str:
     """The live section (box, messages, the typed input's views) and, with a spec, the model and its scripts.
 
     The box holds `first` (the first precomputed input) from the start: the page's script never writes into it, so
-    nothing a visitor types while the page loads is overwritten or doubled.
+    nothing a visitor types while the page loads is overwritten or doubled. `section`: the first precomputed input's
+    section (HTML), the pattern of the typed input's (live_template).
     """
     heading = _esc(_("Try your own input"))
     if spec is None:
@@ -154,6 +165,7 @@ def live_html(spec: dict | None, note: str = "", first: str = "") -> str:
         '<div class="live-messages"></div>'
         '<p><code data-testid="pack-output"></code></p>'
         '<div id="live-views"></div></section>'
+        f"{live_template(section)}"
         f'<script type="application/json" id="pack-model">{model_json}</script>'
     )
 
@@ -215,11 +227,12 @@ def _weight_names(n_bytes: int) -> list[str]:
 
 
 def public_spec(spec: dict) -> dict:
-    """The spec as the page reads it: a folder pack's weights named by their files, not inlined."""
+    """The spec as the page reads it: a folder pack's weights named by their files (each `chunk` bytes, the last one
+    shorter), not inlined."""
     if not spec.get("weights"):
         return spec
     w = {k: v for k, v in spec["weights"].items() if k != "data"}
-    return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"]))}}
+    return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"])), "chunk": CHUNK}}
 
 
 def live_scripts(spec: dict | None) -> tuple[str, str]:

@@ -388,7 +388,7 @@ def lecture_pack_html(records, title: str = "") -> str:
         f"<header><h1>{_esc(title)}: {_esc(records.label)}</h1><p>{_esc(about)}</p></header>",
         f'<nav><h2>{contents}</h2><ol>{"".join(toc)}</ol><p><a href="#live">{try_link}</a> · '
         f'<a href="#pe">{pe_link}</a></p></nav>',
-        live_html(live, getattr(records, "live_note", ""), records.inputs[0].text),
+        live_html(live, getattr(records, "live_note", ""), records.inputs[0].text, body[0]),
         model_scripts,  # the model starts opening here, while the rest is read (plotly's 4.7 MB too) and drawn
         '<div id="static">',
         pe_html,

@@ -1,6 +1,7 @@
 """The lecture pack's decoding section opened by its link, and stepped before its charts are drawn (issue 21).
 
-Its own file: tests/test_lecture_pack_browser.py holds one browser open for its module.
+Its own file: tests/test_lecture_pack_browser.py holds one browser open for its module. This module too holds one
+browser (`browser`), each test in its own context; the translate pack whose drawing two tests read is opened once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from tests.i18n_helpers import msgid
 from tests.test_lecture_pack import H, fake_records
 
 
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
 def demo_pack(tmp_path, name: str, inputs: list[str]):
     """(model, tokenizer, path): the pack of a shipped demo with `inputs` precomputed, written under tmp_path."""
     from model import load_checkpoint
@@ -30,33 +37,40 @@ def demo_pack(tmp_path, name: str, inputs: list[str]):
 
 
 @contextmanager
-def warm_pack(path, errors: list):
+def new_page(browser, errors: list, *init_scripts: str):
+    """A page in a new context of `browser` with `init_scripts` run before its own; its errors collected in `errors`."""
+    context = browser.new_context(viewport=VIEWPORT)
+    for script in init_scripts:
+        context.add_init_script(script)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@contextmanager
+def warm_pack(browser, path, errors: list):
     """The pack at `path` open in headless Chromium, its warm-up run done; the page's errors collected in `errors`."""
-    with chromium() as browser:
-        page = browser.new_context(viewport=VIEWPORT).new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with new_page(browser, errors) as page:
         page.goto(path.as_uri(), wait_until="load", timeout=60_000)
         wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
         yield page
 
 
 @contextmanager
-def opened_and_drawn(path, errors: list, *init_scripts: str):
+def opened_and_drawn(browser, path, errors: list, *init_scripts: str):
     """The pack at `path` open in headless Chromium with `init_scripts` run before its own, once its own charts are
     drawn and its warm-up run is done; the page's errors collected in `errors`."""
-    with chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        for script in init_scripts:
-            context.add_init_script(script)
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with new_page(browser, errors, *init_scripts) as page:
         page.goto(path.as_uri(), wait_until="load", timeout=60_000)
         wait_until(page, "document.body.dataset.drawn !== undefined", errors)
         wait_until(page, "document.getElementById('live').dataset.warm === '1'", errors)
         yield page
 
 
-def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_path):
+def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(browser, tmp_path):
     """Issue 21: the decoding section of the last input, opened by its link, shows its step and charts; Next pressed
     before any chart is drawn moves the step without a page error, and the charts then show that step."""
     records = fake_records(2)
@@ -64,10 +78,7 @@ def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_pa
     path.write_text(lecture_pack_html(records), encoding="utf-8")
     trace = records.inputs[1].trace
     errors = []
-    with chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with new_page(browser, errors) as page:
         page.goto(path.as_uri() + "#in1-decoding", wait_until="domcontentloaded", timeout=60_000)
         box = page.locator(".decoding").nth(1)
         assert box.locator(".token").text_content() == trace.steps[0].token  # the words at once, before any chart
@@ -80,11 +91,10 @@ def test_decoding_is_drawn_on_open_and_next_before_drawing_raises_nothing(tmp_pa
         assert box.locator(".token").text_content() == trace.steps[1].token
         wait_until(page, "document.body.dataset.drawn !== undefined", errors)
         assert page.evaluate("document.body.dataset.drawn") != "error"
-        context.close()
     assert errors == []
 
 
-def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_path):
+def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(browser, tmp_path):
     """--lang zh: the pack's own text in Chinese, and the warnings the page writes for a typed input are the app's."""
     from i18n import _, language_scope
     from model import greedy_decode, load_checkpoint
@@ -104,10 +114,7 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
     path = tmp_path / "pack.html"
     path.write_text(page_html, encoding="utf-8")
     errors = []
-    with chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with new_page(browser, errors) as page:
         page.goto(path.as_uri(), wait_until="load", timeout=60_000)
         box = page.locator('[data-testid="pack-input"]')
         box.fill(text)
@@ -130,19 +137,16 @@ def test_a_chinese_pack_writes_the_apps_chinese_warning_for_a_typed_input(tmp_pa
         assert page.locator("#live .live-messages .error").all_text_contents() == refused and len(refused) == 1
         assert page.text_content('[data-testid="pack-output"]') == output and box.input_value() == "§§"
         assert page.text_content('[data-testid="pack-status"]') == ""  # no "running" left behind
-        context.close()
     assert errors == []
 
 
-def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
+def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(browser, tmp_path):
     """The box holds the first example from the start and the warm-up run never writes into it: a box emptied (or
     typed into) before the warm-up ends keeps what the visitor left there. (CI saw "stressed" typed into a box the
     warm-up had just refilled become "stressedstressed".)"""
     path = demo_pack(tmp_path, "reverse", ['a<b"c'])[2]
     errors = []
-    with chromium() as browser:
-        page = browser.new_context(viewport=VIEWPORT).new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with new_page(browser, errors) as page:
         # The visitor empties the box as soon as it is there: when the page is parsed, its scripts run, and the
         # warm-up waits for the pack's charts, drawn later (a machine at any load keeps this order).
         page.add_init_script(
@@ -162,7 +166,7 @@ def test_what_is_in_the_box_while_the_pack_loads_is_the_visitors(tmp_path):
     assert errors == []
 
 
-def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_path):
+def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(browser, tmp_path):
     """A typed input's charts keep their margins from the last drawing (lecture_pack.js): an input whose tokens are
     longer than every one before still gets every tick label inside its chart, none past the left or bottom edge; and
     its labels are laid out for its own tokens (pack_live.js, as viz/tokens.token_ticks): no x label runs into the
@@ -192,7 +196,7 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
         }
         return out;
     })"""
-    with warm_pack(path, errors) as page:
+    with warm_pack(browser, path, errors) as page:
         box = page.locator('[data-testid="pack-input"]')
         for n, text in enumerate([short, long, many], start=1):  # many: the step and PE charts' labels turn upright
             box.fill(text)
@@ -208,12 +212,12 @@ def test_a_typed_input_with_longer_tokens_gets_margins_that_hold_its_labels(tmp_
     assert errors == []
 
 
-def test_a_run_gives_up_between_steps_when_asked(tmp_path):
+def test_a_run_gives_up_between_steps_when_asked(browser, tmp_path):
     """PackNet.run awaits giveUp() before each decoder step (the page's warm-up run gives way to a typed input so):
     true after two steps gives null having asked three times; never true gives the whole run, the same as without."""
     path = demo_pack(tmp_path, "reverse", ["stressed"])[2]
     errors = []
-    with warm_pack(path, errors) as page:
+    with warm_pack(browser, path, errors) as page:
         stopped, asked, whole, plain = page.evaluate(
             """async () => {
                 const net = await PackNet.open(JSON.parse(document.getElementById('pack-model').textContent));
@@ -230,7 +234,7 @@ def test_a_run_gives_up_between_steps_when_asked(tmp_path):
     assert errors == []
 
 
-def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_labels_every_other(tmp_path):
+def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_labels_every_other(browser, tmp_path):
     """The step view's decoder self-attention names only the keys written so far. A long output labels every n-th key
     (viz/tokens.token_ticks): the labels shown at step t are those of the labelled positions up to t, in the pack's
     own input and in a typed one."""
@@ -245,7 +249,7 @@ def test_the_decoder_keys_named_at_a_step_are_those_written_when_a_long_output_l
     shown = """([ref, t]) => { const box = document.querySelector(`.decoding[data-ref="${ref}"]`), s = box.querySelector('input.step');
         s.value = String(t); s.dispatchEvent(new Event('input')); }"""
     axis = 'ref => (a => ({vals: a.tickvals, text: a.ticktext}))(document.querySelector(`.decoding[data-ref="${ref}"] .self-rows`).layout.xaxis)'
-    with warm_pack(path, errors) as page:
+    with warm_pack(browser, path, errors) as page:
         box = page.locator('[data-testid="pack-input"]')
         box.fill(typed)
         box.press("Enter")
@@ -275,23 +279,37 @@ _MARGINS = """() => Object.fromEntries([...document.querySelectorAll('#static .j
     [gd.dataset.figure, ['l', 'b', 'r', 't'].map(k => gd._fullLayout._size[k])]))"""
 
 
-def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_plotlys_margins(tmp_path):
+@pytest.fixture(scope="module")
+def translate_drawn(browser, tmp_path_factory):
+    """A translate pack of three inputs, opened at its top and drawn, as it is and without the sibling's margins
+    (native.html: every chart from its figure's own): {page name: ((the charts drawn again by plotly's automargin,
+    every chart drawn in order), {chart: its margins}, the pages' errors)}."""
+    path = demo_pack(
+        tmp_path_factory.mktemp("translate"),
+        "translate",
+        ["the red car sees a small dog", "my old cats eat the green apples", "a dog"],
+    )[2]
+    page_html = path.read_text(encoding="utf-8")
+    assert page_html.count("lastOfKind.get(upright) || lastOfKind.get(kind)") == 1
+    native = path.parent / "native.html"
+    native.write_text(page_html.replace("lastOfKind.get(upright) || lastOfKind.get(kind)", "undefined"), "utf-8")
+    drawn = {}
+    for pack in (path, native):
+        errors = []
+        with opened_and_drawn(browser, pack, errors, _COUNT_REDRAWS, _RECORD_DRAWS) as page:
+            drawn[pack.name] = page.evaluate("[window.__redraws, window.__draws]"), page.evaluate(_MARGINS), errors
+    return drawn
+
+
+def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_plotlys_margins(translate_drawn):
     """plotly's automargin draws a chart again (and again) until its margins hold its labels. The pack's own charts
     start from the margins of the last chart of their kind, moved by their labels' width: most of them are drawn once,
     and every chart's margins are within 4 px of those plotly's automargin gives it from the figure's own (the same
     page without the sibling's margins)."""
-    _, _, path = demo_pack(
-        tmp_path, "translate", ["the red car sees a small dog", "my old cats eat the green apples", "a dog"]
+    ((redraws, order), margins, errors), ((native_redraws, _), native_margins, native_errors) = (
+        translate_drawn["pack.html"],
+        translate_drawn["native.html"],
     )
-    page_html = path.read_text(encoding="utf-8")
-    assert page_html.count("lastOfKind.get(upright) || lastOfKind.get(kind)") == 1
-    native = tmp_path / "native.html"
-    native.write_text(page_html.replace("lastOfKind.get(upright) || lastOfKind.get(kind)", "undefined"), "utf-8")
-    errors, drawn = [], {}
-    for pack in (path, native):
-        with opened_and_drawn(pack, errors, _COUNT_REDRAWS, _RECORD_DRAWS) as page:
-            drawn[pack.name] = page.evaluate("[window.__redraws, window.__draws]"), page.evaluate(_MARGINS)
-    ((redraws, order), margins), ((native_redraws, _), native_margins) = drawn["pack.html"], drawn["native.html"]
     ids = [i for i in dict.fromkeys(order) if re.match(r"^(in\d+|live)-", i)]  # the inputs' charts, as first drawn
     assert set(ids) <= set(native_redraws)  # from the figure's own margins, every chart is drawn again
     first = {re.sub(r"^(in\d+|live)-", "", i): i for i in reversed(ids)}.values()  # the first drawn of each kind
@@ -303,7 +321,7 @@ def test_the_packs_own_charts_after_the_first_of_their_kind_are_drawn_once_with_
     far = {
         i: (m, native_margins[i]) for i, m in margins.items() if max(map(abs, np.subtract(m, native_margins[i]))) > 4
     }
-    assert far == {} and errors == []
+    assert far == {} and errors == [] and native_errors == []
 
 
 # every chart drawn (Plotly.newPlot, Plotly.react), in order: window.__draws, the figure ids
@@ -316,14 +334,11 @@ _RECORD_DRAWS = """(() => { let plotly; window.__draws = [];
     } } }); })();"""
 
 
-def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_off_screen(tmp_path):
+def test_the_page_model_runs_and_their_charts_come_before_the_packs_own_charts_off_screen(translate_drawn):
     """The page's own charts are drawn one at a time after it opens; the model's first run in the page and its charts
     (the warm-up: every chart of the box's example drawn, then drawn again) come before those of them off screen, so
     that the box's section is ready sooner, and a student's input does not share the page with them."""
-    path = demo_pack(tmp_path, "translate", ["the red car sees a small dog", "my old cats eat the green apples"])[2]
-    errors = []
-    with opened_and_drawn(path, errors, _RECORD_DRAWS) as page:  # at the top: the box's section fills the screen
-        draws = page.evaluate("window.__draws")
+    (_, draws), _, errors = translate_drawn["pack.html"]  # opened at the top: the box's section fills the screen
     live = [i for i, fid in enumerate(draws) if fid.startswith("live-")]
     assert len(live) >= 2 * 12  # every chart of the box's section drawn, then drawn again
     between = [fid for fid in draws[live[0] : live[-1]] if not fid.startswith("live-")]
@@ -362,7 +377,7 @@ def _differences(pack, app, path: str = "") -> list[tuple[str, object, object]]:
 
 
 @pytest.mark.parametrize("name", ["translate", "copy", "reverse_decoder_rope"])
-def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name, tmp_path):
+def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name, browser, tmp_path):
     """The pack lays out a typed input's charts in the page (pack_live.js); the app lays out the same input's with
     viz/attention_figs, decoding_figs and positional_figs, as the pack does for its precomputed inputs. Each generated
     input precomputed and then typed: every layout the same (heights, which tokens are labelled, upright or flat,
@@ -376,10 +391,11 @@ def test_a_typed_inputs_charts_are_laid_out_as_the_apps_for_the_same_input(name,
     from tests.test_pack_parity_browser import generated_inputs
 
     path = next(d.path for d in list_demos() if d.name == name)
-    texts = generated_inputs(name, load_checkpoint(path)[1], load_card(path))
+    example, _random, unknown, long, odd = generated_inputs(name, load_checkpoint(path)[1], load_card(path))
+    texts = [example, unknown, long, odd]  # (random symbols: shorter than the long one, nothing it does not show)
     pack = demo_pack(tmp_path, name, texts)[2]
     errors, widened, upright = [], 0, 0
-    with warm_pack(pack, errors) as page:
+    with warm_pack(browser, pack, errors) as page:
         box = page.locator('[data-testid="pack-input"]')
         for n, text in enumerate(texts, start=1):
             box.fill(text)

@@ -96,7 +96,8 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
             assert got["log_probs"] is None
         else:
             np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
-        np.testing.assert_allclose(np.array(got[kind]), getattr(cap, kind), atol=TOL, rtol=0, err_msg=kind)
+        want = getattr(cap, kind)  # the page's numbers come row-major, flat
+        np.testing.assert_allclose(np.reshape(got[kind], want.shape), want, atol=TOL, rtol=0, err_msg=kind)
         # the typed input's views: its tokens, its summary line (the Attention page's), its map drawn
         tokens = cap.target_tokens if decoder else cap.source_tokens
         main = page.evaluate(

@@ -11,20 +11,15 @@ const PackViews = (function () {
   const INPUTS = {};  // ref -> input data: "0", "1", ... (precomputed) and "live" (typed, set by pack_live.js)
   DATA.inputs.forEach((item, n) => { INPUTS[String(n)] = item; });
 
-  function weights(z) {  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array
+  // base64 of little-endian uint16 steps of 1/65534 (65535: masked) -> Float32Array (every browser is little-endian)
+  function weights(z) {
     if (typeof z !== "string") return z;  // already numbers (a typed input)
-    const bin = atob(z), out = new Float32Array(bin.length / 2);
-    for (let i = 0; i < out.length; i++) {
-      const v = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
-      out[i] = v === 65535 ? NaN : v / 65534;
-    }
-    return out;
+    const steps = new Uint16Array(Uint8Array.from(atob(z), ch => ch.charCodeAt(0)).buffer);
+    return Float32Array.from(steps, v => (v === 65535 ? NaN : v / 65534));
   }
-  function matrix(arr, offset, rows, cols) {  // rows x cols block starting at offset, as nested arrays
-    const z = [];
-    for (let r = 0; r < rows; r++) z.push(Array.from(arr.subarray(offset + r * cols, offset + (r + 1) * cols)));
-    return z;
-  }
+  // rows x cols block of a flat array starting at offset, as nested arrays
+  const matrix = (arr, offset, rows, cols) =>
+    Array.from({length: rows}, (_, r) => Array.from(arr.subarray(offset + r * cols, offset + (r + 1) * cols)));
   function figure(id) {  // a fresh copy of a stored figure, with the shared template
     const fig = JSON.parse(JSON.stringify(DATA.figures[id]));
     fig.layout.template = DATA.template;
@@ -79,7 +74,6 @@ const PackViews = (function () {
   }
   const sameRange = (a, b) => Array.isArray(a) && a.length === b.length && a.every((v, i) => Math.abs(v - b[i]) < 1e-9);
   const drawWith = plot => (div, data, layout, config) => {
-    if (layout.height) div.style.minHeight = `${layout.height}px`;
     // a sibling: the last chart of its kind whose x labels stand as this chart's, else any other of its kind (which
     // then says nothing of the bottom margin: flat labels need their height there, upright ones their width)
     const px = labelPx(data, layout), kind = kindOf(div), upright = `${kind}|${px.b > 0}`, again = last.get(div);
@@ -196,14 +190,12 @@ const PackViews = (function () {
       const keys = path.split("."), last = keys.pop();
       keys.reduce((o, k) => (o[k] = {...o[k]}), obj)[last] = value;
     };
-    function words(t) {  // the text of step t: written at once, before any chart
-      const text = dec.text[t];
+    function words(t) {  // step t's text and controls: written at once, before any chart
       el(".step-label").textContent = fillIn(TEXT.step, {i: t + 1, n: dec.n});
-      el(".inputs").textContent = text.inputs;
-      el(".token").textContent = text.token;
-      el(".prob").textContent = text.prob;
+      for (const k of ["inputs", "token", "prob"]) el(`.${k}`).textContent = dec.text[t][k];
       el(".prev").disabled = t === 0;
       el(".next").disabled = t === dec.n - 1;
+      box.dataset.step = String(t);
     }
     const charts = [...atStep.keys()], at = new Map();  // chart -> the step it shows (of this input's data)
     let gen = 0;  // counts box.reset: a drawing begun before the data changed does not count
@@ -228,14 +220,12 @@ const PackViews = (function () {
       slider.max = String(dec.n - 1);
       slider.value = "0";
       words(0);
-      box.dataset.step = "0";
       gen += 1;  // the charts' data changed: what they showed no longer counts
       at.clear();
       delete box.dataset.shown;
     };
     function show(t) {  // each chart moved to step t in place
       words(t);
-      box.dataset.step = String(t);
       return Promise.all(charts.map(ensure)).then(() => {
         if (+slider.value !== t) return null;  // a later step was asked for meanwhile: that one draws
         const g = gen;
@@ -255,9 +245,8 @@ const PackViews = (function () {
 
   // Every chart inside `root`, set up; returns them in page order.
   function setup(root) {
-    root.querySelectorAll("[data-figure]").forEach(div => {
-      if (!div.closest(".attention") && !div.closest(".decoding")) drawFigure(div, () => {});
-    });
+    [...root.querySelectorAll("[data-figure]")].filter(div => !div.closest(".attention, .decoding"))
+      .forEach(div => drawFigure(div, () => {}));
     root.querySelectorAll(".attention").forEach(setupAttention);
     root.querySelectorAll(".decoding").forEach(setupDecoding);
     const divs = charts(root);
@@ -282,5 +271,5 @@ const PackViews = (function () {
   const flush = root => Promise.all(charts(root).map(ensure));
   // One chart drawn again with its data (Plotly.react when it was drawn before)
   const redraw = div => { if (drawn.has(div)) stale.add(div); return ensure(div); };
-  return {DATA, TEXT, CONFIG, INPUTS, fillIn, figure, setup, ensure, refresh, flush, charts, redraw, hold, onScreen};
+  return {DATA, TEXT, INPUTS, fillIn, matrix, figure, setup, ensure, refresh, flush, charts, redraw, hold, onScreen};
 })();

@@ -6,11 +6,10 @@
   const V = PackViews, W = V.TEXT.live, fillIn = V.fillIn;
   const spec = JSON.parse(document.getElementById("pack-model").textContent);
   const c = spec.config, H = c.n_heads, opening = window.PackOpening;  // the runtime, graphs and tokenizers, started
-  // as the page was read (lecture_pack_live.live_scripts); every run waits for them
+  // as the page was read (pack/live.py live_scripts); every run waits for them
   const $ = sel => document.querySelector(sel), box = $('[data-testid="pack-input"]'), status = $(".live-status");
   const out = $('[data-testid="pack-output"]'), messages = $(".live-messages");
   const section = document.getElementById("live"), views = document.getElementById("live-views");
-  const pattern = document.getElementById("in0").cloneNode(true);  // taken before anything is drawn into it
   let src = null, tgt = null, runs = 0;
   const range = n => Array.from({length: n}, (_, i) => i);
 
@@ -170,11 +169,7 @@
     Object.assign(f.layout.xaxis, {range: [-0.5, cols.length - 0.5], tickvals: vals, ticktext});
     f.layout.title = {...f.layout.title, text: fillIn(W.every, {title})};
   }
-  const norms = (a, T) => range(T).map(t => {  // each row's length
-    let sum = 0;
-    for (const v of a.subarray(t * a.length / T, (t + 1) * a.length / T)) sum += v ** 2;
-    return Math.sqrt(sum);
-  });
+  const norms = (a, T) => V.matrix(a, 0, T, a.length / T).map(row => Math.hypot(...row));  // each row's length
   function figures(r, srcTokens, tgtTokens, inputs, maps) {
     const F = V.DATA.figures, enc = r.enc || r, make = (id, edit) => {
       if (!F["in0-" + id]) return;
@@ -196,8 +191,7 @@
     make("topk", () => {});
     make("pe-rows", f => {
       const S = srcTokens.length, d = enc.pe.length / S, bound = Math.max(1, ...Array.from(enc.pe, Math.abs));
-      const z = range(S).map(t => Array.from(enc.pe.subarray(t * d, (t + 1) * d)));
-      Object.assign(f.data[0], {z, zmin: -bound, zmax: bound});
+      Object.assign(f.data[0], {z: V.matrix(enc.pe, 0, S, d), zmin: -bound, zmax: bound});
       setTicks(f.layout.yaxis, {vals: range(S), text: srcTokens.map(t => shown(t)).map(label)});
       const h = f.layout.meta.height_rule;  // viz/positional_figs.pe_matrix's
       f.layout.height = Math.min(h.max_px, Math.max(h.min_px, h.row_px * S + h.chrome_px));
@@ -211,17 +205,9 @@
     }
   }
 
-  // -- the section: the first input's, renamed; made once, then filled in for each typed input ----------------------
-  function newSection() {
-    const s = pattern.cloneNode(true), live = (el, key, re, to) => { el[key] = el[key].replace(re, to); };
-    s.id = "live-input";
-    s.querySelectorAll("[id]").forEach(el => live(el, "id", /^in0/, "live"));
-    s.querySelectorAll("[data-figure]").forEach(el => live(el.dataset, "figure", /^in0-/, "live-"));
-    s.querySelectorAll(".attention").forEach(el => live(el.dataset, "ref", /^[^/]*/, "live"));
-    s.querySelectorAll(".warning").forEach(el => el.remove());
-    s.querySelectorAll(".decoding").forEach(el => { el.dataset.ref = "live"; });
-    return s;
-  }
+  // -- the section: the first input's, renamed (pack/live.py, live_template); made once, then filled in for each typed
+  // input
+  const newSection = () => document.getElementById("live-template").content.firstElementChild.cloneNode(true);
   // The app's checks beyond the vocabulary's (tasks.cards.pack_checks): the card's trained lengths, the task's grammar
   const checks = spec.checks || {};
   function moreWarnings(text) {
@@ -245,9 +231,8 @@
   const say = (textContent, className) =>
     messages.appendChild(Object.assign(document.createElement("p"), {className, textContent}));
 
-  // Plain numbers of the last run as nested arrays, for tests and benchmarks: what model.capture and greedy_decode give
-  const nest = (a, ...dims) => (dims.length === 1 ? Array.from(a.subarray(0, dims[0])) : range(dims[0]).map(i =>
-    nest(a.subarray(i * dims.slice(1).reduce((x, y) => x * y, 1)), ...dims.slice(1))));
+  // Plain numbers of the last run, for tests and benchmarks: what model.capture and greedy_decode give, row-major
+  const flat = layers => layers.flatMap(a => Array.from(a));
   // The model run on the checked input: the item the views draw (in the form DATA.inputs holds), its figures, and its
   // section's words. An encoder-decoder: encoder self, decoder self and cross-attention, and the decoding steps; a
   // decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page
@@ -268,14 +253,14 @@
     const item = {attention: {}, decoding: pair ? decoding(r, srcTokens.length, inputs) : null};
     for (const [k, [m, rw, keys]] of Object.entries(maps)) item.attention[k] = attentionItem(k, m, rw, keys);
     figures(r, srcTokens, seq, inputs, maps);
-    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "", S = srcTokens.length;
+    const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
     const result = () => ({warnings: check.warnings, ids: r.ids, source_ids: ids, target_ids: r.ids, output_ids: r.out,
       stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && r.logProbs.map(row => Array.from(row)),
-      ...Object.fromEntries(Object.entries(maps).map(([k, [m, rw, keys]]) =>
-        [k, m.map(a => nest(a, H, rw.tokens.length, keys.length))])),
-      steps: r.steps.map((s, t) => ({top: s.top, top_probs: s.topProbs, prob: s.prob, ...(s.rows && {
-        cross: s.rows.cross.map(m => nest(m, H, S)), self: s.rows.decoder_self.map(m => nest(m, H, t + 1))})}))});
+      ...Object.fromEntries(Object.entries(maps).map(([k, [m]]) => [k, flat(m)])),
+      steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
+        ...(s.rows && {cross: flat(s.rows.cross), self: flat(s.rows.decoder_self)})}))});
     const fill = s => {
+      s.querySelector("h2").textContent = fillIn(W.heading, {text: check.text});
       const d = s.querySelector(".decoding");
       const said = {output: output || "∅", stop: pair && item.decoding.stop};
       if (d) d.querySelector(".output-line").textContent = fillIn(W.output_line, said);
@@ -310,21 +295,12 @@
     V.INPUTS.live = made.item;
     out.textContent = made.output;
     window.packResult = made.result;
-    let s = views.firstElementChild, drawing;
-    const fill = sec => {
-      sec.querySelector("h2").textContent = fillIn(W.heading, {text: check.text});
-      made.fill(sec);
-    };
-    if (s) {  // the charts are there: redraw them with the new data (Plotly.react)
-      fill(s);
-      drawing = V.refresh(s);
-    } else {
-      s = newSection();
-      fill(s);
-      views.appendChild(s);
-      const now = V.setup(s).filter((div, i) => i === 0 || V.onScreen(div));  // the rest as they come on screen
-      drawing = Promise.all(now.map(V.ensure)).then(() => now);
-    }
+    const fresh = !views.firstElementChild, s = fresh ? views.appendChild(newSection()) : views.firstElementChild;
+    made.fill(s);
+    // a new section's charts set up, those on screen drawn (the rest as they come on screen); else the charts there
+    // redrawn with the new data (Plotly.react)
+    const now = fresh ? V.setup(s).filter((div, i) => i === 0 || V.onScreen(div)) : null;
+    const drawing = fresh ? Promise.all(now.map(V.ensure)).then(() => now) : V.refresh(s);
     return drawing.then(charts => {  // the output, and the charts on screen (the others as they come on screen)
       const ms = performance.now() - t0;
       status.textContent = fillIn(W.done, {output: made.output || "∅", steps: made.steps, ms: ms.toFixed(0)});

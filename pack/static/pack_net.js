@@ -1,5 +1,5 @@
-// The lecture pack's network: the model's own exported graphs (model/analysis/onnx_export.py) run by onnxruntime-web
-// (viz/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside this page: no request, file:// works.
+// The lecture pack's network: the model's own exported graphs (pack/onnx_graphs.py) run by onnxruntime-web
+// (static/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside the page: no request, file:// works.
 //   const net = await PackNet.open(spec)   // the graphs' sessions: an encoder-decoder's encoder (with the cross
 //     keys/values) and cached step, or the one graph of a one-stack model; net.ep: "webgpu" or "wasm"
 //   const r = await PackNet.run(net, ids, 5, giveUp)   // greedy decoding (giveUp: see greedy), then the capture
@@ -11,12 +11,8 @@
 // forced first token (BART, mBART).
 const PackNet = (function () {
   "use strict";
-  function bytes(b64) {
-    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(b64);  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
-    const bin = atob(b64), out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
+  const bytes = b64 => (Uint8Array.fromBase64  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
+    ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), ch => ch.charCodeAt(0)));
   async function gunzip(data) {
     const stream = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -43,19 +39,15 @@ const PackNet = (function () {
     return runtime;
   }
   // A large pack's weights: scripts beside the page (weights-NN.js, loaded by <script src>: file:// allows no fetch)
-  // push [index, base64] onto window.PackWeights; the graphs read them as ONNX external data, every tensor once.
+  // push [index, base64] onto window.PackWeights, file i the bytes from i * chunk on; the graphs read them as ONNX
+  // external data, every tensor once.
   function weights(spec) {
     const w = spec.weights, parts = window.PackWeights || [], out = new Uint8Array(w.bytes);
     if (parts.length !== w.files.length) {
       const missing = w.files.length - parts.length;
       throw new Error(`${missing} of the files ${w.files.join(", ")} beside this page did not load`);
     }
-    let at = 0;
-    for (const [, b64] of parts.sort((a, b) => a[0] - b[0])) {
-      const chunk = bytes(b64);
-      out.set(chunk, at);
-      at += chunk.length;
-    }
+    for (const [i, b64] of parts) out.set(bytes(b64), i * w.chunk);
     window.PackWeights = null;  // the strings can go
     return out;
   }
@@ -74,7 +66,7 @@ const PackNet = (function () {
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
   const flag = on => new ort.Tensor("bool", Uint8Array.from([on ? 1 : 0]), [1]);
   const KINDS = ["encoder_self", "decoder_self", "cross"];
-  // A graph's outputs by onnx_export's names: each kind's maps per layer, the embeddings and positions, log-probs
+  // A graph's outputs by onnx_graphs's names: each kind's maps per layer, the embeddings and positions, log-probs
   function outputs(o, side) {
     const maps = {};
     for (const [name, t] of Object.entries(o)) {
@@ -85,7 +77,7 @@ const PackNet = (function () {
     return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data, logProbs};
   }
   const rowsOf = (a, n) => Array.from({length: n}, (_, t) => a.subarray(t * a.length / n, (t + 1) * a.length / n));
-  // The cached step graph (onnx_export.export_step_graphs) as a step function: next(seq, padMask) reads the newest
+  // The cached step graph (onnx_graphs.export_step_graphs) as a step function: next(seq, padMask) reads the newest
   // token of seq with the key/value cache of the ones before it, and the encoder's cross-attention keys and values
   function stepper(net, enc) {
     const cross = Object.fromEntries(Object.entries(enc.o).filter(([k]) => k.startsWith("cross_")));
