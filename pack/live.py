@@ -6,7 +6,7 @@ pack_text.js (the input check and the tokenizer), pack_net.js (the model's own e
 pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures).
 `live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
 app's own messages (model/inputs.check_text), their values filled in by the script.
-`spec` is model.pack_export.live_spec's dict (JSON-ready, but for a folder pack's spec["weights"]["data"]), or None:
+`spec` is pack.export.live_spec's dict (JSON-ready, but for a folder pack's spec["weights"]["data"]), or None:
 then the section says why it is missing. A folder pack's weights go into files beside the page (`weight_files`), which
 the page loads with <script src> before its own scripts.
 """

@@ -7,11 +7,11 @@ stored once per input, (L, H + 1, Tq, Tk) with the head average as head H, and t
 shown map out of them; so every layer and head is viewable without one figure per head.
 
 Input records are duck-typed (no import of model/): `records` has .label, .n_parameters, .config (dict),
-.inputs and .pe as built by model.lecture.pack_records; each input has .text, .warnings, .capture
+.inputs and .pe as built by pack.records.pack_records; each input has .text, .warnings, .capture
 (a model.Capture) and .trace (a model.Trace).
 
 The pack is written in the current language (i18n): its text, its figures, and the few words its script writes.
-With records.live (model.pack_export.live_spec) the pack also carries the model, and a text box runs typed inputs
+With records.live (pack.export.live_spec) the pack also carries the model, and a text box runs typed inputs
 in the page (pack/live.py: onnxruntime-web and tokenizers.js, pack_text.js, pack_net.js, pack_live.js; the model's
 own ONNX graphs and its tokenizer.json, docs/pack.md); charts are drawn as they come on screen.
 """
@@ -294,7 +294,7 @@ def lecture_pack_html(records, title: str = "") -> str:
     if not records.inputs:
         raise ValueError("a lecture pack needs at least one input")
     figs, data, toc, body = _Figures(), {"inputs": []}, [], []
-    live = getattr(records, "live", None)  # the model for the page to run (model.pack_export.live_spec), or None
+    live = getattr(records, "live", None)  # the model for the page to run (pack.export.live_spec), or None
     for n, item in enumerate(records.inputs):
         cap, trace, prefix = item.capture, item.trace, f"in{n}"
         if not (cap.source_tokens and cap.target_tokens):  # a decoder-only or encoder-only model: one sequence
@@ -405,7 +405,7 @@ def lecture_pack_html(records, title: str = "") -> str:
 
 def lecture_pack_files(records, title: str = "") -> dict[str, bytes]:
     """The pack as files: {"index.html": the page} and, for a folder pack (pack.export.folder_pack),
-    its weights beside it (viz/lecture_pack_live.weight_files): write them all into one folder."""
+    its weights beside it (pack/live.weight_files): write them all into one folder."""
     live = getattr(records, "live", None)
     return {"index.html": lecture_pack_html(records, title).encode("utf-8"), **weight_files(live)}
 

@@ -63,7 +63,7 @@ class PackRecords:
     config: dict  # the model's configuration (TransformerConfig.to_dict())
     inputs: list[PackInput]
     pe: PackPE
-    live: dict | None = None  # the model for the page to run itself (model.pack_export.live_spec), or None
+    live: dict | None = None  # the model for the page to run itself (pack.export.live_spec), or None
     live_note: str = ""  # why there is none (translated where shown)
 
 
