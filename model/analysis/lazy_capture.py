@@ -33,6 +33,7 @@ BLOCK_NUMBERS = 2**21  # weights in one block of rows (8 MB of float32), all the
 # so blocks of 13 positions (8 MB) read it 315 times for 4,096 tokens; 128 read it 32 times (a block of 78 MB)
 OUTPUT_ROWS = 128
 POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
+LEAST_POSITIVE = torch.finfo(torch.float32).smallest_normal * 2**-23  # the least positive float32 (a subnormal)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
 
 
@@ -357,7 +358,10 @@ class LazyCapture:
                         j = torch.arange(kend, dtype=w.dtype)
                         moved = (w * (t[:, None].to(w.dtype) - j[None, :]).abs()).sum(-1)
                     sums["mean_distance"][layer] += moved.sum(-1).double().numpy()
-                    sums["entropy"][layer] -= torch.special.xlogy(w, w).sum((-1, -2)).double().numpy()
+                    # w ln w, 0 where w = 0 (ln of the least positive float there, times 0), as xlogy(w, w) gives it:
+                    # the same numbers at twice xlogy's speed (its kernel is not vectorized)
+                    w_ln_w = w * w.clamp_min(LEAST_POSITIVE).log()
+                    sums["entropy"][layer] -= w_ln_w.sum((-1, -2)).double().numpy()
         counts = {
             "previous_token": max(1, min(Tq, Tk + 1) - 1),
             "diagonal": max(1, min(Tq, Tk)),
