@@ -90,9 +90,10 @@ def test_the_issues_input_is_cut_to_the_room_with_a_notice(many_heads):
     room = budget.source_room(model.config) - 1
     assert not check.errors and len(check.text) == room and ("abcdefgh" * 2000).startswith(check.text)
     notice = check.warnings[-1]
-    # 16,000 tokens are more than check_text counts (twice max_len and 64): it stopped there, and says "more than"
+    # 16,000 tokens are more than the budget's count reads (twice the room, and 1,024 more): it stopped there, and
+    # says "more than"; a text is never counted past what the page may read
     assert len(check.warnings) == 1 and notice.template == BUDGET_CUT_LONG and not check.complete
-    assert count_limit(model.config.max_len - 1) < notice.values["n"] < 16000
+    assert notice.values["n"] == count_limit(room) + 1 and notice.values["n"] < count_limit(model.config.max_len - 1)
     assert (notice.values["heads"], notice.values["layers"], notice.values["room"]) == (32, 2, room)
     assert re.search(matching(BUDGET_CUT_LONG, budget="64.0 MB"), str(notice))
     cap = capture(model, tok, check.text)
@@ -186,3 +187,18 @@ def test_a_servers_step_cap_bounds_every_decoding(many_heads, step_cap):
     finally:
         with torch.no_grad():
             model.generator.bias[cfg.eos_id] = saved
+
+
+def test_a_text_is_counted_only_as_far_as_the_page_may_read(many_heads):
+    """check_text with the budget's room (count_to) reads a visitor's long text only to count_limit(count_to), not
+    to the model's max_len: the prefix it kept says so, and the budget's cut is the same as with the full count."""
+    model, tok = many_heads
+    budget = WorkBudget(64 * 2**20)
+    room = budget.source_room(model.config)
+    text = "abcdefgh" * 2000
+    short = check_text(text, tok.source, model.config.max_len - 1, count_to=room)
+    full = check_text(text, tok.source, model.config.max_len - 1)
+    assert not short.complete and len(short.text) == count_limit(room) + 1 < len(full.text)  # one token a letter
+    for check in (short, full):
+        apply_budget(check, tok.source, model.config, budget)
+    assert short.text == full.text and short.warnings[-1].values == full.warnings[-1].values

@@ -57,7 +57,7 @@ def apply_budget(
         return
     if room >= cfg.max_len - 1:
         return  # the model's own max_len binds first: check_text has said what it cuts
-    read = read_bounded(vocab, check.text, count_limit(cfg.max_len))  # as check_text counted
+    read = read_bounded(vocab, check.text, count_limit(room))  # to twice the room: more is "more than" that
     n = content_count(vocab, read.ids)
     if n <= room:
         return

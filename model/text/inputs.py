@@ -114,22 +114,25 @@ def check_limits() -> dict[str, int]:
     return {"quoted": QUOTED, "kept": KEPT}
 
 
-def check_text(text: str, vocab, max_tokens: int, what: str = "input") -> InputCheck:
+def check_text(text: str, vocab, max_tokens: int, what: str = "input", count_to: int | None = None) -> InputCheck:
     """Clean pasted text and say what is wrong with it, in words meant for the person who typed it.
 
     vocab: any side vocabulary (Vocab, ListVocab, IdVocab, a sentencepiece vocabulary);
     max_tokens: how many tokens the model reads (max_len minus the special token).
+    count_to: fewer tokens than that, when the page will read no more (the work budget's room): the text is then
+    counted only to count_limit(count_to), and a longer one is said to be "more than" that many.
     Errors and warnings are i18n Messages (English as str; _(message) in the reader's language).
     """
     try:
-        return _check_text(text, vocab, max_tokens, what)
+        return _check_text(text, vocab, max_tokens, what, count_to)
     except TokenizerFailed as err:  # a visitor's tokenizer failed (a Rust panic) or ran out of time on this text
         return InputCheck(clean_text(text), [err.args[0]], [], [], False)
 
 
-def _check_text(text: str, vocab, max_tokens: int, what: str) -> InputCheck:
+def _check_text(text: str, vocab, max_tokens: int, what: str, count_to: int | None = None) -> InputCheck:
     cleaned = clean_text(text)
-    read = read_bounded(vocab, cleaned, count_limit(max_tokens))  # the work is bounded by the model, not the text
+    counted = max_tokens if count_to is None else min(max_tokens, count_to)
+    read = read_bounded(vocab, cleaned, count_limit(counted))  # the work is bounded by the model, not the text
     errors, warnings = [], []
     name = M_(WHAT.get(what, what))
     dropped = sum(1 for ch in text if not ch.isspace() and ch not in cleaned)

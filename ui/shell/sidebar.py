@@ -97,7 +97,8 @@ def sidebar(cost=None) -> Session | None:
     text, target = st.session_state["text"], st.session_state["target"]
     room = text_room(model.config)
     budget = WorkBudget.from_environment()  # attention grows with heads x length^2: cut before any work
-    check = check_text(text, tok.source, room)
+    # counted only as far as the page may read (the budget's room): a visitor's long text is not tokenized in full
+    check = check_text(text, tok.source, room, count_to=budget.source_room(model.config, cost))
     check.warnings[:0] = long_link
     apply_budget(check, tok.source, model.config, budget, cost=cost)
     target_check = check_text(target, tok.target, room, what="target") if target.strip() else None
