@@ -91,9 +91,8 @@ def own_output(model_key: str, text: str, model, tokenizer, changes: Interventio
     if not model.config.has_decoder:  # an encoder alone writes nothing
         return ()
     key = _changed((model_key, text), changes)
-    ops = decoding_ops(model, tokenizer, text)
-    return DECODES.get(key, lambda: bounded_run(ops, decode_ids, model, tokenizer, text, changes, key=key,
-                                                label=DECODING))  # fmt: skip
+    return DECODES.get(key, lambda: bounded_run(decoding_ops(model, tokenizer, text), decode_ids, model, tokenizer,
+                                                text, changes, key=key, label=DECODING))  # fmt: skip
 
 
 def decoding_ops(model, tokenizer, text: str, rows: int = 1) -> int:
@@ -430,8 +429,11 @@ def cached_decoding(session: Session, strategy, changes: Interventions = NONE, *
     module = strategy.module
     key = _changed((session.key, session.check.text, module.NAME, strategy.values, tuple(sorted(extra.items()))),
                    changes)  # fmt: skip
-    rows = getattr(module, "rows", lambda settings: 1)(strategy.settings)  # hypotheses decoded at once
-    ops = decoding_ops(session.model, session.tokenizer, session.check.text, rows)
-    return DECODINGS.get(key, lambda: bounded_run(ops, module.decode, session.model, session.tokenizer,
-                                                  session.check.text, key=key, label=DECODING, interventions=changes,
-                                                  **strategy.settings, **extra))  # fmt: skip
+    model, tokenizer, text = session.model, session.tokenizer, session.check.text
+
+    def work():  # counted only when it runs: a cached decoding costs no tokenizing
+        rows = getattr(module, "rows", lambda settings: 1)(strategy.settings)  # hypotheses decoded at once
+        return bounded_run(decoding_ops(model, tokenizer, text, rows), module.decode, model, tokenizer, text, key=key,
+                           label=DECODING, interventions=changes, **strategy.settings, **extra)  # fmt: skip
+
+    return DECODINGS.get(key, work)
