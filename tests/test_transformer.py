@@ -197,7 +197,7 @@ def test_a_long_inputs_feed_forward_goes_in_blocks_of_positions_with_the_same_nu
     """Past FF_BLOCK_NUMBERS hidden numbers the positions go in blocks (a 4,096-token pass holds one block of the
     hidden layer, not the whole): every block is a call of the first projection, and the output is the whole
     input's, computed here position by position from the layer's own weights."""
-    from model.network import transformer
+    from model.network import sublayers as transformer
 
     torch.manual_seed(0)
     config = TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, n_heads=2, d_ff=32, ff_gated=True,
