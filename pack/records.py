@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch import nn
 
-from i18n import M_, NM_, join_messages
+from i18n import M_, NM_, Message, join_messages
 from model.analysis import pe_analysis as pea
-from model.analysis.budget import WorkBudget, admit_pack, pack_export_bytes
+from model.analysis.budget import Plan, WorkBudget, forward_ops, largest, page_bytes, steps_for
 from model.analysis.budget_input import apply_budget, source_length
 from model.analysis.capture import Capture, capture
 from model.analysis.inspect import positional_tables
@@ -28,6 +28,35 @@ MAX_INPUTS = 20  # a pack is for a lecture: a handful of examples, each a whole 
 MAX_CHARS = 500  # per input, before tokenizing (the model's max_len cuts tokens after that)
 PE_POSITIONS = 100  # rows of the PE table shown (fewer when the model's max_len is smaller)
 MAX_OFFSET = 40  # dot product vs offset: k = 0..MAX_OFFSET (fewer for short tables)
+
+
+# -- what a pack costs: counted by the app's work budget before anything is built --------------------------
+
+
+def pack_export_bytes(weight_bytes: int) -> int:
+    """The export of a model's graphs for a pack (pack/onnx_graphs.py): about four copies of its weights
+    (the traced graph's constants, the ONNX bytes, their base64)."""
+    return 4 * weight_bytes
+
+
+def pack_need(cfg, lengths, weight_bytes: int = 0) -> tuple[int, int]:
+    """(bytes, operations) of a lecture pack over inputs of these source lengths: every input's page run (capture,
+    greedy decoding to the step limit, the figures of every map: page_bytes), all held until the HTML is written,
+    and the export of the model's graphs (about four copies of its weights); each input's capture and decoding."""
+    held = sum(page_bytes(cfg, S) for S in lengths) + pack_export_bytes(weight_bytes)
+    ops = sum(2 * forward_ops(cfg, S, steps_for(cfg, S) + 1) for S in lengths)
+    return held, ops
+
+
+def admit_pack(cfg, lengths, weight_bytes: int, budget: WorkBudget) -> Plan:
+    """The pack's Plan, or BudgetExceeded saying how many of its first inputs fit."""
+
+    def fits() -> Message:
+        n = largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
+        return M_("its first {n} inputs fit.", n=n) if n >= 1 else M_("a shorter input is needed.")
+
+    what = M_("A lecture pack of {n} inputs", n=len(lengths))
+    return budget.admit(what, *pack_need(cfg, lengths, weight_bytes), fits)
 
 
 @dataclass

@@ -139,8 +139,8 @@ def test_the_lecture_pack_applies_the_same_budget(many_heads):
     model, tok = many_heads
     budget = WorkBudget(8 * 2**20)
     records = pack_records(model, tok, ["abcdefgh" * 100], budget=budget)
-    from model.analysis.budget import pack_export_bytes
     from pack.export import weight_bytes
+    from pack.records import pack_export_bytes
 
     export = pack_export_bytes(weight_bytes(model))  # the pack also exports the model: the input gets the rest
     room = WorkBudget(budget.max_bytes - export).source_room(model.config) - 1

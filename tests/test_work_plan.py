@@ -332,8 +332,7 @@ def test_compare_cuts_both_models_so_that_together_they_fit():
 
 
 def test_a_lecture_pack_over_the_budget_is_refused_before_any_input_runs(small):
-    from model.analysis.budget import pack_need
-    from pack.records import pack_records
+    from pack.records import pack_need, pack_records
 
     model, tok = small
     texts = ["abcdefgh" * 4] * 5

@@ -370,32 +370,6 @@ def admit_examples(cfg, what: Message, n: int, S: int, steps: int, budget: WorkB
     return budget.admit(what, *decoding_need(cfg, n, S, steps), fits)
 
 
-def pack_export_bytes(weight_bytes: int) -> int:
-    """The export of a model's graphs for a pack (pack/onnx_graphs.py): about four copies of its weights
-    (the traced graph's constants, the ONNX bytes, their base64)."""
-    return 4 * weight_bytes
-
-
-def pack_need(cfg, lengths, weight_bytes: int = 0) -> tuple[int, int]:
-    """(bytes, operations) of a lecture pack over inputs of these source lengths: every input's page run (capture,
-    greedy decoding to the step limit, the figures of every map: page_bytes), all held until the HTML is written,
-    and the export of the model's graphs (about four copies of its weights); each input's capture and decoding."""
-    held = sum(page_bytes(cfg, S) for S in lengths) + pack_export_bytes(weight_bytes)
-    ops = sum(2 * forward_ops(cfg, S, steps_for(cfg, S) + 1) for S in lengths)
-    return held, ops
-
-
-def admit_pack(cfg, lengths, weight_bytes: int, budget: WorkBudget) -> Plan:
-    """The pack's Plan, or BudgetExceeded saying how many of its first inputs fit."""
-
-    def fits() -> Message:
-        n = largest(lambda k: budget.fits(*pack_need(cfg, lengths[:k], weight_bytes)), 1, len(lengths) - 1)
-        return M_("its first {n} inputs fit.", n=n) if n >= 1 else M_("a shorter input is needed.")
-
-    what = M_("A lecture pack of {n} inputs", n=len(lengths))
-    return budget.admit(what, *pack_need(cfg, lengths, weight_bytes), fits)
-
-
 def importance_row_bytes(cfg, S: int, T: int) -> int:
     """One row of head importance's batched passes: the pass, logits in float64 twice, no maps recorded."""
     return pass_bytes(cfg, S, T) + 2 * 8 * T * cfg.tgt_vocab_size + 2 * F32 * (S + T) * cfg.d_model
