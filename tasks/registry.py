@@ -6,8 +6,9 @@ A new task is one module with its Task subclass, and one line here.
 from __future__ import annotations
 
 from .induction import InductionTask
+from .task_dates import DatesTask
 from .task_fr_en import FrenchToEnglishTask
-from .tasks import DatesTask, SymbolTask, Task, TranslateTask
+from .tasks import SymbolTask, Task, TranslateTask
 
 TASKS: dict[str, Task] = {
     t.name: t

@@ -6,7 +6,7 @@ import pytest
 
 from tasks.gold import gold_alignment, gold_example
 from tasks.registry import TASKS
-from tasks.tasks import render_date
+from tasks.task_dates import render_date
 
 
 def test_reverse_and_copy_align_each_letter_with_its_mirror_or_itself():

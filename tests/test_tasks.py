@@ -10,6 +10,7 @@ import re
 import pytest
 
 from tasks.registry import TASKS, get_task
+from tasks.task_dates import render_date
 from tasks.task_lexicon import ADJECTIVES, DETERMINERS, NOUNS, PREPOSITIONS, VERBS
 from tasks.tasks import (
     Example,
@@ -17,7 +18,6 @@ from tasks.tasks import (
     Task,
     dataset,
     held_out,
-    render_date,
     render_phrase,
     render_sentence,
     tokens,
