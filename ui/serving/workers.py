@@ -76,6 +76,22 @@ def _address_space() -> int:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _write_all(fd: int, data: memoryview) -> None:
+    view = data.cast("B")
+    while view:
+        view = view[os.write(fd, view[: 1 << 24]) :]
+
+
+def _read_into(fd: int, part: bytearray) -> None:
+    """Fill `part` from the pipe, reading straight into it (Connection.recv_bytes_into would read a copy first)."""
+    view, got = memoryview(part), 0
+    while got < len(part):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError
+        got += n
+
+
 def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> None:
     """In the forked child: limits first, then the work; every outcome goes back over `conn`. Never returns."""
     code = 0
@@ -99,7 +115,14 @@ def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> Non
         if "progress" in kwargs:
             kwargs = {**kwargs, "progress": progress}
         result = fn(*args, **kwargs)
-        conn.send(("done", pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
+        # the arrays' bytes out of band, one message each, after the rest: the server reads each straight into the
+        # memory its array keeps (a capture of hundreds of MB is not held twice or three times on the way)
+        buffers: list[pickle.PickleBuffer] = []
+        head = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
+        parts = [b.raw() for b in buffers]
+        conn.send(("done", head, [p.nbytes for p in parts]))
+        for part in parts:  # raw, after the message that gives their sizes
+            _write_all(conn.fileno(), part)
     except MemoryError:
         conn.send(("memory", None))
     except RuntimeError as err:  # torch's allocator: "DefaultCPUAllocator: can't allocate memory"
@@ -158,7 +181,14 @@ def run_limited(
                 if on_progress is not None:
                     on_progress(*payload)
             elif kind == "done":
-                return pickle.loads(payload[0])
+                head, sizes = payload
+                parts = [bytearray(n) for n in sizes]
+                try:
+                    for part in parts:
+                        _read_into(receive.fileno(), part)
+                except EOFError:  # the child died while it sent them
+                    raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory))) from None
+                return pickle.loads(head, buffers=parts)
             elif kind == "memory":
                 raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory)))
             else:
