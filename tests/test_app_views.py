@@ -183,6 +183,20 @@ def test_cached_values_are_read_only_and_sized_from_their_arrays(ckpt):
         shared.cross[0, 0, 0, 0] = 1.0  # one session cannot change what every session sees
 
 
+def test_lists_of_plain_values_are_counted_as_their_items_and_arrays_beside_them_frozen():
+    import sys
+
+    tokens, ids = ["a", "é", "<s>"] * 1000, list(range(3000))
+    assert nbytes(tokens) == sys.getsizeof(tokens) + sum(len(t.encode()) for t in tokens)
+    assert nbytes(ids) == sys.getsizeof(ids) + sum(sys.getsizeof(i) for i in ids)
+    mixed = ["a", 1, np.ones(4, np.float32)]  # not plain: walked item by item
+    assert nbytes(mixed) == sys.getsizeof(mixed) + 1 + sys.getsizeof(1) + 16
+    cache = BoundedCache("test", max_entries=2, max_bytes=10**6)
+    shared = cache.get("k", lambda: (tokens, ids, mixed))
+    with pytest.raises(ValueError, match="read-only"):
+        shared[2][2][0] = 0.0
+
+
 # -- server settings -----------------------------------------------------------------------------------
 
 

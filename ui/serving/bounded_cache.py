@@ -22,6 +22,16 @@ T = TypeVar("T")
 _ALL: weakref.WeakSet[BoundedCache] = weakref.WeakSet()  # every cache of the process (drop_mentioning)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # values with nothing inside to count or make read-only
+
+
+def _plain(items: list | tuple) -> frozenset:
+    """The types of a list's items when they are all plain values (a hypothesis's tokens or ids), else empty:
+    such a list is counted and frozen without one call per item (a long beam search holds millions)."""
+    kinds = frozenset(map(type, items))
+    return kinds if kinds <= _PLAIN else frozenset()
+
+
 def nbytes(value: Any, _depth: int = 0) -> int:
     """Bytes held by a value: arrays' nbytes, str/bytes lengths, summed through dataclasses, lists, tuples, dicts."""
     if isinstance(value, np.ndarray):
@@ -38,6 +48,11 @@ def nbytes(value: Any, _depth: int = 0) -> int:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return sum(nbytes(v, _depth + 1) for v in vars(value).values())
     if isinstance(value, (list, tuple)):
+        kinds = _plain(value)
+        if kinds == {str}:  # as the items one by one: their UTF-8 bytes
+            return sys.getsizeof(value) + len("".join(value).encode("utf-8", "surrogatepass"))
+        if kinds and str not in kinds:
+            return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
         return sys.getsizeof(value) + sum(nbytes(v, _depth + 1) for v in value)
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(nbytes(k, _depth + 1) + nbytes(v, _depth + 1) for k, v in value.items())
@@ -51,7 +66,7 @@ def freeze(value: Any, _depth: int = 0) -> None:
     elif _depth <= 8 and dataclasses.is_dataclass(value) and not isinstance(value, type):
         for v in vars(value).values():
             freeze(v, _depth + 1)
-    elif _depth <= 8 and isinstance(value, (list, tuple)):
+    elif _depth <= 8 and isinstance(value, (list, tuple)) and not _plain(value):
         for v in value:
             freeze(v, _depth + 1)
     elif _depth <= 8 and isinstance(value, dict):
