@@ -7,10 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import _
+from i18n import N_, _
 
-from .attention_figs import COLORSCALE, token_labels
-from .tokens import TICK_PX, display_token, label_px, readable_layout, token_ticks
+from .attention_figs import COLORSCALE, attention_heatmap, token_labels
+from .pooled_figs import pooled_heatmap
+from .pooling import MAX_CELLS, pool
+from .tokens import TICK_PX, Rows, display_token, label_px, readable_layout, token_ticks
 
 
 def wrap_title(title: str, width_px: float, size: int) -> str:
@@ -103,3 +105,15 @@ def step_rows(
         margin=dict(t=top, l=10, r=10, b=10),
     )
     return go.Figure(data=[rows_map], layout=readable_layout(layout, tick_px))  # built once: see attention_heatmap
+
+
+def alignment_heatmap(weights: np.ndarray, rows: Rows, source_tokens: Sequence[str], title: str,
+                      gold: Sequence[tuple[int, int]] | None = None, **size) -> go.Figure:  # fmt: skip
+    """Every output row against the source, (T, S): each weight (gold: a demo's gold alignment drawn over it); when
+    a side is longer than pooling.MAX_CELLS, the map pooled into blocks (their largest weight, the title says so;
+    the hover gives both poolings), so that a long decoding sends at most about MAX_CELLS x MAX_CELLS cells.
+    size: max_height, max_width, tick_px."""
+    if max(weights.shape) <= MAX_CELLS:
+        return attention_heatmap(weights, rows, source_tokens, title, key_label=N_("source"), gold=gold, snug=True,
+                                 **size)  # fmt: skip
+    return pooled_heatmap(pool(weights), "max", rows.tokens, source_tokens, title, N_("output"), N_("source"), **size)

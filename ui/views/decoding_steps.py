@@ -16,6 +16,7 @@ from ui.serving import caches
 from ui.shell.figure_download import download_file
 from ui.shell.presentation import chart_box, chart_text_px, presenting, show
 from ui.shell.safe_text import code, esc, md
+from ui.shell.shapes import decoder_side
 from ui.shell.url_state import Key, Keys
 from ui.views import interventions_ui as heads_ui
 from viz import attention_figs
@@ -111,7 +112,8 @@ def step_view(session, trace, changes, override: bool = False, prefix: tuple[int
     effect = heads_ui.show_effect(session, changes, trace.text) if changes else None
     inputs = trace.decoder_inputs(step_index)
     st.markdown(
-        _("**Step {i} of {n}** · decoder input so far: {inputs} → writes **{token}** (p = {p})").format(
+        _("**Step {i} of {n}** · {side} so far: {inputs} → writes **{token}** (p = {p})").format(
+            side=decoder_side(session.model.config),
             i=step_index + 1,
             n=len(trace.steps),
             inputs=" ".join(code(plain_token(t)) for t in inputs),
@@ -184,17 +186,15 @@ def _alignment(session, trace) -> None:
     URL.write(dec_layer=layer)
     max_height, max_width = chart_box()
     show(
-        attention_figs.attention_heatmap(
+        figs.alignment_heatmap(
             attention_figs.head_average(alignment[layer]),
             output_rows(trace.output_tokens, trace.decoder_inputs(0)[-1]),  # the hover: the input that wrote each
             trace.source_tokens,
             _("Output tokens (rows) against source tokens (columns), layer {layer}").format(layer=layer),
-            key_label=N_("source"),
             gold=gold_alignment(session.card, session.check.text, trace.text),
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
-            snug=True,
         ),
         key="dec_alignment",
     )

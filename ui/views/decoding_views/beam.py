@@ -17,7 +17,7 @@ from ui.shell.figure_download import download_row
 from ui.shell.presentation import chart_box, chart_text_px, show
 from ui.shell.safe_text import esc, md
 from ui.shell.url_state import Key, Keys
-from viz import attention_figs, strategy_figs
+from viz import attention_figs, decoding_figs, strategy_figs
 from viz.tokens import output_rows, plain_token
 
 # default and choices: the search's steps, hypotheses and the model's layers
@@ -132,17 +132,15 @@ def _hypothesis_alignment(session, trace, step: int) -> None:
     URL.write(dec_bstep=step, dec_bhyp=pick, dec_blayer=layer)
     tokens = path[-1].tokens
     show(
-        attention_figs.attention_heatmap(
+        decoding_figs.alignment_heatmap(
             attention_figs.head_average(alignment[layer]),
             output_rows(tokens, trace.start_token),
             trace.source_tokens,
             _("Each row: the cross-attention that wrote that token, layer {layer}").format(layer=layer),
-            key_label=_("source"),
             gold=gold_alignment(session.card, session.check.text, detok(tokens)),
             max_height=max_height,
             max_width=max_width,
             tick_px=chart_text_px(),
-            snug=True,
         ),
         key="dec_beam_alignment",
     )
