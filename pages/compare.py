@@ -23,7 +23,7 @@ from ui.shell.figure_download import download_row
 from ui.shell.presentation import chart_box, chart_text_px, presenting, show
 from ui.shell.safe_text import esc, md
 from ui.shell.session import require_session
-from ui.shell.shapes import NO_KIND_IN_B, kind_radio, requires
+from ui.shell.shapes import NO_KIND_IN_B, decoder_side, kind_radio, requires
 from ui.shell.url_state import Key, Keys, intish, write_url
 from ui.views.compare_models import SAME_AS_A, default_b, mismatch_message
 from viz import attention_figs
@@ -74,7 +74,9 @@ kind_radio(left, kinds, "cmp_kind", SHORT)
 fed = URL.read("cmp_input")
 choosing_input = kind != "encoder_self" and session.target is None
 if choosing_input:
-    st.radio(_("Decoder input"), list(INPUTS), key="cmp_input", horizontal=True, format_func=lambda k: _(INPUTS[k]))
+    side = decoder_side(session.model.config)
+    st.radio(side[:1].upper() + side[1:], list(INPUTS), key="cmp_input", horizontal=True,
+             format_func=lambda k: _(INPUTS[k]))  # fmt: skip
 
 
 def written(cap, model, tok, read: str) -> str:

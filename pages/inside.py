@@ -10,7 +10,7 @@ from ui.shell.figure_download import download_file
 from ui.shell.presentation import show
 from ui.shell.safe_text import esc
 from ui.shell.session import require_session
-from ui.shell.shapes import kind_radio, kv_note, words
+from ui.shell.shapes import capture_caption, kind_radio, kv_note, words
 from ui.shell.url_state import Key, Keys, flag
 from ui.views import positional_views
 from ui.views.attention_long import key_window, parse_range, range_text
@@ -93,8 +93,13 @@ st.caption(
         kind=kind_title, layer=layer, head=head, query=esc(q_label)
     )
     + f" · d_k = {step.d_k} · "
-    + _("{n} keys · decoder input: {origin}").format(
-        n=len(k_tokens), origin=_("the model’s own greedy output") if cap.generated else _("the target you typed")
+    + _("{n} keys").format(n=len(k_tokens))
+    + " · "
+    + (  # what the model read: its one sequence (decoder-only, encoder-only), or an encoder-decoder's decoder input
+        capture_caption(cap, session.tokenizer, session.check.text)
+        or _("decoder input: {origin}").format(
+            origin=_("the model’s own greedy output") if cap.generated else _("the target you typed")
+        )
     )
 )
 

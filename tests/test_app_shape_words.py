@@ -40,7 +40,8 @@ def out_of_place(shape: str, lang: str) -> list[str]:
     own = kinds_of(SimpleNamespace(has_encoder=shape != "decoder-only", has_decoder=shape != "encoder-only"))
     with language_scope(lang):
         kinds = zip(_kinds(FULL.kinds), _kinds(_(FULL.kinds)), strict=True)  # English (as kinds_of names them), shown
-        return [shown for english, shown in kinds if english not in own] + [_(FULL.reads), _(FULL.matrix)]
+        side = _(FULL.sides["decoder_self"][0])  # the decoder input: what a one-sequence model's single sequence is not
+        return [shown for english, shown in kinds if english not in own] + [_(FULL.reads), _(FULL.matrix), side]
 
 
 def found(words: list[str], text: str) -> list[str]:
@@ -55,8 +56,20 @@ def found(words: list[str], text: str) -> list[str]:
 
 
 def test_the_words_out_of_place_are_the_missing_stacks_words():
-    assert set(out_of_place("decoder-only", "en")) == {"encoder self", "cross", "source", _(FULL.matrix)}
-    assert set(out_of_place("encoder-only", "en")) == {"decoder self", "cross", "source", _(FULL.matrix)}
+    assert set(out_of_place("decoder-only", "en")) == {
+        "encoder self",
+        "cross",
+        "source",
+        _(FULL.matrix),
+        "decoder input",
+    }
+    assert set(out_of_place("encoder-only", "en")) == {
+        "decoder self",
+        "cross",
+        "source",
+        _(FULL.matrix),
+        "decoder input",
+    }
     assert "交叉注意力" in out_of_place("encoder-only", "zh") and "源" in out_of_place("decoder-only", "zh")
     assert found(["source"], "one source, two") == ["source"] and not found(["source"], "sources, resource")
     assert found(["源"], "每个源词元") == ["源"] and not found(["源"], "资源")

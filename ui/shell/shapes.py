@@ -156,6 +156,14 @@ class _Said(dict):
         return _(getattr(self.shape, name))
 
 
+def decoder_side(config) -> str:
+    """What the model's decoder reads, translated: an encoder-decoder's "decoder input", a decoder-only model's
+    "prompt and continuation" (an encoder-only model reads its text)."""
+    own = words(config).sides
+    queries, _keys = own.get("decoder_self") or own["encoder_self"]
+    return _(queries)
+
+
 def say(message: str, config, **values: Any) -> str:
     """`message` (marked, its placeholders fields of ShapeWords or `values`) translated and said with the words of
     the model's shape: "the {read}" is "the source token" for an encoder-decoder, "the prompt token" for a

@@ -17,7 +17,7 @@ from model.text.inputs import check_text, text_room, trained_range_warning
 from tasks.cards import card_description, format_warning, grammar_warning
 from ui.shell.model_picker import pick_model
 from ui.shell.session import Session
-from ui.shell.shapes import words
+from ui.shell.shapes import say, words
 from ui.shell.url_state import Key, Keys, follow, write_url
 
 URL = Keys(
@@ -34,6 +34,10 @@ def _use_example() -> None:
 
 
 INPUT_LABEL = N_("Input text ({reads})")
+TARGET_HELP = N_(
+    "Leave empty to show the model's own greedy output; type a target to see the attention with that text as its "
+    "{writes} (teacher forcing)."
+)
 INPUT_HELP = {
     "encoder-decoder": N_("What the encoder reads. The decoder then produces its output token by token."),
     "decoder-only": N_("The prompt the model reads; it then continues it token by token, in one sequence."),
@@ -87,10 +91,7 @@ def sidebar(cost=None) -> Session | None:
         _("Target (optional)"),
         key="target",
         max_chars=MAX_TEXT_CHARS,
-        help=_(
-            "Leave empty to show the model's own greedy output; type a target to see the "
-            "attention with that text as the decoder input (teacher forcing)."
-        ),
+        help=say(TARGET_HELP, model.config),
     )
     if description := card_description(card):
         st.sidebar.caption(_(description))
