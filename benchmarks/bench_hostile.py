@@ -249,11 +249,12 @@ def main() -> None:
     parser.add_argument("--gc-freeze", action="store_true", help="the room with and without gc.freeze, side by side")
     parser.add_argument("--checked", action="store_true", help="a stranger's checkpoint checked in a worker, fenced")
     parser.add_argument("--soak", type=int, default=500, help="with --checked: inputs for the memory row")
+    parser.add_argument("--only", help="with --issue30 or --stranger: only the attacks whose name contains this")
     args = parser.parse_args()
     from benchmarks.common import RESULTS_SUFFIX
 
     mode = next((m for m in ("checked", "issue30", "stranger", "gc_freeze") if getattr(args, m)), None)
-    RESULTS_SUFFIX[0] = f"_{mode}" if mode else ""
+    RESULTS_SUFFIX[0] = (f"_{mode}" if mode else "") + ("_some" if args.only else "")  # a part: not the full table
     if args.checked:
         from benchmarks.hostile_checked import main_checked
 
@@ -390,7 +391,7 @@ def main_issue30(args, build=issue30_models, links_of=issue30_links, leave: bool
             start_rss = warm(server, texts)
             quiet = phase(server, args, texts[: args.sessions], hostile=False) if not args.leave_only else None
             base_p95 = pct(quiet["changes"], 0.95) if quiet else 0.0
-            attacks = links_of(models) if quiet else {}
+            attacks = {k: v for k, v in (links_of(models) if quiet else {}).items() if (args.only or "") in k}
             for k, (name, links) in enumerate(attacks.items(), start=1):
                 disk, before = upload_bytes(tmp / "app"), rss_bytes(server.process.pid)
                 r = phase(server, args, texts[k * args.sessions : (k + 1) * args.sessions], True, links=links)
