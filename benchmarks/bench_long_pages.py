@@ -13,7 +13,8 @@ rotation only; its shape is what is measured) and its positions cut to 8,192. Ea
 process standing for the server: VIZ_MAP_WEIGHTS=0 (the server reads weights privately), VIZ_KEEP_BF16=1 (the
 weights stay bfloat16), raised VIZ_WORK_MB, VIZ_WORK_GOPS, VIZ_DEADLINE_S and VIZ_WORKER_MB. Measured there: the wall
 time of the page's pass (the decode, when the model writes after the prompt, and the capture, both in the worker),
-one more head's map and the summaries afterwards (in the server, from what the worker sent back), and the server's
+one more head's map (in the server, from what the worker sent back) and the summaries of every head (the overview's
+and the sinks view's: a pass over every map, in a worker as the page runs it), and the server's
 resident memory: after loading (the weights) and its peak during the page's work, against weights + 1 GB.
 With the default budgets (256 MB, 400 billion operations) the same input is refused before any work; the table
 gives the message's numbers (what it would need, what fits).
@@ -118,7 +119,8 @@ if args["run"]:
     out["progress"] = [seen[0], seen[len(seen) // 2], seen[-1]] if seen else []
     L, H = cap.n_layers("decoder_self"), cap.n_heads
     t = time.perf_counter(); cap.map("decoder_self", L // 2, H // 2); out["map_s"] = time.perf_counter() - t
-    t = time.perf_counter(); cap.summary("decoder_self"); out["summary_s"] = time.perf_counter() - t
+    from ui.views.attention_long import summary
+    t = time.perf_counter(); summary(cap, "decoder_self", ("bench",)); out["summary_s"] = time.perf_counter() - t
     out["tokens"] = len(cap.target_tokens)
     out["cached"] = caches.cached_lazy_capture("bench", text, None, model, tok, spinner=None) is cap
     out["loaded"], out["peak"], out["kept"] = loaded, status("VmHWM"), cap.nbytes

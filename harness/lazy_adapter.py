@@ -57,6 +57,21 @@ class EagerLazy:
         mask = causal_mask(Tq, Tk) if kind == "decoder_self" else None
         return pool(self.map(kind, layer, head), size, mask).of(how)
 
+    def n_layers(self, kind: str) -> int:
+        return int(getattr(self._cap, kind).shape[0])
+
+    def map_ops(self, kind: str) -> int:
+        from model.analysis.lazy_capture import CELL_OPS
+
+        Tq, Tk = self.shape(kind)
+        return Tq * Tk * CELL_OPS
+
+    def summarized(self, kind: str) -> bool:
+        return kind in self._summaries
+
+    def keep_summary(self, kind: str, values) -> None:
+        self._summaries[kind] = dict(values)
+
     def summary(self, kind: str) -> dict[str, np.ndarray]:
         """Per head, means over query rows: weight on key 0, on key t - 1 (rows t >= 1), on key t, -sum p ln p,
         and sum p |t - k| (the mean distance); one head's map at a time."""

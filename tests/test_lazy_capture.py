@@ -281,3 +281,33 @@ def test_the_pass_runs_in_a_limited_worker_with_progress_and_is_cached(char_toke
     first = cached_lazy_capture("tiny", text, target, model, char_tokenizer, spinner=None)
     assert cached_lazy_capture("tiny", text, target, model, char_tokenizer, spinner=None) is first
     assert LAZY.bytes >= sum(r.q.numel() * 4 for r in first._records.values())
+
+
+def test_views_of_every_head_run_in_a_worker_when_long_with_the_same_numbers(char_tokenizer, monkeypatch):
+    """The summaries and the pooled maps of every head (the overview, the head grid) cost a pass over every map:
+    counted (map_ops) and, past the in-process limit, computed in a limited worker; what comes back equals the
+    same capture's own computation here, and the summaries are kept with the capture."""
+    from ui.serving import caches, workers
+    from ui.views import attention_long
+
+    model = make_tiny(char_tokenizer, seed=14, positional="rope")
+    text, target = "the quick brown fox", "a lazy dog"
+    cap, here = (capture(model, char_tokenizer, text, target, lazy=True, block=4) for _ in range(2))
+    forks, real = [], workers.run_limited
+    monkeypatch.setattr(workers, "run_limited", lambda *a, **k: forks.append(1) or real(*a, **k))
+    monkeypatch.setattr(caches, "IN_PROCESS_OPS", 0)
+    for kind in cap.kinds:
+        L = cap.n_layers(kind)
+        got = attention_long.summary(cap, kind)
+        assert cap.summarized(kind) and len(forks) == 1
+        for name, value in here.summary(kind).items():
+            np.testing.assert_allclose(got[name], value, atol=1e-6)
+        assert attention_long.summary(cap, kind) is cap.summary(kind) and len(forks) == 1  # kept: no second fork
+        pairs = [(layer, head) for layer in range(L) for head in range(cap.n_heads)] + [(0, "average")]
+        pooled = attention_long.pooled_heads(cap, kind, pairs, 3)
+        assert len(forks) == 2
+        for (layer, head), p in zip(pairs, pooled, strict=True):
+            expected = attention_long._pool_one(here, kind, layer, head, 3)  # here, in this process
+            np.testing.assert_allclose(p.max, expected.max, atol=1e-6)
+            np.testing.assert_allclose(p.mean, expected.mean, atol=1e-6)
+        forks.clear()

@@ -35,6 +35,7 @@ OUTPUT_ROWS = 128
 POOLED_KEPT = 64  # pooled maps kept (at most 256 x 256 float32 each: 16 MB)
 LEAST_POSITIVE = torch.finfo(torch.float32).smallest_normal * 2**-23  # the least positive float32 (a subnormal)
 SUMMARY_NAMES = ("first_token", "previous_token", "diagonal", "mean_distance", "entropy")
+CELL_OPS = 30  # operations of a map's cell beyond its scores' dot product: bias, mask, softmax, a summary's terms
 
 
 def written_tokens(target_tokens: list[str], predicted_tokens: list[str]) -> list[str]:
@@ -187,6 +188,12 @@ class LazyCapture:
         rec = self._record(kind, 0)
         return rec.q.size(1), rec.k.size(1)
 
+    def map_ops(self, kind: str) -> int:
+        """Operations of computing one head's map of this kind (scores, softmax, a summary's terms): what a view of
+        many maps costs, counted before it runs."""
+        Tq, Tk = self.shape(kind)
+        return Tq * Tk * (2 * self._record(kind, 0).q.size(-1) + CELL_OPS)
+
     def _record(self, kind: str, layer: int) -> LazyAttention:
         rec = self._records.get((kind, layer))
         if rec is None:
@@ -329,6 +336,16 @@ class LazyCapture:
             for value in self._summaries[kind].values():
                 value.setflags(write=False)
         return self._summaries[kind]
+
+    def summarized(self, kind: str) -> bool:
+        """Whether summary(kind) is computed already (it then costs nothing)."""
+        return kind in self._summaries
+
+    def keep_summary(self, kind: str, values: Mapping[str, np.ndarray]) -> None:
+        """Keep summary(kind) computed elsewhere (by a worker process, from this same capture)."""
+        self._summaries[kind] = {name: np.array(values[name], dtype=np.float32) for name in SUMMARY_NAMES}
+        for value in self._summaries[kind].values():
+            value.setflags(write=False)
 
     def _summarize(self, kind: str) -> dict[str, np.ndarray]:
         L, H = self.n_layers(kind), self.n_heads

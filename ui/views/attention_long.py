@@ -47,6 +47,8 @@ URL = Keys(
     Key("att_k", cast=parse_range, encode=range_text, resets="input", what=N_("the window's keys")),
     Key("att_stat", "first_token", choices=tuple(pooled_figs.SUMMARIES)),
 )
+POOLING = N_("Drawing every head's map in blocks…")
+SUMMARIZING = N_("Summarizing every head's map…")
 HOW_LABELS = {"max": N_("max of each block"), "mean": N_("mean of each block")}
 
 
@@ -143,13 +145,52 @@ def rows_reader(lazy, kind: str, layer: int, head: int | str) -> Callable[[slice
 def pooled(lazy, kind: str, layer: int, head: int | str, cells: int = MAX_CELLS, key: tuple = ()) -> Pooled:
     """One head's map (or the heads' average) pooled to at most `cells` a side, read in row blocks; kept in POOLED
     under `key` (what the capture depends on: model, input, interventions) when one is given."""
+    return pooled_heads(lazy, kind, [(layer, head)], cells, key)[0]
+
+
+def _pool_one(lazy, kind: str, layer: int, head: int | str, cells: int) -> Pooled:
     Tq, Tk = lazy.shape(kind)
+    return pool_rows(rows_reader(lazy, kind, layer, head), Tq, Tk, cells, causal=kind == "decoder_self",
+                     window=layer_window(lazy, kind, layer))  # fmt: skip
 
-    def build() -> Pooled:
-        return pool_rows(rows_reader(lazy, kind, layer, head), Tq, Tk, cells, causal=kind == "decoder_self",
-                         window=layer_window(lazy, kind, layer))  # fmt: skip
 
-    return POOLED.get((*key, kind, layer, head, cells), build) if key else build()
+def pooled_heads(lazy, kind: str, heads: Sequence[tuple[int, int | str]], cells: int, key: tuple = ()) -> list[Pooled]:
+    """pooled() of every (layer, head): those not in POOLED computed together, in a limited worker with a progress
+    bar and Cancel when their maps cost more than about a second (every head of a long input: minutes), else here."""
+    from ui.serving import caches
+
+    keys = [(*key, kind, layer, head, cells) for layer, head in heads]
+    missing = [pair for pair, k in zip(heads, keys, strict=True) if not key or k not in POOLED]
+    if missing:
+        maps = sum(lazy.n_heads if head == "average" else 1 for _, head in missing)
+
+        def build(progress=None) -> list[Pooled]:
+            out = []
+            for i, (layer, head) in enumerate(missing):
+                out.append(_pool_one(lazy, kind, layer, head, cells))
+                if progress is not None:
+                    progress(i + 1, len(missing))
+            return out
+
+        made = caches.bounded_run(maps * lazy.map_ops(kind), build, key=(*key, kind, "pooled", len(missing)),
+                                  label=POOLING, progress=None)  # fmt: skip
+        if not key:
+            return made
+        for pair, value in zip(missing, made, strict=True):
+            POOLED.put((*key, kind, *pair, cells), value)
+    return [POOLED.get(k, lambda: None) for k in keys]
+
+
+def summary(lazy, kind: str, key: tuple = ()) -> dict[str, np.ndarray]:
+    """lazy.summary(kind): one pass over every head's map, in a limited worker (progress bar, Cancel) when it costs
+    more than about a second (a long input of a deep model: minutes); then kept with the capture."""
+    from ui.serving import caches
+
+    if not lazy.summarized(kind):
+        ops = lazy.n_layers(kind) * lazy.n_heads * lazy.map_ops(kind)
+        values = caches.bounded_run(ops, lazy.summary, kind, key=(*key, kind, "summary"), label=SUMMARIZING)
+        lazy.keep_summary(kind, values)
+    return lazy.summary(kind)
 
 
 def stacked(parts: Sequence[Pooled]) -> Pooled:
@@ -199,7 +240,7 @@ def head_grid(lazy, kind: str, layer: int, how: str, rows: Rows | Sequence[str],
               title: str, key: tuple = (), **size) -> list:  # fmt: skip
     """Every head of one layer as a pooled thumbnail: together about MAX_CELLS x MAX_CELLS cells."""
     cells = panel_cells(lazy.n_heads)
-    heads = stacked([pooled(lazy, kind, layer, h, cells, key) for h in range(lazy.n_heads)])
+    heads = stacked(pooled_heads(lazy, kind, [(layer, h) for h in range(lazy.n_heads)], cells, key))
     return [pooled_figs.pooled_grid(heads, how, as_rows(rows).tokens, k_tokens, title, **size)]
 
 
@@ -229,18 +270,18 @@ def grid_figure(weights: np.ndarray, rows: Rows | Sequence[str], k_tokens: Seque
 def overview(lazy, kind: str, n_layers: int, how: str, stat: str, title: str, key: tuple = ()) -> list:
     """The all-layers view: each head's summary (the one chosen coloured, all in the hover), then every layer x head
     as a pooled thumbnail."""
-    summary = pooled_figs.summary_map(lazy.summary(kind), stat, _("{title}: each head's summary").format(title=title))
+    summed = pooled_figs.summary_map(summary(lazy, kind, key), stat, _("{title}: each head's summary").format(
+        title=title))  # fmt: skip
     cells = min(THUMBNAIL_CELLS, panel_cells(n_layers * lazy.n_heads))
-    thumbs = stacked(
-        [stacked([pooled(lazy, kind, i, h, cells, key) for h in range(lazy.n_heads)]) for i in range(n_layers)]
-    )
-    return [summary, overview_figs.pooled_overview(thumbs, how, _("{title}: rows are layers, columns heads").format(
+    every = pooled_heads(lazy, kind, [(i, h) for i in range(n_layers) for h in range(lazy.n_heads)], cells, key)
+    thumbs = stacked([stacked(every[i * lazy.n_heads : (i + 1) * lazy.n_heads]) for i in range(n_layers)])
+    return [summed, overview_figs.pooled_overview(thumbs, how, _("{title}: rows are layers, columns heads").format(
         title=title))]  # fmt: skip
 
 
-def sink_view(lazy, kind: str, k_tokens: Sequence[str], title: str) -> list:
+def sink_view(lazy, kind: str, k_tokens: Sequence[str], title: str, key: tuple = ()) -> list:
     """Each head's share of attention on the first token, from the summaries (no map is drawn)."""
-    share = np.asarray(lazy.summary(kind)["first_token"], dtype=np.float32)
+    share = np.asarray(summary(lazy, kind, key)["first_token"], dtype=np.float32)
     return [sinks.sink_map(share, k_tokens[0], _("{title}: share of attention on the first token").format(title=title))]
 
 
@@ -298,13 +339,13 @@ def show_view(lazy, view: str, kind: str, layer: int, head: int | str, n_layers:
         figs = head_grid(lazy, kind, layer, how, rows, k_tokens, _("{title}, layer {layer}").format(
             title=title, layer=layer), key, **size)  # fmt: skip
     elif view == "overview":
-        stats = pooled_figs.present_summaries(lazy.summary(kind))
+        stats = pooled_figs.present_summaries(summary(lazy, kind, key))
         stat = URL.read("att_stat", choices=stats)
         st.selectbox(_("Summary"), stats, key="att_stat",
                      format_func=lambda s: _(pooled_figs.SUMMARIES[s][0]))  # fmt: skip
         figs = overview(lazy, kind, n_layers, how, stat, title, key)
     elif view == "sinks":
-        figs = sink_view(lazy, kind, k_tokens, title)
+        figs = sink_view(lazy, kind, k_tokens, title, key)
     else:
         st.info(_("bertviz draws every weight of every head: it is offered for inputs of at most {n} positions.").format(
             n=MAX_CELLS))  # fmt: skip
