@@ -189,3 +189,24 @@ def test_a_large_answer_is_received_once_into_the_memory_its_arrays_keep():
     assert float(got["kept"].sum()) == 0.5 * n and got["kept"].size == n
     assert got["strided"].tolist() == [[1.0, 1.0]] * 6 and got["name"] == "x"
     assert peak < 1.3 * 4 * n  # 64 MB of float32 arrived; a copy on the way would make it 128
+
+
+def test_tensors_and_arrays_of_an_answer_travel_out_of_band_and_come_back_equal():
+    """A worker's answer (a lazy capture holds torch tensors, bfloat16 ones when the weights are kept so) is
+    pickled with every array's and tensor's bytes out of band: the message itself stays small, and each part is
+    read into the memory its tensor keeps."""
+    import torch
+
+    from ui.serving.workers import dumps, loads
+
+    g = torch.Generator().manual_seed(0)
+    answer = {"q": torch.randn(64, 128, generator=g), "k": torch.randn(8, 32, generator=g).to(torch.bfloat16),
+              "view": torch.arange(24.0).reshape(4, 6).t(), "ids": np.arange(1000), "empty": torch.zeros(0, 3),
+              "grad": torch.ones(2, requires_grad=True), "name": "cap"}  # fmt: skip
+    head, parts = dumps(answer)
+    assert len(head) < 2000 and sum(p.nbytes for p in parts) >= 64 * 128 * 4 + 8 * 32 * 2 + 24 * 4 + 8000
+    back = loads(head, [bytearray(p) for p in parts])
+    for name in ("q", "k", "view", "empty"):
+        assert back[name].dtype == answer[name].dtype and back[name].shape == answer[name].shape
+        assert torch.equal(back[name], answer[name])
+    assert np.array_equal(back["ids"], answer["ids"]) and back["grad"].requires_grad and back["name"] == "cap"

@@ -25,9 +25,11 @@ while running (activations, gradients, the graph) stays in the child and goes wi
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import resource
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -76,6 +78,41 @@ def _address_space() -> int:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
+class _Pickler(pickle.Pickler):
+    """Pickles a CPU tensor as its bytes (a numpy array, so out of band) and its dtype and shape: torch's own
+    pickling would copy the bytes into the message."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is None or type(obj) is not torch.Tensor or obj.requires_grad or obj.layout != torch.strided:
+            return NotImplemented
+        if obj.device.type != "cpu" or obj.is_quantized or obj.is_conj() or obj.is_neg():
+            return NotImplemented
+        data = obj.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+        return _tensor, (data, obj.dtype, tuple(obj.shape))
+
+
+def _tensor(data: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    return torch.from_numpy(data).view(dtype).reshape(shape)
+
+
+def dumps(result: Any) -> tuple[bytes, list[memoryview]]:
+    """(head, parts): `result` pickled with the bytes of its arrays and tensors out of band (`parts`, each
+    contiguous). The server reads each part straight into the memory its array keeps (a capture of hundreds of MB
+    is not held twice or three times on the way) and rebuilds the result with loads."""
+    buffers: list[pickle.PickleBuffer] = []
+    out = io.BytesIO()
+    _Pickler(out, protocol=5, buffer_callback=buffers.append).dump(result)
+    return out.getvalue(), [b.raw() for b in buffers]
+
+
+def loads(head: bytes, parts: list) -> Any:
+    """What dumps pickled: arrays and tensors over the memory of `parts` (no copy)."""
+    return pickle.loads(head, buffers=parts)
+
+
 def _write_all(fd: int, data: memoryview) -> None:
     view = data.cast("B")
     while view:
@@ -115,11 +152,7 @@ def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> Non
         if "progress" in kwargs:
             kwargs = {**kwargs, "progress": progress}
         result = fn(*args, **kwargs)
-        # the arrays' bytes out of band, one message each, after the rest: the server reads each straight into the
-        # memory its array keeps (a capture of hundreds of MB is not held twice or three times on the way)
-        buffers: list[pickle.PickleBuffer] = []
-        head = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
-        parts = [b.raw() for b in buffers]
+        head, parts = dumps(result)
         conn.send(("done", head, [p.nbytes for p in parts]))
         for part in parts:  # raw, after the message that gives their sizes
             _write_all(conn.fileno(), part)
@@ -188,7 +221,7 @@ def run_limited(
                         _read_into(receive.fileno(), part)
                 except EOFError:  # the child died while it sent them
                     raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory))) from None
-                return pickle.loads(head, buffers=parts)
+                return loads(head, parts)
             elif kind == "memory":
                 raise WorkerStopped(M_(OUT_OF_MEMORY, limit=_mb(limits.memory)))
             else:
