@@ -17,7 +17,7 @@ one more head's map as a head switch on the page computes it (pooled to 256 x 25
 the worker sent back) and the summaries of every head (the overview's
 and the sinks view's: a pass over every map, in a worker as the page runs it), and the server's
 resident memory: after loading (the weights) and its peak during the page's work, against weights + 1 GB.
-With the default budgets (256 MB, 400 billion operations) the same input is refused before any work; the table
+With the default budgets (256 MB, DEFAULT_GOPS billion operations) the same input is refused before any work; the table
 gives the message's numbers (what it would need, what fits).
 """
 
@@ -89,7 +89,8 @@ T = steps_for(cfg, S) + 1
 out = dict(prompt=S - 1, steps=T - 1, dtype=str(next(model.parameters()).dtype).removeprefix("torch."))
 out["weights"] = sum(p.numel() * p.element_size() for p in model.parameters())
 need = lambda s, t: (attention_page_bytes(cfg, s, t), attention_page_ops(cfg, s, t))
-default = WorkBudget(256 * 2**20, 400 * 10**9)
+from model.analysis.budget import DEFAULT_GOPS
+default = WorkBudget(256 * 2**20, DEFAULT_GOPS * 10**9)
 try:
     admit_input(default, "Reading this input", need, S, T)
     out["default"] = "admitted"
@@ -186,7 +187,7 @@ def main() -> None:
         print(table(headers, runs, title="Attention page path with raised budgets (" + ", ".join(
             f"{k}={v}" for k, v in RAISED.items()) + ")"))  # fmt: skip
     print(table(["shape", "prompt tokens", "needs MB", "needs G ops", "default budgets answer"], refusals,
-                title="the same input under the default budgets (256 MB, 400 billion operations)"))  # fmt: skip
+                title="the same input under the default budgets (256 MB, 1,000 billion operations)"))  # fmt: skip
     print(f"end: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {uptime()}")
     print(f"{os.cpu_count()} CPUs; the worker runs one torch thread (ui/serving/workers.py)")
 

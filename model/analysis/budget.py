@@ -24,8 +24,8 @@ at its peak (float32; recorded maps are counted twice: the tensor and its numpy 
 Each attribution method counts its own cost beside its computation (a `plan` in its module,
 model/analysis/attribution_methods/), with the functions here.
 
-Operations are a second limit ($VIZ_WORK_GOPS, default 400 billion a request, about 40 s at the 10 GFLOP/s a busy
-core gives): `WorkBudget.admit(what, bytes, ops, fits)` returns a `Plan` or raises BudgetExceeded, a Message saying
+Operations are a second limit ($VIZ_WORK_GOPS, default 1,000 billion a request: about 16 s of one core on a
+GPT-2-sized model, DEFAULT_GOPS): `WorkBudget.admit(what, bytes, ops, fits)` returns a `Plan` or raises BudgetExceeded, a Message saying
 which limit it passes (OVER_MEMORY, OVER_OPS) and what fits (a shorter input: `shorter_input`; fewer examples,
 fewer inputs, fewer points), always before the work starts.
 
@@ -293,11 +293,15 @@ def forward_ops(cfg, S: int, T: int) -> int:
 
 
 OPS_ENV = "VIZ_WORK_GOPS"
-DEFAULT_GOPS = 400  # operations one request may cost: about 40 s at the ~10 GFLOP/s a busy 2-core CPU gives
+# operations one request may cost: about 16 s of one core of a 2-core laptop on a GPT-2-sized model's matrix
+# products (~60 GFLOP/s, benchmarks/bench_long), more for a small model's many small ones (the worker's deadline
+# stops those); GPT-2 small's Attention page at its full 1,024 tokens (the continuation's decode and the capture's
+# pass, 701 billion) fits, a SmolLM-135M at 8,192 tokens (14,556 billion) does not
+DEFAULT_GOPS = 1000
 
 
 def ops_from_environment() -> int:
-    """$VIZ_WORK_GOPS x 10^9 (default 400): the operations one request may cost; not a positive integer: default."""
+    """$VIZ_WORK_GOPS x 10^9 (default 1,000): the operations one request may cost; not a positive integer: default."""
     return positive_int(OPS_ENV, DEFAULT_GOPS) * 10**9
 
 
