@@ -158,7 +158,9 @@ def assert_parity(
         assert got["stop"] == trace.stop_reason
         assert got["target_ids"] == cap.target_ids.tolist()
         # float32 sums in another order: 1e-4, plus 1e-5 of the value for log-probs of tens (flan-T5's own lm_head)
-        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
+        np.testing.assert_allclose(
+            np.reshape(got["log_probs"], cap.log_probs.shape), cap.log_probs, atol=TOL, rtol=1e-5
+        )
         for kind in ("encoder_self", "decoder_self", "cross"):
             assert_maps(got[kind], getattr(cap, kind), kind)
         for step, s in zip(got["steps"], trace.steps):

@@ -24,12 +24,11 @@
   const label = (token, i) => fillIn(G.label, {i, token}), labels = tokens => tokens.map(hover).map(label);
   const line = tokens => tokens.map(t => plain(t)).join(" ");
   // Rows by the app's one convention (viz/tokens.Rows, its templates G.row and G.label): a decoder row is labelled with
-  // the token it writes (the decoder input shifted by one, the last row the model's own next token, `last`: its
-  // log-probs), its hover naming the input that wrote it
+  // the token it writes (the decoder input shifted by one, the last row the model's own next token, `next`: the
+  // graph's first candidate), its hover naming the input that wrote it
   const rowHovers = rows => rows.tokens.map((t, i) =>
     (rows.inputs ? fillIn(G.row, {input: hover(rows.inputs[i]), token: hover(t)}) : hover(t)));
-  const argmax = a => a.reduce((best, v, i) => (v > a[best] ? i : best), 0);
-  const writtenRows = (inputs, last) => ({tokens: [...inputs.slice(1), tgt.token(argmax(last))], inputs});
+  const writtenRows = (inputs, next) => ({tokens: [...inputs.slice(1), tgt.token(next)], inputs});
   const pct = p => (100 * p).toFixed(1) + "%";
 
   // -- the typed input's data, in the form DATA.inputs holds (numbers instead of base64) ----------------------------
@@ -123,9 +122,7 @@
       const left = Math.max(0, ...geo.y.vals.map(i => labelPx(plain(q[i])))) + G.axis_title_px + 16;
       const snug = Math.floor(Math.min(G.max_width + left + G.colorbar_px,
         left + nk * geo.cell * geo.ratio + G.colorbar_px + 20));
-      const texts = [[(L.title && L.title.text) || "", G.tick_px + 3, 1.15, 20]];
-      if (legend) texts.push([f.data[1].name, G.tick_px, 1, 40]);
-      L.width = Math.floor(Math.max(snug, ...texts.map(([t, size, factor, pad]) => labelPx(t, size) * factor + pad)));
+      L.width = Math.floor(Math.max(snug, L.meta.least_width[legend ? 1 : 0]));  // never narrower than title, legend
     }
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
@@ -220,7 +217,7 @@
     if (!r) return null;  // given way
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const seq = r.ids.map((pair ? tgt : src).token), srcTokens = pair ? ids.map(src.token) : seq, N = seq.length;
-    const rows = decoder ? writtenRows(seq, r.logProbs[N - 1]) : {tokens: seq, inputs: null};
+    const rows = decoder ? writtenRows(seq, r.top[0]) : {tokens: seq, inputs: null};
     const kind = decoder ? "decoder_self" : "encoder_self", own = {tokens: srcTokens, inputs: null};
     const maps = !pair ? {[kind]: [r.maps[kind], rows, seq]} : {encoder_self: [r.enc.maps.encoder_self, own, srcTokens],
       decoder_self: [r.maps.decoder_self, rows, seq], cross: [r.maps.cross, rows, srcTokens]};
@@ -232,7 +229,7 @@
     // Plain numbers of the run, for tests and benchmarks: what model.capture and greedy_decode give, row-major (the
     // maps as the views hold them: (L, H + 1, Tq, Tk))
     const result = () => ({warnings: check.warnings, ids: r.ids, source_ids: ids, target_ids: r.ids, output_ids: r.out,
-      stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && r.logProbs.map(row => Array.from(row)),
+      stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && Array.from(r.logProbs),
       ...Object.fromEntries(Object.entries(maps).map(([k, [m]]) => [k, Array.from(m)])),
       steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
         ...(s.rows && {cross: Array.from(s.rows.cross), self: Array.from(s.rows.self)})}))});

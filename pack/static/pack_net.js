@@ -4,9 +4,10 @@
 //     keys/values) and cached step, or the one graph of a one-stack model; net.ep: "webgpu" or "wasm"
 //   const r = await PackNet.run(net, ids, giveUp)   // greedy decoding (giveUp: see greedy), then the capture
 // r: {ids: the sequence the maps are of (the decoder input, the prompt and its continuation, or the encoded input),
-//     maps: {kind: (L, H + 1, T, K), as the pack stores an input's}, emb, pe, logProbs: [T] of (V) or null,
-//     steps: [{id, prob, top, topProbs, rows (encoder-decoder): {self: (L * H, t + 1), cross: (L * H, S)}}], stop,
-//     out, prompt, enc (encoder-decoder): the source side's {maps, emb, pe}}, flat Float32Arrays, row-major
+//     maps: {kind: (L, H + 1, T, K), as the pack stores an input's}, emb, pe, logProbs: (T, V) or null, top: the
+//     last position's top candidates (the model's next token first), steps: [{id, prob, top, topProbs, rows
+//     (encoder-decoder): {self: (L * H, t + 1), cross: (L * H, S)}}], stop, out, prompt, enc (encoder-decoder): the
+//     source side's {maps, emb, pe}}, flat Float32Arrays, row-major
 //     (pack_live.js draws it). No arithmetic of the model happens here: the graphs give the maps in the page's layout,
 //     each step's top candidates (the forced first token's at a first step: BART, mBART) and its attention rows.
 const PackNet = (function () {
@@ -75,7 +76,6 @@ const PackNet = (function () {
     return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data, logProbs, top,
       topProbs: o.top_probs ? Array.from(o.top_probs.data) : null, rows};
   }
-  const rowsOf = (a, n) => Array.from({length: n}, (_, t) => a.subarray(t * a.length / n, (t + 1) * a.length / n));
   // The cached step graph (onnx_graphs.export_step_graphs) as a step function: next(seq, padMask) reads the newest
   // token of seq with the key/value cache of the ones before it, and the encoder's cross-attention keys and values
   function stepper(net, enc) {
@@ -107,7 +107,7 @@ const PackNet = (function () {
       rows.forEach((r, t) => a.set(r[key], t * d));
       return a;
     };
-    return {maps, emb: cat("emb"), pe: cat("pe"), logProbs: rows.map(r => r.logProbs)};
+    return {maps, emb: cat("emb"), pe: cat("pe"), logProbs: cat("logProbs"), top: rows[T - 1].top};
   }
   // The one decoding loop: greedy as model.decoding.greedy_decode, from seq, next(seq) -> a graph's outputs (the
   // newest position's top candidates, the graph's choice first: onnx_graphs._top); at most the steps of the model's
@@ -138,8 +138,7 @@ const PackNet = (function () {
       const g = net.decoder ? await greedy(net, ids, ids.length, giveUp, pass) : {steps: [], out: [], seq: ids};
       if (!g) return null;
       const full = g.stop === "eos" ? g.last : await pass(g.seq);
-      return {...full, logProbs: full.logProbs && rowsOf(full.logProbs, g.seq.length), ids: g.seq, steps: g.steps,
-        out: g.out, stop: g.stop || null, prompt: ids.length};
+      return {...full, ids: g.seq, steps: g.steps, out: g.out, stop: g.stop || null, prompt: ids.length};
     }
     // An encoder-decoder: the encoder once, greedy decoding by cached steps, then the capture over <s> y_1 .. y_n
     const source = ids64(ids), o = await net.encoder.run({source_ids: source});
