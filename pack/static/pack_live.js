@@ -126,8 +126,9 @@
     }
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
-  // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows)
-  function overview(f, title, Tq, Tk) {
+  // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows); its
+  // title the first input's (every tile a whole map: no block note)
+  function overview(f, Tq, Tk) {
     const notes = f.layout.annotations, L = notes.length - H, tiles = (n, T, name) => range(n).flatMap(a =>
       [...(a ? [" ".repeat(a)] : []), ...range(T).map(i => name(a, i))]);
     const rows = tiles(L, Tq, (layer, i) => fillIn(W.thumb_row, {layer, i}));
@@ -145,7 +146,6 @@
     const vals = range(H).flatMap(h => range(Tk).filter(p => p % every === 0).map(p => h * (Tk + 1) + p));
     const ticktext = vals.map(v => String(v % (Tk + 1)));
     Object.assign(f.layout.xaxis, {range: [-0.5, cols.length - 0.5], tickvals: vals, ticktext});
-    f.layout.title = {...f.layout.title, text: fillIn(W.every, {title})};
   }
   const norms = (a, T) => V.matrix(a, 0, T, a.length / T).map(row => Math.hypot(...row));  // each row's length
   function figures(r, srcTokens, tgtTokens, inputs, maps) {
@@ -158,7 +158,7 @@
     };
     for (const [kind, [, rows, k]] of Object.entries(maps)) {
       make(kind, f => heatmap(f, rows, k));
-      make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, rows.tokens.length, k.length));
+      make(kind + "-all", f => overview(f, rows.tokens.length, k.length));
     }
     // a token axis as wide as the builder planned it (its figure's meta.token_axis_px: decoding_figs, positional_figs)
     const along = (f, tokens) =>
