@@ -7,9 +7,9 @@
 //     maps: {kind: (L, H + 1, T, K), as the pack stores an input's}, emb, pe, logProbs: (T, V) or null, top: the
 //     last position's top candidates (the model's next token first), steps: [{id, prob, top, topProbs, rows
 //     (encoder-decoder): {self: (L * H, t + 1), cross: (L * H, S)}}], stop, out, prompt, enc (encoder-decoder): the
-//     source side's {maps, emb, pe}}, flat Float32Arrays, row-major
-//     (pack_live.js draws it). No arithmetic of the model happens here: the graphs give the maps in the page's layout,
-//     each step's top candidates (the forced first token's at a first step: BART, mBART) and its attention rows.
+//     source side's {maps, emb, pe}}, flat Float32Arrays, row-major (pack_live.js draws it).
+// No arithmetic of the model happens here: the graphs give the maps in the page's layout, each step's top candidates
+// (the forced first token's at a first step: BART, mBART) and its attention rows (pack/onnx_graphs.py).
 const PackNet = (function () {
   "use strict";
   const bytes = b64 => (Uint8Array.fromBase64  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
