@@ -87,17 +87,11 @@ def folder_pack(model: nn.Module, folder: bool, max_bytes: int | None = None) ->
 
 
 def _config(model: nn.Module) -> dict:
-    """The model's configuration as the page reads it, with what it derives: the final norm, how many tokens of the
-    typed text the model reads (text_room: the app's check, the same number), and each decoder layer's sliding window
-    (None: a global layer; the whole list None when no layer is local), whose band the page marks as masked."""
+    """The model's configuration as the page reads it, with what it derives: the final norm and how many tokens of the
+    typed text the model reads (text_room: the app's check, the same number). The graphs mark a sliding window's
+    band as masked themselves (onnx_graphs._view)."""
     cfg = model.config
-    local = cfg.sliding_window is not None
-    return {
-        **cfg.to_dict(),
-        "has_final_norm": cfg.has_final_norm,
-        "text_room": text_room(cfg),
-        "windows": [cfg.window_of(i) for i in range(cfg.n_decoder_layers)] if local else None,
-    }
+    return {**cfg.to_dict(), "has_final_norm": cfg.has_final_norm, "text_room": text_room(cfg)}
 
 
 def live_spec(model: nn.Module, tokenizer: Tokenizer, max_bytes: int | None = None, folder: bool = False) -> dict:

@@ -41,7 +41,6 @@ def live_words(spec: dict | None) -> dict[str, str]:
         "output_line": _("Output: {output} · stopped at {stop}."),
         "length_limit": _("the length limit"),
         "space": _("space"),
-        "every": _("{title}: every layer (rows) and head (columns)"),
         "thumb_row": _("layer {layer}, query {i}"),  # viz/overview_figs.layer_head_overview's rows and columns
         "thumb_col": _("head {h}, key {i}"),
         "failed": _("The page could not run the model: {error}"),

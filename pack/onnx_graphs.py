@@ -29,6 +29,11 @@ with export_step_graphs' two graphs (a one-file pack and a folder pack alike): t
 cross-attention keys and values, and a one-token step with the key/value cache as inputs and outputs. Both mask <pad>
 keys as the model does (a typed "<pad>", a greedy output that writes one): the mask is passed to Transformer.decode
 (self_mask), built from the model's own target_mask.
+
+The graphs the page runs also give what it draws, so that its script reshapes nothing: each kind's maps as the pack
+stores an input's (`encoder_self`, `decoder_self`, `cross`: (L, H + 1, Tq, Tk), the head average last, masked cells
+NaN: _view), the newest position's `top_ids` / `top_probs` (TOP_K, greedy's choice first, the forced first token at a
+first step: _top) and a step's rows as the decoding slider shows them (`step_self`, `step_cross`: (L * H, K)).
 """
 
 from __future__ import annotations
@@ -47,6 +52,39 @@ from model.network.recording import record
 
 OPSET = 17
 MAX_ABS = 1e-4  # the parity tolerance of log-probs and attention maps (float32 on both sides)
+TOP_K = 5  # the candidates each decoding step shows (model.decoding.greedy_decode's top_k)
+
+
+def _view(model: nn.Module, kind: str, maps: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One kind's maps (each (1, H, Tq, Tk)) in the layout the pack stores an input's maps in: (L, H + 1, Tq, Tk), the
+    head average last, masked cells NaN (drawn grey, not weight 0): a decoder's keys after its query and, in a local
+    layer, those outside its sliding window. A cached step's one query is the newest position (key Tk - 1)."""
+    z = torch.cat(list(maps)).float()
+    z = torch.cat([z, z.mean(1, keepdim=True)], 1)
+    if kind != "decoder_self":
+        return z
+    queries = torch.arange(z.size(2)) + (z.size(3) - z.size(2))
+    behind = queries.unsqueeze(-1) - torch.arange(z.size(3))  # (Tq, Tk): how far each key is behind its query
+    cfg = model.config
+    windows = [cfg.window_of(i) for i in range(len(maps))]
+    masked = behind < 0
+    if any(w is not None for w in windows):
+        window = torch.tensor([2**31 if w is None else w for w in windows]).view(-1, 1, 1, 1)
+        masked = masked | (behind >= window)  # (L, 1, Tq, Tk)
+    return z.masked_fill(masked, float("nan"))
+
+
+def _top(model: nn.Module, log_probs: torch.Tensor, first: torch.Tensor | None = None) -> tuple:
+    """The newest position's TOP_K most likely next tokens (largest first, ties: the lower id) and their
+    probabilities, as greedy decoding chooses and shows them. first (a bool tensor: a cached step reading the first
+    token): the forced first token (BART, mBART; model.decoding.core.DecoderSession.step) has probability 1."""
+    lp = log_probs[0, -1]
+    forced = model.config.forced_bos_id
+    if forced is not None and first is not None:
+        only = torch.full_like(lp, float("-inf")).masked_fill(torch.arange(lp.size(0)) == forced, 0.0)
+        lp = torch.where(first, only, lp)
+    values, ids = lp.topk(min(TOP_K, model.config.tgt_vocab_size))
+    return ids, values.exp()
 
 
 def output_names(model: nn.Module) -> dict[str, list[str]]:
@@ -56,6 +94,7 @@ def output_names(model: nn.Module) -> dict[str, list[str]]:
         return {
             "decoder": ["log_probs", "target_embeddings", "target_positions"]
             + [f"decoder_self.{i}" for i in range(cfg.n_decoder_layers)]
+            + ["decoder_self", "top_ids", "top_probs"]
         }
     if cfg.shape == "encoder-only":
         head = ["log_probs"] if cfg.output_head != "none" else []
@@ -63,6 +102,7 @@ def output_names(model: nn.Module) -> dict[str, list[str]]:
             "encoder": head
             + ["source_embeddings", "source_positions"]
             + [f"encoder_self.{i}" for i in range(cfg.n_encoder_layers)]
+            + ["encoder_self"]
         }
     return {
         "encoder": ["memory", "source_embeddings", "source_positions"]
@@ -131,7 +171,8 @@ class _OneStack(nn.Module):
         pe = rec.positional[side][0]
         maps = [rec.attention[(kind, i)][0] for i in rec.layers(kind)]
         head = () if logits is None else (logits.float().log_softmax(-1),)
-        return (*head, pe.embeddings, pe.rows, *maps)
+        top = _top(model, head[0]) if decoder else ()  # the page's greedy continuation reads the last position's
+        return (*head, pe.embeddings, pe.rows, *maps, _view(model, kind, maps), *top)
 
 
 def _export(module: nn.Module, args: tuple, inputs: list[str], outputs: list[str], axes: dict) -> bytes:
@@ -228,7 +269,7 @@ def _export_one_stack(model: nn.Module, names: dict[str, list[str]]) -> dict[str
     axis, inp = ("T", "target_ids") if decoder else ("S", "source_ids")
     emb, pos = ("target_embeddings", "target_positions") if decoder else ("source_embeddings", "source_positions")
     axes = {inp: {1: axis}, emb: {1: axis}, pos: {0: axis}, "log_probs": {1: axis}}
-    axes.update({n: {2: axis, 3: axis} for n in outputs if "_self." in n})
+    axes.update({n: {2: axis, 3: axis} for n in outputs if "_self" in n})
     with torch.no_grad():
         return {graph: _export(_OneStack(model).eval(), (ids,), [inp], outputs, axes)}
 
@@ -271,7 +312,12 @@ class _Step(nn.Module):
         selfs = [rec.attention[("decoder_self", i)][0] for i in rec.layers("decoder_self")]
         crosses = [rec.attention[("cross", i)][0] for i in rec.layers("cross")]
         present = [t for layer in cache.layers for t in (layer.self_attn.k, layer.self_attn.v)]
-        return (logits.float().log_softmax(-1), pe.embeddings, pe.rows, *selfs, *crosses, *present)
+        log_probs = logits.float().log_softmax(-1)
+        # the page's views: the step's maps as the capture's rows, its rows as the decoding slider's, its candidates
+        views = (_view(model, "decoder_self", selfs), _view(model, "cross", crosses))
+        rows = (torch.cat(selfs)[:, :, 0].flatten(0, 1), torch.cat(crosses)[:, :, 0].flatten(0, 1))  # (L * H, K)
+        top = _top(model, log_probs, torch.ones_like(key_ids).sum() == 1)
+        return (log_probs, pe.embeddings, pe.rows, *selfs, *crosses, *present, *views, *rows, *top)
 
 
 class _CrossEncoder(nn.Module):
@@ -285,7 +331,7 @@ class _CrossEncoder(nn.Module):
     def forward(self, source_ids: torch.Tensor):
         out = _Encoder(self.model)(source_ids)
         kv = [t for pair in self.model.cross_cache(out[0]) for t in pair]
-        return (*out, *kv)
+        return (*out, *kv, _view(self.model, "encoder_self", out[3:]))
 
 
 def cross_names(model: nn.Module) -> list[str]:
@@ -300,6 +346,7 @@ def step_names(model: nn.Module) -> tuple[list[str], list[str]]:
     outputs = ["log_probs", "target_embeddings", "target_positions"]
     outputs += [f"decoder_self.{i}" for i in range(n)] + [f"cross.{i}" for i in range(n)]
     outputs += [f"present_{w}.{i}" for i in range(n) for w in ("key", "value")]
+    outputs += ["decoder_self", "cross", "step_self", "step_cross", "top_ids", "top_probs"]
     return ["target_ids", "key_ids", "pad_mask", "source_ids", *past, *cross_names(model)], outputs
 
 
@@ -327,12 +374,12 @@ def export_step_graphs(model: nn.Module) -> dict[str, bytes]:
     model = copy.deepcopy(model)
     cfg = model.config
     inputs, outputs = step_names(model)
-    enc_names = output_names(model)["encoder"] + cross_names(model)
+    enc_names = output_names(model)["encoder"] + cross_names(model) + ["encoder_self"]
     S = max(3, min(5, cfg.max_len))
     src = torch.full((1, S), 4 % cfg.src_vocab_size, dtype=torch.long)
     src[0, 1] = cfg.pad_id  # a <pad> in the trace: the graph builds the source mask from the ids it is given
     seq = {"source_ids": {1: "S"}, "memory": {1: "S"}, "source_embeddings": {1: "S"}, "source_positions": {0: "S"}}
-    seq.update({n: {2: "S", 3: "S"} for n in enc_names if n.startswith("encoder_self.")})
+    seq.update({n: {2: "S", 3: "S"} for n in enc_names if n.startswith("encoder_self")})
     seq.update({n: {2: "S"} for n in cross_names(model)})
     with torch.no_grad():
         encoder = _export(_CrossEncoder(model).eval(), (src,), ["source_ids"], enc_names, seq)
@@ -349,6 +396,7 @@ def export_step_graphs(model: nn.Module) -> dict[str, bytes]:
         axes.update({n: {3: "P1"} for n in outputs if n.startswith("decoder_self.")})
         axes.update({n: {3: "S"} for n in outputs if n.startswith("cross.")})
         axes.update({n: {2: "P1"} for n in outputs if n.startswith("present_")})
+        axes.update({"decoder_self": {3: "P1"}, "cross": {3: "S"}, "step_self": {1: "P1"}, "step_cross": {1: "S"}})
         new = torch.tensor([[5 % cfg.tgt_vocab_size]])
         on = torch.ones(1, dtype=torch.bool)
         step = _export(_Step(model).eval(), (new, keys, on, src, *past, *cross), inputs, outputs, axes)
@@ -430,6 +478,8 @@ def check_graphs(
         for name, value in want.items():
             if got[name].shape != value.shape:
                 raise AssertionError(f"{name}: shape {got[name].shape} != {value.shape}")
-            diff = float(np.max(np.abs(got[name].astype(np.float64) - value.astype(np.float64)), initial=0.0))
+            gap = np.abs(got[name].astype(np.float64) - value.astype(np.float64))
+            gap[np.isnan(got[name]) & np.isnan(value)] = 0.0  # a masked cell on both sides
+            diff = float(np.max(gap, initial=0.0))
             worst[name] = max(worst.get(name, 0.0), diff)
     return Parity(worst, tol)

@@ -61,7 +61,8 @@ def pack_checks(card: dict) -> dict:
     (pack/static/pack_live.js): "trained", the card's range of input lengths (model.text.inputs.trained_range_warning),
     "ends_with", how an input ends (format_warning: {"end", "example"}), and
     "grammar", the task's word classes and sentence patterns (grammar_warning: a word's class is the first of its
-    classes in alphabetical order, None for words that can only be adjectives, which patterns leave out)."""
+    classes in alphabetical order, None for words that can only be adjectives, which patterns leave out; a pattern is
+    its classes joined by spaces; "ends": the pattern of a word's punctuation at either end, which the check strips)."""
     out: dict = {}
     bounds = card.get("input_tokens") if isinstance(card, dict) else None
     if isinstance(bounds, dict) and isinstance(bounds.get("min"), int) and isinstance(bounds.get("max"), int):
@@ -72,11 +73,12 @@ def pack_checks(card: dict) -> dict:
     task = TASKS.get(str(card.get("task", ""))) if isinstance(card, dict) else None
     classes = task.word_classes() if task is not None else None
     if classes is not None:
+        marks = "".join("\\" + ch if ch in "\\[]^-" else ch for ch in PUNCTUATION)  # a character class's
         out["grammar"] = {
             "lowercase": bool(task.lowercase),
-            "punctuation": PUNCTUATION,
+            "ends": f"^[{marks}]+|[{marks}]+$",  # a regular expression that Python and JavaScript read alike
             "classes": {w: None if c == ADJECTIVE_ONLY else min(c) for w, c in sorted(classes.items())},
-            "patterns": sorted(list(p) for p in _patterns(task)),
+            "patterns": sorted(" ".join(p) for p in _patterns(task)),
         }
     return out
 

@@ -223,9 +223,9 @@ def test_a_run_gives_up_between_steps_when_asked(browser, tmp_path):
                 const net = await PackNet.open(JSON.parse(document.getElementById('pack-model').textContent));
                 const ids = window.packResult().source_ids;
                 let asked = 0, never = 0;
-                const stopped = await PackNet.run(net, ids, 5, async () => ++asked > 2);
-                const whole = await PackNet.run(net, ids, 5, async () => { never++; return false; });
-                const plain = await PackNet.run(net, ids, 5);
+                const stopped = await PackNet.run(net, ids, async () => ++asked > 2);
+                const whole = await PackNet.run(net, ids, async () => { never++; return false; });
+                const plain = await PackNet.run(net, ids);
                 return [stopped, asked, [whole.out, never], plain.out];
             }"""
         )

@@ -18,6 +18,7 @@ from model.network.config import POSITIONAL_KINDS
 from model.text.tokenizer import IdVocab, ListVocab, Tokenizer, Vocab
 from pack.export import MAX_BYTES, NO_TOKEN_LIST, Unsupported, live_spec
 from pack.live import PACK_REFUSED
+from pack.onnx_graphs import run_graphs, sessions
 from pack.page import lecture_pack_html
 from pack.records import pack_records
 
@@ -39,7 +40,10 @@ def test_the_spec_carries_the_encoder_and_the_cached_step_graph_and_the_tokenize
     assert {o.name for o in graphs["encoder"].graph.output} >= {"cross_key.0", "cross_value.0", "memory"}
     step_inputs = [i.name for i in graphs["step"].graph.input]
     assert step_inputs[:4] == ["target_ids", "key_ids", "pad_mask", "source_ids"] and "past_key.0" in step_inputs
-    assert spec["config"]["windows"] is None  # no local layer: nothing but the causal mask
+    # what the page draws, from the graphs: the maps in the layout of the stored inputs, each step's rows and top 5
+    assert "encoder_self" in {o.name for o in graphs["encoder"].graph.output}
+    views = {"decoder_self", "cross", "step_self", "step_cross", "top_ids", "top_probs"}
+    assert views <= {o.name for o in graphs["step"].graph.output}
     assert spec["n_bytes"] == sum(len(base64.b64decode(v)) for v in spec["graphs"].values())
     assert spec["config"]["has_final_norm"] is False and spec["tokenizer"]["source"]["level"] == "char"
 
@@ -115,13 +119,14 @@ def test_the_apps_other_checks_go_as_data_the_page_can_apply():
     assert checks["trained"] == {"low": bounds["min"], "high": bounds["max"], "unit": bounds["unit"]}
     grammar = checks["grammar"]
 
-    def pattern(text: str) -> list[str]:
-        words = [w.strip(grammar["punctuation"]) for w in text.lower().split()]
-        return [grammar["classes"][w] for w in words if w and grammar["classes"][w] is not None]
+    def pattern(text: str) -> str:
+        words = [re.sub(grammar["ends"], "", w) for w in text.lower().split()]
+        return " ".join(grammar["classes"][w] for w in words if w and grammar["classes"][w] is not None)
 
     assert grammar_warning(card, "le chat noir mange") and pattern("le chat noir mange") not in grammar["patterns"]
     example = card["examples"][0]
     assert not grammar_warning(card, example) and pattern(example) in grammar["patterns"]
+    assert pattern("«Le chat noir mange», la souris!") == pattern("le chat noir mange la souris")  # punctuation off
     assert pack_checks({}) == {}
 
 
@@ -139,7 +144,8 @@ def test_decoder_only_and_encoder_only_models_pack_with_their_one_graph():
         proto = onnx.load_from_string(base64.b64decode(spec["graphs"][graph]))
         assert [i.name for i in proto.graph.input] == [f"{'target' if graph == 'decoder' else 'source'}_ids"]
         outputs = [o.name for o in proto.graph.output]
-        assert ("log_probs" in outputs) == (shape == "decoder-only") and outputs[-1] == f"{kind}.1"
+        assert ("log_probs" in outputs) == (shape == "decoder-only") and f"{kind}.1" in outputs and kind in outputs
+        assert ("top_ids" in outputs) == (shape == "decoder-only")  # the candidates the page's greedy loop reads
         records = pack_records(model, tok, ["abc"])
         assert records.live is not None and (records.inputs[0].trace is None) == (shape == "encoder-only")
         page = lecture_pack_html(records)
@@ -148,9 +154,9 @@ def test_decoder_only_and_encoder_only_models_pack_with_their_one_graph():
 
 
 def test_a_sliding_window_model_packs_its_band_as_masked_cells():
-    """A decoder-only model with a local layer (window 2) and a global one: the spec names each layer's window, the
-    precomputed input's maps are NaN (drawn grey, as masked) outside the band of the local layer and above the
-    diagonal of both, and the layer menu names the local layer's window."""
+    """A decoder-only model with a local layer (window 2) and a global one: the maps of the precomputed input and
+    those the page's graph gives a typed input are NaN (drawn grey, as masked) outside the band of the local layer and
+    above the diagonal of both, and the layer menu names the local layer's window."""
     model, tok = tiny(
         shape="decoder-only",
         n_encoder_layers=0,
@@ -159,15 +165,17 @@ def test_a_sliding_window_model_packs_its_band_as_masked_cells():
         layer_types=["local", "global"],
     )
     spec = live_spec(model, tok)
-    assert spec["config"]["windows"] == [2, None]
     records = pack_records(model, tok, ["abcdef"])
     page = lecture_pack_html(records)
     data = json.loads(re.search(r'id="pack-data">(.*?)</script>', page, re.S).group(1))
     att = data["inputs"][0]["attention"]["decoder_self"]
     L, H1, T, _T = att["shape"]
-    masked = np.frombuffer(base64.b64decode(att["z"]), dtype="<u2").reshape(L, H1, T, T) == 65535
+    stored = np.frombuffer(base64.b64decode(att["z"]), dtype="<u2").reshape(L, H1, T, T) == 65535
+    runs = sessions({k: base64.b64decode(v) for k, v in spec["graphs"].items()})
+    typed = np.isnan(run_graphs(runs, [], records.inputs[0].capture.target_ids.tolist())["decoder_self"])
     query, key = np.indices((T, T))
-    assert T > 3 and (masked[0] == ((key > query) | (query - key >= 2))).all()  # the band, every head and the average
-    assert (masked[1] == (key > query)).all()  # the global layer: the causal mask alone
+    for masked in (stored, typed):
+        assert T > 3 and (masked[0] == ((key > query) | (query - key >= 2))).all()  # the band, every head and the mean
+        assert (masked[1] == (key > query)).all()  # the global layer: the causal mask alone
     menu = re.search(r'<select class="layer">(.*?)</select>', page).group(1)
     assert html.escape(_("layer {i} · local ({w})").format(i=0, w=2)) in menu

@@ -27,7 +27,7 @@ from model.text.inputs import check_text, text_room
 from pack.page import ENCODED, SEQUENCE
 from tests.browser_helpers import chromium
 from tests.hf_one_stack import BUILDERS
-from tests.test_pack_parity_browser import _hover, app_warnings, generated_inputs, open_pack, typed
+from tests.test_pack_parity_browser import _hover, app_warnings, assert_maps, generated_inputs, open_pack, typed
 from ui.serving import caches
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -95,9 +95,9 @@ def test_a_one_stack_pack_reads_and_runs_as_the_app(name, models, browser, tmp_p
         if cap.log_probs is None:  # an encoder without an output head (BERT's base model): none on either side
             assert got["log_probs"] is None
         else:
-            np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
-        want = getattr(cap, kind)  # the page's numbers come row-major, flat
-        np.testing.assert_allclose(np.reshape(got[kind], want.shape), want, atol=TOL, rtol=0, err_msg=kind)
+            want = cap.log_probs
+            np.testing.assert_allclose(np.reshape(got["log_probs"], want.shape), want, atol=TOL, rtol=1e-5)
+        assert_maps(got[kind], getattr(cap, kind), kind)
         # the typed input's views: its tokens, its summary line (the Attention page's), its map drawn
         tokens = cap.target_tokens if decoder else cap.source_tokens
         main = page.evaluate(

@@ -76,6 +76,17 @@ def _hover(token: str) -> str:
     return _("space") if token == " " else display_token(token, 40)
 
 
+def assert_maps(got: list, want: np.ndarray, kind: str) -> None:
+    """The page's maps of one kind, flat as its views hold them ((L, H + 1, Tq, Tk): the head average last, masked
+    cells NaN), against the app's (L, H, Tq, Tk): every head, their average, and a decoder's keys after its query NaN."""
+    L, H, Tq, Tk = want.shape
+    views = np.reshape(np.array(got, dtype=float), (L, H + 1, Tq, Tk))
+    if kind == "decoder_self":
+        assert np.isnan(views[:, :, np.triu(np.ones((Tq, Tk), dtype=bool), 1)]).all(), kind
+    np.testing.assert_allclose(np.nan_to_num(views[:, :H]), want, atol=TOL, rtol=0, err_msg=kind)
+    np.testing.assert_allclose(np.nan_to_num(views[:, H]), want.mean(axis=1), atol=TOL, rtol=0, err_msg=kind)
+
+
 @pytest.fixture(scope="module")
 def browser():
     with chromium() as b:
@@ -147,10 +158,11 @@ def assert_parity(
         assert got["stop"] == trace.stop_reason
         assert got["target_ids"] == cap.target_ids.tolist()
         # float32 sums in another order: 1e-4, plus 1e-5 of the value for log-probs of tens (flan-T5's own lm_head)
-        np.testing.assert_allclose(np.array(got["log_probs"]), cap.log_probs, atol=TOL, rtol=1e-5)
+        np.testing.assert_allclose(
+            np.reshape(got["log_probs"], cap.log_probs.shape), cap.log_probs, atol=TOL, rtol=1e-5
+        )
         for kind in ("encoder_self", "decoder_self", "cross"):
-            want = getattr(cap, kind)  # the page's numbers come row-major, flat
-            np.testing.assert_allclose(np.reshape(got[kind], want.shape), want, atol=TOL, rtol=0, err_msg=kind)
+            assert_maps(got[kind], getattr(cap, kind), kind)
         for step, s in zip(got["steps"], trace.steps):
             # candidates of probability 0 (every other token at a forced first step) tie: their order is torch's choice
             assert [i for i, p in zip(step["top"], step["top_probs"]) if p > 0] == [

@@ -369,9 +369,10 @@ def attention_heatmap(
     if marks:
         layout["legend"] = copy.deepcopy(LEGEND)
     if snug:  # never narrower than the title (bold, a little wider than label_px says) or the legend's line
-        texts = [(title, tick_px + 3, 1.15), *((m.name, tick_px, 1.0) for m in marks)]
-        least = max(label_px(t, size) * factor + (40 if size == tick_px else 20) for t, size, factor in texts)
-        layout["width"] = int(max(snug_width(geo, query_tokens, len(key_tokens), tick_px, max_width), least))
+        titled = label_px(title, tick_px + 3) * 1.15 + 20
+        least = [titled, max([titled, *(label_px(m.name, tick_px) + 40 for m in marks)])]
+        layout["width"] = int(max(snug_width(geo, query_tokens, len(key_tokens), tick_px, max_width), least[1]))
+        layout["meta"] = dict(least_width=least)  # without, with the legend: the pack's typed input's width uses it
     # One Figure from finished data and layout: plotly validates each once (updates walk the figure every time).
     return go.Figure(
         data=[_heatmap_trace(weights, q_labels, k_labels, mask), *marks], layout=readable_layout(layout, tick_px)

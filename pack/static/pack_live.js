@@ -24,46 +24,26 @@
   const label = (token, i) => fillIn(G.label, {i, token}), labels = tokens => tokens.map(hover).map(label);
   const line = tokens => tokens.map(t => plain(t)).join(" ");
   // Rows by the app's one convention (viz/tokens.Rows, its templates G.row and G.label): a decoder row is labelled with
-  // the token it writes (the decoder input shifted by one, the last row the model's own next token, `last`: its
-  // log-probs), its hover naming the input that wrote it
+  // the token it writes (the decoder input shifted by one, the last row the model's own next token, `next`: the
+  // graph's first candidate), its hover naming the input that wrote it
   const rowHovers = rows => rows.tokens.map((t, i) =>
     (rows.inputs ? fillIn(G.row, {input: hover(rows.inputs[i]), token: hover(t)}) : hover(t)));
-  const argmax = a => a.reduce((best, v, i) => (v > a[best] ? i : best), 0);
-  const writtenRows = (inputs, last) => ({tokens: [...inputs.slice(1), tgt.token(argmax(last))], inputs});
+  const writtenRows = (inputs, next) => ({tokens: [...inputs.slice(1), tgt.token(next)], inputs});
   const pct = p => (100 * p).toFixed(1) + "%";
 
   // -- the typed input's data, in the form DATA.inputs holds (numbers instead of base64) ----------------------------
-  // [L] of (H, Tq, Tk) -> (L, H + 1, Tq, Tk), the head average last; masked cells NaN (drawn grey, not weight 0): a
-  // decoder's keys after the query and, in a local layer, those outside its sliding window (windows: spec.config)
-  function attention(maps, Tq, Tk, causal) {
-    const n = Tq * Tk, z = new Float32Array(maps.length * (H + 1) * n);
-    maps.forEach((m, l) => {
-      const w = causal && c.windows ? c.windows[l] : null;
-      for (let i = 0; i < n; i++) {
-        const q = Math.floor(i / Tk), k = i % Tk, masked = causal && (k > q || (w !== null && q - k >= w));
-        let sum = 0;
-        for (let h = 0; h < H; h++) {
-          sum += m[h * n + i];
-          z[(l * (H + 1) + h) * n + i] = masked ? NaN : m[h * n + i];
-        }
-        z[(l * (H + 1) + H) * n + i] = masked ? NaN : sum / H;
-      }
-    });
-    return z;
-  }
-  function attentionItem(kind, m, rows, k) {  // one kind's maps as DATA.inputs holds them
-    const Tq = rows.tokens.length;
-    return {shape: [m.length, H + 1, Tq, k.length], z: attention(m, Tq, k.length, kind === "decoder_self"),
-      title: V.DATA.inputs[0].attention[kind].title, q: rowHovers(rows), k: k.map(t => shown(t, G.hover_chars))};
+  // z: the graphs' (L, H + 1, Tq, Tk), the head average last, masked cells NaN (pack/onnx_graphs.py _view)
+  function attentionItem(kind, z, rows, k) {
+    const Tq = rows.tokens.length, shape = [z.length / ((H + 1) * Tq * k.length), H + 1, Tq, k.length];
+    const title = V.DATA.inputs[0].attention[kind].title;
+    return {shape, z, title, q: rowHovers(rows), k: k.map(t => shown(t, G.hover_chars))};
   }
   function decoding(r, S, inputs) {  // each step's rows (T, L * H, S) and (T, L * H, T), its top 5, its words
     const T = r.steps.length, rows = c.n_decoder_layers * H;
     const cross = new Float32Array(T * rows * S), self = new Float32Array(T * rows * T).fill(NaN), top = [], text = [];
-    r.steps.forEach((s, t) => {
-      s.rows.cross.forEach((m, l) => cross.set(m, (t * rows + l * H) * S));
-      s.rows.decoder_self.forEach((m, l) => {
-        for (let h = 0; h < H; h++) self.set(m.subarray(h * (t + 1), (h + 1) * (t + 1)), (t * rows + l * H + h) * T);
-      });
+    r.steps.forEach((s, t) => {  // the step's rows (L * H, S) and (L * H, t + 1)
+      cross.set(s.rows.cross, t * rows * S);
+      for (let j = 0; j < rows; j++) self.set(s.rows.self.subarray(j * (t + 1), (j + 1) * (t + 1)), (t * rows + j) * T);
       const toks = s.top.map(tgt.token), chosen = s.top.indexOf(s.id);
       top.push({x: s.topProbs.map(p => Math.round(p * 1e5) / 1e5), y: toks.map((tk, i) => `${i + 1}. ${shown(tk)}`),
         c: toks.map((_, i) => (i === chosen ? "#d62728" : "#1f77b4")), t: s.topProbs.map(pct)});
@@ -142,14 +122,13 @@
       const left = Math.max(0, ...geo.y.vals.map(i => labelPx(plain(q[i])))) + G.axis_title_px + 16;
       const snug = Math.floor(Math.min(G.max_width + left + G.colorbar_px,
         left + nk * geo.cell * geo.ratio + G.colorbar_px + 20));
-      const texts = [[(L.title && L.title.text) || "", G.tick_px + 3, 1.15, 20]];
-      if (legend) texts.push([f.data[1].name, G.tick_px, 1, 40]);
-      L.width = Math.floor(Math.max(snug, ...texts.map(([t, size, factor, pad]) => labelPx(t, size) * factor + pad)));
+      L.width = Math.floor(Math.max(snug, L.meta.least_width[legend ? 1 : 0]));  // never narrower than title, legend
     }
   }
   // viz/overview_figs.layer_head_overview for Tq x Tk tiles: rows and columns named, a blank one between tiles (its
-  // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows)
-  function overview(f, title, Tq, Tk) {
+  // annotations: the H head titles, then the L layer titles; its shapes: the H - 1 blank columns, then the rows); its
+  // title the first input's (every tile a whole map: no block note)
+  function overview(f, Tq, Tk) {
     const notes = f.layout.annotations, L = notes.length - H, tiles = (n, T, name) => range(n).flatMap(a =>
       [...(a ? [" ".repeat(a)] : []), ...range(T).map(i => name(a, i))]);
     const rows = tiles(L, Tq, (layer, i) => fillIn(W.thumb_row, {layer, i}));
@@ -167,7 +146,6 @@
     const vals = range(H).flatMap(h => range(Tk).filter(p => p % every === 0).map(p => h * (Tk + 1) + p));
     const ticktext = vals.map(v => String(v % (Tk + 1)));
     Object.assign(f.layout.xaxis, {range: [-0.5, cols.length - 0.5], tickvals: vals, ticktext});
-    f.layout.title = {...f.layout.title, text: fillIn(W.every, {title})};
   }
   const norms = (a, T) => V.matrix(a, 0, T, a.length / T).map(row => Math.hypot(...row));  // each row's length
   function figures(r, srcTokens, tgtTokens, inputs, maps) {
@@ -180,7 +158,7 @@
     };
     for (const [kind, [, rows, k]] of Object.entries(maps)) {
       make(kind, f => heatmap(f, rows, k));
-      make(kind + "-all", f => overview(f, V.DATA.inputs[0].attention[kind].title, rows.tokens.length, k.length));
+      make(kind + "-all", f => overview(f, rows.tokens.length, k.length));
     }
     // a token axis as wide as the builder planned it (its figure's meta.token_axis_px: decoding_figs, positional_figs)
     const along = (f, tokens) =>
@@ -214,16 +192,12 @@
     const out = [], t = checks.trained, g = checks.grammar, e = checks.ends_with;
     const n = t ? src.symbols(text).length : 0;  // model.text.inputs.trained_range_warning
     if (n && (n < t.low || n > t.high)) out.push(fillIn(W.trained, {n}));
-    if (g) {  // tasks.Task.outside_patterns
-      const keep = ch => !g.punctuation.includes(ch), strip = w => {  // its punctuation off both ends
-        const a = Array.from(w), i = a.findIndex(keep);
-        return i < 0 ? "" : a.slice(i, a.findLastIndex(keep) + 1).join("");
-      };
-      const words = (g.lowercase ? text.toLowerCase() : text).split(/\s+/).map(strip).filter(Boolean);
-      if (words.length && words.every(w => Object.hasOwn(g.classes, w))) {
-        const found = JSON.stringify(words.map(w => g.classes[w]).filter(k => k !== null));
-        if (!g.patterns.some(p => JSON.stringify(p) === found)) out.push(W.guess);
-      }
+    if (g) {  // tasks.Task.outside_patterns: every word the task's (punctuation off its ends), in none of its patterns
+      const ends = new RegExp(g.ends, "g"), lower = g.lowercase ? text.toLowerCase() : text;
+      const words = lower.split(/\s+/).map(w => w.replace(ends, "")).filter(Boolean);
+      const found = words.map(w => g.classes[w]).filter(k => k !== null).join(" ");
+      const known = words.length && words.every(w => Object.hasOwn(g.classes, w));
+      if (known && !g.patterns.includes(found)) out.push(W.guess);
     }
     if (e && text.trim() && !text.trimEnd().endsWith(e.end)) out.push(W.ends_with);  // tasks.cards.format_warning
     return out;
@@ -231,8 +205,6 @@
   const say = (textContent, className) =>
     messages.appendChild(Object.assign(document.createElement("p"), {className, textContent}));
 
-  // Plain numbers of the last run, for tests and benchmarks: what model.capture and greedy_decode give, row-major
-  const flat = layers => layers.flatMap(a => Array.from(a));
   // The model run on the checked input: the item the views draw (in the form DATA.inputs holds), its figures, and its
   // section's words. An encoder-decoder: encoder self, decoder self and cross-attention, and the decoding steps; a
   // decoder-only or encoder-only model: the self-attention of its one sequence, as the app's Attention page
@@ -241,11 +213,11 @@
     // model/text/inputs: prepare_source (the text's ids, then </s>: BERT's [SEP]) or, decoder-only, prepare_sequence
     const ids = pair || !decoder ? [...check.ids, src.eos, ...src.after]
       : [...src.prefix, ...check.content].slice(0, c.max_len);
-    const r = await PackNet.run(net, ids, 5, giveUp);
+    const r = await PackNet.run(net, ids, giveUp);
     if (!r) return null;  // given way
     section.dataset.modelMs = (performance.now() - t0).toFixed(1);  // typed text to numbers: the model's share
     const seq = r.ids.map((pair ? tgt : src).token), srcTokens = pair ? ids.map(src.token) : seq, N = seq.length;
-    const rows = decoder ? writtenRows(seq, r.logProbs[N - 1]) : {tokens: seq, inputs: null};
+    const rows = decoder ? writtenRows(seq, r.top[0]) : {tokens: seq, inputs: null};
     const kind = decoder ? "decoder_self" : "encoder_self", own = {tokens: srcTokens, inputs: null};
     const maps = !pair ? {[kind]: [r.maps[kind], rows, seq]} : {encoder_self: [r.enc.maps.encoder_self, own, srcTokens],
       decoder_self: [r.maps.decoder_self, rows, seq], cross: [r.maps.cross, rows, srcTokens]};
@@ -254,11 +226,13 @@
     for (const [k, [m, rw, keys]] of Object.entries(maps)) item.attention[k] = attentionItem(k, m, rw, keys);
     figures(r, srcTokens, seq, inputs, maps);
     const output = decoder ? tgt.detokenize(r.out.map(tgt.token)) : "";
+    // Plain numbers of the run, for tests and benchmarks: what model.capture and greedy_decode give, row-major (the
+    // maps as the views hold them: (L, H + 1, Tq, Tk))
     const result = () => ({warnings: check.warnings, ids: r.ids, source_ids: ids, target_ids: r.ids, output_ids: r.out,
-      stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && r.logProbs.map(row => Array.from(row)),
-      ...Object.fromEntries(Object.entries(maps).map(([k, [m]]) => [k, flat(m)])),
+      stop: r.stop, prompt: r.prompt, log_probs: r.logProbs && Array.from(r.logProbs),
+      ...Object.fromEntries(Object.entries(maps).map(([k, [m]]) => [k, Array.from(m)])),
       steps: r.steps.map(s => ({top: s.top, top_probs: s.topProbs, prob: s.prob,
-        ...(s.rows && {cross: flat(s.rows.cross), self: flat(s.rows.decoder_self)})}))});
+        ...(s.rows && {cross: Array.from(s.rows.cross), self: Array.from(s.rows.self)})}))});
     const fill = s => {
       s.querySelector("h2").textContent = fillIn(W.heading, {text: check.text});
       const d = s.querySelector(".decoding");

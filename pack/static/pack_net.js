@@ -2,13 +2,14 @@
 // (static/vendor/onnxruntime-web), whose WebAssembly binary and glue travel inside the page: no request, file:// works.
 //   const net = await PackNet.open(spec)   // the graphs' sessions: an encoder-decoder's encoder (with the cross
 //     keys/values) and cached step, or the one graph of a one-stack model; net.ep: "webgpu" or "wasm"
-//   const r = await PackNet.run(net, ids, 5, giveUp)   // greedy decoding (giveUp: see greedy), then the capture
+//   const r = await PackNet.run(net, ids, giveUp)   // greedy decoding (giveUp: see greedy), then the capture
 // r: {ids: the sequence the maps are of (the decoder input, the prompt and its continuation, or the encoded input),
-//     maps: {kind: [L] of (H, T, K)}, emb, pe, logProbs: [T] of (V) or null, steps: [{id, prob, top, topProbs,
-//     rows (encoder-decoder): {decoder_self: [L] of (H, t + 1), cross: [L] of (H, S)}}], stop, out, prompt,
-//     enc (encoder-decoder): the source side's {maps, emb, pe}}, flat Float32Arrays, row-major (pack_live.js draws it).
-// No arithmetic of the model happens here: only the argmax and the top-k of the graph's log-probabilities, and the
-// forced first token (BART, mBART).
+//     maps: {kind: (L, H + 1, T, K), as the pack stores an input's}, emb, pe, logProbs: (T, V) or null, top: the
+//     last position's top candidates (the model's next token first), steps: [{id, prob, top, topProbs, rows
+//     (encoder-decoder): {self: (L * H, t + 1), cross: (L * H, S)}}], stop, out, prompt, enc (encoder-decoder): the
+//     source side's {maps, emb, pe}}, flat Float32Arrays, row-major (pack_live.js draws it).
+// No arithmetic of the model happens here: the graphs give the maps in the page's layout, each step's top candidates
+// (the forced first token's at a first step: BART, mBART) and its attention rows (pack/onnx_graphs.py).
 const PackNet = (function () {
   "use strict";
   const bytes = b64 => (Uint8Array.fromBase64  // native (Chromium 140+, Firefox 133+, Safari 18.2+)
@@ -66,17 +67,15 @@ const PackNet = (function () {
   const ids64 = ids => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
   const flag = on => new ort.Tensor("bool", Uint8Array.from([on ? 1 : 0]), [1]);
   const KINDS = ["encoder_self", "decoder_self", "cross"];
-  // A graph's outputs by onnx_graphs's names: each kind's maps per layer, the embeddings and positions, log-probs
+  // A graph's outputs by onnx_graphs's names: each kind's maps, the embeddings and positions, log-probs, the newest
+  // position's top candidates and, a cached step, its attention rows
   function outputs(o, side) {
-    const maps = {};
-    for (const [name, t] of Object.entries(o)) {
-      const [kind, l] = name.split(".");
-      if (KINDS.includes(kind)) (maps[kind] = maps[kind] || [])[+l] = t.data;
-    }
-    const logProbs = o.log_probs ? o.log_probs.data : null;
-    return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data, logProbs};
+    const maps = Object.fromEntries(KINDS.filter(kind => o[kind]).map(kind => [kind, o[kind].data]));
+    const top = o.top_ids ? Array.from(o.top_ids.data, Number) : null, logProbs = o.log_probs ? o.log_probs.data : null;
+    const rows = o.step_self ? {self: o.step_self.data, cross: o.step_cross.data} : null;
+    return {maps, emb: o[`${side}_embeddings`].data, pe: o[`${side}_positions`].data, logProbs, top,
+      topProbs: o.top_probs ? Array.from(o.top_probs.data) : null, rows};
   }
-  const rowsOf = (a, n) => Array.from({length: n}, (_, t) => a.subarray(t * a.length / n, (t + 1) * a.length / n));
   // The cached step graph (onnx_graphs.export_step_graphs) as a step function: next(seq, padMask) reads the newest
   // token of seq with the key/value cache of the ones before it, and the encoder's cross-attention keys and values
   function stepper(net, enc) {
@@ -92,17 +91,15 @@ const PackNet = (function () {
       return outputs(o, "target");
     };
   }
-  // The capture's (H, T, T), (H, T, S), embeddings and positions from the rows of the steps over <s> y_1 .. y_n
-  function assemble(net, rows, S) {
-    const T = rows.length, H = net.config.n_heads, maps = {};
+  // The capture's maps (L, H + 1, T, T) and (L, H + 1, T, S), embeddings and positions from the steps over <s> y_1 ..
+  // y_n: step t's (L, H + 1, 1, K) is row t of each map (a key after it NaN, as the causal mask is drawn)
+  function assemble(rows, S) {
+    const T = rows.length, blocks = rows[0].maps.decoder_self.length, maps = {};  // L * (H + 1): step 0 reads one key
     for (const [kind, K] of [["decoder_self", T], ["cross", S]]) {
-      maps[kind] = rows[0].maps[kind].map((_, l) => {
-        const m = new Float32Array(H * T * K);
-        rows.forEach((r, t) => {
-          const n = kind === "cross" ? S : t + 1;
-          for (let h = 0; h < H; h++) m.set(r.maps[kind][l].subarray(h * n, (h + 1) * n), (h * T + t) * K);
-        });
-        return m;
+      maps[kind] = new Float32Array(blocks * T * K).fill(NaN);
+      rows.forEach((r, t) => {
+        const m = r.maps[kind], n = m.length / blocks;
+        for (let b = 0; b < blocks; b++) maps[kind].set(m.subarray(b * n, (b + 1) * n), (b * T + t) * K);
       });
     }
     const cat = key => {
@@ -110,70 +107,52 @@ const PackNet = (function () {
       rows.forEach((r, t) => a.set(r[key], t * d));
       return a;
     };
-    return {maps, emb: cat("emb"), pe: cat("pe"), logProbs: rows.map(r => r.logProbs)};
-  }
-  function topIds(lp, k) {  // the k largest of one row, largest first (ties: the lower id), in one pass over the row
-    const ids = [];
-    for (let i = 0; i < lp.length; i++) {
-      const v = lp[i];
-      if (ids.length === k && !(v > lp[ids[k - 1]])) continue;
-      let j = ids.length < k ? ids.push(i) - 1 : k - 1;
-      while (j > 0 && lp[ids[j - 1]] < v) { ids[j] = ids[j - 1]; j--; }
-      ids[j] = i;
-    }
-    return ids;
+    return {maps, emb: cat("emb"), pe: cat("pe"), logProbs: cat("logProbs"), top: rows[T - 1].top};
   }
   // The one decoding loop: greedy as model.decoding.greedy_decode, from seq, next(seq) -> a graph's outputs (the
-  // newest position's log-probs last); the forced first token (core.DecoderSession.step); at most the steps of the
-  // model's step limit (model.decoding.limit_rule, spec.decoding) for n tokens read; giveUp() awaited before each step:
-  // true gives up the run (null), e.g. the page's own warm-up run when a visitor's input waits behind it.
-  async function greedy(net, seq, n, topK, giveUp, next) {
-    const c = net.config, r = net.rule, V = c.tgt_vocab_size, steps = [], out = [];
+  // newest position's top candidates, the graph's choice first: onnx_graphs._top); at most the steps of the model's
+  // step limit (model.decoding.limit_rule, spec.decoding) for n tokens read; giveUp() awaited before each step: true
+  // gives up the run (null), e.g. the page's own warm-up run when a visitor's input waits behind it.
+  async function greedy(net, seq, n, giveUp, next) {
+    const c = net.config, r = net.rule, steps = [], out = [];
     const limit = Math.max(0, Math.min(r.source * n + r.slack, r.room - r.prompt * n));
     let stop = "max_len", last = null;
     for (let t = 0; t < limit; t++) {
       if (giveUp && await giveUp()) return null;
       last = await next(seq);
-      let lp = last.logProbs.subarray(last.logProbs.length - V);
-      if (t === 0 && c.forced_bos_id !== null && c.forced_bos_id !== undefined) {
-        lp = new Float32Array(V).fill(-Infinity);
-        lp[c.forced_bos_id] = 0;
-      }
-      const top = topIds(lp, Math.max(1, Math.min(topK, V))), id = top[0];
-      const rows = net.step ? last.maps : null;  // a step's attention rows (a whole pass's maps are the capture's)
-      steps.push({id, prob: Math.exp(lp[id]), top, topProbs: top.map(i => Math.exp(lp[i])), rows});
+      const id = last.top[0];
+      steps.push({id, prob: last.topProbs[0], top: last.top, topProbs: last.topProbs, rows: last.rows});
       out.push(id);
       if (id === c.eos_id) { stop = "eos"; break; }
       seq = [...seq, id];
     }
     return {steps, out, stop, last, seq};
   }
-  async function run(net, ids, topK, giveUp) {
+  async function run(net, ids, giveUp) {
     const c = net.config;
     if (!net.step) {  // one stack: a decoder-only model's greedy continuation, each step one pass over the sequence,
       // then the app's pass over prompt + continuation (</s> left out): the last step's when it read exactly that;
       // an encoder-only model's one pass
       const graph = net.decoder || net.encoder, side = net.decoder ? "target" : "source";
       const pass = async seq => outputs(await graph.run({[`${side}_ids`]: ids64(seq)}), side);
-      const g = net.decoder ? await greedy(net, ids, ids.length, topK, giveUp, pass) : {steps: [], out: [], seq: ids};
+      const g = net.decoder ? await greedy(net, ids, ids.length, giveUp, pass) : {steps: [], out: [], seq: ids};
       if (!g) return null;
       const full = g.stop === "eos" ? g.last : await pass(g.seq);
-      return {...full, logProbs: full.logProbs && rowsOf(full.logProbs, g.seq.length), ids: g.seq, steps: g.steps,
-        out: g.out, stop: g.stop || null, prompt: ids.length};
+      return {...full, ids: g.seq, steps: g.steps, out: g.out, stop: g.stop || null, prompt: ids.length};
     }
     // An encoder-decoder: the encoder once, greedy decoding by cached steps, then the capture over <s> y_1 .. y_n
     const source = ids64(ids), o = await net.encoder.run({source_ids: source});
     const enc = {...outputs(o, "source"), ids: source, o};
     const next = stepper(net, enc), rows = [];
     const kept = seq => next(seq, false).then(r => (rows.push(r), r));
-    const g = await greedy(net, [c.bos_id], ids.length, topK, giveUp, kept);
+    const g = await greedy(net, [c.bos_id], ids.length, giveUp, kept);
     if (!g) return null;
     const tgt = [c.bos_id, ...g.out.filter(i => i !== c.eos_id)], pad = tgt.slice(1).includes(c.pad_id);
     // the greedy steps' rows (one more step when the length limit stopped decoding); every step again with the <pad>
     // keys masked when the model wrote a <pad> (as the capture)
     const capRows = pad ? [] : rows.slice(0, tgt.length), again = pad ? stepper(net, enc) : next;
     while (capRows.length < tgt.length) capRows.push(await again(tgt.slice(0, capRows.length + 1), true));
-    return {...assemble(net, capRows, ids.length), enc, ids: tgt, steps: g.steps, out: g.out, stop: g.stop};
+    return {...assemble(capRows, ids.length), enc, ids: tgt, steps: g.steps, out: g.out, stop: g.stop};
   }
   return {open, run, start};
 })();
