@@ -13,7 +13,7 @@ import pytest
 
 from model.analysis import attribution as attr
 from model.analysis.jobs import attribute_methods
-from ui.serving.workers import CANCELLED, OUT_OF_MEMORY, PAST_DEADLINE, Limits, WorkerStopped, run_limited
+from ui.serving.workers import CANCELLED, OUT_OF_MEMORY, PAST_DEADLINE, Limits, WorkerStopped, run_limited, widget_key
 
 
 def _alive(pid: int) -> bool:
@@ -166,8 +166,26 @@ def test_a_cancelled_job_waits_for_run_again():
     at.session_state["_worker_cancelled"] = ("job", 1)  # what pressing Cancel leaves behind
     at.run()
     assert [e.value for e in at.error] == [CANCELLED] and not at.markdown
-    at.button(key="worker_again").click().run()
+    at.button(key=widget_key("worker_again", ("job", 1))).click().run()
     assert [m.value for m in at.markdown] == ["result 42"] and not at.error
+
+
+def test_one_page_run_may_start_several_jobs():
+    """The overview runs the summaries' job, then the thumbnails' job, in one run: each has its own bar and Cancel."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from tests.test_workers import double
+        from ui.serving.workers import run_with_progress
+
+        first = run_with_progress(double, 21, progress=True, key=("job", 1), label="Working")
+        second = run_with_progress(double, 4, progress=True, key=("job", 2), label="Working")
+        st.write(f"results {first} {second}")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception and [m.value for m in at.markdown] == ["results 42 8"]
 
 
 def test_a_large_answer_is_received_once_into_the_memory_its_arrays_keep():

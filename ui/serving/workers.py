@@ -32,6 +32,7 @@ import resource
 import sys
 import time
 import traceback
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -289,6 +290,12 @@ def _again() -> None:
     st.session_state.pop(CANCELLED_KEY, None)
 
 
+def widget_key(name: str, job: tuple) -> str:
+    """The key of a job's button: its own per job, so that one page run may start several jobs (the overview's
+    summaries, then its thumbnails)."""
+    return f"{name}_{zlib.crc32(repr(job).encode()):08x}"
+
+
 def run_with_progress(fn: Callable, *args: Any, key: tuple, label: str, **kwargs: Any) -> Any:
     """run_limited(fn, *args, **kwargs) under a progress bar (label: a marked string) and a Cancel button.
 
@@ -300,12 +307,12 @@ def run_with_progress(fn: Callable, *args: Any, key: tuple, label: str, **kwargs
     from i18n import _
 
     if st.session_state.get(CANCELLED_KEY) == key:
-        st.button(_("Run again"), key="worker_again", on_click=_again)
+        st.button(_("Run again"), key=widget_key("worker_again", key), on_click=_again)
         raise WorkerStopped(M_(CANCELLED))
     box = st.empty()
     with box.container():
         bar = st.progress(0.0, text=_(label))
-        st.button(_("Cancel"), key="worker_cancel", on_click=_cancel, args=(key,))
+        st.button(_("Cancel"), key=widget_key("worker_cancel", key), on_click=_cancel, args=(key,))
     shown = [0.0]
     started = time.monotonic()
 
