@@ -9,7 +9,7 @@ import re
 import pytest
 
 from model import Tokenizer, TransformerConfig, Vocab, build_model, save_checkpoint
-from model.analysis.budget import BUDGET_CUT_LONG, MAX_TEXT_CHARS, WorkBudget
+from model.analysis.budget import BUDGET_CUT_LONG, MAX_TEXT_CHARS, WorkBudget, attention_page_bytes
 from model.text.inputs import count_limit
 from tests.apptest_helpers import charts, messages, open_page, shown
 from tests.i18n_helpers import matching
@@ -35,7 +35,7 @@ def test_a_long_paste_into_a_many_headed_model_is_cut_to_the_budget(wide, monkey
     at = open_page("attention", model=f"path:{folder}", text=text)
     assert not at.exception, at.exception
     assert at.sidebar.text_area(key="text").value == text  # what was typed stays in the box
-    room = WorkBudget(64 * 2**20).source_room(cfg) - 1
+    room = WorkBudget(64 * 2**20).source_room(cfg, attention_page_bytes) - 1  # the Attention page's own cost
     shown = messages(at)
     # counted only as far as the page may read (twice the room, and 1,024 more): "more than" that many, not 16,000
     limit = count_limit(room)

@@ -208,7 +208,8 @@ def test_a_gpt2_small_shape_reads_its_whole_context_on_the_attention_page(tmp_pa
 def test_every_page_cost_is_a_page_and_a_cost_function():
     from types import SimpleNamespace
 
-    from ui.shell.navigation import COSTS, PAGES, page_cost
+    from model.analysis import budget as budget_module
+    from ui.shell.navigation import COSTS, PAGES, page_cost, page_list
 
     assert set(COSTS) <= set(PAGES)
     for name in COSTS:
@@ -217,6 +218,12 @@ def test_every_page_cost_is_a_page_and_a_cost_function():
             assert callable(cost) and cost.__module__ == "model.analysis.budget"
     assert page_cost(SimpleNamespace(url_path="attention-home")) is attention_page_bytes
     assert page_cost(SimpleNamespace(url_path="inside")) is None  # page_bytes, the conservative default
+    # the pages as st.navigation holds them: the one at the root URL reads its url_path as "" and is the default's
+    for default in ("attention", "compare", "inside"):
+        root = page_list(default)[list(PAGES).index(default)]  # the pages before it are one each
+        expected = getattr(budget_module, COSTS[default]) if default in COSTS else None
+        assert root.url_path == "" and page_cost(root, default) is expected
+        assert page_cost(root, "inside" if default != "inside" else "attention") is not expected
 
 
 SHORTER = ("an input of at most {n} tokens fits.", "a shorter input is needed.")

@@ -35,9 +35,11 @@ PAGES = {
 COSTS = {"attention": "attention_page_bytes", "compare": "compare_page_bytes"}
 
 
-def page_cost(page) -> Callable | None:
-    """The cost function of st.navigation's chosen page (its url_path, the default page's "-home" form too)."""
-    name = COSTS.get(str(getattr(page, "url_path", "") or "").removesuffix("-home"))
+def page_cost(page, default: str = "attention") -> Callable | None:
+    """The cost function of st.navigation's chosen page: by its url_path (the hidden "-home" form too), and for the
+    page at the root URL, whose url_path Streamlit reads as "", by the name of the `default` page it serves."""
+    path = str(getattr(page, "url_path", "") or "") or default
+    name = COSTS.get(path.removesuffix("-home"))
     if name is None:
         return None
     from model.analysis import budget

@@ -21,7 +21,7 @@ def run_app(default: str = "attention") -> None:
         st.set_page_config(page_title=_("Transformer attention explorer"))
         page = st.navigation(page_list(default))
         language_switch()
-        session = sidebar(page_cost(page))  # the input cut to what this page costs
+        session = sidebar(page_cost(page, default))  # the input cut to what this page costs
         # the page's CSS, the sidebar's presentation toggle (present=1 in the URL) and the model's badge
         presentation_mode(session)
         tokens = THROUGH_APP.set(True), RUN_SESSION.set(session)  # the run's model goes with the run
