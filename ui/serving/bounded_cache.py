@@ -115,7 +115,8 @@ class BoundedCache(Generic[T]):
         """Bytes held now (as counted by `size`)."""
         return self._bytes
 
-    def _lookup(self, key: Hashable) -> tuple[bool, T | None]:
+    def lookup(self, key: Hashable) -> tuple[bool, T | None]:
+        """(True, the value) when key is held (now the most recently used), else (False, None); computes nothing."""
         with self._lock:
             if key in self._values:
                 self._values.move_to_end(key)
@@ -124,14 +125,14 @@ class BoundedCache(Generic[T]):
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached value for key, computing (and keeping) it when it is not there."""
-        found, value = self._lookup(key)
+        found, value = self.lookup(key)
         if found:
             return value  # type: ignore[return-value]
         with self._lock:
             key_lock = self._computing.setdefault(key, threading.Lock())
         try:
             with key_lock:
-                found, value = self._lookup(key)  # computed by another session while this one waited
+                found, value = self.lookup(key)  # computed by another session while this one waited
                 if found:
                     return value  # type: ignore[return-value]
                 value = compute()

@@ -160,25 +160,27 @@ def pooled_heads(lazy, kind: str, heads: Sequence[tuple[int, int | str]], cells:
     from ui.serving import caches
 
     keys = [(*key, kind, layer, head, cells) for layer, head in heads]
-    missing = [pair for pair, k in zip(heads, keys, strict=True) if not key or k not in POOLED]
+    found = [POOLED.lookup(k) if key else (False, None) for k in keys]
+    values = [value for _, value in found]
+    missing = [i for i, (hit, _) in enumerate(found) if not hit]
     if missing:
-        maps = sum(lazy.n_heads if head == "average" else 1 for _, head in missing)
+        maps = sum(lazy.n_heads if heads[i][1] == "average" else 1 for i in missing)
 
         def build(progress=None) -> list[Pooled]:
             out = []
-            for i, (layer, head) in enumerate(missing):
-                out.append(_pool_one(lazy, kind, layer, head, cells))
+            for n, i in enumerate(missing):
+                out.append(_pool_one(lazy, kind, *heads[i], cells))
                 if progress is not None:
-                    progress(i + 1, len(missing))
+                    progress(n + 1, len(missing))
             return out
 
         made = caches.bounded_run(maps * lazy.map_ops(kind), build, key=(*key, kind, "pooled", len(missing)),
                                   label=POOLING, progress=None)  # fmt: skip
-        if not key:
-            return made
-        for pair, value in zip(missing, made, strict=True):
-            POOLED.put((*key, kind, *pair, cells), value)
-    return [POOLED.get(k, lambda: None) for k in keys]
+        for i, value in zip(missing, made, strict=True):
+            values[i] = value
+            if key:
+                POOLED.put(keys[i], value)
+    return values
 
 
 def summary(lazy, kind: str, key: tuple = ()) -> dict[str, np.ndarray]:
@@ -189,7 +191,8 @@ def summary(lazy, kind: str, key: tuple = ()) -> dict[str, np.ndarray]:
     if not lazy.summarized(kind):
         ops = lazy.n_layers(kind) * lazy.n_heads * lazy.map_ops(kind)
         values = caches.bounded_run(ops, lazy.summary, kind, key=(*key, kind, "summary"), label=SUMMARIZING)
-        lazy.keep_summary(kind, values)
+        if not lazy.summarized(kind):  # computed in a worker: kept here too
+            lazy.keep_summary(kind, values)
     return lazy.summary(kind)
 
 
