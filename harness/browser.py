@@ -135,9 +135,15 @@ def wait_healthy(origin: str, process: subprocess.Popen, timeout_s: float) -> bo
     return True
 
 
+# `python -m streamlit`, with every thread's stack written to the log on SIGUSR1 (AppServer.threads: what a stalled
+# run waits on, in a failed test's message)
+STREAMLIT = ("import faulthandler, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+             "from streamlit.web.cli import main; main(prog_name='streamlit')")  # fmt: skip
+
+
 def streamlit_command(port: int, watcher: str = "none") -> list[str]:
     """`streamlit run app.py` headless on 127.0.0.1:port, with this file watcher ("none": a server that serves)."""
-    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    return [sys.executable, "-c", STREAMLIT, "run", "app.py", "--server.headless", "true",
             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", watcher]  # fmt: skip
 
 
@@ -186,8 +192,21 @@ class AppServer:
         query = urllib.parse.urlencode(params)
         return f"{self.origin}/{page}" + (f"?{query}" if query else "")
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
+    def log(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def threads(self, wait_s: float = 5) -> str:
+        """Every thread's stack in the server now (faulthandler, on SIGUSR1), from its log: why a run stalls."""
+        start = self.log_path.stat().st_size
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            dump = self.log_path.read_bytes()[start:].decode(errors="replace")
+            if "most recent call first" in dump and " in <module>\n" in dump:  # the main thread's, written last
+                break
+            time.sleep(0.1)
+        return self.log_path.read_bytes()[start:].decode(errors="replace")
 
     def stop(self) -> None:
         if self.process.poll() is None:

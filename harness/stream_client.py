@@ -13,6 +13,7 @@ loop: dozens of sessions cost one process, not dozens of Chromiums).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 INPUT_LABEL = "Input text (source)"
+FIRST_RUN_S = float(os.environ.get("E2E_WAIT_S", 240))  # as harness/browser.py WAIT_S
 
 
 @dataclass
@@ -44,6 +46,15 @@ class Run:
         if self.status != "FINISHED_SUCCESSFULLY" or self.exceptions or self.errors:
             return False
         return self.charts >= 1 or (page == "model" and "dataframe" in self.kinds)
+
+
+class Stalled(TimeoutError):
+    """A run that sent no end within its time: which page and query, and what had arrived (element kinds)."""
+
+    def __init__(self, page: str, query: str, seconds: float, kinds: list[str]):
+        super().__init__(f"page {page or '(default)'!r} ?{query}: no end of run in {seconds:.0f} s; "
+                         f"{len(kinds)} elements arrived, the last {kinds[-3:]}")  # fmt: skip
+        self.page = page
 
 
 class StreamSession:
@@ -83,7 +94,10 @@ class StreamSession:
         run = Run(0.0)
         deadline = started + timeout_s
         while True:
-            raw = await asyncio.wait_for(self.ws.recv(), max(deadline - time.perf_counter(), 0.001))
+            try:
+                raw = await asyncio.wait_for(self.ws.recv(), max(deadline - time.perf_counter(), 0.001))
+            except TimeoutError:
+                raise Stalled(self.page, self.query, timeout_s, run.kinds) from None
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
@@ -108,10 +122,11 @@ class StreamSession:
                     run.seconds = time.perf_counter() - started
                     return run
 
-    async def open(self, page: str = "", **params: str) -> Run:
-        """The first run of a page ("" for the default) with URL parameters, as a browser's first load."""
+    async def open(self, page: str = "", timeout_s: float = FIRST_RUN_S, **params: str) -> Run:
+        """The first run of a page ("" for the default) with URL parameters, as a browser's first load. It may be
+        the server's first run of anything (imports, the model's load): it gets the browser tests' first wait."""
         self.page, self.query = page, urllib.parse.urlencode(params)
-        return await self._run()
+        return await self._run(timeout_s=timeout_s)
 
     async def type_text(self, text: str) -> Run:
         """Put new text in the input box, as typing and Ctrl+Enter do; returns the run it caused."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from types import ModuleType
 from typing import Any
 
@@ -53,9 +52,25 @@ class Registry(Mapping[str, Any]):
         self.package, self.modules, self.provides = package, tuple(modules), provides
         self._entry, self._key = entry, key
 
-    @cached_property
+    # `libraries` and `entries` are computed on first use and kept, without a lock: functools.cached_property (Python
+    # 3.11) holds one lock for every instance while it computes, and the computation imports modules. A cold server's
+    # page threads then deadlock: one holds the lock and waits for a module another thread is importing, which waits
+    # for the lock to read another registry. Two threads that compute the same registry at once import the same
+    # modules (each import once, under Python's own locks) and keep equal values.
+    @property
     def libraries(self) -> dict[str, ModuleType]:
         """name -> library module, in MODULES order; TypeError names a module that lacks what the point needs."""
+        if (found := self.__dict__.get("_libraries")) is None:
+            found = self.__dict__["_libraries"] = self._load()
+        return found
+
+    @property
+    def entries(self) -> dict[str, Any]:
+        if (found := self.__dict__.get("_entries")) is None:
+            found = self.__dict__["_entries"] = {key: self._entry(module) for key, module in self.libraries.items()}
+        return found
+
+    def _load(self) -> dict[str, ModuleType]:
         found: dict[str, ModuleType] = {}
         for name in self.modules:
             module = importlib.import_module(f"{self.package}.{name}")
@@ -66,10 +81,6 @@ class Registry(Mapping[str, Any]):
                 raise ValueError(f"{module.__name__} and {found[key].__name__} are both named {key!r}")
             found[key] = module
         return found
-
-    @cached_property
-    def entries(self) -> dict[str, Any]:
-        return {key: self._entry(module) for key, module in self.libraries.items()}
 
     def __getitem__(self, name: str) -> Any:
         return self.entries[name]

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from harness.stream_client import distinct_texts, feed, rss_bytes
+from harness.stream_client import Stalled, distinct_texts, feed, rss_bytes
 from model.checkpoints.demos import list_demos
 from tests.browser_helpers import AppServer
 
@@ -45,7 +45,10 @@ def test_distinct_inputs_through_every_page_keep_memory_bounded(server):
     async def all_pages():
         return await asyncio.gather(*(feed(server.origin, page, texts, after=after) for page in PAGES))
 
-    results = asyncio.run(all_pages())
+    try:
+        results = asyncio.run(all_pages())
+    except Stalled as stalled:  # what the server's threads were doing, to find why
+        pytest.fail(f"{stalled}\nthe server's threads:\n{server.threads()[-12000:]}")
     end = rss_bytes(pid)
     for page, runs in zip(PAGES, results):
         assert len(runs) == INPUTS

@@ -184,3 +184,41 @@ def test_the_registry_helper_loads_on_first_use_checks_what_entries_provide_and_
         dict(Registry(scratch_package, ("one", "twin"), Provides(("NAME",))))
     without_app = Registry(scratch_package, ("twin",), Provides(("NAME",)))
     assert without_app.app("one") is None and without_app.apps() == {}
+
+
+def test_two_registries_loaded_at_once_in_two_threads_do_not_wait_for_each_other(tmp_path, monkeypatch):
+    """A cold server's page scripts run in threads at once, each importing a different part of the library: one
+    thread loading a registry must not hold up another loading another (functools.cached_property in Python 3.11
+    holds one lock for every instance while it computes: a deadlock against the import locks). Thread 1 loads A,
+    whose module's import waits until B is loaded; B, loaded in thread 2, must not wait for A."""
+    import threading
+
+    from model.registry import Provides, Registry
+
+    package = tmp_path / "parallel_point"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "events.py").write_text("import threading\nstarted, loaded = threading.Event(), threading.Event()\n")
+    (package / "slow.py").write_text(
+        'from parallel_point import events\nNAME = "slow"\nevents.started.set()\nevents.loaded.wait(20)\n'
+    )
+    (package / "quick.py").write_text('NAME = "quick"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        from parallel_point import events
+
+        a = Registry("parallel_point", ("slow",), Provides(("NAME",)))
+        b = Registry("parallel_point", ("quick",), Provides(("NAME",)))
+        first = threading.Thread(target=lambda: list(a), daemon=True)
+        second = threading.Thread(target=lambda: list(b), daemon=True)
+        first.start()
+        assert events.started.wait(20)  # thread 1 is inside A's load
+        second.start()
+        second.join(10)
+        loaded_b_meanwhile = not second.is_alive()
+        events.loaded.set()  # A's module finishes its import either way
+        first.join(20)
+        assert loaded_b_meanwhile and list(b) == ["quick"] and list(a) == ["slow"]
+    finally:
+        for name in [m for m in sys.modules if m.startswith("parallel_point")]:
+            del sys.modules[name]
