@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from i18n import M_, N_, _, ngettext
+from model.text.inputs import TRAINED_RANGE
 
 PACK_REFUSED = N_("This pack runs no model of its own: {why}.")  # why: live_spec's Unsupported message
 
@@ -80,9 +81,7 @@ def live_words(spec: dict | None) -> dict[str, str]:
         unit = checks["trained"]["unit"]
         words["trained"] = _(
             M_(
-                "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
-                "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-                "as what an untrained length does, not as what the model learned.",
+                TRAINED_RANGE,
                 low=checks["trained"]["low"],
                 high=checks["trained"]["high"],
                 unit=M_(units[unit]) if unit in units else unit,

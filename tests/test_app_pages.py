@@ -1,13 +1,14 @@
 """Every page through AppTest: default input, bad inputs, links that reproduce a view."""
 
 import html
+import re
 
 import pytest
 
 from model.checkpoints.demos import list_demos
 from tests.apptest_helpers import PAGES, TITLES, chart_titles, charts, messages, open_page, shown
 from tests.browser_helpers import letters_checkpoint
-from tests.i18n_helpers import rendered
+from tests.i18n_helpers import matching, rendered
 from viz.tokens import display_tokens
 
 EXAMPLES = ["hello", "abcab", "ceded"]
@@ -217,12 +218,24 @@ def test_changing_the_model_starts_from_that_models_first_example():
 
 
 def test_an_input_outside_the_trained_range_is_warned_about_before_the_result():
+    from model.text.inputs import TRAINED_RANGE, TRAINED_RANGE_MORE
+
     reverse = _demo("reverse")
     high = reverse.card["input_tokens"]["max"]
+    unit = dict(low=1, high=high, unit=rendered("characters"))
     at = open_page("attention", f"demo:{reverse.name}", text="ab" * high)
     assert not at.exception, at.exception
     warnings = [w.value for w in at.warning]
-    assert any(f"trained on inputs of 1 to {high} characters; yours has {2 * high}" in w for w in warnings), warnings
+    assert rendered(TRAINED_RANGE, n=2 * high, **unit) in warnings, warnings
     assert charts(at)  # the result is still shown, after the warning
+    # a text longer than the page reads (counting stopped): "more than" the count of what it read, not its length
+    at.sidebar.text_area(key="text").set_value("ab" * 3000).run()
+
+    def counted(template: str) -> list[int]:  # n of each warning that is this message
+        pattern = matching(template, n="NUMBER", **unit).replace("NUMBER", r"(\d+)")
+        return [int(m.group(1)) for w in at.warning if (m := re.fullmatch(pattern, w.value, re.S))]
+
+    more = counted(TRAINED_RANGE_MORE)
+    assert len(more) == 1 and high < more[0] < 6000 and counted(TRAINED_RANGE) == [], [w.value for w in at.warning]
     at.sidebar.text_area(key="text").set_value("abc").run()
-    assert not any("trained on inputs" in w.value for w in at.warning)
+    assert counted(TRAINED_RANGE) == counted(TRAINED_RANGE_MORE) == []

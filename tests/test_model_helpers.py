@@ -79,7 +79,7 @@ def test_pe_json_round_trips():
 
 
 def test_trained_range_warning_names_the_range_and_the_length():
-    from model.text.inputs import trained_range_warning
+    from model.text.inputs import TRAINED_RANGE, TRAINED_RANGE_MORE, trained_range_warning
     from model.text.tokenizer import Vocab
 
     chars = Vocab.build("abc", level="char")
@@ -87,12 +87,17 @@ def test_trained_range_warning_names_the_range_and_the_length():
     assert trained_range_warning(card, "abc", chars) is None
     assert trained_range_warning(card, "ab", chars) is None and trained_range_warning(card, "abca", chars) is None
     long = trained_range_warning(card, "abcab", chars)
-    assert long is not None and "2 to 4 characters" in long and "yours has 5" in long
-    assert "yours has 1" in trained_range_warning(card, "a", chars)
+    assert long.template == TRAINED_RANGE and long.values["n"] == 5
+    assert (long.values["low"], long.values["high"], long.values["unit"].template) == (2, 4, "characters")
+    assert trained_range_warning(card, "a", chars).values["n"] == 1
     assert trained_range_warning({}, "abcabcabc", chars) is None  # a card without the range: nothing to say
+    # the prefix check_text read of a longer text: "more than" its count, even when that count is in the range
+    for prefix, n in (("abcab", 5), ("abc", 3)):
+        more = trained_range_warning(card, prefix, chars, complete=False)
+        assert more.template == TRAINED_RANGE_MORE and more.values["n"] == n
     words = Vocab.build(["the", "cat"], level="word")
     card = {"input_tokens": {"min": 2, "max": 3, "unit": "words"}}
-    assert "yours has 4" in trained_range_warning(card, "the cat the cat", words)
+    assert trained_range_warning(card, "the cat the cat", words).values["n"] == 4
 
 
 def test_every_shipped_demo_card_states_its_trained_range():

@@ -187,11 +187,12 @@ def _quote(symbols: list[str], limit: int = QUOTED) -> Message:
     return M_("{shown} and {n} more", shown=shown, n=len(symbols) - limit) if len(symbols) > limit else shown
 
 
-def trained_range_warning(card: dict, text: str, vocab) -> str | None:
+def trained_range_warning(card: dict, text: str, vocab, complete: bool = True) -> str | None:
     """A warning when the text is longer or shorter than what the model was trained on, else None.
 
     card["input_tokens"] = {"min": ..., "max": ..., "unit": "characters" | "words"} is written by the
-    training command (the range of the training sources). Models without it get no warning.
+    training command (the range of the training sources). Models without it get no warning. complete False: `text`
+    is the prefix check_text read of a longer text (InputCheck.complete), which has more than its count.
     """
     bounds = card.get("input_tokens") if isinstance(card, dict) else None
     if not isinstance(bounds, dict):
@@ -201,15 +202,20 @@ def trained_range_warning(card: dict, text: str, vocab) -> str | None:
         return None
     symbols = vocab.split(text) if hasattr(vocab, "split") else text.split()
     n = len(symbols)
-    if low <= n <= high or n == 0:
+    if (low <= n <= high and complete) or n == 0:
         return None
     units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
-    return M_(
-        "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
-        "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-        "as what an untrained length does, not as what the model learned.",
-        low=low,
-        high=high,
-        unit=M_(units[unit]) if unit in units else unit,
-        n=n,
-    )
+    template = TRAINED_RANGE if complete else TRAINED_RANGE_MORE
+    return M_(template, low=low, high=high, unit=M_(units[unit]) if unit in units else unit, n=n)
+
+
+TRAINED_RANGE = N_(
+    "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
+    "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+    "as what an untrained length does, not as what the model learned."
+)
+TRAINED_RANGE_MORE = N_(
+    "This model was trained on inputs of {low} to {high} {unit}; yours has more than {n}. "
+    "Outside that range its output is often wrong (repeated or missing tokens): read the result "
+    "as what an untrained length does, not as what the model learned."
+)

@@ -106,7 +106,7 @@ def sidebar(cost=None) -> Session | None:
     source_tokens = source_length(tok.source, model.config, check.text)
     if target_check is not None:
         apply_budget(target_check, tok.target, model.config, budget, "target", source_tokens, cost)
-    if not check.errors and (outside := trained_range_warning(card, check.text, tok.source)):
+    if not check.errors and (outside := trained_range_warning(card, check.text, tok.source, check.complete)):
         check.warnings.append(outside)
     if not check.errors and (guess := grammar_warning(card, check.text)):
         check.warnings.append(guess)
