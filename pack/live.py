@@ -22,7 +22,10 @@ from pathlib import Path
 from i18n import M_, N_, _, ngettext
 from model.text.inputs import TRAINED_RANGE
 
-PACK_REFUSED = N_("This pack runs no model of its own: {why}.")  # why: live_spec's Unsupported message
+PACK_REFUSED = N_("This pack runs no model of its own: {why}.")
+MISSING_WEIGHTS = N_(
+    "{n} of the files {files} did not load: keep every file of this pack in the folder beside its index.html."
+)  # a folder pack's page without its weight files (pack_net.js), in the pack's language  # why: live_spec's Unsupported message
 
 HERE = Path(__file__).resolve().parent / "static"
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
@@ -226,11 +229,12 @@ def _weight_names(n_bytes: int) -> list[str]:
 
 def public_spec(spec: dict) -> dict:
     """The spec as the page reads it: a folder pack's weights named by their files (each `chunk` bytes, the last one
-    shorter), not inlined."""
+    shorter), not inlined, with what the page says when some did not load (in the pack's language)."""
     if not spec.get("weights"):
         return spec
     w = {k: v for k, v in spec["weights"].items() if k != "data"}
-    return {**spec, "weights": {**w, "files": _weight_names(len(spec["weights"]["data"])), "chunk": CHUNK}}
+    names = _weight_names(len(spec["weights"]["data"]))
+    return {**spec, "weights": {**w, "files": names, "chunk": CHUNK, "missing": _(MISSING_WEIGHTS)}}
 
 
 def live_scripts(spec: dict | None) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from pack.page import lecture_pack_html
 from pack.records import MAX_CHARS, PackInput, PackPE, PackRecords, bounded_inputs, pack_records
 from tests.apptest_helpers import open_page
 from tests.browser_helpers import letters_checkpoint
-from tests.i18n_helpers import msgid_starting, rendered
+from tests.i18n_helpers import msgid, msgid_starting, rendered
 from viz.tokens import display_token
 
 NO_PE = msgid_starting("This model adds no positional encoding: the embeddings alone")
@@ -423,3 +423,22 @@ def test_the_command_writes_a_model_above_the_one_file_budget_as_a_folder(tmp_pa
     assert (
         (folder / "weights-00.js").read_text().startswith("(window.PackWeights = window.PackWeights || []).push([0, ")
     )
+
+
+def test_a_folder_packs_page_says_in_its_language_which_weight_files_did_not_load():
+    """The page of a folder pack names the weight files it did not find in the pack's language (pack_net.js fills in
+    the template; tests/test_pack_parity_browser.py opens such a page without its files)."""
+    from i18n import _, language_scope
+    from pack.live import CHUNK, MISSING_WEIGHTS, public_spec
+
+    spec = {"weights": {"location": "weights.bin", "bytes": CHUNK + 1, "data": b"\0" * (CHUNK + 1)}}
+    for lang in ("en", "zh"):
+        with language_scope(lang):
+            weights = public_spec(spec)["weights"]
+            assert weights["missing"] == _(msgid(MISSING_WEIGHTS)) and weights["files"] == [
+                "weights-00.js",
+                "weights-01.js",
+            ]
+            assert "data" not in weights and ("{n}" in weights["missing"] and "{files}" in weights["missing"])
+            said = weights["missing"]
+    assert said != MISSING_WEIGHTS  # the Chinese catalog's, not the English id

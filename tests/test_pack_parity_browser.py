@@ -25,11 +25,13 @@ from model.checkpoints.demos import list_demos
 from model.text.inputs import check_text, text_room, trained_range_warning
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
 from pack import export as pack_export
+from pack.live import MISSING_WEIGHTS
 from pack.page import lecture_pack_files
 from pack.records import pack_records
 from pack.weights import half_rounded
 from tasks.cards import format_warning, grammar_warning, pack_checks
 from tests.browser_helpers import VIEWPORT, chromium
+from tests.i18n_helpers import rendered
 from tests.test_import_marian import marian_dir  # noqa: F401  (the tiny Marian folder fixture)
 from viz.tokens import display_token
 
@@ -332,6 +334,20 @@ def test_a_marian_folder_as_a_folder_pack_decodes_as_the_float16_model(marian_di
     long = " ".join(words[i % len(words)] for i in range(model.config.max_len))  # past max_len: cut, then the limit
     texts = ["the cat sat on a mat", "The Dog ran, to the RED house! 42 😀 Été", ">>fra<< the cat", long]
     assert_parity(browser, model, tok, texts, tmp_path, as_folder=True)
+    # the same page without its weight file (copied alone): the page says which files did not load, in its words
+    context = browser.new_context(viewport=VIEWPORT)
+    context.route("**/weights-*.js", lambda r: r.abort())
+    try:
+        page = context.new_page()
+        page.goto((tmp_path / "index.html").as_uri(), wait_until="load", timeout=120_000)
+        page.locator('[data-testid="pack-input"]').fill("the cat")
+        page.locator('[data-testid="pack-input"]').press("Enter")
+        page.wait_for_function("document.getElementById('live').dataset.drawn === 'error'", timeout=120_000)
+        said = page.locator("#live .live-messages").inner_text()
+    finally:
+        context.close()
+    files = sorted(p.name for p in tmp_path.glob("weights-*.js"))
+    assert rendered(MISSING_WEIGHTS, n=len(files), files=", ".join(files)) in said, said
 
 
 @pytest.mark.filterwarnings("ignore")

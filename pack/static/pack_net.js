@@ -46,7 +46,7 @@ const PackNet = (function () {
     const w = spec.weights, parts = window.PackWeights || [], out = new Uint8Array(w.bytes);
     if (parts.length !== w.files.length) {
       const missing = w.files.length - parts.length;
-      throw new Error(`${missing} of the files ${w.files.join(", ")} beside this page did not load`);
+      throw new Error(w.missing.replace("{n}", missing).replace("{files}", w.files.join(", ")));
     }
     for (const [i, b64] of parts) out.set(bytes(b64), i * w.chunk);
     window.PackWeights = null;  // the strings can go
