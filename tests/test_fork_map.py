@@ -56,3 +56,22 @@ def test_the_operator_sets_the_cores(monkeypatch):
     default = worker_cores()
     monkeypatch.setenv(CORES_ENV, "0")  # not a positive number: the default
     assert worker_cores() == default and 1 <= default <= 4
+
+
+def allocate(n: int) -> int:
+    return len(bytearray(n))
+
+
+def two_helpers_allocate(n: int) -> list[int]:
+    return sorted(answer for _, answer in fork_map(allocate, [n, n], processes=2))
+
+
+def test_the_helpers_share_the_workers_memory_cap_instead_of_each_having_it():
+    """In a limited worker (its address-space cap: 400 MB above its size at the fork), two helpers may add about
+    200 MB each: 120 MB each fits, 280 MB each (560 in all, each under 400) is refused as the worker's own would be."""
+    from ui.serving.workers import Limits, WorkerStopped, run_limited
+
+    limits = Limits(memory=400 * 2**20, deadline=60)
+    assert run_limited(two_helpers_allocate, 120 * 2**20, limits=limits) == [120 * 2**20] * 2
+    with pytest.raises(WorkerStopped):
+        run_limited(two_helpers_allocate, 280 * 2**20, limits=limits)

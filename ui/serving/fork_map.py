@@ -8,9 +8,10 @@ argument takes this function. `fork_map` forks `processes` helpers from the call
 ui/serving/workers.py, already limited): they share the loaded model copy-on-write, so a unit travels as its index and
 only the answer is pickled back. Each helper runs one torch thread and asks for the next unit when it has answered
 (the slower helper, on a busy machine, takes fewer); the operating system shares the cores between them and the
-room's other work, as between any processes. The helpers inherit the worker's limits (its memory cap, each its own
-CPU limit) and its process group, so the worker's kill (deadline, Cancel, a visitor gone) stops them too; when the
-caller stops reading or a unit fails, they are killed here.
+room's other work, as between any processes. The helpers inherit the worker's CPU limit (each its own) and its process
+group, so the worker's kill (deadline, Cancel, a visitor gone) stops them too; when the caller stops reading or a unit
+fails, they are killed here. The worker's memory cap is shared, not multiplied: each of n helpers may grow by 1/n of
+the room the worker had left under it at the fork (the cap bounds address space per process).
 
 $VIZ_WORKER_CORES (an operator setting) is how many processes one long job may run at once: by default the cores
 this server may use, at most DEFAULT_MOST. 1: the units run one after the other in the worker itself (what the
@@ -21,12 +22,14 @@ answers are the same.
 from __future__ import annotations
 
 import os
+import resource
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from model.env import positive_int
 from model.text.fence import kill_child
+from ui.serving.workers import address_space
 
 CORES_ENV = "VIZ_WORKER_CORES"
 DEFAULT_MOST = 4  # the default's ceiling: a large server's room keeps its other cores
@@ -57,6 +60,7 @@ def fork_map(fn: Callable[[Any], Any], units: Sequence[Any], processes: int | No
 
     ctx = multiprocessing.get_context("fork")
     helpers: dict[Any, int] = {}  # our end of each helper's pipe -> its pid
+    share = _memory_share(count)
     try:
         for _ in range(count):
             ours, theirs = ctx.Pipe()
@@ -65,7 +69,7 @@ def fork_map(fn: Callable[[Any], Any], units: Sequence[Any], processes: int | No
                 ours.close()
                 for other in helpers:
                     other.close()
-                _helper(fn, units, theirs)
+                _helper(fn, units, theirs, share)
             theirs.close()
             helpers[ours] = pid
         pending = deque(range(len(units)))
@@ -93,9 +97,22 @@ def fork_map(fn: Callable[[Any], Any], units: Sequence[Any], processes: int | No
             kill_child(pid)
 
 
-def _helper(fn: Callable[[Any], Any], units: Sequence[Any], conn) -> None:
-    """In a forked helper: one torch thread, then units by index until told None. Never returns."""
+def _memory_share(count: int) -> int | None:
+    """Bytes of address space each of `count` helpers may add: the room under this process's cap (RLIMIT_AS, the
+    worker's) divided among them; None without a cap (a script)."""
+    cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if cap == resource.RLIM_INFINITY:
+        return None
+    return max(0, cap - address_space()) // count
+
+
+def _helper(fn: Callable[[Any], Any], units: Sequence[Any], conn, share: int | None = None) -> None:
+    """In a forked helper: its share of the memory cap, one torch thread, then units by index until told None. Never
+    returns."""
     try:
+        if share is not None:
+            cap = address_space() + share
+            resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
         import torch
 
         torch.set_num_threads(1)

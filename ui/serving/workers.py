@@ -73,7 +73,7 @@ class Limits:
         return cls(positive_int(ENV_MB, DEFAULT_MB) * 2**20, deadline_seconds())
 
 
-def _address_space() -> int:
+def address_space() -> int:
     """This process's virtual memory size in bytes (VmSize)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -142,7 +142,7 @@ def _child(fn: Callable, args: tuple, kwargs: dict, limits: Limits, conn) -> Non
             torch.set_num_threads(1)
         except ImportError:
             pass
-        cap = _address_space() + limits.memory
+        cap = address_space() + limits.memory
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         cpu = int(limits.deadline) + 5
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
