@@ -154,7 +154,8 @@ class AppServer:
     suite also proves that a plain `streamlit run app.py` stays offline. Uploads land in `tmp`.
     """
 
-    def __init__(self, tmp: Path, startup_s: float = WAIT_S):
+    def __init__(self, tmp: Path, startup_s: float = WAIT_S, root: Path = ROOT):
+        """root: the checkout whose app.py runs (another one: a benchmark's baseline)."""
         self.port = free_port()
         self.origin = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "streamlit.log"
@@ -162,7 +163,7 @@ class AppServer:
         command = streamlit_command(self.port)
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
         if not wait_healthy(self.origin, self.process, startup_s):
             self.stop()
