@@ -192,7 +192,8 @@ def trained_range_warning(card: dict, text: str, vocab, complete: bool = True) -
 
     card["input_tokens"] = {"min": ..., "max": ..., "unit": "characters" | "words"} is written by the
     training command (the range of the training sources). Models without it get no warning. complete False: `text`
-    is the prefix check_text read of a longer text (InputCheck.complete), which has more than its count.
+    is the prefix check_text read of a longer text (InputCheck.complete): past the range, the warning says "more
+    than" its count.
     """
     bounds = card.get("input_tokens") if isinstance(card, dict) else None
     if not isinstance(bounds, dict):
@@ -202,7 +203,7 @@ def trained_range_warning(card: dict, text: str, vocab, complete: bool = True) -
         return None
     symbols = vocab.split(text) if hasattr(vocab, "split") else text.split()
     n = len(symbols)
-    if (low <= n <= high and complete) or n == 0:
+    if low <= n <= high or n == 0:  # a prefix within the range: the model reads no more than it either
         return None
     units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
     template = TRAINED_RANGE if complete else TRAINED_RANGE_MORE
