@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import table  # noqa: E402
+from benchmarks.common import pct, table  # noqa: E402
 from harness.browser import ROOT, AppServer  # noqa: E402
 from harness.stream_client import StreamSession  # noqa: E402
 from ui.shell.navigation import PAGES  # noqa: E402
@@ -62,9 +62,7 @@ def starts(root: Path, n: int, each: int, stall_s: float, folder: Path, label: s
         finally:
             server.stop()
         print(f"{label} start {k + 1}/{n}: {'stalled' if None in times else f'{max(times):.1f} s'}", flush=True)
-    seconds.sort()
-    q = lambda f: f"{seconds[min(len(seconds) - 1, int(f * (len(seconds) - 1)))]:.1f}" if seconds else "-"  # noqa: E731
-    return [label, str(n), str(len(pages)), str(stalled), q(0.5), q(0.95), q(1.0)]
+    return [label, str(n), str(len(pages)), str(stalled), *(f"{pct(seconds, q):.1f}" for q in (0.5, 0.95, 1.0))]
 
 
 def main(argv: list[str] | None = None) -> None:

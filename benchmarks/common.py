@@ -53,6 +53,12 @@ def median_of(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> fl
     return statistics.median(timings(fn, repeats, warmup))
 
 
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-quantile of values (the nearest rank; nan when there are none)."""
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None) -> str:
     """A GitHub-flavoured markdown table; also kept for the results file (see the module docstring)."""
     _TABLES.append({"title": title, "headers": [str(h) for h in headers], "rows": [[str(c) for c in r] for r in rows]})

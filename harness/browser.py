@@ -193,8 +193,8 @@ class AppServer:
         query = urllib.parse.urlencode(params)
         return f"{self.origin}/{page}" + (f"?{query}" if query else "")
 
-    def log(self, chars: int = 4000) -> str:
-        return self.log_path.read_text(errors="replace")[-chars:]
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
 
     def threads(self, wait_s: float = 5) -> str:
         """Every thread's stack in the server now (faulthandler, on SIGUSR1), from its log: why a run stalls."""

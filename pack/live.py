@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from i18n import M_, N_, _, ngettext
+from model.text.trained_range import TRAINED_RANGE
 
 PACK_REFUSED = N_("This pack runs no model of its own: {why}.")  # why: live_spec's Unsupported message
 MISSING_WEIGHTS = N_(
@@ -82,10 +83,8 @@ def live_words(spec: dict | None) -> dict[str, str]:
         units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
         unit = checks["trained"]["unit"]
         words["trained"] = _(
-            M_(  # TRAINED_RANGE of model.text.inputs (which imports torch: the page's builder does not)
-                "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
-                "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-                "as what an untrained length does, not as what the model learned.",
+            M_(
+                TRAINED_RANGE,
                 low=checks["trained"]["low"],
                 high=checks["trained"]["high"],
                 unit=M_(units[unit]) if unit in units else unit,

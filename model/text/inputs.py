@@ -11,6 +11,7 @@ from i18n import M_, N_, NM_, Message, join_messages
 
 from .bounded import TokenizerFailed, bounded_ids, read_bounded
 from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
+from .trained_range import TRAINED_RANGE, TRAINED_RANGE_MORE, trained_range_warning  # noqa: F401 - callers' name
 
 
 @dataclass
@@ -185,38 +186,3 @@ def _check_text(text: str, vocab, max_tokens: int, what: str, count_to: int | No
 def _quote(symbols: list[str], limit: int = QUOTED) -> Message:
     shown = join_messages(", ", (f"“{s}”" if s.strip() else M_("a space") for s in symbols[:limit]))
     return M_("{shown} and {n} more", shown=shown, n=len(symbols) - limit) if len(symbols) > limit else shown
-
-
-def trained_range_warning(card: dict, text: str, vocab, complete: bool = True) -> str | None:
-    """A warning when the text is longer or shorter than what the model was trained on, else None.
-
-    card["input_tokens"] = {"min": ..., "max": ..., "unit": "characters" | "words"} is written by the
-    training command (the range of the training sources). Models without it get no warning. complete False: `text`
-    is the prefix check_text read of a longer text (InputCheck.complete): past the range, the warning says "more
-    than" its count.
-    """
-    bounds = card.get("input_tokens") if isinstance(card, dict) else None
-    if not isinstance(bounds, dict):
-        return None
-    low, high, unit = bounds.get("min"), bounds.get("max"), str(bounds.get("unit", "tokens"))
-    if not (isinstance(low, int) and isinstance(high, int)):
-        return None
-    symbols = vocab.split(text) if hasattr(vocab, "split") else text.split()
-    n = len(symbols)
-    if low <= n <= high or n == 0:  # a prefix within the range: the model reads no more than it either
-        return None
-    units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
-    template = TRAINED_RANGE if complete else TRAINED_RANGE_MORE
-    return M_(template, low=low, high=high, unit=M_(units[unit]) if unit in units else unit, n=n)
-
-
-TRAINED_RANGE = N_(
-    "This model was trained on inputs of {low} to {high} {unit}; yours has {n}. "
-    "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-    "as what an untrained length does, not as what the model learned."
-)
-TRAINED_RANGE_MORE = N_(
-    "This model was trained on inputs of {low} to {high} {unit}; yours has more than {n}. "
-    "Outside that range its output is often wrong (repeated or missing tokens): read the result "
-    "as what an untrained length does, not as what the model learned."
-)
