@@ -22,7 +22,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 INPUT_LABEL = "Input text (source)"
-FIRST_RUN_S = float(os.environ.get("E2E_WAIT_S", 240))  # as harness/browser.py WAIT_S
+FIRST_RUN_S = float(os.environ.get("E2E_WAIT_S", 240))  # as harness/app_server.py WAIT_S
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The browser harness for pytest: everything in harness/browser.py, charts.py and view_checks.py, with a missing
-browser made a skip.
+"""The browser harness for pytest: everything in harness/browser.py (with app_server.py), charts.py and
+view_checks.py, with a missing browser made a skip.
 
 Without Debian's chromium or python playwright a browser test skips, except under CI (the CI variable
 set), where it fails. The benchmarks use harness.browser directly (there a missing browser is an error).
