@@ -3,7 +3,8 @@
 `live_html(spec)` is the section with the box; `live_scripts(spec)` the scripts that run the model: onnxruntime-web
 (pack/static/vendor/onnxruntime-web: its API, its Emscripten glue and its WebAssembly binary, gzipped, all inside the page),
 pack_text.js (the input check and the tokenizer), pack_net.js (the model's own exported graphs, greedy decoding) and
-pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures).
+pack_live.js (the box, and the views of the typed input, made from the first precomputed input's figures, laid out by
+pack_layout.js: the app's rules for its tokens).
 `live_words(spec)` are the sentences the page writes, in the pack's language: the input check's warnings use the
 app's own messages (model/inputs.check_text), their values filled in by the script.
 `spec` is pack.export.live_spec's dict (JSON-ready, but for a folder pack's spec["weights"]["data"]), or None:
@@ -244,7 +245,8 @@ def live_scripts(spec: dict | None) -> tuple[str, str]:
     First (before the pack's static sections and plotly, so that the runtime starts while the rest of the page is read
     and drawn): a folder pack's weight files (their <script src> run in order), onnxruntime-web, the tokenizers' code,
     pack_text.js and pack_net.js, then a line that starts opening the model (window.PackOpening: the runtime, the
-    graphs' sessions and the tokenizers). Last: pack_live.js, which draws with PackViews and awaits that opening."""
+    graphs' sessions and the tokenizers). Last: pack_layout.js (the app's layout rules for a typed input's tokens) and
+    pack_live.js, which draws with PackViews and awaits that opening."""
     if spec is None:
         return "", ""
     beside = "".join(
@@ -259,4 +261,6 @@ def live_scripts(spec: dict | None) -> tuple[str, str]:
     tokenizers = _inert((HERE / "vendor" / "tokenizers" / "tokenizers.min.mjs").read_text(encoding="utf-8"))
     runtime = runtime_scripts(webgpu=bool(spec.get("weights")))  # a folder pack: the WebGPU build
     first = beside + runtime + f'<script type="text/plain" id="tokenizers-js">{tokenizers}</script>' + ours + start
-    return first, f"<script>{(HERE / 'pack_live.js').read_text()}</script>"
+    return first, "".join(
+        f"<script>{(HERE / name).read_text()}</script>" for name in ("pack_layout.js", "pack_live.js")
+    )
