@@ -27,19 +27,21 @@ def _fast(folder: Path, **specials):
     return transformers.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **specials)
 
 
-def build_gpt2(root: Path) -> Family:
+def build_gpt2(root: Path, name: str = "gpt2", **fields) -> Family:
+    """GPT-2; fields: config fields over gpt2's (Stanford CRFM's runs: scale_attn_by_inverse_layer_idx and
+    reorder_and_upcast_attn)."""
     import transformers
 
-    folder = root / "gpt2-tiny"
+    folder = root / ("gpt2-tiny" if name == "gpt2" else name)
     folder.mkdir()
     tok = _byte_level(folder, ["<|endoftext|>"])
     end = tok.token_to_id("<|endoftext|>")
     config = transformers.GPT2Config(  # gpt2 (124M): 12 layers of 768, 12 heads, 1024 positions
         vocab_size=tok.get_vocab_size(), n_positions=48, n_embd=32, n_layer=3, n_head=4, bos_token_id=end,
-        eos_token_id=end, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        eos_token_id=end, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **fields,
     )  # fmt: skip
     hf = saved_reference(transformers.GPT2LMHeadModel, config, folder, 4)
-    return Family("gpt2", folder, hf, _fast(folder, eos_token="<|endoftext|>"), end, None)
+    return Family(name, folder, hf, _fast(folder, eos_token="<|endoftext|>"), end, None)
 
 
 def build_llama(root: Path, kv_heads: int, spm: bool = False, name: str = "llama") -> Family:
@@ -115,6 +117,10 @@ def build_bert(root: Path, mlm: bool) -> Family:
 
 BUILDERS = {
     "gpt2": build_gpt2,
+    # Stanford CRFM's GPT-2 runs: layer i's scores also divided by i + 1, computed in float32
+    "gpt2-crfm": lambda root: build_gpt2(
+        root, "gpt2-crfm", scale_attn_by_inverse_layer_idx=True, reorder_and_upcast_attn=True
+    ),
     "llama": lambda root: build_llama(root, 4),
     "llama-gqa": lambda root: build_llama(root, 2, spm=True, name="llama-gqa"),
     "qwen2": build_qwen2,

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 import torch
 
+from model.analysis import inside
 from model.analysis.capture import capture
 from model.checkpoints.loading import load_checkpoint
 from model.decoding.greedy import greedy_decode
 from tests.hf_one_stack import BUILDERS, TEXTS
 from tests.import_helpers import assert_loaded_without_copies
 
-DECODERS = ("gpt2", "llama", "llama-gqa", "qwen2")
+DECODERS = ("gpt2", "gpt2-crfm", "llama", "llama-gqa", "qwen2")
 ENCODERS = ("bert", "bert-mlm")
 
 
@@ -98,6 +99,27 @@ def test_qwen2_has_biases_on_q_k_v_only(families):
     attn = model.decoder.layers[0].self_attn
     assert attn.q_proj.bias is not None and attn.k_proj.bias is not None and attn.v_proj.bias is not None
     assert attn.out_proj.bias is None and model.decoder.layers[0].ff.linear1.bias is None
+
+
+@torch.no_grad()
+def test_stanford_crfms_gpt2_divides_each_layers_scores_by_its_number(families):
+    """scale_attn_by_inverse_layer_idx: layer i's q.k / sqrt(d_head) also divided by i + 1, recomputed here from the
+    captured q and k; the Inside page's steps of a head (head_settings) give the same row."""
+    family, model, tok = families["gpt2-crfm"]
+    config = model.config
+    assert config.scale_by_layer and config.scale_scores
+    cap = capture(model, tok, TEXTS[1], qkv=True)
+    T = cap.decoder_self.shape[-1]
+    for layer in range(config.n_decoder_layers):
+        q, k, _v = (a[layer, 1].astype(np.float64) for a in cap.qkv["decoder_self"])
+        scores = q @ k.T / np.sqrt(config.d_head) / (layer + 1)
+        scores[np.triu(np.ones((T, T), dtype=bool), 1)] = -np.inf
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        np.testing.assert_allclose(cap.decoder_self[layer, 1], weights / weights.sum(-1, keepdims=True), atol=1e-5)
+        step = inside.step_from_capture(
+            cap, "decoder_self", layer, 1, T - 1, **inside.head_settings(config, "decoder_self", layer)
+        )
+        np.testing.assert_allclose(step.weights, cap.decoder_self[layer, 1, T - 1], atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ENCODERS)

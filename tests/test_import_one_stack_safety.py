@@ -35,7 +35,7 @@ def built(tmp_path_factory):
         ("gpt2", {"n_embd": 10**9}, r"d_model is 1000000000, above this app's limit of 4096"),
         ("gpt2", {"n_layer": True}, r"n_layer must be an integer"),
         ("gpt2", {"activation_function": "db_password"}, r"activation_function is not one of"),
-        ("gpt2", {"scale_attn_by_inverse_layer_idx": True}, r"scale_attn_by_inverse_layer_idx is not supported"),
+        ("gpt2", {"scale_attn_by_inverse_layer_idx": "yes"}, r"scale_attn_by_inverse_layer_idx must be true or false"),
         ("llama", {"num_key_value_heads": 3}, r"n_heads=4 is not a multiple of n_kv_heads=3"),
         ("llama", {"vocab_size": 10**8}, r"src_vocab_size is 100000000, above this app's limit"),
         ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, r"RoPE scaling “yarn”"),

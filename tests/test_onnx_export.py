@@ -209,20 +209,20 @@ def test_a_decoder_only_demo_graph_continues_the_prompt_as_the_app(name):
 
 @pytest.fixture(scope="module")
 def one_stack(tmp_path_factory):
-    """A tiny GPT-2 (learned positions, byte-level BPE), a Llama with grouped-query attention (RoPE, RMS norms,
+    """A tiny GPT-2 (learned positions, byte-level BPE; and with Stanford CRFM's per-layer scale), a Llama with grouped-query attention (RoPE, RMS norms,
     SwiGLU, sentencepiece) and a BERT with its masked-LM head (tests/hf_one_stack.py), and their graphs' sessions."""
     from tests.hf_one_stack import BUILDERS
 
     root = tmp_path_factory.mktemp("one_stack")
     out = {}
-    for name in ("gpt2", "llama-gqa", "bert-mlm"):
+    for name in ("gpt2", "gpt2-crfm", "llama-gqa", "bert-mlm"):
         fam = BUILDERS[name](root)
         model, tok = load_checkpoint(fam.folder)
         out[name] = (fam, model, tok, sessions(export_graphs(model)))
     return out
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
+@pytest.mark.parametrize("name", ["gpt2", "gpt2-crfm", "llama-gqa"])
 @torch.no_grad()
 def test_a_decoder_only_folder_graph_matches_transformers(one_stack, name):
     """Every attention map (each query head of a grouped-query layer) and the log-probs against transformers' eager

@@ -39,9 +39,9 @@ def allowed_keys(kind: str, query: int, n_keys: int, window: int | None = None) 
 
 
 def head_settings(config, kind: str, layer: int) -> dict:
-    """What a model's config changes in one head's steps: the scale (True, False or a number: Gemma's
-    query_pre_attn_scalar^-1/2), the soft-capping and the layer's sliding window (self-attention only)."""
-    scale = config.query_scale**-0.5 if config.query_scale is not None else config.scale_scores
+    """What a model's config changes in one head's steps: the scale (True, False or a number: config.score_scale),
+    the soft-capping and the layer's sliding window (self-attention only)."""
+    scale = config.score_scale(layer if kind != "cross" else None)
     window = config.window_of(layer) if kind != "cross" else None
     return dict(scale=scale, softcap=config.attn_softcap, window=window)
 

@@ -113,6 +113,7 @@ class TransformerConfig:
     attn_softcap: float | None = None  # scores -> c * tanh(scores / c) before the mask and softmax (Gemma 2)
     final_softcap: float | None = None  # logits -> c * tanh(logits / c) (Gemma 2 and 3)
     query_scale: float | None = None  # q.k scaled by query_scale^-1/2 instead of d_head^-1/2 (query_pre_attn_scalar)
+    scale_by_layer: bool = False  # layer i's self-attention: q.k also divided by i + 1 (GPT-2's inverse_layer_idx)
     qk_norm: str = "none"  # QK_NORMS: "head" per head over d_head (Gemma 3, Qwen3), "all" over n_heads*d_head (OLMo 2)
     block_norms: str = "default"  # BLOCK_NORMS; "rms_plus_one" norms read their weight as 1 + w (Gemma)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. where an import came from)
@@ -227,6 +228,15 @@ class TransformerConfig:
         kinds = self.kinds
         return kinds[layer] if layer < len(kinds) else "global"
 
+    def score_scale(self, layer: int | None = None) -> bool | float:
+        """What q.k is multiplied by in an attention of layer `layer` (None: cross-attention): True (1/sqrt(d_head)),
+        False (1: T5) or a number (Gemma's query_pre_attn_scalar^-1/2; GPT-2's scale_attn_by_inverse_layer_idx
+        divides a layer's by its number + 1)."""
+        scale = self.query_scale**-0.5 if self.query_scale is not None else self.scale_scores
+        if not self.scale_by_layer or layer is None:
+            return scale
+        return (self.d_head**-0.5 if scale is True else 1.0 if scale is False else scale) / (layer + 1)
+
     def window_of(self, layer: int) -> int | None:
         """The sliding window of layer `layer` (None: a global layer sees every key the mask allows)."""
         return self.sliding_window if self.layer_kind(layer) == "local" else None
@@ -325,6 +335,7 @@ _BOOLS = (
     "ff_gated",
     "feed_forward",
     "scale_scores",
+    "scale_by_layer",
     "rescale_output",
     "embed_norm",
 )

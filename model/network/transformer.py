@@ -37,7 +37,7 @@ def make_attention(config: TransformerConfig, layer: int | None = None) -> Multi
         config.dropout,
         config.d_head,
         config.bias,
-        config.query_scale**-0.5 if config.query_scale is not None else config.scale_scores,
+        config.score_scale(layer),
         config.n_kv_heads,
         config.qkv_bias,
         window=None if layer is None else config.window_of(layer),

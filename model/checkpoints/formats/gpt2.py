@@ -8,6 +8,9 @@ How it maps onto the one Transformer (configuration, not a fork):
     attn.c_attn is a Conv1D (y = x W + b, W stored (in, out)): its columns are W^Q | W^K | W^V, transposed into the
         three projections; attn.c_proj, mlp.c_fc, mlp.c_proj are Conv1D too (transposed); GELU with tanh (gelu_new)
     lm_head tied to wte, no bias
+    scale_attn_weights: the scores divided by sqrt(d_head) (scale_scores); scale_attn_by_inverse_layer_idx: layer i's
+        also by i + 1 (scale_by_layer; Stanford CRFM's GPT-2 runs); reorder_and_upcast_attn: the same scores computed
+        in float32, as this model always computes them
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "layer_norm_epsilon": 1e-5,
     "scale_attn_weights": True,
     "scale_attn_by_inverse_layer_idx": False,
+    "reorder_and_upcast_attn": False,
     "bos_token_id": 50256,
     "eos_token_id": 50256,
     "tie_word_embeddings": True,
@@ -63,10 +67,9 @@ def read_gpt2_config(src: Source) -> dict[str, Any]:
         cfg["n_inner"] = 4 * cfg["n_embd"]
     problems: list = []
     cfg["_activation"] = hf.activation(cfg, "activation_function", problems)
-    if cfg["scale_attn_weights"] is not True:
-        problems.append(M_("{field} must be true (scores divided by sqrt(d_head))", field="scale_attn_weights"))
-    if cfg["scale_attn_by_inverse_layer_idx"] is not False:
-        problems.append(M_("{field} is not supported", field="scale_attn_by_inverse_layer_idx"))
+    for field in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"):
+        if not isinstance(cfg[field], bool):
+            problems.append(M_("{field} must be true or false", field=field))
     if cfg["tie_word_embeddings"] is False:
         problems.append(M_("{field} is not supported", field="tie_word_embeddings: false"))
     hf.refuse(where, problems)
@@ -78,7 +81,8 @@ def gpt2_config(cfg: dict[str, Any], where) -> TransformerConfig:
         where, "decoder-only", cfg["vocab_size"], cfg["n_layer"], cfg["n_positions"],
         one.special_ids(cfg, cfg["vocab_size"]), d_model=cfg["n_embd"], n_heads=cfg["n_head"], d_ff=cfg["n_inner"],
         positional="learned", tie_generator=True, activation=cfg["_activation"], norm="layernorm",
-        layer_norm_eps=cfg["layer_norm_epsilon"], extra={"imported_from": "Hugging Face GPT-2"},
+        layer_norm_eps=cfg["layer_norm_epsilon"], scale_scores=cfg["scale_attn_weights"],
+        scale_by_layer=cfg["scale_attn_by_inverse_layer_idx"], extra={"imported_from": "Hugging Face GPT-2"},
     )  # fmt: skip
 
 
