@@ -114,12 +114,11 @@ class AppServer:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGUSR1)
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
+        while True:
             dump = self.log_path.read_bytes()[start:].decode(errors="replace")
-            if "most recent call first" in dump and " in <module>\n" in dump:  # the main thread's, written last
-                break
+            if ("most recent call first" in dump and " in <module>\n" in dump) or time.monotonic() > deadline:
+                return dump  # complete once the main thread's stack, written last, is there
             time.sleep(0.1)
-        return self.log_path.read_bytes()[start:].decode(errors="replace")
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -13,7 +13,6 @@ loop: dozens of sessions cost one process, not dozens of Chromiums).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -21,8 +20,10 @@ from dataclasses import dataclass, field
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from harness.app_server import WAIT_S
+
 INPUT_LABEL = "Input text (source)"
-FIRST_RUN_S = float(os.environ.get("E2E_WAIT_S", 240))  # as harness/app_server.py WAIT_S
+FIRST_RUN_S = WAIT_S  # a first run waits as long as a browser test's first page (E2E_WAIT_S)
 
 
 @dataclass

@@ -80,7 +80,7 @@ def live_words(spec: dict | None) -> dict[str, str]:
     )
     words["encoded"] = _("Input: {n} tokens, as the model’s tokenizer writes them (its special tokens included)")
     checks = (spec or {}).get("checks", {})
-    if "trained" in checks:  # model.text.inputs.trained_range_warning, {n} filled by the script
+    if "trained" in checks:  # model.text.trained_range.trained_range_warning, {n} filled by the script
         units = {"characters": N_("characters"), "words": N_("words"), "tokens": N_("tokens")}
         unit = checks["trained"]["unit"]
         words["trained"] = _(

@@ -58,8 +58,9 @@ def _ends_with(card: dict) -> str | None:
 
 def pack_checks(card: dict) -> dict:
     """The checks the app makes on typed text beyond the vocabulary's, as data the lecture pack's page applies
-    (pack/static/pack_live.js): "trained", the card's range of input lengths (model.text.inputs.trained_range_warning),
-    "ends_with", how an input ends (format_warning: {"end", "example"}), and
+    (pack/static/pack_live.js): "trained", the card's range of input lengths
+    (model.text.trained_range.trained_range_warning), "ends_with", how an input ends (format_warning: {"end",
+    "example"}), and
     "grammar", the task's word classes and sentence patterns (grammar_warning: a word's class is the first of its
     classes in alphabetical order, None for words that can only be adjectives, which patterns leave out; a pattern is
     its classes joined by spaces; "ends": the pattern of a word's punctuation at either end, which the check strips)."""

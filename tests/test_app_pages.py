@@ -218,7 +218,7 @@ def test_changing_the_model_starts_from_that_models_first_example():
 
 
 def test_an_input_outside_the_trained_range_is_warned_about_before_the_result():
-    from model.text.inputs import TRAINED_RANGE, TRAINED_RANGE_MORE
+    from model.text.trained_range import TRAINED_RANGE, TRAINED_RANGE_MORE
 
     reverse = _demo("reverse")
     high = reverse.card["input_tokens"]["max"]

@@ -79,8 +79,8 @@ def test_pe_json_round_trips():
 
 
 def test_trained_range_warning_names_the_range_and_the_length():
-    from model.text.inputs import TRAINED_RANGE, TRAINED_RANGE_MORE, trained_range_warning
     from model.text.tokenizer import Vocab
+    from model.text.trained_range import TRAINED_RANGE, TRAINED_RANGE_MORE, trained_range_warning
 
     chars = Vocab.build("abc", level="char")
     card = {"input_tokens": {"min": 2, "max": 4, "unit": "characters"}}
@@ -104,7 +104,7 @@ def test_trained_range_warning_names_the_range_and_the_length():
 def test_every_shipped_demo_card_states_its_trained_range():
     from model.checkpoints.demos import list_demos
     from model.checkpoints.loading import load_checkpoint
-    from model.text.inputs import trained_range_warning
+    from model.text.trained_range import trained_range_warning
 
     demos = list_demos()
     assert demos

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_helpers import chromium
 from viz.attention_figs import geometry_rules, heatmap_geometry
 from viz.tokens import label_px, plain_token, token_ticks
 
@@ -19,54 +18,24 @@ STATIC = Path(__file__).resolve().parents[1] / "pack" / "static"
 
 # Tokens of every class the rules tell apart: narrow, broad and upper-case letters, wide (CJK) characters, astral
 # characters (two UTF-16 units), whitespace made visible, markup escaped, special tokens, pieces and long words
-POOL = [
-    *"ilj.,;:!|'IWMmw@%",
-    *"aAbBzZÉéßǅΣσЖж",
-    *"的一是在人中国语言。，！（）",
-    "😀",
-    "𝔘",
-    "🇫🇷",
-    "👩‍💻",
-    "\u0301",
-    "\u200b",
-    " ",
-    "\t",
-    "\n",
-    "",
-    "&",
-    "<",
-    ">",
-    "&amp;",
-    "<b>",
-    "<unk>",
-    "</s>",
-    "<s>",
-    "<pad>",
-    "<id 4>",
-    "▁the",
-    "▁",
-    "##ing",
-    "Ġworld",
-    "the",
-    "cat",
-    "sat",
-    "Transformer",
-    "attention",
-    "positional",
-    "supercalifragilisticexpialidocious",
-    "注意力机制",
-    "位置编码",
-    "Zürich",
-    "naïve",
-    "ＡＢＣ",
-    "x" * 40,
-    "日" * 20,
+MARKS = [*"ilj.,;:!|'IWMmw@%"]  # narrow and broad Latin characters
+LETTERS = [*"aAbBzZÉéßǅΣσЖж"]  # letters of several scripts, cased and not
+CJK = [*"的一是在人中国语言。，！（）"]
+OTHERS = [
+    *("😀", "𝔘", "🇫🇷", "👩‍💻", "\u0301", "\u200b"),
+    *(" ", "\t", "\n", "", "&", "<", ">", "&amp;", "<b>"),
+    *("<unk>", "</s>", "<s>", "<pad>", "<id 4>", "▁the", "▁", "##ing", "Ġworld"),
+    *("the", "cat", "sat", "Transformer", "attention", "positional", "supercalifragilisticexpialidocious"),
+    *("注意力机制", "位置编码", "Zürich", "naïve", "ＡＢＣ", "x" * 40, "日" * 20),
 ]
+POOL = MARKS + LETTERS + CJK + OTHERS
+# what one input mostly holds: single Latin characters, single letters and CJK characters, longer tokens, anything
+KINDS = [MARKS + LETTERS, LETTERS + CJK, OTHERS, POOL]
 
 
 def _tokens(rng: random.Random, n: int) -> list[str]:
     """n tokens: mostly one kind (single characters, words or CJK), as a real input is, with others mixed in."""
-    kind = rng.choice([POOL[:31], POOL[17:45], POOL[45:], POOL])
+    kind = rng.choice(KINDS)
     return [rng.choice(kind if rng.random() < 0.8 else POOL) for _ in range(n)]
 
 
@@ -82,20 +51,21 @@ def _cases(seed: int = 20261129, n: int = 300) -> list[dict]:
     return cases
 
 
+def _ticks(t) -> dict:
+    return {"vals": t.vals, "text": t.text, "angle": t.angle, "step": t.step}
+
+
 def _python(case: dict) -> dict:
     geo = heatmap_geometry(case["q"], case["k"], extra_height=case["extra"])
-    ticks = [token_ticks(case["k"], case["px"], horizontal=h) for h in (True, False)]
     return {
         "widths": [label_px(plain_token(t)) for t in case["k"]],
-        "ticks": [{"vals": t.vals, "text": t.text, "angle": t.angle, "step": t.step} for t in ticks],
+        "ticks": [_ticks(token_ticks(case["k"], case["px"], horizontal=h)) for h in (True, False)],
         "geometry": {
             "cell": geo.cell,
             "height": geo.height,
             "ratio": geo.ratio,
-            **{
-                a: {"vals": t.vals, "text": t.text, "angle": t.angle, "step": t.step}
-                for a, t in (("x", geo.x), ("y", geo.y))
-            },
+            "x": _ticks(geo.x),
+            "y": _ticks(geo.y),
         },
     }
 
@@ -111,14 +81,14 @@ _IN_PAGE = """([G, cases]) => {
 
 
 @pytest.fixture(scope="module")
-def page():
-    with chromium() as browser:
-        page = browser.new_page()
-        scripts = "".join(
-            f"<script>{(STATIC / n).read_text(encoding='utf-8')}</script>" for n in ("pack_text.js", "pack_layout.js")
-        )
-        page.set_content(f"<!doctype html><meta charset='utf-8'>{scripts}")
-        yield page
+def page(browser):  # conftest's Chromium of this module
+    page = browser.new_page()
+    scripts = "".join(
+        f"<script>{(STATIC / n).read_text(encoding='utf-8')}</script>" for n in ("pack_text.js", "pack_layout.js")
+    )
+    page.set_content(f"<!doctype html><meta charset='utf-8'>{scripts}")
+    yield page
+    page.close()
 
 
 def test_the_pages_token_ticks_and_map_geometry_are_the_apps_on_random_tokens(page):

@@ -22,8 +22,9 @@ from i18n import _
 from model import TransformerConfig, build_model, capture, greedy_decode, load_checkpoint
 from model.checkpoints.checkpoint import load_card
 from model.checkpoints.demos import list_demos
-from model.text.inputs import check_text, text_room, trained_range_warning
+from model.text.inputs import check_text, text_room
 from model.text.tokenizer import SPECIALS, Tokenizer, Vocab
+from model.text.trained_range import trained_range_warning
 from pack import export as pack_export
 from pack.live import MISSING_WEIGHTS
 from pack.page import lecture_pack_files

@@ -11,7 +11,6 @@ from i18n import M_, N_, NM_, Message, join_messages
 
 from .bounded import TokenizerFailed, bounded_ids, read_bounded
 from .tokenizer import SPECIALS, IdVocab, Tokenizer, Vocab, clean_text
-from .trained_range import TRAINED_RANGE, TRAINED_RANGE_MORE, trained_range_warning  # noqa: F401 - callers' name
 
 
 @dataclass

@@ -13,7 +13,8 @@ from i18n import M_, N_, _
 from model.analysis.budget import MAX_TEXT_CHARS, WorkBudget
 from model.analysis.budget_input import apply_budget, source_length
 from model.checkpoints.demos import list_demos
-from model.text.inputs import check_text, text_room, trained_range_warning
+from model.text.inputs import check_text, text_room
+from model.text.trained_range import trained_range_warning
 from tasks.cards import card_description, format_warning, grammar_warning
 from ui.shell.model_picker import pick_model
 from ui.shell.session import Session

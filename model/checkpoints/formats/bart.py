@@ -78,8 +78,7 @@ def read_bart_config(src: Source) -> tuple[dict[str, Any], str]:
         if cfg[a] != cfg[b]:
             problems.append(M_("{a} differs from {b} (this model uses one value for both stacks)", a=a, b=b))
     cfg["_activation"] = hf.activation(cfg, "activation_function", problems)
-    if not isinstance(cfg["scale_embedding"], bool):
-        problems.append(M_("{field} must be true or false", field="scale_embedding"))
+    hf.booleans(cfg, problems, "scale_embedding")
     hf.refuse(f"{src.name}/config.json", problems)
     return cfg, family
 

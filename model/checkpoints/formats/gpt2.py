@@ -67,9 +67,7 @@ def read_gpt2_config(src: Source) -> dict[str, Any]:
         cfg["n_inner"] = 4 * cfg["n_embd"]
     problems: list = []
     cfg["_activation"] = hf.activation(cfg, "activation_function", problems)
-    for field in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"):
-        if not isinstance(cfg[field], bool):
-            problems.append(M_("{field} must be true or false", field=field))
+    hf.booleans(cfg, problems, "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn")
     if cfg["tie_word_embeddings"] is False:
         problems.append(M_("{field} is not supported", field="tie_word_embeddings: false"))
     hf.refuse(where, problems)

@@ -72,6 +72,13 @@ def read_config(src: Source, defaults: Mapping[str, Any], family: str) -> dict[s
     return cfg
 
 
+def booleans(cfg: Mapping[str, Any], problems: list, *keys: str) -> None:
+    """A problem for each of `keys` whose value is not true or false (a missing key reads as false)."""
+    problems.extend(
+        M_("{field} must be true or false", field=k) for k in keys if not isinstance(cfg.get(k, False), bool)
+    )
+
+
 def activation(cfg: dict[str, Any], key: str, problems: list) -> str:
     name = cfg.get(key)
     if not isinstance(name, str) or name not in ACTIVATIONS:

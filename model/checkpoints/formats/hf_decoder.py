@@ -168,7 +168,7 @@ def _biases(cfg: dict[str, Any], kind: str | None, problems: list) -> tuple[bool
     if kind is None:
         problems.extend(M_("{field} is not supported", field=f) for f in fields if cfg.get(f, False) is not False)
         return False, None
-    problems.extend(M_("{field} must be true or false", field=f) for f in fields if type(cfg.get(f, False)) is not bool)
+    hf.booleans(cfg, problems, *fields)
     if kind == "qkv":
         return False, True
     if cfg["attention_bias"] is True and cfg.get("mlp_bias") is not True:
@@ -201,8 +201,7 @@ def read_config(src: Source, family: Family) -> dict[str, Any]:
     _rope_fields(cfg, family, problems)
     cfg["_kinds"] = _layer_kinds(cfg, family, problems)
     cfg["_bias"], cfg["_qkv_bias"] = _biases(cfg, family.biases.get(kind), problems)
-    if not isinstance(cfg["tie_word_embeddings"], bool):
-        problems.append(M_("{field} must be true or false", field="tie_word_embeddings"))
+    hf.booleans(cfg, problems, "tie_word_embeddings")
     for name, allowed in family.refused.items():
         if cfg.get(name, allowed) != allowed:
             problems.append(M_("{field} is not supported", field=name))
