@@ -1,5 +1,7 @@
 """Inside attention: one head's computation with the real numbers of the current input, in the order of the formula."""
 
+import math
+
 import streamlit as st
 
 from i18n import N_, _
@@ -150,7 +152,7 @@ if step.scaled_scores:
         _(
             "Dot products of d_k = {d_k} terms grow like √d_k, so they are divided by √d_k = {scale} "
             "before the softmax, which would otherwise saturate."
-        ).format(d_k=step.d_k, scale=f"{step.scale:.3g}")
+        ).format(d_k=step.d_k, scale=f"{math.sqrt(step.d_k):.3g}")  # the paper's; a model's own: family_steps
     )
     st.latex(r"\tilde s_j = \frac{q \cdot k_j}{\sqrt{d_k}}")
 else:  # T5
@@ -169,7 +171,7 @@ if step.bias is not None:  # ALiBi, T5: the positional bias joins the scores her
 elif note := getattr(positional_views.of(session.model.config.positional), "INSIDE_NOTE", None):
     st.caption(_(note))  # RoPE: the kind's own line (ui/views/positional_views/)
 
-family_steps(step, k_tokens, where)  # Gemma's scale and soft-capping, a local layer's window
+family_steps(step, k_tokens, where, session.model.config, layer)  # its own scale, soft-capping, a local window
 
 # -- 4. mask ---------------------------------------------------------------------------------------
 st.subheader(_("4 · Mask"))

@@ -4,6 +4,8 @@ attention page shows the kinds the shape has, its GQA groups, the attention sink
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from i18n import _, language_scope
 from model import capture, load_checkpoint
 from tests.apptest_helpers import charts, open_page
 from tests.hf_one_stack import BUILDERS
+from tests.i18n_helpers import matching, msgid_starting, rendered
 from ui.shell.shapes import ATTRIBUTION_MLM, ATTRIBUTION_PROMPT, GQA, NO_ATTRIBUTION, NO_DECODER
 from ui.views.attribution_ui import SELF_WORDS
 from ui.views.decoding_strategy import MENU
@@ -222,3 +225,19 @@ def test_the_mask_token_is_offered_where_the_vocabulary_has_one(folders, family)
         fig = _bars(at, occ.output_tokens[0])
         bars = np.asarray(_z({"data": [{"z": next(d["x"] for d in fig["data"] if d.get("name") == _("Occlusion"))}]}))
         np.testing.assert_allclose(bars.astype(float), occ.scores[0], atol=1e-5)
+
+
+def test_inside_says_each_layer_of_stanford_crfms_gpt2_divides_by_its_number_too(tmp_path):
+    """scale_attn_by_inverse_layer_idx: the Inside page's step 3 gives the paper's √d_k, and the model's own divisor
+    (√d_k times the layer's number + 1) in its own caption, not Gemma's √query_pre_attn_scalar."""
+    folder = BUILDERS["gpt2-crfm"](tmp_path).folder
+    d_k = load_checkpoint(folder)[0].config.d_head
+    at = open_page("inside", f"path:{folder}", text=TEXT, in_kind="decoder_self", in_layer="2", in_head="1")
+    no_error(at)
+    paper = msgid_starting("Dot products of d_k = {d_k} terms grow like √d_k")
+    assert rendered(paper, d_k=d_k, scale=f"{d_k**0.5:.3g}") in [m.value for m in at.markdown]
+    own = msgid_starting("This model divides layer {layer}'s scores by {scale}")
+    captions = [c.value for c in at.caption]
+    assert rendered(own, layer=2, scale=f"{3 * d_k**0.5:.3g}") in captions
+    assert not any(re.fullmatch(matching("This model divides by {scale} (√query_pre_attn_scalar), not by √d_k."), c)
+                   for c in captions)  # fmt: skip
