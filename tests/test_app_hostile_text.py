@@ -86,6 +86,15 @@ def test_the_checker_catches_what_it_should():
     assert shown.count("evil.example") == 3 and "http://evil.example/phish" in shown  # every character still there
 
 
+def test_control_characters_are_shown_as_their_pictures():
+    """A browser draws most control characters as nothing: a random model's continuation holding byte 0x19, or a
+    pasted terminal line's escape, would read as if it were not there. esc draws each as Unicode's picture of it;
+    tabs and line breaks stay what they are."""
+    shown = RENDER.render(esc("a\x00b\x19c\x1bd\x7fe\tf\ng"))
+    assert "a\u2400b\u2419c\u241bd\u2421e\tf" in shown and "<br />\ng" in shown
+    assert not any(ord(ch) < 32 and ch not in "\t\n" or ord(ch) == 0x7F for ch in shown)
+
+
 def test_messages_escape_their_values_not_their_templates():
     message = M_("**{what}** not in the vocabulary: {symbols}", what="input", symbols=join_messages(", ", [LINK]))
     shown = md(message)

@@ -184,3 +184,25 @@ def test_each_bad_selection_falls_back_alone(ckpt, letters, params):
         default = focus(letters, "encoder_self", target="bead")[:2]
         assert (at.selectbox(key="in_layer").value, at.selectbox(key="in_head").value) == default
         assert at.toggle(key="in_noscale").value is True  # the valid part of the link is kept
+
+
+def test_presentation_mode_labels_as_many_keys_as_a_projector_shows(tmp_path):
+    """40 keys: in presentation mode the chart is cut to the screen's height and its labels are 18 px, so the key and
+    value charts name every step-th key (viz.tokens.thin_row_labels through ui/shell/presentation.show); every key's
+    vector is still drawn. Outside it, the same charts at their own height and 14 px name every key they have room for
+    (the first chart, cut most, more of them)."""
+    long = letters_checkpoint(tmp_path, max_len=48)
+    text = "abcdefgh" * 5
+    step = {}
+    for mode in ({"present": "1"}, {}):
+        at = open_page("inside", f"path:{long}", text=text, **mode)
+        assert not at.exception, at.exception
+        keys, values = chart(at, "Query and keys"), chart(at, "Values and")
+        for name, axis, z in (("keys", keys["layout"]["yaxis2"], keys["data"][1]["z"]),
+                              ("values", values["layout"]["yaxis"], values["data"][0]["z"])):  # fmt: skip
+            vals = axis["tickvals"]
+            assert arr(z).shape[0] == 41 and vals[0] == 0, name  # the text's 40 keys and </s>, each drawn
+            assert vals == list(range(0, 41, vals[1] - vals[0])), name
+            step[name, bool(mode)] = vals[1] - vals[0]
+    assert step["keys", True] >= 2 and step["values", True] >= 2
+    assert step["keys", False] < step["keys", True] and step["values", False] <= step["values", True]

@@ -427,6 +427,45 @@ def ensure_readable(fig, tick_px: int = TICK_PX):
     return fig
 
 
+DEFAULT_HEIGHT_PX = 450  # plotly's height for a figure that names none
+
+
+def thin_row_labels(fig, size: int = TICK_PX):
+    """Every y axis that names its rows (ticks given as an array, whole rows a fixed number apart), drawn in fewer
+    pixels than two labels of `size` need one above the other (tick_gap): only every step-th of its labels is kept,
+    as token_ticks does (the hover still names every row). For a figure made shorter or given larger text than its
+    builder planned (presentation mode's height cap and 18 px text). The plot's height is the figure's less its top
+    margin and room for an x axis's labels and title at the bottom. Returns the figure."""
+    layout = fig.layout.to_plotly_json()
+    margin = layout.get("margin") or {}
+    top = margin["t"] if margin.get("t") is not None else 100
+    bottom = max(margin["b"] if margin.get("b") is not None else 80, 2 * size + 16)
+    plot_px = (layout.get("height") or DEFAULT_HEIGHT_PX) - top - bottom
+    changes: dict = {}
+    for name, axis in layout.items():
+        if not name.startswith("yaxis"):
+            continue
+        vals, text = axis.get("tickvals"), axis.get("ticktext")
+        if axis.get("tickmode") != "array" or axis.get("showticklabels") is False or not vals or text is None:
+            continue
+        if len(vals) < 2 or not all(isinstance(v, int | float) and float(v).is_integer() for v in vals):
+            continue  # one label, or labels of categories (names, not rows)
+        spacing = vals[1] - vals[0]
+        if spacing < 1 or any(b - a != spacing for a, b in zip(vals, vals[1:], strict=False)):
+            continue
+        shown = axis.get("range")
+        rows = abs(shown[1] - shown[0]) if shown else vals[-1] - vals[0] + spacing
+        low, high = axis.get("domain") or (0, 1)
+        apart = plot_px * (high - low) / max(rows, 1) * spacing  # px between two labels
+        need = tick_gap(size, horizontal=False)
+        if apart < need:
+            step = math.ceil(need / max(apart, 1e-6))
+            changes[name] = dict(tickvals=list(vals[::step]), ticktext=list(text[::step]))
+    if changes:
+        fig.update_layout(changes)
+    return fig
+
+
 def _readable_colorbar(bar: dict, tick_px: int, small) -> dict:
     """The changes that make a colour bar's tick labels and title dark and at least tick_px high ({} if none)."""
     fix: dict = {}

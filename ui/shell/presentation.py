@@ -255,13 +255,14 @@ def show(fig, key: str, where=None, top_px: int | None = None, **kwargs):
     as a file for a paper or a slide (ui/shell/figure_download.py). where: a column or container (default: the page);
     other keyword arguments go to plotly_chart."""
     from ui.shell.figure_download import download_control
-    from viz.tokens import ensure_readable
+    from viz.tokens import ensure_readable, thin_row_labels
 
     ensure_readable(fig, chart_text_px())
     width = fig.layout.width  # the figure's own, before presentation mode hands the width to the browser
     if language() == "zh":
         _upright_y_titles(fig)
     fit_height(fig, top_px)
+    thin_row_labels(fig, chart_text_px())  # rows closer than their labels (a height cap, larger text): fewer labels
     if presenting() and kwargs.get("width", "stretch") == "stretch":
         # sized in the browser (SCALE_JS): its size at a projector's 1366x768 (width 0: as wide as its place) travels
         # in the layout's meta, and the chart follows its box, which the script sizes (larger in a larger window)

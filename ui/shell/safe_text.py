@@ -27,13 +27,17 @@ _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 # reads and leaves nothing to link.
 _AUTOLINK = re.compile(r"(?i)(?<![a-z])(https?|ftp|mailto|file)(?=:)|(?<![a-z])(www)(?=\.)|(@)(?=\w)")
 ZWSP = "\u200b"
+# Control characters (a random model's continuation, a pasted terminal line) drawn as Unicode's pictures of them
+# (␀ .. ␟, ␡): a browser draws most as nothing. Tabs and line breaks stay what they are.
+_CONTROL_PICTURES = {cp: 0x2400 + cp for cp in range(32) if chr(cp) not in "\t\n\r"} | {0x7F: 0x2421}
 
 
 def esc(text: object) -> str:
     """Plain text made safe for any Markdown element: every ASCII punctuation character backslash-escaped, a
     zero-width space inside what GFM would autolink (http://, www., name@host); line breaks kept as Markdown
-    line breaks (no paragraph, heading or list can start inside the text)."""
-    unlinked = _AUTOLINK.sub(lambda m: m.group(0) + ZWSP, str(text))
+    line breaks (no paragraph, heading or list can start inside the text); other control characters drawn as their
+    pictures (U+2400 ..)."""
+    unlinked = _AUTOLINK.sub(lambda m: m.group(0) + ZWSP, str(text).translate(_CONTROL_PICTURES))
     escaped = _PUNCTUATION.sub(r"\\\1", unlinked)
     return escaped.replace("\r", "").replace("\n", "  \n")
 
