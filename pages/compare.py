@@ -25,7 +25,7 @@ from ui.shell.safe_text import esc, md
 from ui.shell.session import require_session
 from ui.shell.shapes import NO_KIND_IN_B, decoder_side, kind_radio, requires
 from ui.shell.url_state import Key, Keys, intish, write_url
-from ui.views.compare_models import SAME_AS_A, default_b, mismatch_message
+from ui.views.compare_models import SAME_AS_A, default_b, mismatch_message, same_tokens
 from viz import attention_figs
 from viz.compare_figs import compare_heatmaps
 from viz.tokens import capture_rows
@@ -86,26 +86,34 @@ def written(cap, model, tok, read: str) -> str:
     return decoder_input_text(cap, tok.target.detokenize, prompt)
 
 
-def capture_a(target):
-    return caches.cached_capture(session.key, text, target, session.model, session.tokenizer)
+SIDES = {"a": (session.key, text, session.model, session.tokenizer), "b": (b_key, text_b, model_b, tok_b)}
 
 
-def capture_b(target):
-    return caches.cached_capture(b_key, text_b, target, model_b, tok_b)
+def capture(side: str, target):
+    key, read, model, tok = SIDES[side]
+    return caches.cached_capture(key, read, target, model, tok)
+
+
+def reading(side: str, writer: str):
+    """`side`'s capture with its decoder reading what the `writer` side's model wrote: the very ids when they name the
+    same tokens in both vocabularies (same_tokens), else their text tokenized by `side`'s tokenizer."""
+    (w_key, w_read, w_model, w_tok), (key, read, model, tok) = SIDES[writer], SIDES[side]
+    ids = [i for i in caches.own_output(w_key, w_read, w_model, w_tok) if i != w_tok.target.eos_id]
+    if same_tokens(ids, w_tok.target, tok.target, model.config.tgt_vocab_size):
+        return caches.cached_reading(key, read, ids, model, tok)
+    return capture(side, written(capture(writer, None), w_model, w_tok, w_read))
 
 
 if check_b.errors:  # B cannot read the input at all: A alone, and why
-    cap_a, cap_b = capture_a(session.target), None
+    cap_a, cap_b = capture("a", session.target), None
 else:
     typed = session.target
     if typed is not None or fed == "own" or kind == "encoder_self":
-        cap_a, cap_b = capture_a(typed), capture_b(typed)
+        cap_a, cap_b = capture("a", typed), capture("b", typed)
     elif fed == "a":
-        cap_a = capture_a(None)
-        cap_b = capture_b(written(cap_a, session.model, session.tokenizer, text))
+        cap_a, cap_b = capture("a", None), reading("b", "a")
     else:
-        cap_b = capture_b(None)
-        cap_a = capture_a(written(cap_b, model_b, tok_b, text_b))
+        cap_a, cap_b = reading("a", "b"), capture("b", None)
 
 w_a = getattr(cap_a, kind)  # (L, H, Tq, Tk)
 w_b = getattr(cap_b, kind) if cap_b is not None else w_a

@@ -89,3 +89,17 @@ def test_gold_alignment_is_drawn_over_the_gold_target_only():
     assert pairs == {(i, 7 - i) for i in range(8)}  # source letter i wrote output letter 7 - i (row 7 - i)
     forced = open_page("attention", "demo:reverse", text="stressed", target="abcdefgh")  # teacher forcing, not gold
     assert not [t for t in charts(forced)[0]["data"] if t.get("type") == "scatter"]
+
+
+def test_a_chart_below_messages_that_fill_the_screen_gets_a_screen_of_its_own():
+    """Presentation mode fits a page's first chart into what its header leaves of a 1366x768 screen. On the compare
+    page two models of other tokens and layers put two reasons above their maps, which leave less than
+    MIN_CHART_PX: each map then gets a screen's height of its own (no taller than it), not the sliver that is left
+    (54 px before)."""
+    from ui.shell.presentation import MIN_CHART_PX, SCREEN_PX
+
+    at = open_page("compare", "demo:translate", model_b="demo:dates", present="1")
+    assert not at.exception, at.exception
+    assert len(at.info) == 2  # the two reasons the maps cannot be subtracted
+    heights = [c["layout"]["height"] for c in charts(at)]
+    assert len(heights) == 2 and all(MIN_CHART_PX <= h <= SCREEN_PX - 24 for h in heights), heights

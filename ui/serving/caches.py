@@ -148,6 +148,15 @@ def _capture(model_key: str, text: str, target: str | None, model, tokenizer, qk
     return capture(model, tokenizer, text, target, qkv=qkv, interventions=changes)
 
 
+def cached_reading(model_key: str, text: str, ids: Sequence[int], _model, _tokenizer) -> Capture:
+    """capture() of `text` with the decoder reading <s> + ids (another model's output, token for token; </s> left
+    out), once per (model key, text, ids), in CAPTURES beside cached_capture's."""
+    ids = tuple(int(i) for i in ids)
+    return CAPTURES.get(
+        (model_key, text, ids), _with_spinner(RUNNING, lambda: _pass_on(_model, _tokenizer, text, ids, False, NONE))
+    )
+
+
 def trace_from_pass(cap: Capture, ids: Sequence[int], vocab, top_k: int, changes: Interventions) -> Trace:
     """The greedy Trace whose outputs are `ids`, read from a teacher-forced capture of them: step t is position t
     (decoder self-attention over positions 0..t, cross-attention, probabilities from the pass's log-probs).

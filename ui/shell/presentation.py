@@ -238,12 +238,19 @@ SCREEN_PX = 768  # a projector's height: in presentation mode no chart is taller
 DEFAULT_CHART_PX = 450  # plotly's height for a figure that names none
 
 
+MIN_CHART_PX = 240  # less room than this below a page's header: the chart gets a screen of its own instead
+
+
 def fit_height(fig, top_px: int | None = None) -> None:
     """In presentation mode, make a figure no taller than the screen, or (top_px: where the page's first chart
-    starts at 1366x768, measured) than what is left below the page's header; elsewhere leave it as it is."""
+    starts at 1366x768, measured) than what is left below the page's header, unless that is less than MIN_CHART_PX
+    (messages above the chart took the screen: a chart squeezed into the rest would show nothing); elsewhere leave
+    it as it is."""
     if not presenting():
         return
     cap = SCREEN_PX - 24 - (top_px or 0)  # 24: room for the chart's toolbar and the window's edge
+    if cap < MIN_CHART_PX:
+        cap = SCREEN_PX - 24
     height = fig.layout.height or DEFAULT_CHART_PX
     if height > cap:
         fig.layout.height = cap

@@ -47,6 +47,15 @@ def mismatch_message(p, detokenize=(None, None)) -> str:
     return _(WHY[p.what]).format(**values)  # numbers of layers or heads, or of input tokens
 
 
+def same_tokens(ids, writer, reader, reader_size: int) -> bool:
+    """True when each of the ids one model wrote (writer: its target vocabulary) names the same token in the other's
+    vocabulary (reader), inside its embedding table: the other can then read the ids themselves. Their text, written
+    out and tokenized again, need not give them back: a byte-level model's half characters, a split the tokenizer
+    would not choose."""
+    ids = [int(i) for i in ids]
+    return all(0 <= i < reader_size for i in ids) and writer.decode(ids) == reader.decode(ids)
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def default_b(a_key: str, _a_tokenizer, layers: tuple[int, int, int]) -> str | None:
     """The demo to start B from: another one that reads the same tokens (so that the two maps can be subtracted),
