@@ -219,6 +219,7 @@ explain_row(
     "attention_map",
     "decoder_rows" if kind != "encoder_self" else "heads",
     "specials",
+    *(["pieces"] if session.tokenizer.source.level == "subword" else []),  # Ġ, ▁, ## in the tokens shown
     "heads" if kind != "encoder_self" else "post_ln",
     config=session.model.config,
 )

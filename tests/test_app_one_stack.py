@@ -269,3 +269,20 @@ def test_a_model_compared_with_itself_reads_its_own_output_token_for_token(folde
     diff = [_z({"data": [t]}) for t in fig["data"] if t.get("xaxis") == "x3"]
     assert len(diff) == 1 and diff[0].shape == (len(prompt) + len(out),) * 2
     assert np.nanmax(np.abs(diff[0])) == 0
+
+
+def test_the_attention_page_explains_subword_marks_for_subword_vocabularies_only(folders):
+    """GPT-2's tokens are spelled `Ġthe`, BERT's `##ing`: for a subword vocabulary the attention page's row of
+    explanations has one on these marks (in the reader's language); a char-level demo's has none."""
+    from ui.shell.explain import TEXTS
+
+    title = TEXTS["pieces"][0]
+    for lang in ("en", "zh"):
+        for family in ("gpt2", "bert"):
+            at = open_page("attention", f"path:{folders[family]}", text=TEXT, lang=lang)
+            no_error(at)
+            with language_scope(lang):
+                assert _(title) in [e.label for e in at.expander], (lang, family)
+    at = open_page("attention", "demo:reverse", text="stressed")
+    no_error(at)
+    assert _(title) not in [e.label for e in at.expander] and _(TEXTS["specials"][0]) in [e.label for e in at.expander]

@@ -48,6 +48,16 @@ TEXTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
         (),
     ),
+    "pieces": (
+        N_("Ġ, ▁ and ## in tokens"),
+        N_(
+            "A subword tokenizer cuts words into pieces and marks where a word starts or goes on. GPT-2's byte-level "
+            "BPE (and Llama 3's, Qwen's) writes the space before a word as `Ġ`: `Ġthe` is “ the”, and a line break "
+            "is `Ċ`. Sentencepiece (T5, Llama 2, Marian, mBART) writes that space as `▁`. BERT's WordPiece marks a "
+            "piece that continues a word with `##` (`play ##ing`). Tokens are shown as the vocabulary spells them."
+        ),
+        (),
+    ),
     "heads": (
         N_("Heads and d_k"),
         N_(
