@@ -15,6 +15,7 @@ import streamlit as st
 
 from i18n import _, language
 from ui.views.positional_names import KINDS  # the kinds' titles, as the positional page shows them
+from viz.tokens import DEFAULT_HEIGHT_PX
 
 # Streamlit's defaults: 6rem of padding above the content, a 2.75rem title. Text colour stays the theme's.
 COMPACT_CSS = """
@@ -235,7 +236,7 @@ def chart_text_px() -> int:
 
 
 SCREEN_PX = 768  # a projector's height: in presentation mode no chart is taller, and a page's first chart ends inside
-DEFAULT_CHART_PX = 450  # plotly's height for a figure that names none
+DEFAULT_CHART_PX = DEFAULT_HEIGHT_PX  # plotly's height for a figure that names none (viz.tokens)
 
 
 MIN_CHART_PX = 240  # less room than this below a page's header: the chart gets a screen of its own instead

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from model.analysis import inside
 from ui.shell.presentation import show
 from viz import inside_figs as figs
@@ -90,22 +90,23 @@ def all_heads(
             )
 
 
+# A model's own divisor of the scores in step 3, beside the paper's √d_k
+LAYER_SCALE = N_(
+    "This model divides layer {layer}'s scores by {scale}, not by √d_k alone: each layer i also divides "
+    "by i + 1 (GPT-2's scale_attn_by_inverse_layer_idx)."
+)
+GEMMA_SCALE = N_("This model divides by {scale} (√query_pre_attn_scalar), not by √d_k.")
+
+
 def family_steps(step, k_tokens, where: str, config, layer: int) -> None:
     """What a model changes in steps 3-4 beyond the paper: its scale (Gemma's √query_pre_attn_scalar instead of
     √d_k; GPT-2's scale_attn_by_inverse_layer_idx, √d_k times the layer's number + 1), the soft-capping of the scaled
     scores (Gemma 2) with the capped scores beside them, and a local layer's sliding window (the keys it leaves out are
     masked, not weighted 0 by the softmax)."""
     if step.divisor is not None and config.scale_by_layer:
-        st.caption(
-            _(
-                "This model divides layer {layer}'s scores by {scale}, not by √d_k alone: each layer i also divides "
-                "by i + 1 (GPT-2's scale_attn_by_inverse_layer_idx)."
-            ).format(layer=layer, scale=f"{step.scale:.3g}")
-        )
+        st.caption(_(LAYER_SCALE).format(layer=layer, scale=f"{step.scale:.3g}"))
     elif step.divisor is not None:
-        st.caption(
-            _("This model divides by {scale} (√query_pre_attn_scalar), not by √d_k.").format(scale=f"{step.scale:.3g}")
-        )
+        st.caption(_(GEMMA_SCALE).format(scale=f"{step.scale:.3g}"))
     if step.capped is not None:
         st.markdown(
             _(
